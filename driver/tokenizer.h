@@ -1,0 +1,59 @@
+/*
+ * tokenizer.h - the llama2.c sentencepiece-style BPE tokenizer.
+ *
+ * File format (llama2.c tokenizer.bin): int32 max_token_length, then for each
+ * of vocab_size tokens: fp32 score, int32 len, len bytes (no NUL).
+ * Encoding follows llama2.c run.c encode(): optional BOS, a leading space
+ * (" " -> token of " ") when the text is not empty, one token per UTF-8
+ * code point (or byte-fallback tokens <0xNN> = id byte + 3), then repeated
+ * merges of the adjacent pair whose merged string has the best score.
+ * A tokenizer is read-only after loading and may be shared by threads.
+ */
+#ifndef TSR_TOKENIZER_H
+#define TSR_TOKENIZER_H
+
+#include <stddef.h>
+
+#include "error.h"
+
+typedef struct tsr_tokenizer tsr_tokenizer;
+
+#define TSR_TOKEN_BOS 1
+#define TSR_TOKEN_EOS 2
+
+/* Load a tokenizer.bin that must hold exactly vocab_size tokens (the model's
+ * vocab): a file with more or fewer is refused with TSR_ERR_FORMAT and a
+ * message giving both counts.  Errors: TSR_ERR_IO, TSR_ERR_FORMAT,
+ * TSR_ERR_NOMEM. */
+int  tsr_tokenizer_load(const char *path, int vocab_size, tsr_tokenizer **out,
+                        tsr_err *e);
+
+/* Build from in-memory arrays (GGUF metadata): pieces[i] is n_bytes[i] bytes;
+ * the tokenizer copies them.  Errors: TSR_ERR_ARG, TSR_ERR_NOMEM. */
+int  tsr_tokenizer_from_arrays(int vocab_size, const char *const *pieces,
+                               const int *n_bytes, const float *scores,
+                               tsr_tokenizer **out, tsr_err *e);
+
+void tsr_tokenizer_free(tsr_tokenizer *t);   /* NULL is a no-op */
+
+int  tsr_tokenizer_vocab_size(const tsr_tokenizer *t);
+
+/* Encode text (NUL-terminated UTF-8) into tokens[0..max_tokens): BOS first if
+ * bos, EOS last if eos.  *n_tokens gets the count.  Errors: TSR_ERR_RANGE if
+ * more than max_tokens would be written (nothing useful in tokens then),
+ * TSR_ERR_NOMEM. */
+int  tsr_tokenizer_encode(const tsr_tokenizer *t, const char *text, int bos,
+                          int eos, int *tokens, int max_tokens, int *n_tokens,
+                          tsr_err *e);
+
+/* The bytes that token adds to the text, given the token before it (prev):
+ * after BOS a leading space is stripped; "<0xNN>" becomes the single raw
+ * byte NN.  *len gets the byte count (may be 0).  The pointer stays valid
+ * while t lives.  token must be in [0, vocab). */
+const char *tsr_tokenizer_piece(const tsr_tokenizer *t, int prev, int token,
+                                size_t *len);
+
+/* Token id of an exact piece string, or -1. */
+int  tsr_tokenizer_lookup(const tsr_tokenizer *t, const char *piece);
+
+#endif
