@@ -105,17 +105,56 @@ float tsr_tensor_get(const tsr_tensor *t, size_t i);
 void tsr_tensor_row(const tsr_tensor *t, int r, float *out);
 
 /* ------------------------------------------------------------------------ */
+/* Shape checks and llama2.c file sizes (shared by the loader and synth)      */
+
+/* Header magic of llama2.c v1/v2 files ("ak42"; on disk the bytes "24ka",
+ * a little-endian uint32 0x616b3432 as export.py writes it). */
+#define TSR_LLAMA2C_MAGIC  0x616b3432u
+/* Header bytes of v1/v2 files (zero padded); legacy files have 7 int32. */
+#define TSR_LLAMA2C_HEADER 256
+#define TSR_LLAMA2C_LEGACY_HEADER 28
+
+/* Largest hyperparameters a header may claim.  Far above any real llama
+ * model, and low enough that every size product fits in 64 bits. */
+#define TSR_MAX_DIM    (1 << 20)   /* dim, hidden_dim                       */
+#define TSR_MAX_LAYERS (1 << 12)
+#define TSR_MAX_VOCAB  (1 << 24)
+#define TSR_MAX_SEQ    (1 << 24)
+
+/* Check cfg's shape: every dim > 0 and within the limits above, n_heads
+ * divides dim, n_kv_heads divides n_heads, head_size even, and for a
+ * TSR_FMT_LLAMA2C_V2 cfg a group_size > 0 that divides the element count of
+ * every quantized tensor.  On a problem returns code (the caller's choice:
+ * TSR_ERR_FORMAT for a file, TSR_ERR_ARG for a spec) with the one-line
+ * message "<name>: <problem>".  Returns TSR_OK otherwise. */
+int tsr_config_check(const tsr_config *cfg, const char *name, int code,
+                     tsr_err *e);
+
+/* Bytes of a llama2.c checkpoint of shape cfg in format cfg->format
+ * (legacy, v1 or v2 with cfg->group_size), header included; a not-shared
+ * classifier adds wcls.  cfg must have passed tsr_config_check.  Returns
+ * TSR_OK, or TSR_ERR_FORMAT if the size does not fit in 64 bits.  Layouts:
+ * llama2.c export.py legacy_export / version1_export / version2_export. */
+int tsr_llama2c_size(const tsr_config *cfg, uint64_t *bytes);
+
+/* ------------------------------------------------------------------------ */
 /* Synthetic checkpoints (tessera synth)                                      */
 
 /* Shape presets: "stories260K", "stories15M", "stories42M", "stories110M",
- * or "DIMxLAYERS" with optional ":hidden=H,heads=N,kv=K,vocab=V,seq=S".
- * Fills cfg (format, rope, eps defaulted).  Errors: TSR_ERR_ARG. */
+ * or "DIMxLAYERS" with optional ":hidden=H,heads=N,kv=K,vocab=V,seq=S"
+ * (and "shared=0" for a separate classifier).  Defaults: hidden by
+ * llama2.c's rule (2/3 of 4*dim, rounded up to a multiple of 32), heads =
+ * dim/64 (at least 1), kv = heads, vocab 32000, seq 1024, shared 1.
+ * Fills cfg (format V1, rope, eps defaulted).  Errors: TSR_ERR_ARG. */
 int tsr_synth_shape(const char *spec, tsr_config *cfg, tsr_err *e);
 
 /* Write a llama2.c checkpoint with deterministic pseudo-random weights
  * (seeded xorshift, normal with std 0.02; norm weights 1): version 1 fp32,
- * or version 2 Q8_0 when group_size > 0.  Errors: TSR_ERR_IO, TSR_ERR_ARG
- * (group size does not divide dim). */
+ * or version 2 Q8_0 when group_size > 0.  Each tensor has its own stream
+ * derived from (seed, tensor), so v1 and v2 files of one seed hold the same
+ * weights up to quantization.  Streams to disk; a failed write removes the
+ * file.  Errors: TSR_ERR_IO, TSR_ERR_ARG (bad shape, or group size does not
+ * divide some tensor's element count). */
 int tsr_synth_write(const char *path, const tsr_config *cfg, int group_size,
                     uint64_t seed, tsr_err *e);
 

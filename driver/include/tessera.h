@@ -64,6 +64,230 @@ typedef enum { TSR_STATUS_LIST(TSR_STATUS_ENUM_) } tsr_status;
  * Thread-safe. */
 const char *tsr_strerror(int status);
 
+
+/* ------------------------------------------------------------------------ */
+/* Handles                                                                   */
+
+typedef struct tsr_device tsr_device; /* an open device: emulator or card   */
+typedef struct tsr_model  tsr_model;  /* a model file, resident on a device  */
+typedef struct tsr_seq    tsr_seq;    /* a sequence: one KV slot on a device */
+
+/* Log levels for the optional log callback. */
+enum { TSR_LOG_ERROR = 0, TSR_LOG_WARN = 1, TSR_LOG_INFO = 2, TSR_LOG_DEBUG = 3 };
+
+/* Log hook: msg is one line without a newline.  Called on the thread that
+ * made the call that logs. */
+typedef void (*tsr_log_fn)(int level, const char *msg, void *user);
+
+/* ------------------------------------------------------------------------ */
+/* Device                                                                    */
+
+/* Open a device from a spec string:
+ *   "emu"                          the emulator with its default generic part
+ *   "emu:part=u55c,pes=16,threads=2"  on-chip capacity of an Alveo U55C
+ *                                  (u55c, u280, u250, u200), 16 PEs
+ *   "xrt:0" / "xrt:0,xclbin=FILE"  Alveo card 0 through XRT
+ * *out is set to a handle even when the call fails (except TSR_ERR_NOMEM),
+ * so that tsr_device_errmsg() can tell why; close it with tsr_device_close().
+ * Errors: TSR_ERR_ARG (bad spec), TSR_ERR_NODEV, TSR_ERR_UNSUPPORTED
+ * (backend not built in), TSR_ERR_NOMEM.  Thread-safe (no shared state). */
+int  tsr_device_open(const char *spec, tsr_device **out);
+
+/* Close the device, its models and sequences.  NULL is a no-op. */
+void tsr_device_close(tsr_device *dev);
+
+/* The detail of the last failure on dev (or on a model or sequence of dev):
+ * one line, valid until the next call on dev.  "" when none. */
+const char *tsr_device_errmsg(const tsr_device *dev);
+
+/* Route the library's log lines to fn (NULL: drop them, the default). */
+void tsr_device_set_log(tsr_device *dev, tsr_log_fn fn, void *user);
+
+/* Bytes that crossed the host link (host->device, device->host) per phase,
+ * and kernel invocations, since the device was opened. */
+typedef struct tsr_traffic {
+    uint64_t load_h2d, load_d2h;         /* weight image and configuration */
+    uint64_t prefill_h2d, prefill_d2h;   /* prompt token ids in            */
+    uint64_t decode_h2d, decode_d2h;     /* token ids out                  */
+    uint64_t debug_h2d, debug_d2h;       /* logits, counters read back     */
+    uint64_t invocations;                /* kernel runs, all phases        */
+    uint64_t loads;                      /* weight images streamed         */
+} tsr_traffic;
+
+/* Fill *t with dev's counters.  Errors: TSR_ERR_ARG (NULL). */
+int  tsr_device_traffic(const tsr_device *dev, tsr_traffic *t);
+
+/* The kernel's own counters as "name value" lines (MACs, fabric bytes,
+ * per-PE SRAM bytes, ...) written into buf (NUL-terminated, truncated to
+ * len).  Reading them crosses the host link (debug phase).
+ * Errors: TSR_ERR_ARG, TSR_ERR_STATE (no model loaded). */
+int  tsr_device_kernel_counters(tsr_device *dev, char *buf, size_t len);
+
+/* ------------------------------------------------------------------------ */
+/* Model                                                                     */
+
+/* How to place a model on a device.  Zero-initialise, then set fields. */
+typedef struct tsr_model_opts {
+    const char *tokenizer;   /* llama2.c tokenizer.bin path (required for
+                                llama2.c checkpoints)                         */
+    int  weights_f32;        /* 1: F32 validation mode; 0: Q8_0 (default)    */
+    int  group_size;         /* Q8_0 group size in elements; 0: 32           */
+    int  seq_len;            /* context per sequence, tokens; 0: the model's */
+    int  n_seqs;             /* sequence slots; 0: as many as fit (<= 8)     */
+    /* Progress of the weight stream: bytes sent of total.  Optional. */
+    void (*progress)(uint64_t sent, uint64_t total, void *user);
+    void *progress_user;
+} tsr_model_opts;
+
+/* Open the model file at path (llama2.c legacy / v1 / v2 checkpoint), check
+ * it fits the device, and stream its weight image to the device once.
+ * Loading a model whose weight image equals the one already resident (same
+ * content hash) streams nothing.  The model replaces any other model on dev;
+ * sequences of a replaced model fail with TSR_ERR_STATE.
+ * Errors: TSR_ERR_IO, TSR_ERR_FORMAT, TSR_ERR_UNSUPPORTED, TSR_ERR_CAPACITY
+ * (message: bytes needed against bytes available), TSR_ERR_ARG,
+ * TSR_ERR_DEVICE, TSR_ERR_NOMEM.  Not thread-safe against other calls on dev. */
+int  tsr_model_load(tsr_device *dev, const char *path,
+                    const tsr_model_opts *opts, tsr_model **out);
+
+/* Release the host side of a model (the device keeps its weights until
+ * another model is loaded).  NULL is a no-op. */
+void tsr_model_close(tsr_model *m);
+
+/* Hyperparameters of a model, as read from its file. */
+typedef struct tsr_model_info {
+    int dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size;
+    int seq_len;             /* context per sequence on the device          */
+    int n_seqs;              /* sequence slots on the device                */
+    uint64_t n_params;       /* weight elements                             */
+    uint64_t image_bytes;    /* weight image size on the device, bytes      */
+} tsr_model_info;
+
+int  tsr_model_get_info(const tsr_model *m, tsr_model_info *info);
+
+/* Tokenize text: BOS first when bos != 0.  *n_tokens gets the count.
+ * Errors: TSR_ERR_ARG, TSR_ERR_RANGE (more than max_tokens). */
+int  tsr_model_tokenize(tsr_model *m, const char *text, int bos, int *tokens,
+                        int max_tokens, int *n_tokens);
+
+/* The text bytes of token following prev ("<0xNN>" gives one raw byte; the
+ * leading space after BOS is dropped).  *len gets the byte count.  The
+ * pointer lives as long as m.  NULL for an out-of-range token. */
+const char *tsr_model_token_text(const tsr_model *m, int prev, int token,
+                                 size_t *len);
+
+/* ------------------------------------------------------------------------ */
+/* Sequences                                                                 */
+
+/* Open a sequence on a free KV slot of m's device.
+ * Errors: TSR_ERR_NOSLOT (all slots in use), TSR_ERR_STATE (m no longer
+ * resident), TSR_ERR_ARG, TSR_ERR_NOMEM. */
+int  tsr_seq_open(tsr_model *m, tsr_seq **out);
+
+/* Free the sequence's slot.  NULL is a no-op. */
+void tsr_seq_close(tsr_seq *s);
+
+/* Append text (tokenized; BOS first when the sequence is empty) or tokens to
+ * the sequence, running them through the model into the device's KV cache
+ * (prefill).  Appending after a generation continues from the KV cache on
+ * the device: nothing earlier is sent again.
+ * Errors: TSR_ERR_RANGE (would pass seq_len; nothing is appended),
+ * TSR_ERR_ARG, TSR_ERR_STATE, TSR_ERR_DEVICE. */
+int  tsr_seq_append_text(tsr_seq *s, const char *text);
+int  tsr_seq_append_tokens(tsr_seq *s, const int *tokens, int n);
+
+/* Sampler settings.  Zero-initialised = greedy, stop at BOS/EOS. */
+typedef struct tsr_gen_opts {
+    int      max_tokens;   /* tokens to generate; clamped to what seq_len
+                              leaves                                         */
+    float    temperature;  /* 0: greedy (argmax)                             */
+    float    top_p;        /* nucleus sampling when in (0,1); else off       */
+    uint64_t seed;         /* xorshift RNG seed; 0: a fixed default          */
+    int      ignore_stop;  /* 1: do not stop at BOS/EOS                      */
+} tsr_gen_opts;
+
+/* Called for each token as soon as the device has sampled it; return
+ * non-zero to stop the generation after this token. */
+typedef int (*tsr_token_cb)(tsr_seq *s, int token, void *user);
+
+/* Generate up to opts->max_tokens tokens on the device, streaming each to cb
+ * (optional).  Stops early at BOS/EOS, at seq_len, or on tsr_seq_cancel().
+ * *n_generated (optional) gets the count.  Returns TSR_OK also when
+ * cancelled (then tsr_seq_was_cancelled() is 1).
+ * Errors: TSR_ERR_STATE (nothing appended yet), TSR_ERR_ARG,
+ * TSR_ERR_DEVICE. */
+int  tsr_seq_generate(tsr_seq *s, const tsr_gen_opts *opts, tsr_token_cb cb,
+                      void *user, int *n_generated);
+
+/* Ask a running tsr_seq_generate() to stop; it returns within one token.
+ * Safe from any thread, and from a signal handler. */
+void tsr_seq_cancel(tsr_seq *s);
+int  tsr_seq_was_cancelled(const tsr_seq *s);
+
+/* Tokens in the sequence's history (prompt and generated). */
+int  tsr_seq_length(const tsr_seq *s);
+/* The history: *tokens points into s (valid until the next call on s). */
+int  tsr_seq_tokens(const tsr_seq *s, const int **tokens, int *n);
+
+/* Rewind to the first n tokens of the history, keeping their KV cache.
+ * Errors: TSR_ERR_RANGE (n > length or n < 1). */
+int  tsr_seq_truncate(tsr_seq *s, int n);
+/* Empty the sequence. */
+int  tsr_seq_reset(tsr_seq *s);
+
+/* Timing and traffic of one sequence, accumulated since it was opened. */
+typedef struct tsr_seq_stats {
+    double   ttft_ms;          /* last generate: call to first token, ms    */
+    double   decode_tok_s;     /* last generate: tokens/s after the first   */
+    double   prefill_tok_s;    /* all prefill: tokens/s                     */
+    uint64_t prefill_tokens, decode_tokens;
+    uint64_t prefill_h2d, prefill_d2h, decode_h2d, decode_d2h; /* bytes    */
+    uint64_t invocations;      /* kernel runs for this sequence            */
+} tsr_seq_stats;
+
+int  tsr_seq_get_stats(const tsr_seq *s, tsr_seq_stats *st);
+
+/* Logits (vocab floats) of the last forward pass on the device, e.g. after
+ * a generate of one token.  Debug traffic.  Errors: TSR_ERR_ARG,
+ * TSR_ERR_STATE, TSR_ERR_UNSUPPORTED. */
+int  tsr_seq_read_logits(tsr_seq *s, float *logits, int n);
+
+/* ------------------------------------------------------------------------ */
+/* Model files without a device                                              */
+
+/* What a model file holds: its header, parameters and bytes per tensor
+ * group, as stored in the file. */
+typedef struct tsr_file_info {
+    char     format[48];       /* e.g. "llama2.c v2 (Q8_0)"                */
+    int      dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size;
+    int      seq_len;          /* trained context, tokens                  */
+    int      shared_classifier;/* 1: the classifier is the embedding table */
+    int      group_size;       /* Q8_0 group size, 0 for fp32 files        */
+    uint64_t file_bytes;
+    uint64_t n_params;         /* weight elements, shared classifier once  */
+    /* Elements and stored bytes per tensor group. */
+    uint64_t params_embedding, bytes_embedding;   /* tok_embedding          */
+    uint64_t params_attention, bytes_attention;   /* wq wk wv wo, all layers */
+    uint64_t params_ffn, bytes_ffn;               /* w1 w2 w3, all layers   */
+    uint64_t params_norms, bytes_norms;           /* RMSNorm weights        */
+    uint64_t params_classifier, bytes_classifier; /* wcls when not shared   */
+} tsr_file_info;
+
+/* Read the header and tensor table of a model file (all checks of
+ * tsr_model_load apply).  On failure err (if not NULL) gets a one-line
+ * message naming the file.  Errors: TSR_ERR_IO, TSR_ERR_FORMAT,
+ * TSR_ERR_UNSUPPORTED, TSR_ERR_NOMEM.  Thread-safe. */
+int tsr_file_inspect(const char *path, tsr_file_info *info, char *err, size_t errlen);
+
+/* Write a llama2.c checkpoint with deterministic pseudo-random weights
+ * (normal, std 0.02; norm weights 1) of a named shape: "stories260K",
+ * "stories15M", "stories42M", "stories110M", or "DIMxLAYERS" with optional
+ * ":hidden=H,heads=N,kv=K,vocab=V,seq=S".  group_size 0 writes version 1
+ * fp32; > 0 writes version 2 Q8_0 with that group size.
+ * Errors: TSR_ERR_ARG (bad shape), TSR_ERR_IO.  Thread-safe. */
+int tsr_synth_file(const char *shape, const char *path, int group_size, uint64_t seed,
+                   char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

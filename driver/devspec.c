@@ -1,0 +1,73 @@
+/* devspec.c - parse a device spec string: "emu", "emu:part=u55c,pes=16",
+ * "xrt:0", "xrt:1,xclbin=path". */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+
+/* Parse a positive decimal int in [lo, hi]; returns 0 on success. */
+static int parse_int(const char *s, int lo, int hi, int *out)
+{
+    if (!*s) return -1;
+    for (const char *p = s; *p; p++)
+        if (!isdigit((unsigned char)*p)) return -1;
+    long v = strtol(s, NULL, 10);
+    if (v < lo || v > hi) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int copy_field(char *dst, size_t cap, const char *src)
+{
+    size_t n = strlen(src);
+    if (n == 0 || n >= cap) return -1;
+    memcpy(dst, src, n + 1);
+    return 0;
+}
+
+int tsr_devspec_parse(const char *spec, tsr_devspec *out, tsr_err *e)
+{
+    memset(out, 0, sizeof *out);
+    if (!spec || !*spec) spec = "emu";
+    char buf[512];
+    if (strlen(spec) >= sizeof buf)
+        return tsr_seterr(e, TSR_ERR_ARG, "device spec too long");
+    strcpy(buf, spec);
+
+    char *opts = strchr(buf, ':');
+    if (opts) *opts++ = '\0';
+    if (strcmp(buf, "emu") != 0 && strcmp(buf, "xrt") != 0)
+        return tsr_seterr(e, TSR_ERR_ARG,
+                          "device spec '%s': unknown backend '%s' (valid: emu, xrt)",
+                          spec, buf);
+    strcpy(out->backend, buf);
+
+    for (char *tok = opts ? strtok(opts, ",") : NULL; tok; tok = strtok(NULL, ",")) {
+        char *val = strchr(tok, '=');
+        if (!val) {
+            /* A bare number is the device index: "xrt:0". */
+            if (parse_int(tok, 0, 255, &out->index) != 0)
+                return tsr_seterr(e, TSR_ERR_ARG,
+                                  "device spec '%s': '%s' is not key=value or a device index",
+                                  spec, tok);
+            continue;
+        }
+        *val++ = '\0';
+        int bad;
+        if (!strcmp(tok, "part"))         bad = copy_field(out->part, sizeof out->part, val);
+        else if (!strcmp(tok, "pes"))     bad = parse_int(val, 1, 1 << 16, &out->pes);
+        else if (!strcmp(tok, "threads")) bad = parse_int(val, 1, 1024, &out->threads);
+        else if (!strcmp(tok, "xclbin"))  bad = copy_field(out->xclbin, sizeof out->xclbin, val);
+        else if (!strcmp(tok, "index"))   bad = parse_int(val, 0, 255, &out->index);
+        else
+            return tsr_seterr(e, TSR_ERR_ARG,
+                              "device spec '%s': unknown key '%s' (valid: part, pes, threads, xclbin, index)",
+                              spec, tok);
+        if (bad)
+            return tsr_seterr(e, TSR_ERR_ARG, "device spec '%s': bad value '%s' for %s",
+                              spec, val, tok);
+    }
+    for (char *p = out->part; *p; p++) *p = (char)tolower((unsigned char)*p);
+    return TSR_OK;
+}

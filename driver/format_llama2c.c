@@ -1,0 +1,375 @@
+/*
+ * format_llama2c.c - open llama2.c checkpoints: legacy fp32, version 1 fp32,
+ * version 2 Q8_0.  Facts from llama2.c export.py (legacy_export,
+ * version1_export, version2_export), run.c and runq.c.
+ *
+ * Layouts (all little-endian; L = n_layers, kv_dim = n_kv_heads * head_size):
+ *
+ *   legacy  int32 dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size,
+ *           seq_len (vocab_size < 0: classifier stored separately), then fp32
+ *           tok_embeddings (vocab,dim), rms_att (L,dim), wq (L,dim,dim),
+ *           wk (L,kv_dim,dim), wv (L,kv_dim,dim), wo (L,dim,dim),
+ *           rms_ffn (L,dim), w1 (L,hidden,dim), w2 (L,dim,hidden),
+ *           w3 (L,hidden,dim), rms_final (dim), freq_cis_real and
+ *           freq_cis_imag (seq_len*head_size/2 each, unused), [wcls].
+ *   v1      256-byte header: uint32 magic, int32 version 1, the 7 int32
+ *           above, uint8 shared_classifier, zeros.  Then fp32 rms_att,
+ *           rms_ffn, rms_final, tok_embeddings, wq, wk, wv, wo, w1, w2, w3,
+ *           [wcls].
+ *   v2      header as v1 with version 2 and an int32 group_size right after
+ *           shared_classifier.  Then fp32 rms_att, rms_ffn, rms_final; then
+ *           per tensor int8 values (numel) followed by fp32 scales
+ *           (numel/group) for tok_embeddings, wq[0..L), wk.., wv.., wo..,
+ *           w1.., w2.., w3.., [wcls].  Groups run over each tensor's flat
+ *           element list and may cross a row end.
+ *
+ * Open: read and check the header, compute the size it implies and compare
+ * with the file length, and only then mmap the file and point the tensors
+ * into it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "model.h"
+
+/* ------------------------------------------------------------------------ */
+/* Overflow-checked 64-bit size arithmetic                                    */
+
+/* acc += a * b; sets *ovf on overflow. */
+static void mac_u64(uint64_t *acc, uint64_t a, uint64_t b, int *ovf)
+{
+    uint64_t p;
+    if (__builtin_mul_overflow(a, b, &p) || __builtin_add_overflow(*acc, p, acc))
+        *ovf = 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Implied file size                                                          */
+
+int tsr_llama2c_size(const tsr_config *cfg, uint64_t *bytes)
+{
+    const tsr_config *p = cfg;
+    uint64_t dim = (uint64_t)p->dim, hidden = (uint64_t)p->hidden_dim;
+    uint64_t L = (uint64_t)p->n_layers, vocab = (uint64_t)p->vocab_size;
+    uint64_t head_size = dim / (uint64_t)p->n_heads;
+    uint64_t kv_dim = (uint64_t)p->n_kv_heads * head_size;
+    int ovf = 0;
+
+    // element counts: norms (always fp32) and matrices (fp32 or Q8_0)
+    uint64_t norms = 0, mats = 0;
+    mac_u64(&norms, 2 * L, dim, &ovf);               // rms_att, rms_ffn
+    mac_u64(&norms, 1, dim, &ovf);                   // rms_final
+    mac_u64(&mats, vocab, dim, &ovf);                // tok_embedding
+    mac_u64(&mats, 2 * L, dim * dim, &ovf);          // wq, wo
+    mac_u64(&mats, 2 * L, kv_dim * dim, &ovf);       // wk, wv
+    mac_u64(&mats, 3 * L, hidden * dim, &ovf);       // w1, w2, w3
+    if (!p->shared_classifier) mac_u64(&mats, vocab, dim, &ovf);   // wcls
+
+    uint64_t n = 0;
+    switch (p->format) {
+    case TSR_FMT_LLAMA2C_LEGACY:
+        n = TSR_LLAMA2C_LEGACY_HEADER;
+        mac_u64(&n, 4, norms, &ovf);
+        mac_u64(&n, 4, mats, &ovf);
+        mac_u64(&n, 4, (uint64_t)p->seq_len * head_size, &ovf);  // freq_cis re+im
+        break;
+    case TSR_FMT_LLAMA2C_V1:
+        n = TSR_LLAMA2C_HEADER;
+        mac_u64(&n, 4, norms, &ovf);
+        mac_u64(&n, 4, mats, &ovf);
+        break;
+    case TSR_FMT_LLAMA2C_V2:
+        // every tensor's numel is a multiple of group (tsr_config_check), so
+        // the scale count of the whole set is mats / group
+        n = TSR_LLAMA2C_HEADER;
+        mac_u64(&n, 4, norms, &ovf);
+        mac_u64(&n, 1, mats, &ovf);
+        mac_u64(&n, 4, mats / (uint64_t)p->group_size, &ovf);
+        break;
+    default:
+        return TSR_ERR_UNSUPPORTED;
+    }
+    if (ovf) return TSR_ERR_FORMAT;
+    *bytes = n;
+    return TSR_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Header                                                                     */
+
+static int32_t rd_i32(const uint8_t *b) { int32_t v; memcpy(&v, b, 4); return v; }
+
+/* Fill the 7 shared hyperparameters from 7 consecutive int32. */
+static void read_params(tsr_config *c, const uint8_t *b)
+{
+    c->dim        = rd_i32(b + 0);
+    c->hidden_dim = rd_i32(b + 4);
+    c->n_layers   = rd_i32(b + 8);
+    c->n_heads    = rd_i32(b + 12);
+    c->n_kv_heads = rd_i32(b + 16);
+    c->vocab_size = rd_i32(b + 20);
+    c->seq_len    = rd_i32(b + 24);
+}
+
+/* Parse the header bytes hdr (n of them, n >= 4) of a file of file_len bytes
+ * into cfg and check it.  Errors: TSR_ERR_FORMAT, TSR_ERR_UNSUPPORTED. */
+static int parse_header(const char *path, const uint8_t *hdr, size_t n,
+                        uint64_t file_len, tsr_config *cfg, tsr_err *e)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->rope_theta = 10000.0f;
+    cfg->norm_eps = 1e-5f;
+
+    uint32_t magic;
+    memcpy(&magic, hdr, 4);
+    if (magic == TSR_LLAMA2C_MAGIC) {
+        if (n < TSR_LLAMA2C_HEADER)
+            return tsr_seterr(e, TSR_ERR_FORMAT,
+                "%s: truncated: %llu bytes, shorter than the %d-byte v1/v2 header",
+                path, (unsigned long long)file_len, TSR_LLAMA2C_HEADER);
+        int32_t version = rd_i32(hdr + 4);
+        if (version != 1 && version != 2)
+            return tsr_seterr(e, TSR_ERR_UNSUPPORTED,
+                "%s: unsupported llama2.c version %d (known: 1 fp32, 2 Q8_0)",
+                path, (int)version);
+        read_params(cfg, hdr + 8);
+        uint8_t shared = hdr[36];
+        if (shared > 1)
+            return tsr_seterr(e, TSR_ERR_FORMAT,
+                "%s: shared_classifier byte is %u, expected 0 or 1", path, shared);
+        cfg->shared_classifier = shared;
+        cfg->format = version == 1 ? TSR_FMT_LLAMA2C_V1 : TSR_FMT_LLAMA2C_V2;
+        if (version == 2) cfg->group_size = rd_i32(hdr + 37);
+    } else {
+        // No magic: either a legacy file, whose first word is dim, or junk.
+        int32_t dim = rd_i32(hdr);
+        if (dim < 1 || dim > TSR_MAX_DIM)
+            return tsr_seterr(e, TSR_ERR_FORMAT,
+                "%s: bad magic 0x%08x: not llama2.c v1/v2 (0x%08x) nor legacy "
+                "(dim %d out of range 1..%d)",
+                path, magic, TSR_LLAMA2C_MAGIC, (int)dim, TSR_MAX_DIM);
+        if (n < TSR_LLAMA2C_LEGACY_HEADER)
+            return tsr_seterr(e, TSR_ERR_FORMAT,
+                "%s: truncated: %llu bytes, shorter than the %d-byte legacy header",
+                path, (unsigned long long)file_len, TSR_LLAMA2C_LEGACY_HEADER);
+        read_params(cfg, hdr);
+        // llama2.c run.c: a negative vocab_size flags an unshared classifier
+        cfg->shared_classifier = cfg->vocab_size > 0;
+        if (cfg->vocab_size < 0 && cfg->vocab_size != INT32_MIN)
+            cfg->vocab_size = -cfg->vocab_size;
+        cfg->format = TSR_FMT_LLAMA2C_LEGACY;
+    }
+    return tsr_config_check(cfg, path, TSR_ERR_FORMAT, e);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Tensor layout                                                              */
+
+/* Walks the mapped file in layout order, pointing tensors into it. */
+typedef struct walker {
+    const uint8_t *base;   // (file_len,) the mmap()ed file
+    uint64_t off;          // bytes consumed so far
+    float *spill;          // (n_spill,) aligned copies of misaligned scales
+    size_t n_spill;        // floats of spill used
+} walker;
+
+/* Next rows x cols fp32 tensor (offsets of fp32 data are 4-aligned in all
+ * three layouts: every preceding field is a multiple of 4 bytes). */
+static void take_f32(walker *w, tsr_tensor *t, int rows, int cols)
+{
+    size_t n = (size_t)rows * (size_t)cols;
+    *t = (tsr_tensor){ .type = TSR_DT_F32, .rows = rows, .cols = cols,
+                       .f = (const float *)(const void *)(w->base + w->off) };
+    w->off += 4 * (uint64_t)n;
+}
+
+/* Next rows x cols Q8_0 tensor: numel int8 values, then numel/group fp32
+ * scales.  The scales start misaligned when numel % 4 != 0; they are then
+ * copied into the spill buffer so that t->s is a valid float pointer. */
+static void take_q8(walker *w, tsr_tensor *t, int rows, int cols, int group)
+{
+    size_t n = (size_t)rows * (size_t)cols;
+    size_t ns = n / (size_t)group;
+    *t = (tsr_tensor){ .type = TSR_DT_Q8_0, .rows = rows, .cols = cols,
+                       .group = group,
+                       .q = (const int8_t *)(w->base + w->off) };
+    w->off += n;
+    const uint8_t *s = w->base + w->off;
+    if (((uintptr_t)s & (sizeof(float) - 1)) == 0) {
+        t->s = (const float *)(const void *)s;
+    } else {
+        float *dst = w->spill + w->n_spill;
+        memcpy(dst, s, ns * sizeof(float));
+        w->n_spill += ns;
+        t->s = dst;
+    }
+    w->off += 4 * (uint64_t)ns;
+}
+
+/* Next matrix in the file's matrix type. */
+static void take_mat(walker *w, const tsr_config *c, tsr_tensor *t, int rows, int cols)
+{
+    if (c->format == TSR_FMT_LLAMA2C_V2) take_q8(w, t, rows, cols, c->group_size);
+    else take_f32(w, t, rows, cols);
+}
+
+/* Point every tensor of m into the map, in the order of m->cfg.format. */
+static void layout(tsr_model *m, walker *w)
+{
+    const tsr_config *c = &m->cfg;
+    int L = c->n_layers, dim = c->dim, hidden = c->hidden_dim;
+    int kv_dim = c->n_kv_heads * (dim / c->n_heads);
+
+    if (c->format == TSR_FMT_LLAMA2C_LEGACY) {
+        w->off = TSR_LLAMA2C_LEGACY_HEADER;
+        take_f32(w, &m->tok_embedding, c->vocab_size, dim);
+        for (int l = 0; l < L; l++) take_f32(w, &m->rms_att[l], 1, dim);
+        for (int l = 0; l < L; l++) take_f32(w, &m->wq[l], dim, dim);
+        for (int l = 0; l < L; l++) take_f32(w, &m->wk[l], kv_dim, dim);
+        for (int l = 0; l < L; l++) take_f32(w, &m->wv[l], kv_dim, dim);
+        for (int l = 0; l < L; l++) take_f32(w, &m->wo[l], dim, dim);
+        for (int l = 0; l < L; l++) take_f32(w, &m->rms_ffn[l], 1, dim);
+        for (int l = 0; l < L; l++) take_f32(w, &m->w1[l], hidden, dim);
+        for (int l = 0; l < L; l++) take_f32(w, &m->w2[l], dim, hidden);
+        for (int l = 0; l < L; l++) take_f32(w, &m->w3[l], hidden, dim);
+        take_f32(w, &m->rms_final, 1, dim);
+        // skip freq_cis_real and freq_cis_imag: RoPE is computed, not read
+        w->off += 4 * (uint64_t)c->seq_len * (uint64_t)(dim / c->n_heads);
+    } else {
+        // v1 and v2 share the order; v2 stores the matrices as Q8_0
+        w->off = TSR_LLAMA2C_HEADER;
+        for (int l = 0; l < L; l++) take_f32(w, &m->rms_att[l], 1, dim);
+        for (int l = 0; l < L; l++) take_f32(w, &m->rms_ffn[l], 1, dim);
+        take_f32(w, &m->rms_final, 1, dim);
+        take_mat(w, c, &m->tok_embedding, c->vocab_size, dim);
+        for (int l = 0; l < L; l++) take_mat(w, c, &m->wq[l], dim, dim);
+        for (int l = 0; l < L; l++) take_mat(w, c, &m->wk[l], kv_dim, dim);
+        for (int l = 0; l < L; l++) take_mat(w, c, &m->wv[l], kv_dim, dim);
+        for (int l = 0; l < L; l++) take_mat(w, c, &m->wo[l], dim, dim);
+        for (int l = 0; l < L; l++) take_mat(w, c, &m->w1[l], hidden, dim);
+        for (int l = 0; l < L; l++) take_mat(w, c, &m->w2[l], dim, hidden);
+        for (int l = 0; l < L; l++) take_mat(w, c, &m->w3[l], hidden, dim);
+    }
+    if (c->shared_classifier) m->wcls = m->tok_embedding;
+    else take_mat(w, c, &m->wcls, c->vocab_size, dim);
+}
+
+/* Floats of spill a v2 model may need: all its scales, when some quantized
+ * tensor has an element count that is not a multiple of 4 (else none). */
+static size_t spill_floats(const tsr_config *c)
+{
+    if (c->format != TSR_FMT_LLAMA2C_V2) return 0;
+    size_t dim = (size_t)c->dim, hidden = (size_t)c->hidden_dim;
+    size_t kv_dim = (size_t)c->n_kv_heads * (dim / (size_t)c->n_heads);
+    size_t emb = (size_t)c->vocab_size * dim;
+    if (emb % 4 == 0 && (dim * dim) % 4 == 0 && (kv_dim * dim) % 4 == 0 &&
+        (hidden * dim) % 4 == 0)
+        return 0;
+    size_t per_layer = 2 * dim * dim + 2 * kv_dim * dim + 3 * hidden * dim;
+    size_t n = emb * (c->shared_classifier ? 1 : 2) + (size_t)c->n_layers * per_layer;
+    return n / (size_t)c->group_size;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Open                                                                       */
+
+int tsr_model_open(const char *path, tsr_model **out, tsr_err *e)
+{
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return tsr_seterr(e, TSR_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        int err = errno;
+        close(fd);
+        return tsr_seterr(e, TSR_ERR_IO, "%s: not a readable regular file%s%s",
+                          path, err ? ": " : "", err ? strerror(err) : "");
+    }
+    uint64_t file_len = (uint64_t)st.st_size;
+
+    // header: read with pread, so nothing is mapped until it checks out
+    uint8_t hdr[TSR_LLAMA2C_HEADER];
+    size_t want = file_len < sizeof hdr ? (size_t)file_len : sizeof hdr;
+    ssize_t got = pread(fd, hdr, want, 0);
+    if (got < 0 || (size_t)got != want) {
+        int err = got < 0 ? errno : EIO;
+        close(fd);
+        return tsr_seterr(e, TSR_ERR_IO, "%s: cannot read header: %s", path, strerror(err));
+    }
+    if (want < 4) {
+        close(fd);
+        return tsr_seterr(e, TSR_ERR_FORMAT,
+            "%s: truncated: %llu bytes, shorter than any llama2.c header",
+            path, (unsigned long long)file_len);
+    }
+    tsr_config cfg;
+    int rc = parse_header(path, hdr, want, file_len, &cfg, e);
+    if (rc != TSR_OK) { close(fd); return rc; }
+
+    uint64_t implied;
+    if (tsr_llama2c_size(&cfg, &implied) != TSR_OK) {
+        close(fd);
+        return tsr_seterr(e, TSR_ERR_FORMAT, "%s: header implies a size beyond 64 bits", path);
+    }
+    if (implied != file_len) {
+        close(fd);
+        return tsr_seterr(e, TSR_ERR_FORMAT, "%s: %s: header implies %llu bytes, file has %llu",
+                          path, implied > file_len ? "truncated" : "size mismatch",
+                          (unsigned long long)implied, (unsigned long long)file_len);
+    }
+    if (file_len > SIZE_MAX) {
+        close(fd);
+        return tsr_seterr(e, TSR_ERR_NOMEM, "%s: %llu bytes do not fit the address space",
+                          path, (unsigned long long)file_len);
+    }
+
+    // the model, its per-layer tensor arrays and any spill, in one block
+    tsr_model *m = calloc(1, sizeof *m);
+    size_t L = (size_t)cfg.n_layers, n_spill = spill_floats(&cfg);
+    size_t n_owned = 9 * L * sizeof(tsr_tensor) + n_spill * sizeof(float);
+    void *owned = m ? malloc(n_owned) : NULL;
+    if (!owned) {
+        free(m);
+        close(fd);
+        return tsr_seterr(e, TSR_ERR_NOMEM, "%s: out of memory for %zu bytes of tensor views",
+                          path, n_owned);
+    }
+    void *map = mmap(NULL, (size_t)file_len, PROT_READ, MAP_PRIVATE, fd, 0);
+    int map_err = errno;
+    close(fd);   // the mapping keeps the file
+    if (map == MAP_FAILED) {
+        free(owned);
+        free(m);
+        return tsr_seterr(e, TSR_ERR_IO, "%s: cannot mmap %llu bytes: %s", path,
+                          (unsigned long long)file_len, strerror(map_err));
+    }
+
+    m->cfg = cfg;
+    m->map = map;
+    m->map_len = (size_t)file_len;
+    m->owned = owned;
+    snprintf(m->path, sizeof m->path, "%s", path);
+    tsr_tensor *t = owned;   // (9, n_layers) per-layer tensor views
+    m->rms_att = t + 0 * L;  m->wq = t + 1 * L;  m->wk = t + 2 * L;
+    m->wv = t + 3 * L;       m->wo = t + 4 * L;  m->rms_ffn = t + 5 * L;
+    m->w1 = t + 6 * L;       m->w2 = t + 7 * L;  m->w3 = t + 8 * L;
+
+    walker w = { .base = map, .spill = (float *)(void *)(t + 9 * L) };
+    layout(m, &w);
+    // the size check above and the walk must agree; a difference is a bug here
+    if (w.off != file_len || w.n_spill > n_spill) {
+        tsr_model_close(m);
+        return tsr_seterr(e, TSR_ERR_FORMAT, "%s: internal: layout walked %llu bytes of %llu",
+                          path, (unsigned long long)w.off, (unsigned long long)file_len);
+    }
+    *out = m;
+    return TSR_OK;
+}

@@ -1,0 +1,99 @@
+/* inspect.c - public entry points that work on model files without a
+ * device: tsr_file_inspect (tessera info) and tsr_synth_file (tessera synth). */
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "model.h"
+
+static void copy_err(const tsr_err *e, char *err, size_t errlen)
+{
+    if (err && errlen) snprintf(err, errlen, "%s", e->msg);
+}
+
+/* Stored bytes of a tensor: 4 per F32 element; 1 per Q8_0 element plus a
+ * 4-byte scale per group. */
+static uint64_t tensor_bytes(const tsr_tensor *t)
+{
+    uint64_t n = (uint64_t)t->rows * (uint64_t)t->cols;
+    return t->type == TSR_DT_Q8_0 ? n + 4 * (n / (uint64_t)t->group) : 4 * n;
+}
+
+static uint64_t tensor_params(const tsr_tensor *t)
+{
+    return (uint64_t)t->rows * (uint64_t)t->cols;
+}
+
+static const char *format_name(const tsr_config *c)
+{
+    switch (c->format) {
+    case TSR_FMT_LLAMA2C_LEGACY: return "llama2.c legacy (fp32)";
+    case TSR_FMT_LLAMA2C_V1:     return "llama2.c v1 (fp32)";
+    case TSR_FMT_LLAMA2C_V2:     return "llama2.c v2 (Q8_0)";
+    case TSR_FMT_GGUF:           return "GGUF";
+    }
+    return "unknown";
+}
+
+int tsr_file_inspect(const char *path, tsr_file_info *info, char *err, size_t errlen)
+{
+    if (!path || !info) return TSR_ERR_ARG;
+    memset(info, 0, sizeof *info);
+    tsr_err e = {0};
+    tsr_checkpoint *ck = NULL;
+    int rc = tsr_checkpoint_open(path, &ck, &e);
+    if (rc) { copy_err(&e, err, errlen); return rc; }
+    const tsr_config *c = &ck->cfg;
+    snprintf(info->format, sizeof info->format, "%s", format_name(c));
+    info->dim = c->dim;
+    info->hidden_dim = c->hidden_dim;
+    info->n_layers = c->n_layers;
+    info->n_heads = c->n_heads;
+    info->n_kv_heads = c->n_kv_heads;
+    info->vocab_size = c->vocab_size;
+    info->seq_len = c->seq_len;
+    info->shared_classifier = c->shared_classifier;
+    info->group_size = c->group_size;
+    info->file_bytes = ck->map_len;
+    info->n_params = tsr_checkpoint_param_count(ck);
+
+    info->params_embedding = tensor_params(&ck->tok_embedding);
+    info->bytes_embedding = tensor_bytes(&ck->tok_embedding);
+    for (int l = 0; l < c->n_layers; l++) {
+        const tsr_tensor *att[] = { &ck->wq[l], &ck->wk[l], &ck->wv[l], &ck->wo[l] };
+        const tsr_tensor *ffn[] = { &ck->w1[l], &ck->w2[l], &ck->w3[l] };
+        const tsr_tensor *nrm[] = { &ck->rms_att[l], &ck->rms_ffn[l] };
+        for (int i = 0; i < 4; i++) {
+            info->params_attention += tensor_params(att[i]);
+            info->bytes_attention += tensor_bytes(att[i]);
+        }
+        for (int i = 0; i < 3; i++) {
+            info->params_ffn += tensor_params(ffn[i]);
+            info->bytes_ffn += tensor_bytes(ffn[i]);
+        }
+        for (int i = 0; i < 2; i++) {
+            info->params_norms += tensor_params(nrm[i]);
+            info->bytes_norms += tensor_bytes(nrm[i]);
+        }
+    }
+    info->params_norms += tensor_params(&ck->rms_final);
+    info->bytes_norms += tensor_bytes(&ck->rms_final);
+    if (!c->shared_classifier) {
+        info->params_classifier = tensor_params(&ck->wcls);
+        info->bytes_classifier = tensor_bytes(&ck->wcls);
+    }
+    tsr_checkpoint_close(ck);
+    return TSR_OK;
+}
+
+int tsr_synth_file(const char *shape, const char *path, int group_size, uint64_t seed,
+                   char *err, size_t errlen)
+{
+    if (!shape || !path || group_size < 0) return TSR_ERR_ARG;
+    tsr_err e = {0};
+    tsr_config cfg;
+    int rc = tsr_synth_shape(shape, &cfg, &e);
+    if (!rc) rc = tsr_synth_write(path, &cfg, group_size, seed, &e);
+    if (rc) copy_err(&e, err, errlen);
+    return rc;
+}

@@ -1,0 +1,121 @@
+/*
+ * model.c - format-independent parts of a loaded model: tensor access
+ * (dequantizing Q8_0 on the fly), parameter count, shape checks, close.
+ * The file formats themselves live in format_*.c.
+ */
+#include <assert.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include "model.h"
+
+/* ------------------------------------------------------------------------ */
+/* Tensors                                                                    */
+
+float tsr_tensor_get(const tsr_tensor *t, size_t i)
+{
+    assert(i < (size_t)t->rows * (size_t)t->cols);
+    if (t->type == TSR_DT_F32) return t->f[i];
+    // groups run over the flattened tensor, so the scale index ignores rows
+    return (float)t->q[i] * t->s[i / (size_t)t->group];
+}
+
+void tsr_tensor_row(const tsr_tensor *t, int r, float *out)
+{
+    assert(r >= 0 && r < t->rows);
+    size_t n = (size_t)t->cols;
+    size_t base = (size_t)r * n;   // flat index of the row's first element
+    if (t->type == TSR_DT_F32) {
+        for (size_t j = 0; j < n; j++) out[j] = t->f[base + j];
+        return;
+    }
+    size_t g = (size_t)t->group;
+    for (size_t j = 0; j < n; j++) {
+        size_t i = base + j;
+        out[j] = (float)t->q[i] * t->s[i / g];
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Model                                                                      */
+
+uint64_t tsr_model_param_count(const tsr_model *m)
+{
+    const tsr_config *p = &m->cfg;
+    uint64_t dim = (uint64_t)p->dim, hidden = (uint64_t)p->hidden_dim;
+    uint64_t kv_dim = (uint64_t)p->n_kv_heads * (dim / (uint64_t)p->n_heads);
+    uint64_t per_layer = 2 * dim                 // rms_att, rms_ffn
+                       + 2 * dim * dim           // wq, wo
+                       + 2 * kv_dim * dim        // wk, wv
+                       + 3 * hidden * dim;       // w1, w2, w3
+    uint64_t n = (uint64_t)p->vocab_size * dim   // tok_embedding
+               + (uint64_t)p->n_layers * per_layer
+               + dim;                            // rms_final
+    if (!p->shared_classifier) n += (uint64_t)p->vocab_size * dim;
+    return n;
+}
+
+void tsr_model_close(tsr_model *m)
+{
+    if (!m) return;
+    if (m->map) munmap(m->map, m->map_len);
+    free(m->owned);
+    free(m);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Shape checks                                                               */
+
+/* One range check: returns 0 when lo <= v <= hi, else records the problem. */
+static int check_range(const char *name, const char *field, long long v,
+                       long long hi, int code, tsr_err *e)
+{
+    if (v >= 1 && v <= hi) return 0;
+    tsr_seterr(e, code, "%s: %s %lld out of range (1..%lld)", name, field, v, hi);
+    return 1;
+}
+
+int tsr_config_check(const tsr_config *cfg, const char *name, int code,
+                     tsr_err *e)
+{
+    const tsr_config *p = cfg;
+    if (check_range(name, "dim", p->dim, TSR_MAX_DIM, code, e) ||
+        check_range(name, "hidden_dim", p->hidden_dim, TSR_MAX_DIM, code, e) ||
+        check_range(name, "n_layers", p->n_layers, TSR_MAX_LAYERS, code, e) ||
+        check_range(name, "n_heads", p->n_heads, p->dim, code, e) ||
+        check_range(name, "n_kv_heads", p->n_kv_heads, p->n_heads, code, e) ||
+        check_range(name, "vocab_size", p->vocab_size, TSR_MAX_VOCAB, code, e) ||
+        check_range(name, "seq_len", p->seq_len, TSR_MAX_SEQ, code, e))
+        return code;
+    if (p->dim % p->n_heads != 0)
+        return tsr_seterr(e, code, "%s: n_heads %d does not divide dim %d",
+                          name, p->n_heads, p->dim);
+    if (p->n_heads % p->n_kv_heads != 0)
+        return tsr_seterr(e, code, "%s: n_kv_heads %d does not divide n_heads %d",
+                          name, p->n_kv_heads, p->n_heads);
+    int head_size = p->dim / p->n_heads;
+    if (head_size % 2 != 0)   // RoPE rotates pairs
+        return tsr_seterr(e, code, "%s: head_size %d (dim %d / n_heads %d) is odd",
+                          name, head_size, p->dim, p->n_heads);
+    if (p->format != TSR_FMT_LLAMA2C_V2) return TSR_OK;
+
+    // Q8_0: the exporter quantizes each tensor's flat element list in whole
+    // groups, so a tensor that leaves a remainder cannot be in a valid file.
+    if (p->group_size <= 0)
+        return tsr_seterr(e, code, "%s: Q8_0 group_size %d must be > 0",
+                          name, p->group_size);
+    uint64_t dim = (uint64_t)p->dim, hidden = (uint64_t)p->hidden_dim;
+    uint64_t kv_dim = (uint64_t)p->n_kv_heads * (uint64_t)head_size;
+    const struct { const char *what; uint64_t n; } q[] = {
+        { "tok_embedding", (uint64_t)p->vocab_size * dim },
+        { "wq/wo", dim * dim },
+        { "wk/wv", kv_dim * dim },
+        { "w1/w2/w3", hidden * dim },
+    };
+    for (size_t i = 0; i < sizeof q / sizeof q[0]; i++)
+        if (q[i].n % (uint64_t)p->group_size != 0)
+            return tsr_seterr(e, code,
+                "%s: Q8_0 group_size %d does not divide the %llu elements of %s",
+                name, p->group_size, (unsigned long long)q[i].n, q[i].what);
+    return TSR_OK;
+}

@@ -1,0 +1,341 @@
+/*
+ * synth.c - synthetic llama2.c checkpoints: shape presets and a writer of
+ * deterministic pseudo-random weights (version 1 fp32, version 2 Q8_0).
+ *
+ * For tests and capacity planning without a trained model of the shape.
+ * The writer streams: weights are generated chunk by chunk into a small
+ * buffer and written with buffered stdio, so a 110M-parameter file never
+ * sits in memory.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "model.h"
+
+/* ------------------------------------------------------------------------ */
+/* Shapes                                                                     */
+
+typedef struct preset {
+    const char *name;
+    int dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len;
+} preset;
+
+/* The llama2.c "tinystories" models (README table; stories260K from its
+ * checkpoint header). */
+static const preset presets[] = {
+    { "stories260K",  64,  172,  5,  8,  4,   512,  512 },
+    { "stories15M",  288,  768,  6,  6,  6, 32000,  256 },
+    { "stories42M",  512, 1376,  8,  8,  8, 32000, 1024 },
+    { "stories110M", 768, 2048, 12, 12, 12, 32000, 1024 },
+};
+
+/* llama2.c model.py's FFN width: 2/3 of 4*dim, rounded up to a multiple of
+ * multiple_of (32). */
+static int default_hidden(int dim)
+{
+    long long h = 4LL * dim;
+    h = 2 * h / 3;
+    return (int)(32 * ((h + 31) / 32));
+}
+
+/* Parse a decimal int at *s (advancing it).  Returns 0 on success. */
+static int parse_int(const char **s, int *v)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(*s, &end, 10);
+    if (end == *s || errno == ERANGE || x < INT_MIN || x > INT_MAX) return -1;
+    *v = (int)x;
+    *s = end;
+    return 0;
+}
+
+int tsr_synth_shape(const char *spec, tsr_config *cfg, tsr_err *e)
+{
+    tsr_config c;
+    memset(&c, 0, sizeof c);
+    c.rope_theta = 10000.0f;
+    c.norm_eps = 1e-5f;
+    c.format = TSR_FMT_LLAMA2C_V1;
+    c.shared_classifier = 1;
+    if (!spec || !*spec) return tsr_seterr(e, TSR_ERR_ARG, "synth shape: empty spec");
+
+    // base: a preset name, or DIMxLAYERS
+    const char *colon = strchr(spec, ':');
+    size_t base_len = colon ? (size_t)(colon - spec) : strlen(spec);
+    int found = 0;
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+        const preset *p = &presets[i];
+        if (strlen(p->name) == base_len && strncmp(spec, p->name, base_len) == 0) {
+            c.dim = p->dim; c.hidden_dim = p->hidden_dim; c.n_layers = p->n_layers;
+            c.n_heads = p->n_heads; c.n_kv_heads = p->n_kv_heads;
+            c.vocab_size = p->vocab_size; c.seq_len = p->seq_len;
+            found = 1;
+        }
+    }
+    int given_hidden = found, given_heads = found, given_kv = found;
+    if (!found) {
+        const char *s = spec;
+        if (parse_int(&s, &c.dim) || (*s != 'x' && *s != 'X') ||
+            (s++, parse_int(&s, &c.n_layers)) || s != spec + base_len)
+            return tsr_seterr(e, TSR_ERR_ARG,
+                "%s: unknown shape (want stories260K|stories15M|stories42M|stories110M "
+                "or DIMxLAYERS[:hidden=H,heads=N,kv=K,vocab=V,seq=S,shared=0|1])", spec);
+        c.vocab_size = 32000;
+        c.seq_len = 1024;
+    }
+
+    // options: key=value, comma separated
+    const char *s = colon ? colon + 1 : NULL;
+    while (s && *s) {
+        static const char *const keys[] = { "hidden", "heads", "kv", "vocab", "seq", "shared" };
+        int *const dst[] = { &c.hidden_dim, &c.n_heads, &c.n_kv_heads, &c.vocab_size,
+                             &c.seq_len, &c.shared_classifier };
+        int k = -1;
+        for (int i = 0; i < 6; i++) {
+            size_t n = strlen(keys[i]);
+            if (strncmp(s, keys[i], n) == 0 && s[n] == '=') { k = i; s += n + 1; break; }
+        }
+        if (k < 0 || parse_int(&s, dst[k]) || (*s != ',' && *s != '\0'))
+            return tsr_seterr(e, TSR_ERR_ARG,
+                "%s: bad option near '%s' (keys: hidden, heads, kv, vocab, seq, shared)",
+                spec, s);
+        if (k == 0) given_hidden = 1;
+        if (k == 1) given_heads = 1;
+        if (k == 2) given_kv = 1;
+        if (*s == ',') s++;
+    }
+    if (c.shared_classifier != 0 && c.shared_classifier != 1)
+        return tsr_seterr(e, TSR_ERR_ARG, "%s: shared must be 0 or 1", spec);
+
+    // defaults that depend on dim
+    if (!given_hidden && c.dim > 0 && c.dim <= TSR_MAX_DIM) c.hidden_dim = default_hidden(c.dim);
+    if (!given_heads) c.n_heads = c.dim / 64 > 0 ? c.dim / 64 : 1;
+    if (!given_kv) c.n_kv_heads = c.n_heads;
+
+    int rc = tsr_config_check(&c, spec, TSR_ERR_ARG, e);
+    if (rc != TSR_OK) return rc;
+    *cfg = c;
+    return TSR_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Random numbers: xorshift64* plus Box-Muller                                */
+
+typedef struct rng {
+    uint64_t s;        // xorshift state, never 0
+    int      has_spare;
+    double   spare;    // second normal of the last Box-Muller pair
+} rng;
+
+/* splitmix64: spreads (seed, tensor id) into an independent stream start. */
+static uint64_t splitmix64(uint64_t x)
+{
+    x += 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+
+static void rng_init(rng *r, uint64_t seed, uint64_t stream)
+{
+    r->s = splitmix64(seed ^ splitmix64(stream));
+    if (r->s == 0) r->s = 0x2545F4914F6CDD1DULL;
+    r->has_spare = 0;
+}
+
+/* xorshift64* (Vigna): 64 random bits. */
+static uint64_t rng_u64(rng *r)
+{
+    r->s ^= r->s >> 12;
+    r->s ^= r->s << 25;
+    r->s ^= r->s >> 27;
+    return r->s * 0x2545F4914F6CDD1DULL;
+}
+
+/* Uniform in (0, 1): 53 bits, offset by half a step so log() never sees 0. */
+static double rng_uniform(rng *r)
+{
+    return ((double)(rng_u64(r) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+/* Standard normal (Box-Muller, both values of each pair used). */
+static double rng_normal(rng *r)
+{
+    if (r->has_spare) { r->has_spare = 0; return r->spare; }
+    double u1 = rng_uniform(r), u2 = rng_uniform(r);
+    double rad = sqrt(-2.0 * log(u1)), th = 6.283185307179586 * u2;
+    r->spare = rad * sin(th);
+    r->has_spare = 1;
+    return rad * cos(th);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Writer                                                                     */
+
+#define SYNTH_STD   0.02    /* matrices: small enough to keep activations finite */
+#define SYNTH_CHUNK 65536   /* floats generated per chunk                          */
+
+typedef struct writer {
+    FILE       *f;
+    const tsr_config *c;
+    uint64_t    seed;
+    float      *buf;      // (chunk,) generated weights
+    int8_t     *qbuf;     // (chunk,) quantized weights (v2)
+    float      *sbuf;     // (chunk / group,) scales (v2)
+    size_t      chunk;    // floats per chunk; a multiple of group in v2
+    uint64_t    written;  // bytes
+    int         failed;   // a write failed
+} writer;
+
+static void put(writer *w, const void *p, size_t n)
+{
+    if (w->failed) return;
+    if (fwrite(p, 1, n, w->f) != n) w->failed = 1;
+    w->written += n;
+}
+
+/* n norm weights, all 1 (the llama initialisation). */
+static void put_ones(writer *w, size_t n)
+{
+    for (size_t i = 0; i < w->chunk; i++) w->buf[i] = 1.0f;
+    for (size_t done = 0; done < n; ) {
+        size_t k = n - done < w->chunk ? n - done : w->chunk;
+        put(w, w->buf, k * sizeof(float));
+        done += k;
+    }
+}
+
+/* Next k weights of stream r into w->buf. */
+static void gen(writer *w, rng *r, size_t k)
+{
+    for (size_t i = 0; i < k; i++) w->buf[i] = (float)(SYNTH_STD * rng_normal(r));
+}
+
+/* Quantize w->buf[0..k) (k a multiple of group) in flat groups, as
+ * llama2.c's exporter does: scale = max|w| / 127, q = round(w / scale). */
+static void quantize(writer *w, size_t k, size_t group)
+{
+    for (size_t g = 0; g < k / group; g++) {
+        const float *x = w->buf + g * group;   // (group,)
+        float amax = 0.0f;
+        for (size_t j = 0; j < group; j++) amax = fmaxf(amax, fabsf(x[j]));
+        float scale = amax / 127.0f;
+        for (size_t j = 0; j < group; j++)
+            w->qbuf[g * group + j] = scale != 0.0f ? (int8_t)roundf(x[j] / scale) : 0;
+        w->sbuf[g] = scale;
+    }
+}
+
+/* One matrix of n elements from stream id: fp32 (v1), or Q8_0 int8 values
+ * then scales (v2; the stream is replayed for the scales so that nothing
+ * tensor-sized is buffered). */
+static void put_matrix(writer *w, uint64_t id, size_t n)
+{
+    rng r;
+    if (w->c->format != TSR_FMT_LLAMA2C_V2) {
+        rng_init(&r, w->seed, id);
+        for (size_t done = 0; done < n; ) {
+            size_t k = n - done < w->chunk ? n - done : w->chunk;
+            gen(w, &r, k);
+            put(w, w->buf, k * sizeof(float));
+            done += k;
+        }
+        return;
+    }
+    size_t group = (size_t)w->c->group_size;
+    for (int pass = 0; pass < 2; pass++) {     // 0: int8 values, 1: scales
+        rng_init(&r, w->seed, id);
+        for (size_t done = 0; done < n; ) {
+            size_t k = n - done < w->chunk ? n - done : w->chunk;
+            gen(w, &r, k);
+            quantize(w, k, group);
+            if (pass == 0) put(w, w->qbuf, k);
+            else put(w, w->sbuf, k / group * sizeof(float));
+            done += k;
+        }
+    }
+}
+
+int tsr_synth_write(const char *path, const tsr_config *cfg, int group_size,
+                    uint64_t seed, tsr_err *e)
+{
+    if (group_size < 0)
+        return tsr_seterr(e, TSR_ERR_ARG, "%s: group size %d < 0", path, group_size);
+    tsr_config c = *cfg;
+    c.format = group_size > 0 ? TSR_FMT_LLAMA2C_V2 : TSR_FMT_LLAMA2C_V1;
+    c.group_size = group_size;
+    c.shared_classifier = cfg->shared_classifier ? 1 : 0;
+    int rc = tsr_config_check(&c, path, TSR_ERR_ARG, e);
+    if (rc != TSR_OK) return rc;
+    uint64_t implied;
+    if (tsr_llama2c_size(&c, &implied) != TSR_OK)
+        return tsr_seterr(e, TSR_ERR_ARG, "%s: file size beyond 64 bits", path);
+
+    writer w = { .c = &c, .seed = seed };
+    w.chunk = SYNTH_CHUNK;
+    if (group_size > 0)
+        w.chunk = (size_t)group_size * (SYNTH_CHUNK / (size_t)group_size > 0
+                                        ? SYNTH_CHUNK / (size_t)group_size : 1);
+    size_t iobuf_len = 1 << 20;
+    char *iobuf = malloc(iobuf_len);
+    w.buf = malloc(w.chunk * sizeof(float));
+    w.qbuf = malloc(w.chunk);
+    w.sbuf = malloc((group_size > 0 ? w.chunk / (size_t)group_size : 1) * sizeof(float));
+    if (!iobuf || !w.buf || !w.qbuf || !w.sbuf) {
+        free(iobuf); free(w.buf); free(w.qbuf); free(w.sbuf);
+        return tsr_seterr(e, TSR_ERR_NOMEM, "%s: out of memory for write buffers", path);
+    }
+    w.f = fopen(path, "wb");
+    if (!w.f) {
+        int err = errno;
+        free(iobuf); free(w.buf); free(w.qbuf); free(w.sbuf);
+        return tsr_seterr(e, TSR_ERR_IO, "%s: cannot create: %s", path, strerror(err));
+    }
+    setvbuf(w.f, iobuf, _IOFBF, iobuf_len);
+
+    // header: magic, version, 7 params, shared byte, [group], zeros to 256
+    uint8_t hdr[TSR_LLAMA2C_HEADER] = { 0 };
+    uint32_t magic = TSR_LLAMA2C_MAGIC;
+    int32_t head[9] = { c.format == TSR_FMT_LLAMA2C_V2 ? 2 : 1, c.dim, c.hidden_dim,
+                        c.n_layers, c.n_heads, c.n_kv_heads, c.vocab_size, c.seq_len, 0 };
+    memcpy(hdr, &magic, 4);
+    memcpy(hdr + 4, head, 8 * sizeof(int32_t));
+    hdr[36] = (uint8_t)c.shared_classifier;
+    if (group_size > 0) memcpy(hdr + 37, &c.group_size, 4);
+    put(&w, hdr, sizeof hdr);
+
+    // fp32 norms, then the matrices; stream ids: tok_embedding 0,
+    // wq[l] 1+l, wk 1+L+l, wv 1+2L+l, wo 1+3L+l, w1 1+4L+l, w2 1+5L+l,
+    // w3 1+6L+l, wcls 1+7L
+    size_t L = (size_t)c.n_layers, dim = (size_t)c.dim, hidden = (size_t)c.hidden_dim;
+    size_t kv_dim = (size_t)c.n_kv_heads * (dim / (size_t)c.n_heads);
+    size_t vocab = (size_t)c.vocab_size;
+    put_ones(&w, 2 * L * dim + dim);      // rms_att, rms_ffn, rms_final
+    put_matrix(&w, 0, vocab * dim);
+    const size_t numel[7] = { dim * dim, kv_dim * dim, kv_dim * dim, dim * dim,
+                              hidden * dim, dim * hidden, hidden * dim };
+    for (size_t t = 0; t < 7; t++)        // wq, wk, wv, wo, w1, w2, w3
+        for (size_t l = 0; l < L; l++) put_matrix(&w, 1 + t * L + l, numel[t]);
+    if (!c.shared_classifier) put_matrix(&w, 1 + 7 * L, vocab * dim);
+
+    int failed = w.failed;
+    int err = errno;
+    if (fclose(w.f) != 0 && !failed) { failed = 1; err = errno; }
+    free(iobuf); free(w.buf); free(w.qbuf); free(w.sbuf);
+    if (failed) {
+        unlink(path);
+        return tsr_seterr(e, TSR_ERR_IO, "%s: write failed: %s", path, strerror(err));
+    }
+    if (w.written != implied) {   // the writer and tsr_llama2c_size disagree: a bug
+        unlink(path);
+        return tsr_seterr(e, TSR_ERR_IO, "%s: internal: wrote %llu bytes, layout says %llu",
+                          path, (unsigned long long)w.written, (unsigned long long)implied);
+    }
+    return TSR_OK;
+}

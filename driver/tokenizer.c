@@ -1,0 +1,542 @@
+/*
+ * tokenizer.c - the llama2.c sentencepiece-style BPE tokenizer.
+ *
+ * Sections: the tokenizer struct, building it (from arrays or from a
+ * tokenizer.bin), lookup, encoding, decoding.
+ *
+ * Encoding gives exactly the ids of llama2.c run.c encode().  run.c rescans
+ * the whole sequence after every merge (quadratic, with a string lookup per
+ * pair); here each adjacent pair is looked up once, kept in a max-heap keyed
+ * by (score, position), and only the two pairs touching a merge are looked up
+ * again.  Ordering by position on equal scores picks the same pair run.c
+ * picks: the leftmost of the best.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokenizer.h"
+
+/* ---------------------------------------------------------- tokenizer --- */
+
+/* One entry of the lookup index: a piece and its id. */
+struct tok_index {
+    const char *s;   /* piece bytes, inside blob */
+    int         len; /* bytes */
+    int         id;
+};
+
+struct tsr_tokenizer {
+    int    vocab_size;
+    int    max_token_length;  /* longest piece, bytes; sizes merge buffers   */
+    char  *blob;              /* every piece, each followed by a NUL         */
+    size_t *off;              /* (vocab_size,) offset of piece i in blob     */
+    int   *len;               /* (vocab_size,) piece length, bytes           */
+    float *scores;            /* (vocab_size,) merge priority, higher first  */
+    struct tok_index *sorted; /* (vocab_size,) pieces in byte order         */
+    short *byte;              /* (vocab_size,) NN for a "<0xNN>" piece, or -1 */
+    unsigned char raw[256];   /* raw[b] == b: storage for decoded byte pieces */
+};
+
+/* run.c starts its best score at -1e10: a merge scored at or below that is
+ * never taken, so it is not taken here either. */
+#define MERGE_SCORE_FLOOR (-1e10f)
+
+/* ---------------------------------------------------------- building ---- */
+
+/* Piece i as (pointer, length). */
+static const char *piece_of(const tsr_tokenizer *t, int i) { return t->blob + t->off[i]; }
+
+/* Byte order of two byte strings, shorter first on a common prefix: the
+ * order strcmp() gives run.c for NUL-free pieces. */
+static int bytes_cmp(const char *a, int na, const char *b, int nb)
+{
+    int n = na < nb ? na : nb;
+    int c = memcmp(a, b, (size_t)n);
+    if (c) return c;
+    return (na > nb) - (na < nb);
+}
+
+static int index_cmp(const void *pa, const void *pb)
+{
+    const struct tok_index *a = pa, *b = pb;
+    int c = bytes_cmp(a->s, a->len, b->s, b->len);
+    if (c) return c;
+    return (a->id > b->id) - (a->id < b->id);   // duplicates: lowest id first
+}
+
+/* "<0xNN>" (either hex case) -> NN, anything else -> -1.  run.c decode()
+ * turns such pieces into the single raw byte. */
+static int parse_byte_piece(const char *p, int n)
+{
+    if (n != 6 || p[0] != '<' || p[1] != '0' || p[2] != 'x' || p[5] != '>') return -1;
+    int v = 0;
+    for (int k = 3; k < 5; k++) {
+        int c = (unsigned char)p[k], d;
+        if (c >= '0' && c <= '9') d = c - '0';
+        else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
+        else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
+        else return -1;
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+/* An empty tokenizer with room for vocab_size pieces totalling blob_bytes
+ * (NULs included), or NULL. */
+static tsr_tokenizer *alloc_tokenizer(int vocab_size, size_t blob_bytes)
+{
+    tsr_tokenizer *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    size_t n = (size_t)vocab_size;
+    t->vocab_size = vocab_size;
+    t->blob   = malloc(blob_bytes ? blob_bytes : 1);
+    t->off    = malloc(n * sizeof *t->off);
+    t->len    = malloc(n * sizeof *t->len);
+    t->scores = malloc(n * sizeof *t->scores);
+    t->sorted = malloc(n * sizeof *t->sorted);
+    t->byte   = malloc(n * sizeof *t->byte);
+    if (!t->blob || !t->off || !t->len || !t->scores || !t->sorted || !t->byte) {
+        tsr_tokenizer_free(t);
+        return NULL;
+    }
+    for (int b = 0; b < 256; b++) t->raw[b] = (unsigned char)b;
+    return t;
+}
+
+/* Fill the sorted index and byte-piece table once off/len/blob are set. */
+static void build_index(tsr_tokenizer *t)
+{
+    t->max_token_length = 0;
+    for (int i = 0; i < t->vocab_size; i++) {
+        t->sorted[i] = (struct tok_index){ piece_of(t, i), t->len[i], i };
+        t->byte[i] = (short)parse_byte_piece(piece_of(t, i), t->len[i]);
+        if (t->len[i] > t->max_token_length) t->max_token_length = t->len[i];
+    }
+    qsort(t->sorted, (size_t)t->vocab_size, sizeof *t->sorted, index_cmp);
+}
+
+int tsr_tokenizer_from_arrays(int vocab_size, const char *const *pieces,
+                              const int *n_bytes, const float *scores,
+                              tsr_tokenizer **out, tsr_err *e)
+{
+    if (!out) return tsr_seterr(e, TSR_ERR_ARG, "tokenizer: out is NULL");
+    *out = NULL;
+    if (vocab_size <= 0 || !pieces || !n_bytes || !scores)
+        return tsr_seterr(e, TSR_ERR_ARG, "tokenizer: vocab_size %d or a NULL array",
+                          vocab_size);
+    size_t blob_bytes = 0;
+    for (int i = 0; i < vocab_size; i++) {
+        if (n_bytes[i] < 0 || (n_bytes[i] > 0 && !pieces[i]))
+            return tsr_seterr(e, TSR_ERR_ARG, "tokenizer: token %d has length %d%s",
+                              i, n_bytes[i], n_bytes[i] < 0 ? "" : " and no bytes");
+        blob_bytes += (size_t)n_bytes[i] + 1;
+    }
+    tsr_tokenizer *t = alloc_tokenizer(vocab_size, blob_bytes);
+    if (!t) return tsr_seterr(e, TSR_ERR_NOMEM, "tokenizer: out of memory for %d tokens", vocab_size);
+    size_t o = 0;
+    for (int i = 0; i < vocab_size; i++) {
+        t->off[i] = o;
+        t->len[i] = n_bytes[i];
+        t->scores[i] = scores[i];
+        if (n_bytes[i]) memcpy(t->blob + o, pieces[i], (size_t)n_bytes[i]);
+        t->blob[o + (size_t)n_bytes[i]] = '\0';
+        o += (size_t)n_bytes[i] + 1;
+    }
+    build_index(t);
+    *out = t;
+    return TSR_OK;
+}
+
+/* Little-endian int32/fp32 at p (llama2.c writes host order; every target we
+ * build for is little-endian). */
+static int32_t rd_i32(const unsigned char *p) { int32_t v; memcpy(&v, p, 4); return v; }
+static float   rd_f32(const unsigned char *p) { float v;   memcpy(&v, p, 4); return v; }
+
+/* Read all of path into a malloc'd buffer.  Errors: TSR_ERR_IO, TSR_ERR_NOMEM. */
+static int read_file(const char *path, unsigned char **data, size_t *size, tsr_err *e)
+{
+    *data = NULL;
+    *size = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return tsr_seterr(e, TSR_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    long n = -1;
+    if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
+    if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        return tsr_seterr(e, TSR_ERR_IO, "%s: cannot get the file size", path);
+    }
+    unsigned char *d = malloc(n ? (size_t)n : 1);
+    if (!d) {
+        fclose(f);
+        return tsr_seterr(e, TSR_ERR_NOMEM, "%s: out of memory for %ld bytes", path, n);
+    }
+    if (fread(d, 1, (size_t)n, f) != (size_t)n) {
+        fclose(f);
+        free(d);
+        return tsr_seterr(e, TSR_ERR_IO, "%s: read error", path);
+    }
+    fclose(f);
+    *data = d;
+    *size = (size_t)n;
+    return TSR_OK;
+}
+
+/* Walk the token records after the header.  Stops at the end of the data
+ * or after `limit` tokens.  *count gets the number of whole tokens read,
+ * *end the offset after the last one, *blob_bytes the piece bytes + NULs.
+ * Returns 0, or the index of the first bad record + 1 with *why set. */
+static long scan_tokens(const unsigned char *d, size_t size, int max_len, long limit,
+                        long *count, size_t *end, size_t *blob_bytes, const char **why,
+                        int32_t *bad_len)
+{
+    size_t o = 4;
+    long i = 0;
+    *blob_bytes = 0;
+    *why = NULL;
+    while (o < size && i < limit) {
+        if (size - o < 8) { *why = "truncated"; break; }
+        int32_t n = rd_i32(d + o + 4);
+        *bad_len = n;
+        if (n < 0 || n > max_len) { *why = "length"; break; }
+        if (size - o - 8 < (size_t)n) { *why = "truncated"; break; }
+        *blob_bytes += (size_t)n + 1;
+        o += 8 + (size_t)n;
+        i++;
+    }
+    *count = i;
+    *end = o;
+    return *why ? i + 1 : 0;
+}
+
+int tsr_tokenizer_load(const char *path, int vocab_size, tsr_tokenizer **out, tsr_err *e)
+{
+    if (!out || !path) return tsr_seterr(e, TSR_ERR_ARG, "tokenizer: path or out is NULL");
+    *out = NULL;
+    if (vocab_size <= 0)
+        return tsr_seterr(e, TSR_ERR_ARG, "%s: vocab_size %d is not positive", path, vocab_size);
+
+    unsigned char *d;
+    size_t size;
+    int rc = read_file(path, &d, &size, e);
+    if (rc) return rc;
+
+    // header: int32 max_token_length, bounded by the file itself
+    if (size < 4) {
+        free(d);
+        return tsr_seterr(e, TSR_ERR_FORMAT, "%s: truncated: %zu bytes, no header", path, size);
+    }
+    int32_t max_len = rd_i32(d);
+    if (max_len <= 0 || (size_t)max_len > size) {
+        free(d);
+        return tsr_seterr(e, TSR_ERR_FORMAT, "%s: bad max_token_length %d (file has %zu bytes)",
+                          path, (int)max_len, size);
+    }
+
+    // records: every length checked against max_token_length and the file end
+    long count;
+    size_t end, blob_bytes;
+    const char *why;
+    int32_t bad_len = 0;
+    long bad = scan_tokens(d, size, max_len, vocab_size, &count, &end, &blob_bytes, &why, &bad_len);
+    if (bad) {
+        if (why[0] == 'l')
+            rc = tsr_seterr(e, TSR_ERR_FORMAT, "%s: token %ld has length %d, outside [0, max_token_length %d]",
+                            path, bad - 1, (int)bad_len, (int)max_len);
+        else
+            rc = tsr_seterr(e, TSR_ERR_FORMAT, "%s: truncated: token %ld of %d runs past the end (%zu bytes)",
+                            path, bad - 1, vocab_size, size);
+        free(d);
+        return rc;
+    }
+    if (count < vocab_size) {
+        free(d);
+        return tsr_seterr(e, TSR_ERR_FORMAT, "%s: holds %ld tokens, the model's vocab_size is %d",
+                          path, count, vocab_size);
+    }
+    if (end < size) {
+        // more than expected: count the rest if it parses, for the message
+        long extra;
+        size_t end2, bb2;
+        const char *why2;
+        int32_t bl2;
+        unsigned char *rest = d + end - 4;   // scan_tokens skips a 4-byte header
+        scan_tokens(rest, size - end + 4, max_len, 0x7fffffffL, &extra, &end2, &bb2, &why2, &bl2);
+        if (!why2)
+            rc = tsr_seterr(e, TSR_ERR_FORMAT, "%s: holds %ld tokens, the model's vocab_size is %d",
+                            path, (long)vocab_size + extra, vocab_size);
+        else
+            rc = tsr_seterr(e, TSR_ERR_FORMAT,
+                            "%s: holds more than %d tokens (%zu bytes after token %d), the model's vocab_size is %d",
+                            path, vocab_size, size - end, vocab_size - 1, vocab_size);
+        free(d);
+        return rc;
+    }
+
+    tsr_tokenizer *t = alloc_tokenizer(vocab_size, blob_bytes);
+    if (!t) {
+        free(d);
+        return tsr_seterr(e, TSR_ERR_NOMEM, "%s: out of memory for %d tokens", path, vocab_size);
+    }
+    size_t o = 4, bo = 0;
+    for (int i = 0; i < vocab_size; i++) {
+        int32_t n = rd_i32(d + o + 4);
+        t->scores[i] = rd_f32(d + o);
+        t->len[i] = n;
+        t->off[i] = bo;
+        memcpy(t->blob + bo, d + o + 8, (size_t)n);
+        t->blob[bo + (size_t)n] = '\0';
+        bo += (size_t)n + 1;
+        o += 8 + (size_t)n;
+    }
+    free(d);
+    build_index(t);
+    *out = t;
+    return TSR_OK;
+}
+
+void tsr_tokenizer_free(tsr_tokenizer *t)
+{
+    if (!t) return;
+    free(t->blob);
+    free(t->off);
+    free(t->len);
+    free(t->scores);
+    free(t->sorted);
+    free(t->byte);
+    free(t);
+}
+
+int tsr_tokenizer_vocab_size(const tsr_tokenizer *t) { return t->vocab_size; }
+
+/* ------------------------------------------------------------ lookup ---- */
+
+/* Id of the piece equal to s[0..n), or -1: binary search of the sorted
+ * index, as run.c str_lookup() does with bsearch().  This one finds the
+ * first match, so a vocab with a duplicated piece (possible through
+ * from_arrays) answers with the lowest id. */
+static int lookup_bytes(const tsr_tokenizer *t, const char *s, int n)
+{
+    int lo = 0, hi = t->vocab_size;   // first entry whose piece >= s
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        const struct tok_index *x = &t->sorted[mid];
+        if (bytes_cmp(x->s, x->len, s, n) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo < t->vocab_size) {
+        const struct tok_index *x = &t->sorted[lo];
+        if (bytes_cmp(x->s, x->len, s, n) == 0) return x->id;
+    }
+    return -1;
+}
+
+int tsr_tokenizer_lookup(const tsr_tokenizer *t, const char *piece)
+{
+    size_t n = strlen(piece);
+    if (n > (size_t)t->max_token_length) return -1;
+    return lookup_bytes(t, piece, (int)n);
+}
+
+/* ---------------------------------------------------------- encoding ---- */
+
+/* A candidate merge of the adjacent nodes left, right into token id.  The
+ * generations say which versions of the two nodes it was computed for. */
+typedef struct {
+    float    score;
+    int      left, right, id;
+    unsigned gen_left, gen_right;
+} merge;
+
+/* Heap order: a before b if a has the higher score, or the same score and
+ * sits further left.  Node indices grow left to right and merging keeps the
+ * left node, so position order is node index order. */
+static int merge_before(const merge *a, const merge *b)
+{
+    if (a->score != b->score) return a->score > b->score;
+    return a->left < b->left;
+}
+
+static void heap_push(merge *h, int *n, merge m)
+{
+    int i = (*n)++;
+    while (i > 0) {
+        int p = (i - 1) / 2;
+        if (!merge_before(&m, &h[p])) break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = m;
+}
+
+static merge heap_pop(merge *h, int *n)
+{
+    merge top = h[0], last = h[--*n];
+    int i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && merge_before(&h[c + 1], &h[c])) c++;
+        if (!merge_before(&h[c], &last)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n > 0) h[i] = last;
+    return top;
+}
+
+/* Working state of one encode() call. */
+typedef struct {
+    int      *tok;    /* (n,) token id at each node                        */
+    int      *prev;   /* (n,) node to the left, -1 at the start            */
+    int      *next;   /* (n,) node to the right, -1 at the end             */
+    unsigned *gen;    /* (n,) bumped whenever the node changes or dies     */
+    merge    *heap;   /* (3n,) candidate merges; stale ones skipped on pop */
+    int       n_heap;
+    char     *buf;    /* (2 * max_token_length,) concatenation scratch     */
+} merge_state;
+
+/* Look up the merge of nodes l, r and queue it if run.c would consider it. */
+static void queue_pair(const tsr_tokenizer *t, merge_state *s, int l, int r)
+{
+    if (l < 0 || r < 0) return;
+    int a = s->tok[l], b = s->tok[r];
+    int na = t->len[a], nb = t->len[b];
+    if (na + nb > t->max_token_length) return;   // cannot be a piece
+    memcpy(s->buf, piece_of(t, a), (size_t)na);
+    memcpy(s->buf + na, piece_of(t, b), (size_t)nb);
+    int id = lookup_bytes(t, s->buf, na + nb);
+    if (id < 0 || !(t->scores[id] > MERGE_SCORE_FLOOR)) return;
+    merge m = { t->scores[id], l, r, id, s->gen[l], s->gen[r] };
+    heap_push(s->heap, &s->n_heap, m);
+}
+
+/* Append the token(s) for one code point text[0..n): its own token if the
+ * vocab has it, else one byte-fallback token per byte.  Errors:
+ * TSR_ERR_RANGE when the vocab is too small to hold a byte token. */
+static int push_point(const tsr_tokenizer *t, const char *p, int n, int *tok, int *k, tsr_err *e)
+{
+    int id = lookup_bytes(t, p, n);
+    if (id >= 0) {
+        tok[(*k)++] = id;
+        return TSR_OK;
+    }
+    for (int i = 0; i < n; i++) {
+        int b = (unsigned char)p[i];
+        if (b + 3 >= t->vocab_size)
+            return tsr_seterr(e, TSR_ERR_RANGE, "tokenizer: byte 0x%02X needs token %d, vocab has %d",
+                              b, b + 3, t->vocab_size);
+        tok[(*k)++] = b + 3;   // <0x00> is id 3 in llama2.c vocabularies
+    }
+    return TSR_OK;
+}
+
+int tsr_tokenizer_encode(const tsr_tokenizer *t, const char *text, int bos, int eos,
+                         int *tokens, int max_tokens, int *n_tokens, tsr_err *e)
+{
+    if (n_tokens) *n_tokens = 0;
+    if (!t || !text || !n_tokens || (max_tokens > 0 && !tokens))
+        return tsr_seterr(e, TSR_ERR_ARG, "tokenizer: encode given a NULL argument");
+
+    // at most one token per byte, plus BOS and the dummy prefix
+    size_t len = strlen(text);
+    if (len > (size_t)(INT32_MAX / 4 - 4))
+        return tsr_seterr(e, TSR_ERR_RANGE, "tokenizer: text of %zu bytes is too long", len);
+    int cap = (int)len + 2;
+    merge_state s = {0};
+    s.tok  = malloc((size_t)cap * sizeof *s.tok);
+    s.prev = malloc((size_t)cap * sizeof *s.prev);
+    s.next = malloc((size_t)cap * sizeof *s.next);
+    s.gen  = calloc((size_t)cap, sizeof *s.gen);
+    s.heap = malloc((size_t)cap * 3 * sizeof *s.heap);
+    s.buf  = malloc((size_t)t->max_token_length * 2 + 1);
+    int rc = TSR_OK, n = 0;
+    if (!s.tok || !s.prev || !s.next || !s.gen || !s.heap || !s.buf) {
+        rc = tsr_seterr(e, TSR_ERR_NOMEM, "tokenizer: out of memory encoding %zu bytes", len);
+        goto done;
+    }
+
+    // BOS, then the dummy prefix " " that sentencepiece adds
+    if (bos) s.tok[n++] = TSR_TOKEN_BOS;
+    if (text[0] != '\0') {
+        rc = push_point(t, " ", 1, s.tok, &n, e);
+        if (rc) goto done;
+    }
+
+    // one token per UTF-8 code point: a lead byte and up to 3 continuation
+    // bytes (0b10xxxxxx); longer runs are cut at 4 bytes as run.c does
+    for (size_t i = 0; i < len;) {
+        size_t j = i + 1;
+        while (j < len && ((unsigned char)text[j] & 0xC0) == 0x80 && j - i < 4) j++;
+        rc = push_point(t, text + i, (int)(j - i), s.tok, &n, e);
+        if (rc) goto done;
+        i = j;
+    }
+
+    // merge the best-scoring adjacent pair until none is in the vocab
+    for (int i = 0; i < n; i++) {
+        s.prev[i] = i - 1;
+        s.next[i] = i + 1 < n ? i + 1 : -1;
+    }
+    for (int i = 0; i + 1 < n; i++) queue_pair(t, &s, i, i + 1);
+    int live = n;
+    while (s.n_heap > 0) {
+        merge m = heap_pop(s.heap, &s.n_heap);
+        if (s.gen[m.left] != m.gen_left || s.gen[m.right] != m.gen_right ||
+            s.next[m.left] != m.right)
+            continue;   // a node changed since this pair was queued
+        int l = m.left, r = m.right;
+        s.tok[l] = m.id;
+        s.gen[l]++;
+        s.gen[r]++;
+        s.next[l] = s.next[r];
+        if (s.next[r] >= 0) s.prev[s.next[r]] = l;
+        live--;
+        queue_pair(t, &s, s.prev[l], l);
+        queue_pair(t, &s, l, s.next[l]);
+    }
+
+    // copy out in order
+    int total = live + (eos ? 1 : 0);
+    if (total > max_tokens) {
+        rc = tsr_seterr(e, TSR_ERR_RANGE, "tokenizer: text needs %d tokens, room for %d",
+                        total, max_tokens);
+        goto done;
+    }
+    int k = 0;
+    for (int i = n > 0 ? 0 : -1; i >= 0; i = s.next[i]) tokens[k++] = s.tok[i];
+    if (eos) tokens[k++] = TSR_TOKEN_EOS;
+    *n_tokens = k;
+
+done:
+    free(s.tok);
+    free(s.prev);
+    free(s.next);
+    free(s.gen);
+    free(s.heap);
+    free(s.buf);
+    return rc;
+}
+
+/* ---------------------------------------------------------- decoding ---- */
+
+const char *tsr_tokenizer_piece(const tsr_tokenizer *t, int prev, int token, size_t *len)
+{
+    assert(t && len && token >= 0 && token < t->vocab_size);
+    const char *p = piece_of(t, token);
+    int n = t->len[token];
+    // sentencepiece drops the dummy-prefix space of the first word after BOS
+    if (prev == TSR_TOKEN_BOS && n > 0 && p[0] == ' ') {
+        p++;
+        n--;
+    }
+    if (t->byte[token] >= 0) {
+        *len = 1;
+        return (const char *)&t->raw[t->byte[token]];
+    }
+    *len = (size_t)n;
+    return p;
+}

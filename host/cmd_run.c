@@ -1,0 +1,233 @@
+/* cmd_run.c - tessera run: decode a prompt on a device and stream the text.
+ *
+ * Steps follow llama2.c run.c: -n STEPS counts positions, prompt included,
+ * so the sequence ends with STEPS + 1 tokens (BOS first) unless BOS/EOS
+ * stops it early.  The text of every token after BOS is printed, the
+ * prompt's too, then a newline. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const char usage[] =
+    "usage: tessera run -m MODEL -z TOKENIZER [-p PROMPT] [-n STEPS] [-t TEMP] [-s SEED] [options]\n"
+    "\n"
+    "Load MODEL onto a device (weights streamed once into on-chip SRAM), then\n"
+    "decode on the device and stream the text to stdout.  A summary (tokens,\n"
+    "tokens/s, time to first token) goes to stderr.\n"
+    "\n"
+    "  -m, --model FILE      llama2.c checkpoint (legacy, v1 fp32, v2 Q8_0)\n"
+    "  -z, --tokenizer FILE  llama2.c tokenizer.bin matching the model's vocab\n"
+    "  -p, --prompt TEXT     prompt (default: empty, i.e. BOS only)\n"
+    "  -n, --steps N         positions to run, prompt included (default 256;\n"
+    "                        clamped to the context length with a warning)\n"
+    "  -t, --temperature T   0 = greedy (default 1.0)\n"
+    "      --top-p P         nucleus sampling threshold in (0,1] (default 0.9; 1 = off)\n"
+    "  -s, --seed S          sampler seed (default: time-based)\n"
+    "      --backend SPEC    device: emu (default), emu:part=u55c,pes=16, xrt:0\n"
+    "      --part NAME       emulate a card's on-chip capacity: u55c, u280, u250, u200\n"
+    "      --pes N           processing elements in the mesh\n"
+    "      --weights q8|f32  on-chip weight format (default q8 = Q8_0)\n"
+    "      --group-size N    Q8_0 group size (default 32)\n"
+    "      --seq-len N       context length on the device (default: the model's)\n"
+    "      --stats           print off-chip traffic per phase and kernel counters\n"
+    "  -h, --help            this text\n";
+
+typedef struct run_args {
+    const char *model, *tokenizer, *prompt, *backend, *part;
+    int steps, pes, weights_f32, group_size, seq_len, stats;
+    float temperature, top_p;
+    uint64_t seed;
+} run_args;
+
+/* Print a token's text as llama2.c's safe_printf does: a lone unprintable
+ * byte (a control code from a byte-fallback token) is dropped. */
+static void print_piece(const char *p, size_t n)
+{
+    if (!p || n == 0) return;
+    if (n == 1 && !isprint((unsigned char)p[0]) && !isspace((unsigned char)p[0])) return;
+    fwrite(p, 1, n, stdout);
+}
+
+typedef struct stream_ctx {
+    tsr_model *model;
+    int prev;
+} stream_ctx;
+
+static int on_token(tsr_seq *s, int token, void *user)
+{
+    (void)s;
+    stream_ctx *c = user;
+    if (token != 1 && token != 2) { /* BOS/EOS end the text, unprinted */
+        size_t n;
+        const char *p = tsr_model_token_text(c->model, c->prev, token, &n);
+        print_piece(p, n);
+        fflush(stdout);
+    }
+    c->prev = token;
+    return 0;
+}
+
+static void print_stats(tsr_device *dev, tsr_seq *seq)
+{
+    tsr_traffic t;
+    tsr_seq_stats st;
+    tsr_device_traffic(dev, &t);
+    tsr_seq_get_stats(seq, &st);
+    fprintf(stderr,
+            "off-chip traffic (bytes)   host->device   device->host\n"
+            "  load                   %14llu %14llu\n"
+            "  prefill                %14llu %14llu\n"
+            "  decode                 %14llu %14llu\n"
+            "  debug                  %14llu %14llu\n"
+            "kernel invocations: %llu   weight images streamed: %llu\n"
+            "prefill: %llu tokens, %.1f tokens/s   decode: %llu tokens, %.1f tokens/s\n",
+            (unsigned long long)t.load_h2d, (unsigned long long)t.load_d2h,
+            (unsigned long long)t.prefill_h2d, (unsigned long long)t.prefill_d2h,
+            (unsigned long long)t.decode_h2d, (unsigned long long)t.decode_d2h,
+            (unsigned long long)t.debug_h2d, (unsigned long long)t.debug_d2h,
+            (unsigned long long)t.invocations, (unsigned long long)t.loads,
+            (unsigned long long)st.prefill_tokens, st.prefill_tok_s,
+            (unsigned long long)st.decode_tokens, st.decode_tok_s);
+    char buf[8192];
+    if (tsr_device_kernel_counters(dev, buf, sizeof buf) == TSR_OK)
+        fprintf(stderr, "kernel counters:\n%s", buf);
+}
+
+static void log_to_stderr(int level, const char *msg, void *user)
+{
+    (void)user;
+    if (level <= TSR_LOG_WARN) fprintf(stderr, "tessera: %s\n", msg);
+}
+
+static int parse_args(int argc, char **argv, run_args *a)
+{
+    for (int i = 0; i < argc; i++) {
+        const char *o = argv[i], *v;
+        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+            fputs(usage, stdout);
+            exit(0);
+        }
+#define IS(s, l) (!strcmp(o, s) || !strcmp(o, l))
+#define VAL() if (!(v = cli_value(argc, argv, &i))) return -1
+        if (IS("-m", "--model"))            { VAL(); a->model = v; }
+        else if (IS("-z", "--tokenizer"))   { VAL(); a->tokenizer = v; }
+        else if (IS("-p", "--prompt"))      { VAL(); a->prompt = v; }
+        else if (IS("-n", "--steps"))       { VAL(); if (cli_int(o, v, 0, 1 << 30, &a->steps)) return -1; }
+        else if (IS("-t", "--temperature")) { VAL(); if (cli_float(o, v, 0.0f, 100.0f, &a->temperature)) return -1; }
+        else if (IS("-s", "--seed"))        { VAL(); if (cli_u64(o, v, &a->seed)) return -1; }
+        else if (!strcmp(o, "--top-p"))     { VAL(); if (cli_float(o, v, 1e-9f, 1.0f, &a->top_p)) return -1; }
+        else if (!strcmp(o, "--backend"))   { VAL(); a->backend = v; }
+        else if (!strcmp(o, "--part"))      { VAL(); a->part = v; }
+        else if (!strcmp(o, "--pes"))       { VAL(); if (cli_int(o, v, 1, 1 << 16, &a->pes)) return -1; }
+        else if (!strcmp(o, "--group-size")) { VAL(); if (cli_int(o, v, 1, 1 << 16, &a->group_size)) return -1; }
+        else if (!strcmp(o, "--seq-len"))   { VAL(); if (cli_int(o, v, 1, 1 << 24, &a->seq_len)) return -1; }
+        else if (!strcmp(o, "--stats"))     { a->stats = 1; }
+        else if (!strcmp(o, "--weights")) {
+            VAL();
+            if (!strcmp(v, "q8")) a->weights_f32 = 0;
+            else if (!strcmp(v, "f32")) a->weights_f32 = 1;
+            else { cli_error("option --weights: '%s' is not q8 or f32", v); return -1; }
+        } else {
+            cli_error("run: unknown option '%s' (see tessera run --help)", o);
+            return -1;
+        }
+#undef IS
+#undef VAL
+    }
+    if (!a->model || !a->tokenizer) {
+        cli_error("run: -m MODEL and -z TOKENIZER are required (see tessera run --help)");
+        return -1;
+    }
+    return 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    run_args a = { .prompt = "", .backend = "emu", .steps = 256, .temperature = 1.0f,
+                   .top_p = 0.9f };
+    a.seed = 0;
+    if (parse_args(argc, argv, &a)) return 2;
+    if (a.seed == 0) a.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+
+    /* The device spec: --backend, refined by --part and --pes. */
+    char spec[512];
+    int n = snprintf(spec, sizeof spec, "%s", a.backend);
+    const char *sep = strchr(a.backend, ':') ? "," : ":";
+    if (a.part) { n += snprintf(spec + n, sizeof spec - n, "%spart=%s", sep, a.part); sep = ","; }
+    if (a.pes)  { n += snprintf(spec + n, sizeof spec - n, "%spes=%d", sep, a.pes); }
+    if (n >= (int)sizeof spec) { cli_error("run: device spec too long"); return 2; }
+
+    int rc, status = 1;
+    tsr_device *dev = NULL;
+    tsr_model *model = NULL;
+    tsr_seq *seq = NULL;
+    if ((rc = tsr_device_open(spec, &dev)) != TSR_OK) {
+        cli_error("%s", tsr_device_errmsg(dev));
+        status = rc == TSR_ERR_ARG ? 2 : 1;
+        goto out;
+    }
+    tsr_device_set_log(dev, log_to_stderr, NULL);
+    tsr_model_opts mo = { .tokenizer = a.tokenizer, .weights_f32 = a.weights_f32,
+                          .group_size = a.group_size, .seq_len = a.seq_len, .n_seqs = 1 };
+    if ((rc = tsr_model_load(dev, a.model, &mo, &model)) != TSR_OK ||
+        (rc = tsr_seq_open(model, &seq)) != TSR_OK) {
+        cli_error("%s", tsr_device_errmsg(dev));
+        goto out;
+    }
+    tsr_model_info mi;
+    tsr_model_get_info(model, &mi);
+    if (a.steps == 0 || a.steps > mi.seq_len) {
+        if (a.steps > mi.seq_len)
+            cli_error("warning: %d steps clamped to the context length %d", a.steps, mi.seq_len);
+        a.steps = mi.seq_len;
+    }
+
+    /* Prompt: BOS + tokens.  The newest token stays pending on the device. */
+    int cap = (int)strlen(a.prompt) + 3, n_prompt = 0;
+    int *prompt = malloc((size_t)cap * sizeof *prompt);
+    if (!prompt) { cli_error("out of memory"); goto out; }
+    rc = tsr_model_tokenize(model, a.prompt, 1, prompt, cap, &n_prompt);
+    if (rc == TSR_OK && n_prompt - 1 > mi.seq_len) {
+        cli_error("%s: the prompt is %d tokens, longer than the context of %d tokens",
+                  a.model, n_prompt, mi.seq_len);
+        free(prompt);
+        goto out;
+    }
+    if (rc != TSR_OK || (rc = tsr_seq_append_tokens(seq, prompt, n_prompt)) != TSR_OK) {
+        cli_error("%s", tsr_device_errmsg(dev));
+        free(prompt);
+        goto out;
+    }
+    stream_ctx sc = { .model = model, .prev = prompt[0] };
+    for (int i = 1; i < n_prompt && i <= a.steps; i++) on_token(seq, prompt[i], &sc);
+    free(prompt);
+
+    int n_gen = a.steps - n_prompt + 1, got = 0;
+    if (n_gen > 0) {
+        tsr_gen_opts go = { .max_tokens = n_gen, .temperature = a.temperature,
+                            .top_p = a.top_p, .seed = a.seed };
+        if ((rc = tsr_seq_generate(seq, &go, on_token, &sc, &got)) != TSR_OK) {
+            printf("\n");
+            cli_error("%s", tsr_device_errmsg(dev));
+            goto out;
+        }
+    }
+    printf("\n");
+    fflush(stdout);
+    tsr_seq_stats st;
+    tsr_seq_get_stats(seq, &st);
+    fprintf(stderr, "tessera: %d tokens generated, %.1f tokens/s, time to first token %.2f ms\n",
+            got, st.decode_tok_s, st.ttft_ms);
+    if (a.stats) print_stats(dev, seq);
+    status = 0;
+out:
+    tsr_seq_close(seq);
+    tsr_model_close(model);
+    tsr_device_close(dev);
+    return status;
+}

@@ -1,0 +1,101 @@
+/* main.c - the tessera program: subcommand dispatch and shared helpers. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage[] =
+    "usage: tessera <command> [options]\n"
+    "\n"
+    "LLM decoding with the whole model in on-chip SRAM across a mesh of PEs.\n"
+    "\n"
+    "commands:\n"
+    "  run     decode a prompt on a device (the emulator by default)\n"
+    "  info    print a model file's header, parameter count and bytes per tensor group\n"
+    "  synth   write a llama2.c checkpoint with deterministic pseudo-random weights\n"
+    "  help    this text\n"
+    "\n"
+    "'tessera <command> --help' describes a command's options.\n";
+
+void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("tessera: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+const char *cli_value(int argc, char **argv, int *i)
+{
+    if (*i + 1 >= argc) {
+        cli_error("option %s needs a value", argv[*i]);
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+int cli_int(const char *opt, const char *val, int lo, int hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(val, &end, 10);
+    if (errno || *end || end == val || v < lo || v > hi) {
+        cli_error("option %s: '%s' is not an integer in %d..%d", opt, val, lo, hi);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+int cli_float(const char *opt, const char *val, float lo, float hi, float *out)
+{
+    char *end;
+    errno = 0;
+    float v = strtof(val, &end);
+    if (errno || *end || end == val || !(v >= lo && v <= hi)) {
+        cli_error("option %s: '%s' is not a number in %g..%g", opt, val, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_u64(const char *opt, const char *val, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(val, &end, 10);
+    if (errno || *end || end == val || val[0] == '-') {
+        cli_error("option %s: '%s' is not a non-negative integer", opt, val);
+        return -1;
+    }
+    *out = (uint64_t)v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "run"))   return cmd_run(argc - 2, argv + 2);
+    if (!strcmp(cmd, "info"))  return cmd_info(argc - 2, argv + 2);
+    if (!strcmp(cmd, "synth")) return cmd_synth(argc - 2, argv + 2);
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version")) {
+        printf("tessera %s\n", tsr_version());
+        return 0;
+    }
+    cli_error("unknown command '%s' (valid: run, info, synth, help)", cmd);
+    return 2;
+}
