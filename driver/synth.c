@@ -81,8 +81,10 @@ int tsr_synth_shape(const char *spec, tsr_config *cfg, tsr_err *e)
     int given_hidden = found, given_heads = found, given_kv = found;
     if (!found) {
         const char *s = spec;
-        if (parse_int(&s, &c.dim) || (*s != 'x' && *s != 'X') ||
-            (s++, parse_int(&s, &c.n_layers)) || s != spec + base_len)
+        int ok = parse_int(&s, &c.dim) == 0 && (*s == 'x' || *s == 'X');
+        if (ok) s++;
+        ok = ok && parse_int(&s, &c.n_layers) == 0 && s == spec + base_len;
+        if (!ok)
             return tsr_seterr(e, TSR_ERR_ARG,
                 "%s: unknown shape (want stories260K|stories15M|stories42M|stories110M "
                 "or DIMxLAYERS[:hidden=H,heads=N,kv=K,vocab=V,seq=S,shared=0|1])", spec);
@@ -191,12 +193,13 @@ typedef struct writer {
     size_t      chunk;    // floats per chunk; a multiple of group in v2
     uint64_t    written;  // bytes
     int         failed;   // a write failed
+    int         err;      // errno of the failed write
 } writer;
 
 static void put(writer *w, const void *p, size_t n)
 {
     if (w->failed) return;
-    if (fwrite(p, 1, n, w->f) != n) w->failed = 1;
+    if (fwrite(p, 1, n, w->f) != n) { w->failed = 1; w->err = errno ? errno : EIO; }
     w->written += n;
 }
 
@@ -324,8 +327,7 @@ int tsr_synth_write(const char *path, const tsr_config *cfg, int group_size,
         for (size_t l = 0; l < L; l++) put_matrix(&w, 1 + t * L + l, numel[t]);
     if (!c.shared_classifier) put_matrix(&w, 1 + 7 * L, vocab * dim);
 
-    int failed = w.failed;
-    int err = errno;
+    int failed = w.failed, err = w.err;
     if (fclose(w.f) != 0 && !failed) { failed = 1; err = errno; }
     free(iobuf); free(w.buf); free(w.qbuf); free(w.sbuf);
     if (failed) {

@@ -45,6 +45,11 @@ struct tsr_tokenizer {
  * never taken, so it is not taken here either. */
 #define MERGE_SCORE_FLOOR (-1e10f)
 
+/* Sanity bound on tokenizer.bin's max_token_length: real vocabularies stay
+ * far below (27 bytes for llama2's 32000 tokens, a few hundred for larger
+ * BPE vocabs); beyond it the header is garbage, not a tokenizer. */
+#define MAX_PIECE_BYTES 65536
+
 /* ---------------------------------------------------------- building ---- */
 
 /* Piece i as (pointer, length). */
@@ -230,10 +235,10 @@ int tsr_tokenizer_load(const char *path, int vocab_size, tsr_tokenizer **out, ts
         return tsr_seterr(e, TSR_ERR_FORMAT, "%s: truncated: %zu bytes, no header", path, size);
     }
     int32_t max_len = rd_i32(d);
-    if (max_len <= 0 || (size_t)max_len > size) {
+    if (max_len <= 0 || max_len > MAX_PIECE_BYTES) {
         free(d);
-        return tsr_seterr(e, TSR_ERR_FORMAT, "%s: bad max_token_length %d (file has %zu bytes)",
-                          path, (int)max_len, size);
+        return tsr_seterr(e, TSR_ERR_FORMAT, "%s: bad max_token_length %d (want 1..%d)",
+                          path, (int)max_len, MAX_PIECE_BYTES);
     }
 
     // records: every length checked against max_token_length and the file end

@@ -188,8 +188,9 @@ static void test_text_matches_reference(void **state)
 /* ------------------------------------------------------------------------ */
 /* Q8 mode against F32                                                        */
 
-/* Bounds measured on stories260K (see the measured values the test prints);
- * each is about 3x the measurement, so a real numerics change trips it. */
+/* Bounds from measurements on stories260K (printed by the test): the NMSE
+ * bound is 3x the measured value; the agreement bound 0.95 allows 10
+ * disagreements in 200 where 2-3 were measured. */
 typedef struct {
     int    group;
     double max_nmse_pos0;    /* position-0 logits NMSE vs F32               */

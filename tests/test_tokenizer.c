@@ -99,13 +99,14 @@ static size_t decode_runc(const tsr_tokenizer *t, const int *ids, int from, int 
     return k;
 }
 
-/* Decode with every byte kept (round trip). */
+/* Decode ids[1..n) (ids[0] is BOS) with every byte kept, for round trips. */
 static size_t decode_all(const tsr_tokenizer *t, const int *ids, int n, char *out, size_t cap)
 {
     size_t k = 0;
-    for (int i = 0; i < n; i++) {
+    assert_int_equal(ids[0], TSR_TOKEN_BOS);
+    for (int i = 1; i < n; i++) {
         size_t len;
-        const char *p = tsr_tokenizer_piece(t, i ? ids[i - 1] : -1, ids[i], &len);
+        const char *p = tsr_tokenizer_piece(t, ids[i - 1], ids[i], &len);
         assert_true(k + len < cap);
         memcpy(out + k, p, len);
         k += len;
@@ -322,7 +323,7 @@ static void test_from_arrays(void **state)
 {
     (void)state;
     // a toy vocab: unk, bos, eos, 256 byte tokens, then pieces with scores
-    enum { NB = 3 + 256, NV = NB + 6 };
+    enum { NB = 3 + 256, NV = NB + 7 };
     static char bytes[256][7];
     const char *pieces[NV];
     int lens[NV];
@@ -332,9 +333,9 @@ static void test_from_arrays(void **state)
         snprintf(bytes[b], sizeof bytes[b], "<0x%02X>", b);
         pieces[3 + b] = bytes[b];
     }
-    const char *extra[6] = { " ", "a", "b", "ab", "ba", " a" };
-    float extra_sc[6] = { 0, 0, 0, -1, -1, -5 };
-    for (int i = 0; i < 6; i++) { pieces[NB + i] = extra[i]; scores[NB + i] = extra_sc[i]; }
+    const char *extra[7] = { " ", "a", "b", "ab", "ba", " a", "\xF0\x9F\x98\x80" };
+    float extra_sc[7] = { 0, 0, 0, -1, -1, -5, 0 };
+    for (int i = 0; i < 7; i++) { pieces[NB + i] = extra[i]; scores[NB + i] = extra_sc[i]; }
     for (int i = 0; i < NV; i++) {
         lens[i] = (int)strlen(pieces[i]);
         if (i < NB) scores[i] = 0;
@@ -342,7 +343,7 @@ static void test_from_arrays(void **state)
     tsr_tokenizer *t = NULL;
     tsr_err e = {0};
     assert_int_equal(tsr_tokenizer_from_arrays(NV, pieces, lens, scores, &t, &e), TSR_OK);
-    const int SP = NB, A = NB + 1, B = NB + 2, AB = NB + 3, BA = NB + 4, SA = NB + 5;
+    const int SP = NB, A = NB + 1, B = NB + 2, AB = NB + 3, BA = NB + 4, SA = NB + 5, EMO = NB + 6;
     int ids[16], n;
     // "aba": " ","a","b","a"; "ab" and "ba" tie at -1 and beat " a" (-5):
     // the leftmost of the best wins -> " ","ab","a"; then " a"? no: " "+"ab"
@@ -368,6 +369,13 @@ static void test_from_arrays(void **state)
     assert_int_equal(tsr_tokenizer_encode(t, "c", 0, 0, ids, 16, &n, &e), TSR_OK);
     assert_int_equal(n, 2);
     assert_int_equal(ids[1], 'c' + 3);
+    // a 4-byte code point with a piece is one token; a 5th continuation byte
+    // starts a new (byte-fallback) point, as run.c cuts runs at 4 bytes
+    assert_int_equal(tsr_tokenizer_encode(t, "\xF0\x9F\x98\x80\x80", 0, 0, ids, 16, &n, &e), TSR_OK);
+    assert_int_equal(n, 3);
+    assert_int_equal(ids[0], SP);
+    assert_int_equal(ids[1], EMO);
+    assert_int_equal(ids[2], 0x80 + 3);
     tsr_tokenizer_free(t);
 
     // bad arguments

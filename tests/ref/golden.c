@@ -3,8 +3,9 @@
  *
  * Reads top to bottom like llama2.c run.c: weights (build/free), the neural
  * net blocks (rmsnorm, softmax, matmul in F32 and Q8), the forward pass, and
- * the greedy generate loop.  The numerics are /work/notes/numerics.md; F32
- * mode keeps run.c's order of float operations so its tokens match run.c's.
+ * the greedy generate loop.  The numerics are the project's numerics
+ * contract (see golden.h); F32 mode keeps run.c's order of float operations
+ * so its tokens match run.c's.
  */
 #include <assert.h>
 #include <math.h>

@@ -3,8 +3,8 @@
  *
  * A plain fp32 transformer forward pass over a tsr_model, one token at a
  * time, written to be obviously correct rather than fast.  Every kernel and
- * backend is checked against it.  It follows /work/notes/numerics.md
- * ("numerics contract") exactly:
+ * backend is checked against it.  It implements the project's numerics
+ * contract (the one the kernels follow) exactly:
  *   - GOLDEN_F32: llama2.c run.c forward() (same operations, same order of
  *     float additions), so greedy tokens match run.c's output token for token.
  *   - GOLDEN_Q8: Q8_0 with group size G: every matrix is quantized per row in

@@ -1,0 +1,192 @@
+/*
+ * tsr_kernel.h - the command interface of the tessera kernel: the only
+ * kernels/ header the driver includes.
+ *
+ * One top-level kernel is driven by 8-word commands:
+ *
+ *   host                          device (tessera_top / tsr_kernel_run)
+ *   cmd[8] + in[] ---- h2d ---->  decode op -> run it on the mesh state
+ *   out[]         <--- d2h -----  token ids, status figures, debug data
+ *
+ * The device state (weights and KV cache in the PEs' SRAM, per-slot
+ * positions, RNGs, counters) persists between commands: `static` inside
+ * tessera_top on the FPGA, a tsr_kstate owned by the emulator backend.
+ * The layout arithmetic lives in tsr_layout.h (included here) so the
+ * driver's weight image builder and the kernel agree by construction.
+ */
+#ifndef TSR_KERNEL_H
+#define TSR_KERNEL_H
+
+#include <stdint.h>
+
+#include "tsr_layout.h"
+#include "tsr_profile.h"
+
+/* ------------------------------------------------------------------------ */
+/* Commands                                                                   */
+
+/* cmd[0]: the op. */
+enum {
+    TSR_OP_NOP = 0,
+    TSR_OP_LOAD,          /* write a chunk of the weight image             */
+    TSR_OP_CONFIGURE,     /* set shapes and mesh; answer the fit           */
+    TSR_OP_RESET,         /* slot -> empty                                 */
+    TSR_OP_TRUNCATE,      /* slot -> (pos, pending)                        */
+    TSR_OP_PREFILL,       /* feed n tokens into the slot's KV cache        */
+    TSR_OP_DECODE,        /* generate up to n tokens on the device          */
+    TSR_OP_READ_LOGITS,   /* logits of the last full forward pass -> out   */
+    TSR_OP_READ_COUNTERS, /* tsr_kcounters -> out                          */
+    TSR_OP_COUNT
+};
+
+/* Command words.  Per op:
+ *   LOAD:          A0 pe, A1 region (TSR_REG_*), A2 offset, A3 length, both
+ *                  in region units (bytes for I8, fp32 words otherwise);
+ *                  in = the data (I8 bytes packed little-endian in words).
+ *   CONFIGURE:     in = tsr_kconfig (TSR_KCONFIG_WORDS); out = tsr_kfit.
+ *                  Resets every slot.
+ *   RESET:         SLOT.
+ *   TRUNCATE:      SLOT, A0 pos (0..current pos), A1 pending token (int32,
+ *                  -1: none).
+ *   PREFILL:       SLOT, A0 n (>= 1); in = n token ids.
+ *   DECODE:        SLOT, A0 n, A1 temperature (fp32 bits), A2 top_p (fp32
+ *                  bits), A3/A4 seed low/high words, A5 TSR_DEC_* flags;
+ *                  out[0] = tokens written so far (updated as each token is
+ *                  sampled), out[1 + i] = token i.
+ *   READ_LOGITS:   A0 n (words of out); out = logits (vocab fp32).
+ *   READ_COUNTERS: A0 n (words of out); out = tsr_kcounters.            */
+enum { TSR_CMD_OP = 0, TSR_CMD_SLOT, TSR_CMD_A0, TSR_CMD_A1, TSR_CMD_A2, TSR_CMD_A3,
+       TSR_CMD_A4, TSR_CMD_A5, TSR_CMD_WORDS };
+
+/* LOAD regions. */
+enum { TSR_REG_I8 = 0,   /* a PE's int8 array (bytes)                      */
+       TSR_REG_F32,      /* a PE's fp32 array (words)                      */
+       TSR_REG_CTRL,     /* the controller's norm weights (words; pe = 0)  */
+       TSR_REG_COUNT };
+
+/* DECODE flags. */
+#define TSR_DEC_RESEED      1u  /* restart the slot's RNG from the seed     */
+#define TSR_DEC_IGNORE_STOP 2u  /* do not stop at BOS (1) / EOS (2)         */
+
+#define TSR_TOKEN_BOS 1
+#define TSR_TOKEN_EOS 2
+
+/* Kernel status (the return value of a run). */
+enum {
+    TSR_K_OK = 0,
+    TSR_K_EOP,        /* unknown op                                        */
+    TSR_K_EARG,       /* bad argument: slot, token, LOAD bounds, ...       */
+    TSR_K_ESTATE,     /* not configured, or no pending token to decode     */
+    TSR_K_ESHAPE,     /* config exceeds the profile's shapes or mesh       */
+    TSR_K_ECAPACITY,  /* config exceeds a PE's SRAM arrays                 */
+    TSR_K_ERANGE,     /* positions would pass seq_len                      */
+};
+
+/* CONFIGURE's answer (out, TSR_KFIT_WORDS words). */
+typedef struct tsr_kfit {
+    uint32_t status;        /* TSR_K_*                                     */
+    uint32_t i8_bytes;      /* int8 bytes needed by the fullest PE         */
+    uint32_t f32_words;     /* fp32 words needed by the fullest PE (weights
+                               or scales + KV cache)                       */
+    uint32_t ctrl_words;    /* controller fp32 words                       */
+    uint32_t i8_have;       /* TSR_PE_I8_BYTES                             */
+    uint32_t f32_have;      /* TSR_PE_F32_WORDS                            */
+    uint32_t total_lo;      /* bytes needed on chip, all PEs + controller  */
+    uint32_t total_hi;
+} tsr_kfit;
+#define TSR_KFIT_WORDS 8
+
+/* ------------------------------------------------------------------------ */
+/* Counters (READ_COUNTERS)                                                   */
+
+typedef struct tsr_kcounters {
+    uint64_t runs[TSR_OP_COUNT];      /* kernel runs per op                  */
+    uint64_t tokens_fed;              /* forward passes                      */
+    uint64_t tokens_sampled;
+    uint64_t macs;                    /* multiply-accumulates (GEMV + attn)  */
+    uint64_t fabric_bcast_bytes;      /* activation slices broadcast to PEs  */
+    uint64_t fabric_reduce_bytes;     /* partial sums moved by adder trees   */
+    uint64_t fabric_gather_bytes;     /* results back to the controller, KV
+                                         writes, embedding row gathers       */
+    uint64_t attended;                /* (query head, position) pairs        */
+    uint64_t load_bytes;              /* weight image bytes accepted         */
+    uint32_t n_pes;                   /* PEs in the configured mesh          */
+    uint32_t pad_;
+    uint64_t pe_sram_bytes[TSR_MAX_PES]; /* SRAM bytes in use per PE         */
+} tsr_kcounters;
+
+/* ------------------------------------------------------------------------ */
+/* Device state                                                               */
+
+/* One PE's private SRAM. */
+typedef struct tsr_pe {
+    int8_t w8[TSR_PE_I8_BYTES];    /* int8 weight tiles, matrix order        */
+    float  f32[TSR_PE_F32_WORDS];  /* scales (Q8) or weights (F32), then KV  */
+    float  psum[TSR_MAX_OUT];      /* (tile rows,) partial sums of a GEMV    */
+    float  att[TSR_MAX_SEQ];       /* (pos + 1,) scores of one head          */
+} tsr_pe;
+
+/* The PE array: its own allocation per PE in the emulator (placed on a NUMA
+ * node by the backend), a static array on the FPGA.  TSR_PE(st, p) hides
+ * the difference. */
+#ifdef TSR_EMU
+#define TSR_PE_ARRAY_DECL tsr_pe *pe[TSR_MAX_PES]
+#define TSR_PE(st, p) ((st)->pe[p])
+#else
+#define TSR_PE_ARRAY_DECL tsr_pe pe[TSR_MAX_PES]
+#define TSR_PE(st, p) (&(st)->pe[p])
+#endif
+
+typedef struct tsr_kstate {
+    tsr_kconfig cfg;                   /* valid when configured             */
+    uint32_t configured;
+    uint32_t pe_avail;                 /* PEs that exist (emulator: allocated) */
+    uint32_t i8_off[TSR_MAX_PES][TSR_MAX_MATS];  /* tile offset per PE, bytes */
+    uint32_t f32_off[TSR_MAX_PES][TSR_MAX_MATS]; /* tile offset per PE, words */
+    uint32_t i8_used[TSR_MAX_PES];     /* weight bytes per PE               */
+    uint32_t kv_off[TSR_MAX_PES];      /* first KV word per PE              */
+    uint32_t kv_end[TSR_MAX_PES];      /* fp32 words in use per PE          */
+    /* per slot */
+    int32_t  pos[TSR_MAX_SLOTS];       /* tokens in the KV cache            */
+    int32_t  pending[TSR_MAX_SLOTS];   /* next token to feed, -1 none       */
+    uint64_t rng[TSR_MAX_SLOTS];       /* xorshift64* state                 */
+    uint32_t logits_valid;
+    /* controller */
+    float    ctrl[TSR_CTRL_WORDS];     /* rms_att (L,dim), rms_ffn (L,dim), rms_final (dim,) */
+    float    x[TSR_MAX_DIM];           /* (dim,) residual stream            */
+    float    xb[TSR_MAX_DIM];          /* (dim,) normed input / attention out */
+    float    xb2[TSR_MAX_DIM];         /* (dim,) wo / w2 output             */
+    float    q[TSR_MAX_DIM];           /* (dim,) query                      */
+    float    k[TSR_MAX_DIM];           /* (kv_dim,) key                     */
+    float    v[TSR_MAX_DIM];           /* (kv_dim,) value                   */
+    float    hb[TSR_MAX_HIDDEN];       /* (hidden,) w1 out, then silu * w3  */
+    float    hb2[TSR_MAX_HIDDEN];      /* (hidden,) w3 out                  */
+    float    logits[TSR_MAX_VOCAB];    /* (vocab,)                          */
+    float    xin[TSR_MAX_IN];          /* (ng*G,) F32 GEMV input, zero padded */
+    int8_t   xq[TSR_MAX_IN];           /* (ng*G,) Q8 GEMV input, zero padded  */
+    float    xs[TSR_MAX_IN_GROUPS];    /* (ng,) its scales                  */
+    float    cand_p[TSR_MAX_VOCAB];    /* top-p candidates: probabilities   */
+    int32_t  cand_i[TSR_MAX_VOCAB];    /* top-p candidates: token ids       */
+    tsr_kcounters cnt;
+    TSR_PE_ARRAY_DECL;
+} tsr_kstate;
+
+/* Clear st (unconfigured, counters zero) and record how many PEs exist
+ * (emulator: how many st->pe[] the owner allocated; they are kept). */
+void tsr_kernel_init(tsr_kstate *st, uint32_t pe_avail);
+
+/* Run one command on st: the core of tessera_top, called directly by the
+ * emulator.  in/out may be NULL for ops that do not use them; out must hold
+ * what the op writes (DECODE: 1 + n words).  cancel (may be NULL) is polled
+ * once per decoded token.  Returns TSR_K_*. */
+int tsr_kernel_run(tsr_kstate *st, const uint32_t cmd[TSR_CMD_WORDS], const uint32_t *in,
+                   uint32_t *out, volatile const uint32_t *cancel);
+
+#ifndef TSR_EMU
+/* The synthesis top: m_axi in/out/cancel, s_axilite cmd and return.  The
+ * status travels in the s_axilite return register. */
+int tessera_top(const uint32_t cmd[TSR_CMD_WORDS], const uint32_t *in, uint32_t *out,
+                volatile const uint32_t *cancel);
+#endif
+
+#endif

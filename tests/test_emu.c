@@ -1,0 +1,357 @@
+/*
+ * test_emu.c - the emulator end to end, through the public API, against the
+ * llama2.c reference output and the golden reference (tests/ref).
+ *
+ * stories260K (../shared/models): dim 64, hidden 172, 5 layers, 8 heads,
+ * 4 KV heads (GQA), vocab 512, seq 512.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "golden.h"
+#include "model.h"
+#include "tessera.h"
+#include "test_util.h"
+
+#define MODEL SHARED_MODEL("stories260K.bin")
+#define TOK   SHARED_MODEL("tok512.bin")
+#define REF_TOKENS SHARED_REF("stories260K_once_upon_a_time.tokens")
+#define STEPS 200
+
+/* ------------------------------------------------------------ helpers --- */
+
+/* The reference ids (BOS first), one per line; returns the count. */
+static int read_ref_tokens(int *ids, int cap)
+{
+    FILE *f = fopen(REF_TOKENS, "r");
+    assert_non_null(f);
+    int n = 0;
+    while (n < cap && fscanf(f, "%d", &ids[n]) == 1) n++;
+    fclose(f);
+    return n;
+}
+
+static tsr_device *open_dev(const char *spec)
+{
+    tsr_device *dev = NULL;
+    int rc = tsr_device_open(spec, &dev);
+    if (rc) fprintf(stderr, "open %s: %s\n", spec, tsr_device_errmsg(dev));
+    assert_int_equal(rc, TSR_OK);
+    return dev;
+}
+
+static tsr_model *load(tsr_device *dev, int f32, int group)
+{
+    tsr_model_opts o = { .tokenizer = TOK, .weights_f32 = f32, .group_size = group };
+    tsr_model *m = NULL;
+    int rc = tsr_model_load(dev, MODEL, &o, &m);
+    if (rc) fprintf(stderr, "load: %s\n", tsr_device_errmsg(dev));
+    assert_int_equal(rc, TSR_OK);
+    return m;
+}
+
+/* llama2.c-style greedy run: prompt "Once upon a time", STEPS positions.
+ * Writes the whole sequence (BOS first) to ids; returns its length. */
+static int run_greedy(tsr_model *m, int *ids, int cap)
+{
+    tsr_seq *s = NULL;
+    assert_int_equal(tsr_seq_open(m, &s), TSR_OK);
+    assert_int_equal(tsr_seq_append_text(s, "Once upon a time"), TSR_OK);
+    int n_prompt = tsr_seq_length(s);
+    tsr_gen_opts go = { .max_tokens = STEPS - n_prompt + 1 };
+    int got = 0;
+    assert_int_equal(tsr_seq_generate(s, &go, NULL, NULL, &got), TSR_OK);
+    const int *t;
+    int n;
+    tsr_seq_tokens(s, &t, &n);
+    assert_true(n <= cap);
+    memcpy(ids, t, (size_t)n * sizeof *ids);
+    tsr_seq_close(s);
+    return n;
+}
+
+/* --------------------------------------------------------------- tests --- */
+
+/* F32 weights reproduce llama2.c run.c's tokens exactly. */
+static void f32_matches_llama2c_reference(void **state)
+{
+    (void)state;
+    int ref[STEPS + 8], got[STEPS + 8];
+    int n_ref = read_ref_tokens(ref, STEPS + 8);
+    assert_int_equal(n_ref, STEPS + 1);
+    tsr_device *dev = open_dev("emu");
+    tsr_model *m = load(dev, 1, 0);
+    int n = run_greedy(m, got, STEPS + 8);
+    assert_int_equal(n, n_ref);
+    for (int i = 0; i < n; i++) assert_int_equal(got[i], ref[i]);
+    tsr_model_close(m);
+    tsr_device_close(dev);
+}
+
+/* The same on other mesh shapes: the tiling must not change the tokens. */
+static void f32_matches_reference_on_other_meshes(void **state)
+{
+    (void)state;
+    const char *specs[] = { "emu:pes=1", "emu:pes=4", "emu:pes=8" };
+    int ref[STEPS + 8], got[STEPS + 8];
+    read_ref_tokens(ref, STEPS + 8);
+    for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
+        tsr_device *dev = open_dev(specs[k]);
+        tsr_model *m = load(dev, 1, 0);
+        int n = run_greedy(m, got, STEPS + 8);
+        assert_int_equal(n, STEPS + 1);
+        for (int i = 0; i < n; i++) assert_int_equal(got[i], ref[i]);
+        tsr_model_close(m);
+        tsr_device_close(dev);
+    }
+}
+
+/* Q8_0 (group 32, the default) equals the golden reference's Q8 mode token
+ * for token over 200 steps; records NMSE and top-1 agreement against F32. */
+static void q8_matches_golden_q8(void **state)
+{
+    (void)state;
+    tsr_checkpoint *ck = NULL;
+    assert_int_equal(tsr_checkpoint_open(MODEL, &ck, NULL), TSR_OK);
+    golden gq, gf;
+    assert_int_equal(golden_build(&gq, ck, GOLDEN_Q8, 32, 0), TSR_OK);
+    assert_int_equal(golden_build(&gf, ck, GOLDEN_F32, 0, 0), TSR_OK);
+
+    int ref[STEPS + 8], want[STEPS + 8], got[STEPS + 8];
+    read_ref_tokens(ref, STEPS + 8);
+    int n_want = golden_generate_greedy(&gq, ref, 5, STEPS, want);
+
+    tsr_device *dev = open_dev("emu");
+    tsr_model *m = load(dev, 0, 32);
+    int n = run_greedy(m, got, STEPS + 8);
+    assert_int_equal(n, n_want);
+    for (int i = 0; i < n; i++) assert_int_equal(got[i], want[i]);
+
+    /* Position-0 logits of the device (Q8) against the golden F32. */
+    int vocab = ck->cfg.vocab_size;
+    float *dl = malloc((size_t)vocab * sizeof *dl);
+    tsr_seq *s = NULL;
+    assert_int_equal(tsr_seq_open(m, &s), TSR_OK);
+    int bos = 1;
+    assert_int_equal(tsr_seq_append_tokens(s, &bos, 1), TSR_OK);
+    tsr_gen_opts one = { .max_tokens = 1 };
+    assert_int_equal(tsr_seq_generate(s, &one, NULL, NULL, NULL), TSR_OK);
+    assert_int_equal(tsr_seq_read_logits(s, dl, vocab), TSR_OK);
+    const float *fl = golden_forward(&gf, 1, 0);
+    double nmse = golden_nmse(dl, fl, vocab);
+    /* The device's Q8 logits against the golden Q8 logits: only float order. */
+    const float *ql = golden_forward(&gq, 1, 0);
+    double nmse_q = golden_nmse(dl, ql, vocab);
+
+    /* Top-1 agreement of Q8 against F32 along the F32 (reference) path. */
+    int agree = 0;
+    for (int pos = 0; pos < STEPS; pos++) {
+        int a = golden_argmax(golden_forward(&gf, ref[pos], pos), vocab);
+        int b = golden_argmax(golden_forward(&gq, ref[pos], pos), vocab);
+        agree += a == b;
+    }
+    print_message("q8_0 g32: position-0 logits NMSE vs f32 = %.3e (vs golden q8 %.3e), "
+                  "top-1 agreement vs f32 over %d steps = %.3f\n",
+                  nmse, nmse_q, STEPS, agree / (double)STEPS);
+    assert_true(nmse_q < 1e-9);
+    assert_true(nmse < 1e-2);
+    assert_true(agree >= STEPS * 9 / 10);
+
+    free(dl);
+    tsr_seq_close(s);
+    tsr_model_close(m);
+    tsr_device_close(dev);
+    golden_free(&gq);
+    golden_free(&gf);
+    tsr_checkpoint_close(ck);
+}
+
+/* Off-chip budgets from the counters: decode N moves <= 4N+64 bytes out,
+ * prefill P moves <= 4P+64 bytes in, the weight image crosses once. */
+static void offchip_budgets(void **state)
+{
+    (void)state;
+    tsr_device *dev = open_dev("emu");
+    tsr_model *m = load(dev, 0, 32);
+    tsr_traffic t0, t1, t2;
+    tsr_device_traffic(dev, &t0);
+    assert_int_equal(t0.loads, 1);
+    assert_true(t0.load_h2d > 0);
+
+    tsr_seq *s = NULL;
+    assert_int_equal(tsr_seq_open(m, &s), TSR_OK);
+    int prompt[12] = { 1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315 };
+    assert_int_equal(tsr_seq_append_tokens(s, prompt, 12), TSR_OK);
+    tsr_device_traffic(dev, &t1);
+    assert_true(t1.prefill_h2d - t0.prefill_h2d <= 4 * 12 + 64);
+    assert_true(t1.prefill_h2d - t0.prefill_h2d >= 4 * 12);
+
+    tsr_gen_opts go = { .max_tokens = 100, .ignore_stop = 1 };
+    int got = 0;
+    assert_int_equal(tsr_seq_generate(s, &go, NULL, NULL, &got), TSR_OK);
+    assert_int_equal(got, 100);
+    tsr_device_traffic(dev, &t2);
+    assert_true(t2.decode_d2h - t1.decode_d2h <= 4 * 100 + 64);
+    assert_true(t2.decode_d2h - t1.decode_d2h >= 4 * 100);
+    assert_int_equal(t2.load_h2d, t0.load_h2d);
+
+    /* More prompts, and loading the same model again: no second stream. */
+    tsr_seq_close(s);
+    tsr_model *m2 = load(dev, 0, 32);
+    assert_int_equal(tsr_seq_open(m2, &s), TSR_OK);
+    assert_int_equal(tsr_seq_append_text(s, "The cat"), TSR_OK);
+    assert_int_equal(tsr_seq_generate(s, &go, NULL, NULL, &got), TSR_OK);
+    tsr_device_traffic(dev, &t2);
+    assert_int_equal(t2.loads, 1);
+    assert_int_equal(t2.load_h2d, t0.load_h2d);
+    tsr_seq_close(s);
+    tsr_model_close(m2);
+    tsr_model_close(m);
+    tsr_device_close(dev);
+}
+
+/* Top-p: p -> 0 equals greedy; a seed gives the same tokens every time. */
+static void sampling_top_p_and_seed(void **state)
+{
+    (void)state;
+    tsr_device *dev = open_dev("emu");
+    tsr_model *m = load(dev, 0, 32);
+    int runs[3][64];
+    const tsr_gen_opts opts[3] = {
+        { .max_tokens = 60, .temperature = 0.0f, .ignore_stop = 1 },           /* greedy */
+        { .max_tokens = 60, .temperature = 1.0f, .top_p = 1e-6f, .seed = 7, .ignore_stop = 1 },
+        { .max_tokens = 60, .temperature = 1.0f, .top_p = 0.9f, .seed = 7, .ignore_stop = 1 },
+    };
+    for (int r = 0; r < 3; r++) {
+        tsr_seq *s = NULL;
+        assert_int_equal(tsr_seq_open(m, &s), TSR_OK);
+        assert_int_equal(tsr_seq_append_text(s, "Once upon a time"), TSR_OK);
+        int got = 0;
+        assert_int_equal(tsr_seq_generate(s, &opts[r], NULL, NULL, &got), TSR_OK);
+        assert_int_equal(got, 60);
+        const int *t;
+        int n;
+        tsr_seq_tokens(s, &t, &n);
+        memcpy(runs[r], t + n - 60, 60 * sizeof(int));
+        tsr_seq_close(s);
+    }
+    assert_memory_equal(runs[0], runs[1], 60 * sizeof(int));
+    /* Same seed, same distribution: identical again. */
+    tsr_seq *s = NULL;
+    assert_int_equal(tsr_seq_open(m, &s), TSR_OK);
+    assert_int_equal(tsr_seq_append_text(s, "Once upon a time"), TSR_OK);
+    assert_int_equal(tsr_seq_generate(s, &opts[2], NULL, NULL, NULL), TSR_OK);
+    const int *t;
+    int n;
+    tsr_seq_tokens(s, &t, &n);
+    assert_memory_equal(runs[2], t + n - 60, 60 * sizeof(int));
+    /* Sampling at temperature 1 differs from greedy somewhere in 60 tokens. */
+    assert_true(memcmp(runs[0], runs[2], 60 * sizeof(int)) != 0);
+    tsr_seq_close(s);
+    tsr_model_close(m);
+    tsr_device_close(dev);
+}
+
+/* Cancel from another thread returns promptly with the tokens so far. */
+typedef struct cancel_ctx {
+    tsr_seq *s;
+    volatile int seen;
+} cancel_ctx;
+
+static int count_tokens(tsr_seq *s, int token, void *user)
+{
+    (void)s;
+    (void)token;
+    cancel_ctx *c = user;
+    c->seen++;
+    return 0;
+}
+
+static void *canceller(void *arg)
+{
+    cancel_ctx *c = arg;
+    while (c->seen < 20) usleep(100);
+    tsr_seq_cancel(c->s);
+    return NULL;
+}
+
+static void cancel_from_another_thread(void **state)
+{
+    (void)state;
+    tsr_device *dev = open_dev("emu");
+    tsr_model *m = load(dev, 0, 32);
+    tsr_seq *s = NULL;
+    assert_int_equal(tsr_seq_open(m, &s), TSR_OK);
+    assert_int_equal(tsr_seq_append_text(s, "Once upon a time"), TSR_OK);
+    cancel_ctx c = { .s = s };
+    pthread_t th;
+    pthread_create(&th, NULL, canceller, &c);
+    tsr_gen_opts go = { .max_tokens = 500, .ignore_stop = 1 };
+    int got = 0;
+    assert_int_equal(tsr_seq_generate(s, &go, count_tokens, &c, &got), TSR_OK);
+    pthread_join(th, NULL);
+    assert_int_equal(tsr_seq_was_cancelled(s), 1);
+    assert_true(got >= 20);
+    assert_true(got < 500);
+    assert_int_equal(tsr_seq_length(s), 5 + got);
+    tsr_seq_close(s);
+    tsr_model_close(m);
+    tsr_device_close(dev);
+}
+
+/* A model too large for the part is refused before any weight streams. */
+static void capacity_refused_before_streaming(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/tsr_cap_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    /* stories15M shape in fp32: ~60 MB of F32 weights against a U55C's ~43 MB. */
+    char err[512];
+    assert_int_equal(tsr_synth_file("stories15M", path, 0, 1, err, sizeof err), TSR_OK);
+    tsr_device *dev = open_dev("emu:part=u55c");
+    tsr_model_opts o = { .tokenizer = SHARED_MODEL("tokenizer.bin"), .weights_f32 = 1,
+                         .seq_len = 256 };
+    tsr_model *m = NULL;
+    assert_int_equal(tsr_model_load(dev, path, &o, &m), TSR_ERR_CAPACITY);
+    assert_null(m);
+    const char *msg = tsr_device_errmsg(dev);
+    print_message("refused: %s\n", msg);
+    assert_non_null(strstr(msg, "u55c"));
+    assert_non_null(strstr(msg, "bytes"));
+    tsr_traffic t;
+    tsr_device_traffic(dev, &t);
+    assert_int_equal(t.load_h2d, 0);
+    assert_int_equal(t.loads, 0);
+    /* The same model in Q8_0 fits the U55C. */
+    o.weights_f32 = 0;
+    assert_int_equal(tsr_model_load(dev, path, &o, &m), TSR_OK);
+    tsr_model_close(m);
+    tsr_device_close(dev);
+    unlink(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(f32_matches_llama2c_reference),
+        cmocka_unit_test(f32_matches_reference_on_other_meshes),
+        cmocka_unit_test(q8_matches_golden_q8),
+        cmocka_unit_test(offchip_budgets),
+        cmocka_unit_test(sampling_top_p_and_seed),
+        cmocka_unit_test(cancel_from_another_thread),
+        cmocka_unit_test(capacity_refused_before_streaming),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
