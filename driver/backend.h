@@ -76,11 +76,11 @@ typedef struct tsr_backend_iface {
     /* On-chip bytes this placement needs and the device has, without
      * touching the device.  Returns TSR_OK or TSR_ERR_CAPACITY /
      * TSR_ERR_UNSUPPORTED with the figures in e->msg. */
-    int  (*fit)(tsr_backend *b, const tsr_model *m, const tsr_load_opts *o,
+    int  (*fit)(tsr_backend *b, const tsr_checkpoint *m, const tsr_load_opts *o,
                 uint64_t *need_bytes, uint64_t *have_bytes, tsr_err *e);
     /* Configure and stream the weight image (once).  Refuses what does not
      * fit before streaming any weight. */
-    int  (*load)(tsr_backend *b, const tsr_model *m, const tsr_load_opts *o,
+    int  (*load)(tsr_backend *b, const tsr_checkpoint *m, const tsr_load_opts *o,
                  tsr_err *e);
     /* Slot state: reset to empty, or rewind to pos with `pending` as the
      * next token to feed (pending < 0: none). */

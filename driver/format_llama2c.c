@@ -21,7 +21,9 @@
  *           per tensor int8 values (numel) followed by fp32 scales
  *           (numel/group) for tok_embeddings, wq[0..L), wk.., wv.., wo..,
  *           w1.., w2.., w3.., [wcls].  Groups run over each tensor's flat
- *           element list and may cross a row end.
+ *           element list and may cross a row end.  (This is what runq.c
+ *           reads; an early export.py wrote all scales after all int8
+ *           blocks, which gives the same file size and cannot be told apart.)
  *
  * Open: read and check the header, compute the size it implies and compare
  * with the file length, and only then mmap the file and point the tensors
@@ -150,11 +152,11 @@ static int parse_header(const char *path, const uint8_t *hdr, size_t n,
     } else {
         // No magic: either a legacy file, whose first word is dim, or junk.
         int32_t dim = rd_i32(hdr);
-        if (dim < 1 || dim > TSR_MAX_DIM)
+        if (dim < 1 || dim > TSR_CKPT_MAX_DIM)
             return tsr_seterr(e, TSR_ERR_FORMAT,
                 "%s: bad magic 0x%08x: not llama2.c v1/v2 (0x%08x) nor legacy "
                 "(dim %d out of range 1..%d)",
-                path, magic, TSR_LLAMA2C_MAGIC, (int)dim, TSR_MAX_DIM);
+                path, magic, TSR_LLAMA2C_MAGIC, (int)dim, TSR_CKPT_MAX_DIM);
         if (n < TSR_LLAMA2C_LEGACY_HEADER)
             return tsr_seterr(e, TSR_ERR_FORMAT,
                 "%s: truncated: %llu bytes, shorter than the %d-byte legacy header",
@@ -221,7 +223,7 @@ static void take_mat(walker *w, const tsr_config *c, tsr_tensor *t, int rows, in
 }
 
 /* Point every tensor of m into the map, in the order of m->cfg.format. */
-static void layout(tsr_model *m, walker *w)
+static void layout(tsr_checkpoint *m, walker *w)
 {
     const tsr_config *c = &m->cfg;
     int L = c->n_layers, dim = c->dim, hidden = c->hidden_dim;
@@ -280,9 +282,11 @@ static size_t spill_floats(const tsr_config *c)
 /* ------------------------------------------------------------------------ */
 /* Open                                                                       */
 
-int tsr_model_open(const char *path, tsr_model **out, tsr_err *e)
+int tsr_checkpoint_open(const char *path, tsr_checkpoint **out, tsr_err *e)
 {
+    if (!out) return tsr_seterr(e, TSR_ERR_ARG, "tsr_checkpoint_open: out is NULL");
     *out = NULL;
+    if (!path) return tsr_seterr(e, TSR_ERR_ARG, "tsr_checkpoint_open: path is NULL");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return tsr_seterr(e, TSR_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
@@ -332,7 +336,7 @@ int tsr_model_open(const char *path, tsr_model **out, tsr_err *e)
     }
 
     // the model, its per-layer tensor arrays and any spill, in one block
-    tsr_model *m = calloc(1, sizeof *m);
+    tsr_checkpoint *m = calloc(1, sizeof *m);
     size_t L = (size_t)cfg.n_layers, n_spill = spill_floats(&cfg);
     size_t n_owned = 9 * L * sizeof(tsr_tensor) + n_spill * sizeof(float);
     void *owned = m ? malloc(n_owned) : NULL;
@@ -366,7 +370,7 @@ int tsr_model_open(const char *path, tsr_model **out, tsr_err *e)
     layout(m, &w);
     // the size check above and the walk must agree; a difference is a bug here
     if (w.off != file_len || w.n_spill > n_spill) {
-        tsr_model_close(m);
+        tsr_checkpoint_close(m);
         return tsr_seterr(e, TSR_ERR_FORMAT, "%s: internal: layout walked %llu bytes of %llu",
                           path, (unsigned long long)w.off, (unsigned long long)file_len);
     }

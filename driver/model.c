@@ -39,7 +39,7 @@ void tsr_tensor_row(const tsr_tensor *t, int r, float *out)
 /* ------------------------------------------------------------------------ */
 /* Model                                                                      */
 
-uint64_t tsr_model_param_count(const tsr_model *m)
+uint64_t tsr_checkpoint_param_count(const tsr_checkpoint *m)
 {
     const tsr_config *p = &m->cfg;
     uint64_t dim = (uint64_t)p->dim, hidden = (uint64_t)p->hidden_dim;
@@ -55,7 +55,7 @@ uint64_t tsr_model_param_count(const tsr_model *m)
     return n;
 }
 
-void tsr_model_close(tsr_model *m)
+void tsr_checkpoint_close(tsr_checkpoint *m)
 {
     if (!m) return;
     if (m->map) munmap(m->map, m->map_len);
@@ -79,13 +79,13 @@ int tsr_config_check(const tsr_config *cfg, const char *name, int code,
                      tsr_err *e)
 {
     const tsr_config *p = cfg;
-    if (check_range(name, "dim", p->dim, TSR_MAX_DIM, code, e) ||
-        check_range(name, "hidden_dim", p->hidden_dim, TSR_MAX_DIM, code, e) ||
-        check_range(name, "n_layers", p->n_layers, TSR_MAX_LAYERS, code, e) ||
+    if (check_range(name, "dim", p->dim, TSR_CKPT_MAX_DIM, code, e) ||
+        check_range(name, "hidden_dim", p->hidden_dim, TSR_CKPT_MAX_DIM, code, e) ||
+        check_range(name, "n_layers", p->n_layers, TSR_CKPT_MAX_LAYERS, code, e) ||
         check_range(name, "n_heads", p->n_heads, p->dim, code, e) ||
         check_range(name, "n_kv_heads", p->n_kv_heads, p->n_heads, code, e) ||
-        check_range(name, "vocab_size", p->vocab_size, TSR_MAX_VOCAB, code, e) ||
-        check_range(name, "seq_len", p->seq_len, TSR_MAX_SEQ, code, e))
+        check_range(name, "vocab_size", p->vocab_size, TSR_CKPT_MAX_VOCAB, code, e) ||
+        check_range(name, "seq_len", p->seq_len, TSR_CKPT_MAX_SEQ, code, e))
         return code;
     if (p->dim % p->n_heads != 0)
         return tsr_seterr(e, code, "%s: n_heads %d does not divide dim %d",

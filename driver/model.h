@@ -58,8 +58,10 @@ typedef struct tsr_config {
     int   group_size;        /* file's Q8_0 group size, 0 for fp32 files   */
 } tsr_config;
 
-/* A loaded model.  head_size = dim / n_heads, kv_dim = n_kv_heads * head_size. */
-typedef struct tsr_model {
+/* A checkpoint file opened on the host (the public tsr_model is the model
+ * resident on a device, which holds one of these).
+ * head_size = dim / n_heads, kv_dim = n_kv_heads * head_size. */
+typedef struct tsr_checkpoint {
     tsr_config cfg;
     tsr_tensor tok_embedding;   /* (vocab_size, dim)                       */
     tsr_tensor *rms_att;        /* [n_layers] each (1, dim), F32           */
@@ -79,7 +81,7 @@ typedef struct tsr_model {
     size_t map_len;             /* bytes                                   */
     void  *owned;               /* allocations the tensors point into      */
     char   path[256];           /* for error messages                      */
-} tsr_model;
+} tsr_checkpoint;
 
 /* Open a llama2.c checkpoint (legacy, v1 fp32, v2 Q8_0): mmap the file, check
  * every header field and the size the tensors imply against the file length,
@@ -89,13 +91,13 @@ typedef struct tsr_model {
  * On failure *out is NULL and e->msg names the file and the problem.
  * Source: llama2.c export.py (legacy_export, version1_export,
  * version2_export) and run.c / runq.c. */
-int  tsr_model_open(const char *path, tsr_model **out, tsr_err *e);
+int  tsr_checkpoint_open(const char *path, tsr_checkpoint **out, tsr_err *e);
 
 /* Unmap and free; NULL is a no-op. */
-void tsr_model_close(tsr_model *m);
+void tsr_checkpoint_close(tsr_checkpoint *m);
 
 /* Number of weight parameters (elements), counting a shared classifier once. */
-uint64_t tsr_model_param_count(const tsr_model *m);
+uint64_t tsr_checkpoint_param_count(const tsr_checkpoint *m);
 
 /* Element i of t as fp32 (dequantized for Q8_0).  No bounds check beyond
  * an assert: i < rows * cols. */
@@ -116,10 +118,10 @@ void tsr_tensor_row(const tsr_tensor *t, int r, float *out);
 
 /* Largest hyperparameters a header may claim.  Far above any real llama
  * model, and low enough that every size product fits in 64 bits. */
-#define TSR_MAX_DIM    (1 << 20)   /* dim, hidden_dim                       */
-#define TSR_MAX_LAYERS (1 << 12)
-#define TSR_MAX_VOCAB  (1 << 24)
-#define TSR_MAX_SEQ    (1 << 24)
+#define TSR_CKPT_MAX_DIM    (1 << 20)   /* dim, hidden_dim                  */
+#define TSR_CKPT_MAX_LAYERS (1 << 12)
+#define TSR_CKPT_MAX_VOCAB  (1 << 24)
+#define TSR_CKPT_MAX_SEQ    (1 << 24)
 
 /* Check cfg's shape: every dim > 0 and within the limits above, n_heads
  * divides dim, n_kv_heads divides n_heads, head_size even, and for a
@@ -133,7 +135,8 @@ int tsr_config_check(const tsr_config *cfg, const char *name, int code,
 /* Bytes of a llama2.c checkpoint of shape cfg in format cfg->format
  * (legacy, v1 or v2 with cfg->group_size), header included; a not-shared
  * classifier adds wcls.  cfg must have passed tsr_config_check.  Returns
- * TSR_OK, or TSR_ERR_FORMAT if the size does not fit in 64 bits.  Layouts:
+ * TSR_OK, TSR_ERR_FORMAT if the size does not fit in 64 bits, or
+ * TSR_ERR_UNSUPPORTED for a format that is not llama2.c.  Layouts:
  * llama2.c export.py legacy_export / version1_export / version2_export. */
 int tsr_llama2c_size(const tsr_config *cfg, uint64_t *bytes);
 

@@ -116,7 +116,7 @@ int tsr_synth_shape(const char *spec, tsr_config *cfg, tsr_err *e)
         return tsr_seterr(e, TSR_ERR_ARG, "%s: shared must be 0 or 1", spec);
 
     // defaults that depend on dim
-    if (!given_hidden && c.dim > 0 && c.dim <= TSR_MAX_DIM) c.hidden_dim = default_hidden(c.dim);
+    if (!given_hidden && c.dim > 0 && c.dim <= TSR_CKPT_MAX_DIM) c.hidden_dim = default_hidden(c.dim);
     if (!given_heads) c.n_heads = c.dim / 64 > 0 ? c.dim / 64 : 1;
     if (!given_kv) c.n_kv_heads = c.n_heads;
 

@@ -190,31 +190,34 @@ static int read_file(const char *path, unsigned char **data, size_t *size, tsr_e
     return TSR_OK;
 }
 
-/* Walk the token records after the header.  Stops at the end of the data
- * or after `limit` tokens.  *count gets the number of whole tokens read,
- * *end the offset after the last one, *blob_bytes the piece bytes + NULs.
- * Returns 0, or the index of the first bad record + 1 with *why set. */
-static long scan_tokens(const unsigned char *d, size_t size, int max_len, long limit,
-                        long *count, size_t *end, size_t *blob_bytes, const char **why,
-                        int32_t *bad_len)
+/* Outcome of walking the token records of a tokenizer.bin. */
+typedef struct {
+    enum { SCAN_OK, SCAN_TRUNCATED, SCAN_BAD_LENGTH } status;
+    long    count;       /* whole records read                            */
+    size_t  end;         /* offset after the last whole record            */
+    size_t  blob_bytes;  /* piece bytes of those records, plus one NUL each */
+    int32_t bad_len;     /* the offending length when SCAN_BAD_LENGTH      */
+} token_scan;
+
+/* Walk records (fp32 score, int32 len, len bytes) of d[start..size), at most
+ * `limit` of them, checking each length against max_len and the data end.
+ * On a bad record, count is its index. */
+static token_scan scan_tokens(const unsigned char *d, size_t size, size_t start,
+                              int max_len, long limit)
 {
-    size_t o = 4;
-    long i = 0;
-    *blob_bytes = 0;
-    *why = NULL;
-    while (o < size && i < limit) {
-        if (size - o < 8) { *why = "truncated"; break; }
+    token_scan r = { SCAN_OK, 0, start, 0, 0 };
+    size_t o = start;
+    while (o < size && r.count < limit) {
+        if (size - o < 8) { r.status = SCAN_TRUNCATED; break; }
         int32_t n = rd_i32(d + o + 4);
-        *bad_len = n;
-        if (n < 0 || n > max_len) { *why = "length"; break; }
-        if (size - o - 8 < (size_t)n) { *why = "truncated"; break; }
-        *blob_bytes += (size_t)n + 1;
+        if (n < 0 || n > max_len) { r.status = SCAN_BAD_LENGTH; r.bad_len = n; break; }
+        if (size - o - 8 < (size_t)n) { r.status = SCAN_TRUNCATED; break; }
+        r.blob_bytes += (size_t)n + 1;
         o += 8 + (size_t)n;
-        i++;
+        r.count++;
     }
-    *count = i;
-    *end = o;
-    return *why ? i + 1 : 0;
+    r.end = o;
+    return r;
 }
 
 int tsr_tokenizer_load(const char *path, int vocab_size, tsr_tokenizer **out, tsr_err *e)
@@ -229,7 +232,7 @@ int tsr_tokenizer_load(const char *path, int vocab_size, tsr_tokenizer **out, ts
     int rc = read_file(path, &d, &size, e);
     if (rc) return rc;
 
-    // header: int32 max_token_length, bounded by the file itself
+    // header: int32 max_token_length, the bound for every record's length
     if (size < 4) {
         free(d);
         return tsr_seterr(e, TSR_ERR_FORMAT, "%s: truncated: %zu bytes, no header", path, size);
@@ -242,46 +245,33 @@ int tsr_tokenizer_load(const char *path, int vocab_size, tsr_tokenizer **out, ts
     }
 
     // records: every length checked against max_token_length and the file end
-    long count;
-    size_t end, blob_bytes;
-    const char *why;
-    int32_t bad_len = 0;
-    long bad = scan_tokens(d, size, max_len, vocab_size, &count, &end, &blob_bytes, &why, &bad_len);
-    if (bad) {
-        if (why[0] == 'l')
-            rc = tsr_seterr(e, TSR_ERR_FORMAT, "%s: token %ld has length %d, outside [0, max_token_length %d]",
-                            path, bad - 1, (int)bad_len, (int)max_len);
-        else
-            rc = tsr_seterr(e, TSR_ERR_FORMAT, "%s: truncated: token %ld of %d runs past the end (%zu bytes)",
-                            path, bad - 1, vocab_size, size);
-        free(d);
-        return rc;
-    }
-    if (count < vocab_size) {
-        free(d);
-        return tsr_seterr(e, TSR_ERR_FORMAT, "%s: holds %ld tokens, the model's vocab_size is %d",
-                          path, count, vocab_size);
-    }
-    if (end < size) {
-        // more than expected: count the rest if it parses, for the message
-        long extra;
-        size_t end2, bb2;
-        const char *why2;
-        int32_t bl2;
-        unsigned char *rest = d + end - 4;   // scan_tokens skips a 4-byte header
-        scan_tokens(rest, size - end + 4, max_len, 0x7fffffffL, &extra, &end2, &bb2, &why2, &bl2);
-        if (!why2)
+    token_scan sc = scan_tokens(d, size, 4, max_len, vocab_size);
+    if (sc.status == SCAN_BAD_LENGTH)
+        rc = tsr_seterr(e, TSR_ERR_FORMAT, "%s: token %ld has length %d, outside [0, max_token_length %d]",
+                        path, sc.count, (int)sc.bad_len, (int)max_len);
+    else if (sc.status == SCAN_TRUNCATED)
+        rc = tsr_seterr(e, TSR_ERR_FORMAT, "%s: truncated: token %ld of %d runs past the end (%zu bytes)",
+                        path, sc.count, vocab_size, size);
+    else if (sc.count < vocab_size)
+        rc = tsr_seterr(e, TSR_ERR_FORMAT, "%s: holds %ld tokens, the model's vocab_size is %d",
+                        path, sc.count, vocab_size);
+    else if (sc.end < size) {
+        // more tokens than expected: count the rest if it parses, for the message
+        token_scan rest = scan_tokens(d, size, sc.end, max_len, 0x7fffffffL);
+        if (rest.status == SCAN_OK)
             rc = tsr_seterr(e, TSR_ERR_FORMAT, "%s: holds %ld tokens, the model's vocab_size is %d",
-                            path, (long)vocab_size + extra, vocab_size);
+                            path, (long)vocab_size + rest.count, vocab_size);
         else
             rc = tsr_seterr(e, TSR_ERR_FORMAT,
                             "%s: holds more than %d tokens (%zu bytes after token %d), the model's vocab_size is %d",
-                            path, vocab_size, size - end, vocab_size - 1, vocab_size);
+                            path, vocab_size, size - sc.end, vocab_size - 1, vocab_size);
+    }
+    if (rc) {
         free(d);
         return rc;
     }
 
-    tsr_tokenizer *t = alloc_tokenizer(vocab_size, blob_bytes);
+    tsr_tokenizer *t = alloc_tokenizer(vocab_size, sc.blob_bytes);
     if (!t) {
         free(d);
         return tsr_seterr(e, TSR_ERR_NOMEM, "%s: out of memory for %d tokens", path, vocab_size);

@@ -41,7 +41,12 @@ int  tsr_tokenizer_vocab_size(const tsr_tokenizer *t);
 /* Encode text (NUL-terminated UTF-8) into tokens[0..max_tokens): BOS first if
  * bos, EOS last if eos.  *n_tokens gets the count.  Errors: TSR_ERR_RANGE if
  * more than max_tokens would be written (nothing useful in tokens then),
- * TSR_ERR_NOMEM. */
+ * TSR_ERR_NOMEM.
+ * Also (beyond run.c, which has no such checks): TSR_ERR_ARG for a NULL
+ * argument; TSR_ERR_RANGE when a byte needs a fallback token byte+3 that is
+ * outside a tiny vocab.  A vocab without " " gets the byte token of ' ' as
+ * the dummy prefix (run.c would index vocab[-1]).  Cost: O(n log n) in the
+ * text length; memory is allocated per call, so concurrent calls are safe. */
 int  tsr_tokenizer_encode(const tsr_tokenizer *t, const char *text, int bos,
                           int eos, int *tokens, int max_tokens, int *n_tokens,
                           tsr_err *e);
@@ -53,7 +58,8 @@ int  tsr_tokenizer_encode(const tsr_tokenizer *t, const char *text, int bos,
 const char *tsr_tokenizer_piece(const tsr_tokenizer *t, int prev, int token,
                                 size_t *len);
 
-/* Token id of an exact piece string, or -1. */
+/* Token id of an exact piece string, or -1.  Should a vocab hold a piece
+ * twice (possible via from_arrays), lookups and encoding use the lowest id. */
 int  tsr_tokenizer_lookup(const tsr_tokenizer *t, const char *piece);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * tsr_hls.h - included first by every kernels/*.c file (never by driver/).
+ * tsr_hls.h - included first by every kernel source file (never by driver/).
  *
  * The HLS pragmas and loop labels are for Vitis HLS; the host compiler's
  * -Wall would flag both, so silence exactly those two warnings here.

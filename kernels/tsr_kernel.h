@@ -165,6 +165,7 @@ typedef struct tsr_kstate {
     float    xin[TSR_MAX_IN];          /* (ng*G,) F32 GEMV input, zero padded */
     int8_t   xq[TSR_MAX_IN];           /* (ng*G,) Q8 GEMV input, zero padded  */
     float    xs[TSR_MAX_IN_GROUPS];    /* (ng,) its scales                  */
+    float    probs[TSR_MAX_VOCAB];     /* (vocab,) sampler's copy of logits  */
     float    cand_p[TSR_MAX_VOCAB];    /* top-p candidates: probabilities   */
     int32_t  cand_i[TSR_MAX_VOCAB];    /* top-p candidates: token ids       */
     tsr_kcounters cnt;

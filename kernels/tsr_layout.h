@@ -145,10 +145,11 @@ static inline uint32_t tsr_lay_kv_block(const tsr_kconfig *c)
     return c->seq_len * tsr_lay_head_size(c);
 }
 
-/* KV words on PE pe, all slots. */
-static inline uint32_t tsr_lay_kv_words(const tsr_kconfig *c, uint32_t pe)
+/* KV words on PE pe, all slots (64-bit: callers check it against the
+ * profile before anything is stored in 32-bit offsets). */
+static inline uint64_t tsr_lay_kv_words(const tsr_kconfig *c, uint32_t pe)
 {
-    return tsr_lay_kv_units(c, pe) * c->n_slots * 2u * tsr_lay_kv_block(c);
+    return (uint64_t)tsr_lay_kv_units(c, pe) * c->n_slots * 2u * tsr_lay_kv_block(c);
 }
 
 /* Controller fp32 words (norm weights). */
@@ -157,11 +158,13 @@ static inline uint32_t tsr_lay_ctrl_words(const tsr_kconfig *c)
     return (2u * c->n_layers + 1u) * c->dim;
 }
 
-/* Weight footprint of PE pe: int8 bytes and fp32 words over all matrices. */
-static inline void tsr_lay_pe_weights(const tsr_kconfig *c, uint32_t pe, uint32_t *i8_bytes,
-                                      uint32_t *f32_words)
+/* Weight footprint of PE pe: int8 bytes and fp32 words over all matrices
+ * (64-bit, as tsr_lay_kv_words). */
+static inline void tsr_lay_pe_weights(const tsr_kconfig *c, uint32_t pe, uint64_t *i8_bytes,
+                                      uint64_t *f32_words)
 {
-    uint32_t nm = tsr_lay_n_mats(c), b = 0, w = 0;
+    uint32_t nm = tsr_lay_n_mats(c);
+    uint64_t b = 0, w = 0;
     for (uint32_t m = 0; m < nm; m++) {
 #ifdef __SYNTHESIS__ /* driver/ includes this header too: keep its -Wall quiet */
 #pragma HLS LOOP_TRIPCOUNT min=8 max=TSR_MAX_MATS

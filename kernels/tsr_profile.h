@@ -24,5 +24,7 @@
 #define TSR_CTRL_WORDS      ((2 * TSR_MAX_LAYERS + 1) * TSR_MAX_DIM)
 /* Sift-down depth bound for the top-p heap: > log2(TSR_MAX_VOCAB). */
 #define TSR_HEAP_DEPTH      32
+/* Levels of the per-row adder tree: >= log2(TSR_MAX_MESH_COLS). */
+#define TSR_MAX_TREE_LEVELS 8
 
 #endif

@@ -37,7 +37,7 @@ static const int PROMPT[] = {1, 403, 407, 261, 378};
 /* Fixture: the model, its F32 reference, and the F32 greedy trajectory       */
 
 typedef struct {
-    tsr_model *m;
+    tsr_checkpoint *m;
     golden     f32;
     int        traj[STEPS + 1];   /* F32 greedy tokens at positions 0..STEPS */
     int        n_traj;
@@ -48,13 +48,13 @@ static int group_setup(void **state)
     fixture *fx = calloc(1, sizeof *fx);
     if (!fx) return -1;
     tsr_err e = {0};
-    if (tsr_model_open(SHARED_MODEL("stories260K.bin"), &fx->m, &e) != TSR_OK) {
-        fprintf(stderr, "tsr_model_open: %s\n", e.msg);
+    if (tsr_checkpoint_open(SHARED_MODEL("stories260K.bin"), &fx->m, &e) != TSR_OK) {
+        fprintf(stderr, "tsr_checkpoint_open: %s\n", e.msg);
         free(fx);
         return -1;
     }
     if (golden_build(&fx->f32, fx->m, GOLDEN_F32, 0, 0) != TSR_OK) {
-        tsr_model_close(fx->m);
+        tsr_checkpoint_close(fx->m);
         free(fx);
         return -1;
     }
@@ -67,7 +67,7 @@ static int group_teardown(void **state)
 {
     fixture *fx = *state;
     golden_free(&fx->f32);
-    tsr_model_close(fx->m);
+    tsr_checkpoint_close(fx->m);
     free(fx);
     return 0;
 }
@@ -179,8 +179,8 @@ static void test_text_matches_reference(void **state)
     size_t ref_len = 0;
     char *ref = read_file(SHARED_REF("stories260K_once_upon_a_time.txt"), &ref_len);
     assert_non_null(ref);
-    assert_int_equal(n, ref_len);
     assert_string_equal(text, ref);
+    assert_int_equal(n, ref_len);   // no NUL inside either
     free(ref);
     tsr_tokenizer_free(tok);
 }
@@ -204,19 +204,19 @@ static void run_q8_case(fixture *fx, const q8_case *c)
     assert_int_equal(golden_build(&q8, fx->m, GOLDEN_Q8, c->group, 0), TSR_OK);
 
     // position-0 logits (BOS) against F32
-    float *ref0 = malloc((size_t)V * sizeof(float));   // (vocab,)
-    assert_non_null(ref0);
-    memcpy(ref0, golden_forward(&fx->f32, PROMPT[0], 0), (size_t)V * sizeof(float));
-    double nmse0 = golden_nmse(golden_forward(&q8, PROMPT[0], 0), ref0, V);
+    float *lf = malloc((size_t)V * sizeof(float));   // (vocab,) F32 logits
+    assert_non_null(lf);
+    memcpy(lf, golden_forward(&fx->f32, PROMPT[0], 0), (size_t)V * sizeof(float));
+    double nmse0 = golden_nmse(golden_forward(&q8, PROMPT[0], 0), lf, V);
 
     // teacher-forced along the F32 trajectory: compare argmaxes per position
     int agree = 0;
     double nmse_sum = 0.0;
     for (int pos = 0; pos < STEPS; pos++) {
-        memcpy(ref0, golden_forward(&fx->f32, fx->traj[pos], pos), (size_t)V * sizeof(float));
+        memcpy(lf, golden_forward(&fx->f32, fx->traj[pos], pos), (size_t)V * sizeof(float));
         const float *lq = golden_forward(&q8, fx->traj[pos], pos);
-        nmse_sum += golden_nmse(lq, ref0, V);
-        agree += golden_argmax(lq, V) == golden_argmax(ref0, V);
+        nmse_sum += golden_nmse(lq, lf, V);
+        agree += golden_argmax(lq, V) == golden_argmax(lf, V);
     }
     double rate = (double)agree / STEPS;
 
@@ -236,7 +236,7 @@ static void run_q8_case(fixture *fx, const q8_case *c)
     assert_true(nmse0 < c->max_nmse_pos0);
     assert_true(rate >= c->min_top1_agree);
 
-    free(ref0);
+    free(lf);
     golden_free(&q8);
 }
 

@@ -84,7 +84,7 @@ static float *vec_build(const tsr_tensor *t)
     return v;
 }
 
-int golden_build(golden *g, const tsr_model *m, int mode, int group_size,
+int golden_build(golden *g, const tsr_checkpoint *m, int mode, int group_size,
                  int seq_len)
 {
     memset(g, 0, sizeof *g);

@@ -1,7 +1,7 @@
 /*
  * golden.h - the golden reference forward pass (test code).
  *
- * A plain fp32 transformer forward pass over a tsr_model, one token at a
+ * A plain fp32 transformer forward pass over a tsr_checkpoint, one token at a
  * time, written to be obviously correct rather than fast.  Every kernel and
  * backend is checked against it.  It implements the project's numerics
  * contract (the one the kernels follow) exactly:
@@ -87,7 +87,7 @@ typedef struct golden {
  * 1..cfg.seq_len, or 0 for cfg.seq_len.  Returns TSR_OK, TSR_ERR_ARG (bad
  * mode, group size or seq_len) or TSR_ERR_NOMEM; on failure g holds nothing
  * to free (golden_free is still harmless). */
-int golden_build(golden *g, const tsr_model *m, int mode, int group_size,
+int golden_build(golden *g, const tsr_checkpoint *m, int mode, int group_size,
                  int seq_len);
 
 /* Free everything golden_build allocated; g NULL or zeroed is a no-op. */

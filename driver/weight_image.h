@@ -1,0 +1,96 @@
+/*
+ * weight_image.h - the device layout of a model: the byte stream the kernel's
+ * LOAD commands consume, built on the host from a tsr_checkpoint (model.h).
+ *
+ * Layout (kernels/tsr_layout.h, shared with the kernel): every weight matrix
+ * is tiled over the R x C mesh (row blocks by mesh row, G-column groups by
+ * mesh column); each PE's int8 array holds its Q8_0 tiles and its fp32 array
+ * its scales (or, in F32 mode, its fp32 tiles), in matrix order; the norm
+ * weights go to the controller.  The image is that content as chunks of at
+ * most TSR_WIMAGE_CHUNK bytes, each one LOAD command (pe, region, offset,
+ * length).  Q8_0 follows the numerics contract: per row, groups of G
+ * columns, scale = amax / 127, q = roundf(w / scale).
+ */
+#ifndef TSR_WEIGHT_IMAGE_H
+#define TSR_WEIGHT_IMAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "error.h"
+#include "model.h"
+#include "tsr_kernel.h"
+
+#define TSR_WIMAGE_CHUNK (1u << 20)   /* bytes per LOAD command, at most */
+#define TSR_WIMAGE_DEFAULT_GROUP 32
+
+/* One LOAD command's worth of the image. */
+typedef struct tsr_wchunk {
+    uint32_t        pe;       /* PE index (0 for the controller region)      */
+    uint32_t        region;   /* TSR_REG_I8, TSR_REG_F32, TSR_REG_CTRL       */
+    uint32_t        offset;   /* in region units: bytes (I8) or fp32 words   */
+    uint32_t        length;   /* in region units                             */
+    uint32_t        nbytes;   /* payload bytes on the link (I8: length
+                                 rounded up to whole words)                  */
+    const uint32_t *data;     /* (nbytes / 4,) payload words                 */
+} tsr_wchunk;
+
+/* What a placement needs on chip (all from the layout arithmetic). */
+typedef struct tsr_wneed {
+    uint64_t pe_i8_max;     /* int8 bytes of the fullest PE                  */
+    uint64_t pe_f32_max;    /* fp32 words of the fullest PE (weights + KV)   */
+    uint64_t ctrl_words;    /* controller fp32 words                         */
+    uint64_t weight_bytes;  /* all PEs' weight tiles (int8 + fp32)           */
+    uint64_t kv_bytes;      /* all PEs' KV caches                            */
+    uint64_t total_bytes;   /* weight + KV + controller                      */
+} tsr_wneed;
+
+/* A built image.  Owns its buffers; free with tsr_wimage_free. */
+typedef struct tsr_wimage {
+    tsr_kconfig  cfg;          /* the CONFIGURE block it was built for       */
+    uint32_t     n_pes;
+    uint32_t   **pe_i8;        /* [n_pes] (ceil(i8_bytes/4),) int8 tiles     */
+    float      **pe_f32;       /* [n_pes] (f32_words,) scales or fp32 tiles  */
+    uint32_t    *i8_bytes;     /* [n_pes]                                    */
+    uint32_t    *f32_words;    /* [n_pes] weight words (the KV cache follows
+                                  on the device)                             */
+    float       *ctrl;         /* (ctrl_words,) rms_att, rms_ffn, rms_final  */
+    uint32_t     ctrl_words;
+    tsr_wchunk  *chunks;       /* [n_chunks], in streaming order             */
+    int          n_chunks;
+    uint64_t     bytes;        /* payload bytes: every chunk + the 64-byte
+                                  CONFIGURE block                            */
+    uint64_t     hash;         /* FNV-1a 64 over config, chunk headers and
+                                  payloads                                   */
+} tsr_wimage;
+
+/* Pick the mesh for pes PEs: C = the largest power of two with C*C <= pes,
+ * C | pes and C <= TSR_MAX_MESH_COLS; R = pes / C (16 -> 4x4, 8 -> 4x2). */
+void tsr_wimage_mesh(int pes, uint32_t *rows, uint32_t *cols);
+
+/* Fill the CONFIGURE block for model m placed by o on a mesh of pes PEs.
+ * Errors: TSR_ERR_ARG (bad seq_len, slots or group size in o). */
+int tsr_wimage_config(const tsr_checkpoint *m, const tsr_load_opts *o, int pes, tsr_kconfig *kc,
+                      tsr_err *e);
+
+/* On-chip needs of kc (no model data needed). */
+void tsr_wimage_need(const tsr_kconfig *kc, tsr_wneed *need);
+
+/* Check kc against the kernel profile compiled into the library (max shapes,
+ * per-PE SRAM).  Errors: TSR_ERR_UNSUPPORTED (a shape over a profile limit),
+ * TSR_ERR_CAPACITY (a PE's arrays too small), with the figures in e. */
+int tsr_wimage_check_profile(const tsr_kconfig *kc, tsr_err *e);
+
+/* Build the image of m for kc.  Errors: TSR_ERR_NOMEM, TSR_ERR_ARG (model
+ * shape differs from kc).  On failure img holds nothing to free. */
+int tsr_wimage_build(const tsr_checkpoint *m, const tsr_kconfig *kc, tsr_wimage *img, tsr_err *e);
+
+/* Free what tsr_wimage_build allocated; a zeroed img is a no-op. */
+void tsr_wimage_free(tsr_wimage *img);
+
+/* FNV-1a 64 of n bytes continuing from h (start with TSR_FNV_OFFSET). */
+#define TSR_FNV_OFFSET 0xcbf29ce484222325ull
+uint64_t tsr_fnv1a64(uint64_t h, const void *data, size_t n);
+
+#endif

@@ -1,0 +1,138 @@
+/*
+ * sampler.c - token sampling on the device, so no logits cross the host link.
+ *
+ * Dataflow: logits (vocab,) -> [greedy: argmax] | [softmax(logits / T) ->
+ * coin from the slot's xorshift64* RNG -> multinomial, or nucleus: cutoff
+ * filter -> bounded heap yields candidates in descending probability until
+ * their sum passes top_p -> pick by the coin] -> token id.
+ * Semantics after llama2.c run.c (sample_argmax, sample_mult, sample_topp).
+ */
+#include "tsr_hls.h"
+
+/* ------------------------------------------------------------------------ */
+/* RNG                                                                        */
+
+uint32_t tsr_rng_u32(uint64_t *state)
+{
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    return (uint32_t)((*state * 0x2545F4914F6CDD1Dull) >> 32);
+}
+
+float tsr_rng_f32(uint64_t *state)
+{
+    return (float)(tsr_rng_u32(state) >> 8) / 16777216.0f;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Candidate heap: a max-heap by (probability descending, id ascending)      */
+
+/* a ranks before b. */
+static int cand_before(const float *p, const int32_t *id, uint32_t a, uint32_t b)
+{
+    return p[a] > p[b] || (p[a] == p[b] && id[a] < id[b]);
+}
+
+static void cand_swap(float *p, int32_t *id, uint32_t a, uint32_t b)
+{
+    float tp = p[a];
+    int32_t ti = id[a];
+    p[a] = p[b];
+    id[a] = id[b];
+    p[b] = tp;
+    id[b] = ti;
+}
+
+/* Restore the heap property below node i of a heap of n entries; a path is at
+ * most log2(n) < TSR_HEAP_DEPTH steps long. */
+static void cand_sift_down(float *p, int32_t *id, uint32_t i, uint32_t n)
+{
+heap_sift:
+    for (uint32_t depth = 0; depth < TSR_HEAP_DEPTH; depth++) {
+        uint32_t l = 2u * i + 1u, r = l + 1u, best = i;
+        if (l < n && cand_before(p, id, l, best)) best = l;
+        if (r < n && cand_before(p, id, r, best)) best = r;
+        if (best == i) break;
+        cand_swap(p, id, i, best);
+        i = best;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Samplers                                                                   */
+
+/* Multinomial: first i with coin < cdf(i); the last token on rounding. */
+static int32_t sample_mult(const float *probs, uint32_t n, float coin)
+{
+    float cdf = 0.0f;
+mult_scan:
+    for (uint32_t i = 0; i < n; i++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
+        cdf += probs[i];
+        if (coin < cdf) return (int32_t)i;
+    }
+    return (int32_t)n - 1;
+}
+
+static int32_t sample_topp(const float *probs, uint32_t n, float top_p, float coin,
+                           float *cp, int32_t *ci)
+{
+    /* Tokens below the cutoff cannot be in the nucleus (llama2.c's filter). */
+    float cutoff = n > 1 ? (1.0f - top_p) / (float)(n - 1) : 0.0f;
+    uint32_t n0 = 0;
+topp_filter:
+    for (uint32_t i = 0; i < n; i++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
+        if (probs[i] >= cutoff) {
+            cp[n0] = probs[i];
+            ci[n0] = (int32_t)i;
+            n0++;
+        }
+    }
+    if (n0 == 0) return (int32_t)tsr_argmax(probs, n);
+topp_heapify:
+    for (uint32_t k = n0 / 2u; k > 0; k--) {
+#pragma HLS LOOP_TRIPCOUNT min=0 max=TSR_MAX_VOCAB/2
+        cand_sift_down(cp, ci, k - 1u, n0);
+    }
+    /* Pop the largest to the end of the heap array, one at a time: after m
+     * pops, cp[n0-1], cp[n0-2], ... cp[n0-m] are the m largest in order. */
+    float cum = 0.0f;
+    uint32_t taken = 0;
+topp_pop:
+    for (uint32_t m = 0; m < n0; m++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
+        uint32_t last = n0 - 1u - m;
+        cand_swap(cp, ci, 0, last);
+        cand_sift_down(cp, ci, 0, last);
+        cum += cp[last];
+        taken = m + 1u;
+        if (cum > top_p) break;
+    }
+    float r = coin * cum;
+    float cdf = 0.0f;
+topp_pick:
+    for (uint32_t m = 0; m < taken; m++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
+        cdf += cp[n0 - 1u - m];
+        if (r < cdf) return ci[n0 - 1u - m];
+    }
+    return ci[n0 - taken];
+}
+
+int32_t tsr_sample(float *logits, uint32_t n, float temperature, float top_p, uint64_t *rng,
+                   float *cand_p, int32_t *cand_i)
+{
+    if (temperature <= 0.0f || top_p <= 0.0f) return (int32_t)tsr_argmax(logits, n);
+sample_temp:
+    for (uint32_t i = 0; i < n; i++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
+#pragma HLS PIPELINE II=1
+        logits[i] /= temperature;
+    }
+    tsr_softmax(logits, n);
+    float coin = tsr_rng_f32(rng);
+    if (top_p >= 1.0f) return sample_mult(logits, n, coin);
+    return sample_topp(logits, n, top_p, coin, cand_p, cand_i);
+}

@@ -1,0 +1,167 @@
+/*
+ * test_cli.c - the tessera program as a user runs it: exact text on the
+ * real model, and one-line errors with a non-zero exit on bad input.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test_util.h"
+
+#define MODEL SHARED_MODEL("stories260K.bin")
+#define TOK   SHARED_MODEL("tok512.bin")
+
+/* Run a shell command; out/err get its stdout/stderr (NUL-terminated,
+ * truncated to cap).  Returns the exit status. */
+static int run(const char *cmd, char *out, char *err, size_t cap)
+{
+    char outp[] = "/tmp/tsr_cli_out_XXXXXX", errp[] = "/tmp/tsr_cli_err_XXXXXX";
+    int fo = mkstemp(outp), fe = mkstemp(errp);
+    assert_true(fo >= 0 && fe >= 0);
+    close(fo);
+    close(fe);
+    char full[4096];
+    snprintf(full, sizeof full, "%s >%s 2>%s", cmd, outp, errp);
+    int st = system(full);
+    const char *paths[2] = { outp, errp };
+    char *bufs[2] = { out, err };
+    for (int i = 0; i < 2; i++) {
+        FILE *f = fopen(paths[i], "rb");
+        size_t n = fread(bufs[i], 1, cap - 1, f);
+        bufs[i][n] = '\0';
+        fclose(f);
+        unlink(paths[i]);
+    }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int count_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+static char out[1 << 16], err[1 << 16];
+
+/* F32 greedy on stories260K prints llama2.c's text exactly. */
+static void run_prints_reference_text(void **state)
+{
+    (void)state;
+    FILE *f = fopen(SHARED_REF("stories260K_once_upon_a_time.txt"), "rb");
+    assert_non_null(f);
+    static char want[1 << 14];
+    size_t n = fread(want, 1, sizeof want - 1, f);
+    want[n] = '\0';
+    fclose(f);
+    int rc = run(TESSERA_BIN " run -m " MODEL " -z " TOK
+                 " --weights f32 -t 0 -n 200 -p 'Once upon a time'", out, err, sizeof out);
+    assert_int_equal(rc, 0);
+    assert_string_equal(out, want);
+    assert_non_null(strstr(err, "tokens/s"));
+    assert_non_null(strstr(err, "time to first token"));
+}
+
+static void run_missing_model_is_one_line_error(void **state)
+{
+    (void)state;
+    int rc = run(TESSERA_BIN " run -m /nonexistent/m.bin -z " TOK, out, err, sizeof out);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(err, "/nonexistent/m.bin"));
+    assert_int_equal(count_lines(err), 1);
+}
+
+static void run_mismatched_tokenizer_is_refused(void **state)
+{
+    (void)state;
+    int rc = run(TESSERA_BIN " run -m " MODEL " -z " SHARED_MODEL("tokenizer.bin"),
+                 out, err, sizeof out);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(err, "tokenizer.bin"));
+    assert_int_equal(count_lines(err), 1);
+}
+
+static void run_prompt_longer_than_context_is_refused(void **state)
+{
+    (void)state;
+    int rc = run(TESSERA_BIN " run -m " MODEL " -z " TOK " --seq-len 8 -t 0"
+                 " -p 'Once upon a time there was a little girl named Lily who loved to play'",
+                 out, err, sizeof out);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(err, "longer than the context of 8 tokens"));
+}
+
+static void run_steps_beyond_context_are_clamped(void **state)
+{
+    (void)state;
+    int rc = run(TESSERA_BIN " run -m " MODEL " -z " TOK " --seq-len 16 -n 100 -t 0"
+                 " -p 'Once upon a time'", out, err, sizeof out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(err, "100 steps clamped to the context length 16"));
+    /* 16 positions: 4 prompt tokens after BOS plus 12 generated. */
+    assert_non_null(strstr(err, "12 tokens generated"));
+}
+
+static void run_bad_options_exit_2(void **state)
+{
+    (void)state;
+    assert_int_equal(run(TESSERA_BIN " run -m " MODEL " -z " TOK " --weights q4", out, err,
+                         sizeof out), 2);
+    assert_non_null(strstr(err, "--weights"));
+    assert_int_equal(run(TESSERA_BIN " run --bogus", out, err, sizeof out), 2);
+    assert_int_equal(run(TESSERA_BIN " frobnicate", out, err, sizeof out), 2);
+    assert_int_equal(run(TESSERA_BIN " run -m " MODEL " -z " TOK " --backend gpu", out, err,
+                         sizeof out), 2);
+    assert_non_null(strstr(err, "unknown backend 'gpu'"));
+}
+
+static void info_reports_header_and_params(void **state)
+{
+    (void)state;
+    int rc = run(TESSERA_BIN " info -m " MODEL, out, err, sizeof out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "dim:         64\n"));
+    assert_non_null(strstr(out, "n_kv_heads:  4 (GQA)\n"));
+    assert_non_null(strstr(out, "parameters:  260032 "));
+    assert_non_null(strstr(out, "ffn"));
+}
+
+static void synth_writes_a_model_info_reads(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/tsr_cli_synth_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, TESSERA_BIN " synth --shape 128x2:vocab=512 --q8 -o %s", path);
+    assert_int_equal(run(cmd, out, err, sizeof out), 0);
+    snprintf(cmd, sizeof cmd, TESSERA_BIN " info -m %s", path);
+    assert_int_equal(run(cmd, out, err, sizeof out), 0);
+    assert_non_null(strstr(out, "llama2.c v2 (Q8_0), group size 32"));
+    assert_non_null(strstr(out, "dim:         128\n"));
+    unlink(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(run_prints_reference_text),
+        cmocka_unit_test(run_missing_model_is_one_line_error),
+        cmocka_unit_test(run_mismatched_tokenizer_is_refused),
+        cmocka_unit_test(run_prompt_longer_than_context_is_refused),
+        cmocka_unit_test(run_steps_beyond_context_are_clamped),
+        cmocka_unit_test(run_bad_options_exit_2),
+        cmocka_unit_test(info_reports_header_and_params),
+        cmocka_unit_test(synth_writes_a_model_info_reads),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
