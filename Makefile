@@ -85,7 +85,7 @@ TEST_DEFS := -DTSR_SHARED_DIR='"$(abspath $(SHARED))"' -DTSR_BUILD_DIR='"$(abspa
 
 $(BUILD)/tests/%: tests/%.c $(REF_OBJ) $(LIB_A) $(TESSERA) $(wildcard tests/*.h tests/ref/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) -Itests $(TEST_DEFS) -o $@ $< $(REF_OBJ) $(LIB_A) -lcmocka $(LDLIBS)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) -Itests -Itests/ref $(TEST_DEFS) -o $@ $< $(REF_OBJ) $(LIB_A) -lcmocka $(LDLIBS)
 
 test: $(TEST_BIN) lint-hls
 	@sh tests/run_tests.sh $(TEST_BIN)

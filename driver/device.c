@@ -201,9 +201,14 @@ int tsr_model_load(tsr_device *dev, const char *path, const tsr_model_opts *opts
         if (dev->slots[i]) { dev->slots[i]->slot = -1; dev->slots[i] = NULL; }
     if (dev->resident) dev->resident = NULL;
 
+    /* The backend streams nothing when the same image (content hash) is
+     * already resident; count only images that crossed the link. */
+    tsr_link_counters before, after;
+    dev->be->link_counters(dev->b, &before);
     rc = dev->be->load(dev->b, m->ck, &m->lo, &dev->err);
     if (rc) goto fail;
-    dev->loads++;
+    dev->be->link_counters(dev->b, &after);
+    if (after.h2d[TSR_PHASE_LOAD] != before.h2d[TSR_PHASE_LOAD]) dev->loads++;
     m->next = dev->models;
     dev->models = m;
     dev->resident = m;

@@ -126,6 +126,14 @@ typedef struct tsr_pe {
     float  att[TSR_MAX_SEQ];       /* (pos + 1,) scores of one head          */
 } tsr_pe;
 
+/* Host builds are emulator builds unless they say otherwise: lint and
+ * synthesis define __SYNTHESIS__, a C-simulation testbench of tessera_top
+ * defines TSR_CSIM.  The state layout differs, so every host object that
+ * includes this header must agree (the Makefile passes -DTSR_EMU). */
+#if !defined(TSR_EMU) && !defined(__SYNTHESIS__) && !defined(TSR_CSIM)
+#define TSR_EMU
+#endif
+
 /* The PE array: its own allocation per PE in the emulator (placed on a NUMA
  * node by the backend), a static array on the FPGA.  TSR_PE(st, p) hides
  * the difference. */

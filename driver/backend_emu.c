@@ -1,0 +1,379 @@
+/*
+ * backend_emu.c - the emulator backend: runs the kernel sources (kernels/)
+ * on the CPU, behind the same command interface an FPGA exposes.
+ *
+ * The device is a tsr_kstate (controller state) plus one tsr_pe per PE, each
+ * its own allocation placed with libnuma (spread over the nodes; plain
+ * aligned memory when NUMA is unavailable).  Every command "crosses the host
+ * link": its 32 command words and its `in` payload count as host->device
+ * bytes, the part of `out` the host reads back as device->host bytes, per
+ * phase (tsr_link_counters).  A decode runs the kernel in a worker thread;
+ * the calling thread watches the token count word grow, streams tokens to
+ * on_token and forwards cancellation to the kernel's cancel word.
+ */
+#include <numa.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend.h"
+#include "parts.h"
+#include "tsr_kernel.h"
+#include "weight_image.h"
+
+#define CMD_BYTES (4u * TSR_CMD_WORDS)
+
+struct tsr_backend {
+    tsr_kstate       *st;          /* the device state                       */
+    int               pes;         /* PEs allocated                          */
+    int               numa;        /* 1: PEs come from numa_alloc_*          */
+    const tsr_part   *part;        /* capacity cap, or NULL                  */
+    tsr_link_counters link;
+    int               loaded;      /* an image is resident                   */
+    uint64_t          image_hash;  /* its content hash                       */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Commands and link accounting                                               */
+
+static const char *kstatus_name(int k)
+{
+    switch (k) {
+    case TSR_K_OK:        return "ok";
+    case TSR_K_EOP:       return "unknown op";
+    case TSR_K_EARG:      return "bad argument";
+    case TSR_K_ESTATE:    return "bad state";
+    case TSR_K_ESHAPE:    return "shape outside the kernel profile";
+    case TSR_K_ECAPACITY: return "PE memory too small";
+    case TSR_K_ERANGE:    return "position out of range";
+    default:              return "unknown kernel status";
+    }
+}
+
+/* Map a kernel status to a driver status with a message. */
+static int kfail(int k, const char *what, tsr_err *e)
+{
+    int code = k == TSR_K_ERANGE ? TSR_ERR_RANGE
+             : k == TSR_K_ECAPACITY ? TSR_ERR_CAPACITY
+             : k == TSR_K_ESHAPE ? TSR_ERR_UNSUPPORTED
+             : k == TSR_K_ESTATE ? TSR_ERR_STATE
+             : k == TSR_K_EARG ? TSR_ERR_ARG : TSR_ERR_DEVICE;
+    return tsr_seterr(e, code, "emu: %s: kernel status %d (%s)", what, k, kstatus_name(k));
+}
+
+/* Run one command, charging cmd words + in_bytes h2d and out_bytes d2h to
+ * phase. */
+static int run(tsr_backend *b, int phase, const uint32_t cmd[TSR_CMD_WORDS], const uint32_t *in,
+               uint64_t in_bytes, uint32_t *out, uint64_t out_bytes)
+{
+    b->link.h2d[phase] += CMD_BYTES + in_bytes;
+    b->link.invocations[phase]++;
+    int k = tsr_kernel_run(b->st, cmd, in, out, NULL);
+    b->link.d2h[phase] += out_bytes;
+    return k;
+}
+
+static uint32_t f32_bits(float f)
+{
+    uint32_t w;
+    memcpy(&w, &f, sizeof w);
+    return w;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Open / close                                                               */
+
+static void emu_close(tsr_backend *b)
+{
+    if (!b) return;
+    if (b->st) {
+        for (int p = 0; p < b->pes; p++) {
+            if (!b->st->pe[p]) continue;
+            if (b->numa) numa_free(b->st->pe[p], sizeof(tsr_pe));
+            else free(b->st->pe[p]);
+        }
+        free(b->st);
+    }
+    free(b);
+}
+
+static int emu_open(const tsr_devspec *spec, tsr_backend **out, tsr_err *e)
+{
+    *out = NULL;
+    int pes = spec->pes ? spec->pes : TSR_DEFAULT_PES;
+    if (pes < 1 || pes > TSR_MAX_PES)
+        return tsr_seterr(e, TSR_ERR_ARG, "emu: pes=%d outside 1..%d (profile %s)", pes,
+                          TSR_MAX_PES, TSR_PROFILE_NAME);
+    const tsr_part *part = NULL;
+    if (spec->part[0] && !(part = tsr_part_find(spec->part)))
+        return tsr_seterr(e, TSR_ERR_ARG, "emu: unknown part '%s' (known: %s)", spec->part,
+                          tsr_part_names());
+    tsr_backend *b = calloc(1, sizeof *b);
+    if (!b) return tsr_seterr(e, TSR_ERR_NOMEM, "emu: out of memory");
+    b->pes = pes;
+    b->part = part;
+    b->st = aligned_alloc(64, (sizeof(tsr_kstate) + 63u) & ~(size_t)63u);
+    if (!b->st) { free(b); return tsr_seterr(e, TSR_ERR_NOMEM, "emu: out of memory"); }
+    memset(b->st, 0, sizeof *b->st);
+    tsr_kernel_init(b->st, (uint32_t)pes);
+    /* One allocation per PE, spread over the NUMA nodes so PE threads can
+     * later work on local memory.  Pages are touched only when written. */
+    b->numa = numa_available() >= 0;
+    int nodes = b->numa ? numa_num_configured_nodes() : 1;
+    for (int p = 0; p < pes; p++) {
+        void *mem;
+        if (b->numa)
+            mem = nodes > 1 ? numa_alloc_onnode(sizeof(tsr_pe), p * nodes / pes)
+                            : numa_alloc_local(sizeof(tsr_pe));
+        else
+            mem = aligned_alloc(4096, sizeof(tsr_pe));
+        if (!mem) {
+            emu_close(b);
+            return tsr_seterr(e, TSR_ERR_NOMEM, "emu: cannot allocate PE %d's %zu bytes", p,
+                              sizeof(tsr_pe));
+        }
+        b->st->pe[p] = mem;
+    }
+    *out = b;
+    return TSR_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Fit and load                                                               */
+
+static int emu_fit(tsr_backend *b, const tsr_checkpoint *m, const tsr_load_opts *o,
+                   uint64_t *need_bytes, uint64_t *have_bytes, tsr_err *e)
+{
+    tsr_kconfig kc;
+    tsr_wneed nd;
+    int rc = tsr_wimage_config(m, o, b->pes, &kc, e);
+    if (rc) return rc;
+    tsr_wimage_need(&kc, &nd);
+    uint64_t have = (uint64_t)b->pes * (TSR_PE_I8_BYTES + 4ull * TSR_PE_F32_WORDS) +
+                    4ull * TSR_CTRL_WORDS;
+    if (b->part && tsr_part_bytes(b->part) < have) have = tsr_part_bytes(b->part);
+    if (need_bytes) *need_bytes = nd.total_bytes;
+    if (have_bytes) *have_bytes = have;
+    if (b->part && nd.total_bytes > tsr_part_bytes(b->part))
+        return tsr_seterr(e, TSR_ERR_CAPACITY,
+                          "%s: needs %llu bytes on-chip (weights %llu + KV cache %llu + "
+                          "norms %llu), %s has %llu", m->path,
+                          (unsigned long long)nd.total_bytes,
+                          (unsigned long long)nd.weight_bytes, (unsigned long long)nd.kv_bytes,
+                          (unsigned long long)(4u * nd.ctrl_words), b->part->name,
+                          (unsigned long long)tsr_part_bytes(b->part));
+    rc = tsr_wimage_check_profile(&kc, e);
+    if (rc) {
+        /* prefix the file name to the profile's complaint */
+        char msg[TSR_ERRMSG_MAX];
+        snprintf(msg, sizeof msg, "%s", e ? e->msg : "");
+        return tsr_seterr(e, rc, "%s: %s", m->path, msg);
+    }
+    return TSR_OK;
+}
+
+static int emu_load(tsr_backend *b, const tsr_checkpoint *m, const tsr_load_opts *o, tsr_err *e)
+{
+    int rc = emu_fit(b, m, o, NULL, NULL, e);
+    if (rc) return rc;
+    tsr_kconfig kc;
+    tsr_wimage img;
+    if ((rc = tsr_wimage_config(m, o, b->pes, &kc, e))) return rc;
+    if ((rc = tsr_wimage_build(m, &kc, &img, e))) return rc;
+    if (b->loaded && b->image_hash == img.hash) {
+        /* The same image (same content hash) is resident: nothing crosses
+         * the link; the caller resets the slots it opens. */
+        tsr_wimage_free(&img);
+        return TSR_OK;
+    }
+    b->loaded = 0;
+    uint32_t cfgw[TSR_KCONFIG_WORDS], fitw[TSR_KFIT_WORDS];
+    memcpy(cfgw, &kc, sizeof cfgw);
+    uint32_t cmd[TSR_CMD_WORDS] = { TSR_OP_CONFIGURE, 0, 0, 0, 0, 0, 0, 0 };
+    int k = run(b, TSR_PHASE_LOAD, cmd, cfgw, sizeof cfgw, fitw, sizeof fitw);
+    if (k) {
+        tsr_wimage_free(&img);
+        return kfail(k, "configure", e);
+    }
+    uint64_t sent = 0;
+    for (int i = 0; i < img.n_chunks; i++) {
+        const tsr_wchunk *ch = &img.chunks[i];
+        uint32_t lc[TSR_CMD_WORDS] = { TSR_OP_LOAD, 0, ch->pe, ch->region, ch->offset,
+                                       ch->length, 0, 0 };
+        k = run(b, TSR_PHASE_LOAD, lc, ch->data, ch->nbytes, NULL, 0);
+        if (k) {
+            tsr_wimage_free(&img);
+            return kfail(k, "load chunk", e);
+        }
+        sent += ch->nbytes;
+        if (o->progress) o->progress(sent, img.bytes, o->progress_user);
+    }
+    b->loaded = 1;
+    b->image_hash = img.hash;
+    tsr_wimage_free(&img);
+    return TSR_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Sequences                                                                  */
+
+static int emu_reset(tsr_backend *b, int slot, tsr_err *e)
+{
+    uint32_t cmd[TSR_CMD_WORDS] = { TSR_OP_RESET, (uint32_t)slot, 0, 0, 0, 0, 0, 0 };
+    int k = run(b, TSR_PHASE_PREFILL, cmd, NULL, 0, NULL, 0);
+    return k ? kfail(k, "reset", e) : TSR_OK;
+}
+
+static int emu_truncate(tsr_backend *b, int slot, int pos, int pending, tsr_err *e)
+{
+    uint32_t cmd[TSR_CMD_WORDS] = { TSR_OP_TRUNCATE, (uint32_t)slot, (uint32_t)pos,
+                                    (uint32_t)pending, 0, 0, 0, 0 };
+    int k = run(b, TSR_PHASE_PREFILL, cmd, NULL, 0, NULL, 0);
+    return k ? kfail(k, "truncate", e) : TSR_OK;
+}
+
+static int emu_prefill(tsr_backend *b, int slot, const int *tokens, int n, tsr_err *e)
+{
+    if (n <= 0) return TSR_OK;
+    uint32_t *in = malloc((size_t)n * sizeof *in);
+    if (!in) return tsr_seterr(e, TSR_ERR_NOMEM, "emu: out of memory");
+    for (int i = 0; i < n; i++) in[i] = (uint32_t)tokens[i];
+    uint32_t cmd[TSR_CMD_WORDS] = { TSR_OP_PREFILL, (uint32_t)slot, (uint32_t)n, 0, 0, 0, 0, 0 };
+    int k = run(b, TSR_PHASE_PREFILL, cmd, in, 4u * (uint64_t)n, NULL, 0);
+    free(in);
+    return k ? kfail(k, "prefill", e) : TSR_OK;
+}
+
+/* The decode worker: one kernel run. */
+typedef struct decode_job {
+    tsr_kstate *st;
+    uint32_t    cmd[TSR_CMD_WORDS];
+    uint32_t   *out;      /* (1 + n,) the device's output buffer */
+    uint32_t    cancel;   /* the kernel's cancel word            */
+    int         status;   /* kernel status                       */
+    int         done;     /* set (release) when the run returned */
+} decode_job;
+
+static void *decode_worker(void *arg)
+{
+    decode_job *j = arg;
+    j->status = tsr_kernel_run(j->st, j->cmd, NULL, j->out, &j->cancel);
+    __atomic_store_n(&j->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static int emu_decode(tsr_backend *b, int slot, int n, const tsr_sampler *s, int *out,
+                      int *n_out, tsr_token_fn on_token, void *user, volatile int *cancel,
+                      tsr_err *e)
+{
+    *n_out = 0;
+    if (n <= 0) return TSR_OK;
+    decode_job j;
+    memset(&j, 0, sizeof j);
+    j.st = b->st;
+    j.out = calloc((size_t)n + 1u, sizeof *j.out);
+    if (!j.out) return tsr_seterr(e, TSR_ERR_NOMEM, "emu: out of memory");
+    uint32_t cmd[TSR_CMD_WORDS] = {
+        TSR_OP_DECODE, (uint32_t)slot, (uint32_t)n, f32_bits(s->temperature),
+        f32_bits(s->top_p), (uint32_t)s->seed, (uint32_t)(s->seed >> 32),
+        (s->reseed ? TSR_DEC_RESEED : 0u) | (s->ignore_stop ? TSR_DEC_IGNORE_STOP : 0u)
+    };
+    memcpy(j.cmd, cmd, sizeof cmd);
+    b->link.h2d[TSR_PHASE_DECODE] += CMD_BYTES;
+    b->link.invocations[TSR_PHASE_DECODE]++;
+
+    pthread_t th;
+    if (pthread_create(&th, NULL, decode_worker, &j) != 0) {
+        free(j.out);
+        return tsr_seterr(e, TSR_ERR_DEVICE, "emu: cannot start the decode thread");
+    }
+    /* Watch the count word; hand new tokens to the caller as they appear. */
+    uint32_t seen = 0;
+    for (;;) {
+        int done = __atomic_load_n(&j.done, __ATOMIC_ACQUIRE);
+        uint32_t cnt = __atomic_load_n(&j.out[0], __ATOMIC_ACQUIRE);
+        while (seen < cnt) {
+            int tok = (int)j.out[1u + seen];
+            out[seen++] = tok;
+            if (on_token && on_token(tok, user)) __atomic_store_n(&j.cancel, 1u, __ATOMIC_RELAXED);
+        }
+        if (cancel && *cancel) __atomic_store_n(&j.cancel, 1u, __ATOMIC_RELAXED);
+        if (done) break;
+        struct timespec ts = { 0, 50000 };   // 50 us
+        nanosleep(&ts, NULL);
+    }
+    pthread_join(th, NULL);
+    *n_out = (int)seen;
+    /* The host read the count word and each token once. */
+    b->link.d2h[TSR_PHASE_DECODE] += 4u + 4u * (uint64_t)seen;
+    int k = j.status;
+    free(j.out);
+    return k ? kfail(k, "decode", e) : TSR_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Debug reads and counters                                                   */
+
+static int emu_read_logits(tsr_backend *b, float *logits, int n, tsr_err *e)
+{
+    uint32_t cmd[TSR_CMD_WORDS] = { TSR_OP_READ_LOGITS, 0, (uint32_t)n, 0, 0, 0, 0, 0 };
+    uint32_t *buf = malloc((size_t)(n > 0 ? n : 1) * sizeof *buf);
+    if (!buf) return tsr_seterr(e, TSR_ERR_NOMEM, "emu: out of memory");
+    int k = run(b, TSR_PHASE_DEBUG, cmd, NULL, 0, buf, 4u * (uint64_t)(n > 0 ? n : 0));
+    if (!k) memcpy(logits, buf, (size_t)(n > 0 ? n : 0) * sizeof *logits);
+    free(buf);
+    return k ? kfail(k, "read logits", e) : TSR_OK;
+}
+
+static void emu_link_counters(tsr_backend *b, tsr_link_counters *c) { *c = b->link; }
+
+static int emu_kernel_counters(tsr_backend *b, void *buf, size_t len, tsr_err *e)
+{
+    static const char *const opn[TSR_OP_COUNT] = {
+        "nop", "load", "configure", "reset", "truncate", "prefill", "decode", "read_logits",
+        "read_counters"
+    };
+    tsr_kcounters kc;
+    uint32_t words = (uint32_t)(sizeof kc / 4u);
+    uint32_t cmd[TSR_CMD_WORDS] = { TSR_OP_READ_COUNTERS, 0, words, 0, 0, 0, 0, 0 };
+    int k = run(b, TSR_PHASE_DEBUG, cmd, NULL, 0, (uint32_t *)(void *)&kc, sizeof kc);
+    if (k) return kfail(k, "read counters", e);
+    char *s = buf;
+    size_t at = 0;
+#define PUT(...) do { if (at < len) { int w_ = snprintf(s + at, len - at, __VA_ARGS__); \
+                      if (w_ > 0) at += (size_t)w_; } } while (0)
+    PUT("profile %s, %u PEs\n", TSR_PROFILE_NAME, kc.n_pes);
+    for (int i = 0; i < TSR_OP_COUNT; i++) PUT("runs.%s %llu\n", opn[i], (unsigned long long)kc.runs[i]);
+    PUT("tokens_fed %llu\n", (unsigned long long)kc.tokens_fed);
+    PUT("tokens_sampled %llu\n", (unsigned long long)kc.tokens_sampled);
+    PUT("macs %llu\n", (unsigned long long)kc.macs);
+    PUT("fabric_bcast_bytes %llu\n", (unsigned long long)kc.fabric_bcast_bytes);
+    PUT("fabric_reduce_bytes %llu\n", (unsigned long long)kc.fabric_reduce_bytes);
+    PUT("fabric_gather_bytes %llu\n", (unsigned long long)kc.fabric_gather_bytes);
+    PUT("attended %llu\n", (unsigned long long)kc.attended);
+    PUT("load_bytes %llu\n", (unsigned long long)kc.load_bytes);
+    for (uint32_t p = 0; p < kc.n_pes && p < TSR_MAX_PES; p++)
+        PUT("pe%u.sram_bytes %llu\n", p, (unsigned long long)kc.pe_sram_bytes[p]);
+#undef PUT
+    if (len > 0 && at >= len) s[len - 1] = '\0';
+    return TSR_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+
+const tsr_backend_iface tsr_backend_emu = {
+    .name = "emu",
+    .open = emu_open,
+    .close = emu_close,
+    .fit = emu_fit,
+    .load = emu_load,
+    .reset = emu_reset,
+    .truncate = emu_truncate,
+    .prefill = emu_prefill,
+    .decode = emu_decode,
+    .read_logits = emu_read_logits,
+    .link_counters = emu_link_counters,
+    .kernel_counters = emu_kernel_counters,
+};
