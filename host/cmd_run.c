@@ -28,7 +28,7 @@ static const char usage[] =
     "  -t, --temperature T   0 = greedy (default 1.0)\n"
     "      --top-p P         nucleus sampling threshold in (0,1] (default 0.9; 1 = off)\n"
     "  -s, --seed S          sampler seed (default: time-based)\n"
-    "      --backend SPEC    device: emu (default), emu:part=u55c,pes=16, xrt:0\n"
+    "      --backend SPEC    device: emu (default) or emu:part=u55c,pes=16 (xrt is not built in yet)\n"
     "      --part NAME       emulate a card's on-chip capacity: u55c, u280, u250, u200\n"
     "      --pes N           processing elements in the mesh\n"
     "      --weights q8|f32  on-chip weight format (default q8 = Q8_0)\n"
