@@ -40,7 +40,7 @@ LIB_A  := $(BUILD)/libtessera.a
 LIB_SO := $(BUILD)/libtessera.so
 TESSERA := $(BUILD)/tessera
 
-.PHONY: all test run clean help deps lint-hls bench install
+.PHONY: all test run clean help deps lint-hls
 all: $(LIB_A) $(LIB_SO) $(TESSERA)
 
 help:

@@ -151,6 +151,9 @@ static int parse_header(const char *path, const uint8_t *hdr, size_t n,
         if (version == 2) cfg->group_size = rd_i32(hdr + 37);
     } else {
         // No magic: either a legacy file, whose first word is dim, or junk.
+        if (!memcmp(hdr, "GGUF", 4))
+            return tsr_seterr(e, TSR_ERR_UNSUPPORTED,
+                "%s: GGUF files are not supported yet (llama2.c checkpoints only)", path);
         int32_t dim = rd_i32(hdr);
         if (dim < 1 || dim > TSR_CKPT_MAX_DIM)
             return tsr_seterr(e, TSR_ERR_FORMAT,

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "tokenizer.h"
 
@@ -168,6 +169,11 @@ static int read_file(const char *path, unsigned char **data, size_t *size, tsr_e
     *size = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return tsr_seterr(e, TSR_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return tsr_seterr(e, TSR_ERR_IO, "%s: not a readable regular file", path);
+    }
     long n = -1;
     if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
     if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {

@@ -13,6 +13,10 @@ int cmd_run(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 
+/* Flush stdout; on a write error (a full disk, a closed pipe) print it and
+ * return -1. */
+int cli_flush_stdout(void);
+
 /* Print "tessera: <msg>" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -59,5 +59,5 @@ int cmd_info(int argc, char **argv)
     row("ffn", fi.params_ffn, fi.bytes_ffn);
     row("norms", fi.params_norms, fi.bytes_norms);
     if (!fi.shared_classifier) row("classifier", fi.params_classifier, fi.bytes_classifier);
-    return 0;
+    return cli_flush_stdout() ? 1 : 0;
 }

@@ -23,14 +23,14 @@ static const char usage[] =
     "  -m, --model FILE      llama2.c checkpoint (legacy, v1 fp32, v2 Q8_0)\n"
     "  -z, --tokenizer FILE  llama2.c tokenizer.bin matching the model's vocab\n"
     "  -p, --prompt TEXT     prompt (default: empty, i.e. BOS only)\n"
-    "  -n, --steps N         positions to run, prompt included (default 256;\n"
-    "                        clamped to the context length with a warning)\n"
+    "  -n, --steps N         positions to run, prompt included (default 256; 0 = the\n"
+    "                        whole context; clamped to the context with a warning)\n"
     "  -t, --temperature T   0 = greedy (default 1.0)\n"
     "      --top-p P         nucleus sampling threshold in (0,1] (default 0.9; 1 = off)\n"
-    "  -s, --seed S          sampler seed (default: time-based)\n"
+    "  -s, --seed S          sampler seed (default or 0: time-based)\n"
     "      --backend SPEC    device: emu (default) or emu:part=u55c,pes=16 (xrt is not built in yet)\n"
     "      --part NAME       emulate a card's on-chip capacity: u55c, u280, u250, u200\n"
-    "      --pes N           processing elements in the mesh\n"
+    "      --pes N           processing elements in the mesh (emulator: 1..64, default 16)\n"
     "      --weights q8|f32  on-chip weight format (default q8 = Q8_0)\n"
     "      --group-size N    Q8_0 group size (default 32)\n"
     "      --seq-len N       context length on the device (default: the model's)\n"
@@ -218,7 +218,7 @@ int cmd_run(int argc, char **argv)
         }
     }
     printf("\n");
-    fflush(stdout);
+    if (cli_flush_stdout()) goto out;
     tsr_seq_stats st;
     tsr_seq_get_stats(seq, &st);
     fprintf(stderr, "tessera: %d tokens generated, %.1f tokens/s, time to first token %.2f ms\n",

@@ -30,6 +30,15 @@ void cli_error(const char *fmt, ...)
     va_end(ap);
 }
 
+int cli_flush_stdout(void)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        cli_error("cannot write the output: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 const char *cli_value(int argc, char **argv, int *i)
 {
     if (*i + 1 >= argc) {
@@ -89,6 +98,14 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "info"))  return cmd_info(argc - 2, argv + 2);
     if (!strcmp(cmd, "synth")) return cmd_synth(argc - 2, argv + 2);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        if (argc > 2) {
+            char *h[] = { "--help", NULL };
+            if (!strcmp(argv[2], "run"))   return cmd_run(1, h);
+            if (!strcmp(argv[2], "info"))  return cmd_info(1, h);
+            if (!strcmp(argv[2], "synth")) return cmd_synth(1, h);
+            cli_error("help: unknown command '%s' (valid: run, info, synth)", argv[2]);
+            return 2;
+        }
         fputs(usage, stdout);
         return 0;
     }

@@ -89,6 +89,32 @@ static void run_mismatched_tokenizer_is_refused(void **state)
     assert_int_equal(count_lines(err), 1);
 }
 
+static void run_directory_tokenizer_is_refused(void **state)
+{
+    (void)state;
+    int rc = run(TESSERA_BIN " run -m " MODEL " -z /tmp", out, err, sizeof out);
+    assert_int_equal(rc, 1);
+    assert_string_equal(err, "tessera: /tmp: not a readable regular file\n");
+}
+
+static void gguf_is_named_as_unsupported(void **state)
+{
+    (void)state;
+    int rc = run(TESSERA_BIN " info -m " SHARED_MODEL("stories260K-f32.gguf"), out, err,
+                 sizeof out);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(err, "GGUF files are not supported yet"));
+    assert_int_equal(count_lines(err), 1);
+}
+
+static void output_write_error_exits_nonzero(void **state)
+{
+    (void)state;
+    int st = system(TESSERA_BIN " info -m " MODEL " >/dev/full 2>/dev/null");
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 1);
+}
+
 static void run_prompt_longer_than_context_is_refused(void **state)
 {
     (void)state;
@@ -157,6 +183,9 @@ int main(void)
         cmocka_unit_test(run_prints_reference_text),
         cmocka_unit_test(run_missing_model_is_one_line_error),
         cmocka_unit_test(run_mismatched_tokenizer_is_refused),
+        cmocka_unit_test(run_directory_tokenizer_is_refused),
+        cmocka_unit_test(gguf_is_named_as_unsupported),
+        cmocka_unit_test(output_write_error_exits_nonzero),
         cmocka_unit_test(run_prompt_longer_than_context_is_refused),
         cmocka_unit_test(run_steps_beyond_context_are_clamped),
         cmocka_unit_test(run_bad_options_exit_2),

@@ -238,7 +238,7 @@ int  tsr_seq_reset(tsr_seq *s);
 /* Timing and traffic of one sequence, accumulated since it was opened. */
 typedef struct tsr_seq_stats {
     double   ttft_ms;          /* last generate: call to first token, ms    */
-    double   decode_tok_s;     /* last generate: tokens/s after the first   */
+    double   decode_tok_s;     /* last generate: tokens / wall time of the call */
     double   prefill_tok_s;    /* all prefill: tokens/s                     */
     uint64_t prefill_tokens, decode_tokens;
     uint64_t prefill_h2d, prefill_d2h, decode_h2d, decode_d2h; /* bytes    */
