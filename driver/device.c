@@ -385,18 +385,20 @@ typedef struct gen_ctx {
     tsr_token_cb cb;
     void        *user;
     double       t_start, t_first, t_last;
-    int          n;
+    int          n;        /* tokens the callback has seen                */
+    int          stopped;  /* the callback asked to stop after token n    */
 } gen_ctx;
 
 static int on_token(int token, void *user)
 {
     gen_ctx *g = user;
+    if (g->stopped) return 1;   /* already asked; later tokens are dropped */
     double t = now_s();
     if (g->n == 0) g->t_first = t;
     g->t_last = t;
     g->n++;
-    if (g->s->n_hist < g->s->cap) g->s->hist[g->s->n_hist++] = token;
-    return g->cb ? g->cb(g->s, token, g->user) : 0;
+    g->stopped = g->cb ? g->cb(g->s, token, g->user) != 0 : 0;
+    return g->stopped;
 }
 
 int tsr_seq_generate(tsr_seq *s, const tsr_gen_opts *opts, tsr_token_cb cb, void *user,
@@ -439,7 +441,12 @@ int tsr_seq_generate(tsr_seq *s, const tsr_gen_opts *opts, tsr_token_cb cb, void
     rc = dev->be->decode(dev->b, s->slot, n, &smp, out, &got, on_token, &g, &s->cancel,
                          &dev->err);
     charge(s, &before);
-    /* The device's record is the truth; the callback's copy is for streaming. */
+    /* The device may have sampled past the token whose callback asked to
+     * stop: rewind it, so the history is exactly what the caller saw. */
+    if (rc == TSR_OK && g.stopped && got > g.n) {
+        got = g.n;
+        rc = dev->be->truncate(dev->b, s->slot, n_hist0 + got - 1, out[got - 1], &dev->err);
+    }
     if (got > 0) {
         memcpy(s->hist + n_hist0, out, (size_t)got * sizeof *out);
         s->n_hist = n_hist0 + got;

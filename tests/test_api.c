@@ -1,0 +1,254 @@
+/*
+ * test_api.c - the public driver API as a host program uses it: steering
+ * (cancel, append, continue), several sequences on one device, rewind, and
+ * misuse that must return its documented error.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tessera.h"
+#include "test_util.h"
+
+#define MODEL SHARED_MODEL("stories260K.bin")
+#define TOK   SHARED_MODEL("tok512.bin")
+
+typedef struct fixture {
+    tsr_device *dev;
+    tsr_model  *m;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    assert_int_equal(tsr_device_open("emu", &f->dev), TSR_OK);
+    tsr_model_opts o = { .tokenizer = TOK, .n_seqs = 4 };
+    assert_int_equal(tsr_model_load(f->dev, MODEL, &o, &f->m), TSR_OK);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    tsr_model_close(f->m);
+    tsr_device_close(f->dev);
+    free(f);
+    return 0;
+}
+
+/* Copy of a sequence's history. */
+static int history(tsr_seq *s, int *out, int cap)
+{
+    const int *t;
+    int n;
+    assert_int_equal(tsr_seq_tokens(s, &t, &n), TSR_OK);
+    assert_true(n <= cap);
+    memcpy(out, t, (size_t)n * sizeof *out);
+    return n;
+}
+
+static int stop_after_10(tsr_seq *s, int token, void *user)
+{
+    (void)s;
+    (void)token;
+    int *seen = user;
+    return ++*seen >= 10;
+}
+
+/* Generate 50, cancel after 10, append, generate 20: equal to one
+ * uninterrupted run over the same history; the append sends only its
+ * tokens (plus one 32-byte command). */
+static void steering_equals_uninterrupted(void **state)
+{
+    fixture *f = *state;
+    tsr_seq *s = NULL;
+    assert_int_equal(tsr_seq_open(f->m, &s), TSR_OK);
+    assert_int_equal(tsr_seq_append_text(s, "Once upon a time"), TSR_OK);
+    tsr_gen_opts g50 = { .max_tokens = 50, .ignore_stop = 1 };
+    int seen = 0, got = 0;
+    assert_int_equal(tsr_seq_generate(s, &g50, stop_after_10, &seen, &got), TSR_OK);
+    assert_int_equal(got, 10);
+    assert_int_equal(tsr_seq_length(s), 5 + 10);
+
+    int instr[16], n_instr = 0;
+    assert_int_equal(tsr_model_tokenize(f->m, " The dog said", 0, instr, 16, &n_instr), TSR_OK);
+    tsr_seq_stats before, after;
+    tsr_seq_get_stats(s, &before);
+    assert_int_equal(tsr_seq_append_tokens(s, instr, n_instr), TSR_OK);
+    tsr_seq_get_stats(s, &after);
+    assert_int_equal(after.prefill_h2d - before.prefill_h2d, 32 + 4 * (uint64_t)n_instr);
+    tsr_gen_opts g20 = { .max_tokens = 20, .ignore_stop = 1 };
+    assert_int_equal(tsr_seq_generate(s, &g20, NULL, NULL, &got), TSR_OK);
+    assert_int_equal(got, 20);
+    int steered[128];
+    int n = history(s, steered, 128);
+    assert_int_equal(n, 15 + n_instr + 20);
+
+    /* One uninterrupted run: the same history up to the last 20, then 20. */
+    tsr_seq *u = NULL;
+    assert_int_equal(tsr_seq_open(f->m, &u), TSR_OK);
+    assert_int_equal(tsr_seq_append_tokens(u, steered, n - 20), TSR_OK);
+    assert_int_equal(tsr_seq_generate(u, &g20, NULL, NULL, &got), TSR_OK);
+    int whole[128];
+    assert_int_equal(history(u, whole, 128), n);
+    assert_memory_equal(whole, steered, (size_t)n * sizeof(int));
+    tsr_seq_close(u);
+    tsr_seq_close(s);
+}
+
+/* Two sequences interleaved token by token equal each run alone. */
+static void interleaved_sequences_do_not_disturb(void **state)
+{
+    fixture *f = *state;
+    const char *prompts[2] = { "Once upon a time", "The little dog" };
+    int alone[2][64], n_alone[2];
+    tsr_gen_opts g30 = { .max_tokens = 30, .ignore_stop = 1 };
+    for (int k = 0; k < 2; k++) {
+        tsr_seq *s = NULL;
+        assert_int_equal(tsr_seq_open(f->m, &s), TSR_OK);
+        assert_int_equal(tsr_seq_append_text(s, prompts[k]), TSR_OK);
+        assert_int_equal(tsr_seq_generate(s, &g30, NULL, NULL, NULL), TSR_OK);
+        n_alone[k] = history(s, alone[k], 64);
+        tsr_seq_close(s);
+    }
+    tsr_seq *s[2] = { NULL, NULL };
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(tsr_seq_open(f->m, &s[k]), TSR_OK);
+        assert_int_equal(tsr_seq_append_text(s[k], prompts[k]), TSR_OK);
+    }
+    tsr_gen_opts g1 = { .max_tokens = 1, .ignore_stop = 1 };
+    for (int i = 0; i < 30; i++)
+        for (int k = 0; k < 2; k++)
+            assert_int_equal(tsr_seq_generate(s[k], &g1, NULL, NULL, NULL), TSR_OK);
+    for (int k = 0; k < 2; k++) {
+        int h[64];
+        int n = history(s[k], h, 64);
+        assert_int_equal(n, n_alone[k]);
+        assert_memory_equal(h, alone[k], (size_t)n * sizeof(int));
+        tsr_seq_close(s[k]);
+    }
+}
+
+/* Rewind keeps the KV cache of the kept prefix: regenerating from it gives
+ * the same tokens again. */
+static void truncate_then_regenerate(void **state)
+{
+    fixture *f = *state;
+    tsr_seq *s = NULL;
+    assert_int_equal(tsr_seq_open(f->m, &s), TSR_OK);
+    assert_int_equal(tsr_seq_append_text(s, "Once upon a time"), TSR_OK);
+    tsr_gen_opts g = { .max_tokens = 40, .ignore_stop = 1 };
+    assert_int_equal(tsr_seq_generate(s, &g, NULL, NULL, NULL), TSR_OK);
+    int first[64];
+    int n = history(s, first, 64);
+    assert_int_equal(tsr_seq_truncate(s, 20), TSR_OK);
+    assert_int_equal(tsr_seq_length(s), 20);
+    tsr_gen_opts g2 = { .max_tokens = n - 20, .ignore_stop = 1 };
+    assert_int_equal(tsr_seq_generate(s, &g2, NULL, NULL, NULL), TSR_OK);
+    int again[64];
+    assert_int_equal(history(s, again, 64), n);
+    assert_memory_equal(again, first, (size_t)n * sizeof(int));
+    assert_int_equal(tsr_seq_truncate(s, 0), TSR_ERR_RANGE);
+    assert_int_equal(tsr_seq_truncate(s, n + 1), TSR_ERR_RANGE);
+    assert_int_equal(tsr_seq_reset(s), TSR_OK);
+    assert_int_equal(tsr_seq_length(s), 0);
+    assert_int_equal(tsr_seq_generate(s, &g, NULL, NULL, NULL), TSR_ERR_STATE);
+    tsr_seq_close(s);
+}
+
+/* Misuse returns the documented error and never crashes. */
+static void misuse_returns_errors(void **state)
+{
+    fixture *f = *state;
+    tsr_seq *s = NULL;
+    tsr_gen_opts g = { .max_tokens = 1 };
+    int tok = 1;
+    /* NULL handles. */
+    assert_int_equal(tsr_seq_open(NULL, &s), TSR_ERR_ARG);
+    assert_int_equal(tsr_seq_append_tokens(NULL, &tok, 1), TSR_ERR_ARG);
+    assert_int_equal(tsr_seq_generate(NULL, &g, NULL, NULL, NULL), TSR_ERR_ARG);
+    assert_int_equal(tsr_model_load(NULL, MODEL, NULL, NULL), TSR_ERR_ARG);
+    assert_int_equal(tsr_device_traffic(NULL, NULL), TSR_ERR_ARG);
+    tsr_seq_close(NULL);
+    tsr_model_close(NULL);
+    tsr_device_close(NULL);
+    assert_string_equal(tsr_strerror(TSR_ERR_NOSLOT), "no free sequence slot");
+    assert_string_equal(tsr_strerror(9999), "unknown status");
+    assert_string_equal(tsr_version(), TSR_VERSION_STRING);
+
+    /* Appending beyond seq_len: refused, nothing appended. */
+    assert_int_equal(tsr_seq_open(f->m, &s), TSR_OK);
+    tsr_model_info mi;
+    tsr_model_get_info(f->m, &mi);
+    int *many = calloc((size_t)mi.seq_len + 2, sizeof *many);
+    for (int i = 0; i < mi.seq_len + 2; i++) many[i] = 300;
+    assert_int_equal(tsr_seq_append_tokens(s, many, mi.seq_len + 2), TSR_ERR_RANGE);
+    assert_int_equal(tsr_seq_length(s), 0);
+    assert_non_null(strstr(tsr_device_errmsg(f->dev), "context"));
+    free(many);
+    int bad = 512;
+    assert_int_equal(tsr_seq_append_tokens(s, &bad, 1), TSR_ERR_ARG);
+
+    /* More sequences than fit: the fixture asked for 4 slots. */
+    tsr_seq *more[4] = { s, NULL, NULL, NULL };
+    for (int i = 1; i < 4; i++) assert_int_equal(tsr_seq_open(f->m, &more[i]), TSR_OK);
+    tsr_seq *extra = NULL;
+    assert_int_equal(tsr_seq_open(f->m, &extra), TSR_ERR_NOSLOT);
+    assert_null(extra);
+    tsr_seq_close(more[3]);
+    assert_int_equal(tsr_seq_open(f->m, &extra), TSR_OK);
+    tsr_seq_close(extra);
+    for (int i = 0; i < 3; i++) tsr_seq_close(more[i]);
+
+    /* Bad device specs. */
+    tsr_device *d = NULL;
+    assert_int_equal(tsr_device_open("emu:pes=zero", &d), TSR_ERR_ARG);
+    assert_non_null(strstr(tsr_device_errmsg(d), "pes"));
+    tsr_device_close(d);
+    assert_int_equal(tsr_device_open("emu:part=u9000", &d), TSR_ERR_ARG);
+    tsr_device_close(d);
+}
+
+/* A model handle whose weights another load replaced is refused. */
+static void replaced_model_is_stale(void **state)
+{
+    (void)state;
+    tsr_device *dev = NULL;
+    assert_int_equal(tsr_device_open("emu", &dev), TSR_OK);
+    tsr_model_opts q8 = { .tokenizer = TOK }, f32 = { .tokenizer = TOK, .weights_f32 = 1 };
+    tsr_model *a = NULL, *b = NULL;
+    assert_int_equal(tsr_model_load(dev, MODEL, &q8, &a), TSR_OK);
+    tsr_seq *s = NULL;
+    assert_int_equal(tsr_seq_open(a, &s), TSR_OK);
+    assert_int_equal(tsr_model_load(dev, MODEL, &f32, &b), TSR_OK);
+    int tok = 1;
+    assert_int_equal(tsr_seq_append_tokens(s, &tok, 1), TSR_ERR_STATE);
+    tsr_seq *s2 = NULL;
+    assert_int_equal(tsr_seq_open(a, &s2), TSR_ERR_STATE);
+    tsr_traffic t;
+    tsr_device_traffic(dev, &t);
+    assert_int_equal(t.loads, 2);
+    tsr_seq_close(s);
+    tsr_model_close(a);
+    tsr_model_close(b);
+    tsr_device_close(dev);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(steering_equals_uninterrupted, setup, teardown),
+        cmocka_unit_test_setup_teardown(interleaved_sequences_do_not_disturb, setup, teardown),
+        cmocka_unit_test_setup_teardown(truncate_then_regenerate, setup, teardown),
+        cmocka_unit_test_setup_teardown(misuse_returns_errors, setup, teardown),
+        cmocka_unit_test(replaced_model_is_stale),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
