@@ -14,6 +14,7 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  run     decode a prompt on a device (the emulator by default)\n"
+    "  chat    interactive: each line typed continues one sequence on the device\n"
     "  info    print a model file's header, parameter count and bytes per tensor group\n"
     "  synth   write a llama2.c checkpoint with deterministic pseudo-random weights\n"
     "  help    this text\n"
@@ -97,13 +98,15 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "run"))   return cmd_run(argc - 2, argv + 2);
     if (!strcmp(cmd, "info"))  return cmd_info(argc - 2, argv + 2);
     if (!strcmp(cmd, "synth")) return cmd_synth(argc - 2, argv + 2);
+    if (!strcmp(cmd, "chat"))  return cmd_chat(argc - 2, argv + 2);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         if (argc > 2) {
             char *h[] = { "--help", NULL };
             if (!strcmp(argv[2], "run"))   return cmd_run(1, h);
             if (!strcmp(argv[2], "info"))  return cmd_info(1, h);
             if (!strcmp(argv[2], "synth")) return cmd_synth(1, h);
-            cli_error("help: unknown command '%s' (valid: run, info, synth)", argv[2]);
+            if (!strcmp(argv[2], "chat"))  return cmd_chat(1, h);
+            cli_error("help: unknown command '%s' (valid: run, chat, info, synth)", argv[2]);
             return 2;
         }
         fputs(usage, stdout);
@@ -113,6 +116,6 @@ int main(int argc, char **argv)
         printf("tessera %s\n", tsr_version());
         return 0;
     }
-    cli_error("unknown command '%s' (valid: run, info, synth, help)", cmd);
+    cli_error("unknown command '%s' (valid: run, chat, info, synth, help)", cmd);
     return 2;
 }

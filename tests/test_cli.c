@@ -149,6 +149,19 @@ static void run_bad_options_exit_2(void **state)
     assert_non_null(strstr(err, "unknown backend 'gpu'"));
 }
 
+/* Each line continues the same sequence: the second reply follows the
+ * first without re-prefilling it (greedy, so the text is fixed). */
+static void chat_continues_one_sequence(void **state)
+{
+    (void)state;
+    int rc = run("printf 'Once upon a time\\nThe dog\\n' | " TESSERA_BIN " chat -m " MODEL
+                 " -z " TOK " -n 12 -t 0", out, err, sizeof out);
+    assert_int_equal(rc, 0);
+    /* "... She" + " The dog" typed -> " was very smart ..." */
+    assert_string_equal(out, ", there was a little girl named Lily. She\n"
+                             " was very smart and loved to play with\n");
+}
+
 static void info_reports_header_and_params(void **state)
 {
     (void)state;
@@ -189,6 +202,7 @@ int main(void)
         cmocka_unit_test(run_prompt_longer_than_context_is_refused),
         cmocka_unit_test(run_steps_beyond_context_are_clamped),
         cmocka_unit_test(run_bad_options_exit_2),
+        cmocka_unit_test(chat_continues_one_sequence),
         cmocka_unit_test(info_reports_header_and_params),
         cmocka_unit_test(synth_writes_a_model_info_reads),
     };

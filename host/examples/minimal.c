@@ -1,0 +1,52 @@
+/* minimal.c - the smallest libtessera program: greedy decoding in the emulator.
+ *
+ *   usage: minimal MODEL TOKENIZER PROMPT [N]
+ *
+ * Prints the prompt, then up to N (default 64) generated tokens as they
+ * stream from the device.  Build: cc minimal.c $(pkg-config --cflags --libs tessera) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <tessera.h>
+
+/* The stream's state: a token's text depends on the token before it. */
+typedef struct stream { const tsr_model *model; int prev; } stream;
+
+static int on_token(tsr_seq *s, int token, void *user)
+{
+    (void)s;
+    stream *st = user;
+    size_t n = 0;
+    const char *text = tsr_model_token_text(st->model, st->prev, token, &n);
+    if (text && token != 1 && token != 2) fwrite(text, 1, n, stdout); /* not BOS/EOS */
+    st->prev = token;
+    return fflush(stdout) != 0; /* stop if stdout fails */
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 4) { fprintf(stderr, "usage: %s MODEL TOKENIZER PROMPT [N]\n", argv[0]); return 2; }
+    tsr_device *dev = NULL;
+    tsr_model *model = NULL;
+    tsr_seq *seq = NULL;
+    tsr_model_opts mo = { .tokenizer = argv[2] };
+    tsr_gen_opts go = { .max_tokens = argc > 4 ? atoi(argv[4]) : 64 }; /* greedy */
+    const int *hist;
+    int n_hist, rc;
+    stream st = { 0 };
+    if ((rc = tsr_device_open("emu", &dev)) == TSR_OK &&
+        (rc = tsr_model_load(dev, argv[1], &mo, &model)) == TSR_OK &&
+        (rc = tsr_seq_open(model, &seq)) == TSR_OK &&
+        (rc = tsr_seq_append_text(seq, argv[3])) == TSR_OK &&
+        (rc = tsr_seq_tokens(seq, &hist, &n_hist)) == TSR_OK) {
+        fputs(argv[3], stdout);
+        st = (stream){ model, hist[n_hist - 1] };
+        rc = tsr_seq_generate(seq, &go, on_token, &st, NULL);
+        putchar('\n');
+    }
+    if (rc != TSR_OK)
+        fprintf(stderr, "minimal: %s: %s\n", tsr_strerror(rc), dev ? tsr_device_errmsg(dev) : "");
+    tsr_seq_close(seq);
+    tsr_model_close(model);
+    tsr_device_close(dev);
+    return rc == TSR_OK ? 0 : 1;
+}
