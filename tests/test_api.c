@@ -9,9 +9,11 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tessera.h"
 #include "test_util.h"
@@ -241,6 +243,66 @@ static void replaced_model_is_stale(void **state)
     tsr_device_close(dev);
 }
 
+/* Cancel on a long decode of a stories15M-shape model stops within about
+ * one token: counted in tokens, not in wall-clock time. */
+typedef struct cancel15 {
+    tsr_seq     *s;
+    volatile int seen;       /* tokens the callback has seen             */
+    volatile int at_cancel;  /* seen when the cancel was issued          */
+} cancel15;
+
+static int count_token(tsr_seq *s, int token, void *user)
+{
+    (void)s;
+    (void)token;
+    ((cancel15 *)user)->seen++;
+    return 0;
+}
+
+static void *cancel_later(void *arg)
+{
+    cancel15 *c = arg;
+    while (c->seen < 8) usleep(200);
+    c->at_cancel = c->seen;
+    tsr_seq_cancel(c->s);
+    return NULL;
+}
+
+static void cancel_long_decode_15m(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/tsr_api15m_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    char err[512];
+    assert_int_equal(tsr_synth_file("stories15M", path, 32, 5, err, sizeof err), TSR_OK);
+    tsr_device *dev = NULL;
+    assert_int_equal(tsr_device_open("emu", &dev), TSR_OK);
+    tsr_model_opts o = { .tokenizer = SHARED_MODEL("tokenizer.bin"), .n_seqs = 1 };
+    tsr_model *m = NULL;
+    assert_int_equal(tsr_model_load(dev, path, &o, &m), TSR_OK);
+    tsr_seq *s = NULL;
+    assert_int_equal(tsr_seq_open(m, &s), TSR_OK);
+    assert_int_equal(tsr_seq_append_text(s, "Once upon a time"), TSR_OK);
+    cancel15 c = { .s = s };
+    pthread_t th;
+    pthread_create(&th, NULL, cancel_later, &c);
+    tsr_gen_opts go = { .max_tokens = 250, .ignore_stop = 1 };
+    int got = 0;
+    assert_int_equal(tsr_seq_generate(s, &go, count_token, &c, &got), TSR_OK);
+    pthread_join(th, NULL);
+    print_message("stories15M shape: cancel issued after %d tokens seen, decode returned %d\n",
+                  c.at_cancel, got);
+    assert_int_equal(tsr_seq_was_cancelled(s), 1);
+    assert_true(got >= c.at_cancel);
+    assert_true(got <= c.at_cancel + 2);
+    tsr_seq_close(s);
+    tsr_model_close(m);
+    tsr_device_close(dev);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -249,6 +311,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(truncate_then_regenerate, setup, teardown),
         cmocka_unit_test_setup_teardown(misuse_returns_errors, setup, teardown),
         cmocka_unit_test(replaced_model_is_stale),
+        cmocka_unit_test(cancel_long_decode_15m),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
