@@ -50,6 +50,8 @@ help:
 	@echo "  make test       build and run every CMocka test, plus lint-hls"
 	@echo "  make lint-hls   check kernels/ against the synthesizable C rules"
 	@echo "  make run        decode 'Once upon a time' on stories260K in the emulator"
+	@echo "  make examples   build host/examples/ into $(BUILD)/examples/"
+	@echo "  make install    install header, libraries, tessera.pc (PREFIX=$(PREFIX), DESTDIR=)"
 	@echo "  make clean      remove build outputs"
 	@echo "Variables: SHARED=$(SHARED) (models, references)  SANITIZE=1 (ASan+UBSan)"
 	@echo "           CFLAGS='$(CFLAGS)'  EMU_CFLAGS='$(EMU_CFLAGS)'"
@@ -99,3 +101,41 @@ run: $(TESSERA)
 
 clean:
 	rm -rf build build-san
+
+# --------------------------------------------------------------- examples ---
+# host/examples/*.c against the in-tree header and the static library.
+EXAMPLE_BIN := $(patsubst host/examples/%.c,$(BUILD)/examples/%,$(wildcard host/examples/*.c))
+
+.PHONY: examples
+examples: $(EXAMPLE_BIN)
+
+$(BUILD)/examples/%: host/examples/%.c driver/include/tessera.h $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) -Idriver/include -o $@ $< $(LIB_A) $(LDLIBS)
+
+# ---------------------------------------------------------------- install ---
+# make install [PREFIX=/usr/local] [DESTDIR=staging]: the header, the static
+# archive, the shared library (soname libtessera.so.MAJOR, with symlinks) and
+# lib/pkgconfig/tessera.pc.  The shared library is linked from the archive so
+# that installing never recompiles (tests/test_install.c relies on that and
+# sets LIB_SOVER to a temp path).
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+TSR_VERSION := $(shell sed -n 's/^\#define TSR_VERSION_STRING "\(.*\)"/\1/p' driver/include/tessera.h)
+TSR_SOMAJOR := $(firstword $(subst ., ,$(TSR_VERSION)))
+LIB_SOVER   := $(BUILD)/libtessera.so.$(TSR_VERSION)
+
+$(LIB_SOVER): $(LIB_A)
+	$(CC) -shared $(SANFLAGS) -Wl,-soname,libtessera.so.$(TSR_SOMAJOR) -o $@.tmp$$$$ \
+	    -Wl,--whole-archive $(LIB_A) -Wl,--no-whole-archive $(LDLIBS) && mv -f $@.tmp$$$$ $@
+
+.PHONY: install
+install: $(LIB_A) $(LIB_SOVER) driver/include/tessera.h tessera.pc.in
+	install -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR)/pkgconfig
+	install -m 644 driver/include/tessera.h $(DESTDIR)$(INCLUDEDIR)/tessera.h
+	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/libtessera.a
+	install -m 755 $(LIB_SOVER) $(DESTDIR)$(LIBDIR)/libtessera.so.$(TSR_VERSION)
+	ln -sf libtessera.so.$(TSR_VERSION) $(DESTDIR)$(LIBDIR)/libtessera.so.$(TSR_SOMAJOR)
+	ln -sf libtessera.so.$(TSR_SOMAJOR) $(DESTDIR)$(LIBDIR)/libtessera.so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	    -e 's|@VERSION@|$(TSR_VERSION)|' tessera.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/tessera.pc

@@ -3,7 +3,7 @@
  *   usage: steering MODEL TOKENIZER [PROMPT [INSTRUCTION]]
  *
  * Phase 1 asks for up to 50 greedy tokens and cancels from the token
- * callback after 10.  Phase 2 appends the instruction: only its token ids
+ * callback after 10 (tsr_seq_cancel).  Phase 2 appends the instruction: only its token ids
  * cross the host link, since the KV cache of everything before stays on the
  * device.  Phase 3 generates 20 more tokens from there. */
 #include <stdio.h>
@@ -26,8 +26,13 @@ static int on_token(tsr_seq *s, int token, void *user)
     const char *text = tsr_model_token_text(st->model, st->prev, token, &n);
     if (text && token != 1 && token != 2) fwrite(text, 1, n, stdout); /* not BOS/EOS */
     st->prev = token;
-    if (++st->seen == st->cancel_at) tsr_seq_cancel(s); /* as another thread could */
-    return 0;
+    if (++st->seen != st->cancel_at) return 0;
+    /* tsr_seq_cancel() is what another thread or a signal handler would
+     * call; it is asynchronous, so the device may sample a token or more
+     * past it.  Returning non-zero as well stops exactly at this token (the
+     * driver rewinds what the device sampled beyond it). */
+    tsr_seq_cancel(s);
+    return 1;
 }
 
 /* Generate up to max_tokens, printing "[label] text\n". */
