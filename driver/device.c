@@ -149,24 +149,76 @@ static void detach_model(tsr_device *dev, tsr_model *m)
     if (dev->resident == m) dev->resident = NULL;
 }
 
+/* Place an opened checkpoint (path or memory) on dev; takes ck. */
+static int load_checkpoint(tsr_device *dev, tsr_checkpoint *ck, const char *path,
+                           const tsr_model_opts *opts, tsr_model **out);
+
 int tsr_model_load(tsr_device *dev, const char *path, const tsr_model_opts *opts,
                    tsr_model **out)
 {
     if (!dev || !path || !out) return TSR_ERR_ARG;
     *out = NULL;
-    if (!dev->b)
-        return tsr_seterr(&dev->err, TSR_ERR_STATE, "device is not open");
+    tsr_checkpoint *ck = NULL;
+    int rc = tsr_checkpoint_open(path, &ck, &dev->err);
+    return rc ? rc : load_checkpoint(dev, ck, path, opts, out);
+}
+
+int tsr_model_fit(tsr_device *dev, const char *path, const tsr_model_opts *opts,
+                  uint64_t *need_bytes, uint64_t *have_bytes)
+{
+    if (!dev || !path) return TSR_ERR_ARG;
+    if (!dev->b) return tsr_seterr(&dev->err, TSR_ERR_STATE, "device is not open");
     tsr_model_opts o = {0};
     if (opts) o = *opts;
-    if (o.group_size < 0 || o.seq_len < 0 || o.n_seqs < 0 || o.n_seqs > TSR_MAX_SEQ_SLOTS)
+    tsr_checkpoint *ck = NULL;
+    int rc = tsr_checkpoint_open(path, &ck, &dev->err);
+    if (rc) return rc;
+    tsr_load_opts lo = {
+        .weights_f32 = o.weights_f32,
+        .group_size = o.group_size ? o.group_size : TSR_DEFAULT_GROUP,
+        .seq_len = o.seq_len ? o.seq_len : ck->cfg.seq_len,
+        .n_slots = o.n_seqs ? o.n_seqs : 1,
+    };
+    uint64_t need = 0, have = 0;
+    rc = dev->be->fit(dev->b, ck, &lo, &need, &have, &dev->err);
+    tsr_checkpoint_close(ck);
+    if (need_bytes) *need_bytes = need;
+    if (have_bytes) *have_bytes = have;
+    return rc;
+}
+
+int tsr_model_load_memory(tsr_device *dev, const void *data, size_t len,
+                          const tsr_model_opts *opts, tsr_model **out)
+{
+    if (!dev || !data || !out) return TSR_ERR_ARG;
+    *out = NULL;
+    tsr_checkpoint *ck = NULL;
+    int rc = tsr_checkpoint_open_memory(data, len, "(memory)", &ck, &dev->err);
+    return rc ? rc : load_checkpoint(dev, ck, "(memory)", opts, out);
+}
+
+static int load_checkpoint(tsr_device *dev, tsr_checkpoint *ck, const char *path,
+                           const tsr_model_opts *opts, tsr_model **out)
+{
+    int rc;
+    if (!dev->b) {
+        tsr_checkpoint_close(ck);
+        return tsr_seterr(&dev->err, TSR_ERR_STATE, "device is not open");
+    }
+    tsr_model_opts o = {0};
+    if (opts) o = *opts;
+    if (o.group_size < 0 || o.seq_len < 0 || o.n_seqs < 0 || o.n_seqs > TSR_MAX_SEQ_SLOTS) {
+        tsr_checkpoint_close(ck);
         return tsr_seterr(&dev->err, TSR_ERR_ARG,
                           "model options: group_size, seq_len must be >= 0, n_seqs in 0..%d",
                           TSR_MAX_SEQ_SLOTS);
-
+    }
     tsr_model *m = calloc(1, sizeof *m);
-    if (!m) return tsr_seterr(&dev->err, TSR_ERR_NOMEM, "out of memory");
-    int rc = tsr_checkpoint_open(path, &m->ck, &dev->err);
-    if (rc) goto fail;
+    if (!m) {
+        tsr_checkpoint_close(ck);
+        return tsr_seterr(&dev->err, TSR_ERR_NOMEM, "out of memory");
+    }
+    m->ck = ck;
     const tsr_config *c = &m->ck->cfg;
     if (!o.tokenizer) {
         rc = tsr_seterr(&dev->err, TSR_ERR_ARG,

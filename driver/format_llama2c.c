@@ -285,6 +285,75 @@ static size_t spill_floats(const tsr_config *c)
 /* ------------------------------------------------------------------------ */
 /* Open                                                                       */
 
+/* Point a new checkpoint's tensors into base (len bytes, already checked
+ * against cfg); owns_map: tsr_checkpoint_close unmaps base. */
+static int build_views(const char *name, const tsr_config *cfg, const uint8_t *base,
+                       size_t len, int owns_map, tsr_checkpoint **out, tsr_err *e)
+{
+    // the model, its per-layer tensor arrays and any spill, in one block
+    tsr_checkpoint *m = calloc(1, sizeof *m);
+    size_t L = (size_t)cfg->n_layers, n_spill = spill_floats(cfg);
+    size_t n_owned = 9 * L * sizeof(tsr_tensor) + n_spill * sizeof(float);
+    void *owned = m ? malloc(n_owned) : NULL;
+    if (!owned) {
+        free(m);
+        return tsr_seterr(e, TSR_ERR_NOMEM, "%s: out of memory for %zu bytes of tensor views",
+                          name, n_owned);
+    }
+    m->cfg = *cfg;
+    m->map = owns_map ? (void *)base : NULL;
+    m->map_len = len;
+    m->owned = owned;
+    snprintf(m->path, sizeof m->path, "%s", name);
+    tsr_tensor *t = owned;   // (9, n_layers) per-layer tensor views
+    m->rms_att = t + 0 * L;  m->wq = t + 1 * L;  m->wk = t + 2 * L;
+    m->wv = t + 3 * L;       m->wo = t + 4 * L;  m->rms_ffn = t + 5 * L;
+    m->w1 = t + 6 * L;       m->w2 = t + 7 * L;  m->w3 = t + 8 * L;
+
+    walker w = { .base = base, .spill = (float *)(void *)(t + 9 * L) };
+    layout(m, &w);
+    // the size check and the walk must agree; a difference is a bug here
+    if (w.off != len || w.n_spill > n_spill) {
+        m->map = NULL;
+        tsr_checkpoint_close(m);
+        return tsr_seterr(e, TSR_ERR_FORMAT, "%s: internal: layout walked %llu bytes of %llu",
+                          name, (unsigned long long)w.off, (unsigned long long)len);
+    }
+    *out = m;
+    return TSR_OK;
+}
+
+/* Check cfg's implied size against len bytes. */
+static int check_size(const char *name, const tsr_config *cfg, uint64_t len, tsr_err *e)
+{
+    uint64_t implied;
+    if (tsr_llama2c_size(cfg, &implied) != TSR_OK)
+        return tsr_seterr(e, TSR_ERR_FORMAT, "%s: header implies a size beyond 64 bits", name);
+    if (implied != len)
+        return tsr_seterr(e, TSR_ERR_FORMAT, "%s: %s: header implies %llu bytes, file has %llu",
+                          name, implied > len ? "truncated" : "size mismatch",
+                          (unsigned long long)implied, (unsigned long long)len);
+    return TSR_OK;
+}
+
+int tsr_checkpoint_open_memory(const void *data, size_t len, const char *name,
+                               tsr_checkpoint **out, tsr_err *e)
+{
+    if (!out) return tsr_seterr(e, TSR_ERR_ARG, "tsr_checkpoint_open_memory: out is NULL");
+    *out = NULL;
+    if (!name) name = "(memory)";
+    if (!data) return tsr_seterr(e, TSR_ERR_ARG, "%s: data is NULL", name);
+    if (len < 4)
+        return tsr_seterr(e, TSR_ERR_FORMAT,
+            "%s: truncated: %zu bytes, shorter than any llama2.c header", name, len);
+    size_t want = len < TSR_LLAMA2C_HEADER ? len : TSR_LLAMA2C_HEADER;
+    tsr_config cfg;
+    int rc = parse_header(name, data, want, len, &cfg, e);
+    if (rc == TSR_OK) rc = check_size(name, &cfg, len, e);
+    if (rc == TSR_OK) rc = build_views(name, &cfg, data, len, 0, out, e);
+    return rc;
+}
+
 int tsr_checkpoint_open(const char *path, tsr_checkpoint **out, tsr_err *e)
 {
     if (!out) return tsr_seterr(e, TSR_ERR_ARG, "tsr_checkpoint_open: out is NULL");
@@ -321,62 +390,21 @@ int tsr_checkpoint_open(const char *path, tsr_checkpoint **out, tsr_err *e)
     int rc = parse_header(path, hdr, want, file_len, &cfg, e);
     if (rc != TSR_OK) { close(fd); return rc; }
 
-    uint64_t implied;
-    if (tsr_llama2c_size(&cfg, &implied) != TSR_OK) {
-        close(fd);
-        return tsr_seterr(e, TSR_ERR_FORMAT, "%s: header implies a size beyond 64 bits", path);
-    }
-    if (implied != file_len) {
-        close(fd);
-        return tsr_seterr(e, TSR_ERR_FORMAT, "%s: %s: header implies %llu bytes, file has %llu",
-                          path, implied > file_len ? "truncated" : "size mismatch",
-                          (unsigned long long)implied, (unsigned long long)file_len);
-    }
+    rc = check_size(path, &cfg, file_len, e);
+    if (rc != TSR_OK) { close(fd); return rc; }
     if (file_len > SIZE_MAX) {
         close(fd);
         return tsr_seterr(e, TSR_ERR_NOMEM, "%s: %llu bytes do not fit the address space",
                           path, (unsigned long long)file_len);
     }
 
-    // the model, its per-layer tensor arrays and any spill, in one block
-    tsr_checkpoint *m = calloc(1, sizeof *m);
-    size_t L = (size_t)cfg.n_layers, n_spill = spill_floats(&cfg);
-    size_t n_owned = 9 * L * sizeof(tsr_tensor) + n_spill * sizeof(float);
-    void *owned = m ? malloc(n_owned) : NULL;
-    if (!owned) {
-        free(m);
-        close(fd);
-        return tsr_seterr(e, TSR_ERR_NOMEM, "%s: out of memory for %zu bytes of tensor views",
-                          path, n_owned);
-    }
     void *map = mmap(NULL, (size_t)file_len, PROT_READ, MAP_PRIVATE, fd, 0);
     int map_err = errno;
     close(fd);   // the mapping keeps the file
-    if (map == MAP_FAILED) {
-        free(owned);
-        free(m);
+    if (map == MAP_FAILED)
         return tsr_seterr(e, TSR_ERR_IO, "%s: cannot mmap %llu bytes: %s", path,
                           (unsigned long long)file_len, strerror(map_err));
-    }
-
-    m->cfg = cfg;
-    m->map = map;
-    m->map_len = (size_t)file_len;
-    m->owned = owned;
-    snprintf(m->path, sizeof m->path, "%s", path);
-    tsr_tensor *t = owned;   // (9, n_layers) per-layer tensor views
-    m->rms_att = t + 0 * L;  m->wq = t + 1 * L;  m->wk = t + 2 * L;
-    m->wv = t + 3 * L;       m->wo = t + 4 * L;  m->rms_ffn = t + 5 * L;
-    m->w1 = t + 6 * L;       m->w2 = t + 7 * L;  m->w3 = t + 8 * L;
-
-    walker w = { .base = map, .spill = (float *)(void *)(t + 9 * L) };
-    layout(m, &w);
-    // the size check above and the walk must agree; a difference is a bug here
-    if (w.off != file_len || w.n_spill > n_spill) {
-        tsr_checkpoint_close(m);
-        return tsr_seterr(e, TSR_ERR_FORMAT, "%s: internal: layout walked %llu bytes of %llu",
-                          path, (unsigned long long)w.off, (unsigned long long)file_len);
-    }
-    *out = m;
-    return TSR_OK;
+    rc = build_views(path, &cfg, map, (size_t)file_len, 1, out, e);
+    if (rc != TSR_OK) munmap(map, (size_t)file_len);
+    return rc;
 }

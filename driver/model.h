@@ -93,6 +93,12 @@ typedef struct tsr_checkpoint {
  * version2_export) and run.c / runq.c. */
 int  tsr_checkpoint_open(const char *path, tsr_checkpoint **out, tsr_err *e);
 
+/* The same from memory: data (len bytes) holds a whole checkpoint file and
+ * must stay valid and unchanged until tsr_checkpoint_close; name is used in
+ * messages.  Errors as tsr_checkpoint_open, without TSR_ERR_IO. */
+int  tsr_checkpoint_open_memory(const void *data, size_t len, const char *name,
+                                tsr_checkpoint **out, tsr_err *e);
+
 /* Unmap and free; NULL is a no-op. */
 void tsr_checkpoint_close(tsr_checkpoint *m);
 

@@ -303,6 +303,51 @@ static void cancel_long_decode_15m(void **state)
     unlink(path);
 }
 
+/* A model loaded from memory decodes the same tokens as from its file, and
+ * its weight image is the one already resident (nothing streams again). */
+static void load_from_memory(void **state)
+{
+    fixture *f = *state;
+    FILE *fp = fopen(MODEL, "rb");
+    assert_non_null(fp);
+    fseek(fp, 0, SEEK_END);
+    long len = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    void *buf = malloc((size_t)len);
+    assert_int_equal(fread(buf, 1, (size_t)len, fp), (size_t)len);
+    fclose(fp);
+
+    int a[64], b[64], na, nb;
+    tsr_gen_opts g = { .max_tokens = 30, .ignore_stop = 1 };
+    tsr_seq *s = NULL;
+    assert_int_equal(tsr_seq_open(f->m, &s), TSR_OK);
+    assert_int_equal(tsr_seq_append_text(s, "Once upon a time"), TSR_OK);
+    assert_int_equal(tsr_seq_generate(s, &g, NULL, NULL, NULL), TSR_OK);
+    na = history(s, a, 64);
+    tsr_seq_close(s);
+
+    tsr_traffic t0, t1;
+    tsr_device_traffic(f->dev, &t0);
+    tsr_model_opts o = { .tokenizer = TOK, .n_seqs = 4 };
+    tsr_model *mm = NULL;
+    assert_int_equal(tsr_model_load_memory(f->dev, buf, (size_t)len, &o, &mm), TSR_OK);
+    tsr_device_traffic(f->dev, &t1);
+    assert_int_equal(t1.loads, t0.loads);
+    assert_int_equal(tsr_seq_open(mm, &s), TSR_OK);
+    assert_int_equal(tsr_seq_append_text(s, "Once upon a time"), TSR_OK);
+    assert_int_equal(tsr_seq_generate(s, &g, NULL, NULL, NULL), TSR_OK);
+    nb = history(s, b, 64);
+    assert_int_equal(na, nb);
+    assert_memory_equal(a, b, (size_t)na * sizeof(int));
+    tsr_seq_close(s);
+    tsr_model_close(mm);
+    /* A truncated buffer is refused with a format error. */
+    assert_int_equal(tsr_model_load_memory(f->dev, buf, (size_t)len - 1, &o, &mm),
+                     TSR_ERR_FORMAT);
+    assert_non_null(strstr(tsr_device_errmsg(f->dev), "truncated"));
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -310,6 +355,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(interleaved_sequences_do_not_disturb, setup, teardown),
         cmocka_unit_test_setup_teardown(truncate_then_regenerate, setup, teardown),
         cmocka_unit_test_setup_teardown(misuse_returns_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(load_from_memory, setup, teardown),
         cmocka_unit_test(replaced_model_is_stale),
         cmocka_unit_test(cancel_long_decode_15m),
     };

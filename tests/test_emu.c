@@ -324,6 +324,10 @@ static void capacity_refused_before_streaming(void **state)
     tsr_model_opts o = { .tokenizer = SHARED_MODEL("tokenizer.bin"), .weights_f32 = 1,
                          .seq_len = 256 };
     tsr_model *m = NULL;
+    uint64_t need = 0, have = 0;
+    assert_int_equal(tsr_model_fit(dev, path, &o, &need, &have), TSR_ERR_CAPACITY);
+    assert_true(need > have);
+    assert_int_equal(have, 44679168);   /* U55C: 2016 BRAM36 + 960 URAM */
     assert_int_equal(tsr_model_load(dev, path, &o, &m), TSR_ERR_CAPACITY);
     assert_null(m);
     const char *msg = tsr_device_errmsg(dev);

@@ -150,6 +150,21 @@ typedef struct tsr_model_opts {
 int  tsr_model_load(tsr_device *dev, const char *path,
                     const tsr_model_opts *opts, tsr_model **out);
 
+/* Would the model at path fit dev with these options?  Reads the file's
+ * header, streams nothing.  *need_bytes and *have_bytes (optional) get the
+ * on-chip bytes the placement needs and the device has.  Returns TSR_OK
+ * when it fits, TSR_ERR_CAPACITY (message: the figures) when it does not,
+ * or the errors of tsr_model_load for a bad file or options. */
+int  tsr_model_fit(tsr_device *dev, const char *path, const tsr_model_opts *opts,
+                   uint64_t *need_bytes, uint64_t *have_bytes);
+
+/* The same from memory: data (len bytes) holds a whole model file.  The
+ * caller owns data; it must stay valid and unchanged until
+ * tsr_model_close(*out).  Errors as tsr_model_load, without TSR_ERR_IO for
+ * the model. */
+int  tsr_model_load_memory(tsr_device *dev, const void *data, size_t len,
+                           const tsr_model_opts *opts, tsr_model **out);
+
 /* Release the host side of a model (the device keeps its weights until
  * another model is loaded).  NULL is a no-op. */
 void tsr_model_close(tsr_model *m);
