@@ -98,6 +98,19 @@ static void print_stats(tsr_device *dev, tsr_seq *seq)
         fprintf(stderr, "kernel counters:\n%s", buf);
 }
 
+/* A progress bar on stderr for weight streams over 16 MB, when it is a
+ * terminal. */
+static void load_progress(uint64_t sent, uint64_t total, void *user)
+{
+    int *shown = user;
+    if (total < (16u << 20)) return;
+    *shown = 1;
+    int pct = (int)(100 * sent / total);
+    fprintf(stderr, "\rstreaming weights: [%-40.*s] %3d%% %llu/%llu MB", pct * 40 / 100,
+            "########################################", pct,
+            (unsigned long long)(sent >> 20), (unsigned long long)(total >> 20));
+}
+
 static void log_to_stderr(int level, const char *msg, void *user)
 {
     (void)user;
@@ -172,9 +185,14 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     tsr_device_set_log(dev, log_to_stderr, NULL);
+    int bar_shown = 0;
     tsr_model_opts mo = { .tokenizer = a.tokenizer, .weights_f32 = a.weights_f32,
-                          .group_size = a.group_size, .seq_len = a.seq_len, .n_seqs = 1 };
-    if ((rc = tsr_model_load(dev, a.model, &mo, &model)) != TSR_OK ||
+                          .group_size = a.group_size, .seq_len = a.seq_len, .n_seqs = 1,
+                          .progress = isatty(STDERR_FILENO) ? load_progress : NULL,
+                          .progress_user = &bar_shown };
+    rc = tsr_model_load(dev, a.model, &mo, &model);
+    if (bar_shown) fprintf(stderr, "\n");
+    if (rc != TSR_OK ||
         (rc = tsr_seq_open(model, &seq)) != TSR_OK) {
         cli_error("%s", tsr_device_errmsg(dev));
         goto out;
