@@ -43,6 +43,8 @@ int tsr_devspec_parse(const char *spec, tsr_devspec *out, tsr_err *e)
                           spec, buf);
     strcpy(out->backend, buf);
 
+    static const char *const keys[] = { "part", "pes", "threads", "xclbin", "index" };
+    unsigned seen = 0;   /* bit k: keys[k] given (a bare number is "index") */
     for (char *tok = opts ? strtok(opts, ",") : NULL; tok; tok = strtok(NULL, ",")) {
         char *val = strchr(tok, '=');
         if (!val) {
@@ -54,6 +56,12 @@ int tsr_devspec_parse(const char *spec, tsr_devspec *out, tsr_err *e)
             continue;
         }
         *val++ = '\0';
+        for (unsigned k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            if (strcmp(tok, keys[k]) != 0) continue;
+            if (seen & (1u << k))
+                return tsr_seterr(e, TSR_ERR_ARG, "device spec '%s': %s given twice", spec, tok);
+            seen |= 1u << k;
+        }
         int bad;
         if (!strcmp(tok, "part"))         bad = copy_field(out->part, sizeof out->part, val);
         else if (!strcmp(tok, "pes"))     bad = parse_int(val, 1, 1 << 16, &out->pes);

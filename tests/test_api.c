@@ -216,6 +216,12 @@ static void misuse_returns_errors(void **state)
     tsr_device_close(d);
     assert_int_equal(tsr_device_open("emu:part=u9000", &d), TSR_ERR_ARG);
     tsr_device_close(d);
+    assert_int_equal(tsr_device_open("emu:pes=3,pes=4", &d), TSR_ERR_ARG);
+    assert_non_null(strstr(tsr_device_errmsg(d), "pes given twice"));
+    tsr_device_close(d);
+    assert_int_equal(tsr_device_open("gpu:0", &d), TSR_ERR_ARG);
+    assert_non_null(strstr(tsr_device_errmsg(d), "unknown backend 'gpu'"));
+    tsr_device_close(d);
 }
 
 /* A model handle whose weights another load replaced is refused. */
