@@ -15,7 +15,7 @@ CFLAGS    ?= -O2 -g
 BASEFLAGS := -std=c11 -D_GNU_SOURCE -fPIC $(WARN)
 # The emulator's kernel build: same sources, optimised harder (override freely).
 EMU_CFLAGS ?= -O2 -g
-LDLIBS    := -lnuma -lpthread -lm
+LDLIBS    := -fopenmp -lnuma -lpthread -lm
 
 ifeq ($(SANITIZE),1)
   SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -65,7 +65,7 @@ deps:
 # ---------------------------------------------------------------- compile ---
 $(BUILD)/kernels/%.o: kernels/%.c $(wildcard kernels/*.h kernels/profiles/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(EMU_CFLAGS) $(SANFLAGS) $(INC) -DTSR_EMU -c $< -o $@
+	$(CC) $(BASEFLAGS) $(EMU_CFLAGS) -fopenmp $(SANFLAGS) $(INC) -DTSR_EMU -c $< -o $@
 
 $(BUILD)/%.o: %.c $(wildcard driver/*.h driver/include/*.h kernels/*.h kernels/profiles/*.h tests/*.h tests/ref/*.h host/*.h)
 	@mkdir -p $(dir $@)

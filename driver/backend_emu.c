@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "backend.h"
@@ -118,6 +119,9 @@ static int emu_open(const tsr_devspec *spec, tsr_backend **out, tsr_err *e)
     if (!b->st) { free(b); return tsr_seterr(e, TSR_ERR_NOMEM, "emu: out of memory"); }
     memset(b->st, 0, sizeof *b->st);
     tsr_kernel_init(b->st, (uint32_t)pes);
+    /* Worker threads over the PEs: opt-in (threads=N) for now; one thread
+     * runs no OpenMP team at all. */
+    b->st->threads = spec->threads ? (uint32_t)spec->threads : 1u;
     /* One allocation per PE, spread over the NUMA nodes so PE threads can
      * later work on local memory.  Pages are touched only when written. */
     b->numa = numa_available() >= 0;

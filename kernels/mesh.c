@@ -86,15 +86,24 @@ gemv_pad:
         }
     }
 
-    /* 2. broadcast slices; every PE multiplies its tile (PE-local work) */
+    /* 2. broadcast slices; every PE multiplies its tile (PE-local work).
+     *    The emulator spreads the PEs over its worker threads (OpenMP keeps
+     *    one pool); each PE writes only its own psum, so the result does not
+     *    depend on the thread count. */
+    uint64_t bcast = 0, macs = 0;
+#ifdef TSR_EMU
+#pragma omp parallel for schedule(static) num_threads(st->threads) if (st->threads > 1) \
+    reduction(+ : bcast, macs)
+#else
 gemv_pes:
+#endif
     for (uint32_t p = 0; p < P; p++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_PES
         tsr_pe *pe = TSR_PE(st, p);
         tsr_tile t = tsr_lay_tile(c, d, n, p);
         uint32_t cols = t.ngroups * G;
-        st->cnt.fabric_bcast_bytes += q8 ? cols + 4u * t.ngroups : 4u * cols;
-        st->cnt.macs += (uint64_t)t.rows * cols;
+        bcast += q8 ? cols + 4u * t.ngroups : 4u * cols;
+        macs += (uint64_t)t.rows * cols;
         if (q8)
             pe_tile_q8(pe->w8 + st->i8_off[p][mat], pe->f32 + st->f32_off[p][mat], t.rows,
                        t.ngroups, G, st->xq + t.g0 * G, st->xs + t.g0, pe->psum);
@@ -102,6 +111,8 @@ gemv_pes:
             pe_tile_f32(pe->f32 + st->f32_off[p][mat], t.rows, cols, st->xin + t.g0 * G,
                         pe->psum);
     }
+    st->cnt.fabric_bcast_bytes += bcast;
+    st->cnt.macs += macs;
 
     /* 3. per mesh row, an adder tree over the C column partial sums:
      *    level s adds PE (r, c + 2^s) into PE (r, c) for c = 0, 2^(s+1), ... */

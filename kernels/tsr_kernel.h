@@ -178,6 +178,9 @@ typedef struct tsr_kstate {
     int32_t  cand_i[TSR_MAX_VOCAB];    /* top-p candidates: token ids       */
     tsr_kcounters cnt;
     TSR_PE_ARRAY_DECL;
+#ifdef TSR_EMU
+    uint32_t threads;                  /* emulator: worker threads over the PEs */
+#endif
 } tsr_kstate;
 
 /* Clear st (unconfigured, counters zero) and record how many PEs exist

@@ -116,6 +116,28 @@ static void f32_matches_reference_on_other_meshes(void **state)
     }
 }
 
+/* The PEs spread over 1, 2 or 4 worker threads give identical greedy tokens
+ * (each PE writes only its own partial sums). */
+static void threads_give_identical_tokens(void **state)
+{
+    (void)state;
+    const char *specs[] = { "emu:threads=1", "emu:threads=2", "emu:threads=4" };
+    int first[STEPS + 8], got[STEPS + 8], n_first = 0;
+    for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
+        tsr_device *dev = open_dev(specs[k]);
+        tsr_model *m = load(dev, 0, 32);
+        int n = run_greedy(m, k ? got : first, STEPS + 8);
+        if (k == 0) n_first = n;
+        else {
+            assert_int_equal(n, n_first);
+            assert_memory_equal(got, first, (size_t)n * sizeof(int));
+        }
+        tsr_model_close(m);
+        tsr_device_close(dev);
+    }
+    assert_int_equal(n_first, STEPS + 1);
+}
+
 /* Q8_0 (group 32, the default) equals the golden reference's Q8 mode token
  * for token over 200 steps; records NMSE and top-1 agreement against F32. */
 static void q8_matches_golden_q8(void **state)
@@ -352,6 +374,7 @@ int main(void)
         cmocka_unit_test(f32_matches_llama2c_reference),
         cmocka_unit_test(f32_matches_reference_on_other_meshes),
         cmocka_unit_test(q8_matches_golden_q8),
+        cmocka_unit_test(threads_give_identical_tokens),
         cmocka_unit_test(offchip_budgets),
         cmocka_unit_test(sampling_top_p_and_seed),
         cmocka_unit_test(cancel_from_another_thread),
