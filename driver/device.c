@@ -220,16 +220,23 @@ static int load_checkpoint(tsr_device *dev, tsr_checkpoint *ck, const char *path
     }
     m->ck = ck;
     const tsr_config *c = &m->ck->cfg;
-    if (!o.tokenizer) {
+    if (!o.tokenizer && ck->tok) {
+        m->tok = ck->tok;   // the file's own tokenizer (GGUF); the model takes it
+        ck->tok = NULL;
+    } else if (!o.tokenizer) {
         rc = tsr_seterr(&dev->err, TSR_ERR_ARG,
                         "%s: a tokenizer file is needed for llama2.c checkpoints", path);
         goto fail;
+    } else {
+        rc = tsr_tokenizer_load(o.tokenizer, c->vocab_size, &m->tok, &dev->err);
+        if (rc) goto fail;
     }
-    rc = tsr_tokenizer_load(o.tokenizer, c->vocab_size, &m->tok, &dev->err);
-    if (rc) goto fail;
 
     m->dev = dev;
     m->seq_len = o.seq_len ? o.seq_len : c->seq_len;
+    if (m->seq_len > c->seq_len && c->format == TSR_FMT_GGUF)
+        tsr_log(dev, TSR_LOG_WARN, "%s: context %d exceeds the trained length %d",
+                path, m->seq_len, c->seq_len);
     m->lo.weights_f32 = o.weights_f32;
     m->lo.group_size = o.group_size ? o.group_size : TSR_DEFAULT_GROUP;
     m->lo.seq_len = m->seq_len;

@@ -151,9 +151,7 @@ static int parse_header(const char *path, const uint8_t *hdr, size_t n,
         if (version == 2) cfg->group_size = rd_i32(hdr + 37);
     } else {
         // No magic: either a legacy file, whose first word is dim, or junk.
-        if (!memcmp(hdr, "GGUF", 4))
-            return tsr_seterr(e, TSR_ERR_UNSUPPORTED,
-                "%s: GGUF files are not supported yet (llama2.c checkpoints only)", path);
+        // (GGUF files never get here: the open functions hand them to format_gguf.c)
         int32_t dim = rd_i32(hdr);
         if (dim < 1 || dim > TSR_CKPT_MAX_DIM)
             return tsr_seterr(e, TSR_ERR_FORMAT,
@@ -346,11 +344,33 @@ int tsr_checkpoint_open_memory(const void *data, size_t len, const char *name,
     if (len < 4)
         return tsr_seterr(e, TSR_ERR_FORMAT,
             "%s: truncated: %zu bytes, shorter than any llama2.c header", name, len);
+    if (!memcmp(data, "GGUF", 4)) return tsr_gguf_open_memory(data, len, name, out, e);
     size_t want = len < TSR_LLAMA2C_HEADER ? len : TSR_LLAMA2C_HEADER;
     tsr_config cfg;
     int rc = parse_header(name, data, want, len, &cfg, e);
     if (rc == TSR_OK) rc = check_size(name, &cfg, len, e);
     if (rc == TSR_OK) rc = build_views(name, &cfg, data, len, 0, out, e);
+    return rc;
+}
+
+/* A GGUF file: map it whole, let format_gguf.c copy the weights out, unmap.
+ * Takes fd. */
+static int open_gguf(const char *path, int fd, uint64_t file_len, tsr_checkpoint **out,
+                     tsr_err *e)
+{
+    if (file_len > SIZE_MAX) {
+        close(fd);
+        return tsr_seterr(e, TSR_ERR_NOMEM, "%s: %llu bytes do not fit the address space",
+                          path, (unsigned long long)file_len);
+    }
+    void *map = mmap(NULL, (size_t)file_len, PROT_READ, MAP_PRIVATE, fd, 0);
+    int map_err = errno;
+    close(fd);
+    if (map == MAP_FAILED)
+        return tsr_seterr(e, TSR_ERR_IO, "%s: cannot mmap %llu bytes: %s", path,
+                          (unsigned long long)file_len, strerror(map_err));
+    int rc = tsr_gguf_open_memory(map, (size_t)file_len, path, out, e);
+    munmap(map, (size_t)file_len);
     return rc;
 }
 
@@ -386,6 +406,7 @@ int tsr_checkpoint_open(const char *path, tsr_checkpoint **out, tsr_err *e)
             "%s: truncated: %llu bytes, shorter than any llama2.c header",
             path, (unsigned long long)file_len);
     }
+    if (!memcmp(hdr, "GGUF", 4)) return open_gguf(path, fd, file_len, out, e);
     tsr_config cfg;
     int rc = parse_header(path, hdr, want, file_len, &cfg, e);
     if (rc != TSR_OK) { close(fd); return rc; }

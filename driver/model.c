@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 
 #include "model.h"
+#include "tokenizer.h"
 
 /* ------------------------------------------------------------------------ */
 /* Tensors                                                                    */
@@ -60,6 +61,7 @@ void tsr_checkpoint_close(tsr_checkpoint *m)
     if (!m) return;
     if (m->map) munmap(m->map, m->map_len);
     free(m->owned);
+    tsr_tokenizer_free(m->tok);
     free(m);
 }
 

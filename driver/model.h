@@ -80,6 +80,8 @@ typedef struct tsr_checkpoint {
     void  *map;                 /* mmap()ed file, or NULL                  */
     size_t map_len;             /* bytes                                   */
     void  *owned;               /* allocations the tensors point into      */
+    struct tsr_tokenizer *tok;  /* owned; the file's own tokenizer (GGUF), or
+                                   NULL (llama2.c files need tokenizer.bin) */
     char   path[256];           /* for error messages                      */
 } tsr_checkpoint;
 
@@ -99,7 +101,20 @@ int  tsr_checkpoint_open(const char *path, tsr_checkpoint **out, tsr_err *e);
 int  tsr_checkpoint_open_memory(const void *data, size_t len, const char *name,
                                 tsr_checkpoint **out, tsr_err *e);
 
-/* Unmap and free; NULL is a no-op. */
+/* Open a GGUF v2/v3 file of the llama architecture held in memory (data,
+ * len bytes; name for messages).  Every tensor (F32, F16, Q8_0, Q4_0) is
+ * dequantized into fp32 memory the checkpoint owns, so data may be released
+ * after the call; the tokenizer from the metadata goes to (*out)->tok.
+ * Hyperparameters from llama.* keys, vocab from tokenizer.ggml.tokens,
+ * seq_len from llama.context_length; no output.weight means a shared
+ * classifier.  Errors: TSR_ERR_FORMAT (truncated, counts or offsets past
+ * the end, overlapping or misaligned tensors, missing keys or tensors, bad
+ * shapes), TSR_ERR_UNSUPPORTED (GGUF version, architecture, tensor type,
+ * partial RoPE), TSR_ERR_NOMEM.  Source: ggml docs/gguf.md. */
+int  tsr_gguf_open_memory(const void *data, size_t len, const char *name,
+                          tsr_checkpoint **out, tsr_err *e);
+
+/* Unmap and free (the tokenizer too); NULL is a no-op. */
 void tsr_checkpoint_close(tsr_checkpoint *m);
 
 /* Number of weight parameters (elements), counting a shared classifier once. */

@@ -30,9 +30,13 @@ int tsr_wimage_config(const tsr_checkpoint *m, const tsr_load_opts *o, int pes, 
     int n_slots = o->n_slots ? o->n_slots : 1;
     if (group < 1)
         return tsr_seterr(e, TSR_ERR_ARG, "%s: group size %d must be >= 1", m->path, group);
-    if (seq_len < 1 || seq_len > c->seq_len)
+    // GGUF's llama.context_length may understate the trained context (the
+    // llama2.c converters write 128 for stories260K, trained with 512), so
+    // the caller may raise it; the device logs a warning
+    int max_seq = c->format == TSR_FMT_GGUF ? TSR_CKPT_MAX_SEQ : c->seq_len;
+    if (seq_len < 1 || seq_len > max_seq)
         return tsr_seterr(e, TSR_ERR_ARG, "%s: seq_len %d outside 1..%d", m->path, seq_len,
-                          c->seq_len);
+                          max_seq);
     if (n_slots < 1)
         return tsr_seterr(e, TSR_ERR_ARG, "%s: %d sequence slots", m->path, n_slots);
     memset(kc, 0, sizeof *kc);

@@ -22,6 +22,7 @@ static const char usage[] =
     "\n"
     "  -m, --model FILE      llama2.c checkpoint (legacy, v1 fp32, v2 Q8_0)\n"
     "  -z, --tokenizer FILE  llama2.c tokenizer.bin matching the model's vocab\n"
+    "                        (GGUF files carry their own; required for llama2.c)\n"
     "  -p, --prompt TEXT     prompt (default: empty, i.e. BOS only)\n"
     "  -n, --steps N         positions to run, prompt included (default 256; 0 = the\n"
     "                        whole context; clamped to the context with a warning)\n"
@@ -33,7 +34,7 @@ static const char usage[] =
     "      --pes N           processing elements in the mesh (emulator: 1..64, default 16)\n"
     "      --weights q8|f32  on-chip weight format (default q8 = Q8_0)\n"
     "      --group-size N    Q8_0 group size (default 32)\n"
-    "      --seq-len N       context length on the device (default: the model's)\n"
+    "      --seq-len N, --ctx N  context length on the device (default: the model's)\n"
     "      --stats           print off-chip traffic per phase and kernel counters\n"
     "  -h, --help            this text\n";
 
@@ -138,7 +139,7 @@ static int parse_args(int argc, char **argv, run_args *a)
         else if (!strcmp(o, "--part"))      { VAL(); a->part = v; }
         else if (!strcmp(o, "--pes"))       { VAL(); if (cli_int(o, v, 1, 1 << 16, &a->pes)) return -1; }
         else if (!strcmp(o, "--group-size")) { VAL(); if (cli_int(o, v, 1, 1 << 16, &a->group_size)) return -1; }
-        else if (!strcmp(o, "--seq-len"))   { VAL(); if (cli_int(o, v, 1, 1 << 24, &a->seq_len)) return -1; }
+        else if (!strcmp(o, "--seq-len") || !strcmp(o, "--ctx"))   { VAL(); if (cli_int(o, v, 1, 1 << 24, &a->seq_len)) return -1; }
         else if (!strcmp(o, "--stats"))     { a->stats = 1; }
         else if (!strcmp(o, "--weights")) {
             VAL();
@@ -152,8 +153,8 @@ static int parse_args(int argc, char **argv, run_args *a)
 #undef IS
 #undef VAL
     }
-    if (!a->model || !a->tokenizer) {
-        cli_error("run: -m MODEL and -z TOKENIZER are required (see tessera run --help)");
+    if (!a->model) {
+        cli_error("run: -m MODEL is required (see tessera run --help)");
         return -1;
     }
     return 0;

@@ -97,14 +97,13 @@ static void run_directory_tokenizer_is_refused(void **state)
     assert_string_equal(err, "tessera: /tmp: not a readable regular file\n");
 }
 
-static void gguf_is_named_as_unsupported(void **state)
+static void gguf_info_names_the_format(void **state)
 {
     (void)state;
     int rc = run(TESSERA_BIN " info -m " SHARED_MODEL("stories260K-f32.gguf"), out, err,
                  sizeof out);
-    assert_int_equal(rc, 1);
-    assert_non_null(strstr(err, "GGUF files are not supported yet"));
-    assert_int_equal(count_lines(err), 1);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "format:      GGUF"));
 }
 
 static void output_write_error_exits_nonzero(void **state)
@@ -197,7 +196,7 @@ int main(void)
         cmocka_unit_test(run_missing_model_is_one_line_error),
         cmocka_unit_test(run_mismatched_tokenizer_is_refused),
         cmocka_unit_test(run_directory_tokenizer_is_refused),
-        cmocka_unit_test(gguf_is_named_as_unsupported),
+        cmocka_unit_test(gguf_info_names_the_format),
         cmocka_unit_test(output_write_error_exits_nonzero),
         cmocka_unit_test(run_prompt_longer_than_context_is_refused),
         cmocka_unit_test(run_steps_beyond_context_are_clamped),

@@ -1,0 +1,674 @@
+/*
+ * format_gguf.c - open GGUF v2/v3 files of the llama architecture.
+ * Facts from the GGUF spec (ggml docs/gguf.md) and ggml's block layouts.
+ *
+ * Layout (little-endian):
+ *   header   "GGUF", uint32 version, uint64 n_tensors, uint64 n_kv
+ *   n_kv     key (gguf string: uint64 len + bytes), uint32 value type, value
+ *            (scalars; string; array = uint32 elem type, uint64 count, elems)
+ *   n_tensor name (gguf string), uint32 n_dims, uint64 ne[n_dims],
+ *            uint32 ggml type, uint64 offset (from the data section start,
+ *            a multiple of the alignment)
+ *   padding  to general.alignment (default 32)
+ *   data     tensor bytes
+ * ggml order: ne[0] is the row length (cols), ne[1] the row count.
+ *
+ * Every tensor is dequantized into fp32 memory the checkpoint owns, so the
+ * rest of the driver sees TSR_DT_F32 views and the file is not kept mapped.
+ * Every count, length and offset is checked against the bytes that remain
+ * before it is used, in 64-bit arithmetic that cannot overflow.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "tokenizer.h"
+
+/* ------------------------------------------------------------------------ */
+/* Bounds-checked reader                                                      */
+
+typedef struct rd {
+    const uint8_t *b;     // (len,) the whole file
+    uint64_t len, off;    // bytes; read position
+    const char *name;     // for messages
+    tsr_err *e;
+} rd;
+
+/* TSR_OK when n more bytes are available at r->off; else a truncation error. */
+static int need(rd *r, uint64_t n, const char *what)
+{
+    if (n <= r->len - r->off) return TSR_OK;
+    return tsr_seterr(r->e, TSR_ERR_FORMAT,
+        "%s: truncated: %s needs %llu bytes at offset %llu, file has %llu",
+        r->name, what, (unsigned long long)n, (unsigned long long)r->off,
+        (unsigned long long)r->len);
+}
+
+static uint32_t get_u32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static uint64_t get_u64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+static int rd_u32(rd *r, uint32_t *v, const char *what)
+{
+    if (need(r, 4, what)) return TSR_ERR_FORMAT;
+    *v = get_u32(r->b + r->off);
+    r->off += 4;
+    return TSR_OK;
+}
+
+static int rd_u64(rd *r, uint64_t *v, const char *what)
+{
+    if (need(r, 8, what)) return TSR_ERR_FORMAT;
+    *v = get_u64(r->b + r->off);
+    r->off += 8;
+    return TSR_OK;
+}
+
+/* A gguf string: *s points into the file (not NUL-terminated), *n bytes. */
+static int rd_str(rd *r, const char **s, uint64_t *n, const char *what)
+{
+    if (rd_u64(r, n, what) || need(r, *n, what)) return TSR_ERR_FORMAT;
+    *s = (const char *)(r->b + r->off);
+    r->off += *n;
+    return TSR_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Metadata                                                                   */
+
+enum { GT_U8, GT_I8, GT_U16, GT_I16, GT_U32, GT_I32, GT_F32, GT_BOOL, GT_STRING,
+       GT_ARRAY, GT_U64, GT_I64, GT_F64, GT_COUNT };
+
+/* Bytes of a scalar value type; 0 for string, array, unknown. */
+static uint64_t scalar_size(uint32_t t)
+{
+    static const uint8_t sz[GT_COUNT] = { 1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8 };
+    return t < GT_COUNT ? sz[t] : 0;
+}
+
+/* One key/value pair; the value stays in the file. */
+typedef struct kv {
+    const char *key;      // (klen,) bytes in the file
+    uint64_t klen;
+    uint32_t type;        // GT_*
+    uint64_t voff;        // file offset of the value (arrays: first element)
+    uint32_t atype;       // arrays: element type
+    uint64_t acount;      // arrays: element count
+} kv;
+
+/* Skip one value of type t at r->off, checking every length against the
+ * bytes left (arrays of arrays recurse up to a small depth). */
+static int skip_value(rd *r, uint32_t t, int depth)
+{
+    uint64_t sz = scalar_size(t);
+    if (sz) { if (need(r, sz, "metadata value")) return TSR_ERR_FORMAT; r->off += sz; return TSR_OK; }
+    if (t == GT_STRING) {
+        const char *s; uint64_t n;
+        return rd_str(r, &s, &n, "metadata string");
+    }
+    if (t != GT_ARRAY)
+        return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: unknown metadata value type %u at offset %llu",
+                          r->name, t, (unsigned long long)r->off);
+    if (depth > 4)
+        return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: metadata arrays nested too deep", r->name);
+    uint32_t at; uint64_t cnt;
+    if (rd_u32(r, &at, "array type") || rd_u64(r, &cnt, "array count")) return TSR_ERR_FORMAT;
+    uint64_t esz = scalar_size(at);
+    if (esz) {
+        // count * esz must fit the rest of the file; divide, do not multiply
+        if (cnt > (r->len - r->off) / esz)
+            return tsr_seterr(r->e, TSR_ERR_FORMAT,
+                "%s: truncated: array of %llu elements of %llu bytes at offset %llu passes the end",
+                r->name, (unsigned long long)cnt, (unsigned long long)esz,
+                (unsigned long long)r->off);
+        r->off += cnt * esz;
+        return TSR_OK;
+    }
+    // strings take >= 8 bytes each, nested arrays >= 12
+    if (cnt > (r->len - r->off) / 8)
+        return tsr_seterr(r->e, TSR_ERR_FORMAT,
+            "%s: truncated: array of %llu elements at offset %llu passes the end",
+            r->name, (unsigned long long)cnt, (unsigned long long)r->off);
+    for (uint64_t i = 0; i < cnt; i++)
+        if (skip_value(r, at, depth + 1)) return TSR_ERR_FORMAT;
+    return TSR_OK;
+}
+
+static const kv *find_kv(const kv *kvs, uint64_t n, const char *key)
+{
+    size_t kl = strlen(key);
+    for (uint64_t i = 0; i < n; i++)
+        if (kvs[i].klen == kl && !memcmp(kvs[i].key, key, kl)) return &kvs[i];
+    return NULL;
+}
+
+/* Integer value of key (any integer type) into *v.  Returns 1 when absent,
+ * 0 when read, or an error when the type is not an integer. */
+static int kv_int(const rd *r, const kv *kvs, uint64_t n, const char *key, int64_t *v)
+{
+    const kv *k = find_kv(kvs, n, key);
+    if (!k) return 1;
+    const uint8_t *p = r->b + k->voff;
+    switch (k->type) {
+    case GT_U8:  *v = p[0]; break;
+    case GT_I8:  *v = (int8_t)p[0]; break;
+    case GT_U16: { uint16_t x; memcpy(&x, p, 2); *v = x; break; }
+    case GT_I16: { int16_t x; memcpy(&x, p, 2); *v = x; break; }
+    case GT_U32: *v = get_u32(p); break;
+    case GT_I32: *v = (int32_t)get_u32(p); break;
+    case GT_U64: { uint64_t x = get_u64(p); *v = x > INT64_MAX ? INT64_MAX : (int64_t)x; break; }
+    case GT_I64: *v = (int64_t)get_u64(p); break;
+    default:
+        return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: metadata %s has type %u, expected an integer",
+                          r->name, key, k->type);
+    }
+    return 0;
+}
+
+/* Float value of key (f32 or f64) into *v; returns as kv_int. */
+static int kv_float(const rd *r, const kv *kvs, uint64_t n, const char *key, float *v)
+{
+    const kv *k = find_kv(kvs, n, key);
+    if (!k) return 1;
+    const uint8_t *p = r->b + k->voff;
+    if (k->type == GT_F32) { memcpy(v, p, 4); return 0; }
+    if (k->type == GT_F64) { double d; memcpy(&d, p, 8); *v = (float)d; return 0; }
+    return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: metadata %s has type %u, expected a float",
+                      r->name, key, k->type);
+}
+
+/* String value of key: *s into the file, *len bytes.  Returns as kv_int. */
+static int kv_str(const rd *r, const kv *kvs, uint64_t n, const char *key,
+                  const char **s, uint64_t *len)
+{
+    const kv *k = find_kv(kvs, n, key);
+    if (!k) return 1;
+    if (k->type != GT_STRING)
+        return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: metadata %s has type %u, expected a string",
+                          r->name, key, k->type);
+    *len = get_u64(r->b + k->voff);
+    *s = (const char *)(r->b + k->voff + 8);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Tensor types                                                               */
+
+enum { GGML_F32 = 0, GGML_F16 = 1, GGML_Q4_0 = 2, GGML_Q8_0 = 8 };
+#define QK 32   /* elements per Q4_0 / Q8_0 block */
+
+/* Name of a ggml type id for messages. */
+static const char *type_name(uint32_t t)
+{
+    static const char *const names[] = {
+        "F32", "F16", "Q4_0", "Q4_1", "Q4_2", "Q4_3", "Q5_0", "Q5_1", "Q8_0", "Q8_1",
+        "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_K",
+    };
+    if (t < sizeof names / sizeof names[0]) return names[t];
+    if (t == 30) return "BF16";
+    return "unknown";
+}
+
+/* IEEE half to float (handles subnormals, inf, NaN). */
+static float half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;
+    if (exp == 0) {
+        if (man == 0) {
+            bits = sign;
+        } else {   // subnormal: normalize
+            int e = -1;
+            do { e++; man <<= 1; } while (!(man & 0x400u));
+            bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ffu) << 13);
+        }
+    } else if (exp == 31) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else {
+        bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static float rd_half(const uint8_t *p) { uint16_t h; memcpy(&h, p, 2); return half_to_float(h); }
+
+/* Dequantize n elements (n a multiple of QK for the block types) of type t
+ * from src into dst (n floats).  Layouts: Q8_0 block = fp16 d, 32 int8 q,
+ * x = q * d; Q4_0 block = fp16 d, 16 bytes, element j < 16 is the low
+ * nibble of byte j, element j + 16 its high nibble, x = (nibble - 8) * d. */
+static void dequant(uint32_t t, const uint8_t *src, uint64_t n, float *dst)
+{
+    switch (t) {
+    case GGML_F32: memcpy(dst, src, n * 4); break;
+    case GGML_F16: for (uint64_t i = 0; i < n; i++) dst[i] = rd_half(src + 2 * i); break;
+    case GGML_Q8_0:
+        for (uint64_t b = 0; b < n / QK; b++, src += 2 + QK) {
+            float d = rd_half(src);
+            for (int j = 0; j < QK; j++) dst[b * QK + j] = (float)(int8_t)src[2 + j] * d;
+        }
+        break;
+    case GGML_Q4_0:
+        for (uint64_t b = 0; b < n / QK; b++, src += 2 + QK / 2) {
+            float d = rd_half(src);
+            for (int j = 0; j < QK / 2; j++) {
+                dst[b * QK + j]          = (float)((src[2 + j] & 0x0f) - 8) * d;
+                dst[b * QK + j + QK / 2] = (float)((src[2 + j] >> 4) - 8) * d;
+            }
+        }
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Tensor infos                                                               */
+
+typedef struct tinfo {
+    const char *name;     // (nlen,) bytes in the file
+    uint64_t nlen;
+    uint32_t n_dims;
+    uint64_t ne[4];       // ne[0] = row length
+    uint32_t type;
+    uint64_t off;         // from the data section start
+    uint64_t bytes;       // stored size
+    uint64_t numel;
+} tinfo;
+
+/* Read and check one tensor info (everything but the extent). */
+static int read_tinfo(rd *r, tinfo *t, uint64_t align)
+{
+    if (rd_str(r, &t->name, &t->nlen, "tensor name") ||
+        rd_u32(r, &t->n_dims, "tensor n_dims"))
+        return TSR_ERR_FORMAT;
+    int nl = t->nlen > 64 ? 64 : (int)t->nlen;
+    if (t->n_dims < 1 || t->n_dims > 4)
+        return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: tensor %.*s has %u dimensions (1..4)",
+                          r->name, nl, t->name, t->n_dims);
+    t->numel = 1;
+    for (uint32_t d = 0; d < 4; d++) {
+        t->ne[d] = 1;
+        if (d < t->n_dims && rd_u64(r, &t->ne[d], "tensor shape")) return TSR_ERR_FORMAT;
+        if (t->ne[d] == 0 || __builtin_mul_overflow(t->numel, t->ne[d], &t->numel) ||
+            t->numel > ((uint64_t)1 << 48))
+            return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: tensor %.*s has a bad shape",
+                              r->name, nl, t->name);
+    }
+    if (rd_u32(r, &t->type, "tensor type") || rd_u64(r, &t->off, "tensor offset"))
+        return TSR_ERR_FORMAT;
+    switch (t->type) {
+    case GGML_F32: t->bytes = 4 * t->numel; break;
+    case GGML_F16: t->bytes = 2 * t->numel; break;
+    case GGML_Q8_0: case GGML_Q4_0:
+        if (t->ne[0] % QK)
+            return tsr_seterr(r->e, TSR_ERR_FORMAT,
+                "%s: tensor %.*s: row length %llu is not a multiple of the %s block (%d)",
+                r->name, nl, t->name, (unsigned long long)t->ne[0], type_name(t->type), QK);
+        t->bytes = t->numel / QK * (t->type == GGML_Q8_0 ? 2 + QK : 2 + QK / 2);
+        break;
+    default:
+        return tsr_seterr(r->e, TSR_ERR_UNSUPPORTED,
+            "%s: tensor %.*s has ggml type %s (id %u); supported: F32, F16, Q4_0, Q8_0",
+            r->name, nl, t->name, type_name(t->type), t->type);
+    }
+    if (t->off % align)
+        return tsr_seterr(r->e, TSR_ERR_FORMAT,
+            "%s: tensor %.*s: offset %llu is misaligned (alignment %llu)",
+            r->name, nl, t->name, (unsigned long long)t->off, (unsigned long long)align);
+    return TSR_OK;
+}
+
+static int cmp_off(const void *a, const void *b)
+{
+    const tinfo *x = *(const tinfo *const *)a, *y = *(const tinfo *const *)b;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static const tinfo *find_tensor(const tinfo *ts, uint64_t n, const char *name)
+{
+    size_t nl = strlen(name);
+    for (uint64_t i = 0; i < n; i++)
+        if (ts[i].nlen == nl && !memcmp(ts[i].name, name, nl)) return &ts[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Open                                                                       */
+
+/* Everything the open needs to free on any path. */
+typedef struct gguf {
+    rd r;
+    kv *kvs;  uint64_t n_kv;
+    tinfo *ts; uint64_t n_t;
+    uint64_t data_off;
+    tsr_checkpoint *m;
+} gguf;
+
+/* Header, metadata and tensor infos; checks extents and overlaps. */
+static int parse(gguf *g)
+{
+    rd *r = &g->r;
+    uint32_t magic, version;
+    uint64_t n_t, n_kv;
+    if (rd_u32(r, &magic, "header") || rd_u32(r, &version, "header")) return TSR_ERR_FORMAT;
+    if (memcmp(&magic, "GGUF", 4))
+        return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: not a GGUF file", r->name);
+    if (version != 2 && version != 3)
+        return tsr_seterr(r->e, TSR_ERR_UNSUPPORTED, "%s: GGUF version %u (supported: 2, 3)",
+                          r->name, version);
+    if (rd_u64(r, &n_t, "header") || rd_u64(r, &n_kv, "header")) return TSR_ERR_FORMAT;
+
+    // each pair takes >= 13 bytes (key length, type, 1-byte value)
+    if (n_kv > (r->len - r->off) / 13)
+        return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: truncated: %llu metadata pairs cannot fit",
+                          r->name, (unsigned long long)n_kv);
+    g->kvs = calloc(n_kv ? n_kv : 1, sizeof *g->kvs);
+    if (!g->kvs) return tsr_seterr(r->e, TSR_ERR_NOMEM, "%s: out of memory", r->name);
+    for (uint64_t i = 0; i < n_kv; i++, g->n_kv++) {
+        kv *k = &g->kvs[i];
+        if (rd_str(r, &k->key, &k->klen, "metadata key") ||
+            rd_u32(r, &k->type, "metadata type"))
+            return TSR_ERR_FORMAT;
+        k->voff = r->off;
+        if (k->type == GT_ARRAY) {
+            if (need(r, 12, "array header")) return TSR_ERR_FORMAT;
+            k->atype = get_u32(r->b + r->off);
+            k->acount = get_u64(r->b + r->off + 4);
+            k->voff = r->off + 12;
+        }
+        if (skip_value(r, k->type, 0)) return TSR_ERR_FORMAT;
+    }
+
+    int64_t al = 32;
+    int rc = kv_int(r, g->kvs, g->n_kv, "general.alignment", &al);
+    if (rc < 0 || rc > 1) return rc;
+    if (al < 1 || al > (1 << 24) || (al & (al - 1)))
+        return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: general.alignment %lld is not a power of two",
+                          r->name, (long long)al);
+
+    // each tensor info takes >= 32 bytes
+    if (n_t > (r->len - r->off) / 32)
+        return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: truncated: %llu tensor infos cannot fit",
+                          r->name, (unsigned long long)n_t);
+    g->ts = calloc(n_t ? n_t : 1, sizeof *g->ts);
+    if (!g->ts) return tsr_seterr(r->e, TSR_ERR_NOMEM, "%s: out of memory", r->name);
+    for (uint64_t i = 0; i < n_t; i++, g->n_t++)
+        if ((rc = read_tinfo(r, &g->ts[i], (uint64_t)al))) return rc;
+
+    // the data section starts at the next multiple of the alignment
+    uint64_t pad = (uint64_t)al - r->off % (uint64_t)al;
+    if (pad == (uint64_t)al) pad = 0;
+    if (need(r, pad, "alignment padding")) return TSR_ERR_FORMAT;
+    g->data_off = r->off + pad;
+    uint64_t data_len = r->len - g->data_off;
+
+    // extents within the data section, and no two tensors overlapping
+    const tinfo **by = malloc((n_t ? n_t : 1) * sizeof *by);
+    if (!by) return tsr_seterr(r->e, TSR_ERR_NOMEM, "%s: out of memory", r->name);
+    for (uint64_t i = 0; i < n_t; i++) by[i] = &g->ts[i];
+    qsort(by, n_t, sizeof *by, cmp_off);
+    rc = TSR_OK;
+    for (uint64_t i = 0; i < n_t && !rc; i++) {
+        const tinfo *t = by[i];
+        int nl = t->nlen > 64 ? 64 : (int)t->nlen;
+        if (t->off > data_len || t->bytes > data_len - t->off)
+            rc = tsr_seterr(r->e, TSR_ERR_FORMAT,
+                "%s: truncated: tensor %.*s (%llu bytes at data offset %llu) passes the end (%llu data bytes)",
+                r->name, nl, t->name, (unsigned long long)t->bytes,
+                (unsigned long long)t->off, (unsigned long long)data_len);
+        else if (i > 0 && by[i - 1]->off + by[i - 1]->bytes > t->off)
+            rc = tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: tensors %.*s and %.*s overlap",
+                r->name, by[i - 1]->nlen > 64 ? 64 : (int)by[i - 1]->nlen, by[i - 1]->name,
+                nl, t->name);
+    }
+    free(by);
+    return rc;
+}
+
+/* Read hyperparameters into cfg.  Errors: FORMAT, UNSUPPORTED. */
+static int read_config(gguf *g, tsr_config *c)
+{
+    rd *r = &g->r;
+    const char *s; uint64_t sl;
+    int rc = kv_str(r, g->kvs, g->n_kv, "general.architecture", &s, &sl);
+    if (rc == 1)
+        return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: no general.architecture", r->name);
+    if (rc) return rc;
+    if (sl != 5 || memcmp(s, "llama", 5))
+        return tsr_seterr(r->e, TSR_ERR_UNSUPPORTED,
+            "%s: architecture '%.*s' is not supported (llama only)",
+            r->name, sl > 64 ? 64 : (int)sl, s);
+
+    memset(c, 0, sizeof *c);
+    c->format = TSR_FMT_GGUF;
+    static const struct { const char *key; size_t off; int required; } ints[] = {
+        { "llama.embedding_length",      offsetof(tsr_config, dim),        1 },
+        { "llama.feed_forward_length",   offsetof(tsr_config, hidden_dim), 1 },
+        { "llama.block_count",           offsetof(tsr_config, n_layers),   1 },
+        { "llama.attention.head_count",  offsetof(tsr_config, n_heads),    1 },
+        { "llama.attention.head_count_kv", offsetof(tsr_config, n_kv_heads), 0 },
+        { "llama.context_length",        offsetof(tsr_config, seq_len),    1 },
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        int64_t v = 0;
+        rc = kv_int(r, g->kvs, g->n_kv, ints[i].key, &v);
+        if (rc == 1 && ints[i].required)
+            return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: no %s", r->name, ints[i].key);
+        if (rc > 1) return rc;
+        if (rc == 0) {
+            if (v < 1 || v > INT32_MAX)
+                return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: %s %lld out of range",
+                                  r->name, ints[i].key, (long long)v);
+            *(int *)(void *)((char *)c + ints[i].off) = (int)v;
+        }
+    }
+    if (!c->n_kv_heads) c->n_kv_heads = c->n_heads;
+    c->rope_theta = 10000.0f;
+    c->norm_eps = 1e-5f;
+    if ((rc = kv_float(r, g->kvs, g->n_kv, "llama.rope.freq_base", &c->rope_theta)) > 1) return rc;
+    if ((rc = kv_float(r, g->kvs, g->n_kv, "llama.attention.layer_norm_rms_epsilon",
+                       &c->norm_eps)) > 1)
+        return rc;
+
+    // vocab: the tokenizer's token list
+    const kv *tok = find_kv(g->kvs, g->n_kv, "tokenizer.ggml.tokens");
+    if (!tok || tok->type != GT_ARRAY || tok->atype != GT_STRING)
+        return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: no tokenizer.ggml.tokens string array",
+                          r->name);
+    if (tok->acount < 1 || tok->acount > TSR_CKPT_MAX_VOCAB)
+        return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: vocab size %llu out of range", r->name,
+                          (unsigned long long)tok->acount);
+    c->vocab_size = (int)tok->acount;
+    c->shared_classifier = find_tensor(g->ts, g->n_t, "output.weight") == NULL;
+    if ((rc = tsr_config_check(c, r->name, TSR_ERR_FORMAT, r->e))) return rc;
+
+    int64_t rope_dims;
+    rc = kv_int(r, g->kvs, g->n_kv, "llama.rope.dimension_count", &rope_dims);
+    if (rc > 1) return rc;
+    if (rc == 0 && rope_dims != c->dim / c->n_heads)
+        return tsr_seterr(r->e, TSR_ERR_UNSUPPORTED,
+            "%s: llama.rope.dimension_count %lld differs from head_size %d (partial RoPE)",
+            r->name, (long long)rope_dims, c->dim / c->n_heads);
+    return TSR_OK;
+}
+
+/* Build the tokenizer from tokenizer.ggml.{tokens,scores}; "▁" (U+2581)
+ * becomes ' ' so that pieces match llama2.c's tokenizer.bin. */
+static int read_tokenizer(gguf *g, tsr_tokenizer **out)
+{
+    rd *r = &g->r;
+    const char *s; uint64_t sl;
+    int rc = kv_str(r, g->kvs, g->n_kv, "tokenizer.ggml.model", &s, &sl);
+    if (rc > 1) return rc;
+    if (rc == 0 && (sl != 5 || memcmp(s, "llama", 5)))
+        return tsr_seterr(r->e, TSR_ERR_UNSUPPORTED,
+            "%s: tokenizer model '%.*s' is not supported (llama only)",
+            r->name, sl > 64 ? 64 : (int)sl, s);
+    const kv *tok = find_kv(g->kvs, g->n_kv, "tokenizer.ggml.tokens");
+    const kv *sc = find_kv(g->kvs, g->n_kv, "tokenizer.ggml.scores");
+    const kv *tt = find_kv(g->kvs, g->n_kv, "tokenizer.ggml.token_type");
+    uint64_t n = tok->acount;   // checked by read_config
+    if (!sc || sc->type != GT_ARRAY || sc->atype != GT_F32 || sc->acount != n)
+        return tsr_seterr(r->e, TSR_ERR_FORMAT,
+            "%s: tokenizer.ggml.scores must be %llu f32 values", r->name, (unsigned long long)n);
+    if (tt && (tt->type != GT_ARRAY || tt->atype != GT_I32 || tt->acount != n))
+        return tsr_seterr(r->e, TSR_ERR_FORMAT,
+            "%s: tokenizer.ggml.token_type must be %llu int32 values", r->name,
+            (unsigned long long)n);
+
+    // the strings were bounds-checked by parse(); their total bytes bound
+    // the converted pieces, which only shrink
+    const uint8_t *p = r->b + tok->voff;
+    uint64_t total = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t l = get_u64(p);
+        total += l;
+        p += 8 + l;
+    }
+    if (total > INT32_MAX)
+        return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: tokenizer strings too long", r->name);
+    char *buf = malloc(total + 1);                  // (total,) converted pieces
+    const char **pieces = malloc(n * sizeof *pieces);   // (n,) into buf
+    int *nb = malloc(n * sizeof *nb);               // (n,) bytes of each piece
+    float *scores = malloc(n * sizeof *scores);     // (n,)
+    rc = TSR_OK;
+    if (!buf || !pieces || !nb || !scores) {
+        rc = tsr_seterr(r->e, TSR_ERR_NOMEM, "%s: out of memory for the tokenizer", r->name);
+        goto done;
+    }
+    p = r->b + tok->voff;
+    char *w = buf;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t l = get_u64(p);
+        const uint8_t *src = p + 8;
+        pieces[i] = w;
+        for (uint64_t j = 0; j < l; j++) {
+            if (j + 2 < l && src[j] == 0xe2 && src[j + 1] == 0x96 && src[j + 2] == 0x81) {
+                *w++ = ' ';
+                j += 2;
+            } else {
+                *w++ = (char)src[j];
+            }
+        }
+        nb[i] = (int)(w - pieces[i]);
+        p += 8 + l;
+    }
+    memcpy(scores, r->b + sc->voff, n * sizeof *scores);
+    rc = tsr_tokenizer_from_arrays((int)n, pieces, nb, scores, out, r->e);
+done:
+    free(buf);
+    free(pieces);
+    free(nb);
+    free(scores);
+    return rc;
+}
+
+/* Dequantize the named tensor, which must have shape (rows, cols), into
+ * *dst (advanced past it) and point t at it; with t NULL only check that it
+ * is there with that shape. */
+static int take(gguf *g, tsr_tensor *t, const char *name, int rows, int cols, float **dst)
+{
+    rd *r = &g->r;
+    const tinfo *ti = find_tensor(g->ts, g->n_t, name);
+    if (!ti) return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: missing tensor %s", r->name, name);
+    if (ti->ne[0] != (uint64_t)cols || ti->ne[1] != (uint64_t)rows || ti->ne[2] != 1 || ti->ne[3] != 1)
+        return tsr_seterr(r->e, TSR_ERR_FORMAT,
+            "%s: tensor %s has shape [%llu, %llu, %llu, %llu], expected [%d, %d] (cols, rows)",
+            r->name, name, (unsigned long long)ti->ne[0], (unsigned long long)ti->ne[1],
+            (unsigned long long)ti->ne[2], (unsigned long long)ti->ne[3], cols, rows);
+    if (!t) return TSR_OK;
+    dequant(ti->type, r->b + g->data_off + ti->off, ti->numel, *dst);
+    *t = (tsr_tensor){ .type = TSR_DT_F32, .rows = rows, .cols = cols, .f = *dst };
+    *dst += ti->numel;
+    return TSR_OK;
+}
+
+/* Take every tensor of a model of shape c into m's views and the fp32
+ * memory at *f; with m NULL only check names and shapes (before anything
+ * is allocated, so a header cannot make the open allocate what the file
+ * does not hold). */
+static int take_all(gguf *g, const tsr_config *c, tsr_checkpoint *m, float **pf)
+{
+    int rc;
+    float **f = pf;   // NULL when only checking
+    int D = c->dim, H = c->hidden_dim, V = c->vocab_size;
+    int KV = c->n_kv_heads * (c->dim / c->n_heads);   // kv_dim
+    if ((rc = take(g, m ? &m->tok_embedding : NULL, "token_embd.weight", V, D, f)) ||
+        (rc = take(g, m ? &m->rms_final : NULL, "output_norm.weight", 1, D, f)))
+        return rc;
+    if (c->shared_classifier) { if (m) m->wcls = m->tok_embedding; }
+    else if ((rc = take(g, m ? &m->wcls : NULL, "output.weight", V, D, f))) return rc;
+    for (int l = 0; l < c->n_layers; l++) {
+        char n[9][64];
+        static const char *const suf[9] = { "attn_norm", "attn_q", "attn_k", "attn_v",
+            "attn_output", "ffn_norm", "ffn_gate", "ffn_down", "ffn_up" };
+        for (int i = 0; i < 9; i++) snprintf(n[i], sizeof n[i], "blk.%d.%s.weight", l, suf[i]);
+        if ((rc = take(g, m ? &m->rms_att[l] : NULL, n[0], 1, D, f)) ||
+            (rc = take(g, m ? &m->wq[l] : NULL, n[1], D, D, f)) ||
+            (rc = take(g, m ? &m->wk[l] : NULL, n[2], KV, D, f)) ||
+            (rc = take(g, m ? &m->wv[l] : NULL, n[3], KV, D, f)) ||
+            (rc = take(g, m ? &m->wo[l] : NULL, n[4], D, D, f)) ||
+            (rc = take(g, m ? &m->rms_ffn[l] : NULL, n[5], 1, D, f)) ||
+            (rc = take(g, m ? &m->w1[l] : NULL, n[6], H, D, f)) ||
+            (rc = take(g, m ? &m->w2[l] : NULL, n[7], D, H, f)) ||
+            (rc = take(g, m ? &m->w3[l] : NULL, n[8], H, D, f)))
+            return rc;
+    }
+    return TSR_OK;
+}
+
+/* Allocate the checkpoint and fill every tensor. */
+static int build(gguf *g, const tsr_config *c)
+{
+    rd *r = &g->r;
+    size_t L = (size_t)c->n_layers, dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
+    size_t kv_dim = (size_t)c->n_kv_heads * (dim / (size_t)c->n_heads);
+    size_t vocab = (size_t)c->vocab_size;
+    // floats: embedding, [classifier], final norm, per layer 2 norms and 7 matrices
+    uint64_t nf = 0;
+    int ovf = 0;
+    uint64_t per_layer = 2 * dim + 2 * dim * dim + 2 * kv_dim * dim + 3 * hid * dim;
+    ovf |= __builtin_mul_overflow((uint64_t)L, per_layer, &nf);
+    ovf |= __builtin_add_overflow(nf, (c->shared_classifier ? 1 : 2) * (uint64_t)vocab * dim + dim, &nf);
+    int rc = take_all(g, c, NULL, NULL);
+    if (rc) return rc;
+    uint64_t bytes;
+    ovf |= __builtin_mul_overflow(nf, 4, &bytes);
+    ovf |= __builtin_add_overflow(bytes, 9 * L * sizeof(tsr_tensor), &bytes);
+    if (ovf || bytes > SIZE_MAX)
+        return tsr_seterr(r->e, TSR_ERR_NOMEM, "%s: model too large", r->name);
+    g->m = calloc(1, sizeof *g->m);
+    void *owned = g->m ? malloc((size_t)bytes) : NULL;
+    if (!owned)
+        return tsr_seterr(r->e, TSR_ERR_NOMEM, "%s: out of memory for %llu bytes of weights",
+                          r->name, (unsigned long long)bytes);
+    tsr_checkpoint *m = g->m;
+    m->cfg = *c;
+    m->owned = owned;
+    m->map_len = (size_t)r->len;   // file size for `tessera info`; nothing stays mapped
+    snprintf(m->path, sizeof m->path, "%s", r->name);
+    tsr_tensor *t = owned;   // (9, n_layers) per-layer tensor views
+    m->rms_att = t + 0 * L;  m->wq = t + 1 * L;  m->wk = t + 2 * L;
+    m->wv = t + 3 * L;       m->wo = t + 4 * L;  m->rms_ffn = t + 5 * L;
+    m->w1 = t + 6 * L;       m->w2 = t + 7 * L;  m->w3 = t + 8 * L;
+    float *f = (float *)(void *)(t + 9 * L);   // (nf,) fp32 weights
+
+    if ((rc = take_all(g, c, m, &f))) return rc;
+    return read_tokenizer(g, &m->tok);
+}
+
+int tsr_gguf_open_memory(const void *data, size_t len, const char *name,
+                         tsr_checkpoint **out, tsr_err *e)
+{
+    *out = NULL;
+    gguf g = { .r = { .b = data, .len = len, .name = name, .e = e } };
+    tsr_config cfg;
+    int rc = parse(&g);
+    if (!rc) rc = read_config(&g, &cfg);
+    if (!rc) rc = build(&g, &cfg);
+    free(g.kvs);
+    free(g.ts);
+    if (rc) tsr_checkpoint_close(g.m);
+    else *out = g.m;
+    return rc;
+}
