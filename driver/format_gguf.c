@@ -342,6 +342,7 @@ typedef struct gguf {
     tinfo *ts; uint64_t n_t;
     uint64_t data_off;
     tsr_checkpoint *m;
+    int n_src_type[4];    // tensors by stored type: F32, F16, Q8_0, Q4_0
 } gguf;
 
 /* Header, metadata and tensor infos; checks extents and overlaps. */
@@ -394,6 +395,11 @@ static int parse(gguf *g)
     if (!g->ts) return tsr_seterr(r->e, TSR_ERR_NOMEM, "%s: out of memory", r->name);
     for (uint64_t i = 0; i < n_t; i++, g->n_t++)
         if ((rc = read_tinfo(r, &g->ts[i], (uint64_t)al))) return rc;
+    for (uint64_t i = 0; i < n_t; i++) {
+        uint32_t ty = g->ts[i].type;
+        int k = ty == GGML_F32 ? 0 : ty == GGML_F16 ? 1 : ty == GGML_Q8_0 ? 2 : 3;
+        g->n_src_type[k]++;
+    }
 
     // the data section starts at the next multiple of the alignment
     uint64_t pad = (uint64_t)al - r->off % (uint64_t)al;
@@ -644,6 +650,7 @@ static int build(gguf *g, const tsr_config *c)
                           r->name, (unsigned long long)bytes);
     tsr_checkpoint *m = g->m;
     m->cfg = *c;
+    memcpy(m->n_src_type, g->n_src_type, sizeof m->n_src_type);
     m->owned = owned;
     m->map_len = (size_t)r->len;   // file size for `tessera info`; nothing stays mapped
     snprintf(m->path, sizeof m->path, "%s", r->name);

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "model.h"
+#include "weight_image.h"
 
 static void copy_err(const tsr_err *e, char *err, size_t errlen)
 {
@@ -81,6 +82,23 @@ int tsr_file_inspect(const char *path, tsr_file_info *info, char *err, size_t er
     if (!c->shared_classifier) {
         info->params_classifier = tensor_params(&ck->wcls);
         info->bytes_classifier = tensor_bytes(&ck->wcls);
+    }
+    if (c->format == TSR_FMT_GGUF) {
+        snprintf(info->architecture, sizeof info->architecture, "llama");
+        info->tensors_f32 = ck->n_src_type[0];
+        info->tensors_f16 = ck->n_src_type[1];
+        info->tensors_q8_0 = ck->n_src_type[2];
+        info->tensors_q4_0 = ck->n_src_type[3];
+    }
+    /* On-chip bytes: the weight image layout on the default mesh. */
+    for (int f32 = 0; f32 <= 1; f32++) {
+        tsr_load_opts o = { .weights_f32 = f32, .group_size = 32, .seq_len = c->seq_len,
+                            .n_slots = 1 };
+        tsr_kconfig kc;
+        tsr_wneed need;
+        if (tsr_wimage_config(ck, &o, TSR_DEFAULT_PES, &kc, NULL) != TSR_OK) continue;
+        tsr_wimage_need(&kc, &need);
+        *(f32 ? &info->onchip_f32_bytes : &info->onchip_q8_bytes) = need.total_bytes;
     }
     tsr_checkpoint_close(ck);
     return TSR_OK;

@@ -76,6 +76,8 @@ typedef struct tsr_checkpoint {
     tsr_tensor rms_final;       /* (1, dim), F32                           */
     tsr_tensor wcls;            /* (vocab_size, dim); a copy of tok_embedding's
                                    view when cfg.shared_classifier          */
+    int    n_src_type[4];       /* GGUF: tensors stored as F32, F16, Q8_0,
+                                   Q4_0 (before conversion); zero otherwise */
     /* private */
     void  *map;                 /* mmap()ed file, or NULL                  */
     size_t map_len;             /* bytes                                   */

@@ -41,6 +41,7 @@ int cmd_info(int argc, char **argv)
         return 1;
     }
     printf("file:        %s (%llu bytes)\n", model, (unsigned long long)fi.file_bytes);
+    if (fi.architecture[0]) printf("architecture: %s\n", fi.architecture);
     printf("format:      %s", fi.format);
     if (fi.group_size) printf(", group size %d", fi.group_size);
     printf("\n");
@@ -59,5 +60,12 @@ int cmd_info(int argc, char **argv)
     row("ffn", fi.params_ffn, fi.bytes_ffn);
     row("norms", fi.params_norms, fi.bytes_norms);
     if (!fi.shared_classifier) row("classifier", fi.params_classifier, fi.bytes_classifier);
+    if (fi.architecture[0])
+        printf("tensors by stored type: F32 %d, F16 %d, Q8_0 %d, Q4_0 %d "
+               "(converted on load; the byte figures above are after conversion to fp32)\n",
+               fi.tensors_f32, fi.tensors_f16, fi.tensors_q8_0, fi.tensors_q4_0);
+    printf("on-chip bytes (16 PEs, %d-token KV cache): %llu with Q8_0 weights (group 32), "
+           "%llu with F32 weights\n", fi.seq_len, (unsigned long long)fi.onchip_q8_bytes,
+           (unsigned long long)fi.onchip_f32_bytes);
     return cli_flush_stdout() ? 1 : 0;
 }

@@ -354,6 +354,34 @@ static void load_from_memory(void **state)
     free(buf);
 }
 
+/* tessera info's on-chip figures are the emulator's own fit figures. */
+static void inspect_onchip_bytes_match_fit(void **state)
+{
+    (void)state;
+    const char *files[] = { MODEL, SHARED_MODEL("stories260K-q4_0.gguf") };
+    for (int k = 0; k < 2; k++) {
+        tsr_file_info fi;
+        char err[256];
+        assert_int_equal(tsr_file_inspect(files[k], &fi, err, sizeof err), TSR_OK);
+        tsr_device *dev = NULL;
+        assert_int_equal(tsr_device_open("emu", &dev), TSR_OK);
+        for (int f32 = 0; f32 <= 1; f32++) {
+            tsr_model_opts o = { .tokenizer = TOK, .weights_f32 = f32, .n_seqs = 1 };
+            uint64_t need = 0, have = 0;
+            assert_int_equal(tsr_model_fit(dev, files[k], &o, &need, &have), TSR_OK);
+            assert_int_equal(need, f32 ? fi.onchip_f32_bytes : fi.onchip_q8_bytes);
+        }
+        tsr_device_close(dev);
+        if (k == 1) {
+            assert_string_equal(fi.architecture, "llama");
+            assert_int_equal(fi.tensors_f32, 11);
+            assert_int_equal(fi.tensors_f16, 5);
+            assert_int_equal(fi.tensors_q8_0, 1);
+            assert_int_equal(fi.tensors_q4_0, 31);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -363,6 +391,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(misuse_returns_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(load_from_memory, setup, teardown),
         cmocka_unit_test(replaced_model_is_stale),
+        cmocka_unit_test(inspect_onchip_bytes_match_fit),
         cmocka_unit_test(cancel_long_decode_15m),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -286,6 +286,13 @@ typedef struct tsr_file_info {
     uint64_t params_ffn, bytes_ffn;               /* w1 w2 w3, all layers   */
     uint64_t params_norms, bytes_norms;           /* RMSNorm weights        */
     uint64_t params_classifier, bytes_classifier; /* wcls when not shared   */
+    /* GGUF: the architecture and tensors by stored type; zero otherwise. */
+    char     architecture[16];
+    int      tensors_f32, tensors_f16, tensors_q8_0, tensors_q4_0;
+    /* On-chip bytes after conversion on the emulator's default device (16
+     * PEs, one sequence of seq_len tokens, fp32 KV cache): weights as Q8_0
+     * at group size 32, and as F32. */
+    uint64_t onchip_q8_bytes, onchip_f32_bytes;
 } tsr_file_info;
 
 /* Read the header and tensor table of a model file (all checks of
