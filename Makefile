@@ -50,6 +50,7 @@ help:
 	@echo "  make test       build and run every CMocka test, plus lint-hls"
 	@echo "  make lint-hls   check kernels/ against the synthesizable C rules"
 	@echo "  make run        decode 'Once upon a time' on stories260K in the emulator"
+	@echo "  make bench      benchmark stories260K and synthetic 15M/42M/110M, write docs/benchmarks.md"
 	@echo "  make examples   build host/examples/ into $(BUILD)/examples/"
 	@echo "  make install    install header, libraries, tessera.pc (PREFIX=$(PREFIX), DESTDIR=)"
 	@echo "  make clean      remove build outputs"
@@ -101,6 +102,12 @@ run: $(TESSERA)
 
 clean:
 	rm -rf build build-san
+
+# ------------------------------------------------------------------ bench ---
+# Synthetic checkpoints go to $(BUILD)/bench/ (kept between runs).
+.PHONY: bench
+bench: $(TESSERA)
+	sh host/bench.sh $(TESSERA) $(SHARED) $(BUILD)/bench docs/benchmarks.md
 
 # --------------------------------------------------------------- examples ---
 # host/examples/*.c against the in-tree header and the static library.

@@ -13,6 +13,7 @@ int cmd_run(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 /* Flush stdout; on a write error (a full disk, a closed pipe) print it and
  * return -1. */

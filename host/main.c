@@ -17,6 +17,7 @@ static const char usage[] =
     "  chat    interactive: each line typed continues one sequence on the device\n"
     "  info    print a model file's header, parameter count and bytes per tensor group\n"
     "  synth   write a llama2.c checkpoint with deterministic pseudo-random weights\n"
+    "  bench   measure decode/prefill tokens/s, time to first token, load GB/s, peak RSS\n"
     "  help    this text\n"
     "\n"
     "'tessera <command> --help' describes a command's options.\n";
@@ -99,6 +100,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "info"))  return cmd_info(argc - 2, argv + 2);
     if (!strcmp(cmd, "synth")) return cmd_synth(argc - 2, argv + 2);
     if (!strcmp(cmd, "chat"))  return cmd_chat(argc - 2, argv + 2);
+    if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         if (argc > 2) {
             char *h[] = { "--help", NULL };
@@ -106,7 +108,8 @@ int main(int argc, char **argv)
             if (!strcmp(argv[2], "info"))  return cmd_info(1, h);
             if (!strcmp(argv[2], "synth")) return cmd_synth(1, h);
             if (!strcmp(argv[2], "chat"))  return cmd_chat(1, h);
-            cli_error("help: unknown command '%s' (valid: run, chat, info, synth)", argv[2]);
+            if (!strcmp(argv[2], "bench")) return cmd_bench(1, h);
+            cli_error("help: unknown command '%s' (valid: run, chat, info, synth, bench)", argv[2]);
             return 2;
         }
         fputs(usage, stdout);
@@ -116,6 +119,6 @@ int main(int argc, char **argv)
         printf("tessera %s\n", tsr_version());
         return 0;
     }
-    cli_error("unknown command '%s' (valid: run, chat, info, synth, help)", cmd);
+    cli_error("unknown command '%s' (valid: run, chat, info, synth, bench, help)", cmd);
     return 2;
 }

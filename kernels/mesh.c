@@ -65,6 +65,11 @@ tile_f32_macs:
 /* ------------------------------------------------------------------------ */
 /* Mesh GEMV                                                                  */
 
+#ifdef TSR_EMU
+/* Emulator only: MACs below which a GEMV runs on the calling thread. */
+#define TSR_EMU_MIN_PARALLEL_MACS (64u * 1024u)
+#endif
+
 void tsr_mesh_gemv(tsr_kstate *st, uint32_t mat, const float *x, float *y)
 {
     const tsr_kconfig *c = &st->cfg;
@@ -89,10 +94,12 @@ gemv_pad:
     /* 2. broadcast slices; every PE multiplies its tile (PE-local work).
      *    The emulator spreads the PEs over its worker threads (OpenMP keeps
      *    one pool); each PE writes only its own psum, so the result does not
-     *    depend on the thread count. */
+     *    depend on the thread count.  Small matrices stay on one thread:
+     *    waking the team costs more than their MACs. */
     uint64_t bcast = 0, macs = 0;
 #ifdef TSR_EMU
-#pragma omp parallel for schedule(static) num_threads(st->threads) if (st->threads > 1) \
+    int team = st->threads > 1 && (uint64_t)d * npad >= TSR_EMU_MIN_PARALLEL_MACS;
+#pragma omp parallel for schedule(static) num_threads(st->threads) if (team) \
     reduction(+ : bcast, macs)
 #else
 gemv_pes:

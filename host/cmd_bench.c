@@ -1,0 +1,283 @@
+/* cmd_bench.c - tessera bench: decode throughput, prefill throughput, time
+ * to first token, weight-stream rate and peak RSS of one model on a device.
+ *
+ * The model is loaded once (that load is timed here: GB/s = the device's
+ * load_h2d bytes / wall seconds of tsr_model_load).  Then W warm-up runs and
+ * K measured runs, each on a fresh sequence: append P prompt token ids
+ * (prefill), generate exactly N tokens greedily with ignore_stop = 1.  The
+ * per-run figures are the library's sequence stats.  The prompt is token
+ * ids, not text, so that P is exact for any vocab: BOS (1), then
+ * (i * 7919) % vocab. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "cli.h"
+
+static const char usage[] =
+    "usage: tessera bench -m MODEL [-z TOKENIZER] [options]\n"
+    "\n"
+    "Load MODEL once (the weight stream is timed), then run W warm-up and K\n"
+    "measured passes, each on a fresh sequence: prefill P prompt tokens, then\n"
+    "generate exactly N tokens greedily (BOS/EOS do not stop it).  Prints the\n"
+    "median and min..max over the K runs of decode tokens/s, prefill tokens/s\n"
+    "and time to first token, plus the load rate and the peak RSS.\n"
+    "\n"
+    "  -m, --model FILE       llama2.c checkpoint or GGUF file\n"
+    "  -z, --tokenizer FILE   llama2.c tokenizer.bin (required for llama2.c files;\n"
+    "                         the prompt is token ids, so any tokenizer of the\n"
+    "                         model's vocab size will do)\n"
+    "      --prompt-tokens P  prompt length in tokens, BOS included (default 32)\n"
+    "      --decode-tokens N  tokens generated per run (default 256)\n"
+    "      --repeat K         measured runs (default 3)\n"
+    "      --warmup W         unmeasured runs first (default 1)\n"
+    "      --backend SPEC     device spec (default emu)\n"
+    "      --threads T        append threads=T to the device spec\n"
+    "      --weights q8|f32   on-chip weight format (default q8)\n"
+    "      --group-size G     Q8_0 group size (default 32)\n"
+    "      --json             one JSON line per measured run instead of the table\n"
+    "  -h, --help             this text\n";
+
+typedef struct bench_args {
+    const char *model, *tokenizer, *backend;
+    int prompt_tokens, decode_tokens, repeat, warmup, threads, weights_f32, group_size, json;
+} bench_args;
+
+/* One measured run. */
+typedef struct bench_run {
+    double decode_tok_s, prefill_tok_s, ttft_ms;
+} bench_run;
+
+static int parse_args(int argc, char **argv, bench_args *a)
+{
+    for (int i = 0; i < argc; i++) {
+        const char *o = argv[i], *v;
+        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+            fputs(usage, stdout);
+            exit(0);
+        }
+#define IS(s, l) (!strcmp(o, s) || !strcmp(o, l))
+#define VAL() if (!(v = cli_value(argc, argv, &i))) return -1
+        if (IS("-m", "--model"))                   { VAL(); a->model = v; }
+        else if (IS("-z", "--tokenizer"))          { VAL(); a->tokenizer = v; }
+        else if (!strcmp(o, "--prompt-tokens"))    { VAL(); if (cli_int(o, v, 1, 1 << 24, &a->prompt_tokens)) return -1; }
+        else if (!strcmp(o, "--decode-tokens"))    { VAL(); if (cli_int(o, v, 1, 1 << 24, &a->decode_tokens)) return -1; }
+        else if (!strcmp(o, "--repeat"))           { VAL(); if (cli_int(o, v, 1, 1 << 16, &a->repeat)) return -1; }
+        else if (!strcmp(o, "--warmup"))           { VAL(); if (cli_int(o, v, 0, 1 << 16, &a->warmup)) return -1; }
+        else if (!strcmp(o, "--threads"))          { VAL(); if (cli_int(o, v, 1, 1024, &a->threads)) return -1; }
+        else if (!strcmp(o, "--group-size"))       { VAL(); if (cli_int(o, v, 1, 1 << 16, &a->group_size)) return -1; }
+        else if (!strcmp(o, "--backend"))          { VAL(); a->backend = v; }
+        else if (!strcmp(o, "--json"))             { a->json = 1; }
+        else if (!strcmp(o, "--weights")) {
+            VAL();
+            if (!strcmp(v, "q8")) a->weights_f32 = 0;
+            else if (!strcmp(v, "f32")) a->weights_f32 = 1;
+            else { cli_error("option --weights: '%s' is not q8 or f32", v); return -1; }
+        } else {
+            cli_error("bench: unknown option '%s' (see tessera bench --help)", o);
+            return -1;
+        }
+#undef IS
+#undef VAL
+    }
+    if (!a->model) {
+        cli_error("bench: -m MODEL is required (see tessera bench --help)");
+        return -1;
+    }
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Peak resident set of this process so far, MB (Linux: ru_maxrss in KB). */
+static double peak_rss_mb(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0.0;
+    return (double)ru.ru_maxrss / 1024.0;
+}
+
+static int cmp_double(const void *pa, const void *pb)
+{
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return (a > b) - (a < b);
+}
+
+/* Median, min and max of v (n values, n >= 1); sorts v in place. */
+static void summarize(double *v, int n, double *med, double *lo, double *hi)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    *lo = v[0];
+    *hi = v[n - 1];
+    *med = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The worker threads a spec asks for: threads=T in it, else 1 (the
+ * emulator's default). */
+static int spec_threads(const char *spec)
+{
+    const char *p = strstr(spec, "threads=");
+    return p ? atoi(p + 8) : 1;
+}
+
+/* Print s as a JSON string (quotes, backslashes and control bytes escaped). */
+static void json_str(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') printf("\\%c", c);
+        else if (c < 0x20) printf("\\u%04x", c);
+        else putchar(c);
+    }
+    putchar('"');
+}
+
+/* One run on a fresh sequence: prefill prompt (n_prompt ids), generate n_gen
+ * tokens.  Returns a status; the failure is in tsr_device_errmsg(). */
+static int one_run(tsr_model *model, const int *prompt, int n_prompt, int n_gen,
+                   bench_run *r, int *got)
+{
+    tsr_seq *seq = NULL;
+    int rc = tsr_seq_open(model, &seq);
+    if (rc == TSR_OK) rc = tsr_seq_append_tokens(seq, prompt, n_prompt);
+    tsr_gen_opts go = { .max_tokens = n_gen, .temperature = 0.0f, .ignore_stop = 1 };
+    if (rc == TSR_OK) rc = tsr_seq_generate(seq, &go, NULL, NULL, got);
+    tsr_seq_stats st;
+    if (rc == TSR_OK) rc = tsr_seq_get_stats(seq, &st);
+    if (rc == TSR_OK) {
+        r->decode_tok_s = st.decode_tok_s;
+        r->prefill_tok_s = st.prefill_tok_s;
+        r->ttft_ms = st.ttft_ms;
+    }
+    tsr_seq_close(seq);
+    return rc;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    bench_args a = { .backend = "emu", .prompt_tokens = 32, .decode_tokens = 256,
+                     .repeat = 3, .warmup = 1 };
+    if (parse_args(argc, argv, &a)) return 2;
+
+    char spec[512];
+    int n = snprintf(spec, sizeof spec, "%s", a.backend);
+    if (a.threads)
+        n += snprintf(spec + n, sizeof spec - (size_t)n, "%sthreads=%d",
+                      strchr(a.backend, ':') ? "," : ":", a.threads);
+    if (n >= (int)sizeof spec) { cli_error("bench: device spec too long"); return 2; }
+    int threads = spec_threads(spec);
+
+    int rc, status = 1;
+    int *prompt = NULL;       // (prompt_tokens,) token ids
+    bench_run *runs = NULL;   // (repeat,)
+    tsr_device *dev = NULL;
+    tsr_model *model = NULL;
+    if ((rc = tsr_device_open(spec, &dev)) != TSR_OK) {
+        cli_error("%s", tsr_device_errmsg(dev));
+        status = rc == TSR_ERR_ARG ? 2 : 1;
+        goto out;
+    }
+
+    /* Load once, timed: the weight stream into on-chip memory. */
+    tsr_model_opts mo = { .tokenizer = a.tokenizer, .weights_f32 = a.weights_f32,
+                          .group_size = a.group_size, .n_seqs = 1 };
+    double t0 = now_s();
+    rc = tsr_model_load(dev, a.model, &mo, &model);
+    double load_s = now_s() - t0;
+    if (rc != TSR_OK) {
+        cli_error("%s", tsr_device_errmsg(dev));
+        goto out;
+    }
+    tsr_traffic tr;
+    tsr_device_traffic(dev, &tr);
+    double load_gb_s = load_s > 0 ? (double)tr.load_h2d / load_s / 1e9 : 0.0;
+    tsr_model_info mi;
+    tsr_model_get_info(model, &mi);
+    if (a.prompt_tokens + a.decode_tokens > mi.seq_len) {
+        cli_error("%s: %d prompt + %d decode tokens exceed the context of %d tokens",
+                  a.model, a.prompt_tokens, a.decode_tokens, mi.seq_len);
+        status = 2;
+        goto out;
+    }
+
+    prompt = malloc((size_t)a.prompt_tokens * sizeof *prompt);
+    runs = malloc((size_t)a.repeat * sizeof *runs);
+    if (!prompt || !runs) { cli_error("out of memory"); goto out; }
+    prompt[0] = 1; // BOS
+    for (int i = 1; i < a.prompt_tokens; i++)
+        prompt[i] = (int)(((long long)i * 7919) % mi.vocab_size);
+
+    const char *wname = a.weights_f32 ? "f32" : "q8";
+    int gs = a.weights_f32 ? 0 : (a.group_size ? a.group_size : 32);
+    for (int k = -a.warmup; k < a.repeat; k++) {
+        bench_run r;
+        int got = 0;
+        if ((rc = one_run(model, prompt, a.prompt_tokens, a.decode_tokens, &r, &got)) != TSR_OK) {
+            cli_error("%s", tsr_device_errmsg(dev));
+            goto out;
+        }
+        if (got != a.decode_tokens) {
+            cli_error("%s: generated %d tokens, expected %d", a.model, got, a.decode_tokens);
+            goto out;
+        }
+        if (k < 0) continue; // warm-up: not measured
+        runs[k] = r;
+        if (a.json) {
+            printf("{\"model\":");
+            json_str(a.model);
+            printf(",\"backend\":");
+            json_str(spec);
+            printf(",\"threads\":%d,\"weights\":\"%s\",\"group_size\":%d,"
+                   "\"prompt_tokens\":%d,\"decode_tokens\":%d,\"decode_tok_s\":%.3f,"
+                   "\"prefill_tok_s\":%.3f,\"ttft_ms\":%.3f,\"load_gb_s\":%.4f,"
+                   "\"peak_rss_mb\":%.1f}\n",
+                   threads, wname, gs, a.prompt_tokens, got, r.decode_tok_s,
+                   r.prefill_tok_s, r.ttft_ms, load_gb_s, peak_rss_mb());
+            if (cli_flush_stdout()) goto out;
+        }
+    }
+
+    if (!a.json) {
+        double *v = malloc(3 * (size_t)a.repeat * sizeof *v); // (3 metrics, repeat)
+        if (!v) { cli_error("out of memory"); goto out; }
+        for (int k = 0; k < a.repeat; k++) {
+            v[0 * a.repeat + k] = runs[k].decode_tok_s;
+            v[1 * a.repeat + k] = runs[k].prefill_tok_s;
+            v[2 * a.repeat + k] = runs[k].ttft_ms;
+        }
+        static const char *const names[3] = { "decode tokens/s", "prefill tokens/s",
+                                              "time to first token, ms" };
+        printf("model %s  backend %s  threads %d  weights %s", a.model, spec, threads, wname);
+        if (gs) printf(" (group size %d)", gs);
+        printf("\nprompt %d tokens, decode %d tokens, %d runs after %d warm-up\n\n",
+               a.prompt_tokens, a.decode_tokens, a.repeat, a.warmup);
+        printf("%-26s %12s %25s\n", "metric", "median", "min..max");
+        for (int m = 0; m < 3; m++) {
+            double med, lo, hi;
+            summarize(v + (size_t)m * a.repeat, a.repeat, &med, &lo, &hi);
+            char range[64];
+            snprintf(range, sizeof range, "%.2f..%.2f", lo, hi);
+            printf("%-26s %12.2f %25s\n", names[m], med, range);
+        }
+        printf("%-26s %12.3f   (%llu bytes in %.3f s)\n", "load GB/s", load_gb_s,
+               (unsigned long long)tr.load_h2d, load_s);
+        printf("%-26s %12.1f\n", "peak RSS MB", peak_rss_mb());
+        free(v);
+        if (cli_flush_stdout()) goto out;
+    }
+    status = 0;
+out:
+    free(prompt);
+    free(runs);
+    tsr_model_close(model);
+    tsr_device_close(dev);
+    return status;
+}

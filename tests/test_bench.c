@@ -1,0 +1,182 @@
+/*
+ * test_bench.c - tessera bench as a user runs it: one JSON line per measured
+ * run (warm-up runs unprinted) with the requested token count, and one-line
+ * usage errors with exit status 2.  No wall-clock assertions.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test_util.h"
+
+#define MODEL SHARED_MODEL("stories260K.bin")
+#define TOK   SHARED_MODEL("tok512.bin")
+
+/* Run a shell command; out/err get its stdout/stderr (NUL-terminated,
+ * truncated to cap).  Returns the exit status. */
+static int run(const char *cmd, char *out, char *err, size_t cap)
+{
+    char outp[] = "/tmp/tsr_bench_out_XXXXXX", errp[] = "/tmp/tsr_bench_err_XXXXXX";
+    int fo = mkstemp(outp), fe = mkstemp(errp);
+    assert_true(fo >= 0 && fe >= 0);
+    close(fo);
+    close(fe);
+    char full[4096];
+    snprintf(full, sizeof full, "%s >%s 2>%s", cmd, outp, errp);
+    int st = system(full);
+    const char *paths[2] = { outp, errp };
+    char *bufs[2] = { out, err };
+    for (int i = 0; i < 2; i++) {
+        FILE *f = fopen(paths[i], "rb");
+        assert_non_null(f);
+        size_t n = fread(bufs[i], 1, cap - 1, f);
+        bufs[i][n] = '\0';
+        fclose(f);
+        unlink(paths[i]);
+    }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int count_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+/* The number after "key": in line (which ends at '\n'); asserts it is there. */
+static double json_num(const char *line, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(line, pat);
+    const char *eol = strchr(line, '\n');
+    assert_non_null(p);
+    assert_true(eol == NULL || p < eol);
+    return strtod(p + strlen(pat), NULL);
+}
+
+static char out[1 << 16], err[1 << 16];
+
+/* Two measured runs after one warm-up: exactly two JSON lines, each with
+ * 16 decode tokens, a positive decode rate and every documented field. */
+static void json_lines_per_run(void **state)
+{
+    (void)state;
+    int rc = run(TESSERA_BIN " bench -m " MODEL " -z " TOK
+                 " --prompt-tokens 8 --decode-tokens 16 --repeat 2 --warmup 1 --json",
+                 out, err, sizeof out);
+    assert_int_equal(rc, 0);
+    assert_int_equal(count_lines(out), 2);
+    static const char *const keys[] = { "\"model\":", "\"backend\":\"emu\"", "\"threads\":1",
+        "\"weights\":\"q8\"", "\"group_size\":32", "\"prefill_tok_s\":", "\"ttft_ms\":",
+        "\"load_gb_s\":", "\"peak_rss_mb\":" };
+    const char *line = out;
+    for (int i = 0; i < 2; i++) {
+        const char *eol = strchr(line, '\n');
+        assert_non_null(eol);
+        assert_int_equal(line[0], '{');
+        assert_int_equal(eol[-1], '}');
+        assert_int_equal((int)json_num(line, "decode_tokens"), 16);
+        assert_int_equal((int)json_num(line, "prompt_tokens"), 8);
+        assert_true(json_num(line, "decode_tok_s") > 0.0);
+        assert_true(json_num(line, "prefill_tok_s") > 0.0);
+        assert_true(json_num(line, "peak_rss_mb") > 0.0);
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            const char *p = strstr(line, keys[k]);
+            assert_true(p != NULL && p < eol);
+        }
+        line = eol + 1;
+    }
+}
+
+/* --threads appends threads=T to the spec; JSON reports it. */
+static void threads_option_reaches_spec(void **state)
+{
+    (void)state;
+    int rc = run(TESSERA_BIN " bench -m " MODEL " -z " TOK
+                 " --decode-tokens 4 --repeat 1 --warmup 0 --threads 2 --json",
+                 out, err, sizeof out);
+    assert_int_equal(rc, 0);
+    assert_int_equal(count_lines(out), 1);
+    assert_non_null(strstr(out, "\"backend\":\"emu:threads=2\""));
+    assert_int_equal((int)json_num(out, "threads"), 2);
+    assert_int_equal((int)json_num(out, "decode_tokens"), 4);
+}
+
+/* Without --json: a table with the metrics. */
+static void table_has_metrics(void **state)
+{
+    (void)state;
+    int rc = run(TESSERA_BIN " bench -m " MODEL " -z " TOK
+                 " --decode-tokens 8 --repeat 3 --warmup 0", out, err, sizeof out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "decode tokens/s"));
+    assert_non_null(strstr(out, "prefill tokens/s"));
+    assert_non_null(strstr(out, "time to first token, ms"));
+    assert_non_null(strstr(out, "load GB/s"));
+    assert_non_null(strstr(out, "peak RSS MB"));
+    assert_null(strchr(out, '{'));
+}
+
+static void bad_repeat_is_usage_error(void **state)
+{
+    (void)state;
+    int rc = run(TESSERA_BIN " bench -m " MODEL " -z " TOK " --repeat 0", out, err, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_int_equal(count_lines(err), 1);
+    assert_non_null(strstr(err, "--repeat"));
+    assert_string_equal(out, "");
+}
+
+static void unknown_option_is_usage_error(void **state)
+{
+    (void)state;
+    int rc = run(TESSERA_BIN " bench -m " MODEL " -z " TOK " --frobnicate", out, err, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_int_equal(count_lines(err), 1);
+    assert_non_null(strstr(err, "--frobnicate"));
+}
+
+/* More tokens than the context (stories260K: 512) is refused up front. */
+static void too_many_tokens_is_usage_error(void **state)
+{
+    (void)state;
+    int rc = run(TESSERA_BIN " bench -m " MODEL " -z " TOK
+                 " --prompt-tokens 500 --decode-tokens 100", out, err, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_int_equal(count_lines(err), 1);
+    assert_non_null(strstr(err, "context"));
+}
+
+/* A llama2.c checkpoint without -z: the library's one-line error, exit 1. */
+static void llama2c_without_tokenizer_fails(void **state)
+{
+    (void)state;
+    int rc = run(TESSERA_BIN " bench -m " MODEL " --decode-tokens 4", out, err, sizeof out);
+    assert_int_equal(rc, 1);
+    assert_int_equal(count_lines(err), 1);
+    assert_non_null(strstr(err, "tokenizer"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(json_lines_per_run),
+        cmocka_unit_test(threads_option_reaches_spec),
+        cmocka_unit_test(table_has_metrics),
+        cmocka_unit_test(bad_repeat_is_usage_error),
+        cmocka_unit_test(unknown_option_is_usage_error),
+        cmocka_unit_test(too_many_tokens_is_usage_error),
+        cmocka_unit_test(llama2c_without_tokenizer_fails),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
