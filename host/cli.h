@@ -28,6 +28,9 @@ int cli_int(const char *opt, const char *val, int lo, int hi, int *out);
 int cli_float(const char *opt, const char *val, float lo, float hi, float *out);
 int cli_u64(const char *opt, const char *val, uint64_t *out);
 
+/* Parse --weights q8|f32 into *f32 (0 or 1); -1 after an error. */
+int cli_weights(const char *opt, const char *val, int *f32);
+
 /* The value of option argv[*i] (advancing *i), or NULL after printing an
  * error when it is missing. */
 const char *cli_value(int argc, char **argv, int *i);

@@ -70,12 +70,8 @@ static int parse_args(int argc, char **argv, bench_args *a)
         else if (!strcmp(o, "--group-size"))       { VAL(); if (cli_int(o, v, 1, 1 << 16, &a->group_size)) return -1; }
         else if (!strcmp(o, "--backend"))          { VAL(); a->backend = v; }
         else if (!strcmp(o, "--json"))             { a->json = 1; }
-        else if (!strcmp(o, "--weights")) {
-            VAL();
-            if (!strcmp(v, "q8")) a->weights_f32 = 0;
-            else if (!strcmp(v, "f32")) a->weights_f32 = 1;
-            else { cli_error("option --weights: '%s' is not q8 or f32", v); return -1; }
-        } else {
+        else if (!strcmp(o, "--weights")) { VAL(); if (cli_weights(o, v, &a->weights_f32)) return -1; }
+        else {
             cli_error("bench: unknown option '%s' (see tessera bench --help)", o);
             return -1;
         }

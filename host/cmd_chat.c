@@ -71,12 +71,8 @@ int cmd_chat(int argc, char **argv)
         else if (IS("-s", "--seed"))        { VAL(); if (cli_u64(o, v, &seed)) return 2; }
         else if (!strcmp(o, "--top-p"))     { VAL(); if (cli_float(o, v, 1e-9f, 1.0f, &top_p)) return 2; }
         else if (!strcmp(o, "--backend"))   { VAL(); backend = v; }
-        else if (!strcmp(o, "--weights")) {
-            VAL();
-            if (!strcmp(v, "q8")) f32 = 0;
-            else if (!strcmp(v, "f32")) f32 = 1;
-            else { cli_error("option --weights: '%s' is not q8 or f32", v); return 2; }
-        } else {
+        else if (!strcmp(o, "--weights")) { VAL(); if (cli_weights(o, v, &f32)) return 2; }
+        else {
             cli_error("chat: unknown option '%s' (see tessera chat --help)", o);
             return 2;
         }

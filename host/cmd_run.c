@@ -141,12 +141,8 @@ static int parse_args(int argc, char **argv, run_args *a)
         else if (!strcmp(o, "--group-size")) { VAL(); if (cli_int(o, v, 1, 1 << 16, &a->group_size)) return -1; }
         else if (!strcmp(o, "--seq-len") || !strcmp(o, "--ctx"))   { VAL(); if (cli_int(o, v, 1, 1 << 24, &a->seq_len)) return -1; }
         else if (!strcmp(o, "--stats"))     { a->stats = 1; }
-        else if (!strcmp(o, "--weights")) {
-            VAL();
-            if (!strcmp(v, "q8")) a->weights_f32 = 0;
-            else if (!strcmp(v, "f32")) a->weights_f32 = 1;
-            else { cli_error("option --weights: '%s' is not q8 or f32", v); return -1; }
-        } else {
+        else if (!strcmp(o, "--weights")) { VAL(); if (cli_weights(o, v, &a->weights_f32)) return -1; }
+        else {
             cli_error("run: unknown option '%s' (see tessera run --help)", o);
             return -1;
         }

@@ -50,6 +50,17 @@ const char *cli_value(int argc, char **argv, int *i)
     return argv[++*i];
 }
 
+int cli_weights(const char *opt, const char *val, int *f32)
+{
+    if (!strcmp(val, "q8")) *f32 = 0;
+    else if (!strcmp(val, "f32")) *f32 = 1;
+    else {
+        cli_error("option %s: '%s' is not q8 or f32", opt, val);
+        return -1;
+    }
+    return 0;
+}
+
 int cli_int(const char *opt, const char *val, int lo, int hi, int *out)
 {
     char *end;
