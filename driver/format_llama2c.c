@@ -353,23 +353,36 @@ int tsr_checkpoint_open_memory(const void *data, size_t len, const char *name,
     return rc;
 }
 
-/* A GGUF file: map it whole, let format_gguf.c copy the weights out, unmap.
- * Takes fd. */
-static int open_gguf(const char *path, int fd, uint64_t file_len, tsr_checkpoint **out,
-                     tsr_err *e)
+/* Map file_len bytes of fd read-only into *map; takes fd (the mapping keeps
+ * the file).  Errors: TSR_ERR_NOMEM (larger than the address space),
+ * TSR_ERR_IO. */
+static int map_file(const char *path, int fd, uint64_t file_len, void **map, tsr_err *e)
 {
+    *map = NULL;
     if (file_len > SIZE_MAX) {
         close(fd);
         return tsr_seterr(e, TSR_ERR_NOMEM, "%s: %llu bytes do not fit the address space",
                           path, (unsigned long long)file_len);
     }
-    void *map = mmap(NULL, (size_t)file_len, PROT_READ, MAP_PRIVATE, fd, 0);
+    void *m = mmap(NULL, (size_t)file_len, PROT_READ, MAP_PRIVATE, fd, 0);
     int map_err = errno;
     close(fd);
-    if (map == MAP_FAILED)
+    if (m == MAP_FAILED)
         return tsr_seterr(e, TSR_ERR_IO, "%s: cannot mmap %llu bytes: %s", path,
                           (unsigned long long)file_len, strerror(map_err));
-    int rc = tsr_gguf_open_memory(map, (size_t)file_len, path, out, e);
+    *map = m;
+    return TSR_OK;
+}
+
+/* A GGUF file: map it whole, let format_gguf.c copy the weights out, unmap.
+ * Takes fd. */
+static int open_gguf(const char *path, int fd, uint64_t file_len, tsr_checkpoint **out,
+                     tsr_err *e)
+{
+    void *map;
+    int rc = map_file(path, fd, file_len, &map, e);
+    if (rc != TSR_OK) return rc;
+    rc = tsr_gguf_open_memory(map, (size_t)file_len, path, out, e);
     munmap(map, (size_t)file_len);
     return rc;
 }
@@ -413,18 +426,9 @@ int tsr_checkpoint_open(const char *path, tsr_checkpoint **out, tsr_err *e)
 
     rc = check_size(path, &cfg, file_len, e);
     if (rc != TSR_OK) { close(fd); return rc; }
-    if (file_len > SIZE_MAX) {
-        close(fd);
-        return tsr_seterr(e, TSR_ERR_NOMEM, "%s: %llu bytes do not fit the address space",
-                          path, (unsigned long long)file_len);
-    }
-
-    void *map = mmap(NULL, (size_t)file_len, PROT_READ, MAP_PRIVATE, fd, 0);
-    int map_err = errno;
-    close(fd);   // the mapping keeps the file
-    if (map == MAP_FAILED)
-        return tsr_seterr(e, TSR_ERR_IO, "%s: cannot mmap %llu bytes: %s", path,
-                          (unsigned long long)file_len, strerror(map_err));
+    void *map;
+    rc = map_file(path, fd, file_len, &map, e);
+    if (rc != TSR_OK) return rc;
     rc = build_views(path, &cfg, map, (size_t)file_len, 1, out, e);
     if (rc != TSR_OK) munmap(map, (size_t)file_len);
     return rc;
