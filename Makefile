@@ -27,13 +27,15 @@ INC := -Idriver/include -Idriver -Ikernels
 DRIVER_SRC := $(wildcard driver/*.c)
 KERNEL_SRC := $(wildcard kernels/*.c)
 HOST_SRC   := $(wildcard host/*.c)
-REF_SRC    := $(wildcard tests/ref/*.c)
+# linked into every test: the golden reference and small test helpers
+REF_SRC    := $(wildcard tests/ref/*.c tests/support/*.c)
 TEST_SRC   := $(wildcard tests/test_*.c)
 
 DRIVER_OBJ := $(DRIVER_SRC:%.c=$(BUILD)/%.o)
 KERNEL_OBJ := $(KERNEL_SRC:%.c=$(BUILD)/%.o)
 HOST_OBJ   := $(HOST_SRC:%.c=$(BUILD)/%.o)
 REF_OBJ    := $(REF_SRC:%.c=$(BUILD)/%.o)
+.SECONDARY: $(REF_OBJ)
 TEST_BIN   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
 LIB_A  := $(BUILD)/libtessera.a
@@ -86,9 +88,9 @@ $(TESSERA): $(HOST_OBJ) $(LIB_A)
 TEST_DEFS := -DTSR_SHARED_DIR='"$(abspath $(SHARED))"' -DTSR_BUILD_DIR='"$(abspath $(BUILD))"' \
              -DTSR_SOURCE_DIR='"$(abspath .)"'
 
-$(BUILD)/tests/%: tests/%.c $(REF_OBJ) $(LIB_A) $(TESSERA) $(wildcard tests/*.h tests/ref/*.h)
+$(BUILD)/tests/%: tests/%.c $(REF_OBJ) $(LIB_A) $(TESSERA) $(wildcard tests/*.h tests/ref/*.h tests/support/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) -Itests -Itests/ref $(TEST_DEFS) -o $@ $< $(REF_OBJ) $(LIB_A) -lcmocka $(LDLIBS)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) -Itests -Itests/ref -Itests/support $(TEST_DEFS) -o $@ $< $(REF_OBJ) $(LIB_A) -lcmocka $(LDLIBS)
 
 test: $(TEST_BIN) lint-hls
 	@sh tests/run_tests.sh $(TEST_BIN)

@@ -15,42 +15,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "run_capture.h"
 #include "test_util.h"
 
 #define MODEL SHARED_MODEL("stories260K.bin")
 #define TOK   SHARED_MODEL("tok512.bin")
 
-/* Run a shell command; out/err get its stdout/stderr (NUL-terminated,
- * truncated to cap).  Returns the exit status. */
-static int run(const char *cmd, char *out, char *err, size_t cap)
-{
-    char outp[] = "/tmp/tsr_bench_out_XXXXXX", errp[] = "/tmp/tsr_bench_err_XXXXXX";
-    int fo = mkstemp(outp), fe = mkstemp(errp);
-    assert_true(fo >= 0 && fe >= 0);
-    close(fo);
-    close(fe);
-    char full[4096];
-    snprintf(full, sizeof full, "%s >%s 2>%s", cmd, outp, errp);
-    int st = system(full);
-    const char *paths[2] = { outp, errp };
-    char *bufs[2] = { out, err };
-    for (int i = 0; i < 2; i++) {
-        FILE *f = fopen(paths[i], "rb");
-        assert_non_null(f);
-        size_t n = fread(bufs[i], 1, cap - 1, f);
-        bufs[i][n] = '\0';
-        fclose(f);
-        unlink(paths[i]);
-    }
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static int count_lines(const char *s)
-{
-    int n = 0;
-    for (; *s; s++) n += *s == '\n';
-    return n;
-}
 
 /* The number after "key": in line (which ends at '\n'); asserts it is there. */
 static double json_num(const char *line, const char *key)
@@ -71,7 +41,7 @@ static char out[1 << 16], err[1 << 16];
 static void json_lines_per_run(void **state)
 {
     (void)state;
-    int rc = run(TESSERA_BIN " bench -m " MODEL " -z " TOK
+    int rc = run_capture(TESSERA_BIN " bench -m " MODEL " -z " TOK
                  " --prompt-tokens 8 --decode-tokens 16 --repeat 2 --warmup 1 --json",
                  out, err, sizeof out);
     assert_int_equal(rc, 0);
@@ -102,7 +72,7 @@ static void json_lines_per_run(void **state)
 static void threads_option_reaches_spec(void **state)
 {
     (void)state;
-    int rc = run(TESSERA_BIN " bench -m " MODEL " -z " TOK
+    int rc = run_capture(TESSERA_BIN " bench -m " MODEL " -z " TOK
                  " --decode-tokens 4 --repeat 1 --warmup 0 --threads 2 --json",
                  out, err, sizeof out);
     assert_int_equal(rc, 0);
@@ -116,7 +86,7 @@ static void threads_option_reaches_spec(void **state)
 static void table_has_metrics(void **state)
 {
     (void)state;
-    int rc = run(TESSERA_BIN " bench -m " MODEL " -z " TOK
+    int rc = run_capture(TESSERA_BIN " bench -m " MODEL " -z " TOK
                  " --decode-tokens 8 --repeat 3 --warmup 0", out, err, sizeof out);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "decode tokens/s"));
@@ -130,7 +100,7 @@ static void table_has_metrics(void **state)
 static void bad_repeat_is_usage_error(void **state)
 {
     (void)state;
-    int rc = run(TESSERA_BIN " bench -m " MODEL " -z " TOK " --repeat 0", out, err, sizeof out);
+    int rc = run_capture(TESSERA_BIN " bench -m " MODEL " -z " TOK " --repeat 0", out, err, sizeof out);
     assert_int_equal(rc, 2);
     assert_int_equal(count_lines(err), 1);
     assert_non_null(strstr(err, "--repeat"));
@@ -140,7 +110,7 @@ static void bad_repeat_is_usage_error(void **state)
 static void unknown_option_is_usage_error(void **state)
 {
     (void)state;
-    int rc = run(TESSERA_BIN " bench -m " MODEL " -z " TOK " --frobnicate", out, err, sizeof out);
+    int rc = run_capture(TESSERA_BIN " bench -m " MODEL " -z " TOK " --frobnicate", out, err, sizeof out);
     assert_int_equal(rc, 2);
     assert_int_equal(count_lines(err), 1);
     assert_non_null(strstr(err, "--frobnicate"));
@@ -150,7 +120,7 @@ static void unknown_option_is_usage_error(void **state)
 static void too_many_tokens_is_usage_error(void **state)
 {
     (void)state;
-    int rc = run(TESSERA_BIN " bench -m " MODEL " -z " TOK
+    int rc = run_capture(TESSERA_BIN " bench -m " MODEL " -z " TOK
                  " --prompt-tokens 500 --decode-tokens 100", out, err, sizeof out);
     assert_int_equal(rc, 2);
     assert_int_equal(count_lines(err), 1);
@@ -161,7 +131,7 @@ static void too_many_tokens_is_usage_error(void **state)
 static void llama2c_without_tokenizer_fails(void **state)
 {
     (void)state;
-    int rc = run(TESSERA_BIN " bench -m " MODEL " --decode-tokens 4", out, err, sizeof out);
+    int rc = run_capture(TESSERA_BIN " bench -m " MODEL " --decode-tokens 4", out, err, sizeof out);
     assert_int_equal(rc, 1);
     assert_int_equal(count_lines(err), 1);
     assert_non_null(strstr(err, "tokenizer"));

@@ -14,41 +14,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "run_capture.h"
 #include "test_util.h"
 
 #define MODEL SHARED_MODEL("stories260K.bin")
 #define TOK   SHARED_MODEL("tok512.bin")
 
-/* Run a shell command; out/err get its stdout/stderr (NUL-terminated,
- * truncated to cap).  Returns the exit status. */
-static int run(const char *cmd, char *out, char *err, size_t cap)
-{
-    char outp[] = "/tmp/tsr_cli_out_XXXXXX", errp[] = "/tmp/tsr_cli_err_XXXXXX";
-    int fo = mkstemp(outp), fe = mkstemp(errp);
-    assert_true(fo >= 0 && fe >= 0);
-    close(fo);
-    close(fe);
-    char full[4096];
-    snprintf(full, sizeof full, "%s >%s 2>%s", cmd, outp, errp);
-    int st = system(full);
-    const char *paths[2] = { outp, errp };
-    char *bufs[2] = { out, err };
-    for (int i = 0; i < 2; i++) {
-        FILE *f = fopen(paths[i], "rb");
-        size_t n = fread(bufs[i], 1, cap - 1, f);
-        bufs[i][n] = '\0';
-        fclose(f);
-        unlink(paths[i]);
-    }
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static int count_lines(const char *s)
-{
-    int n = 0;
-    for (; *s; s++) n += *s == '\n';
-    return n;
-}
 
 static char out[1 << 16], err[1 << 16];
 
@@ -62,7 +33,7 @@ static void run_prints_reference_text(void **state)
     size_t n = fread(want, 1, sizeof want - 1, f);
     want[n] = '\0';
     fclose(f);
-    int rc = run(TESSERA_BIN " run -m " MODEL " -z " TOK
+    int rc = run_capture(TESSERA_BIN " run -m " MODEL " -z " TOK
                  " --weights f32 -t 0 -n 200 -p 'Once upon a time'", out, err, sizeof out);
     assert_int_equal(rc, 0);
     assert_string_equal(out, want);
@@ -73,7 +44,7 @@ static void run_prints_reference_text(void **state)
 static void run_missing_model_is_one_line_error(void **state)
 {
     (void)state;
-    int rc = run(TESSERA_BIN " run -m /nonexistent/m.bin -z " TOK, out, err, sizeof out);
+    int rc = run_capture(TESSERA_BIN " run -m /nonexistent/m.bin -z " TOK, out, err, sizeof out);
     assert_int_equal(rc, 1);
     assert_non_null(strstr(err, "/nonexistent/m.bin"));
     assert_int_equal(count_lines(err), 1);
@@ -82,7 +53,7 @@ static void run_missing_model_is_one_line_error(void **state)
 static void run_mismatched_tokenizer_is_refused(void **state)
 {
     (void)state;
-    int rc = run(TESSERA_BIN " run -m " MODEL " -z " SHARED_MODEL("tokenizer.bin"),
+    int rc = run_capture(TESSERA_BIN " run -m " MODEL " -z " SHARED_MODEL("tokenizer.bin"),
                  out, err, sizeof out);
     assert_int_equal(rc, 1);
     assert_non_null(strstr(err, "tokenizer.bin"));
@@ -92,7 +63,7 @@ static void run_mismatched_tokenizer_is_refused(void **state)
 static void run_directory_tokenizer_is_refused(void **state)
 {
     (void)state;
-    int rc = run(TESSERA_BIN " run -m " MODEL " -z /tmp", out, err, sizeof out);
+    int rc = run_capture(TESSERA_BIN " run -m " MODEL " -z /tmp", out, err, sizeof out);
     assert_int_equal(rc, 1);
     assert_string_equal(err, "tessera: /tmp: not a readable regular file\n");
 }
@@ -100,7 +71,7 @@ static void run_directory_tokenizer_is_refused(void **state)
 static void gguf_info_names_the_format(void **state)
 {
     (void)state;
-    int rc = run(TESSERA_BIN " info -m " SHARED_MODEL("stories260K-f32.gguf"), out, err,
+    int rc = run_capture(TESSERA_BIN " info -m " SHARED_MODEL("stories260K-f32.gguf"), out, err,
                  sizeof out);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "format:      GGUF"));
@@ -117,7 +88,7 @@ static void output_write_error_exits_nonzero(void **state)
 static void run_prompt_longer_than_context_is_refused(void **state)
 {
     (void)state;
-    int rc = run(TESSERA_BIN " run -m " MODEL " -z " TOK " --seq-len 8 -t 0"
+    int rc = run_capture(TESSERA_BIN " run -m " MODEL " -z " TOK " --seq-len 8 -t 0"
                  " -p 'Once upon a time there was a little girl named Lily who loved to play'",
                  out, err, sizeof out);
     assert_int_equal(rc, 1);
@@ -127,7 +98,7 @@ static void run_prompt_longer_than_context_is_refused(void **state)
 static void run_steps_beyond_context_are_clamped(void **state)
 {
     (void)state;
-    int rc = run(TESSERA_BIN " run -m " MODEL " -z " TOK " --seq-len 16 -n 100 -t 0"
+    int rc = run_capture(TESSERA_BIN " run -m " MODEL " -z " TOK " --seq-len 16 -n 100 -t 0"
                  " -p 'Once upon a time'", out, err, sizeof out);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(err, "100 steps clamped to the context length 16"));
@@ -138,12 +109,12 @@ static void run_steps_beyond_context_are_clamped(void **state)
 static void run_bad_options_exit_2(void **state)
 {
     (void)state;
-    assert_int_equal(run(TESSERA_BIN " run -m " MODEL " -z " TOK " --weights q4", out, err,
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL " -z " TOK " --weights q4", out, err,
                          sizeof out), 2);
     assert_non_null(strstr(err, "--weights"));
-    assert_int_equal(run(TESSERA_BIN " run --bogus", out, err, sizeof out), 2);
-    assert_int_equal(run(TESSERA_BIN " frobnicate", out, err, sizeof out), 2);
-    assert_int_equal(run(TESSERA_BIN " run -m " MODEL " -z " TOK " --backend gpu", out, err,
+    assert_int_equal(run_capture(TESSERA_BIN " run --bogus", out, err, sizeof out), 2);
+    assert_int_equal(run_capture(TESSERA_BIN " frobnicate", out, err, sizeof out), 2);
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL " -z " TOK " --backend gpu", out, err,
                          sizeof out), 2);
     assert_non_null(strstr(err, "unknown backend 'gpu'"));
 }
@@ -153,7 +124,7 @@ static void run_bad_options_exit_2(void **state)
 static void chat_continues_one_sequence(void **state)
 {
     (void)state;
-    int rc = run("printf 'Once upon a time\\nThe dog\\n' | " TESSERA_BIN " chat -m " MODEL
+    int rc = run_capture("printf 'Once upon a time\\nThe dog\\n' | " TESSERA_BIN " chat -m " MODEL
                  " -z " TOK " -n 12 -t 0", out, err, sizeof out);
     assert_int_equal(rc, 0);
     /* "... She" + " The dog" typed -> " was very smart ..." */
@@ -164,7 +135,7 @@ static void chat_continues_one_sequence(void **state)
 static void info_reports_header_and_params(void **state)
 {
     (void)state;
-    int rc = run(TESSERA_BIN " info -m " MODEL, out, err, sizeof out);
+    int rc = run_capture(TESSERA_BIN " info -m " MODEL, out, err, sizeof out);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "dim:         64\n"));
     assert_non_null(strstr(out, "n_kv_heads:  4 (GQA)\n"));
@@ -181,9 +152,9 @@ static void synth_writes_a_model_info_reads(void **state)
     close(fd);
     char cmd[512];
     snprintf(cmd, sizeof cmd, TESSERA_BIN " synth --shape 128x2:vocab=512 --q8 -o %s", path);
-    assert_int_equal(run(cmd, out, err, sizeof out), 0);
+    assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
     snprintf(cmd, sizeof cmd, TESSERA_BIN " info -m %s", path);
-    assert_int_equal(run(cmd, out, err, sizeof out), 0);
+    assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
     assert_non_null(strstr(out, "llama2.c v2 (Q8_0), group size 32"));
     assert_non_null(strstr(out, "dim:         128\n"));
     unlink(path);
