@@ -13,26 +13,49 @@ SANITIZE ?= 0
 WARN      := -Wall -Wextra -Werror
 CFLAGS    ?= -O2 -g
 BASEFLAGS := -std=c11 -D_GNU_SOURCE -fPIC $(WARN)
-# The emulator's kernel build: same sources, optimised harder (override freely).
-EMU_CFLAGS ?= -O2 -g
-LDLIBS    := -fopenmp -lnuma -lpthread -lm
+# The emulator's kernel build: same sources, optimised harder for the CPU
+# that builds them (override freely, e.g. EMU_CFLAGS='-O3 -g' for a portable
+# binary or for valgrind, which does not run AVX-512).  EMU_SIMD=0 leaves the
+# emulator's SIMD rows (emu/tile_simd.c) out: same tokens, portable loops.
+EMU_CFLAGS ?= -O3 -march=native -g
+EMU_SIMD   ?= 1
+LDLIBS    := -lxxhash -lnuma -lpthread -lm
 
 ifeq ($(SANITIZE),1)
   SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
   BUILD    := $(BUILD)-san
 endif
 
-INC := -Idriver/include -Idriver -Ikernels
+INC := -Idriver/include -Idriver -Ikernels -Iemu
+
+# -------------------------------------------------------------------- XRT ---
+# The xrt backend (driver/backend_xrt.c) needs XRT's headers (Debian:
+# libxrt-dev); without them, or with XRT=0, it builds as a stub that says
+# tessera was built without XRT.  libtessera itself never links XRT (its XRT
+# calls are weak references), so the .a, the .so, tessera.pc and the
+# examples stay as they are; the program picks the shim: tessera links the
+# real one (libxrt_core), the tests the noop shim (libxrt_noop: the whole
+# host path, no card).  Never both in one binary.  Linked directly because
+# libxrt_coreutil otherwise looks for its shim under XILINX_XRT/lib, which
+# Debian leaves empty; Debian's xrt.pc is broken, so no pkg-config.
+XRT ?= $(if $(wildcard /usr/include/xrt/xrt/xrt_device.h),1,0)
+ifeq ($(XRT),1)
+  INC           += -I/usr/include/xrt
+  BASEFLAGS     += -DTSR_HAVE_XRT
+  XRT_LIBS      := -lxrt_coreutil -Wl,--no-as-needed -lxrt_core -Wl,--as-needed
+  XRT_TEST_LIBS := -lxrt_coreutil -Wl,--no-as-needed -lxrt_noop -Wl,--as-needed
+endif
 
 DRIVER_SRC := $(wildcard driver/*.c)
 KERNEL_SRC := $(wildcard kernels/*.c)
+EMU_SRC    := $(wildcard emu/*.c)
 HOST_SRC   := $(wildcard host/*.c)
 # linked into every test: the golden reference and small test helpers
 REF_SRC    := $(wildcard tests/ref/*.c tests/support/*.c)
 TEST_SRC   := $(wildcard tests/test_*.c)
 
 DRIVER_OBJ := $(DRIVER_SRC:%.c=$(BUILD)/%.o)
-KERNEL_OBJ := $(KERNEL_SRC:%.c=$(BUILD)/%.o)
+KERNEL_OBJ := $(KERNEL_SRC:%.c=$(BUILD)/%.o) $(EMU_SRC:%.c=$(BUILD)/%.o)
 HOST_OBJ   := $(HOST_SRC:%.c=$(BUILD)/%.o)
 REF_OBJ    := $(REF_SRC:%.c=$(BUILD)/%.o)
 .SECONDARY: $(REF_OBJ)
@@ -51,6 +74,7 @@ help:
 	@echo "  make all        build libtessera (.a, .so) and the tessera program in $(BUILD)/"
 	@echo "  make test       build and run every CMocka test, plus lint-hls"
 	@echo "  make lint-hls   check kernels/ against the synthesizable C rules"
+	@echo "  make help-hw    the Vitis flow: csim, csynth, cosim, xclbin (hw/vitis.mk)"
 	@echo "  make run        decode 'Once upon a time' on stories260K in the emulator"
 	@echo "  make bench      benchmark stories260K and synthetic 15M/42M/110M, write docs/benchmarks.md"
 	@echo "  make examples   build host/examples/ into $(BUILD)/examples/"
@@ -58,21 +82,30 @@ help:
 	@echo "  make clean      remove build outputs"
 	@echo "Variables: SHARED=$(SHARED) (models, references)  SANITIZE=1 (ASan+UBSan)"
 	@echo "           CFLAGS='$(CFLAGS)'  EMU_CFLAGS='$(EMU_CFLAGS)'"
+	@echo "           XRT=$(XRT) (1: xrt backend built against /usr/include/xrt; 0: stub)"
 
-DEPS_DEBIAN := build-essential pkg-config libcmocka-dev libnuma-dev
+DEPS_DEBIAN := build-essential pkg-config libcmocka-dev libnuma-dev libxxhash-dev libxrt-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 deps:
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(DEPS_DEBIAN)
 
 # ---------------------------------------------------------------- compile ---
-$(BUILD)/kernels/%.o: kernels/%.c $(wildcard kernels/*.h kernels/profiles/*.h)
+$(BUILD)/kernels/%.o: kernels/%.c $(wildcard kernels/*.h kernels/profiles/*.h emu/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(EMU_CFLAGS) -fopenmp $(SANFLAGS) $(INC) -DTSR_EMU -c $< -o $@
+	$(CC) $(BASEFLAGS) $(EMU_CFLAGS) $(SANFLAGS) $(INC) -DTSR_EMU -c $< -o $@
+
+$(BUILD)/emu/%.o: emu/%.c $(wildcard emu/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(EMU_CFLAGS) $(SANFLAGS) $(INC) -DTSR_EMU -DTSR_EMU_SIMD=$(EMU_SIMD) -c $< -o $@
 
 $(BUILD)/%.o: %.c $(wildcard driver/*.h driver/include/*.h kernels/*.h kernels/profiles/*.h tests/*.h tests/ref/*.h host/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) -DTSR_EMU -c $< -o $@
+
+# The weight image builder touches every weight once per load: -O3 lets
+# the compiler vectorize its dequantize and quantize loops (1 GB/s goal).
+$(BUILD)/driver/weight_image.o $(BUILD)/driver/model.o: CFLAGS += -O3
 
 $(LIB_A): $(DRIVER_OBJ) $(KERNEL_OBJ)
 	@rm -f $@
@@ -82,7 +115,7 @@ $(LIB_SO): $(DRIVER_OBJ) $(KERNEL_OBJ)
 	$(CC) -shared $(SANFLAGS) -o $@ $^ $(LDLIBS)
 
 $(TESSERA): $(HOST_OBJ) $(LIB_A)
-	$(CC) $(SANFLAGS) -o $@ $(HOST_OBJ) $(LIB_A) $(LDLIBS)
+	$(CC) $(SANFLAGS) -o $@ $(HOST_OBJ) $(LIB_A) $(LDLIBS) $(XRT_LIBS)
 
 # ------------------------------------------------------------------ tests ---
 TEST_DEFS := -DTSR_SHARED_DIR='"$(abspath $(SHARED))"' -DTSR_BUILD_DIR='"$(abspath $(BUILD))"' \
@@ -90,13 +123,14 @@ TEST_DEFS := -DTSR_SHARED_DIR='"$(abspath $(SHARED))"' -DTSR_BUILD_DIR='"$(abspa
 
 $(BUILD)/tests/%: tests/%.c $(REF_OBJ) $(LIB_A) $(TESSERA) $(wildcard tests/*.h tests/ref/*.h tests/support/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) -Itests -Itests/ref -Itests/support $(TEST_DEFS) -o $@ $< $(REF_OBJ) $(LIB_A) -lcmocka $(LDLIBS)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) -Itests -Itests/ref -Itests/support $(TEST_DEFS) -o $@ $< $(REF_OBJ) $(LIB_A) -lcmocka $(LDLIBS) $(XRT_TEST_LIBS)
 
 test: $(TEST_BIN) lint-hls
 	@sh tests/run_tests.sh $(TEST_BIN)
 
 lint-hls:
 	@sh hw/lint_hls.sh kernels
+	@sh hw/lint_pragmas.sh kernels
 
 run: $(TESSERA)
 	$(TESSERA) run -m $(SHARED)/models/stories260K.bin -z $(SHARED)/models/tok512.bin \
@@ -148,3 +182,7 @@ install: $(LIB_A) $(LIB_SOVER) driver/include/tessera.h tessera.pc.in
 	ln -sf libtessera.so.$(TSR_SOMAJOR) $(DESTDIR)$(LIBDIR)/libtessera.so
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
 	    -e 's|@VERSION@|$(TSR_VERSION)|' tessera.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/tessera.pc
+
+# ------------------------------------------------------------ Vitis flow ---
+# csim / csynth / cosim / xclbin and the gcc-built csim testbench.
+include hw/vitis.mk

@@ -24,6 +24,7 @@ typedef struct tsr_devspec {
     char part[32];      /* "" (backend default), "u55c", "u280", ...    */
     int  pes;           /* 0: backend default                           */
     int  threads;       /* 0: cores available                           */
+    int  no_simd;       /* emu: 1 = portable loops only ("simd=0")      */
     char xclbin[256];   /* xrt only; "" for the default in bitstreams/  */
 } tsr_devspec;
 
@@ -104,5 +105,11 @@ typedef struct tsr_backend_iface {
 } tsr_backend_iface;
 
 extern const tsr_backend_iface tsr_backend_emu;
+
+/* XRT backend (backend_xrt.c): always compiled; without XRT headers its
+ * open() says tessera was built without XRT, and without the XRT libraries
+ * linked into the program it says so too. */
+#define TSR_WITH_XRT 1
+extern const tsr_backend_iface tsr_backend_xrt;
 
 #endif

@@ -8,19 +8,23 @@
  * link": its 32 command words and its `in` payload count as host->device
  * bytes, the part of `out` the host reads back as device->host bytes, per
  * phase (tsr_link_counters).  A decode runs the kernel in a worker thread;
- * the calling thread watches the token count word grow, streams tokens to
- * on_token and forwards cancellation to the kernel's cancel word.
+ * the calling thread sleeps on the token count word (the kernel wakes it
+ * as it publishes each token), streams tokens to on_token and forwards
+ * cancellation to the kernel's cancel word.
  */
 #include <numa.h>
 #include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <time.h>
 
 #include "backend.h"
 #include "parts.h"
+#include "plan.h"
+#include "tsr_emu.h"
 #include "tsr_kernel.h"
 #include "weight_image.h"
 
@@ -86,10 +90,20 @@ static uint32_t f32_bits(float f)
 /* ------------------------------------------------------------------------ */
 /* Open / close                                                               */
 
+/* Worker threads by default: the CPUs this process may run on. */
+static int cpus_available(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
 static void emu_close(tsr_backend *b)
 {
     if (!b) return;
     if (b->st) {
+        tsr_emu_pool_destroy(b->st->pool);
         for (int p = 0; p < b->pes; p++) {
             if (!b->st->pe[p]) continue;
             if (b->numa) numa_free(b->st->pe[p], sizeof(tsr_pe));
@@ -119,17 +133,29 @@ static int emu_open(const tsr_devspec *spec, tsr_backend **out, tsr_err *e)
     if (!b->st) { free(b); return tsr_seterr(e, TSR_ERR_NOMEM, "emu: out of memory"); }
     memset(b->st, 0, sizeof *b->st);
     tsr_kernel_init(b->st, (uint32_t)pes);
-    /* Worker threads over the PEs: opt-in (threads=N) for now; one thread
-     * runs no OpenMP team at all. */
-    b->st->threads = spec->threads ? (uint32_t)spec->threads : 1u;
-    /* One allocation per PE, spread over the NUMA nodes so PE threads can
-     * later work on local memory.  Pages are touched only when written. */
+    /* Worker threads over the PEs (never more than PEs): worker w owns the
+     * PE block [w*P/n, (w+1)*P/n) of every mesh step (emu/pool.c). */
+    uint32_t threads = (uint32_t)(spec->threads ? spec->threads : cpus_available());
+    if (threads > (uint32_t)pes) threads = (uint32_t)pes;
     b->numa = numa_available() >= 0;
     int nodes = b->numa ? numa_num_configured_nodes() : 1;
+    if (threads > 1) {
+        int rc = tsr_emu_pool_create(threads, nodes, &b->st->pool);
+        if (rc) {
+            emu_close(b);
+            return tsr_seterr(e, TSR_ERR_NOMEM, "emu: cannot start %u worker threads: %s",
+                              threads, strerror(rc));
+        }
+    }
+    b->st->simd = !spec->no_simd;
+    /* One allocation per PE, on the NUMA node of the worker that owns it;
+     * pages are touched only when written. */
     for (int p = 0; p < pes; p++) {
         void *mem;
+        int node = tsr_emu_worker_node(tsr_emu_pe_owner((uint32_t)p, (uint32_t)pes, threads),
+                                       threads, nodes);
         if (b->numa)
-            mem = nodes > 1 ? numa_alloc_onnode(sizeof(tsr_pe), p * nodes / pes)
+            mem = nodes > 1 ? numa_alloc_onnode(sizeof(tsr_pe), node)
                             : numa_alloc_local(sizeof(tsr_pe));
         else
             mem = aligned_alloc(4096, sizeof(tsr_pe));
@@ -138,6 +164,9 @@ static int emu_open(const tsr_devspec *spec, tsr_backend **out, tsr_err *e)
             return tsr_seterr(e, TSR_ERR_NOMEM, "emu: cannot allocate PE %d's %zu bytes", p,
                               sizeof(tsr_pe));
         }
+        /* 2 MB pages where the kernel has them: a GEMV streams every
+         * tile, and 4 KB pages cost a TLB miss every 4 KB */
+        madvise(mem, sizeof(tsr_pe), MADV_HUGEPAGE);
         b->st->pe[p] = mem;
     }
     *out = b;
@@ -178,6 +207,32 @@ static int emu_fit(tsr_backend *b, const tsr_checkpoint *m, const tsr_load_opts 
     return TSR_OK;
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23   /* Linux 5.14 */
+#endif
+
+/* Fault in (allocate and zero) the pages of [p, p + n). */
+static void populate(void *p, size_t n)
+{
+    uintptr_t a = (uintptr_t)p & ~(uintptr_t)4095u, z = ((uintptr_t)p + n + 4095u) & ~(uintptr_t)4095u;
+    if (n) (void)madvise((void *)a, z - a, MADV_POPULATE_WRITE);   /* best effort */
+}
+
+/* After CONFIGURE: "power on" the SRAM the weights will occupy, i.e. let
+ * the OS allocate and zero those pages now, as the emulator's part of
+ * opening the device, so that streaming measures the transfer itself and
+ * not first-touch page faults (on a VM those run near 1 GB/s).  The KV
+ * cache is left to fault in as positions are written. */
+static void power_on_weights(tsr_backend *b)
+{
+    tsr_kstate *st = b->st;
+    uint32_t P = st->cfg.mesh_rows * st->cfg.mesh_cols;
+    for (uint32_t p = 0; p < P; p++) {
+        populate(st->pe[p]->w8, st->i8_used[p]);
+        populate(st->pe[p]->f32, 4u * (size_t)st->kv_off[p]);
+    }
+}
+
 static int emu_load(tsr_backend *b, const tsr_checkpoint *m, const tsr_load_opts *o, tsr_err *e)
 {
     int rc = emu_fit(b, m, o, NULL, NULL, e);
@@ -201,7 +256,9 @@ static int emu_load(tsr_backend *b, const tsr_checkpoint *m, const tsr_load_opts
         tsr_wimage_free(&img);
         return kfail(k, "configure", e);
     }
+    power_on_weights(b);
     uint64_t sent = 0;
+    if (o->progress) o->progress(0, img.bytes, o->progress_user);   /* streaming starts */
     for (int i = 0; i < img.n_chunks; i++) {
         const tsr_wchunk *ch = &img.chunks[i];
         uint32_t lc[TSR_CMD_WORDS] = { TSR_OP_LOAD, 0, ch->pe, ch->region, ch->offset,
@@ -265,6 +322,7 @@ static void *decode_worker(void *arg)
     decode_job *j = arg;
     j->status = tsr_kernel_run(j->st, j->cmd, NULL, j->out, &j->cancel);
     __atomic_store_n(&j->done, 1, __ATOMIC_RELEASE);
+    tsr_emu_wake(&j->out[0]);
     return NULL;
 }
 
@@ -305,8 +363,11 @@ static int emu_decode(tsr_backend *b, int slot, int n, const tsr_sampler *s, int
         }
         if (cancel && *cancel) __atomic_store_n(&j.cancel, 1u, __ATOMIC_RELAXED);
         if (done) break;
-        struct timespec ts = { 0, 50000 };   // 50 us
-        nanosleep(&ts, NULL);
+        /* Sleep until the kernel publishes a token (it wakes us), or 1 ms
+         * to forward a cancel: no polling that would steal a core from
+         * the kernel's workers.  A wake-up that lands between the loads
+         * above and the wait costs at most the 1 ms. */
+        tsr_emu_wait_change(&j.out[0], cnt, 1000u);
     }
     pthread_join(th, NULL);
     *n_out = (int)seen;
@@ -360,6 +421,12 @@ static int emu_kernel_counters(tsr_backend *b, void *buf, size_t len, tsr_err *e
     PUT("load_bytes %llu\n", (unsigned long long)kc.load_bytes);
     for (uint32_t p = 0; p < kc.n_pes && p < TSR_MAX_PES; p++)
         PUT("pe%u.sram_bytes %llu\n", p, (unsigned long long)kc.pe_sram_bytes[p]);
+    /* cycle model (driver/plan.c): the last forward pass, projected at the
+     * part's clock (300 MHz, the Alveo platforms' default, without part=) */
+    if (at < len)
+        at += tsr_plan_run_estimate(&b->st->cfg, &kc.work, &kc.work_mark,
+                                    b->part && b->part->clock_mhz > 0 ? b->part->clock_mhz : 300,
+                                    s + at, len - at);
 #undef PUT
     if (len > 0 && at >= len) s[len - 1] = '\0';
     return TSR_OK;

@@ -43,7 +43,7 @@ int tsr_devspec_parse(const char *spec, tsr_devspec *out, tsr_err *e)
                           spec, buf);
     strcpy(out->backend, buf);
 
-    static const char *const keys[] = { "part", "pes", "threads", "xclbin", "index" };
+    static const char *const keys[] = { "part", "pes", "threads", "xclbin", "index", "simd" };
     unsigned seen = 0;   /* bit k: keys[k] given (a bare number is "index") */
     for (char *tok = opts ? strtok(opts, ",") : NULL; tok; tok = strtok(NULL, ",")) {
         char *val = strchr(tok, '=');
@@ -68,9 +68,10 @@ int tsr_devspec_parse(const char *spec, tsr_devspec *out, tsr_err *e)
         else if (!strcmp(tok, "threads")) bad = parse_int(val, 1, 1024, &out->threads);
         else if (!strcmp(tok, "xclbin"))  bad = copy_field(out->xclbin, sizeof out->xclbin, val);
         else if (!strcmp(tok, "index"))   bad = parse_int(val, 0, 255, &out->index);
+        else if (!strcmp(tok, "simd"))    { int on = 1; bad = parse_int(val, 0, 1, &on); out->no_simd = !on; }
         else
             return tsr_seterr(e, TSR_ERR_ARG,
-                              "device spec '%s': unknown key '%s' (valid: part, pes, threads, xclbin, index)",
+                              "device spec '%s': unknown key '%s' (valid: part, pes, threads, simd, xclbin, index)",
                               spec, tok);
         if (bad)
             return tsr_seterr(e, TSR_ERR_ARG, "device spec '%s': bad value '%s' for %s",

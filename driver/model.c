@@ -30,10 +30,15 @@ void tsr_tensor_row(const tsr_tensor *t, int r, float *out)
         for (size_t j = 0; j < n; j++) out[j] = t->f[base + j];
         return;
     }
+    /* group by group: one scale per group, no division per element (a
+     * group may straddle two rows) */
     size_t g = (size_t)t->group;
-    for (size_t j = 0; j < n; j++) {
-        size_t i = base + j;
-        out[j] = (float)t->q[i] * t->s[i / g];
+    for (size_t j = 0; j < n;) {
+        size_t i = base + j, end = (i / g + 1u) * g - base;   // this group's end in the row
+        if (end > n) end = n;
+        float s = t->s[i / g];
+        const int8_t *q = t->q + base;
+        for (; j < end; j++) out[j] = (float)q[j] * s;
     }
 }
 

@@ -1,4 +1,4 @@
-/* parts.c - the on-chip memory table of the supported Alveo cards. */
+/* parts.c - the table of FPGA parts (hw/parts.def) and its lookups. */
 #include <string.h>
 
 #include "parts.h"
@@ -7,22 +7,38 @@
 #define TSR_URAM_BYTES   36864u  /* 288 Kb */
 
 static const tsr_part parts[] = {
-    { "u55c", 2016, 960 },
-    { "u280", 2016, 960 },
-    { "u250", 2688, 1280 },
-    { "u200", 2160, 960 },
+#define TSR_PART(name, family, bram36, uram, dsp, lut, sb, su, sd, sl, clk, gbps, kind, src) \
+    { #name, family, bram36, uram, dsp, lut, sb, su, sd, sl, clk, gbps, kind, src },
+#include "../hw/parts.def"
+#undef TSR_PART
 };
+
+#define N_PARTS ((int)(sizeof parts / sizeof parts[0]))
 
 const tsr_part *tsr_part_find(const char *name)
 {
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+    for (int i = 0; i < N_PARTS; i++)
         if (strcmp(parts[i].name, name) == 0) return &parts[i];
     return NULL;
 }
 
 uint64_t tsr_part_bytes(const tsr_part *p)
 {
+    if (p->bram36 < 0 || p->uram < 0) return 0;
     return (uint64_t)p->bram36 * TSR_BRAM36_BYTES + (uint64_t)p->uram * TSR_URAM_BYTES;
 }
 
-const char *tsr_part_names(void) { return "u55c, u280, u250, u200"; }
+const char *tsr_part_names(void)
+{
+    /* the names in table order, built from the same list */
+    static const char names[] =
+#define TSR_PART(name, ...) ", " #name
+#include "../hw/parts.def"
+#undef TSR_PART
+        ;
+    return names + 2;   /* skip the first ", " */
+}
+
+int tsr_part_count(void) { return N_PARTS; }
+
+const tsr_part *tsr_part_at(int i) { return i >= 0 && i < N_PARTS ? &parts[i] : NULL; }

@@ -1,10 +1,13 @@
 /*
- * parts.h - on-chip memory of the FPGA cards tessera targets, for capacity
- * checks ("needs N bytes on-chip, u55c has M") before any weight is sent.
+ * parts.h - the FPGA parts tessera targets: on-chip memory, DSPs, LUTs, the
+ * platform shell's share, default clock and off-chip bandwidth.  The table
+ * itself is hw/parts.def (one X-macro list, also the source of
+ * docs/parts.md); a figure the table does not know is -1.
  *
  * Capacity = BRAM36 blocks x 4608 bytes + URAM blocks x 36864 bytes (AMD
- * UG573/UG1272 block sizes: 36 Kb BRAM, 288 Kb URAM; parity bits not
- * counted).  Block counts from the Alveo data sheets (DS963, DS962).
+ * UG573 / AM007 block sizes: 36 Kb BRAM, 288 Kb URAM, parity bits
+ * counted as storage), the figure the emulator's part= cap uses.
+ * `tessera plan` packs arrays into blocks more carefully (driver/plan.c).
  */
 #ifndef TSR_PARTS_H
 #define TSR_PARTS_H
@@ -12,18 +15,34 @@
 #include <stdint.h>
 
 typedef struct tsr_part {
-    const char *name;    /* "u55c", "u280", "u250", "u200" */
-    int         bram36;  /* 36 Kb block RAMs               */
-    int         uram;    /* 288 Kb UltraRAMs               */
+    const char *name;          /* "u55c", "u280", ...                          */
+    const char *family;        /* card and device, for people                  */
+    int         bram36;        /* 36 Kb block RAMs                  (-1: unknown) */
+    int         uram;          /* 288 Kb UltraRAMs                  (-1: unknown) */
+    int         dsp;           /* DSP48E2 / DSP58 slices            (-1: unknown) */
+    int         lut;           /* LUTs                              (-1: unknown) */
+    int         shell_bram36;  /* reserved by the platform shell    (-1: unknown) */
+    int         shell_uram;
+    int         shell_dsp;
+    int         shell_lut;
+    int         clock_mhz;     /* default kernel clock, MHz         (-1: unknown) */
+    int         offchip_gbps;  /* off-chip DRAM peak, GB/s          (-1: unknown) */
+    const char *offchip_kind;  /* "HBM2 16 GB", ...                            */
+    const char *source;        /* data sheet / user guide of the figures       */
 } tsr_part;
 
 /* The part named name (case-sensitive), or NULL when unknown. */
 const tsr_part *tsr_part_find(const char *name);
 
-/* On-chip SRAM bytes of part p. */
+/* On-chip SRAM bytes of part p (BRAM36 x 4608 + URAM x 36864); 0 when the
+ * table does not know its block counts. */
 uint64_t tsr_part_bytes(const tsr_part *p);
 
 /* Comma-separated names of the known parts, for error messages. */
 const char *tsr_part_names(void);
+
+/* Number of parts, and part i (0 <= i < tsr_part_count()), in table order. */
+int tsr_part_count(void);
+const tsr_part *tsr_part_at(int i);
 
 #endif

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 #include "weight_image.h"
 
 /* ------------------------------------------------------------------------ */
@@ -121,16 +123,6 @@ int tsr_wimage_check_profile(const tsr_kconfig *kc, tsr_err *e)
 /* ------------------------------------------------------------------------ */
 /* Building                                                                   */
 
-uint64_t tsr_fnv1a64(uint64_t h, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
 /* The model tensor behind matrix mat. */
 static const tsr_tensor *mat_src(const tsr_checkpoint *m, const tsr_kconfig *kc, uint32_t mat)
 {
@@ -163,8 +155,10 @@ static void quantize_row(const float *x, uint32_t n, uint32_t G, int8_t *q, floa
         }
         float scale = amax / 127.0f;
         s[g] = scale;
-        for (uint32_t j = j0; j < j0 + G; j++)
-            q[j] = (j < n && scale != 0.0f) ? (int8_t)roundf(x[j] / scale) : 0;
+        uint32_t j = j0;
+        if (scale != 0.0f)   /* straight-line, so the compiler vectorizes it */
+            for (; j < j1; j++) q[j] = (int8_t)tsr_round_q8(x[j] / scale);
+        for (; j < j0 + G; j++) q[j] = 0;   /* an all-zero group, or the padding */
     }
 }
 
@@ -244,13 +238,18 @@ int tsr_wimage_build(const tsr_checkpoint *m, const tsr_kconfig *kc, tsr_wimage 
             goto fail;
         }
         uint32_t r = 0;
+        tsr_tile tiles[TSR_MAX_MESH_COLS];   // row block r's tiles, by mesh column
+        for (uint32_t cc = 0; cc < C; cc++) tiles[cc] = tsr_lay_tile(kc, d, n, cc);
         for (uint32_t ro = 0; ro < d; ro++) {
-            while ((r + 1u) * d / R <= ro) r++;   // row block of row ro
+            if ((r + 1u) * d / R <= ro) {   // next row block (a block may be empty)
+                while ((r + 1u) * d / R <= ro) r++;
+                for (uint32_t cc = 0; cc < C; cc++) tiles[cc] = tsr_lay_tile(kc, d, n, r * C + cc);
+            }
             tsr_tensor_row(src, (int)ro, row);
             if (q8) quantize_row(row, n, G, qr, sc);
             for (uint32_t cc = 0; cc < C; cc++) {
                 uint32_t p = r * C + cc;
-                tsr_tile t = tsr_lay_tile(kc, d, n, p);
+                tsr_tile t = tiles[cc];
                 uint32_t i = ro - t.row0, cols = t.ngroups * G;
                 if (q8) {
                     int8_t *dst = (int8_t *)img->pe_i8[p] + off8[p] + (size_t)i * cols;
@@ -292,17 +291,25 @@ int tsr_wimage_build(const tsr_checkpoint *m, const tsr_kconfig *kc, tsr_wimage 
     }
     if (add_chunks(img, &cap, 0, TSR_REG_CTRL, img->ctrl, img->ctrl_words, 4)) goto fail;
 
-    /* size and content hash */
-    uint64_t h = tsr_fnv1a64(TSR_FNV_OFFSET, kc, sizeof *kc);
+    /* size and content hash: XXH3-64 (libxxhash) of the config, then each
+     * chunk's header and bytes, so any change of placement or value changes
+     * it; at tens of GB/s it costs nothing next to the copy */
+    XXH3_state_t *hs = XXH3_createState();
+    if (!hs || XXH3_64bits_reset(hs) != XXH_OK) {
+        XXH3_freeState(hs);
+        goto fail;
+    }
+    XXH3_64bits_update(hs, kc, sizeof *kc);
     img->bytes = 4u * TSR_KCONFIG_WORDS;
     for (int i = 0; i < img->n_chunks; i++) {
         const tsr_wchunk *ch = &img->chunks[i];
         uint32_t hdr[4] = { ch->pe, ch->region, ch->offset, ch->length };
-        h = tsr_fnv1a64(h, hdr, sizeof hdr);
-        h = tsr_fnv1a64(h, ch->data, ch->nbytes);
+        XXH3_64bits_update(hs, hdr, sizeof hdr);
+        XXH3_64bits_update(hs, ch->data, ch->nbytes);
         img->bytes += ch->nbytes;
     }
-    img->hash = h;
+    img->hash = XXH3_64bits_digest(hs);
+    XXH3_freeState(hs);
     free(off8);
     free(offf);
     free(row);

@@ -89,8 +89,5 @@ int tsr_wimage_build(const tsr_checkpoint *m, const tsr_kconfig *kc, tsr_wimage 
 /* Free what tsr_wimage_build allocated; a zeroed img is a no-op. */
 void tsr_wimage_free(tsr_wimage *img);
 
-/* FNV-1a 64 of n bytes continuing from h (start with TSR_FNV_OFFSET). */
-#define TSR_FNV_OFFSET 0xcbf29ce484222325ull
-uint64_t tsr_fnv1a64(uint64_t h, const void *data, size_t n);
 
 #endif

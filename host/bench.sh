@@ -29,12 +29,15 @@ for shape in stories15M stories42M stories110M; do
     "$TESSERA" synth --shape "$shape" --q8 $gs -o "$f.tmp" && mv "$f.tmp" "$f"
 done
 
-# shape|model|tokenizer|options: stories110M decodes at ~15 tokens/s in the
-# emulator, so it runs 32 tokens to keep `make bench` to a few minutes.
-CASES="stories260K|$SHARED/models/stories260K.bin|$SHARED/models/tok512.bin|--prompt-tokens 32 --decode-tokens 256 --repeat 3 --warmup 1
-stories15M (synthetic)|$BENCHDIR/stories15M.bin|$SHARED/models/tokenizer.bin|--prompt-tokens 32 --decode-tokens 128 --repeat 3 --warmup 1
-stories42M (synthetic)|$BENCHDIR/stories42M.bin|$SHARED/models/tokenizer.bin|--prompt-tokens 32 --decode-tokens 128 --repeat 3 --warmup 1
-stories110M (synthetic, group size 64)|$BENCHDIR/stories110M.bin|$SHARED/models/tokenizer.bin|--prompt-tokens 32 --decode-tokens 32 --repeat 3 --warmup 1 --group-size 64"
+# shape|model|tokenizer|options|runq 1-thread|runq 2-thread: every shape runs
+# 256 positions (16 prompt token ids, then 240 decoded tokens), medians of 3
+# after a warm-up, as the runq reference figures in issue 6 were taken
+# (llama2.c runq.c, Q8_0, synthetic weights, this machine class; guides only).
+RUN="--prompt-tokens 16 --decode-tokens 240 --repeat 3 --warmup 1"
+CASES="stories260K|$SHARED/models/stories260K.bin|$SHARED/models/tok512.bin|$RUN|-|-
+stories15M (synthetic)|$BENCHDIR/stories15M.bin|$SHARED/models/tokenizer.bin|$RUN|350|690
+stories42M (synthetic)|$BENCHDIR/stories42M.bin|$SHARED/models/tokenizer.bin|$RUN|140|280
+stories110M (synthetic, group size 64)|$BENCHDIR/stories110M.bin|$SHARED/models/tokenizer.bin|$RUN --group-size 64|76|145"
 
 ROWS=$(mktemp /tmp/tsr_bench_rows_XXXXXX)
 CMDS=$(mktemp /tmp/tsr_bench_cmds_XXXXXX)
@@ -46,7 +49,7 @@ median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]
 # The number after "key": in each JSON line of $JSON.
 field() { sed -n "s/.*\"$1\":\([-0-9.e+]*\).*/\1/p" "$JSON"; }
 
-echo "$CASES" | while IFS='|' read -r name model tok opts; do
+echo "$CASES" | while IFS='|' read -r name model tok opts runq1 runq2; do
     for t in $THREADS; do
         cmd="$TESSERA bench -m $model -z $tok $opts --threads $t --json"
         echo "bench: $cmd" >&2
@@ -58,9 +61,15 @@ echo "$CASES" | while IFS='|' read -r name model tok opts; do
         pmed=$(field prefill_tok_s | median)
         tmed=$(field ttft_ms | median)
         load=$(field load_gb_s | head -n 1)
+        prep=$(field load_prep_s | head -n 1)
         rss=$(field peak_rss_mb | sort -g | tail -n 1)
-        printf '| %s | %s | %s | %.1f (%.1f..%.1f) | %.1f | %.2f | %.3f | %.1f |\n' \
-            "$name" "$t" "$n" "$dmed" "$dmin" "$dmax" "$pmed" "$tmed" "$load" "$rss" >> "$ROWS"
+        runq=$runq1
+        [ "$t" = 2 ] && runq=$runq2
+        ratio="-"
+        [ "$runq" != "-" ] && ratio=$(awk -v a="$dmed" -v b="$runq" 'BEGIN { printf "%.2fx", a / b }')
+        printf '| %s | %s | %s | %.1f (%.1f..%.1f) | %s | %s | %.1f | %.2f | %.2f | %.3f | %.1f |\n' \
+            "$name" "$t" "$n" "$dmed" "$dmin" "$dmax" "$runq" "$ratio" "$pmed" "$tmed" "$load" "$prep" \
+            "$rss" >> "$ROWS"
     done
 done
 
@@ -73,18 +82,22 @@ NCPU=$(grep -c '^processor' /proc/cpuinfo 2>/dev/null || echo "?")
     echo "Device: the emulator (\`emu\`, 16 PEs, Q8_0 weights on chip), worker threads: $(echo "$THREADS" | sed "s/ / and /")."
     echo "CPU: ${CPU:-unknown} ($NCPU logical CPUs)."
     echo
-    echo "Each row: one model load (timed for load GB/s = weight bytes streamed / seconds),"
-    echo "1 warm-up run, then 3 measured runs, each on a fresh sequence: prefill 32 prompt"
-    echo "token ids, then generate exactly N tokens greedily with ignore_stop = 1."
-    echo "Decode tok/s is the median (min..max) of the 3 runs; prefill and TTFT are medians;"
-    echo "peak RSS is the process's ru_maxrss.  The stories15M/42M/110M checkpoints are"
-    echo "synthetic (\`tessera synth --q8\`, deterministic pseudo-random weights) with the"
-    echo "real shapes, so the speeds are those of the real models but the text is noise."
-    echo "stories110M decodes only N = 32 tokens per run (about 15 tokens/s in the emulator)"
-    echo "to keep \`make bench\` within a few minutes."
+    echo "Each row: one model load, 1 warm-up run, then 3 measured runs, each on a fresh"
+    echo "sequence: prefill 16 prompt token ids, then generate exactly N tokens greedily with"
+    echo "ignore_stop = 1 (256 positions in all).  Decode tok/s is the median (min..max) of"
+    echo "the 3 runs; prefill and TTFT are medians.  runq is llama2.c runq.c (Q8_0) at the"
+    echo "same thread count, as issue 6 quotes it for this machine class (a guide only: it"
+    echo "was not re-measured here); x runq = tessera's median / that figure.  Stream GB/s is"
+    echo "the weight image bytes / the time from the first chunk sent to the last; prep s is"
+    echo "the time before it (read the file, quantize, tile, hash; configure; and the OS"
+    echo "faulting in the emulated SRAM).  Peak RSS is the process's ru_maxrss.  The"
+    echo "stories15M/42M/110M checkpoints are synthetic (\`tessera synth --q8\`, deterministic"
+    echo "pseudo-random weights, std 0.02) with the real shapes, so the speeds are those of"
+    echo "the real models but the text is noise.  The machine is shared: compare rows of one"
+    echo "run, and expect the absolute figures to move by 10-30 % between runs."
     echo
-    echo "| shape | threads | N | decode tok/s | prefill tok/s | TTFT ms | load GB/s | peak RSS MB |"
-    echo "|---|---|---|---|---|---|---|---|"
+    echo "| shape | threads | N | decode tok/s | runq tok/s | x runq | prefill tok/s | TTFT ms | stream GB/s | prep s | peak RSS MB |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|"
     cat "$ROWS"
     echo
     echo "Commands:"

@@ -25,6 +25,7 @@ static const char usage[] =
     "      --top-p P         nucleus threshold in (0,1] (default 0.9)\n"
     "  -s, --seed S          sampler seed (default 42)\n"
     "      --backend SPEC    device spec (default emu)\n"
+    "      --xclbin FILE     xrt: the xclbin to load (appends xclbin=FILE to the spec)\n"
     "      --weights q8|f32  on-chip weight format (default q8)\n";
 
 static tsr_seq *volatile active;   /* the sequence Ctrl-C cancels */
@@ -56,6 +57,7 @@ static int print_token(tsr_seq *s, int token, void *user)
 int cmd_chat(int argc, char **argv)
 {
     const char *model = NULL, *tok = NULL, *backend = "emu";
+    const char *xclbin = NULL;   /* xrt: --xclbin FILE */
     int n = 128, f32 = 0;
     float temp = 0.8f, top_p = 0.9f;
     uint64_t seed = 42;
@@ -71,6 +73,7 @@ int cmd_chat(int argc, char **argv)
         else if (IS("-s", "--seed"))        { VAL(); if (cli_u64(o, v, &seed)) return 2; }
         else if (!strcmp(o, "--top-p"))     { VAL(); if (cli_float(o, v, 1e-9f, 1.0f, &top_p)) return 2; }
         else if (!strcmp(o, "--backend"))   { VAL(); backend = v; }
+        else if (!strcmp(o, "--xclbin"))    { VAL(); xclbin = v; }
         else if (!strcmp(o, "--weights")) { VAL(); if (cli_weights(o, v, &f32)) return 2; }
         else {
             cli_error("chat: unknown option '%s' (see tessera chat --help)", o);
@@ -91,7 +94,10 @@ int cmd_chat(int argc, char **argv)
     char *line = NULL;
     size_t cap = 0;
     tsr_model_opts mo = { .tokenizer = tok, .weights_f32 = f32, .n_seqs = 1 };
-    if (tsr_device_open(backend, &dev) != TSR_OK ||
+    char spec[600];   /* --backend, plus xclbin=FILE for xrt */
+    snprintf(spec, sizeof spec, "%s%s%s%s", backend, xclbin ? (strchr(backend, ':') ? "," : ":") : "",
+             xclbin ? "xclbin=" : "", xclbin ? xclbin : "");
+    if (tsr_device_open(spec, &dev) != TSR_OK ||
         tsr_model_load(dev, model, &mo, &m) != TSR_OK ||
         tsr_seq_open(m, &seq) != TSR_OK) {
         cli_error("%s", tsr_device_errmsg(dev));

@@ -29,9 +29,12 @@ static const char usage[] =
     "  -t, --temperature T   0 = greedy (default 1.0)\n"
     "      --top-p P         nucleus sampling threshold in (0,1] (default 0.9; 1 = off)\n"
     "  -s, --seed S          sampler seed (default or 0: time-based)\n"
-    "      --backend SPEC    device: emu (default) or emu:part=u55c,pes=16 (xrt is not built in yet)\n"
+    "      --backend SPEC    device: emu (default), emu:part=u55c,pes=16, or xrt:0 (Alveo card 0)\n"
+    "      --xclbin FILE     xrt: the xclbin to load (default: the one in bitstreams/ for the card)\n"
     "      --part NAME       emulate a card's on-chip capacity: u55c, u280, u250, u200\n"
     "      --pes N           processing elements in the mesh (emulator: 1..64, default 16)\n"
+    "      --threads N       emulator worker threads over the PEs (default: the CPUs\n"
+    "                        this process may use; tokens do not depend on it)\n"
     "      --weights q8|f32  on-chip weight format (default q8 = Q8_0)\n"
     "      --group-size N    Q8_0 group size (default 32)\n"
     "      --seq-len N, --ctx N  context length on the device (default: the model's)\n"
@@ -40,7 +43,8 @@ static const char usage[] =
 
 typedef struct run_args {
     const char *model, *tokenizer, *prompt, *backend, *part;
-    int steps, pes, weights_f32, group_size, seq_len, stats;
+    const char *xclbin;   /* xrt: --xclbin FILE */
+    int steps, pes, threads, weights_f32, group_size, seq_len, stats;
     float temperature, top_p;
     uint64_t seed;
 } run_args;
@@ -97,6 +101,14 @@ static void print_stats(tsr_device *dev, tsr_seq *seq)
     char buf[8192];
     if (tsr_device_kernel_counters(dev, buf, sizeof buf) == TSR_OK)
         fprintf(stderr, "kernel counters:\n%s", buf);
+    /* --- the cycle model's estimate from those counters (tessera plan) --- */
+    const char *cyc = strstr(buf, "projected.cycles_per_token "), *at = strstr(buf, "cycle_model.last.position ");
+    const char *tps = strstr(buf, "projected.tok_s "), *mhz = tps ? strstr(tps, " at ") : NULL;
+    if (cyc && at && tps && mhz)
+        fprintf(stderr, "projected (cycle model, not measured): %llu cycles for the last token "
+                "(position %llu), %.0f tokens/s at %d MHz; compare tessera plan --pos\n",
+                strtoull(cyc + 27, NULL, 10), strtoull(at + 26, NULL, 10),
+                strtod(tps + 16, NULL), atoi(mhz + 4));
 }
 
 /* A progress bar on stderr for weight streams over 16 MB, when it is a
@@ -137,7 +149,9 @@ static int parse_args(int argc, char **argv, run_args *a)
         else if (!strcmp(o, "--top-p"))     { VAL(); if (cli_float(o, v, 1e-9f, 1.0f, &a->top_p)) return -1; }
         else if (!strcmp(o, "--backend"))   { VAL(); a->backend = v; }
         else if (!strcmp(o, "--part"))      { VAL(); a->part = v; }
+        else if (!strcmp(o, "--xclbin"))    { VAL(); a->xclbin = v; }
         else if (!strcmp(o, "--pes"))       { VAL(); if (cli_int(o, v, 1, 1 << 16, &a->pes)) return -1; }
+        else if (!strcmp(o, "--threads"))   { VAL(); if (cli_int(o, v, 1, 1024, &a->threads)) return -1; }
         else if (!strcmp(o, "--group-size")) { VAL(); if (cli_int(o, v, 1, 1 << 16, &a->group_size)) return -1; }
         else if (!strcmp(o, "--seq-len") || !strcmp(o, "--ctx"))   { VAL(); if (cli_int(o, v, 1, 1 << 24, &a->seq_len)) return -1; }
         else if (!strcmp(o, "--stats"))     { a->stats = 1; }
@@ -164,12 +178,15 @@ int cmd_run(int argc, char **argv)
     if (parse_args(argc, argv, &a)) return 2;
     if (a.seed == 0) a.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
 
-    /* The device spec: --backend, refined by --part and --pes. */
+    /* The device spec: --backend, refined by --part, --pes and --threads. */
     char spec[512];
     int n = snprintf(spec, sizeof spec, "%s", a.backend);
     const char *sep = strchr(a.backend, ':') ? "," : ":";
     if (a.part) { n += snprintf(spec + n, sizeof spec - n, "%spart=%s", sep, a.part); sep = ","; }
-    if (a.pes)  { n += snprintf(spec + n, sizeof spec - n, "%spes=%d", sep, a.pes); }
+    if (a.pes)  { n += snprintf(spec + n, sizeof spec - n, "%spes=%d", sep, a.pes); sep = ","; }
+    if (a.threads) { n += snprintf(spec + n, sizeof spec - n, "%sthreads=%d", sep, a.threads); sep = ","; }
+    if (a.xclbin && n < (int)sizeof spec) /* xrt: the xclbin to load */
+        n += snprintf(spec + n, sizeof spec - n, "%sxclbin=%s", sep, a.xclbin);
     if (n >= (int)sizeof spec) { cli_error("run: device spec too long"); return 2; }
 
     int rc, status = 1;

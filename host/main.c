@@ -18,6 +18,7 @@ static const char usage[] =
     "  info    print a model file's header, parameter count and bytes per tensor group\n"
     "  synth   write a llama2.c checkpoint with deterministic pseudo-random weights\n"
     "  bench   measure decode/prefill tokens/s, time to first token, load GB/s, peak RSS\n"
+    "  plan    fit, BRAM/URAM/DSP and projected tokens/s of a model on an FPGA part\n"
     "  help    this text\n"
     "\n"
     "'tessera <command> --help' describes a command's options.\n";
@@ -112,6 +113,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "synth")) return cmd_synth(argc - 2, argv + 2);
     if (!strcmp(cmd, "chat"))  return cmd_chat(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
+    if (!strcmp(cmd, "plan"))  return cmd_plan(argc - 2, argv + 2);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         if (argc > 2) {
             char *h[] = { "--help", NULL };
@@ -120,7 +122,8 @@ int main(int argc, char **argv)
             if (!strcmp(argv[2], "synth")) return cmd_synth(1, h);
             if (!strcmp(argv[2], "chat"))  return cmd_chat(1, h);
             if (!strcmp(argv[2], "bench")) return cmd_bench(1, h);
-            cli_error("help: unknown command '%s' (valid: run, chat, info, synth, bench)", argv[2]);
+            if (!strcmp(argv[2], "plan"))  return cmd_plan(1, h);
+            cli_error("help: unknown command '%s' (valid: run, chat, info, synth, bench, plan)", argv[2]);
             return 2;
         }
         fputs(usage, stdout);
@@ -130,6 +133,6 @@ int main(int argc, char **argv)
         printf("tessera %s\n", tsr_version());
         return 0;
     }
-    cli_error("unknown command '%s' (valid: run, chat, info, synth, bench, help)", cmd);
+    cli_error("unknown command '%s' (valid: run, chat, info, synth, bench, plan, help)", cmd);
     return 2;
 }

@@ -16,6 +16,10 @@ void tsr_forward(tsr_kstate *st, uint32_t slot, uint32_t token, uint32_t pos, in
     uint32_t dim = c->dim, hidden = c->hidden_dim, kv_dim = tsr_lay_kv_dim(c);
     uint32_t hs = tsr_lay_head_size(c), L = c->n_layers;
     float *x = st->x;   // (dim,)
+    /* cycle model: this pass's work starts here */
+    st->cnt.work_mark = st->cnt.work;
+    st->cnt.work.forwards++;
+    st->cnt.work.pos_sum += pos;
 
     tsr_mesh_embed(st, token, x);
 
@@ -43,11 +47,18 @@ fwd_layers:
         tsr_mesh_gemv(st, TSR_MAT_LAYER(l, TSR_W_2), st->hb, st->xb2);
         tsr_residual(x, st->xb2, dim);
     }
+    /* cycle model: the layers' controller passes (2 norms; RoPE pairs, 2 residuals, SwiGLU) */
+    st->cnt.work.norms += 2u * L;
+    st->cnt.work.norm_elems += 2u * (uint64_t)L * dim;
+    st->cnt.work.vec_elems += (uint64_t)L * (dim / 2u + 2u * dim + hidden);
     st->cnt.tokens_fed++;
 
     if (want_logits) {
         tsr_rmsnorm(x, x, st->ctrl + 2u * L * dim, dim, c->norm_eps);
         tsr_mesh_gemv(st, tsr_lay_mat_wcls(c), x, st->logits);
+        st->cnt.work.norms++;   /* cycle model: final norm; logits the sampler scans */
+        st->cnt.work.norm_elems += dim;
+        st->cnt.work.logits += c->vocab_size;
         st->logits_valid = 1;
     }
 }

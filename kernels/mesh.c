@@ -10,7 +10,8 @@
  *        v
  *   PE (r, 0) psum -> controller y [row block r]   (gather)
  *
- * A PE step writes only its own psum, so PEs could run in parallel threads.
+ * A PE step writes only its own psum, so the emulator runs blocks of PEs on
+ * its worker threads (emu/) with the same result for any thread count.
  */
 #include "tsr_hls.h"
 
@@ -77,68 +78,58 @@ tile_f32_macs:
 /* ------------------------------------------------------------------------ */
 /* Mesh GEMV                                                                  */
 
-#ifdef TSR_EMU
-/* Emulator only: MACs below which a GEMV runs on the calling thread. */
-#define TSR_EMU_MIN_PARALLEL_MACS (64u * 1024u)
-#endif
+/* One GEMV on the mesh: W[mat] (d,n) @ x (n,) -> y (d,), input prepared. */
+typedef struct gemv_job {
+    tsr_kstate *st;
+    uint32_t    mat, d, n;
+    float      *y;          /* (d,) */
+    int         task_reduces; /* emulator: workers run their rows' trees */
+} gemv_job;
 
-void tsr_mesh_gemv(tsr_kstate *st, uint32_t mat, const float *x, float *y)
+/* Step 2 for PEs [p0, p1): every PE multiplies its tile by its slice of the
+ * broadcast input into its own psum. */
+static void gemv_tiles(const gemv_job *j, uint32_t p0, uint32_t p1)
 {
+    tsr_kstate *st = j->st;
     const tsr_kconfig *c = &st->cfg;
-    uint32_t d, n;
-    tsr_lay_mat_shape(c, mat, &d, &n);
-    uint32_t G = c->group, ng = tsr_cdiv(n, G), npad = ng * G;
-    uint32_t R = c->mesh_rows, C = c->mesh_cols, P = R * C;
-    int q8 = c->dtype == TSR_KDT_Q8;
-
-    /* 1. the controller prepares the input vector */
-    if (q8) {
-        tsr_quantize(x, n, G, st->xq, st->xs);
-    } else {
-gemv_pad:
-        for (uint32_t j = 0; j < npad; j++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_IN
-#pragma HLS PIPELINE II=1
-            st->xin[j] = j < n ? x[j] : 0.0f;
-        }
-    }
-
-    /* 2. broadcast slices; every PE multiplies its tile (PE-local work).
-     *    The emulator spreads the PEs over its worker threads (OpenMP keeps
-     *    one pool); each PE writes only its own psum, so the result does not
-     *    depend on the thread count.  Small matrices stay on one thread:
-     *    waking the team costs more than their MACs. */
-    uint64_t bcast = 0, macs = 0;
-#ifdef TSR_EMU
-    int team = st->threads > 1 && (uint64_t)d * npad >= TSR_EMU_MIN_PARALLEL_MACS;
-#pragma omp parallel for schedule(static) num_threads(st->threads) if (team) \
-    reduction(+ : bcast, macs)
-#else
+    uint32_t G = c->group;
 gemv_pes:
-#endif
-    for (uint32_t p = 0; p < P; p++) {
+    for (uint32_t p = p0; p < p1; p++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_PES
         tsr_pe *pe = TSR_PE(st, p);
-        tsr_tile t = tsr_lay_tile(c, d, n, p);
-        uint32_t cols = t.ngroups * G;
-        bcast += q8 ? cols + 4u * t.ngroups : 4u * cols;
-        macs += (uint64_t)t.rows * cols;
-        if (q8)
-            pe_tile_q8(pe->w8 + st->i8_off[p][mat], pe->f32 + st->f32_off[p][mat], t.rows,
-                       t.ngroups, G, st->xq + t.g0 * G, st->xs + t.g0, pe->psum);
-        else
-            pe_tile_f32(pe->f32 + st->f32_off[p][mat], t.rows, cols, st->xin + t.g0 * G,
-                        pe->psum);
+        tsr_tile t = tsr_lay_tile(c, j->d, j->n, p);
+        if (c->dtype == TSR_KDT_Q8) {
+            const int8_t *w8 = pe->w8 + st->i8_off[p][j->mat];   // (rows, ngroups*G)
+            const float *ws = pe->f32 + st->f32_off[p][j->mat];  // (rows, ngroups)
+            const int8_t *xq = st->xq + t.g0 * G;                 // (ngroups*G,)
+            const float *xs = st->xs + t.g0;                      // (ngroups,)
+            uint32_t done = 0;
+#ifdef TSR_EMU
+            /* the emulator's SIMD rows (emu/), bit-identical to the loop */
+            if (st->simd)
+                done = tsr_emu_tile_q8(w8, ws, t.rows, t.ngroups, G, xq, xs, pe->psum);
+#endif
+            pe_tile_q8(w8 + (uint64_t)done * t.ngroups * G, ws + (uint64_t)done * t.ngroups,
+                       t.rows - done, t.ngroups, G, xq, xs, pe->psum + done);
+        } else {
+            pe_tile_f32(pe->f32 + st->f32_off[p][j->mat], t.rows, t.ngroups * G,
+                        st->xin + t.g0 * G, pe->psum);
+        }
     }
-    st->cnt.fabric_bcast_bytes += bcast;
-    st->cnt.macs += macs;
+}
 
-    /* 3. per mesh row, an adder tree over the C column partial sums:
-     *    level s adds PE (r, c + 2^s) into PE (r, c) for c = 0, 2^(s+1), ... */
+/* Steps 3 and 4 for mesh rows [r0, r1): the adder tree over the row's C
+ * partial sums, level s adding PE (r, c + 2^s) into PE (r, c) for
+ * c = 0, 2^(s+1), ...; then the root sends its row block to y. */
+static void gemv_reduce(const gemv_job *j, uint32_t r0, uint32_t r1)
+{
+    tsr_kstate *st = j->st;
+    const tsr_kconfig *c = &st->cfg;
+    uint32_t C = c->mesh_cols;
 gemv_reduce_rows:
-    for (uint32_t r = 0; r < R; r++) {
+    for (uint32_t r = r0; r < r1; r++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_MESH_ROWS
-        uint32_t rows = tsr_lay_tile(c, d, n, r * C).rows;
+        tsr_tile t = tsr_lay_tile(c, j->d, j->n, r * C);
 gemv_tree_levels:
         for (uint32_t lvl = 0; lvl < TSR_MAX_TREE_LEVELS; lvl++) {
             uint32_t stride = 1u << lvl;
@@ -149,25 +140,91 @@ gemv_tree_pairs:
                 float *dst = TSR_PE(st, r * C + cc)->psum;                // (rows,)
                 const float *src = TSR_PE(st, r * C + cc + stride)->psum; // (rows,)
 gemv_tree_add:
-                for (uint32_t i = 0; i < rows; i++) {
+                for (uint32_t i = 0; i < t.rows; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_OUT
 #pragma HLS PIPELINE II=1
                     dst[i] += src[i];
                 }
-                st->cnt.fabric_reduce_bytes += 4u * rows;
             }
         }
-        /* 4. the tree root sends its row block to the controller */
-        const float *root = TSR_PE(st, r * C)->psum;
-        uint32_t row0 = tsr_lay_tile(c, d, n, r * C).row0;
+        const float *root = TSR_PE(st, r * C)->psum;   // (rows,)
 gemv_gather:
-        for (uint32_t i = 0; i < rows; i++) {
+        for (uint32_t i = 0; i < t.rows; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_OUT
 #pragma HLS PIPELINE II=1
-            y[row0 + i] = root[i];
+            j->y[t.row0 + i] = root[i];
         }
-        st->cnt.fabric_gather_bytes += 4u * rows;
     }
+}
+
+#ifdef TSR_EMU
+/* Emulator worker w of nw: the PEs of its block, then, when every block is
+ * made of whole mesh rows (task_reduces), the adder trees of its rows. */
+static void gemv_task(void *ctx, uint32_t w, uint32_t nw)
+{
+    const gemv_job *j = ctx;
+    uint32_t C = j->st->cfg.mesh_cols, P = tsr_lay_pes(&j->st->cfg);
+    uint32_t p0 = w * P / nw, p1 = (w + 1u) * P / nw;
+    gemv_tiles(j, p0, p1);
+    if (j->task_reduces) gemv_reduce(j, p0 / C, p1 / C);
+}
+
+/* Emulator: MACs below which a GEMV runs on the calling thread alone. */
+#define TSR_EMU_MIN_PARALLEL_MACS (16u * 1024u)
+#endif
+
+void tsr_mesh_gemv(tsr_kstate *st, uint32_t mat, const float *x, float *y)
+{
+    const tsr_kconfig *c = &st->cfg;
+    gemv_job j;
+    j.st = st;
+    j.mat = mat;
+    j.y = y;
+    j.task_reduces = 0;
+    tsr_lay_mat_shape(c, mat, &j.d, &j.n);
+    uint32_t G = c->group, ng = tsr_cdiv(j.n, G), npad = ng * G;
+    uint32_t R = c->mesh_rows, C = c->mesh_cols, P = R * C;
+    int q8 = c->dtype == TSR_KDT_Q8;
+    tsr_kwork_gemv(c, j.d, j.n, &st->cnt.work);   /* cycle model: busiest PE's work */
+
+    /* 1. the controller prepares the input vector */
+    if (q8) {
+        tsr_quantize(x, j.n, G, st->xq, st->xs);
+    } else {
+gemv_pad:
+        for (uint32_t i = 0; i < npad; i++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_IN
+#pragma HLS PIPELINE II=1
+            st->xin[i] = i < j.n ? x[i] : 0.0f;
+        }
+    }
+
+    /* 2-4. broadcast, PE-local tiles, adder trees, gather.  The emulator
+     * runs the PEs on its worker pool, each worker a contiguous block of
+     * PEs; a PE writes only its own psum, so the result does not depend on
+     * the number of workers.  Small GEMVs stay on the calling thread. */
+#ifdef TSR_EMU
+    uint32_t nw = tsr_emu_pool_size(st->pool);
+    if (nw > P) nw = P;
+    if (nw > 1 && (uint64_t)j.d * npad >= TSR_EMU_MIN_PARALLEL_MACS) {
+        j.task_reduces = 1;
+        for (uint32_t w = 0; w <= nw; w++) j.task_reduces &= (w * P / nw) % C == 0;
+        tsr_emu_pool_run(st->pool, nw, gemv_task, &j);
+        if (!j.task_reduces) gemv_reduce(&j, 0, R);
+    } else
+#endif
+    {
+        gemv_tiles(&j, 0, P);
+        gemv_reduce(&j, 0, R);
+    }
+
+    /* fabric traffic, summed over the PEs in closed form: every mesh row
+     * gets the whole input (int8 + scales, or fp32), C - 1 tree additions
+     * of each row block, every row gathered once */
+    st->cnt.fabric_bcast_bytes += (uint64_t)R * (q8 ? npad + 4u * ng : 4u * npad);
+    st->cnt.fabric_reduce_bytes += 4ull * j.d * (C - 1u);
+    st->cnt.fabric_gather_bytes += 4ull * j.d;
+    st->cnt.macs += (uint64_t)j.d * npad;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -178,6 +235,7 @@ void tsr_mesh_embed(tsr_kstate *st, uint32_t token, float *x)
     const tsr_kconfig *c = &st->cfg;
     uint32_t d = c->vocab_size, n = c->dim, G = c->group, C = c->mesh_cols;
     int q8 = c->dtype == TSR_KDT_Q8;
+    st->cnt.work.embed += (uint64_t)tsr_cdiv(n, G) * G;   /* cycle model: row gathered */
     /* the row block holding `token` */
     uint32_t rb = 0;
 embed_find_block:

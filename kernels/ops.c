@@ -134,7 +134,7 @@ quant_values:
 #pragma HLS LOOP_TRIPCOUNT min=TSR_MIN_GROUP max=TSR_MAX_GROUP
 #pragma HLS PIPELINE II=1
             int8_t v = 0;
-            if (j0 + j < n && scale != 0.0f) v = (int8_t)roundf(x[j0 + j] / scale);
+            if (j0 + j < n && scale != 0.0f) v = (int8_t)tsr_round_q8(x[j0 + j] / scale);
             q[j0 + j] = v;
         }
     }

@@ -12,11 +12,16 @@
 
 #include "tsr_ops.h"
 
-/* Publish a word the host may be polling (DECODE's token count): a release
- * store in the emulator (the host thread reads it with an acquire load), a
- * plain store to the m_axi buffer in hardware. */
+/* The emulator's runtime (worker pool, SIMD rows): emu/, never synthesized. */
 #if defined(TSR_EMU) && !defined(__SYNTHESIS__)
-#define TSR_PUBLISH(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#include "tsr_emu.h"
+#endif
+
+/* Publish a word the host is watching (DECODE's token count): in the
+ * emulator a release store that also wakes the host thread waiting on the
+ * word (emu/pool.c), a plain store to the m_axi buffer in hardware. */
+#if defined(TSR_EMU) && !defined(__SYNTHESIS__)
+#define TSR_PUBLISH(p, v) tsr_emu_publish((p), (v))
 #else
 #define TSR_PUBLISH(p, v) (*(p) = (v))
 #endif

@@ -308,6 +308,22 @@ int tessera_top(const uint32_t cmd[TSR_CMD_WORDS], const uint32_t *in, uint32_t 
 #pragma HLS INTERFACE s_axilite port=return
     /* On-chip state persists between invocations. */
     static tsr_kstate st;
+    /* --- PE memories (hw/ flow; docs/hls-flow.md): each PE its own
+     * memories; int8 tiles in URAM, 8 bytes per 72-bit word; scales/F32
+     * tiles + KV cache in BRAM, or URAM (2 words per row) with
+     * -DTSR_PE_F32_URAM, which hw/vitis.mk sets for stories15m to fit. */
+#pragma HLS ARRAY_PARTITION variable=st.pe type=complete dim=1
+#pragma HLS ARRAY_RESHAPE variable=st.pe.w8 type=cyclic factor=8 dim=1
+#pragma HLS BIND_STORAGE variable=st.pe.w8 type=ram_2p impl=uram
+#ifdef TSR_PE_F32_URAM
+#pragma HLS ARRAY_RESHAPE variable=st.pe.f32 type=cyclic factor=2 dim=1
+#pragma HLS BIND_STORAGE variable=st.pe.f32 type=ram_2p impl=uram
+#else
+#pragma HLS BIND_STORAGE variable=st.pe.f32 type=ram_2p impl=bram
+#endif
+#pragma HLS BIND_STORAGE variable=st.pe.psum type=ram_2p impl=bram
+#pragma HLS BIND_STORAGE variable=st.pe.att type=ram_2p impl=bram
+    /* --- end PE memories */
     return tsr_kernel_run(&st, cmd, in, out, cancel);
 }
 #endif

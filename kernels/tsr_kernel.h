@@ -99,6 +99,67 @@ typedef struct tsr_kfit {
 /* ------------------------------------------------------------------------ */
 /* Counters (READ_COUNTERS)                                                   */
 
+/* ---- work counts for the cycle model (driver/plan.c converts them) ----
+ * What the critical path of a forward pass executes: for mesh work, the
+ * busiest PE (PEs run in parallel); for controller work, the controller.
+ * Counted from the tile shapes the kernel runs, once per call (never in an
+ * inner loop).  Cumulative; `work_mark` is a copy taken when each forward
+ * pass starts, so work - work_mark is the last pass (with its sampling). */
+typedef struct tsr_kwork {
+    uint64_t forwards;      /* forward passes                                */
+    uint64_t pos_sum;       /* sum of their positions                        */
+    uint64_t gemvs;         /* mesh GEMVs                                    */
+    uint64_t gemv_in;       /* controller: GEMV input elements, padded (ng*G) */
+    uint64_t gemv_pe_macs;  /* busiest PE's MACs (rows x ngroups x G), summed */
+    uint64_t tree_levels;   /* adder-tree levels, log2(C) per GEMV           */
+    uint64_t tree_rows;     /* per level, rows added on the busiest mesh row */
+    uint64_t gemv_out;      /* controller: GEMV outputs gathered (d)         */
+    uint64_t embed;         /* controller: embedding elements gathered (padded) */
+    uint64_t attn_units;    /* busiest PE: KV units (layer, kv head) run     */
+    uint64_t attn_heads;    /* busiest PE: query heads run (one softmax each) */
+    uint64_t attn_len;      /* busiest PE: positions attended, summed over heads */
+    uint64_t norms;         /* controller: RMSNorms                          */
+    uint64_t norm_elems;    /* their elements (two passes each)              */
+    uint64_t vec_elems;     /* controller: RoPE pairs, residual, SwiGLU elements */
+    uint64_t logits;        /* controller: logits the sampler scans          */
+} tsr_kwork;
+
+/* Count one mesh GEMV of a (d, n) matrix into w: the busiest PE's MACs and
+ * its mesh row's adder-tree work (tsr_layout.h tiles). */
+static inline void tsr_kwork_gemv(const tsr_kconfig *c, uint32_t d, uint32_t n, tsr_kwork *w)
+{
+    uint32_t P = tsr_lay_pes(c), levels = 0, rmax = 0;
+    uint64_t mmax = 0;
+    for (uint32_t p = 0; p < P; p++) {
+#ifdef __SYNTHESIS__ /* driver/ includes this header too: keep its -Wall quiet */
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_PES
+#endif
+        tsr_tile t = tsr_lay_tile(c, d, n, p);
+        uint64_t m = (uint64_t)t.rows * t.ngroups * c->group;
+        if (m > mmax) mmax = m;
+        if (t.rows > rmax) rmax = t.rows;
+    }
+    for (uint32_t s = 1; s < c->mesh_cols && levels < 32u; s *= 2u) levels++;
+    w->gemvs++;
+    w->gemv_in += (uint64_t)tsr_cdiv(n, c->group) * c->group;
+    w->gemv_pe_macs += mmax;
+    w->tree_levels += levels;
+    w->tree_rows += (uint64_t)levels * rmax;
+    w->gemv_out += d;
+}
+
+/* Count one layer's attention at position pos into w: the units of a layer
+ * (consecutive unit ids, placed u % P) put at most ceil(n_kv_heads / P) on
+ * one PE; each runs kv_mul query heads over pos + 1 positions. */
+static inline void tsr_kwork_attention(const tsr_kconfig *c, uint32_t pos, tsr_kwork *w)
+{
+    uint64_t units = tsr_cdiv(c->n_kv_heads, tsr_lay_pes(c));
+    uint64_t heads = units * (c->n_heads / c->n_kv_heads);
+    w->attn_units += units;
+    w->attn_heads += heads;
+    w->attn_len += heads * (pos + 1u);
+}
+
 typedef struct tsr_kcounters {
     uint64_t runs[TSR_OP_COUNT];      /* kernel runs per op                  */
     uint64_t tokens_fed;              /* forward passes                      */
@@ -113,6 +174,9 @@ typedef struct tsr_kcounters {
     uint32_t n_pes;                   /* PEs in the configured mesh          */
     uint32_t pad_;
     uint64_t pe_sram_bytes[TSR_MAX_PES]; /* SRAM bytes in use per PE         */
+    /* cycle-model work counts (see tsr_kwork) */
+    tsr_kwork work;                   /* since tsr_kernel_init               */
+    tsr_kwork work_mark;              /* `work` when the last forward began  */
 } tsr_kcounters;
 
 /* ------------------------------------------------------------------------ */
@@ -179,7 +243,9 @@ typedef struct tsr_kstate {
     tsr_kcounters cnt;
     TSR_PE_ARRAY_DECL;
 #ifdef TSR_EMU
-    uint32_t threads;                  /* emulator: worker threads over the PEs */
+    struct tsr_emu_pool *pool;         /* emulator: worker threads over the PEs
+                                          (emu/tsr_emu.h); NULL: one thread   */
+    uint32_t simd;                     /* emulator: 1 = SIMD rows (emu/)      */
 #endif
 } tsr_kstate;
 

@@ -74,6 +74,18 @@ typedef struct tsr_tile {
 /* ceil(a / b), b > 0. */
 static inline uint32_t tsr_cdiv(uint32_t a, uint32_t b) { return (a + b - 1u) / b; }
 
+/* The Q8_0 rounding step, (int32) roundf(v) (half away from zero), for
+ * |v| <= 2^22, without a libm call so the quantizer loops vectorize.
+ * Truncate, then step away from zero when the dropped fraction is >= 1/2;
+ * v - (float)t is exact in fp32 (Sterbenz), so this equals roundf: checked
+ * for every float with |v| <= 200 (the quantizer's range is |v| <= 127). */
+static inline int32_t tsr_round_q8(float v)
+{
+    int32_t t = (int32_t)v;
+    float f = v - (float)t;
+    return t + (f >= 0.5f) - (f <= -0.5f);
+}
+
 static inline uint32_t tsr_lay_head_size(const tsr_kconfig *c) { return c->dim / c->n_heads; }
 static inline uint32_t tsr_lay_kv_dim(const tsr_kconfig *c)
 {
@@ -132,11 +144,38 @@ static inline uint32_t tsr_lay_tile_f32(const tsr_kconfig *c, tsr_tile t)
     return c->dtype == TSR_KDT_Q8 ? t.rows * t.ngroups : t.rows * t.ngroups * c->group;
 }
 
-/* KV units (layer, kv head) stored on PE pe. */
+/* KV unit of (layer l, kv head h): u = l * n_kv_heads + h.  It lives on PE
+ * tsr_lay_kv_pe(u % P), as that PE's (u / P)-th unit, so a layer's kv heads
+ * sit on distinct PEs (when n_kv_heads <= P) and run in parallel. */
+static inline uint32_t tsr_lay_kv_unit(const tsr_kconfig *c, uint32_t l, uint32_t h)
+{
+    return l * c->n_kv_heads + h;
+}
+
+/* The PE of KV slot q = u % P: q bit-reversed when P is a power of two (q
+ * itself otherwise).  A layer's units have consecutive q; bit reversal
+ * spreads them evenly over the mesh instead of packing them into one
+ * corner, so every half, quarter, ... of the PEs (every worker's block in
+ * the emulator) gets its share.  An involution: it also maps PE -> q. */
+static inline uint32_t tsr_lay_kv_pe(const tsr_kconfig *c, uint32_t q)
+{
+    uint32_t P = tsr_lay_pes(c), r = 0;
+    if (P & (P - 1u)) return q;
+    for (uint32_t b = 1; b < P; b <<= 1) {
+#ifdef __SYNTHESIS__ /* driver/ includes this header too: keep its -Wall quiet */
+#pragma HLS LOOP_TRIPCOUNT min=0 max=8
+#endif
+        r = (r << 1) | (q & 1u);
+        q >>= 1;
+    }
+    return r;
+}
+
+/* KV units stored on PE pe: those with u % P == tsr_lay_kv_pe(pe). */
 static inline uint32_t tsr_lay_kv_units(const tsr_kconfig *c, uint32_t pe)
 {
-    uint32_t U = c->n_layers * c->n_kv_heads, P = tsr_lay_pes(c);
-    return pe < U ? (U - pe + P - 1u) / P : 0u;
+    uint32_t U = c->n_layers * c->n_kv_heads, P = tsr_lay_pes(c), q = tsr_lay_kv_pe(c, pe);
+    return q < U ? (U - q + P - 1u) / P : 0u;
 }
 
 /* Words of one K or V block (one unit, one slot). */

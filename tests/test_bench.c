@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,13 @@ static double json_num(const char *line, const char *key)
 
 static char out[1 << 16], err[1 << 16];
 
+/* CPUs this process may run on: the emulator's default worker count. */
+static int cpus_available(void)
+{
+    cpu_set_t set;
+    return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+}
+
 /* Two measured runs after one warm-up: exactly two JSON lines, each with
  * 16 decode tokens, a positive decode rate and every documented field. */
 static void json_lines_per_run(void **state)
@@ -46,9 +54,9 @@ static void json_lines_per_run(void **state)
                  out, err, sizeof out);
     assert_int_equal(rc, 0);
     assert_int_equal(count_lines(out), 2);
-    static const char *const keys[] = { "\"model\":", "\"backend\":\"emu\"", "\"threads\":1",
+    static const char *const keys[] = { "\"model\":", "\"backend\":\"emu\"", "\"threads\":",
         "\"weights\":\"q8\"", "\"group_size\":32", "\"prefill_tok_s\":", "\"ttft_ms\":",
-        "\"load_gb_s\":", "\"peak_rss_mb\":" };
+        "\"load_gb_s\":", "\"load_prep_s\":", "\"load_stream_s\":", "\"peak_rss_mb\":" };
     const char *line = out;
     for (int i = 0; i < 2; i++) {
         const char *eol = strchr(line, '\n');
@@ -56,6 +64,8 @@ static void json_lines_per_run(void **state)
         assert_int_equal(line[0], '{');
         assert_int_equal(eol[-1], '}');
         assert_int_equal((int)json_num(line, "decode_tokens"), 16);
+        /* no --threads: the emulator's default, the CPUs we may run on */
+        assert_int_equal((int)json_num(line, "threads"), cpus_available());
         assert_int_equal((int)json_num(line, "prompt_tokens"), 8);
         assert_true(json_num(line, "decode_tok_s") > 0.0);
         assert_true(json_num(line, "prefill_tok_s") > 0.0);
@@ -92,7 +102,8 @@ static void table_has_metrics(void **state)
     assert_non_null(strstr(out, "decode tokens/s"));
     assert_non_null(strstr(out, "prefill tokens/s"));
     assert_non_null(strstr(out, "time to first token, ms"));
-    assert_non_null(strstr(out, "load GB/s"));
+    assert_non_null(strstr(out, "weight stream GB/s"));
+    assert_non_null(strstr(out, "image preparation, s"));
     assert_non_null(strstr(out, "peak RSS MB"));
     assert_null(strchr(out, '{'));
 }

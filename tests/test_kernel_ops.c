@@ -327,7 +327,7 @@ static void attention_gqa_matches_formula(void **state)
     }
     assert_int_equal(st->cnt.attended, (1 + 2 + 3 + 4) * HEADS);
     /* slot 0's K block of unit (l, 0) is still zero (never written) */
-    uint32_t u = l * KVH, P = 4, p = u % P, j = u / P;
+    uint32_t u = tsr_lay_kv_unit(&st->cfg, l, 0), P = 4, p = tsr_lay_kv_pe(&st->cfg, u % P), j = u / P;
     const float *kc0 = st->pe[p]->f32 + st->kv_off[p] + (0 * tsr_lay_kv_units(&st->cfg, p) + j) * 2u * SEQ * HS;
     for (int i = 0; i < 4 * HS; i++) assert_float_equal(kc0[i], 0.0f, 0.0f);
     kstate_free(st, 4);

@@ -85,7 +85,10 @@ typedef void (*tsr_log_fn)(int level, const char *msg, void *user);
 /* Open a device from a spec string:
  *   "emu"                          the emulator with its default generic part
  *   "emu:part=u55c,pes=16,threads=2"  on-chip capacity of an Alveo U55C
- *                                  (u55c, u280, u250, u200), 16 PEs
+ *                                  (u55c, u280, u250, u200), 16 PEs, 2
+ *                                  worker threads (default: the cores this
+ *                                  process may run on); "simd=0" keeps to
+ *                                  the portable kernel loops (same tokens)
  *   "xrt:0" / "xrt:0,xclbin=FILE"  Alveo card 0 through XRT
  * *out is set to a handle even when the call fails (except TSR_ERR_NOMEM),
  * so that tsr_device_errmsg() can tell why; close it with tsr_device_close().
@@ -134,7 +137,9 @@ typedef struct tsr_model_opts {
     int  group_size;         /* Q8_0 group size in elements; 0: 32           */
     int  seq_len;            /* context per sequence, tokens; 0: the model's */
     int  n_seqs;             /* sequence slots; 0: as many as fit (<= 8)     */
-    /* Progress of the weight stream: bytes sent of total.  Optional. */
+    /* Progress of the weight stream: bytes sent of total, called once with
+     * sent = 0 as streaming starts (the image is built and the device
+     * configured), then after every chunk.  Optional. */
     void (*progress)(uint64_t sent, uint64_t total, void *user);
     void *progress_user;
 } tsr_model_opts;
@@ -309,6 +314,44 @@ int tsr_file_inspect(const char *path, tsr_file_info *info, char *err, size_t er
  * Errors: TSR_ERR_ARG (bad shape), TSR_ERR_IO.  Thread-safe. */
 int tsr_synth_file(const char *shape, const char *path, int group_size, uint64_t seed,
                    char *err, size_t errlen);
+
+/* ------------------------------------------------------------------------ */
+/* Planning for a real FPGA part (tessera plan)                              */
+
+/* What to plan.  Zero-initialise, then set part (required). */
+typedef struct tsr_plan_opts {
+    const char *part;      /* "u55c", "u280", "u250", "u200", "vu9p", "v80",
+                              "vck5000" (the table in hw/parts.def)          */
+    const char *shape;     /* plan a synth shape ("stories110M", "DIMxLAYERS:...",
+                              as tsr_synth_file) instead of a file; or NULL  */
+    int  weights_f32;      /* 1: F32 weights; 0: Q8_0                        */
+    int  group_size;       /* Q8_0 group size; 0: 32                         */
+    const char *kv;        /* KV cache precision "f32" (NULL: f32), "f16",
+                              "int8"; f16/int8 are projections of a variant:
+                              the kernel stores fp32 today                   */
+    int  seq_len;          /* context; 0: the model's                        */
+    int  pes;              /* PEs per card; 0: the fastest projected that fits */
+    int  clock_mhz;        /* kernel clock; 0: the part's default            */
+    int  step;             /* report the decode step at position step - 1;
+                              0: the last position (seq_len - 1)             */
+    int  cards;            /* split the layers over this many cards; 0: 1    */
+} tsr_plan_opts;
+
+/* Plan the model file at path (or o->shape) on a part: on-chip bytes
+ * (weights, scales, KV cache, norms, activations, scratch), BRAM36 / URAM
+ * blocks after packing and DSPs, per PE and per card, against the part;
+ * whether it fits and, if not, the smallest change that does (a shorter
+ * context, an int8 KV cache, a split over K cards); projected cycles per
+ * decoded token and tokens/s, with the cycle model's assumptions.  Every
+ * speed is a projection from a cycle model (docs/architecture.md), never a
+ * measurement.  Writes text (json 0) or one JSON object (json 1) into buf
+ * (NUL-terminated, truncated to len); *fits (optional) gets 1 or 0.  A model
+ * that does not fit is not an error.  On failure err gets a one-line
+ * message.  Errors: TSR_ERR_ARG (unknown part: the message lists the valid
+ * ones; bad kv, pes, clock, step, cards, group, seq_len), TSR_ERR_IO,
+ * TSR_ERR_FORMAT, TSR_ERR_UNSUPPORTED.  Thread-safe. */
+int tsr_plan_report(const char *path, const tsr_plan_opts *o, int json, char *buf, size_t len,
+                    int *fits, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,359 @@
+/*
+ * xclbin_meta.c - read the parts of an xclbin the XRT backend checks (see
+ * xclbin_meta.h): header, section table, MEM_TOPOLOGY, CONNECTIVITY, the
+ * kernel XML and the tessera_profile key.
+ *
+ * The byte offsets below are those of the structs in xrt/xclbin.h (XRT
+ * 2.13); backend_xrt.c checks them against the real header at compile time
+ * when XRT is available.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xclbin_meta.h"
+
+/* ------------------------------------------------------------------------ */
+/* Layout (xrt/xclbin.h)                                                      */
+
+#define AXLF_MAGIC            "xclbin2"
+#define AXLF_HEADER_OFF       304u   /* struct axlf: m_header                  */
+#define AXLF_LENGTH_OFF       (AXLF_HEADER_OFF + 0u)    /* m_header.m_length   */
+#define AXLF_VBNV_OFF         (AXLF_HEADER_OFF + 48u)   /* m_platformVBNV[64]  */
+#define AXLF_UUID_OFF         (AXLF_HEADER_OFF + 112u)  /* uuid[16]            */
+#define AXLF_NSECTIONS_OFF    (AXLF_HEADER_OFF + 144u)  /* m_numSections       */
+#define AXLF_SECTIONS_OFF     456u   /* struct axlf: m_sections[]              */
+#define AXLF_SECTION_BYTES    40u    /* kind u32 @0, name[16] @4, offset u64 @24,
+                                        size u64 @32                           */
+#define SEC_EMBEDDED_METADATA 2u
+#define SEC_MEM_TOPOLOGY      6u
+#define SEC_CONNECTIVITY      7u
+#define SEC_KEYVALUE_METADATA 15u
+#define MEM_DATA_OFF          8u     /* mem_topology: m_count i32, mem_data[] @8 */
+#define MEM_DATA_BYTES        40u    /* m_type u8 @0, m_used u8 @1, tag[16] @24 */
+#define CONN_OFF              4u     /* connectivity: m_count i32, connection[] @4 */
+#define CONN_BYTES            12u    /* arg_index, ip_layout_index, mem_data_index */
+
+static uint32_t rd32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static uint64_t rd64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+/* A section's bytes, bounds-checked; NULL when absent. */
+typedef struct span { const unsigned char *p; size_t n; } span;
+
+/* ------------------------------------------------------------------------ */
+/* Profile                                                                    */
+
+int tsr_xprofile_parse(const char *text, tsr_xprofile *p, tsr_err *e)
+{
+    memset(p, 0, sizeof *p);
+    static const char *const keys[] = { "pes", "rows", "cols", "dim", "hidden", "layers",
+                                        "heads", "kv_heads", "head_size", "vocab", "seq",
+                                        "slots", "group_min", "group_max", "i8_bytes",
+                                        "f32_words" };
+    uint32_t *const dst[] = { &p->pes, &p->rows, &p->cols, &p->dim, &p->hidden, &p->layers,
+                              &p->heads, &p->kv_heads, &p->head_size, &p->vocab, &p->seq,
+                              &p->slots, &p->group_min, &p->group_max, &p->i8_bytes,
+                              &p->f32_words };
+    enum { NK = sizeof keys / sizeof keys[0] };
+    unsigned seen = 0;
+    int have_name = 0;
+    const char *s = text;
+    while (*s) {
+        const char *eq = strchr(s, '='), *end = strchr(s, ',');
+        if (!end) end = s + strlen(s);
+        if (!eq || eq > end)
+            return tsr_seterr(e, TSR_ERR_FORMAT, "tessera_profile '%s': '%.*s' is not key=value",
+                              text, (int)(end - s), s);
+        size_t kl = (size_t)(eq - s), vl = (size_t)(end - eq - 1);
+        if (kl == 4 && !strncmp(s, "name", 4)) {
+            if (vl == 0 || vl >= sizeof p->name)
+                return tsr_seterr(e, TSR_ERR_FORMAT, "tessera_profile '%s': bad name", text);
+            memcpy(p->name, eq + 1, vl);
+            have_name = 1;
+        } else {
+            for (unsigned k = 0; k < NK; k++) {
+                if (strlen(keys[k]) != kl || strncmp(s, keys[k], kl)) continue;
+                char *stop;
+                errno = 0;
+                unsigned long v = strtoul(eq + 1, &stop, 10);
+                if (stop != end || vl == 0 || errno || v > 0xffffffffu)
+                    return tsr_seterr(e, TSR_ERR_FORMAT, "tessera_profile '%s': bad value for %s",
+                                      text, keys[k]);
+                *dst[k] = (uint32_t)v;
+                seen |= 1u << k;
+            }
+            /* unknown keys are ignored: a newer profile may say more */
+        }
+        s = *end ? end + 1 : end;
+    }
+    if (!have_name)
+        return tsr_seterr(e, TSR_ERR_FORMAT, "tessera_profile '%s': no name", text);
+    for (unsigned k = 0; k < NK; k++)
+        if (!(seen & (1u << k)) || *dst[k] == 0)
+            return tsr_seterr(e, TSR_ERR_FORMAT, "tessera_profile '%s': %s missing or zero",
+                              text, keys[k]);
+    return TSR_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Kernel XML                                                                 */
+
+/* Value of attribute `name` inside the tag [tag, end): copied to out
+ * (cap bytes).  Returns 0 when found. */
+static int xml_attr(const char *tag, const char *end, const char *name, char *out, size_t cap)
+{
+    size_t nl = strlen(name);
+    for (const char *p = tag; p + nl + 2 < end; p++) {
+        if ((p[-1] != ' ' && p[-1] != '\t' && p[-1] != '\n' && p[-1] != '\r') ||
+            strncmp(p, name, nl) ||
+            p[nl] != '=' || p[nl + 1] != '"')
+            continue;
+        const char *v = p + nl + 2, *q = memchr(v, '"', (size_t)(end - v));
+        if (!q) return -1;
+        size_t n = (size_t)(q - v);
+        if (n >= cap) n = cap - 1;
+        memcpy(out, v, n);
+        out[n] = '\0';
+        return 0;
+    }
+    return -1;
+}
+
+/* Next element <elem ...> at or after p (before end); *tag_end gets its '>'. */
+static const char *xml_next(const char *p, const char *end, const char *elem,
+                            const char **tag_end)
+{
+    size_t el = strlen(elem);
+    for (; p && p + el + 1 < end; p++) {
+        p = memchr(p, '<', (size_t)(end - p));
+        if (!p || p + el + 1 >= end) return NULL;
+        if (!strncmp(p + 1, elem, el) && (p[el + 1] == ' ' || p[el + 1] == '>' ||
+                                          p[el + 1] == '/' || p[el + 1] == '\n')) {
+            const char *gt = memchr(p, '>', (size_t)(end - p));
+            if (!gt) return NULL;
+            *tag_end = gt;
+            return p;
+        }
+    }
+    return NULL;
+}
+
+static int parse_kernel_xml(const char *path, span xml, const char *kernel, tsr_xmeta *m,
+                            tsr_err *e)
+{
+    /* The XML as a string of its own: the section need not end in NUL. */
+    char *x = malloc(xml.n + 1);
+    if (!x) return tsr_seterr(e, TSR_ERR_NOMEM, "%s: out of memory", path);
+    memcpy(x, xml.p, xml.n);
+    x[xml.n] = '\0';
+    const char *end = x + strlen(x), *te;
+    const char *k = x;
+    size_t kl = 0;
+    while ((k = xml_next(k, end, "kernel", &te))) {
+        char name[128];
+        if (xml_attr(k + 1, te, "name", name, sizeof name) == 0) {
+            int w = snprintf(m->kernels + kl, sizeof m->kernels - kl, "%s%s", kl ? ", " : "",
+                             name);
+            if (w > 0 && kl + (size_t)w < sizeof m->kernels) kl += (size_t)w;
+            if (!m->has_kernel && !strcmp(name, kernel)) {
+                m->has_kernel = 1;
+                /* the kernel's body runs to </kernel> */
+                const char *kend = strstr(te, "</kernel>");
+                if (!kend) kend = end;
+                const char *a = te, *ae;
+                while ((a = xml_next(a, kend, "arg", &ae)) && m->n_args < TSR_XMETA_MAX_ARGS) {
+                    tsr_xarg *g = &m->args[m->n_args];
+                    char num[32];
+                    memset(g, 0, sizeof *g);
+                    g->mem_index = -1;
+                    if (xml_attr(a + 1, ae, "name", g->name, sizeof g->name) ||
+                        xml_attr(a + 1, ae, "id", num, sizeof num)) {
+                        free(x);
+                        return tsr_seterr(e, TSR_ERR_FORMAT,
+                                          "%s: kernel %s: an <arg> without name or id", path,
+                                          kernel);
+                    }
+                    g->id = (int)strtol(num, NULL, 0);
+                    if (xml_attr(a + 1, ae, "addressQualifier", num, sizeof num) == 0)
+                        g->address_qualifier = (int)strtol(num, NULL, 0);
+                    if (xml_attr(a + 1, ae, "size", num, sizeof num) == 0)
+                        g->size = (uint32_t)strtoul(num, NULL, 0);
+                    if (xml_attr(a + 1, ae, "offset", num, sizeof num) == 0)
+                        g->offset = (uint32_t)strtoul(num, NULL, 0);
+                    xml_attr(a + 1, ae, "type", g->type, sizeof g->type);
+                    m->n_args++;
+                    a = ae;
+                }
+            }
+        }
+        k = te;
+    }
+    free(x);
+    return TSR_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The file                                                                   */
+
+/* Find `"key"` then its string value in JSON text; copies the value. */
+static int json_value_after(const char *s, const char *end, const char *field, const char **at,
+                            char *out, size_t cap)
+{
+    size_t fl = strlen(field);
+    for (const char *p = *at; p + fl + 2 < end; p++) {
+        if (p[0] != '"' || strncmp(p + 1, field, fl) || p[fl + 1] != '"') continue;
+        const char *q = p + fl + 2;
+        while (q < end && (*q == ' ' || *q == ':' || *q == '\n' || *q == '\t')) q++;
+        if (q >= end || *q != '"') continue;
+        const char *v = ++q;
+        while (q < end && *q != '"') q += (*q == '\\' && q + 1 < end) ? 2 : 1;
+        if (q >= end) return -1;
+        size_t n = (size_t)(q - v);
+        if (n >= cap) n = cap - 1;
+        memcpy(out, v, n);
+        out[n] = '\0';
+        *at = q + 1;
+        return 0;
+    }
+    (void)s;
+    return -1;
+}
+
+static void find_profile(span kv, tsr_xmeta *m)
+{
+    char *s = malloc(kv.n + 1);
+    if (!s) return;
+    memcpy(s, kv.p, kv.n);
+    s[kv.n] = '\0';
+    const char *end = s + strlen(s), *at = s;
+    char key[64];
+    while (json_value_after(s, end, "key", &at, key, sizeof key) == 0) {
+        char val[sizeof m->profile_text];
+        const char *vat = at;
+        if (json_value_after(s, end, "value", &vat, val, sizeof val) != 0) break;
+        if (!strcmp(key, "tessera_profile")) {
+            memcpy(m->profile_text, val, sizeof val);
+            m->has_profile = 1;
+            break;
+        }
+        at = vat;
+    }
+    free(s);
+}
+
+int tsr_xmeta_read(const char *path, const char *kernel, tsr_xmeta *m, tsr_err *e)
+{
+    memset(m, 0, sizeof *m);
+    FILE *f = fopen(path, "rb");
+    if (!f) return tsr_seterr(e, TSR_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    unsigned char *buf = NULL;
+    long len = -1;
+    if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
+    if (len < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        return tsr_seterr(e, TSR_ERR_IO, "%s: cannot read", path);
+    }
+    if (len == 0) {
+        fclose(f);
+        return tsr_seterr(e, TSR_ERR_FORMAT, "%s: empty file, not an xclbin", path);
+    }
+    size_t n = (size_t)len;
+    if (n < AXLF_SECTIONS_OFF) {
+        fclose(f);
+        return tsr_seterr(e, TSR_ERR_FORMAT, "%s: %zu bytes, too short for an xclbin header",
+                          path, n);
+    }
+    buf = malloc(n);
+    if (!buf) { fclose(f); return tsr_seterr(e, TSR_ERR_NOMEM, "%s: out of memory", path); }
+    size_t got = fread(buf, 1, n, f);
+    fclose(f);
+    int rc = TSR_OK;
+    if (got != n) { rc = tsr_seterr(e, TSR_ERR_IO, "%s: short read", path); goto out; }
+    if (memcmp(buf, AXLF_MAGIC, 8) != 0) {
+        rc = tsr_seterr(e, TSR_ERR_FORMAT, "%s: not an xclbin (no \"xclbin2\" magic)", path);
+        goto out;
+    }
+    uint64_t flen = rd64(buf + AXLF_LENGTH_OFF);
+    if (flen > n) {
+        rc = tsr_seterr(e, TSR_ERR_FORMAT, "%s: truncated: header says %llu bytes, file has %zu",
+                        path, (unsigned long long)flen, n);
+        goto out;
+    }
+    memcpy(m->platform, buf + AXLF_VBNV_OFF, 64);
+    m->platform[64] = '\0';
+    memcpy(m->uuid, buf + AXLF_UUID_OFF, 16);
+    uint32_t ns = rd32(buf + AXLF_NSECTIONS_OFF);
+    if (ns == 0 || (uint64_t)AXLF_SECTIONS_OFF + (uint64_t)ns * AXLF_SECTION_BYTES > n) {
+        rc = tsr_seterr(e, TSR_ERR_FORMAT, "%s: %u section headers do not fit in %zu bytes",
+                        path, ns, n);
+        goto out;
+    }
+    span xml = { 0 }, mem = { 0 }, conn = { 0 }, kv = { 0 };
+    for (uint32_t i = 0; i < ns; i++) {
+        const unsigned char *sh = buf + AXLF_SECTIONS_OFF + (size_t)i * AXLF_SECTION_BYTES;
+        uint32_t kind = rd32(sh);
+        uint64_t off = rd64(sh + 24), sz = rd64(sh + 32);
+        if (off > n || sz > n - off) {
+            rc = tsr_seterr(e, TSR_ERR_FORMAT,
+                            "%s: section %u (kind %u) at %llu + %llu bytes lies outside the "
+                            "%zu-byte file", path, i, kind, (unsigned long long)off,
+                            (unsigned long long)sz, n);
+            goto out;
+        }
+        span s = { buf + off, (size_t)sz };
+        if (kind == SEC_EMBEDDED_METADATA && !xml.p) xml = s;
+        else if (kind == SEC_MEM_TOPOLOGY && !mem.p) mem = s;
+        else if (kind == SEC_CONNECTIVITY && !conn.p) conn = s;
+        else if (kind == SEC_KEYVALUE_METADATA && !kv.p) kv = s;
+    }
+    if (!xml.p) {
+        rc = tsr_seterr(e, TSR_ERR_FORMAT, "%s: no EMBEDDED_METADATA (kernel XML) section", path);
+        goto out;
+    }
+    if ((rc = parse_kernel_xml(path, xml, kernel, m, e))) goto out;
+
+    /* Banks: CONNECTIVITY (arg index, ip, mem index) -> MEM_TOPOLOGY tag.
+     * The design has one compute unit; the highest mem index wins, as in
+     * XRT's default group for an argument. */
+    if (conn.p && mem.p && conn.n >= CONN_OFF && mem.n >= MEM_DATA_OFF) {
+        int32_t nc = (int32_t)rd32(conn.p), nm = (int32_t)rd32(mem.p);
+        if (nc < 0 || (uint64_t)CONN_OFF + (uint64_t)nc * CONN_BYTES > conn.n || nm < 0 ||
+            (uint64_t)MEM_DATA_OFF + (uint64_t)nm * MEM_DATA_BYTES > mem.n) {
+            rc = tsr_seterr(e, TSR_ERR_FORMAT, "%s: CONNECTIVITY or MEM_TOPOLOGY count exceeds "
+                            "its section", path);
+            goto out;
+        }
+        for (int32_t c = 0; c < nc; c++) {
+            const unsigned char *cx = conn.p + CONN_OFF + (size_t)c * CONN_BYTES;
+            int32_t arg = (int32_t)rd32(cx), mi = (int32_t)rd32(cx + 8);
+            if (mi < 0 || mi >= nm) continue;
+            for (int a = 0; a < m->n_args; a++) {
+                tsr_xarg *g = &m->args[a];
+                if (g->id != arg || mi < g->mem_index) continue;
+                g->mem_index = mi;
+                memcpy(g->bank, mem.p + MEM_DATA_OFF + (size_t)mi * MEM_DATA_BYTES + 24u, 16);
+                g->bank[16] = '\0';
+            }
+        }
+    }
+    if (kv.p) find_profile(kv, m);
+    if (m->has_profile) {
+        tsr_err pe;
+        tsr_clearerr(&pe);
+        if (tsr_xprofile_parse(m->profile_text, &m->profile, &pe)) {
+            rc = tsr_seterr(e, TSR_ERR_FORMAT, "%s: %s", path, pe.msg);
+            goto out;
+        }
+    }
+out:
+    free(buf);
+    return rc;
+}
+
+const tsr_xarg *tsr_xmeta_arg(const tsr_xmeta *m, const char *name)
+{
+    for (int a = 0; a < m->n_args; a++)
+        if (!strcmp(m->args[a].name, name)) return &m->args[a];
+    return NULL;
+}

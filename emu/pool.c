@@ -1,0 +1,189 @@
+/*
+ * pool.c - the emulator's worker threads (see tsr_emu.h).
+ *
+ * A step is published by storing the task, then bumping `gen` (release);
+ * workers wait for `gen` to change, run their share and bump `done`
+ * (release); the caller runs worker 0's share and waits for `done`.  Idle
+ * workers spin for a short while, then sleep on the futex word `gen`, so an
+ * idle device costs no CPU.  `sleeping` lets the caller skip the wake-up
+ * syscall when every worker is still spinning (the usual case between the
+ * GEMVs of a token).
+ */
+#include <errno.h>
+#include <linux/futex.h>
+#include <numa.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tsr_emu.h"
+
+/* Spins (x86 `pause`, ~20-65 cycles each) before a waiting thread sleeps
+ * on a futex: a worker between steps (a few tens of microseconds; the
+ * steps of one token follow each other closely), and the caller waiting
+ * for its workers (shorter: when the machine has fewer free cores than
+ * workers, a spinning caller would only keep a worker off its core). */
+#define WORKER_SPINS 4000
+#define CALLER_SPINS 1000
+
+struct tsr_emu_pool {
+    uint32_t     n;           /* workers, the caller included             */
+    int          nodes;       /* NUMA nodes (1: no placement)             */
+    pthread_t   *threads;     /* (n - 1,) workers 1..n-1                  */
+    uint32_t     started;     /* threads created                          */
+    /* the current step */
+    tsr_emu_task fn;
+    void        *ctx;
+    uint32_t     nw;          /* workers taking part                      */
+    uint32_t     gen;         /* step number; futex word                  */
+    uint32_t     done;        /* workers 1..n-1 finished with the step    */
+    uint32_t     sleeping;    /* workers inside FUTEX_WAIT                */
+    uint32_t     caller_waits; /* 1: the caller sleeps on `done`          */
+    uint32_t     stop;
+};
+
+typedef struct worker_arg {
+    tsr_emu_pool *pool;
+    uint32_t      w;
+} worker_arg;
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static void futex_wait(uint32_t *word, uint32_t expect)
+{
+    syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expect, NULL, NULL, 0);
+}
+
+static void futex_wake_all(uint32_t *word)
+{
+    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
+}
+
+void tsr_emu_publish(uint32_t *word, uint32_t v)
+{
+    __atomic_store_n(word, v, __ATOMIC_RELEASE);
+    futex_wake_all(word);
+}
+
+void tsr_emu_wake(uint32_t *word) { futex_wake_all(word); }
+
+void tsr_emu_wait_change(uint32_t *word, uint32_t old, uint32_t timeout_us)
+{
+    struct timespec ts = { (time_t)(timeout_us / 1000000u), (long)(timeout_us % 1000000u) * 1000L };
+    syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, old, &ts, NULL, 0);
+}
+
+static void *worker_main(void *arg)
+{
+    tsr_emu_pool *pool = ((worker_arg *)arg)->pool;
+    uint32_t w = ((worker_arg *)arg)->w;
+    free(arg);
+    if (pool->nodes > 1) numa_run_on_node(tsr_emu_worker_node(w, pool->n, pool->nodes));
+    uint32_t seen = 0;
+    for (;;) {
+        uint32_t g;
+        int spins = 0;
+        while ((g = __atomic_load_n(&pool->gen, __ATOMIC_ACQUIRE)) == seen) {
+            if (spins++ < WORKER_SPINS) {
+                cpu_relax();
+                continue;
+            }
+            /* seq_cst pairs with the caller's bump of gen then read of
+             * sleeping: either it sees us sleeping, or we see the new gen
+             * (FUTEX_WAIT returns at once when gen != seen) */
+            __atomic_add_fetch(&pool->sleeping, 1u, __ATOMIC_SEQ_CST);
+            futex_wait(&pool->gen, seen);
+            __atomic_sub_fetch(&pool->sleeping, 1u, __ATOMIC_SEQ_CST);
+            spins = 0;
+        }
+        seen = g;
+        if (__atomic_load_n(&pool->stop, __ATOMIC_ACQUIRE)) break;
+        /* every worker reports, taking part or not, so none can still be
+         * reading this step when the caller publishes the next */
+        if (w < pool->nw) pool->fn(pool->ctx, w, pool->nw);
+        /* seq_cst pairs with the caller's store of caller_waits then read
+         * of done (as `sleeping` above) */
+        __atomic_add_fetch(&pool->done, 1u, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&pool->caller_waits, __ATOMIC_SEQ_CST)) futex_wake_all(&pool->done);
+    }
+    return NULL;
+}
+
+uint32_t tsr_emu_pool_size(const tsr_emu_pool *pool) { return pool ? pool->n : 1u; }
+
+void tsr_emu_pool_destroy(tsr_emu_pool *pool)
+{
+    if (!pool) return;
+    __atomic_store_n(&pool->stop, 1u, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&pool->gen, 1u, __ATOMIC_SEQ_CST);
+    futex_wake_all(&pool->gen);
+    for (uint32_t i = 0; i < pool->started; i++) pthread_join(pool->threads[i], NULL);
+    free(pool->threads);
+    free(pool);
+}
+
+int tsr_emu_pool_create(uint32_t n, int nodes, tsr_emu_pool **out)
+{
+    *out = NULL;
+    if (n == 0) return EINVAL;
+    tsr_emu_pool *pool = calloc(1, sizeof *pool);
+    if (!pool) return ENOMEM;
+    pool->n = n;
+    pool->nodes = nodes > 1 ? nodes : 1;
+    if (n > 1 && !(pool->threads = calloc(n - 1u, sizeof *pool->threads))) {
+        free(pool);
+        return ENOMEM;
+    }
+    for (uint32_t w = 1; w < n; w++) {
+        worker_arg *a = malloc(sizeof *a);
+        int rc = a ? 0 : ENOMEM;
+        if (a) {
+            a->pool = pool;
+            a->w = w;
+            rc = pthread_create(&pool->threads[w - 1u], NULL, worker_main, a);
+            if (rc) free(a);
+        }
+        if (rc) {
+            tsr_emu_pool_destroy(pool);
+            return rc;
+        }
+        pool->started++;
+    }
+    *out = pool;
+    return 0;
+}
+
+void tsr_emu_pool_run(tsr_emu_pool *pool, uint32_t nw, tsr_emu_task fn, void *ctx)
+{
+    if (!pool || nw <= 1 || pool->n == 1) {
+        fn(ctx, 0, 1);
+        return;
+    }
+    if (nw > pool->n) nw = pool->n;
+    pool->fn = fn;
+    pool->ctx = ctx;
+    pool->nw = nw;
+    __atomic_store_n(&pool->done, 0u, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&pool->gen, 1u, __ATOMIC_SEQ_CST);   /* publishes the step */
+    if (__atomic_load_n(&pool->sleeping, __ATOMIC_SEQ_CST)) futex_wake_all(&pool->gen);
+    fn(ctx, 0, nw);
+    int spins = 0;
+    while (__atomic_load_n(&pool->done, __ATOMIC_ACQUIRE) != pool->n - 1u) {
+        if (spins++ < CALLER_SPINS) {
+            cpu_relax();
+            continue;
+        }
+        __atomic_store_n(&pool->caller_waits, 1u, __ATOMIC_SEQ_CST);
+        uint32_t d = __atomic_load_n(&pool->done, __ATOMIC_SEQ_CST);
+        if (d != pool->n - 1u) futex_wait(&pool->done, d);
+        __atomic_store_n(&pool->caller_waits, 0u, __ATOMIC_RELAXED);
+        spins = 0;
+    }
+}

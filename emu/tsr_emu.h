@@ -1,0 +1,93 @@
+/*
+ * tsr_emu.h - the emulator's runtime under the kernel sources: what the
+ * CPU needs to run kernels/ fast and that an FPGA build never sees.
+ *
+ *   pool.c       worker threads; worker w owns the contiguous PE block
+ *                [w*P/n, (w+1)*P/n) of every mesh step (the wafer's
+ *                locality: a PE's SRAM is only ever touched by its owner)
+ *   tile_simd.c  AVX2 rows of the Q8_0 tile product, bit-identical to the
+ *                portable loop in kernels/mesh.c
+ *
+ * kernels/ include this header only under TSR_EMU (tsr_hls.h).  The kernel
+ * builds and runs without emu/: `make EMU_SIMD=0` leaves the SIMD rows out
+ * (tsr_emu_tile_q8 then handles no row), and a NULL pool runs every step
+ * on the calling thread.
+ */
+#ifndef TSR_EMU_H
+#define TSR_EMU_H
+
+#include <stdint.h>
+
+/* ------------------------------------------------------------------------ */
+/* Worker pool                                                                */
+
+typedef struct tsr_emu_pool tsr_emu_pool;
+
+/* A step of work: worker w of nw does its share (its PE block). */
+typedef void (*tsr_emu_task)(void *ctx, uint32_t w, uint32_t nw);
+
+/* Start a pool of n workers: the thread that calls tsr_emu_pool_run is
+ * worker 0, so n - 1 threads are created, once.  Idle workers spin briefly
+ * on a generation word, then sleep on a futex.  When nodes > 1, worker w
+ * runs on NUMA node tsr_emu_worker_node(w, n, nodes).  Returns 0, or an
+ * errno value (EINVAL for n == 0, or what pthread_create returned). */
+int tsr_emu_pool_create(uint32_t n, int nodes, tsr_emu_pool **out);
+
+/* Stop and join the workers; NULL is a no-op. */
+void tsr_emu_pool_destroy(tsr_emu_pool *pool);
+
+/* Workers in the pool (1 for NULL). */
+uint32_t tsr_emu_pool_size(const tsr_emu_pool *pool);
+
+/* Run fn on workers 0..nw-1 (nw <= size; the caller is worker 0) and return
+ * when every one has finished.  No lock and no thread creation: one release
+ * store starts the step, one counter ends it.  NULL pool or nw <= 1: fn(ctx,
+ * 0, 1) on the calling thread.  Not reentrant: one step at a time. */
+void tsr_emu_pool_run(tsr_emu_pool *pool, uint32_t nw, tsr_emu_task fn, void *ctx);
+
+/* Store v to *word (release) and wake the threads waiting on it with
+ * tsr_emu_wait_change: how the kernel publishes DECODE's token count. */
+void tsr_emu_publish(uint32_t *word, uint32_t v);
+
+/* Wait until *word != old, a tsr_emu_publish/tsr_emu_wake on word, or
+ * timeout_us microseconds, whichever comes first (it may also return
+ * early, as a futex does: callers re-check their condition). */
+void tsr_emu_wait_change(uint32_t *word, uint32_t old, uint32_t timeout_us);
+
+/* Wake every thread waiting on word. */
+void tsr_emu_wake(uint32_t *word);
+
+/* The NUMA node of worker w of n (and of the PEs it owns). */
+static inline int tsr_emu_worker_node(uint32_t w, uint32_t n, int nodes)
+{
+    return nodes > 1 ? (int)((uint64_t)w * (uint32_t)nodes / n) : 0;
+}
+
+/* The worker of n that owns PE p of P: the inverse of the block split
+ * [w*P/n, (w+1)*P/n). */
+static inline uint32_t tsr_emu_pe_owner(uint32_t p, uint32_t P, uint32_t n)
+{
+    uint32_t w = 0;
+    while (w + 1u < n && (w + 1u) * P / n <= p) w++;
+    return w;
+}
+
+/* ------------------------------------------------------------------------ */
+/* SIMD rows                                                                  */
+
+/* 1 when this CPU runs the SIMD rows (x86-64 with AVX2) and they were built
+ * in (EMU_SIMD=1); 0 otherwise. */
+int tsr_emu_simd_available(void);
+
+/* The Q8_0 tile product of kernels/mesh.c pe_tile_q8 for the leading rows:
+ * w8 (rows, ng*G) int8, ws (rows, ng) @ (xq (ng*G,), xs (ng,)) -> psum
+ * (rows,), with the same per-group int32 sums (exact) and the same fp32
+ * operations in the same order per row, ((float)isum * ws) * xs added into
+ * the row's sum groups ascending, so the result is bit-identical.  Handles
+ * G 32 and 64 only, in blocks of 8 rows; returns the rows done (a multiple
+ * of 8, 0 when the CPU or G is not supported).  xq values must lie in
+ * -127..127 (the quantizer's range); w8 may hold any int8. */
+uint32_t tsr_emu_tile_q8(const int8_t *w8, const float *ws, uint32_t rows, uint32_t ng,
+                         uint32_t G, const int8_t *xq, const float *xs, float *psum);
+
+#endif

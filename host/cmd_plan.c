@@ -1,0 +1,93 @@
+/* cmd_plan.c - tessera plan: will a model fit an FPGA part's on-chip memory,
+ * which blocks and DSPs it takes, and how fast it would decode (projected
+ * by the cycle model; nothing here is measured on hardware). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage[] =
+    "usage: tessera plan (-m MODEL | --shape SHAPE) --part PART [options]\n"
+    "\n"
+    "Before a bitstream build: on-chip bytes (weights, scales, KV cache, norms,\n"
+    "activations, scratch), BRAM36/URAM blocks after packing and DSPs, per PE and\n"
+    "per card, against the part; fits or not, and if not the smallest change that\n"
+    "fits (a shorter context, an int8 KV cache, a split over K cards); projected\n"
+    "cycles per decoded token and tokens/s, with the assumptions they rest on.\n"
+    "\n"
+    "  -m, --model FILE      llama2.c checkpoint or GGUF file (only the header is read)\n"
+    "      --shape SHAPE     plan a shape instead of a file: stories15M, stories42M,\n"
+    "                        stories110M, DIMxLAYERS[:hidden=H,...] (as tessera synth)\n"
+    "      --part PART       u55c, u280, u250, u200, vu9p (AWS F1), v80, vck5000\n"
+    "      --weights q8|f32  on-chip weight format (default q8 = Q8_0)\n"
+    "      --group-size N    Q8_0 group size (default 32)\n"
+    "      --kv f32|f16|int8 KV cache precision (default f32; f16/int8 are projections:\n"
+    "                        the kernel stores fp32 today)\n"
+    "      --seq N           context length (default: the model's)\n"
+    "      --pes N           PEs per card (default: the fastest projected that fits)\n"
+    "      --clock MHZ       kernel clock (default: the part's)\n"
+    "      --pos P           report the decode step at position P (default: the last)\n"
+    "      --cards K         split the layers over K cards (default 1)\n"
+    "      --json            the same as one JSON object\n"
+    "  -h, --help            this text\n";
+
+int cmd_plan(int argc, char **argv)
+{
+    const char *model = NULL;
+    tsr_plan_opts o;
+    memset(&o, 0, sizeof o);
+    int json = 0, pos = -1;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(usage, stdout);
+            return 0;
+        }
+#define VAL() if (!(v = cli_value(argc, argv, &i))) return 2
+        if (!strcmp(a, "-m") || !strcmp(a, "--model")) { VAL(); model = v; }
+        else if (!strcmp(a, "--shape"))      { VAL(); o.shape = v; }
+        else if (!strcmp(a, "--part"))       { VAL(); o.part = v; }
+        else if (!strcmp(a, "--weights"))    { VAL(); if (cli_weights(a, v, &o.weights_f32)) return 2; }
+        else if (!strcmp(a, "--group-size")) { VAL(); if (cli_int(a, v, 1, 1 << 16, &o.group_size)) return 2; }
+        else if (!strcmp(a, "--seq"))        { VAL(); if (cli_int(a, v, 1, 1 << 24, &o.seq_len)) return 2; }
+        else if (!strcmp(a, "--pes"))        { VAL(); if (cli_int(a, v, 1, 4096, &o.pes)) return 2; }
+        else if (!strcmp(a, "--clock"))      { VAL(); if (cli_int(a, v, 1, 10000, &o.clock_mhz)) return 2; }
+        else if (!strcmp(a, "--pos"))        { VAL(); if (cli_int(a, v, 0, 1 << 24, &pos)) return 2; }
+        else if (!strcmp(a, "--cards"))      { VAL(); if (cli_int(a, v, 1, 1024, &o.cards)) return 2; }
+        else if (!strcmp(a, "--json"))       { json = 1; }
+        else if (!strcmp(a, "--kv")) {
+            VAL();
+            if (strcmp(v, "f32") && strcmp(v, "f16") && strcmp(v, "int8")) {
+                cli_error("option --kv: '%s' is not f32, f16 or int8", v);
+                return 2;
+            }
+            o.kv = v;
+        } else {
+            cli_error("plan: unknown option '%s' (see tessera plan --help)", a);
+            return 2;
+        }
+#undef VAL
+    }
+    if (!model == !o.shape) {
+        cli_error("plan: give one of -m MODEL or --shape SHAPE (see tessera plan --help)");
+        return 2;
+    }
+    o.step = pos + 1;
+
+    size_t cap = 1 << 16;
+    char *buf = malloc(cap), err[512] = "";
+    if (!buf) {
+        cli_error("out of memory");
+        return 1;
+    }
+    int rc = tsr_plan_report(model, &o, json, buf, cap, NULL, err, sizeof err);
+    if (rc != TSR_OK) {
+        cli_error("%s", err);
+        free(buf);
+        return rc == TSR_ERR_ARG ? 2 : 1;
+    }
+    fputs(buf, stdout);
+    free(buf);
+    return cli_flush_stdout() ? 1 : 0;
+}

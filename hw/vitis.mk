@@ -1,0 +1,192 @@
+# hw/vitis.mk - the Vitis flow: C simulation, HLS synthesis and C/RTL
+# co-simulation of the kernel top, and the xclbin build.  Included by the
+# top Makefile; `make help-hw` lists the targets, docs/hls-flow.md walks a
+# clean checkout to an xclbin on a U55C.
+#
+#   make csim   [KERNEL=tessera_top] [PROFILE=stories260k] [PART=u55c]   vitis-run
+#   make csynth [KERNEL=...] [PROFILE=...] [PART=...]                    v++ --mode hls
+#   make cosim  [KERNEL=...] [PROFILE=...] [PART=...]   (after csynth)   vitis-run
+#   make xclbin TARGET=hw|hw_emu PLATFORM=<platform> PROFILE=<profile>  v++ -c, v++ -l
+#   make csim-gcc   the csim testbench built with gcc: no Vitis needed
+#
+# Every Vitis target first checks for its tool (need-*) and stops with a
+# message naming it; `make -n xclbin ...` prints the whole command sequence.
+# Outputs: build_dir.hls.<part>/ (HLS components), build_dir.<target>.
+# <platform>/ (xo, link config, raw xclbin), bitstreams/ (the xclbin with its
+# profile key, and a MANIFEST line per build).
+
+# ------------------------------------------------------------- settings ---
+KERNEL     ?= tessera_top
+PROFILE    ?= stories260k
+PART       ?= u55c
+TARGET     ?= hw
+PLATFORM   ?= xilinx_u55c_gen3x16_xdma_3_202210_1
+VPP        ?= v++
+VITIS_RUN  ?= vitis-run
+XCLBINUTIL ?= xclbinutil
+# Kernel clock (Hz): the Alveo shells' default kernel clock.
+HW_FREQ_HZ ?= 300000000
+
+HW_PROFILES  := $(patsubst kernels/profiles/profile_%.h,%,$(wildcard kernels/profiles/profile_*.h))
+HW_PLATFORMS := $(patsubst hw/link/%.cfg,%,$(wildcard hw/link/*.cfg))
+
+# Card name -> part (PART= also takes a part name as it is).
+HW_PART_u55c := xcu55c-fsvh2892-2L-e
+HW_PART_u280 := xcu280-fsvh2892-2L-e
+HW_PART_u250 := xcu250-figd2104-2L-e
+HW_PART_u200 := xcu200-fsgd2104-2-e
+HLS_PART := $(or $(HW_PART_$(PART)),$(PART))
+
+# Per-profile kernel defines.  stories15m: the fp32 PE arrays (scales + KV
+# cache) go to URAM, BRAM alone is too small (docs/hls-flow.md, resources).
+HW_DEFS_stories15m := -DTSR_PE_F32_URAM
+# Profiles whose PE memories need more than one SLR: linked without the
+# platform config's slr= pinning.
+HW_SPAN_SLRS := stories15m generic
+
+# Check the names before anything runs (also under make -n).
+ifneq ($(filter csim csynth cosim xclbin,$(MAKECMDGOALS)),)
+  ifeq ($(filter $(PROFILE),$(HW_PROFILES)),)
+    $(error PROFILE=$(PROFILE): no kernels/profiles/profile_$(PROFILE).h (profiles: $(HW_PROFILES)))
+  endif
+endif
+ifneq ($(filter csim csynth cosim,$(MAKECMDGOALS)),)
+  ifeq ($(wildcard hw/hls/$(KERNEL)/hls_config.cfg),)
+    $(error KERNEL=$(KERNEL): no hw/hls/$(KERNEL)/hls_config.cfg)
+  endif
+endif
+ifneq ($(filter xclbin,$(MAKECMDGOALS)),)
+  ifeq ($(filter $(PLATFORM),$(HW_PLATFORMS)),)
+    $(error PLATFORM=$(PLATFORM): no link config hw/link/$(PLATFORM).cfg (platforms: $(HW_PLATFORMS)))
+  endif
+  ifeq ($(filter $(TARGET),hw hw_emu),)
+    $(error TARGET=$(TARGET): must be hw or hw_emu)
+  endif
+endif
+
+.PHONY: csim csynth cosim xclbin csim-gcc help-hw need-v++ need-vitis-run need-xclbinutil
+
+help-hw:
+	@echo "Vitis flow (hw/vitis.mk, docs/hls-flow.md):"
+	@echo "  make csim   KERNEL=$(KERNEL) PROFILE=$(PROFILE) PART=$(PART)   C simulation (vitis-run)"
+	@echo "  make csynth KERNEL=$(KERNEL) PROFILE=$(PROFILE) PART=$(PART)   HLS synthesis (v++ --mode hls)"
+	@echo "  make cosim  KERNEL=$(KERNEL) PROFILE=$(PROFILE) PART=$(PART)   C/RTL co-simulation, after csynth"
+	@echo "  make xclbin TARGET=hw|hw_emu PLATFORM=<platform> PROFILE=<profile>"
+	@echo "              -> bitstreams/tessera_<profile>_<platform>.xclbin + bitstreams/MANIFEST"
+	@echo "  make csim-gcc   the csim testbench built with gcc (no Vitis)"
+	@echo "profiles:  $(HW_PROFILES)"
+	@echo "platforms: $(HW_PLATFORMS)"
+	@echo "parts:     u55c u280 u250 u200 (or a part name)"
+
+# ---------------------------------------------------------- tool checks ---
+HW_VITIS_HINT := install AMD Vitis 2023.2+ (2022.2+ for make xclbin) and source <Vitis install>/settings64.sh
+
+need-v++:
+	@command -v $(VPP) >/dev/null 2>&1 || { echo "make: $(VPP) not found: $(HW_VITIS_HINT)" >&2; exit 1; }
+
+need-vitis-run:
+	@command -v $(VITIS_RUN) >/dev/null 2>&1 || { echo "make: $(VITIS_RUN) not found: $(HW_VITIS_HINT)" >&2; exit 1; }
+
+need-xclbinutil:
+	@command -v $(XCLBINUTIL) >/dev/null 2>&1 || { echo "make: $(XCLBINUTIL) not found: install XRT and source /opt/xilinx/xrt/setup.sh" >&2; exit 1; }
+
+# ------------------------------------------------- csim testbench input ---
+# The weight image of stories260K (F32, 2 x 2 mesh) and the tokenized
+# prompt, written by the driver's own image builder (tests/csim/make_image.c),
+# and llama2.c's token ids for it.
+TB_PROFILE   ?= stories260k
+TB_MODEL     ?= $(SHARED)/models/stories260K.bin
+TB_TOKENIZER ?= $(SHARED)/models/tok512.bin
+TB_PROMPT    ?= Once upon a time
+TB_REF       ?= $(SHARED)/reference/stories260K_once_upon_a_time.tokens
+TB_IMAGE     := $(BUILD)/csim/stories260k.timg
+TB_BIN       := $(BUILD)/csim/tb_tessera_top
+TB_IMAGER    := $(BUILD)/csim/tsr_csim_image
+
+$(TB_IMAGER): tests/csim/make_image.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) -DTSR_EMU -o $@ $< $(LIB_A) $(LDLIBS)
+
+$(TB_IMAGE): $(TB_IMAGER) $(TB_MODEL) $(TB_TOKENIZER)
+	$(TB_IMAGER) $(TB_MODEL) $(TB_TOKENIZER) "$(TB_PROMPT)" $@
+
+# The testbench and the kernel sources as Vitis csim compiles them:
+# TSR_CSIM (the synthesis state layout) and the profile, no driver code.
+$(TB_BIN): tests/csim/tb_tessera_top.c $(KERNEL_SRC) $(wildcard kernels/*.h kernels/profiles/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) -Ikernels -DTSR_CSIM \
+	    '-DTSR_PROFILE_HEADER="profiles/profile_$(TB_PROFILE).h"' \
+	    -o $@ tests/csim/tb_tessera_top.c $(KERNEL_SRC) -lm
+
+csim-gcc: $(TB_BIN) $(TB_IMAGE)
+	$(TB_BIN) $(TB_IMAGE) $(TB_REF)
+
+# tests/test_hls_flow.c runs both programs.
+$(BUILD)/tests/test_hls_flow: $(TB_BIN) $(TB_IMAGER)
+
+# ----------------------------------------------------------------- HLS ---
+# The committed hls_config.cfg (stories260k, U55C, paths relative to its
+# directory), with the part, the profile and absolute paths filled in, and
+# syn.file lines for every kernels/*.c there is now.
+HLS_DIR  := build_dir.hls.$(HLS_PART)
+HLS_WORK := $(HLS_DIR)/$(KERNEL)_$(PROFILE)
+HLS_CFG  := $(HLS_DIR)/$(KERNEL)_$(PROFILE).cfg
+
+$(HLS_CFG): hw/hls/$(KERNEL)/hls_config.cfg hw/vitis.mk
+	@mkdir -p $(dir $@)
+	sed -e 's|^part=.*|part=$(HLS_PART)|' \
+	    -e 's|\.\./\.\./\.\./\.\./shared/|$(abspath $(SHARED))/|g' \
+	    -e 's|\.\./\.\./\.\./build/|$(abspath $(BUILD))/|g' \
+	    -e 's|\.\./\.\./\.\./|$(CURDIR)/|g' \
+	    -e 's|profiles/profile_stories260k\.h>|profiles/profile_$(PROFILE).h>$(if $(HW_DEFS_$(PROFILE)), $(HW_DEFS_$(PROFILE)))|' \
+	    -e '/^syn\.file=/d' $< > $@
+	printf 'syn.file=$(CURDIR)/%s\n' $(KERNEL_SRC) >> $@
+
+csim: need-vitis-run $(HLS_CFG) $(TB_IMAGE)
+	$(VITIS_RUN) --mode hls --csim --config $(HLS_CFG) --work_dir $(HLS_WORK)
+
+csynth: need-v++ $(HLS_CFG)
+	$(VPP) -c --mode hls --config $(HLS_CFG) --work_dir $(HLS_WORK)
+
+cosim: need-vitis-run $(HLS_CFG) $(TB_IMAGE)
+	@test -d $(HLS_WORK) || { echo "make: cosim needs a synthesized component: run make csynth KERNEL=$(KERNEL) PROFILE=$(PROFILE) PART=$(PART) first" >&2; exit 1; }
+	$(VITIS_RUN) --mode hls --cosim --config $(HLS_CFG) --work_dir $(HLS_WORK)
+
+# -------------------------------------------------------------- xclbin ---
+# v++ -c (kernel sources -> .xo), v++ -l (.xo + platform link config ->
+# .xclbin), then the profile key the XRT backend checks against the model
+# (hw/profile_kv.c prints it for the profile), and a MANIFEST line.
+HW_DIR      := build_dir.$(TARGET).$(PLATFORM)
+HW_XO       := $(HW_DIR)/$(KERNEL)_$(PROFILE).xo
+HW_LINK_CFG := $(HW_DIR)/link_$(PROFILE).cfg
+HW_RAW      := $(HW_DIR)/tessera_$(PROFILE).xclbin
+HW_KV       := $(BUILD)/hw/profile_kv_$(PROFILE)
+BITSTREAM   := bitstreams/tessera_$(PROFILE)_$(PLATFORM)$(if $(filter hw_emu,$(TARGET)),.hw_emu).xclbin
+
+$(HW_XO): $(KERNEL_SRC) $(wildcard kernels/*.h kernels/profiles/*.h)
+	@mkdir -p $(HW_DIR)
+	$(VPP) -c -t $(TARGET) --platform $(PLATFORM) -k $(KERNEL) \
+	    --hls.clock $(HW_FREQ_HZ):$(KERNEL) --temp_dir $(HW_DIR)/_x.compile \
+	    -I kernels '-DTSR_PROFILE_HEADER=<profiles/profile_$(PROFILE).h>' $(HW_DEFS_$(PROFILE)) \
+	    -o $@ $(KERNEL_SRC)
+
+$(HW_LINK_CFG): hw/link/$(PLATFORM).cfg hw/vitis.mk
+	@mkdir -p $(HW_DIR)
+	{ echo "# hw/link/$(PLATFORM).cfg for PROFILE=$(PROFILE) (generated by hw/vitis.mk)"; \
+	  sed -e '$(if $(filter $(PROFILE),$(HW_SPAN_SLRS)),s/^slr=/# not pinned: profile $(PROFILE) spans SLRs: slr=/)' $<; } > $@
+
+$(HW_RAW): $(HW_XO) $(HW_LINK_CFG)
+	$(VPP) -l -t $(TARGET) --platform $(PLATFORM) --config $(HW_LINK_CFG) \
+	    --temp_dir $(HW_DIR)/_x.link -o $@ $(HW_XO)
+
+$(HW_KV): $(wildcard hw/profile_kv.c) $(wildcard kernels/*.h kernels/profiles/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) -Ikernels -DTSR_PROFILE_HEADER='"profiles/profile_$(PROFILE).h"' hw/profile_kv.c -o $@
+
+$(BITSTREAM): $(HW_RAW) $(HW_KV)
+	@mkdir -p $(dir $@)
+	$(XCLBINUTIL) --input $(HW_RAW) --add-key-value "USER:tessera_profile:$$($(HW_KV))" \
+	    --output $@.tmp && mv $@.tmp $@
+	echo "$(PROFILE) $(PLATFORM) $$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo -dirty) $$(date -u +%Y-%m-%dT%H:%M:%SZ) $(TARGET) $(notdir $@)" >> bitstreams/MANIFEST
+
+xclbin: need-v++ need-xclbinutil $(BITSTREAM)

@@ -1,0 +1,424 @@
+/*
+ * test_hls_flow.c - the Vitis flow without Vitis: the pragma lint
+ * (hw/lint_pragmas.sh) on kernels/ and on fixtures, the command sequence of
+ * `make -n xclbin`, the tool checks of make csynth / csim, and the C
+ * simulation testbench of tessera_top built with gcc (tests/csim) against
+ * llama2.c's tokens.
+ *
+ * Sections: helpers, pragma lint, make, csim testbench.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "run_capture.h"
+#include "test_util.h"
+
+#ifndef TSR_SOURCE_DIR
+#define TSR_SOURCE_DIR "."
+#endif
+
+#define SRC       TSR_SOURCE_DIR
+#define LINT      "sh '" SRC "/hw/lint_pragmas.sh' "
+#define FIXTURES  SRC "/tests/fixtures"
+#define U55C      "xilinx_u55c_gen3x16_xdma_3_202210_1"
+/* a sub-make must not inherit our make's flags (-j, jobserver, -n) */
+#define MAKE      "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -C '" SRC "' "
+#define TB        TSR_BUILD_DIR "/csim/tb_tessera_top"
+#define IMAGER    TSR_BUILD_DIR "/csim/tsr_csim_image"
+#define REF       SHARED_REF("stories260K_once_upon_a_time.tokens")
+
+#define CAP (256 * 1024)
+
+/* ----------------------------------------------------------- helpers ---- */
+
+static char out[CAP], err[CAP];
+
+/* Run cmd; `out` gets its stdout, then its stderr.  Returns exit status. */
+static int run(const char *fmt, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    assert_true(n > 0 && n < (int)sizeof cmd);
+    int st = run_capture(cmd, out, err, CAP);
+    size_t len = strlen(out);
+    snprintf(out + len, CAP - len, "%s", err);
+    return st;
+}
+
+/* Lines of out containing needle. */
+static int lines_with(const char *needle)
+{
+    int k = 0;
+    for (const char *s = out; *s;) {
+        const char *e = strchr(s, '\n');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        char *line = strndup(s, len);
+        assert_non_null(line);
+        if (strstr(line, needle)) k++;
+        free(line);
+        s += len + (e ? 1 : 0);
+    }
+    return k;
+}
+
+/* Join make's backslash-continued recipe lines in out, in place. */
+static void join_continuations(void)
+{
+    char *w = out;
+    for (const char *r = out; *r; r++) {
+        if (r[0] == '\\' && r[1] == '\n') { r++; continue; }
+        *w++ = *r;
+    }
+    *w = 0;
+}
+
+/* The whole line of out that starts with prefix (malloc'd), or NULL. */
+static char *line_starting(const char *prefix)
+{
+    for (const char *s = out; *s;) {
+        const char *e = strchr(s, '\n');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        if (strncmp(s, prefix, strlen(prefix)) == 0) return strndup(s, len);
+        s += len + (e ? 1 : 0);
+    }
+    return NULL;
+}
+
+/* A temp file with the given bytes; path gets its name. */
+static void temp_file(char *path, const void *data, size_t n)
+{
+    strcpy(path, "/tmp/tsr_hls_XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, data, n), (ssize_t)n);
+    close(fd);
+}
+
+/* Whole file into a malloc'd buffer (NUL-terminated); *n gets its size. */
+static char *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)len + 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
+    buf[len] = 0;
+    fclose(f);
+    *n = (size_t)len;
+    return buf;
+}
+
+/* ------------------------------------------------------- pragma lint ---- */
+
+/* The kernels as they are pass (a pragma naming a missing variable or port
+ * fails `make lint-hls`). */
+static void test_lint_kernels_pass(void **state)
+{
+    (void)state;
+    assert_int_equal(run(LINT "'%s/kernels'", SRC), 0);
+    assert_int_equal(lines_with("lint-pragmas: "), 1);
+    assert_int_equal(lines_with(" files OK"), 1);
+}
+
+static void test_lint_good_fixture(void **state)
+{
+    (void)state;
+    assert_int_equal(run(LINT "'%s/good_pragma'", FIXTURES), 0);
+    assert_string_equal(out, "lint-pragmas: 8 pragmas in 1 files OK\n");
+}
+
+/* Each planted problem is named with its file and line, nothing else is. */
+static void test_lint_bad_fixture(void **state)
+{
+    (void)state;
+    assert_int_equal(run(LINT "'%s/bad_pragma'", FIXTURES), 1);
+    assert_int_equal(lines_with("bad_pragma/top.c:26: pragma names 'bufx' which is not in "
+                                "function bad_top"), 1);
+    assert_int_equal(lines_with("bad_pragma/top.c:22: pragma names port 'cancel' which is not a "
+                                "parameter of function bad_top"), 1);
+    assert_int_equal(lines_with("bad_pragma/top.c:25: pragma names 'st.w9': 'w9' is not a member "
+                                "of any struct"), 1);
+    assert_int_equal(lines_with("bad_pragma/top.c:15: pragma names 'tabel' which is not at file "
+                                "scope"), 1);
+    assert_int_equal(lines_with("lint-pragmas: 4 problem(s) in 1 files"), 1);
+    assert_int_equal(count_lines(out), 5);
+}
+
+/* One character changed in the good fixture: the pragma now names a local
+ * of another function's spelling. */
+static void test_lint_planted_typo(void **state)
+{
+    (void)state;
+    size_t n;
+    char *src = slurp(FIXTURES "/good_pragma/top.c", &n);
+    char *at = strstr(src, "variable=local ");
+    assert_non_null(at);
+    memcpy(at, "variable=loca1 ", 15);
+    char dir[64], path[128];
+    strcpy(dir, "/tmp/tsr_hls_XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/top.c", dir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(src, 1, n, f), n);
+    fclose(f);
+    int line = 1;
+    for (const char *p = src; p < at; p++) line += *p == '\n';
+    free(src);
+
+    assert_int_equal(run(LINT "'%s'", dir), 1);
+    char want[256];
+    snprintf(want, sizeof want, "%s:%d: pragma names 'loca1' which is not in function good_top",
+             path, line);
+    assert_int_equal(lines_with(want), 1);
+    assert_int_equal(lines_with("1 problem(s)"), 1);
+    unlink(path);
+    rmdir(dir);
+}
+
+static void test_lint_usage(void **state)
+{
+    (void)state;
+    assert_int_equal(run(LINT "/nonexistent/dir"), 2);
+    assert_int_equal(lines_with("no such directory: '/nonexistent/dir'"), 1);
+}
+
+/* -------------------------------------------------------------- make ---- */
+
+/* make -n xclbin: checks, v++ -c over every kernel source with the
+ * profile, the platform's link config, v++ -l, the profile key, the
+ * manifest line - in that order. */
+static void test_make_n_xclbin(void **state)
+{
+    (void)state;
+    assert_int_equal(run(MAKE "-n xclbin TARGET=hw PLATFORM=" U55C " PROFILE=stories15m"), 0);
+    join_continuations();
+    const char *check = strstr(out, "command -v v++");
+    const char *compile = strstr(out, "v++ -c -t hw --platform " U55C " -k tessera_top");
+    const char *cfg = strstr(out, "hw/link/" U55C ".cfg");
+    const char *link = strstr(out, "v++ -l -t hw --platform " U55C);
+    const char *key = strstr(out, "xclbinutil --input");
+    const char *manifest = strstr(out, ">> bitstreams/MANIFEST");
+    assert_non_null(check);
+    assert_non_null(compile);
+    assert_non_null(cfg);
+    assert_non_null(link);
+    assert_non_null(key);
+    assert_non_null(manifest);
+    assert_true(check < compile && compile < link && cfg < link && link < key && key < manifest);
+    assert_non_null(strstr(out, "command -v xclbinutil"));
+
+    // the compile names every kernel source, the profile and its defines
+    char *c = line_starting("v++ -c ");
+    assert_non_null(c);
+    assert_non_null(strstr(c, "-DTSR_PROFILE_HEADER=<profiles/profile_stories15m.h>"));
+    assert_non_null(strstr(c, "-DTSR_PE_F32_URAM"));
+    assert_non_null(strstr(c, "--hls.clock 300000000:tessera_top"));
+    glob_t g;
+    assert_int_equal(glob(SRC "/kernels/*.c", 0, NULL, &g), 0);
+    assert_true(g.gl_pathc >= 6);
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        char name[256];
+        snprintf(name, sizeof name, " kernels/%s", strrchr(g.gl_pathv[i], '/') + 1);
+        if (!strstr(c, name)) print_message("v++ -c does not name%s\n", name);
+        assert_non_null(strstr(c, name));
+    }
+    globfree(&g);
+    free(c);
+
+    // the link uses the platform config (stories15m: without SLR pinning)
+    char *l = line_starting("v++ -l ");
+    assert_non_null(l);
+    assert_non_null(strstr(l, "--config build_dir.hw." U55C "/link_stories15m.cfg"));
+    assert_non_null(strstr(l, "build_dir.hw." U55C "/tessera_top_stories15m.xo"));
+    free(l);
+    assert_non_null(strstr(out, "s/^slr=/# not pinned"));
+    // the XRT backend's profile key, into the named bitstream
+    assert_non_null(strstr(out, "-DTSR_PROFILE_HEADER='\"profiles/profile_stories15m.h\"' "
+                                "hw/profile_kv.c -o "));
+    assert_non_null(strstr(out, "--add-key-value \"USER:tessera_profile:$("));
+    assert_non_null(strstr(out, "--output bitstreams/tessera_stories15m_" U55C ".xclbin.tmp"));
+    assert_non_null(strstr(out, "echo \"stories15m " U55C " $(git rev-parse"));
+}
+
+/* hw_emu and the small profile: the emulation bitstream has its own name,
+ * the CU stays pinned to its SLR. */
+static void test_make_n_xclbin_hw_emu(void **state)
+{
+    (void)state;
+    assert_int_equal(run(MAKE "-n xclbin TARGET=hw_emu PLATFORM=xilinx_u250_gen3x16_xdma_4_1_202210_1 "
+                              "PROFILE=stories260k"), 0);
+    join_continuations();
+    assert_non_null(strstr(out, "v++ -c -t hw_emu --platform xilinx_u250_gen3x16_xdma_4_1_202210_1"));
+    assert_non_null(strstr(out, "v++ -l -t hw_emu --platform xilinx_u250_gen3x16_xdma_4_1_202210_1"));
+    assert_non_null(strstr(out, "bitstreams/tessera_stories260k_xilinx_u250_gen3x16_xdma_4_1_202210_1"
+                                ".hw_emu.xclbin"));
+    assert_null(strstr(out, "not pinned"));
+    assert_null(strstr(out, "TSR_PE_F32_URAM"));
+}
+
+static void test_make_bad_names(void **state)
+{
+    (void)state;
+    assert_int_not_equal(run(MAKE "-n xclbin PLATFORM=xilinx_u9_bogus PROFILE=stories15m"), 0);
+    assert_int_equal(lines_with("PLATFORM=xilinx_u9_bogus: no link config hw/link/xilinx_u9_bogus.cfg"), 1);
+    assert_int_not_equal(run(MAKE "-n xclbin PLATFORM=" U55C " PROFILE=stories7b"), 0);
+    assert_int_equal(lines_with("PROFILE=stories7b: no kernels/profiles/profile_stories7b.h"), 1);
+    assert_int_not_equal(run(MAKE "-n xclbin TARGET=sw_emu PLATFORM=" U55C), 0);
+    assert_int_equal(lines_with("TARGET=sw_emu: must be hw or hw_emu"), 1);
+}
+
+/* Without Vitis on PATH the targets stop at once, naming the tool, before
+ * building anything. */
+static void test_make_without_vitis(void **state)
+{
+    (void)state;
+    if (access("/usr/bin/v++", X_OK) == 0 || access("/bin/v++", X_OK) == 0) skip();
+    assert_int_not_equal(run("env PATH=/usr/bin:/bin " MAKE "csynth"), 0);
+    assert_int_equal(lines_with("make: v++ not found: install AMD Vitis"), 1);
+    assert_int_equal(lines_with("cc "), 0);
+    assert_int_not_equal(run("env PATH=/usr/bin:/bin " MAKE "csim PART=u280"), 0);
+    assert_int_equal(lines_with("make: vitis-run not found: install AMD Vitis"), 1);
+    assert_int_equal(lines_with("cc "), 0);
+    assert_int_not_equal(run("env PATH=/usr/bin:/bin " MAKE "cosim"), 0);
+    assert_int_equal(lines_with("make: vitis-run not found"), 1);
+}
+
+/* make -n csim: the HLS config for the part and profile, then vitis-run. */
+static void test_make_n_csim(void **state)
+{
+    (void)state;
+    assert_int_equal(run(MAKE "-n -W hw/vitis.mk csim PART=u280 PROFILE=stories260k"), 0);
+    join_continuations();
+    assert_non_null(strstr(out, "s|^part=.*|part=xcu280-fsvh2892-2L-e|"));
+    assert_non_null(strstr(out, "hw/hls/tessera_top/hls_config.cfg > "
+                                "build_dir.hls.xcu280-fsvh2892-2L-e/tessera_top_stories260k.cfg"));
+    // syn.file lines for the kernel sources there are now
+    char *p = line_starting("printf 'syn.file=");
+    assert_non_null(p);
+    assert_non_null(strstr(p, " kernels/tsr_kernel.c"));
+    assert_non_null(strstr(p, " kernels/mesh.c"));
+    free(p);
+    assert_non_null(strstr(out, "vitis-run --mode hls --csim --config "
+                                "build_dir.hls.xcu280-fsvh2892-2L-e/tessera_top_stories260k.cfg "
+                                "--work_dir build_dir.hls.xcu280-fsvh2892-2L-e/tessera_top_stories260k"));
+}
+
+/* ---------------------------------------------------- csim testbench ---- */
+
+typedef struct tb_fixture {
+    char image[64];      /* the testbench input, a temp file */
+} tb_fixture;
+
+static int tb_setup(void **state)
+{
+    tb_fixture *fx = calloc(1, sizeof *fx);
+    if (!fx) return -1;
+    strcpy(fx->image, "/tmp/tsr_hls_XXXXXX");
+    int fd = mkstemp(fx->image);
+    if (fd < 0) { free(fx); return -1; }
+    close(fd);
+    int st = run("'%s' '%s' '%s' 'Once upon a time' '%s'", IMAGER, SHARED_MODEL("stories260K.bin"),
+                 SHARED_MODEL("tok512.bin"), fx->image);
+    if (st != 0) {
+        print_message("%s", out);
+        unlink(fx->image);
+        free(fx);
+        return -1;
+    }
+    *state = fx;
+    return 0;
+}
+
+static int tb_teardown(void **state)
+{
+    tb_fixture *fx = *state;
+    unlink(fx->image);
+    free(fx);
+    return 0;
+}
+
+/* tessera_top on the stories260k profile reproduces llama2.c's 196 tokens. */
+static void test_tb_matches_reference(void **state)
+{
+    tb_fixture *fx = *state;
+    assert_int_equal(run("'%s' '%s' '%s'", TB, fx->image, REF), 0);
+    assert_string_equal(out, "tb_tessera_top: PASS: 5 prompt + 196 decoded tokens match the "
+                             "reference (profile stories260k)\n");
+    // cosim's short run
+    assert_int_equal(run("'%s' '%s' '%s' 3", TB, fx->image, REF), 0);
+    assert_int_equal(lines_with("PASS: 5 prompt + 3 decoded tokens"), 1);
+}
+
+/* A reference with one token changed: the testbench fails and says where. */
+static void test_tb_detects_mismatch(void **state)
+{
+    tb_fixture *fx = *state;
+    size_t n;
+    char *ref = slurp(REF, &n);
+    // line 51 (index 50, decoded token 45): replace its id with 0
+    char *p = ref;
+    for (int i = 0; i < 50; i++) p = strchr(p, '\n') + 1;
+    char *e = strchr(p, '\n');
+    char expect[64];
+    snprintf(expect, sizeof expect, "token 45 (position 50) is %.*s, reference 0", (int)(e - p), p);
+    memset(p, ' ', (size_t)(e - p));
+    p[0] = '0';
+    char path[64];
+    temp_file(path, ref, n);
+    free(ref);
+    assert_int_equal(run("'%s' '%s' '%s'", TB, fx->image, path), 1);
+    assert_int_equal(lines_with(expect), 1);
+    assert_int_equal(lines_with("tb_tessera_top: FAIL: 1 mismatch(es)"), 1);
+    unlink(path);
+}
+
+/* A truncated image is refused, not run. */
+static void test_tb_truncated_image(void **state)
+{
+    tb_fixture *fx = *state;
+    size_t n;
+    char *img = slurp(fx->image, &n);
+    assert_true(n > 100000);
+    char path[64];
+    temp_file(path, img, n - 4096);
+    free(img);
+    assert_int_equal(run("'%s' '%s' '%s'", TB, path, REF), 1);
+    assert_int_equal(lines_with("truncated at chunk"), 1);
+    unlink(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lint_kernels_pass),
+        cmocka_unit_test(test_lint_good_fixture),
+        cmocka_unit_test(test_lint_bad_fixture),
+        cmocka_unit_test(test_lint_planted_typo),
+        cmocka_unit_test(test_lint_usage),
+        cmocka_unit_test(test_make_n_xclbin),
+        cmocka_unit_test(test_make_n_xclbin_hw_emu),
+        cmocka_unit_test(test_make_bad_names),
+        cmocka_unit_test(test_make_without_vitis),
+        cmocka_unit_test(test_make_n_csim),
+        cmocka_unit_test_setup_teardown(test_tb_matches_reference, tb_setup, tb_teardown),
+        cmocka_unit_test_setup_teardown(test_tb_detects_mismatch, tb_setup, tb_teardown),
+        cmocka_unit_test_setup_teardown(test_tb_truncated_image, tb_setup, tb_teardown),
+    };
+    return cmocka_run_group_tests_name("hls_flow", tests, NULL, NULL);
+}
