@@ -125,6 +125,9 @@ static int emu_open(const tsr_devspec *spec, tsr_backend **out, tsr_err *e)
     if (spec->part[0] && !(part = tsr_part_find(spec->part)))
         return tsr_seterr(e, TSR_ERR_ARG, "emu: unknown part '%s' (known: %s)", spec->part,
                           tsr_part_names());
+    if (part && tsr_part_bytes(part) == 0)   /* hw/parts.def lacks its block counts */
+        return tsr_seterr(e, TSR_ERR_ARG, "emu: part '%s': block RAM / UltraRAM counts unknown "
+                          "(hw/parts.def), no capacity to emulate", spec->part);
     tsr_backend *b = calloc(1, sizeof *b);
     if (!b) return tsr_seterr(e, TSR_ERR_NOMEM, "emu: out of memory");
     b->pes = pes;

@@ -31,7 +31,7 @@ static const char usage[] =
     "  -s, --seed S          sampler seed (default or 0: time-based)\n"
     "      --backend SPEC    device: emu (default), emu:part=u55c,pes=16, or xrt:0 (Alveo card 0)\n"
     "      --xclbin FILE     xrt: the xclbin to load (default: the one in bitstreams/ for the card)\n"
-    "      --part NAME       emulate a card's on-chip capacity: u55c, u280, u250, u200\n"
+    "      --part NAME       emulate a card's on-chip capacity: u55c, u280, u250, u200, vu9p\n"
     "      --pes N           processing elements in the mesh (emulator: 1..64, default 16)\n"
     "      --threads N       emulator worker threads over the PEs (default: the CPUs\n"
     "                        this process may use; tokens do not depend on it)\n"

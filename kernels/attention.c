@@ -2,7 +2,7 @@
  * attention.c - multi-head attention with a stationary KV cache (GQA).
  *
  *   controller k, v (kv_dim,) --send head slice--> owner PE of (layer, kv head)
- *        store at pos in its K (seq_len, head_size) / V (seq_len, head_size)
+ *        store at pos in its K^T (head_size, seq_len) / V (seq_len, head_size)
  *   controller q (dim,) --broadcast the kv_mul query heads--> owner PE
  *        per query head: scores over 0..pos -> softmax -> weighted sum of V
  *   owner PE --head outputs (head_size,)--> controller xb (dim,)
@@ -16,11 +16,6 @@
 
 #include "tsr_hls.h"
 
-/* Positions scored together: independent dot products in flight, so the
- * scores are not one long chain of dependent adds (each score keeps its
- * own order: i ascending, then the division). */
-#define TSR_ATT_LANES 8u
-
 /* Attention of the query heads of kv head hk at layer l, on its owner PE. */
 static void attn_kv_head(tsr_kstate *st, uint32_t slot, uint32_t l, uint32_t pos, uint32_t hk)
 {
@@ -31,16 +26,17 @@ static void attn_kv_head(tsr_kstate *st, uint32_t slot, uint32_t l, uint32_t pos
     uint32_t u = tsr_lay_kv_unit(c, l, hk), p = tsr_lay_kv_pe(c, u % P), j = u / P;
     tsr_pe *pe = TSR_PE(st, p);
     uint32_t base = st->kv_off[p] + (slot * tsr_lay_kv_units(c, p) + j) * 2u * block;
-    float *kc = pe->f32 + base;           // (seq_len, head_size)
+    uint32_t seq = c->seq_len;
+    float *kc = pe->f32 + base;           // (head_size, seq_len): K transposed
     float *vc = kc + block;               // (seq_len, head_size)
 
-    /* store this token's key and value */
+    /* store this token's key (a column of K^T) and value (a row of V) */
 attn_store:
     for (uint32_t i = 0; i < hs; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_HEAD_SIZE
 #pragma HLS PIPELINE II=1
-        kc[pos * hs + i] = st->k[hk * hs + i];
-        vc[pos * hs + i] = st->v[hk * hs + i];
+        kc[(uint64_t)i * seq + pos] = st->k[hk * hs + i];
+        vc[(uint64_t)pos * hs + i] = st->v[hk * hs + i];
     }
 
 attn_q_heads:
@@ -50,36 +46,33 @@ attn_q_heads:
         const float *qh = st->q + h * hs;   // (head_size,)
         float *xbh = st->xb + h * hs;       // (head_size,)
         float *att = pe->att;               // (pos + 1,)
-        uint32_t n = pos + 1u, t = 0;
-attn_score_blocks:
-        for (; t + TSR_ATT_LANES <= n; t += TSR_ATT_LANES) {
-#pragma HLS LOOP_TRIPCOUNT min=0 max=TSR_MAX_SEQ/8
-            float s[TSR_ATT_LANES];
-attn_block_zero:
-            for (uint32_t b = 0; b < TSR_ATT_LANES; b++) s[b] = 0.0f;
-            const float *kt = kc + (uint64_t)t * hs;   // (TSR_ATT_LANES, head_size)
-attn_block_dot:
-            for (uint32_t i = 0; i < hs; i++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_HEAD_SIZE
+        uint32_t n = pos + 1u;
+        /* scores: att[t] = (sum over i ascending of q[i] * K[t][i]) / sqrt(hs),
+         * accumulated a row of K^T at a time, so the positions are
+         * independent lanes and each score keeps its own order */
+attn_score_zero:
+        for (uint32_t t = 0; t < n; t++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_SEQ
 #pragma HLS PIPELINE II=1
-                float qi = qh[i];
-attn_block_lanes:
-                for (uint32_t b = 0; b < TSR_ATT_LANES; b++) s[b] += qi * kt[(uint64_t)b * hs + i];
-            }
-attn_block_out:
-            for (uint32_t b = 0; b < TSR_ATT_LANES; b++) att[t + b] = s[b] / sqrt_hs;
+            att[t] = 0.0f;
         }
-attn_score_tail:
-        for (; t < n; t++) {
-#pragma HLS LOOP_TRIPCOUNT min=0 max=7
-            float score = 0.0f;
-attn_dot:
-            for (uint32_t i = 0; i < hs; i++) {
+attn_score_dims:
+        for (uint32_t i = 0; i < hs; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_HEAD_SIZE
+            float qi = qh[i];
+            const float *ki = kc + (uint64_t)i * seq;   // (pos + 1,) of row i of K^T
+attn_score_pos:
+            for (uint32_t t = 0; t < n; t++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_SEQ
 #pragma HLS PIPELINE II=1
-                score += qh[i] * kc[t * hs + i];
+                att[t] += qi * ki[t];
             }
-            att[t] = score / sqrt_hs;
+        }
+attn_score_scale:
+        for (uint32_t t = 0; t < n; t++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_SEQ
+#pragma HLS PIPELINE II=1
+            att[t] = att[t] / sqrt_hs;
         }
         tsr_softmax(att, n);
 

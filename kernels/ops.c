@@ -116,26 +116,32 @@ void tsr_quantize(const float *x, uint32_t n, uint32_t G, int8_t *q, float *s)
 quant_groups:
     for (uint32_t g = 0; g < ng; g++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_IN_GROUPS
-        uint32_t j0 = g * G;
+        uint32_t j0 = g * G, len = n - j0 < G ? n - j0 : G;   /* the last group may be short */
+        const float *xg = x + j0;                             // (len,)
+        int8_t *qg = q + j0;                                  // (G,)
         float amax = 0.0f;
 quant_amax:
-        for (uint32_t j = 0; j < G; j++) {
-#pragma HLS LOOP_TRIPCOUNT min=TSR_MIN_GROUP max=TSR_MAX_GROUP
+        for (uint32_t j = 0; j < len; j++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_GROUP
 #pragma HLS PIPELINE II=1
-            if (j0 + j < n) {
-                float a = fabsf(x[j0 + j]);
-                if (a > amax) amax = a;
-            }
+            float a = fabsf(xg[j]);
+            amax = a > amax ? a : amax;
         }
         float scale = amax / 127.0f;
         s[g] = scale;
+        /* len values, then zeros up to G (an all-zero group: scale 0) */
+        uint32_t nz = scale != 0.0f ? len : 0u;
 quant_values:
-        for (uint32_t j = 0; j < G; j++) {
-#pragma HLS LOOP_TRIPCOUNT min=TSR_MIN_GROUP max=TSR_MAX_GROUP
+        for (uint32_t j = 0; j < nz; j++) {
+#pragma HLS LOOP_TRIPCOUNT min=0 max=TSR_MAX_GROUP
 #pragma HLS PIPELINE II=1
-            int8_t v = 0;
-            if (j0 + j < n && scale != 0.0f) v = (int8_t)tsr_round_q8(x[j0 + j] / scale);
-            q[j0 + j] = v;
+            qg[j] = (int8_t)tsr_round_q8(xg[j] / scale);
+        }
+quant_pad:
+        for (uint32_t j = nz; j < G; j++) {
+#pragma HLS LOOP_TRIPCOUNT min=0 max=TSR_MAX_GROUP
+#pragma HLS PIPELINE II=1
+            qg[j] = 0;
         }
     }
 }

@@ -23,6 +23,7 @@
 #endif
 #include "model.h"
 #include "ref/golden.h"
+#include "tsr_emu.h"
 #include "tsr_ops.h"
 #include "weight_image.h"
 
@@ -212,6 +213,52 @@ static void gemv_q8_tiled_matches_plain(void **state)
 }
 
 /* F32 GEMV equals W @ x in plain fp32 on every mesh shape. */
+/* The emulator's SIMD rows (emu/tile_simd.c) against the numerics
+ * contract's per-row loop, bit for bit: G 32 and 64, several chunks of
+ * groups (ng up to 40), rows not a multiple of 8 (the caller finishes those),
+ * weights spanning all of -128..127 and activations -127..127. */
+static void simd_rows_bit_identical(void **state)
+{
+    (void)state;
+    if (!tsr_emu_simd_available()) { skip(); return; }
+    static const uint32_t shapes[][3] = { { 32, 3, 27 }, { 32, 17, 16 }, { 32, 40, 13 },
+                                          { 64, 1, 8 }, { 64, 20, 21 } };   /* G, ng, rows */
+    uint64_t rng = 12345;
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        uint32_t G = shapes[k][0], ng = shapes[k][1], rows = shapes[k][2], n = ng * G;
+        int8_t *w = malloc((size_t)rows * n), *x = malloc(n);    // (rows, n), (n,)
+        float *ws = malloc(sizeof(float) * rows * ng), *xs = malloc(sizeof(float) * ng);
+        float *got = calloc(rows, sizeof(float));                  // (rows,)
+        assert_non_null(w); assert_non_null(x); assert_non_null(ws); assert_non_null(xs);
+        assert_non_null(got);
+        for (uint32_t i = 0; i < rows * n; i++) {
+            rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+            w[i] = (int8_t)(rng >> 24);                     /* any int8, -128 included */
+        }
+        w[0] = -128;
+        for (uint32_t j = 0; j < n; j++) {
+            rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+            x[j] = (int8_t)((int)(rng % 255u) - 127);       /* the quantizer's range */
+        }
+        for (uint32_t i = 0; i < rows * ng; i++) ws[i] = 1e-3f * (float)(1 + i % 97);
+        for (uint32_t g = 0; g < ng; g++) xs[g] = 3e-2f / (float)(1 + g % 13);
+        uint32_t done = tsr_emu_tile_q8(w, ws, rows, ng, G, x, xs, got);
+        assert_int_equal(done, rows / 8u * 8u);
+        for (uint32_t i = 0; i < done; i++) {
+            float acc = 0.0f;   /* numerics.md: groups ascending, ((float)isum * ws) * xs */
+            for (uint32_t g = 0; g < ng; g++) {
+                int32_t isum = 0;
+                for (uint32_t j = 0; j < G; j++)
+                    isum += (int32_t)w[(size_t)i * n + g * G + j] * (int32_t)x[g * G + j];
+                acc += (float)isum * ws[i * ng + g] * xs[g];
+            }
+            assert_memory_equal(&got[i], &acc, sizeof acc);
+        }
+        assert_int_equal(tsr_emu_tile_q8(w, ws, rows, ng, 16, x, xs, got), 0);   /* G 16: not handled */
+        free(w); free(x); free(ws); free(xs); free(got);
+    }
+}
+
 static void gemv_f32_tiled_matches_plain(void **state)
 {
     (void)state;
@@ -473,6 +520,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gemv_q8_tiled_matches_plain),
         cmocka_unit_test(gemv_f32_tiled_matches_plain),
+        cmocka_unit_test(simd_rows_bit_identical),
         cmocka_unit_test(rmsnorm_matches_formula),
         cmocka_unit_test(rope_rotates_pairs),
         cmocka_unit_test(softmax_normalizes),
