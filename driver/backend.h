@@ -28,6 +28,11 @@ typedef struct tsr_devspec {
     char xclbin[256];   /* xrt only; "" for the default in bitstreams/  */
 } tsr_devspec;
 
+/* Map kernel status k (TSR_K_*, not TSR_K_OK) of command `what` to a driver
+ * error: RANGE, CAPACITY, UNSUPPORTED (shape), STATE, ARG, else DEVICE, with
+ * "<backend>: <what>: kernel status k (name)" in e.  Returns the code. */
+int tsr_kstatus_err(int k, const char *backend, const char *what, tsr_err *e);
+
 /* Parse "emu", "emu:pes=16,part=u55c", "xrt:0", "xrt:0,xclbin=F".
  * Errors: TSR_ERR_ARG naming the bad key or value. */
 int tsr_devspec_parse(const char *spec, tsr_devspec *out, tsr_err *e);

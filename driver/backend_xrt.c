@@ -124,30 +124,7 @@ int tsr_xrt_info_get(tsr_backend *b, tsr_xrt_info *info)
 
 static const char *const arg_names[TSR_XRT_NARGS] = { "cmd", "in", "out", "cancel" };
 
-static const char *kstatus_name(int k)
-{
-    switch (k) {
-    case TSR_K_OK:        return "ok";
-    case TSR_K_EOP:       return "unknown op";
-    case TSR_K_EARG:      return "bad argument";
-    case TSR_K_ESTATE:    return "bad state";
-    case TSR_K_ESHAPE:    return "shape outside the kernel profile";
-    case TSR_K_ECAPACITY: return "PE memory too small";
-    case TSR_K_ERANGE:    return "position out of range";
-    default:              return "unknown kernel status";
-    }
-}
-
-/* Map a kernel status to a driver status with a message (as emu does). */
-static int kfail(int k, const char *what, tsr_err *e)
-{
-    int code = k == TSR_K_ERANGE ? TSR_ERR_RANGE
-             : k == TSR_K_ECAPACITY ? TSR_ERR_CAPACITY
-             : k == TSR_K_ESHAPE ? TSR_ERR_UNSUPPORTED
-             : k == TSR_K_ESTATE ? TSR_ERR_STATE
-             : k == TSR_K_EARG ? TSR_ERR_ARG : TSR_ERR_DEVICE;
-    return tsr_seterr(e, code, "xrt: %s: kernel status %d (%s)", what, k, kstatus_name(k));
-}
+static int kfail(int k, const char *what, tsr_err *e) { return tsr_kstatus_err(k, "xrt", what, e); }
 
 /* Sync bytes at offset of buffer arg in direction dir, charging phase. */
 static int bo_sync(tsr_backend *b, int arg, int dir, size_t bytes, size_t offset, int phase,

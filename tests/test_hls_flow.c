@@ -58,20 +58,7 @@ static int run(const char *fmt, ...)
 }
 
 /* Lines of out containing needle. */
-static int lines_with(const char *needle)
-{
-    int k = 0;
-    for (const char *s = out; *s;) {
-        const char *e = strchr(s, '\n');
-        size_t len = e ? (size_t)(e - s) : strlen(s);
-        char *line = strndup(s, len);
-        assert_non_null(line);
-        if (strstr(line, needle)) k++;
-        free(line);
-        s += len + (e ? 1 : 0);
-    }
-    return k;
-}
+static int lines_with(const char *needle) { return lines_containing(out, needle); }
 
 /* Join make's backslash-continued recipe lines in out, in place. */
 static void join_continuations(void)

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "run_capture.h"
 #include "test_util.h"
 
 #ifndef TSR_SOURCE_DIR
@@ -53,22 +54,6 @@ static int run_lint(const char *dir, char **out)
     assert_true(WIFEXITED(st));
     *out = buf;
     return WEXITSTATUS(st);
-}
-
-/* Number of output lines that contain needle. */
-static int count_lines(const char *out, const char *needle)
-{
-    int k = 0;
-    for (const char *s = out; *s;) {
-        const char *e = strchr(s, '\n');
-        size_t len = e ? (size_t)(e - s) : strlen(s);
-        char *line = strndup(s, len);
-        assert_non_null(line);
-        if (strstr(line, needle)) k++;
-        free(line);
-        s += len + (e ? 1 : 0);
-    }
-    return k;
 }
 
 /* A temp directory of kernel files: make_dir() then add_file() per file. */
@@ -127,14 +112,14 @@ static void test_bad_kernel_fails(void **state)
     char *out;
     int rc = run_lint(FIXTURES "/bad_kernel", &out);
     assert_int_not_equal(rc, 0);
-    assert_int_equal(count_lines(out, "bad_kernel.c: undefined symbol malloc"), 1);
-    assert_int_equal(count_lines(out, "bad_kernel.c: undefined symbol free"), 1);
-    assert_int_equal(count_lines(out, "lint-hls: recursion: "), 1);
-    assert_int_equal(count_lines(out, "bad_kernel.c:sum_tree -> "), 1);
+    assert_int_equal(lines_containing(out, "bad_kernel.c: undefined symbol malloc"), 1);
+    assert_int_equal(lines_containing(out, "bad_kernel.c: undefined symbol free"), 1);
+    assert_int_equal(lines_containing(out, "lint-hls: recursion: "), 1);
+    assert_int_equal(lines_containing(out, "bad_kernel.c:sum_tree -> "), 1);
     assert_null(strstr(out, "files OK"));
     // nothing else: the fixture is otherwise clean C
-    assert_int_equal(count_lines(out, "lint-hls: "), 4);
-    assert_int_equal(count_lines(out, "lint-hls: 3 problem(s) in 1 files"), 1);
+    assert_int_equal(lines_containing(out, "lint-hls: "), 4);
+    assert_int_equal(lines_containing(out, "lint-hls: 3 problem(s) in 1 files"), 1);
     free(out);
 }
 
@@ -165,7 +150,7 @@ static void test_function_pointer(void **state)
                           "float apply(op f, float x) { return f(x); }\n",
                           NULL, NULL, &out);
     assert_int_equal(rc, 1);
-    assert_int_equal(count_lines(out, "fp.c:2:37: indirect call (function pointer) in apply"), 1);
+    assert_int_equal(lines_containing(out, "fp.c:2:37: indirect call (function pointer) in apply"), 1);
     free(out);
 }
 
@@ -177,13 +162,13 @@ static void test_vla_and_compile_errors(void **state)
                           NULL, NULL, &out);
     assert_int_equal(rc, 1);
     assert_non_null(strstr(out, "-Werror=vla"));
-    assert_int_equal(count_lines(out, "vla.c: does not compile as freestanding C99"), 1);
+    assert_int_equal(lines_containing(out, "vla.c: does not compile as freestanding C99"), 1);
     free(out);
 
     // an unused variable is a warning, so an error
     rc = lint_sources("warn.c", "int h(int n) { int unused; return n; }\n", NULL, NULL, &out);
     assert_int_equal(rc, 1);
-    assert_int_equal(count_lines(out, "warn.c: does not compile"), 1);
+    assert_int_equal(lines_containing(out, "warn.c: does not compile"), 1);
     free(out);
 }
 
@@ -199,8 +184,8 @@ static void test_alloca_and_io(void **state)
                           "void say(float x) { printf(\"%f\\n\", x); }\n",
                           &out);
     assert_int_equal(rc, 1);
-    assert_int_equal(count_lines(out, "stack.c: unbounded stack frame (alloca) in h"), 1);
-    assert_int_equal(count_lines(out, "io.c: undefined symbol printf"), 1);
+    assert_int_equal(lines_containing(out, "stack.c: unbounded stack frame (alloca) in h"), 1);
+    assert_int_equal(lines_containing(out, "io.c: undefined symbol printf"), 1);
     free(out);
 }
 
@@ -239,7 +224,7 @@ static void test_allowlist_and_pragmas(void **state)
     rc = lint_sources("m.c", "#include <math.h>\ndouble e(double x) { return exp2(x); }\n",
                       NULL, NULL, &out);
     assert_int_equal(rc, 1);
-    assert_int_equal(count_lines(out, "m.c: undefined symbol exp2"), 1);
+    assert_int_equal(lines_containing(out, "m.c: undefined symbol exp2"), 1);
     free(out);
 }
 
@@ -251,8 +236,8 @@ static void test_duplicate_and_missing_symbols(void **state)
                           "b.c", "int f(int x) { return x + 1; }\nint g(int x);\nint h(int x) { return g(x); }\n",
                           &out);
     assert_int_equal(rc, 1);
-    assert_int_equal(count_lines(out, ": symbol f also defined in "), 1);
-    assert_int_equal(count_lines(out, "b.c: undefined symbol g"), 1);
+    assert_int_equal(lines_containing(out, ": symbol f also defined in "), 1);
+    assert_int_equal(lines_containing(out, "b.c: undefined symbol g"), 1);
     free(out);
 }
 

@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,4 +41,18 @@ int count_lines(const char *s)
     int n = 0;
     for (; *s; s++) n += *s == '\n';
     return n;
+}
+
+int lines_containing(const char *s, const char *needle)
+{
+    int k = 0;
+    size_t nl = strlen(needle);
+    while (*s) {
+        const char *e = strchr(s, '\n');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        for (size_t i = 0; i + nl <= len; i++)
+            if (!memcmp(s + i, needle, nl)) { k++; break; }
+        s += len + (e ? 1 : 0);
+    }
+    return k;
 }

@@ -13,4 +13,7 @@ int run_capture(const char *cmd, char *out, char *err, size_t cap);
 /* Newlines in s. */
 int count_lines(const char *s);
 
+/* Lines of s (the last may lack its newline) that contain needle. */
+int lines_containing(const char *s, const char *needle);
+
 #endif
