@@ -107,6 +107,11 @@ typedef struct tsr_backend_iface {
     /* Host-link counters (always) and kernel counters text (optional). */
     void (*link_counters)(tsr_backend *b, tsr_link_counters *c);
     int  (*kernel_counters)(tsr_backend *b, void *buf, size_t len, tsr_err *e); /* optional */
+    /* Called by tsr_seq_cancel() right after it sets the cancel flag, from
+     * any thread or a signal handler, so only async-signal-safe work: wake a
+     * decode that is waiting for the device, so that it forwards the cancel
+     * at once instead of at its next poll.  optional */
+    void (*interrupt)(tsr_backend *b);
 } tsr_backend_iface;
 
 extern const tsr_backend_iface tsr_backend_emu;

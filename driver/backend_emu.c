@@ -38,6 +38,8 @@ struct tsr_backend {
     tsr_link_counters link;
     int               loaded;      /* an image is resident                   */
     uint64_t          image_hash;  /* its content hash                       */
+    uint32_t         *watch;       /* the running decode's count word (the
+                                      host sleeps on it), or NULL           */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -326,8 +328,10 @@ static int emu_decode(tsr_backend *b, int slot, int n, const tsr_sampler *s, int
     b->link.h2d[TSR_PHASE_DECODE] += CMD_BYTES;
     b->link.invocations[TSR_PHASE_DECODE]++;
 
+    __atomic_store_n(&b->watch, &j.out[0], __ATOMIC_RELEASE);
     pthread_t th;
     if (pthread_create(&th, NULL, decode_worker, &j) != 0) {
+        __atomic_store_n(&b->watch, NULL, __ATOMIC_RELEASE);
         free(j.out);
         return tsr_seterr(e, TSR_ERR_DEVICE, "emu: cannot start the decode thread");
     }
@@ -343,19 +347,30 @@ static int emu_decode(tsr_backend *b, int slot, int n, const tsr_sampler *s, int
         }
         if (cancel && *cancel) __atomic_store_n(&j.cancel, 1u, __ATOMIC_RELAXED);
         if (done) break;
-        /* Sleep until the kernel publishes a token (it wakes us), or 1 ms
-         * to forward a cancel: no polling that would steal a core from
-         * the kernel's workers.  A wake-up that lands between the loads
-         * above and the wait costs at most the 1 ms. */
+        /* Sleep until the kernel publishes a token or tsr_seq_cancel()
+         * interrupts us (both wake this word), at most 1 ms: no polling
+         * that would steal a core from the kernel's workers.  A wake-up
+         * that lands between the loads above and the wait costs at most
+         * the 1 ms. */
         tsr_emu_wait_change(&j.out[0], cnt, 1000u);
     }
     pthread_join(th, NULL);
+    __atomic_store_n(&b->watch, NULL, __ATOMIC_RELEASE);
     *n_out = (int)seen;
     /* The host read the count word and each token once. */
     b->link.d2h[TSR_PHASE_DECODE] += 4u + 4u * (uint64_t)seen;
     int k = j.status;
     free(j.out);
     return k ? kfail(k, "decode", e) : TSR_OK;
+}
+
+/* tsr_seq_cancel(): wake the watcher of a running decode (a futex wake is
+ * async-signal-safe; a wake that races the end of the decode hits a word
+ * nobody waits on, which is harmless). */
+static void emu_interrupt(tsr_backend *b)
+{
+    uint32_t *w = __atomic_load_n(&b->watch, __ATOMIC_ACQUIRE);
+    if (w) tsr_emu_wake(w);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -427,4 +442,5 @@ const tsr_backend_iface tsr_backend_emu = {
     .read_logits = emu_read_logits,
     .link_counters = emu_link_counters,
     .kernel_counters = emu_kernel_counters,
+    .interrupt = emu_interrupt,
 };

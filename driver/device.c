@@ -529,7 +529,10 @@ int tsr_seq_generate(tsr_seq *s, const tsr_gen_opts *opts, tsr_token_cb cb, void
 
 void tsr_seq_cancel(tsr_seq *s)
 {
-    if (s) s->cancel = 1;
+    if (!s) return;
+    s->cancel = 1;
+    const tsr_device *dev = s->model->dev;
+    if (dev->be->interrupt) dev->be->interrupt(dev->b);   /* async-signal-safe */
 }
 
 int tsr_seq_was_cancelled(const tsr_seq *s)

@@ -31,9 +31,7 @@ fwd_layers:
 
         /* attention block */
         tsr_rmsnorm(st->xb, x, rms_att, dim, c->norm_eps);
-        tsr_mesh_gemv(st, TSR_MAT_LAYER(l, TSR_W_Q), st->xb, st->q);
-        tsr_mesh_gemv(st, TSR_MAT_LAYER(l, TSR_W_K), st->xb, st->k);
-        tsr_mesh_gemv(st, TSR_MAT_LAYER(l, TSR_W_V), st->xb, st->v);
+        tsr_mesh_gemv_qkv(st, l, st->xb);
         tsr_rope(st->q, st->k, dim, kv_dim, hs, pos, c->rope_theta);
         tsr_attention(st, slot, l, pos);
         tsr_mesh_gemv(st, TSR_MAT_LAYER(l, TSR_W_O), st->xb, st->xb2);
@@ -41,9 +39,7 @@ fwd_layers:
 
         /* FFN block: w2(silu(w1 xb) * w3 xb) */
         tsr_rmsnorm(st->xb, x, rms_ffn, dim, c->norm_eps);
-        tsr_mesh_gemv(st, TSR_MAT_LAYER(l, TSR_W_1), st->xb, st->hb);
-        tsr_mesh_gemv(st, TSR_MAT_LAYER(l, TSR_W_3), st->xb, st->hb2);
-        tsr_swiglu(st->hb, st->hb2, hidden);
+        tsr_mesh_ffn_up(st, l, st->xb);   /* hb = silu(w1 xb) * w3 xb */
         tsr_mesh_gemv(st, TSR_MAT_LAYER(l, TSR_W_2), st->hb, st->xb2);
         tsr_residual(x, st->xb2, dim);
     }

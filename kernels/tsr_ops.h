@@ -68,6 +68,17 @@ int32_t tsr_sample(float *logits, uint32_t n, float temperature, float top_p, ui
  * Counts MACs and fabric bytes. */
 void tsr_mesh_gemv(tsr_kstate *st, uint32_t mat, const float *x, float *y);
 
+/* q, k, v of layer l: st->q (dim,), st->k, st->v (kv_dim,) = Wq, Wk, Wv @ x
+ * (dim,), three tsr_mesh_gemv on one input (the emulator prepares it once
+ * and runs the three as one worker step; same results and counters). */
+void tsr_mesh_gemv_qkv(tsr_kstate *st, uint32_t l, const float *x);
+
+/* The FFN's up projections of layer l and SwiGLU (after Shazeer 2020, "GLU
+ * Variants Improve Transformer"): st->hb2 = W3 @ x, st->hb = silu(W1 @ x) *
+ * st->hb2, all (hidden,), x (dim,).  The emulator runs both GEMVs as one
+ * worker step, each worker applying SwiGLU to the rows it reduced. */
+void tsr_mesh_ffn_up(tsr_kstate *st, uint32_t l, const float *x);
+
 /* x (dim,) = row `token` of the embedding table, gathered from the PEs of its
  * row block (dequantized in Q8 mode: q * scale). */
 void tsr_mesh_embed(tsr_kstate *st, uint32_t token, float *x);
