@@ -83,6 +83,7 @@ help:
 	@echo "Variables: SHARED=$(SHARED) (models, references)  SANITIZE=1 (ASan+UBSan)"
 	@echo "           CFLAGS='$(CFLAGS)'  EMU_CFLAGS='$(EMU_CFLAGS)'"
 	@echo "           XRT=$(XRT) (1: xrt backend built against /usr/include/xrt; 0: stub)"
+	@echo "           EMU_SIMD=$(EMU_SIMD) (0: leave the emulator's SIMD rows out; same tokens)"
 
 DEPS_DEBIAN := build-essential pkg-config libcmocka-dev libnuma-dev libxxhash-dev libxrt-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
