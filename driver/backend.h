@@ -33,6 +33,17 @@ typedef struct tsr_devspec {
  * "<backend>: <what>: kernel status k (name)" in e.  Returns the code. */
 int tsr_kstatus_err(int k, const char *backend, const char *what, tsr_err *e);
 
+struct tsr_kcounters;
+struct tsr_kconfig;
+/* The kernel's counters block kc (READ_COUNTERS) as "name value" lines into
+ * buf (NUL-terminated, truncated to len): runs per op, MACs, fabric bytes,
+ * the per-PE SRAM bytes of the first min(n_pes, max_pes) PEs (the card's
+ * profile may hold fewer than the library's), and, when cfg is not NULL,
+ * the cycle model's estimate for the last forward pass at clock_mhz
+ * (driver/plan.h).  Returns the length needed, like snprintf. */
+size_t tsr_kcounters_text(const struct tsr_kcounters *kc, uint32_t max_pes, const char *profile,
+                          const struct tsr_kconfig *cfg, int clock_mhz, char *buf, size_t len);
+
 /* Parse "emu", "emu:pes=16,part=u55c", "xrt:0", "xrt:0,xclbin=F".
  * Errors: TSR_ERR_ARG naming the bad key or value. */
 int tsr_devspec_parse(const char *spec, tsr_devspec *out, tsr_err *e);

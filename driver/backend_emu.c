@@ -391,39 +391,15 @@ static void emu_link_counters(tsr_backend *b, tsr_link_counters *c) { *c = b->li
 
 static int emu_kernel_counters(tsr_backend *b, void *buf, size_t len, tsr_err *e)
 {
-    static const char *const opn[TSR_OP_COUNT] = {
-        "nop", "load", "configure", "reset", "truncate", "prefill", "decode", "read_logits",
-        "read_counters"
-    };
     tsr_kcounters kc;
     uint32_t words = (uint32_t)(sizeof kc / 4u);
     uint32_t cmd[TSR_CMD_WORDS] = { TSR_OP_READ_COUNTERS, 0, words, 0, 0, 0, 0, 0 };
     int k = run(b, TSR_PHASE_DEBUG, cmd, NULL, 0, (uint32_t *)(void *)&kc, sizeof kc);
     if (k) return kfail(k, "read counters", e);
-    char *s = buf;
-    size_t at = 0;
-#define PUT(...) do { if (at < len) { int w_ = snprintf(s + at, len - at, __VA_ARGS__); \
-                      if (w_ > 0) at += (size_t)w_; } } while (0)
-    PUT("profile %s, %u PEs\n", TSR_PROFILE_NAME, kc.n_pes);
-    for (int i = 0; i < TSR_OP_COUNT; i++) PUT("runs.%s %llu\n", opn[i], (unsigned long long)kc.runs[i]);
-    PUT("tokens_fed %llu\n", (unsigned long long)kc.tokens_fed);
-    PUT("tokens_sampled %llu\n", (unsigned long long)kc.tokens_sampled);
-    PUT("macs %llu\n", (unsigned long long)kc.macs);
-    PUT("fabric_bcast_bytes %llu\n", (unsigned long long)kc.fabric_bcast_bytes);
-    PUT("fabric_reduce_bytes %llu\n", (unsigned long long)kc.fabric_reduce_bytes);
-    PUT("fabric_gather_bytes %llu\n", (unsigned long long)kc.fabric_gather_bytes);
-    PUT("attended %llu\n", (unsigned long long)kc.attended);
-    PUT("load_bytes %llu\n", (unsigned long long)kc.load_bytes);
-    for (uint32_t p = 0; p < kc.n_pes && p < TSR_MAX_PES; p++)
-        PUT("pe%u.sram_bytes %llu\n", p, (unsigned long long)kc.pe_sram_bytes[p]);
-    /* cycle model (driver/plan.c): the last forward pass, projected at the
-     * part's clock (300 MHz, the Alveo platforms' default, without part=) */
-    if (at < len)
-        at += tsr_plan_run_estimate(&b->st->cfg, &kc.work, &kc.work_mark,
-                                    b->part && b->part->clock_mhz > 0 ? b->part->clock_mhz : 300,
-                                    s + at, len - at);
-#undef PUT
-    if (len > 0 && at >= len) s[len - 1] = '\0';
+    /* projected at the part's clock (300 MHz, the Alveo platforms' default,
+     * without part=) */
+    tsr_kcounters_text(&kc, TSR_MAX_PES, TSR_PROFILE_NAME, &b->st->cfg,
+                       b->part && b->part->clock_mhz > 0 ? b->part->clock_mhz : 300, buf, len);
     return TSR_OK;
 }
 

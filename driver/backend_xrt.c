@@ -102,6 +102,7 @@ struct tsr_backend {
     int               loaded;              /* an image is resident              */
     uint64_t          image_hash;
     int               cancel_clear;        /* the device's cancel word is 0     */
+    tsr_kconfig       cfg;                 /* the configuration loaded          */
 };
 
 static tsr_xrt_trace g_trace;              /* tests only (backend_xrt.h)        */
@@ -536,6 +537,7 @@ static int xrt_load(tsr_backend *b, const tsr_checkpoint *m, const tsr_load_opts
     }
     b->loaded = 1;
     b->image_hash = img.hash;
+    b->cfg = kc;
 out:
     tsr_wimage_free(&img);
     return rc;
@@ -667,6 +669,23 @@ static int xrt_read_logits(tsr_backend *b, float *logits, int n, tsr_err *e)
 
 static void xrt_link_counters(tsr_backend *b, tsr_link_counters *c) { *c = b->link; }
 
+/* READ_COUNTERS (debug phase).  The card's counters block ends with one
+ * word pair per PE of its own profile, so ask for exactly that much. */
+static int xrt_kernel_counters(tsr_backend *b, void *buf, size_t len, tsr_err *e)
+{
+    tsr_kcounters kc;
+    memset(&kc, 0, sizeof kc);
+    uint32_t pes = b->info.profile.pes < TSR_MAX_PES ? b->info.profile.pes : TSR_MAX_PES;
+    size_t bytes = offsetof(tsr_kcounters, pe_sram_bytes) + 8u * pes;
+    uint32_t cmd[TSR_CMD_WORDS] = { TSR_OP_READ_COUNTERS, 0, (uint32_t)(bytes / 4u), 0, 0, 0, 0, 0 };
+    int k = 0, rc = exec(b, TSR_PHASE_DEBUG, cmd, NULL, 0, &kc, bytes, &k, e);
+    if (rc) return rc;
+    if (k) return kfail(k, "read counters", e);
+    /* projected at 300 MHz, the Alveo platforms' default kernel clock */
+    tsr_kcounters_text(&kc, pes, b->info.profile.name, b->loaded ? &b->cfg : NULL, 300, buf, len);
+    return TSR_OK;
+}
+
 #else /* !TSR_HAVE_XRT: every entry point says XRT is missing */
 
 struct tsr_backend { int unused; };
@@ -740,6 +759,12 @@ static void xrt_link_counters(tsr_backend *b, tsr_link_counters *c)
     memset(c, 0, sizeof *c);
 }
 
+static int xrt_kernel_counters(tsr_backend *b, void *buf, size_t len, tsr_err *e)
+{
+    (void)buf; (void)len;
+    return xrt_reset(b, 0, e);
+}
+
 #endif /* TSR_HAVE_XRT */
 
 /* ------------------------------------------------------------------------ */
@@ -756,5 +781,5 @@ const tsr_backend_iface tsr_backend_xrt = {
     .decode = xrt_decode,
     .read_logits = xrt_read_logits,
     .link_counters = xrt_link_counters,
-    .kernel_counters = NULL,
+    .kernel_counters = xrt_kernel_counters,
 };

@@ -1,6 +1,10 @@
-/* kstatus.c - kernel status words (kernels/tsr_kernel.h TSR_K_*) as driver
- * errors, for every backend. */
+/* kstatus.c - what the kernel answers, for every backend: status words
+ * (kernels/tsr_kernel.h TSR_K_*) as driver errors, and its counters block
+ * (READ_COUNTERS) as text. */
+#include <stdio.h>
+
 #include "backend.h"
+#include "plan.h"
 #include "tsr_kernel.h"
 
 static const char *kstatus_name(int k)
@@ -25,4 +29,36 @@ int tsr_kstatus_err(int k, const char *backend, const char *what, tsr_err *e)
              : k == TSR_K_ESTATE ? TSR_ERR_STATE
              : k == TSR_K_EARG ? TSR_ERR_ARG : TSR_ERR_DEVICE;
     return tsr_seterr(e, code, "%s: %s: kernel status %d (%s)", backend, what, k, kstatus_name(k));
+}
+
+size_t tsr_kcounters_text(const tsr_kcounters *kc, uint32_t max_pes, const char *profile,
+                          const tsr_kconfig *cfg, int clock_mhz, char *buf, size_t len)
+{
+    static const char *const opn[TSR_OP_COUNT] = {
+        "nop", "load", "configure", "reset", "truncate", "prefill", "decode", "read_logits",
+        "read_counters"
+    };
+    size_t at = 0;
+#define PUT(...) do { int w_ = snprintf(at < len ? buf + at : NULL, at < len ? len - at : 0, \
+                                        __VA_ARGS__); \
+                      if (w_ > 0) at += (size_t)w_; } while (0)
+    PUT("profile %s, %u PEs\n", profile, kc->n_pes);
+    for (int i = 0; i < TSR_OP_COUNT; i++) PUT("runs.%s %llu\n", opn[i], (unsigned long long)kc->runs[i]);
+    PUT("tokens_fed %llu\n", (unsigned long long)kc->tokens_fed);
+    PUT("tokens_sampled %llu\n", (unsigned long long)kc->tokens_sampled);
+    PUT("macs %llu\n", (unsigned long long)kc->macs);
+    PUT("fabric_bcast_bytes %llu\n", (unsigned long long)kc->fabric_bcast_bytes);
+    PUT("fabric_reduce_bytes %llu\n", (unsigned long long)kc->fabric_reduce_bytes);
+    PUT("fabric_gather_bytes %llu\n", (unsigned long long)kc->fabric_gather_bytes);
+    PUT("attended %llu\n", (unsigned long long)kc->attended);
+    PUT("load_bytes %llu\n", (unsigned long long)kc->load_bytes);
+    for (uint32_t p = 0; p < kc->n_pes && p < max_pes && p < TSR_MAX_PES; p++)
+        PUT("pe%u.sram_bytes %llu\n", p, (unsigned long long)kc->pe_sram_bytes[p]);
+#undef PUT
+    /* cycle model (driver/plan.c): the last forward pass, projected */
+    if (cfg)
+        at += tsr_plan_run_estimate(cfg, &kc->work, &kc->work_mark, clock_mhz,
+                                    at < len ? buf + at : NULL, at < len ? len - at : 0);
+    if (len > 0 && at >= len) buf[len - 1] = '\0';
+    return at;
 }

@@ -173,10 +173,12 @@ typedef struct tsr_kcounters {
     uint64_t load_bytes;              /* weight image bytes accepted         */
     uint32_t n_pes;                   /* PEs in the configured mesh          */
     uint32_t pad_;
-    uint64_t pe_sram_bytes[TSR_MAX_PES]; /* SRAM bytes in use per PE         */
     /* cycle-model work counts (see tsr_kwork) */
     tsr_kwork work;                   /* since tsr_kernel_init               */
     tsr_kwork work_mark;              /* `work` when the last forward began  */
+    /* Last, because its length is the profile's: a host built with another
+     * profile than the card's still reads every field above correctly. */
+    uint64_t pe_sram_bytes[TSR_MAX_PES]; /* SRAM bytes in use per PE         */
 } tsr_kcounters;
 
 /* ------------------------------------------------------------------------ */

@@ -29,6 +29,7 @@
 #include "run_capture.h"
 #include "tessera.h"
 #include "test_util.h"
+#include "tsr_kernel.h"
 #include "weight_image.h"
 #include "xclbin_write.h"
 
@@ -98,6 +99,18 @@ static void on_run(const uint32_t cmd[TSR_CMD_WORDS], uint32_t *out, size_t out_
         t->n++;
     } else {
         t->overflow = 1;
+    }
+    if (cmd[TSR_CMD_OP] == TSR_OP_READ_COUNTERS) {
+        /* a card with the stories260k profile: 4 PEs, so its block ends
+         * after 4 per-PE words (shorter than the library's own struct) */
+        tsr_kcounters kc;
+        memset(&kc, 0, sizeof kc);
+        kc.runs[TSR_OP_DECODE] = 7;
+        kc.macs = 12345;
+        kc.n_pes = 4;
+        for (int p = 0; p < 4; p++) kc.pe_sram_bytes[p] = 100u * (uint64_t)(p + 1);
+        size_t words = (offsetof(tsr_kcounters, pe_sram_bytes) + 4u * 8u) / 4u;
+        if (cmd[TSR_CMD_A0] == words && out_words >= words) memcpy(out, &kc, 4u * words);
     }
     if (cmd[TSR_CMD_OP] == TSR_OP_DECODE && out_words > t->n_decode_tokens) {
         uint32_t n = t->n_decode_tokens < cmd[TSR_CMD_A0] ? t->n_decode_tokens : cmd[TSR_CMD_A0];
@@ -415,6 +428,43 @@ static void test_protocol(void **state)
     unlink(path);
 }
 
+/* READ_COUNTERS asks for the card profile's counters block (4 PEs here, not
+ * the library's 64), reads it back in the debug phase and prints it. */
+static void test_kernel_counters(void **state)
+{
+    (void)state;
+    char path[64];
+    tsr_xclbin_desc d = { .profile = PROFILE_260K };
+    write_xclbin(path, sizeof path, &d);
+    trace *t = trace_on();
+    tsr_device *dev = NULL;
+    assert_int_equal(open_xrt(path, NULL, &dev), TSR_OK);
+    tsr_model_opts mo = { .tokenizer = TOK, .n_seqs = 1 };
+    tsr_model *model = NULL;
+    assert_int_equal(tsr_model_load(dev, MODEL, &mo, &model), TSR_OK);
+    tsr_traffic before, after;
+    assert_int_equal(tsr_device_traffic(dev, &before), TSR_OK);
+    char text[4096];
+    assert_int_equal(tsr_device_kernel_counters(dev, text, sizeof text), TSR_OK);
+    int r = -1;
+    for (int k = 0; k < t->n; k++)
+        if (t->ev[k].is_run && t->ev[k].cmd[TSR_CMD_OP] == TSR_OP_READ_COUNTERS) r = k;
+    assert_true(r >= 0);
+    size_t bytes = offsetof(tsr_kcounters, pe_sram_bytes) + 4u * 8u;
+    assert_int_equal(t->ev[r].cmd[TSR_CMD_A0], bytes / 4u);
+    assert_int_equal(tsr_device_traffic(dev, &after), TSR_OK);
+    assert_int_equal(after.debug_d2h - before.debug_d2h, bytes);
+    assert_non_null(strstr(text, "profile stories260k, 4 PEs\n"));
+    assert_non_null(strstr(text, "runs.decode 7\n"));
+    assert_non_null(strstr(text, "macs 12345\n"));
+    assert_non_null(strstr(text, "pe3.sram_bytes 400\n"));
+    assert_null(strstr(text, "pe4.sram_bytes"));
+    tsr_model_close(model);
+    tsr_device_close(dev);
+    trace_off(t);
+    unlink(path);
+}
+
 /* A kernel status word other than OK fails the call with the mapped code. */
 static void test_kernel_status(void **state)
 {
@@ -642,6 +692,7 @@ int main(void)
         cmocka_unit_test(test_open_maps_banks),
         cmocka_unit_test(test_protocol),
         cmocka_unit_test(test_kernel_status),
+        cmocka_unit_test(test_kernel_counters),
         cmocka_unit_test(test_wrong_kernel_name),
         cmocka_unit_test(test_missing_argument),
         cmocka_unit_test(test_missing_profile),
