@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "model.h"
@@ -301,6 +302,11 @@ int tsr_synth_write(const char *path, const tsr_config *cfg, int group_size,
         return tsr_seterr(e, TSR_ERR_IO, "%s: cannot create: %s", path, strerror(err));
     }
     setvbuf(w.f, iobuf, _IOFBF, iobuf_len);
+    /* On failure only a regular file is removed (a half-written checkpoint
+     * must not look like a model); a device or pipe named by -o is left
+     * alone. */
+    struct stat sb;
+    int regular = fstat(fileno(w.f), &sb) == 0 && S_ISREG(sb.st_mode);
 
     // header: magic, version, 7 params, shared byte, [group], zeros to 256
     uint8_t hdr[TSR_LLAMA2C_HEADER] = { 0 };
@@ -331,11 +337,11 @@ int tsr_synth_write(const char *path, const tsr_config *cfg, int group_size,
     if (fclose(w.f) != 0 && !failed) { failed = 1; err = errno; }
     free(iobuf); free(w.buf); free(w.qbuf); free(w.sbuf);
     if (failed) {
-        unlink(path);
+        if (regular) unlink(path);
         return tsr_seterr(e, TSR_ERR_IO, "%s: write failed: %s", path, strerror(err));
     }
     if (w.written != implied) {   // the writer and tsr_llama2c_size disagree: a bug
-        unlink(path);
+        if (regular) unlink(path);
         return tsr_seterr(e, TSR_ERR_IO, "%s: internal: wrote %llu bytes, layout says %llu",
                           path, (unsigned long long)w.written, (unsigned long long)implied);
     }

@@ -13,6 +13,7 @@
 #include <linux/futex.h>
 #include <numa.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -27,6 +28,8 @@
  * workers, a spinning caller would only keep a worker off its core). */
 #define WORKER_SPINS 4000
 #define CALLER_SPINS 1000
+/* With more workers than CPUs a spinning thread only keeps the thread it
+ * waits for off the CPU: such a pool never spins, it sleeps at once. */
 
 struct tsr_emu_pool {
     uint32_t     n;           /* workers, the caller included             */
@@ -41,6 +44,7 @@ struct tsr_emu_pool {
     uint32_t     done;        /* workers 1..n-1 finished with the step    */
     uint32_t     sleeping;    /* workers inside FUTEX_WAIT                */
     uint32_t     caller_waits; /* 1: the caller sleeps on `done`          */
+    int          worker_spins, caller_spins;   /* 0 when oversubscribed  */
     uint32_t     stop;
 };
 
@@ -91,7 +95,7 @@ static void *worker_main(void *arg)
         uint32_t g;
         int spins = 0;
         while ((g = __atomic_load_n(&pool->gen, __ATOMIC_ACQUIRE)) == seen) {
-            if (spins++ < WORKER_SPINS) {
+            if (spins++ < pool->worker_spins) {
                 cpu_relax();
                 continue;
             }
@@ -137,6 +141,11 @@ int tsr_emu_pool_create(uint32_t n, int nodes, tsr_emu_pool **out)
     if (!pool) return ENOMEM;
     pool->n = n;
     pool->nodes = nodes > 1 ? nodes : 1;
+    cpu_set_t set;
+    int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    int spin = (int)n <= cpus;
+    pool->worker_spins = spin ? WORKER_SPINS : 0;
+    pool->caller_spins = spin ? CALLER_SPINS : 0;
     if (n > 1 && !(pool->threads = calloc(n - 1u, sizeof *pool->threads))) {
         free(pool);
         return ENOMEM;
@@ -176,7 +185,7 @@ void tsr_emu_pool_run(tsr_emu_pool *pool, uint32_t nw, tsr_emu_task fn, void *ct
     fn(ctx, 0, nw);
     int spins = 0;
     while (__atomic_load_n(&pool->done, __ATOMIC_ACQUIRE) != pool->n - 1u) {
-        if (spins++ < CALLER_SPINS) {
+        if (spins++ < pool->caller_spins) {
             cpu_relax();
             continue;
         }

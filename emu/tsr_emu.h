@@ -28,7 +28,8 @@ typedef void (*tsr_emu_task)(void *ctx, uint32_t w, uint32_t nw);
 
 /* Start a pool of n workers: the thread that calls tsr_emu_pool_run is
  * worker 0, so n - 1 threads are created, once.  Idle workers spin briefly
- * on a generation word, then sleep on a futex.  When nodes > 1, worker w
+ * on a generation word, then sleep on a futex (at once, without spinning,
+ * when n exceeds the CPUs this process may run on).  When nodes > 1, worker w
  * runs on NUMA node tsr_emu_worker_node(w, n, nodes).  Returns 0, or an
  * errno value (EINVAL for n == 0, or what pthread_create returned). */
 int tsr_emu_pool_create(uint32_t n, int nodes, tsr_emu_pool **out);

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "model.h"
@@ -166,6 +168,34 @@ static void test_write_errors(void **state)
     assert_int_equal(tsr_synth_write(nodir, &c, 0, 1, &e), TSR_ERR_IO);
     assert_non_null(strstr(e.msg, nodir));
     unlink(path);
+}
+
+/* A write that fails on a device (ENOSPC from a /dev/full-like node) says
+ * so and leaves the node in place: only a regular file it half wrote is
+ * removed.  As root the test makes its own node (mknod c 1 7), so a
+ * regression cannot delete the machine's /dev/full. */
+static void test_write_error_keeps_device(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tsr_synth_dev_XXXXXX", node[64];
+    assert_non_null(mkdtemp(dir));
+    const char *path = "/dev/full";
+    if (geteuid() == 0) {
+        snprintf(node, sizeof node, "%s/full", dir);
+        assert_int_equal(mknod(node, S_IFCHR | 0666, makedev(1, 7)), 0);
+        path = node;
+    }
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISCHR(sb.st_mode)) { rmdir(dir); skip(); return; }
+    tsr_config c;
+    tsr_err e = { 0 };
+    shape("stories260K", &c);
+    assert_int_equal(tsr_synth_write(path, &c, 0, 1, &e), TSR_ERR_IO);
+    assert_non_null(strstr(e.msg, "write failed"));
+    assert_int_equal(stat(path, &sb), 0);
+    assert_true(S_ISCHR(sb.st_mode));
+    if (path == node) unlink(node);
+    rmdir(dir);
 }
 
 static int files_equal(const char *a, const char *b)
@@ -391,6 +421,7 @@ int main(void)
         cmocka_unit_test(test_presets),
         cmocka_unit_test(test_dim_x_layers),
         cmocka_unit_test(test_bad_specs),
+        cmocka_unit_test(test_write_error_keeps_device),
         cmocka_unit_test(test_write_errors),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_roundtrip_v1),
