@@ -235,7 +235,8 @@ static int load_checkpoint(tsr_device *dev, tsr_checkpoint *ck, const char *path
     m->dev = dev;
     m->seq_len = o.seq_len ? o.seq_len : c->seq_len;
     if (m->seq_len > c->seq_len && c->format == TSR_FMT_GGUF)
-        tsr_log(dev, TSR_LOG_WARN, "%s: context %d exceeds the trained length %d",
+        tsr_log(dev, TSR_LOG_WARN, "%s: context %d exceeds the file's llama.context_length %d "
+                "(fine if the model was trained longer; converters may write less)",
                 path, m->seq_len, c->seq_len);
     m->lo.weights_f32 = o.weights_f32;
     m->lo.group_size = o.group_size ? o.group_size : TSR_DEFAULT_GROUP;

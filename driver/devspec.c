@@ -78,5 +78,11 @@ int tsr_devspec_parse(const char *spec, tsr_devspec *out, tsr_err *e)
                               spec, val, tok);
     }
     for (char *p = out->part; *p; p++) *p = (char)tolower((unsigned char)*p);
+    // The emulator runs the kernel C sources, not a bitstream: an xclbin
+    // given to it would be silently ignored, so refuse it.
+    if (!strcmp(out->backend, "emu") && out->xclbin[0])
+        return tsr_seterr(e, TSR_ERR_ARG,
+                          "device spec '%s': xclbin= is for the xrt backend; the emulator "
+                          "runs the kernel sources and loads no xclbin", spec);
     return TSR_OK;
 }

@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +123,41 @@ static void read_params(tsr_config *c, const uint8_t *b)
 
 /* Parse the header bytes hdr (n of them, n >= 4) of a file of file_len bytes
  * into cfg and check it.  Errors: TSR_ERR_FORMAT, TSR_ERR_UNSUPPORTED. */
+/* " (a directory)" etc. for a file type that is not a regular file, to
+ * follow "is not a regular file" in a message. */
+static const char *tsr_file_kind(mode_t m)
+{
+    if (S_ISDIR(m))  return " (a directory)";
+    if (S_ISFIFO(m)) return " (a named pipe)";
+    if (S_ISCHR(m))  return " (a character device)";
+    if (S_ISBLK(m))  return " (a block device)";
+    if (S_ISSOCK(m)) return " (a socket)";
+    return "";
+}
+
+/* 1 if hdr (n bytes) reads as the start of a llama2.c tokenizer.bin
+ * (run.c build_tokenizer): int32 max_token_length, then records of fp32
+ * score, int32 len, len bytes.  Asks for at least 3 whole records with
+ * 1 <= len <= max_token_length and a finite score; used only to explain a
+ * header that already failed as a checkpoint. */
+static int looks_like_tokenizer(const uint8_t *hdr, size_t n)
+{
+    if (n < 4) return 0;
+    int32_t max_len = rd_i32(hdr);
+    if (max_len < 1 || max_len > 1024) return 0;
+    size_t off = 4;
+    int records = 0;
+    while (records < 3 && off + 8 <= n) {
+        float score;
+        memcpy(&score, hdr + off, 4);
+        int32_t len = rd_i32(hdr + off + 4);
+        if (!isfinite(score) || len < 1 || len > max_len || off + 8 + (size_t)len > n) return 0;
+        off += 8 + (size_t)len;
+        records++;
+    }
+    return records == 3;
+}
+
 static int parse_header(const char *path, const uint8_t *hdr, size_t n,
                         uint64_t file_len, tsr_config *cfg, tsr_err *e)
 {
@@ -169,7 +205,14 @@ static int parse_header(const char *path, const uint8_t *hdr, size_t n,
             cfg->vocab_size = -cfg->vocab_size;
         cfg->format = TSR_FMT_LLAMA2C_LEGACY;
     }
-    return tsr_config_check(cfg, path, TSR_ERR_FORMAT, e);
+    int rc = tsr_config_check(cfg, path, TSR_ERR_FORMAT, e);
+    // A tokenizer.bin passed as the model fails as a legacy header with a
+    // puzzling field ("hidden_dim 0"): say what the file seems to be.
+    if (rc != TSR_OK && cfg->format == TSR_FMT_LLAMA2C_LEGACY && looks_like_tokenizer(hdr, n))
+        return tsr_seterr(e, TSR_ERR_FORMAT,
+            "%s: not a model checkpoint (a llama2.c tokenizer file? its records start "
+            "like one, max token length %d)", path, (int)rd_i32(hdr));
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -392,15 +435,27 @@ int tsr_checkpoint_open(const char *path, tsr_checkpoint **out, tsr_err *e)
     if (!out) return tsr_seterr(e, TSR_ERR_ARG, "tsr_checkpoint_open: out is NULL");
     *out = NULL;
     if (!path) return tsr_seterr(e, TSR_ERR_ARG, "tsr_checkpoint_open: path is NULL");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    // stat before open: opening a FIFO for reading blocks until a writer
+    // comes, so anything but a regular file is refused without opening it.
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return tsr_seterr(e, TSR_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return tsr_seterr(e, TSR_ERR_IO, "%s: is not a regular file%s", path,
+                          tsr_file_kind(st.st_mode));
+    // O_NONBLOCK: should the path become a FIFO after stat, open still returns
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return tsr_seterr(e, TSR_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, &st) != 0) {
         int err = errno;
         close(fd);
-        return tsr_seterr(e, TSR_ERR_IO, "%s: not a readable regular file%s%s",
-                          path, err ? ": " : "", err ? strerror(err) : "");
+        return tsr_seterr(e, TSR_ERR_IO, "%s: cannot stat: %s", path, strerror(err));
+    }
+    if (!S_ISREG(st.st_mode)) {   // no errno here: a stale one would mislead
+        close(fd);
+        return tsr_seterr(e, TSR_ERR_IO, "%s: is not a regular file%s", path,
+                          tsr_file_kind(st.st_mode));
     }
     uint64_t file_len = (uint64_t)st.st_size;
 

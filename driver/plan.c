@@ -44,8 +44,8 @@
 /* Greedy sampling: copy the logits, one argmax pass. */
 #define HW_SAMPLE_PASSES   2u
 /* A split model: one hop of the activation vector between cards per token
- * (card-to-card link latency, about 3 us at 300 MHz: an assumption, no
- * link is modelled in the kernel). */
+ * and card boundary, charged as this fixed latency (about 3.3 us at 300 MHz).
+ * An assumed cost: no card-to-card link has been built or measured. */
 #define HW_LINK_HOP        1000u
 
 /* Packing.  UltraRAM: 4K x 72 bits, used as 64 data bits (8 int8 or two
@@ -73,6 +73,10 @@
  * when nothing fits. */
 #define PLAN_MAX_PES       256
 #define PLAN_DEFAULT_PES   16
+/* The synthesis profiles shipped in kernels/profiles/ and their PE counts
+ * (TSR_MAX_PES); keep in step when a profile is added. */
+#define PLAN_PROFILES_NOTE "shipped profiles: stories260k (4 PEs), stories15m (16 PEs); " \
+                           "another PE count needs a new profile in kernels/profiles/"
 
 const char *tsr_plan_assumptions(void)
 {
@@ -346,11 +350,21 @@ static int eval(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part *p
                     out->bram <= out->bram_have && out->dsp <= out->dsp_have;
         if (out->fits || !out->decidable || out->bram <= out->bram_have) break;
     }
-    if (!out->decidable)
+    if (!out->decidable) {   /* name exactly the figures the table lacks */
+        char miss[64] = "";
+        const char *names[] = { "BRAM36", "URAM", "DSP" };
+        long have[] = { out->bram_have, out->uram_have, out->dsp_have };
+        int n = 0, left = (have[0] < 0) + (have[1] < 0) + (have[2] < 0);
+        for (int i = 0; i < 3; i++)
+            if (have[i] < 0) {
+                n++;
+                snprintf(miss + strlen(miss), sizeof miss - strlen(miss), "%s%s",
+                         n == 1 ? "" : n == left ? " and " : ", ", names[i]);
+            }
         snprintf(out->why, sizeof out->why,
-                 "%s: the parts table (hw/parts.def) does not know its block RAM, UltraRAM "
-                 "or DSP counts", part->name);
-    else if (!out->fits)
+                 "%s: the parts table (hw/parts.def) does not know its %s count%s", part->name,
+                 miss, left > 1 ? "s" : "");
+    } else if (!out->fits)
         snprintf(out->why, sizeof out->why, "needs URAM %ld of %ld, BRAM36 %ld of %ld, DSP %ld of %ld",
                  out->uram, out->uram_have, out->bram, out->bram_have, out->dsp, out->dsp_have);
 
@@ -386,7 +400,8 @@ static int eval(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part *p
 }
 
 /* Best PE count: the given one, else the fitting power of two with the best
- * mean tok/s (fewest PEs on a tie); PLAN_DEFAULT_PES when none fits. */
+ * mean tok/s (fewest PEs on a tie, pes_chosen 1); PLAN_DEFAULT_PES when none
+ * fits or the fit cannot be decided (pes_chosen 2). */
 static int eval_auto(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part *part,
                      tsr_plan *out, tsr_err *e)
 {
@@ -402,10 +417,11 @@ static int eval_auto(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_pa
     }
     if (!have) {
         if ((rc = eval(cfg, rq, part, PLAN_DEFAULT_PES, out, e))) return rc;
+        out->pes_chosen = 2;
     } else {
         *out = best;
+        out->pes_chosen = 1;
     }
-    out->pes_chosen = 1;
     return TSR_OK;
 }
 
@@ -415,10 +431,12 @@ static int eval_auto(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_pa
 int tsr_plan_config(const tsr_config *cfg, const tsr_plan_req *req, tsr_plan *out, tsr_err *e)
 {
     if (!cfg || !req || !out) return tsr_seterr(e, TSR_ERR_ARG, "plan: NULL argument");
-    const tsr_part *part = req->part ? tsr_part_find(req->part) : NULL;
+    if (!req->part || !req->part[0])
+        return tsr_seterr(e, TSR_ERR_ARG, "plan: no part given (valid: %s)", tsr_part_names());
+    const tsr_part *part = tsr_part_find(req->part);
     if (!part)
-        return tsr_seterr(e, TSR_ERR_ARG, "unknown part '%s' (valid: %s)",
-                          req->part ? req->part : "", tsr_part_names());
+        return tsr_seterr(e, TSR_ERR_ARG, "unknown part '%s' (valid: %s)", req->part,
+                          tsr_part_names());
     if (req->kv < TSR_KV_F32 || req->kv > TSR_KV_INT8)
         return tsr_seterr(e, TSR_ERR_ARG, "KV precision %d (valid: f32, f16, int8)", req->kv);
     if (req->pes < 0 || req->pes > 4096)
@@ -504,9 +522,12 @@ static void fmt_text(const tsr_plan *p, const char *name, sbuf *b)
     else put(b, "weights: F32\n");
     put(b, "KV:      %s x %u positions, 1 sequence%s\n", kv_name(p->kv), k->seq_len,
         p->kv == TSR_KV_F32 ? "" : " (projection: the kernel stores an fp32 KV cache today)");
+    const char *chosen = p->pes_chosen == 1 ? ", chosen: fastest projected that fits"
+                         : p->pes_chosen != 2 ? ""
+                         : p->decidable ? ", the default: no power of two up to 256 fits"
+                                        : ", the default: no count chosen, the fit cannot be decided";
     put(b, "mesh:    %d PEs per card (%u x %u)%s, %d card%s\n", p->pes, k->mesh_rows,
-        k->mesh_cols, p->pes_chosen ? ", chosen: fastest projected that fits" : "", p->cards,
-        p->cards > 1 ? "s (layers pipelined across cards)" : "");
+        k->mesh_cols, chosen, p->cards, p->cards > 1 ? "s (layers pipelined across cards)" : "");
     put(b, "\non-chip bytes%s:\n", p->cards > 1 ? " (fullest card)" : "");
     put(b, "  weights      %14llu  %s tiles, URAM\n", (unsigned long long)p->bytes.weights,
         q8 ? "int8" : "fp32");
@@ -534,6 +555,11 @@ static void fmt_text(const tsr_plan *p, const char *name, sbuf *b)
     put(b, "\n");
     if (pt->shell_uram < 0 || pt->shell_bram36 < 0)
         put(b, "  * whole device: the shell's reservation is not known to hw/parts.def\n");
+    /* plan packs what this model needs; a bitstream's arrays are sized by its
+     * profile's constants, whatever model runs on it (docs/hls-flow.md) */
+    put(b, "  these blocks are what the model needs; a bitstream's are set by its profile "
+           "(docs/hls-flow.md, section 3)\n");
+    put(b, "  %s\n", PLAN_PROFILES_NOTE);
     if (!p->decidable) put(b, "\nfit: CANNOT DECIDE: %s\n", p->why);
     else if (p->fits) put(b, "\nfit: FITS%s\n", p->cards > 1 ? " (each card)" : "");
     else {
@@ -543,9 +569,12 @@ static void fmt_text(const tsr_plan *p, const char *name, sbuf *b)
         else put(b, "  a shorter context: none fits\n");
         if (p->kv != TSR_KV_INT8)
             put(b, "  --kv int8: %s\n", p->fix_kv_int8 ? "fits (projected variant)" : "does not fit");
-        if (p->fix_cards > 0)
+        if (p->fix_cards > 0 && p->clock_mhz > 0)
             put(b, "  --cards %d: split the layers over %d cards, %d PEs each (projected %.0f tok/s)\n",
                 p->fix_cards, p->fix_cards, p->fix_cards_pes, p->fix_cards_tok_s);
+        else if (p->fix_cards > 0)
+            put(b, "  --cards %d: split the layers over %d cards, %d PEs each\n", p->fix_cards,
+                p->fix_cards, p->fix_cards_pes);
         else put(b, "  split over cards: none up to one layer per card fits\n");
     }
     put(b, "\nprojected decode (cycle model, not measured on hardware):\n");
@@ -570,6 +599,14 @@ static void fmt_text(const tsr_plan *p, const char *name, sbuf *b)
     }
     put(b, "assumptions: %s\n", tsr_plan_assumptions());
     put(b, "part figures: %s\n", pt->source);
+}
+
+/* "key":value, or "key":null when the value is unknown (known 0); prec
+ * digits after the point (0: an integer). */
+static void json_num(sbuf *b, const char *key, double v, int known, int prec)
+{
+    if (!known) put(b, "\"%s\":null,", key);
+    else put(b, "\"%s\":%.*f,", key, prec, v);
 }
 
 static void fmt_json(const tsr_plan *p, const char *name, sbuf *b)
@@ -598,33 +635,45 @@ static void fmt_json(const tsr_plan *p, const char *name, sbuf *b)
         (unsigned long long)p->bytes.activations, (unsigned long long)p->bytes.scratch,
         (unsigned long long)p->bytes.stationary, (unsigned long long)p->bytes.total,
         (unsigned long long)p->bytes.pe_max);
-    put(b, "\"blocks\":{\"uram_pe\":%ld,\"uram\":%ld,\"uram_have\":%ld,\"bram36_pe\":%ld,"
-           "\"bram36\":%ld,\"bram36_have\":%ld,\"kv_in_uram\":%s,\"dsp_pe\":%ld,\"dsp\":%ld,"
-           "\"dsp_have\":%ld,\"shell_known\":%s},",
-        p->uram_pe, p->uram, p->uram_have, p->bram_pe, p->bram, p->bram_have,
-        p->kv_in_uram ? "true" : "false", p->dsp_pe, p->dsp, p->dsp_have,
-        pt->shell_uram >= 0 && pt->shell_bram36 >= 0 ? "true" : "false");
+    put(b, "\"blocks\":{\"uram_pe\":%ld,\"uram\":%ld,", p->uram_pe, p->uram);
+    json_num(b, "uram_have", (double)p->uram_have, p->uram_have >= 0, 0);
+    put(b, "\"bram36_pe\":%ld,\"bram36\":%ld,", p->bram_pe, p->bram);
+    json_num(b, "bram36_have", (double)p->bram_have, p->bram_have >= 0, 0);
+    put(b, "\"kv_in_uram\":%s,\"dsp_pe\":%ld,\"dsp\":%ld,", p->kv_in_uram ? "true" : "false",
+        p->dsp_pe, p->dsp);
+    json_num(b, "dsp_have", (double)p->dsp_have, p->dsp_have >= 0, 0);
+    put(b, "\"shell_known\":%s},", pt->shell_uram >= 0 && pt->shell_bram36 >= 0 ? "true" : "false");
+    /* fits is null when the part table cannot decide it */
     put(b, "\"decidable\":%s,\"fits\":%s,", p->decidable ? "true" : "false",
-        p->fits ? "true" : "false");
-    if (p->decidable && !p->fits)
-        put(b, "\"fix\":{\"seq_len\":%d,\"kv_int8_fits\":%s,\"cards\":%d,\"cards_pes\":%d,"
-               "\"cards_projected_tok_s\":%.1f},",
-            p->fix_seq, p->fix_kv_int8 ? "true" : "false", p->fix_cards, p->fix_cards_pes,
-            p->fix_cards_tok_s);
+        !p->decidable ? "null" : p->fits ? "true" : "false");
+    if (p->decidable && !p->fits) {   /* a fix not found is null */
+        put(b, "\"fix\":{");
+        json_num(b, "seq_len", p->fix_seq, p->fix_seq > 0, 0);
+        put(b, "\"kv_int8_fits\":%s,", p->kv == TSR_KV_INT8 ? "null" : p->fix_kv_int8 ? "true" : "false");
+        json_num(b, "cards", p->fix_cards, p->fix_cards > 0, 0);
+        json_num(b, "cards_pes", p->fix_cards_pes, p->fix_cards > 0, 0);
+        json_num(b, "cards_projected_tok_s", p->fix_cards_tok_s, p->fix_cards > 0 && p->clock_mhz > 0, 1);
+        b->at--;   /* the last comma */
+        put(b, "},");
+    }
     put(b, "\"projected\":{\"position\":%d,\"cycles\":%llu,\"cycles_gemv_macs\":%llu,"
            "\"cycles_gemv_trees\":%llu,\"cycles_gemv_io\":%llu,\"cycles_embed\":%llu,"
            "\"cycles_attention\":%llu,\"cycles_norms\":%llu,\"cycles_vector\":%llu,"
-           "\"cycles_sample\":%llu,\"cycles_links\":%llu,\"cycles_mean\":%.1f,\"clock_mhz\":%d,",
+           "\"cycles_sample\":%llu,\"cycles_links\":%llu,\"cycles_mean\":%.1f,",
         p->pos, (unsigned long long)p->cyc.total, (unsigned long long)p->cyc.gemv_macs,
         (unsigned long long)p->cyc.gemv_trees, (unsigned long long)p->cyc.gemv_io,
         (unsigned long long)p->cyc.embed, (unsigned long long)p->cyc.attention,
         (unsigned long long)p->cyc.norms, (unsigned long long)p->cyc.vector,
-        (unsigned long long)p->cyc.sample, (unsigned long long)p->cyc.links, p->cycles_mean,
-        p->clock_mhz);
-    put(b, "\"tok_s\":%.1f,\"tok_s_mean\":%.1f,\"weight_bytes_per_token\":%llu,"
-           "\"stream_gbps\":%.2f,\"offchip_gbps\":%d,\"offchip_kind\":\"%s\"},",
-        p->tok_s, p->tok_s_mean, (unsigned long long)p->weight_bytes_all, p->stream_gbps,
-        pt->offchip_gbps, pt->offchip_kind);
+        (unsigned long long)p->cyc.sample, (unsigned long long)p->cyc.links, p->cycles_mean);
+    /* no clock: no tokens/s, and no streaming bandwidth */
+    int clk = p->clock_mhz > 0;
+    json_num(b, "clock_mhz", p->clock_mhz, clk, 0);
+    json_num(b, "tok_s", p->tok_s, clk, 1);
+    json_num(b, "tok_s_mean", p->tok_s_mean, clk, 1);
+    put(b, "\"weight_bytes_per_token\":%llu,", (unsigned long long)p->weight_bytes_all);
+    json_num(b, "stream_gbps", p->stream_gbps, clk, 2);
+    json_num(b, "offchip_gbps", pt->offchip_gbps, pt->offchip_gbps > 0, 0);
+    put(b, "\"offchip_kind\":\"%s\"},", pt->offchip_kind);
     put(b, "\"assumptions\":\"%s\",\"part_source\":\"%s\"}\n", tsr_plan_assumptions(), pt->source);
 }
 
@@ -690,7 +739,11 @@ int tsr_plan_report(const char *path, const tsr_plan_opts *o, int json, char *bu
     int rc = TSR_OK;
     const char *name = path;
     if (!o || (!path && !o->shape)) {
-        rc = tsr_seterr(&e, TSR_ERR_ARG, "plan: a model file or a shape is needed");
+        rc = tsr_seterr(&e, TSR_ERR_ARG, "plan: -m MODEL or --shape SHAPE is required");
+        goto out;
+    }
+    if (!o->part || !o->part[0]) {
+        rc = tsr_seterr(&e, TSR_ERR_ARG, "plan: --part is required (valid: %s)", tsr_part_names());
         goto out;
     }
     tsr_plan_req rq;
@@ -723,7 +776,7 @@ int tsr_plan_report(const char *path, const tsr_plan_opts *o, int json, char *bu
         }
         goto out;
     }
-    if (fits) *fits = plan.fits;
+    if (fits) *fits = plan.decidable ? plan.fits : -1;
     tsr_plan_format(&plan, name, json, buf, len);
 out:
     tsr_checkpoint_close(ck);

@@ -78,7 +78,10 @@ typedef struct tsr_plan {
     const tsr_part *part;
     tsr_kconfig kc;        /* whole model on one card's mesh (seq, group, mesh) */
     int kv;                /* TSR_KV_*                                       */
-    int cards, pes, pes_chosen; /* pes_chosen: 1 when plan picked the count  */
+    int cards, pes, pes_chosen; /* pes_chosen: 0 given (--pes); 1 plan picked
+                              the fastest projected count that fits; 2 none
+                              fits or the fit cannot be decided, so the
+                              default (16) is reported                      */
     int layers_per_card;   /* most layers on one card                        */
     tsr_plan_bytes bytes;  /* fullest card                                   */
     uint64_t weight_bytes_all; /* weights + scales of the whole model, each
@@ -91,7 +94,7 @@ typedef struct tsr_plan {
     long uram_have, bram_have, dsp_have; /* the part minus its shell (-1: unknown) */
     int  decidable;            /* 0: the part table lacks a figure           */
     int  fits;
-    char why[160];             /* why it does not fit / cannot be decided    */
+    char why[200];             /* why it does not fit / cannot be decided    */
     /* projected speed */
     int clock_mhz;             /* -1: unknown (no clock given or in the table) */
     int pos;                   /* the reported decode step's position        */
@@ -126,8 +129,10 @@ void tsr_plan_cycles_of(const tsr_kconfig *kc, const tsr_kwork *w, int cards,
                         tsr_plan_cycles *c);
 
 /* The plan as text (json 0) or as one JSON object (json 1) into buf
- * (NUL-terminated, truncated to len).  name labels the model.  Returns the
- * length the whole output needs, like snprintf. */
+ * (NUL-terminated, truncated to len).  name labels the model.  In JSON a
+ * number the plan cannot know (no clock: tok_s, stream_gbps; a part figure
+ * hw/parts.def lacks; a fix that was not found) is null, never 0.  Returns
+ * the length the whole output needs, like snprintf. */
 size_t tsr_plan_format(const tsr_plan *p, const char *name, int json, char *buf, size_t len);
 
 /* The estimate from a real run: the kernel's counters `now` (tsr_kcounters

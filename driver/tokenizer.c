@@ -167,12 +167,20 @@ static int read_file(const char *path, unsigned char **data, size_t *size, tsr_e
 {
     *data = NULL;
     *size = 0;
+    // stat before fopen: opening a FIFO for reading blocks until a writer
+    // comes, so anything but a regular file is refused unopened.
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return tsr_seterr(e, TSR_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return tsr_seterr(e, TSR_ERR_IO, "%s: is not a regular file%s", path,
+                          S_ISDIR(st.st_mode) ? " (a directory)" :
+                          S_ISFIFO(st.st_mode) ? " (a named pipe)" : "");
     FILE *f = fopen(path, "rb");
     if (!f) return tsr_seterr(e, TSR_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {   // changed since stat
         fclose(f);
-        return tsr_seterr(e, TSR_ERR_IO, "%s: not a readable regular file", path);
+        return tsr_seterr(e, TSR_ERR_IO, "%s: is not a regular file", path);
     }
     long n = -1;
     if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);

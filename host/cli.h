@@ -3,6 +3,7 @@
 #ifndef TSR_CLI_H
 #define TSR_CLI_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tessera.h"
@@ -35,5 +36,20 @@ int cli_weights(const char *opt, const char *val, int *f32);
 /* The value of option argv[*i] (advancing *i), or NULL after printing an
  * error when it is missing. */
 const char *cli_value(int argc, char **argv, int *i);
+
+/* Write the device spec "BACKEND[:key=val,...]" into buf (cap bytes): the
+ * --backend value refined by part= (NULL: none), pes= and threads= (0:
+ * none) and xclbin= (NULL: none).  Returns 0, or -1 after printing an error
+ * naming cmd when it does not fit. */
+int cli_device_spec(const char *cmd, char *buf, size_t cap, const char *backend,
+                    const char *part, int pes, int threads, const char *xclbin);
+
+/* Help text for --pes, the same in every command: the option takes what a
+ * device spec can say; the emulator's kernel profile sets the real cap and
+ * the device refuses more when it opens. */
+#define CLI_PES_HELP \
+    "      --pes N           processing elements in the mesh (default 16; the\n" \
+    "                        emulator's kernel profile caps it: 1..64 for the\n" \
+    "                        generic profile, checked when the device opens)\n"
 
 #endif

@@ -33,11 +33,18 @@ static const char usage[] =
     "                         the prompt is token ids, so any tokenizer of the\n"
     "                         model's vocab size will do)\n"
     "      --prompt-tokens P  prompt length in tokens, BOS included (default 32)\n"
-    "      --decode-tokens N  tokens generated per run (default 256)\n"
+    "      --decode-tokens N  tokens generated per run (default 256, or what the\n"
+    "                         context leaves after the prompt if that is less)\n"
+    "      --ctx N, --seq-len N  context length on the device (default: the\n"
+    "                         model's; GGUF context_length may understate it)\n"
     "      --repeat K         measured runs (default 3)\n"
     "      --warmup W         unmeasured runs first (default 1)\n"
     "      --backend SPEC     device spec (default emu)\n"
     "      --xclbin FILE      xrt: the xclbin to load (appends xclbin=FILE to the spec)\n"
+    "      --part NAME        emulate a card's on-chip capacity (appends part=NAME)\n"
+    "      --pes N            processing elements in the mesh (default 16; the\n"
+    "                         emulator's kernel profile caps it: 1..64 for the\n"
+    "                         generic profile, checked when the device opens)\n"
     "      --threads T        append threads=T to the device spec (emulator\n"
     "                         default: the CPUs this process may use)\n"
     "      --weights q8|f32   on-chip weight format (default q8)\n"
@@ -46,8 +53,10 @@ static const char usage[] =
     "  -h, --help             this text\n";
 
 typedef struct bench_args {
-    const char *model, *tokenizer, *backend;
+    const char *model, *tokenizer, *backend, *part;
     int prompt_tokens, decode_tokens, repeat, warmup, threads, weights_f32, group_size, json;
+    int pes, seq_len;       /* 0: the device's / the model's default */
+    int decode_given;       /* --decode-tokens was passed: never clamp it */
     const char *xclbin;   /* xrt: --xclbin FILE */
 } bench_args;
 
@@ -69,7 +78,10 @@ static int parse_args(int argc, char **argv, bench_args *a)
         if (IS("-m", "--model"))                   { VAL(); a->model = v; }
         else if (IS("-z", "--tokenizer"))          { VAL(); a->tokenizer = v; }
         else if (!strcmp(o, "--prompt-tokens"))    { VAL(); if (cli_int(o, v, 1, 1 << 24, &a->prompt_tokens)) return -1; }
-        else if (!strcmp(o, "--decode-tokens"))    { VAL(); if (cli_int(o, v, 1, 1 << 24, &a->decode_tokens)) return -1; }
+        else if (!strcmp(o, "--decode-tokens"))    { VAL(); if (cli_int(o, v, 1, 1 << 24, &a->decode_tokens)) return -1; a->decode_given = 1; }
+        else if (IS("--ctx", "--seq-len"))         { VAL(); if (cli_int(o, v, 1, 1 << 24, &a->seq_len)) return -1; }
+        else if (!strcmp(o, "--pes"))              { VAL(); if (cli_int(o, v, 1, 1 << 16, &a->pes)) return -1; }
+        else if (!strcmp(o, "--part"))             { VAL(); a->part = v; }
         else if (!strcmp(o, "--repeat"))           { VAL(); if (cli_int(o, v, 1, 1 << 16, &a->repeat)) return -1; }
         else if (!strcmp(o, "--warmup"))           { VAL(); if (cli_int(o, v, 0, 1 << 16, &a->warmup)) return -1; }
         else if (!strcmp(o, "--threads"))          { VAL(); if (cli_int(o, v, 1, 1024, &a->threads)) return -1; }
@@ -161,6 +173,13 @@ static void json_str(const char *s)
     putchar('"');
 }
 
+/* Library warnings (e.g. a context past a GGUF file's context_length). */
+static void log_to_stderr(int level, const char *msg, void *user)
+{
+    (void)user;
+    if (level <= TSR_LOG_WARN) fprintf(stderr, "tessera: %s\n", msg);
+}
+
 /* One run on a fresh sequence: prefill prompt (n_prompt ids), generate n_gen
  * tokens.  Returns a status; the failure is in tsr_device_errmsg(). */
 static int one_run(tsr_model *model, const int *prompt, int n_prompt, int n_gen,
@@ -188,16 +207,12 @@ int cmd_bench(int argc, char **argv)
                      .repeat = 3, .warmup = 1 };
     if (parse_args(argc, argv, &a)) return 2;
 
-    char spec[512];
-    int n = snprintf(spec, sizeof spec, "%s", a.backend);
-    if (a.threads)
-        n += snprintf(spec + n, sizeof spec - (size_t)n, "%sthreads=%d",
-                      strchr(a.backend, ':') ? "," : ":", a.threads);
-    if (a.xclbin && n < (int)sizeof spec)   /* xrt: the xclbin to load */
-        n += snprintf(spec + n, sizeof spec - (size_t)n, "%sxclbin=%s",
-                      strchr(spec, ':') ? "," : ":", a.xclbin);
-    if (n >= (int)sizeof spec) { cli_error("bench: device spec too long"); return 2; }
+    char spec[512];   /* --backend refined by part=, pes=, threads=, xclbin= */
+    if (cli_device_spec("bench", spec, sizeof spec, a.backend, a.part, a.pes, a.threads,
+                        a.xclbin))
+        return 2;
     int threads = spec_threads(spec);
+    if (a.pes && threads > a.pes) threads = a.pes;   /* the emulator caps it so */
 
     int rc, status = 1;
     int *prompt = NULL;       // (prompt_tokens,) token ids
@@ -210,12 +225,14 @@ int cmd_bench(int argc, char **argv)
         goto out;
     }
 
+    tsr_device_set_log(dev, log_to_stderr, NULL);
+
     /* Load once, timed: preparing the image (read, quantize, tile, hash)
      * and configuring the device, then the weight stream itself, told apart
      * by the progress callback's first call (sent = 0). */
     stream_clock sc = { 0.0, 0.0 };
     tsr_model_opts mo = { .tokenizer = a.tokenizer, .weights_f32 = a.weights_f32,
-                          .group_size = a.group_size, .n_seqs = 1,
+                          .group_size = a.group_size, .seq_len = a.seq_len, .n_seqs = 1,
                           .progress = stream_tick, .progress_user = &sc };
     double t0 = now_s();
     rc = tsr_model_load(dev, a.model, &mo, &model);
@@ -231,6 +248,17 @@ int cmd_bench(int argc, char **argv)
     double load_gb_s = stream_s > 0 ? (double)tr.load_h2d / stream_s / 1e9 : 0.0;
     tsr_model_info mi;
     tsr_model_get_info(model, &mi);
+    /* The default decode count shrinks to what the context leaves (a
+     * stories15M-shape model has 256 positions, GGUF files say 128); a
+     * count the user asked for is never changed. */
+    if (!a.decode_given && a.prompt_tokens < mi.seq_len &&
+        a.prompt_tokens + a.decode_tokens > mi.seq_len) {
+        int left = mi.seq_len - a.prompt_tokens;
+        cli_error("bench: %d decode tokens (the default) clamped to %d: the context is %d "
+                  "tokens, %d of them prompt (--decode-tokens or --ctx to change)",
+                  a.decode_tokens, left, mi.seq_len, a.prompt_tokens);
+        a.decode_tokens = left;
+    }
     if (a.prompt_tokens + a.decode_tokens > mi.seq_len) {
         cli_error("%s: %d prompt + %d decode tokens exceed the context of %d tokens",
                   a.model, a.prompt_tokens, a.decode_tokens, mi.seq_len);

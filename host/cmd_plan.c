@@ -1,6 +1,10 @@
 /* cmd_plan.c - tessera plan: will a model fit an FPGA part's on-chip memory,
  * which blocks and DSPs it takes, and how fast it would decode (projected
- * by the cycle model; nothing here is measured on hardware). */
+ * by the cycle model; nothing here is measured on hardware).
+ *
+ * Its exit status is the verdict, so a script can test it (as grep's says
+ * match / no match / trouble): 0 fits, 1 does not fit, 2 error (bad usage,
+ * unreadable model), 3 cannot decide (hw/parts.def lacks a figure). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +19,9 @@ static const char usage[] =
     "per card, against the part; fits or not, and if not the smallest change that\n"
     "fits (a shorter context, an int8 KV cache, a split over K cards); projected\n"
     "cycles per decoded token and tokens/s, with the assumptions they rest on.\n"
+    "The blocks are what the model needs; a bitstream's are set by its synthesis\n"
+    "profile (kernels/profiles/: stories260k = --pes 4, stories15m = --pes 16), see\n"
+    "docs/hls-flow.md.\n"
     "\n"
     "  -m, --model FILE      llama2.c checkpoint or GGUF file (only the header is read)\n"
     "      --shape SHAPE     plan a shape instead of a file: stories15M, stories42M,\n"
@@ -25,12 +32,16 @@ static const char usage[] =
     "      --kv f32|f16|int8 KV cache precision (default f32; f16/int8 are projections:\n"
     "                        the kernel stores fp32 today)\n"
     "      --seq N           context length (default: the model's)\n"
-    "      --pes N           PEs per card (default: the fastest projected that fits)\n"
+    "      --pes N           PEs per card, 1..4096 (default: the power of two up to 256\n"
+    "                        with the fastest projection that fits; 16 if none fits)\n"
     "      --clock MHZ       kernel clock (default: the part's)\n"
     "      --pos P           report the decode step at position P (default: the last)\n"
     "      --cards K         split the layers over K cards (default 1)\n"
     "      --json            the same as one JSON object\n"
-    "  -h, --help            this text\n";
+    "  -h, --help            this text\n"
+    "\n"
+    "exit status: 0 fits, 1 does not fit, 2 error (usage, unreadable model),\n"
+    "3 cannot decide (hw/parts.def lacks the part's block or DSP counts)\n";
 
 int cmd_plan(int argc, char **argv)
 {
@@ -73,21 +84,29 @@ int cmd_plan(int argc, char **argv)
         cli_error("plan: give one of -m MODEL or --shape SHAPE (see tessera plan --help)");
         return 2;
     }
+    if (!o.part) {   /* the library's message lists the valid parts */
+        char err[512] = "";
+        tsr_plan_report(model, &o, 0, NULL, 0, NULL, err, sizeof err);
+        cli_error("%s", err);
+        return 2;
+    }
     o.step = pos + 1;
 
     size_t cap = 1 << 16;
     char *buf = malloc(cap), err[512] = "";
     if (!buf) {
         cli_error("out of memory");
-        return 1;
+        return 2;
     }
-    int rc = tsr_plan_report(model, &o, json, buf, cap, NULL, err, sizeof err);
+    int fits = 0;
+    int rc = tsr_plan_report(model, &o, json, buf, cap, &fits, err, sizeof err);
     if (rc != TSR_OK) {
         cli_error("%s", err);
         free(buf);
-        return rc == TSR_ERR_ARG ? 2 : 1;
+        return 2;
     }
     fputs(buf, stdout);
     free(buf);
-    return cli_flush_stdout() ? 1 : 0;
+    if (cli_flush_stdout()) return 2;
+    return fits == 1 ? 0 : fits == 0 ? 1 : 3;
 }

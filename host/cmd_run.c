@@ -14,13 +14,14 @@
 #include "cli.h"
 
 static const char usage[] =
-    "usage: tessera run -m MODEL -z TOKENIZER [-p PROMPT] [-n STEPS] [-t TEMP] [-s SEED] [options]\n"
+    "usage: tessera run -m MODEL [-z TOKENIZER] [-p PROMPT] [-n STEPS] [-t TEMP] [-s SEED] [options]\n"
     "\n"
     "Load MODEL onto a device (weights streamed once into on-chip SRAM), then\n"
     "decode on the device and stream the text to stdout.  A summary (tokens,\n"
     "tokens/s, time to first token) goes to stderr.\n"
     "\n"
-    "  -m, --model FILE      llama2.c checkpoint (legacy, v1 fp32, v2 Q8_0)\n"
+    "  -m, --model FILE      llama2.c checkpoint (legacy, v1 fp32, v2 Q8_0) or GGUF\n"
+    "                        (llama architecture; F32, F16, Q8_0, Q4_0 tensors)\n"
     "  -z, --tokenizer FILE  llama2.c tokenizer.bin matching the model's vocab\n"
     "                        (GGUF files carry their own; required for llama2.c)\n"
     "  -p, --prompt TEXT     prompt (default: empty, i.e. BOS only)\n"
@@ -32,7 +33,7 @@ static const char usage[] =
     "      --backend SPEC    device: emu (default), emu:part=u55c,pes=16, or xrt:0 (Alveo card 0)\n"
     "      --xclbin FILE     xrt: the xclbin to load (default: the one in bitstreams/ for the card)\n"
     "      --part NAME       emulate a card's on-chip capacity: u55c, u280, u250, u200, vu9p\n"
-    "      --pes N           processing elements in the mesh (emulator: 1..64, default 16)\n"
+    CLI_PES_HELP
     "      --threads N       emulator worker threads over the PEs (default: the CPUs\n"
     "                        this process may use; tokens do not depend on it)\n"
     "      --weights q8|f32  on-chip weight format (default q8 = Q8_0)\n"

@@ -101,6 +101,23 @@ int cli_u64(const char *opt, const char *val, uint64_t *out)
     return 0;
 }
 
+/* --- the device spec from --backend/--part/--pes/--threads/--xclbin --- */
+int cli_device_spec(const char *cmd, char *buf, size_t cap, const char *backend,
+                    const char *part, int pes, int threads, const char *xclbin)
+{
+    int n = snprintf(buf, cap, "%s", backend);
+    const char *sep = strchr(backend, ':') ? "," : ":";
+    if (part && n >= 0 && (size_t)n < cap) { n += snprintf(buf + n, cap - (size_t)n, "%spart=%s", sep, part); sep = ","; }
+    if (pes && n >= 0 && (size_t)n < cap) { n += snprintf(buf + n, cap - (size_t)n, "%spes=%d", sep, pes); sep = ","; }
+    if (threads && n >= 0 && (size_t)n < cap) { n += snprintf(buf + n, cap - (size_t)n, "%sthreads=%d", sep, threads); sep = ","; }
+    if (xclbin && n >= 0 && (size_t)n < cap) n += snprintf(buf + n, cap - (size_t)n, "%sxclbin=%s", sep, xclbin);
+    if (n < 0 || (size_t)n >= cap) {
+        cli_error("%s: device spec too long", cmd);
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {

@@ -148,6 +148,75 @@ static void llama2c_without_tokenizer_fails(void **state)
     assert_non_null(strstr(err, "tokenizer"));
 }
 
+/* ---- the context: default decode count clamped, --ctx ---------------- */
+
+#define GGUF SHARED_MODEL("stories260K-q8_0.gguf")
+
+/* No --decode-tokens: the default 256 shrinks to what the context leaves
+ * (64 - 32 prompt = 32), with one stderr line saying so. */
+static void default_decode_clamped_to_context(void **state)
+{
+    (void)state;
+    int rc = run_capture(TESSERA_BIN " bench -m " MODEL " -z " TOK
+                 " --ctx 64 --repeat 1 --warmup 0 --json", out, err, sizeof out);
+    assert_int_equal(rc, 0);
+    assert_int_equal(count_lines(out), 1);
+    assert_int_equal((int)json_num(out, "decode_tokens"), 32);
+    assert_int_equal((int)json_num(out, "prompt_tokens"), 32);
+    assert_int_equal(count_lines(err), 1);
+    assert_non_null(strstr(err, "256 decode tokens (the default) clamped to 32: the context is 64"));
+}
+
+/* The reviewer's case: a GGUF file (context_length 128) with defaults. */
+static void gguf_defaults_fit_its_context(void **state)
+{
+    (void)state;
+    int rc = run_capture(TESSERA_BIN " bench -m " GGUF " --threads 2 --repeat 1 --warmup 0 --json",
+                 out, err, sizeof out);
+    assert_int_equal(rc, 0);
+    assert_int_equal((int)json_num(out, "decode_tokens"), 96);
+    assert_non_null(strstr(err, "clamped to 96: the context is 128 tokens"));
+}
+
+/* --ctx 512 (alias --seq-len): the full default of 256 decode tokens, and
+ * the library's warning about the file's context_length. */
+static void gguf_ctx_512_runs_the_default(void **state)
+{
+    (void)state;
+    int rc = run_capture(TESSERA_BIN " bench -m " GGUF " --seq-len 512 --repeat 1 --warmup 0 --json",
+                 out, err, sizeof out);
+    assert_int_equal(rc, 0);
+    assert_int_equal((int)json_num(out, "decode_tokens"), 256);
+    assert_null(strstr(err, "clamped"));
+    assert_non_null(strstr(err, "context 512 exceeds the file's llama.context_length 128"));
+}
+
+/* Both counts given explicitly: never clamped, refused with exit 2. */
+static void explicit_counts_are_not_clamped(void **state)
+{
+    (void)state;
+    int rc = run_capture(TESSERA_BIN " bench -m " MODEL " -z " TOK
+                 " --ctx 64 --prompt-tokens 32 --decode-tokens 256", out, err, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_int_equal(count_lines(err), 1);
+    assert_non_null(strstr(err, "32 prompt + 256 decode tokens exceed the context of 64 tokens"));
+    assert_string_equal(out, "");
+}
+
+/* --pes reaches the device, whose profile sets the limit (exit 2). */
+static void pes_beyond_the_profile_is_refused(void **state)
+{
+    (void)state;
+    int rc = run_capture(TESSERA_BIN " bench -m " MODEL " -z " TOK " --pes 100", out, err, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_int_equal(count_lines(err), 1);
+    assert_non_null(strstr(err, "pes=100 outside 1..64"));
+    rc = run_capture(TESSERA_BIN " bench -m " MODEL " -z " TOK " --pes 4 --decode-tokens 4"
+                     " --repeat 1 --warmup 0 --json", out, err, sizeof out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "\"backend\":\"emu:pes=4\""));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -158,6 +227,11 @@ int main(void)
         cmocka_unit_test(unknown_option_is_usage_error),
         cmocka_unit_test(too_many_tokens_is_usage_error),
         cmocka_unit_test(llama2c_without_tokenizer_fails),
+        cmocka_unit_test(default_decode_clamped_to_context),
+        cmocka_unit_test(gguf_defaults_fit_its_context),
+        cmocka_unit_test(gguf_ctx_512_runs_the_default),
+        cmocka_unit_test(explicit_counts_are_not_clamped),
+        cmocka_unit_test(pes_beyond_the_profile_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

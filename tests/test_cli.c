@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -65,7 +66,90 @@ static void run_directory_tokenizer_is_refused(void **state)
     (void)state;
     int rc = run_capture(TESSERA_BIN " run -m " MODEL " -z /tmp", out, err, sizeof out);
     assert_int_equal(rc, 1);
-    assert_string_equal(err, "tessera: /tmp: not a readable regular file\n");
+    assert_string_equal(err, "tessera: /tmp: is not a regular file (a directory)\n");
+}
+
+/* A directory as the model: the same clean line, no stale errno text. */
+static void run_directory_model_is_refused_cleanly(void **state)
+{
+    (void)state;
+    int rc = run_capture(TESSERA_BIN " run -m /tmp -z " TOK, out, err, sizeof out);
+    assert_int_equal(rc, 1);
+    assert_string_equal(err, "tessera: /tmp: is not a regular file (a directory)\n");
+}
+
+/* A named pipe as -m or -z is refused before it is opened (opening one
+ * for reading would wait for a writer forever); timeout guards a hang. */
+static void fifo_model_or_tokenizer_is_refused(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/tsr_cli_fifo_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    unlink(path);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    char cmd[512], want[256];
+    snprintf(want, sizeof want, "tessera: %s: is not a regular file (a named pipe)\n", path);
+    snprintf(cmd, sizeof cmd, "timeout 20 " TESSERA_BIN " run -m %s -z " TOK, path);
+    int rc1 = run_capture(cmd, out, err, sizeof out);
+    int ok1 = !strcmp(err, want);
+    snprintf(cmd, sizeof cmd, "timeout 20 " TESSERA_BIN " run -m " MODEL " -z %s", path);
+    int rc2 = run_capture(cmd, out, err, sizeof out);
+    int ok2 = !strcmp(err, want);
+    snprintf(cmd, sizeof cmd, "timeout 20 " TESSERA_BIN " info -m %s", path);
+    int rc3 = run_capture(cmd, out, err, sizeof out);
+    int ok3 = !strcmp(err, want);
+    unlink(path);
+    assert_int_equal(rc1, 1);
+    assert_true(ok1);
+    assert_int_equal(rc2, 1);
+    assert_true(ok2);
+    assert_int_equal(rc3, 1);
+    assert_true(ok3);
+}
+
+/* info on a tokenizer.bin says what the file seems to be. */
+static void info_on_a_tokenizer_says_so(void **state)
+{
+    (void)state;
+    int rc = run_capture(TESSERA_BIN " info -m " SHARED_MODEL("tokenizer.bin"), out, err, sizeof out);
+    assert_int_equal(rc, 1);
+    assert_int_equal(count_lines(err), 1);
+    assert_non_null(strstr(err, "tokenizer.bin: not a model checkpoint (a llama2.c tokenizer file?"));
+    assert_null(strstr(err, "hidden_dim"));
+}
+
+/* --pes: the option takes what a spec can say, the help names the
+ * emulator's cap, and the device refuses past it (exit 2). */
+static void pes_limits_are_coherent(void **state)
+{
+    (void)state;
+    assert_int_equal(run_capture(TESSERA_BIN " run --help", out, err, sizeof out), 0);
+    assert_non_null(strstr(out, "1..64 for the\n"));
+    assert_non_null(strstr(out, "or GGUF"));
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL " -z " TOK " --pes 100", out, err,
+                                 sizeof out), 2);
+    assert_string_equal(err, "tessera: emu: pes=100 outside 1..64 (profile generic)\n");
+    assert_int_equal(run_capture(TESSERA_BIN " chat --help", out, err, sizeof out), 0);
+    assert_non_null(strstr(out, "1..64 for the\n"));
+    assert_non_null(strstr(out, "--ctx N"));
+    assert_non_null(strstr(out, "--threads N"));
+}
+
+/* The emulator loads no xclbin: saying one is an error, not ignored. */
+static void emu_refuses_an_xclbin(void **state)
+{
+    (void)state;
+    int rc = run_capture(TESSERA_BIN " run -m " MODEL " -z " TOK " --xclbin /tmp/k.xclbin", out,
+                         err, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_int_equal(count_lines(err), 1);
+    assert_non_null(strstr(err, "xclbin= is for the xrt backend"));
+    rc = run_capture(TESSERA_BIN " chat -m " MODEL " -z " TOK " --backend emu:xclbin=/tmp/k.xclbin"
+                     " </dev/null", out, err, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(err, "xclbin= is for the xrt backend"));
 }
 
 static void gguf_info_names_the_format(void **state)
@@ -132,6 +216,49 @@ static void chat_continues_one_sequence(void **state)
                              " was very smart and loved to play with\n");
 }
 
+/* GGUF carries its tokenizer: chat needs no -z, and takes --ctx and
+ * --threads; the Q8_0 GGUF replies as the Q8_0 llama2.c file does. */
+static void chat_gguf_without_tokenizer(void **state)
+{
+    (void)state;
+    int rc = run_capture("printf 'Once upon a time\\nThe dog\\n' | " TESSERA_BIN " chat -m "
+                 SHARED_MODEL("stories260K-q8_0.gguf") " -n 12 -t 0 --ctx 512 --threads 2",
+                 out, err, sizeof out);
+    assert_int_equal(rc, 0);
+    assert_string_equal(out, ", there was a little girl named Lily. She\n"
+                             " was very smart and loved to play with\n");
+    assert_non_null(strstr(err, "context 512 exceeds the file's llama.context_length 128"));
+}
+
+/* A full context starts a new conversation, a line too long for the
+ * context is skipped; the session goes on and exits 0 at end of input.
+ * The reply after the reset is what a fresh session replies. */
+static void chat_full_context_starts_over(void **state)
+{
+    (void)state;
+    int rc = run_capture("printf 'Once upon a time\\nThe dog\\nA cat\\n"
+                 "Once upon a time there was a little girl named Lily who loved to play "
+                 "outside in the park\\nHi\\n' | " TESSERA_BIN " chat -m " MODEL " -z " TOK
+                 " -n 6 -t 0 --seq-len 16", out, err, sizeof out);
+    assert_int_equal(rc, 0);
+    assert_int_equal(count_lines(out), 4);   /* four replies; the long line had none */
+    assert_int_equal(lines_containing(err, "the context of 16 tokens is full: starting a new "
+                                           "conversation"), 1);
+    assert_int_equal(lines_containing(err, "this line is 31 tokens (BOS included), more than the "
+                                           "context of 16 tokens: skipped"), 1);
+    const char *l3 = strchr(strchr(out, '\n') + 1, '\n') + 1;   /* third reply */
+    char third[256];
+    size_t n = (size_t)(strchr(l3, '\n') - l3 + 1);
+    assert_true(n < sizeof third);
+    memcpy(third, l3, n);
+    third[n] = '\0';
+    rc = run_capture("printf 'A cat\\n' | " TESSERA_BIN " chat -m " MODEL " -z " TOK
+                     " -n 6 -t 0 --ctx 16", out, err, sizeof out);
+    assert_int_equal(rc, 0);
+    assert_string_equal(out, third);
+    assert_null(strstr(err, "full"));
+}
+
 static void info_reports_header_and_params(void **state)
 {
     (void)state;
@@ -167,12 +294,19 @@ int main(void)
         cmocka_unit_test(run_missing_model_is_one_line_error),
         cmocka_unit_test(run_mismatched_tokenizer_is_refused),
         cmocka_unit_test(run_directory_tokenizer_is_refused),
+        cmocka_unit_test(run_directory_model_is_refused_cleanly),
+        cmocka_unit_test(fifo_model_or_tokenizer_is_refused),
+        cmocka_unit_test(info_on_a_tokenizer_says_so),
+        cmocka_unit_test(pes_limits_are_coherent),
+        cmocka_unit_test(emu_refuses_an_xclbin),
         cmocka_unit_test(gguf_info_names_the_format),
         cmocka_unit_test(output_write_error_exits_nonzero),
         cmocka_unit_test(run_prompt_longer_than_context_is_refused),
         cmocka_unit_test(run_steps_beyond_context_are_clamped),
         cmocka_unit_test(run_bad_options_exit_2),
         cmocka_unit_test(chat_continues_one_sequence),
+        cmocka_unit_test(chat_gguf_without_tokenizer),
+        cmocka_unit_test(chat_full_context_starts_over),
         cmocka_unit_test(info_reports_header_and_params),
         cmocka_unit_test(synth_writes_a_model_info_reads),
     };

@@ -251,7 +251,7 @@ static void cli_runs_gguf_without_tokenizer(void **state)
     assert_int_equal(st, 0);
     assert_int_equal(na, nb);
     assert_memory_equal(a, b, na);
-    assert_non_null(strstr(e, "context 512 exceeds the trained length 128"));
+    assert_non_null(strstr(e, "context 512 exceeds the file's llama.context_length 128"));
 }
 
 /* llama2.c files still need a tokenizer file. */

@@ -3,7 +3,10 @@
  * on-chip bytes equal the emulator's per-PE SRAM total, the plan's cycles
  * for a decode step at position p equal the estimate from the counters of a
  * real run to p, stories15M Q8_0 fits a U55C while stories110M needs a split
- * over cards, and bad arguments get one-line errors with exit status 2.
+ * over cards, parts with unknown figures say exactly which and never claim a
+ * choice, unknown JSON numbers are null, the exit status is the verdict
+ * (0 fits, 1 does not, 3 cannot decide) and bad arguments get one-line
+ * errors with exit status 2.
  *
  * Models: stories260K (../shared/models), and a stories15M-shape synthetic
  * checkpoint written to /tmp (the 110M shape is planned from its config).
@@ -223,9 +226,75 @@ static void test_unknown_part_figures(void **state)
     assert_false(pl.decidable);
     assert_false(pl.fits);
     assert_int_equal(pl.clock_mhz, -1);
+    assert_string_equal(pl.why, "v80: the parts table (hw/parts.def) does not know its BRAM36, "
+                                "URAM and DSP counts");
+    /* the VCK5000's DSP count is in the table: only the blocks are unknown */
+    rq.part = "vck5000";
+    assert_int_equal(tsr_plan_config(&cfg, &rq, &pl, &e), TSR_OK);
+    assert_false(pl.decidable);
+    assert_int_equal(pl.dsp_have, 1968);
+    assert_int_equal(pl.uram_have, -1);
+    assert_string_equal(pl.why, "vck5000: the parts table (hw/parts.def) does not know its "
+                                "BRAM36 and URAM counts");
+    /* no PE count is chosen when the fit cannot be decided */
+    rq.pes = 0;
+    assert_int_equal(tsr_plan_config(&cfg, &rq, &pl, &e), TSR_OK);
+    assert_int_equal(pl.pes_chosen, 2);
+    assert_int_equal(pl.pes, 16);
+    static char buf[1 << 16];
+    tsr_plan_format(&pl, "stories15M", 0, buf, sizeof buf);
+    assert_null(strstr(buf, "fastest projected that fits"));
+    assert_non_null(strstr(buf, "16 PEs per card (4 x 4), the default: no count chosen, the fit "
+                                "cannot be decided"));
+    assert_non_null(strstr(buf, "fit: CANNOT DECIDE: vck5000"));
     rq.part = "nosuch";
     assert_int_equal(tsr_plan_config(&cfg, &rq, &pl, &e), TSR_ERR_ARG);
     assert_non_null(strstr(e.msg, "u55c, u280, u250, u200, vu9p, v80, vck5000"));
+    rq.part = NULL;
+    assert_int_equal(tsr_plan_config(&cfg, &rq, &pl, &e), TSR_ERR_ARG);
+    assert_string_equal(e.msg, "plan: no part given (valid: u55c, u280, u250, u200, vu9p, v80, "
+                               "vck5000)");
+}
+
+/* JSON: a number plan cannot know is null, never 0; known ones are numbers. */
+static void test_json_unknowns_are_null(void **state)
+{
+    (void)state;
+    static char buf[1 << 16];
+    char err[256];
+    int fits = 5;
+    /* vck5000: no clock, no block counts, no off-chip bandwidth */
+    tsr_plan_opts o = { .part = "vck5000", .shape = "stories15M", .pes = 16 };
+    assert_int_equal(tsr_plan_report(NULL, &o, 1, buf, sizeof buf, &fits, err, sizeof err), TSR_OK);
+    assert_int_equal(fits, -1);
+    const char *null_keys[] = { "\"tok_s\":null,", "\"tok_s_mean\":null,", "\"stream_gbps\":null,",
+                                "\"clock_mhz\":null,", "\"offchip_gbps\":null,",
+                                "\"uram_have\":null,", "\"bram36_have\":null,", "\"fits\":null," };
+    for (size_t i = 0; i < sizeof null_keys / sizeof null_keys[0]; i++) {
+        if (!strstr(buf, null_keys[i])) fprintf(stderr, "missing %s in %s", null_keys[i], buf);
+        assert_non_null(strstr(buf, null_keys[i]));
+    }
+    assert_non_null(strstr(buf, "\"dsp_have\":1968,"));
+    assert_non_null(strstr(buf, "\"decidable\":false,"));
+    assert_non_null(strstr(buf, "\"weight_bytes_per_token\":17086464,"));
+    assert_null(strstr(buf, ":0.0,"));
+    assert_null(strstr(buf, ":0.00,"));
+    assert_null(strstr(buf, ":-1,"));
+    /* u55c: a clock, so real numbers; stories110M does not fit, no shorter
+     * context does (null), a split does (a number) */
+    o.part = "u55c";
+    o.shape = "stories110M";
+    o.pes = 0;
+    assert_int_equal(tsr_plan_report(NULL, &o, 1, buf, sizeof buf, &fits, err, sizeof err), TSR_OK);
+    assert_int_equal(fits, 0);
+    assert_non_null(strstr(buf, "\"clock_mhz\":300,"));
+    assert_non_null(strstr(buf, "\"offchip_gbps\":460,"));
+    assert_non_null(strstr(buf, "\"fits\":false,"));
+    assert_non_null(strstr(buf, "\"fix\":{\"seq_len\":null,\"kv_int8_fits\":false,\"cards\":"));
+    assert_null(strstr(buf, "\"tok_s\":null"));
+    assert_null(strstr(buf, "\"cards\":null"));
+    assert_null(strstr(buf, ",}"));
+    assert_int_equal(buf[strlen(buf) - 2], '}');
 }
 
 /* The public report: text and JSON. */
@@ -267,6 +336,9 @@ static void test_cli_errors(void **state)
         { "--part u55c --kv f8", "option --kv: 'f8' is not f32, f16 or int8" },
         { "--part u55c --weights q4", "option --weights: 'q4' is not q8 or f32" },
         { "--part u55c --pos 512", "position 512 outside the context 0..511" },
+        { "--part u55c --pes 4097", "option --pes: '4097' is not an integer in 1..4096" },
+        { "", "plan: --part is required (valid: u55c, u280, u250, u200, vu9p, v80, vck5000)" },
+        { "--part u55c -m /nonexistent/model.bin", "/nonexistent/model.bin" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char cmd[512];
@@ -278,12 +350,47 @@ static void test_cli_errors(void **state)
         assert_int_equal(count_lines(err), 1);
         assert_int_equal(out[0], '\0');
     }
-    /* and a good one: exit 0, the projection labelled as such */
+    /* no model and no shape */
+    int rc = run_capture(TESSERA_BIN " plan --part u55c", out, err, sizeof err);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(err, "plan: give one of -m MODEL or --shape SHAPE"));
+    assert_int_equal(count_lines(err), 1);
+}
+
+/* The exit status is the verdict: 0 fits, 1 does not fit, 3 cannot decide;
+ * --help documents it and the --pes range. */
+static void test_cli_exit_status(void **state)
+{
+    (void)state;
+    static char out[1 << 16], err[4096];
+    /* does not fit: 1, with the smallest changes that fit */
     int rc = run_capture(TESSERA_BIN " plan --shape stories110M --part u55c", out, err, sizeof err);
-    assert_int_equal(rc, 0);
+    assert_int_equal(rc, 1);
     assert_non_null(strstr(out, "fit: DOES NOT FIT"));
-    assert_non_null(strstr(out, "--cards "));
+    assert_non_null(strstr(out, "--cards 8: split the layers over 8 cards"));
     assert_non_null(strstr(out, "projected decode (cycle model, not measured on hardware)"));
+    assert_int_equal(err[0], '\0');
+    /* fits, at the stories15m profile's mesh: 0, and the profile note */
+    rc = run_capture(TESSERA_BIN " plan --shape stories15M --part u55c --pes 16", out, err, sizeof err);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "fit: FITS"));
+    assert_non_null(strstr(out, "  URAM          38       488"));
+    assert_non_null(strstr(out, "shipped profiles: stories260k (4 PEs), stories15m (16 PEs)"));
+    /* cannot decide: 3, and no claim of a chosen count (JSON too) */
+    rc = run_capture(TESSERA_BIN " plan --shape stories15M --part v80", out, err, sizeof err);
+    assert_int_equal(rc, 3);
+    assert_non_null(strstr(out, "fit: CANNOT DECIDE"));
+    assert_null(strstr(out, "fastest projected that fits"));
+    rc = run_capture(TESSERA_BIN " plan --shape stories15M --part vck5000 --json", out, err, sizeof err);
+    assert_int_equal(rc, 3);
+    assert_non_null(strstr(out, "\"tok_s\":null,"));
+    /* help: exit 0, the statuses and the limits */
+    rc = run_capture(TESSERA_BIN " plan --help", out, err, sizeof err);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "exit status: 0 fits, 1 does not fit, 2 error"));
+    assert_non_null(strstr(out, "3 cannot decide"));
+    assert_non_null(strstr(out, "PEs per card, 1..4096"));
+    assert_non_null(strstr(out, "stories15m = --pes 16"));
 }
 
 int main(void)
@@ -295,7 +402,9 @@ int main(void)
         cmocka_unit_test(test_fit_and_split),
         cmocka_unit_test(test_unknown_part_figures),
         cmocka_unit_test(test_report),
+        cmocka_unit_test(test_json_unknowns_are_null),
         cmocka_unit_test(test_cli_errors),
+        cmocka_unit_test(test_cli_exit_status),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

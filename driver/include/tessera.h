@@ -345,10 +345,12 @@ typedef struct tsr_plan_opts {
  * decoded token and tokens/s, with the cycle model's assumptions.  Every
  * speed is a projection from a cycle model (docs/architecture.md), never a
  * measurement.  Writes text (json 0) or one JSON object (json 1) into buf
- * (NUL-terminated, truncated to len); *fits (optional) gets 1 or 0.  A model
- * that does not fit is not an error.  On failure err gets a one-line
- * message.  Errors: TSR_ERR_ARG (unknown part: the message lists the valid
- * ones; bad kv, pes, clock, step, cards, group, seq_len), TSR_ERR_IO,
+ * (NUL-terminated, truncated to len); *fits (optional) gets 1 (fits), 0
+ * (does not fit) or -1 (cannot decide: hw/parts.def lacks the part's block
+ * or DSP counts), so test it with == 1.  A model that does not fit is not
+ * an error.  On failure err gets a one-line
+ * message.  Errors: TSR_ERR_ARG (no or unknown part: the message lists the
+ * valid ones; bad kv, pes, clock, step, cards, group, seq_len), TSR_ERR_IO,
  * TSR_ERR_FORMAT, TSR_ERR_UNSUPPORTED.  Thread-safe. */
 int tsr_plan_report(const char *path, const tsr_plan_opts *o, int json, char *buf, size_t len,
                     int *fits, char *err, size_t errlen);
