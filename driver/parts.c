@@ -3,8 +3,8 @@
 
 #include "parts.h"
 
-#define TSR_BRAM36_BYTES 4608u   /* 36 Kb */
-#define TSR_URAM_BYTES   36864u  /* 288 Kb */
+#define TSR_BRAM36_BYTES 4096u   /* 36 Kb block: 32 Kb of data + 4 Kb parity */
+#define TSR_URAM_BYTES   32768u  /* 288 Kb block: 256 Kb of data + ECC       */
 
 static const tsr_part parts[] = {
 #define TSR_PART(name, family, bram36, uram, dsp, lut, sb, su, sd, sl, clk, gbps, kind, src) \

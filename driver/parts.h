@@ -4,10 +4,11 @@
  * itself is hw/parts.def (one X-macro list, also the source of
  * docs/parts.md); a figure the table does not know is -1.
  *
- * Capacity = BRAM36 blocks x 4608 bytes + URAM blocks x 36864 bytes (AMD
- * UG573 / AM007 block sizes: 36 Kb BRAM, 288 Kb URAM, parity bits
- * counted as storage), the figure the emulator's part= cap uses.
- * `tessera plan` packs arrays into blocks more carefully (driver/plan.c).
+ * Capacity = BRAM36 blocks x 4096 bytes + URAM blocks x 32768 bytes: the
+ * data bits of a 36 Kb BRAM and a 288 Kb URAM (AMD UG573 / AM007; the rest
+ * is parity / ECC, which holds no weights), the figure the emulator's
+ * part= cap uses.  `tessera plan` uses the same block sizes and packs
+ * arrays into blocks more carefully (driver/plan.c).
  */
 #ifndef TSR_PARTS_H
 #define TSR_PARTS_H
@@ -34,7 +35,7 @@ typedef struct tsr_part {
 /* The part named name (case-sensitive), or NULL when unknown. */
 const tsr_part *tsr_part_find(const char *name);
 
-/* On-chip SRAM bytes of part p (BRAM36 x 4608 + URAM x 36864); 0 when the
+/* On-chip SRAM bytes of part p (BRAM36 x 4096 + URAM x 32768); 0 when the
  * table does not know its block counts. */
 uint64_t tsr_part_bytes(const tsr_part *p);
 

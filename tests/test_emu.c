@@ -388,7 +388,7 @@ static void capacity_refused_before_streaming(void **state)
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     close(fd);
-    /* stories15M shape in fp32: ~60 MB of F32 weights against a U55C's ~43 MB. */
+    /* stories15M shape in fp32: ~60 MB of F32 weights against a U55C's ~40 MB. */
     char err[512];
     assert_int_equal(tsr_synth_file("stories15M", path, 0, 1, err, sizeof err), TSR_OK);
     tsr_device *dev = open_dev("emu:part=u55c");
@@ -398,7 +398,7 @@ static void capacity_refused_before_streaming(void **state)
     uint64_t need = 0, have = 0;
     assert_int_equal(tsr_model_fit(dev, path, &o, &need, &have), TSR_ERR_CAPACITY);
     assert_true(need > have);
-    assert_int_equal(have, 44679168);   /* U55C: 2016 BRAM36 + 960 URAM */
+    assert_int_equal(have, 39714816);   /* U55C: 2016 BRAM36 x 4 KiB + 960 URAM x 32 KiB of data */
     assert_int_equal(tsr_model_load(dev, path, &o, &m), TSR_ERR_CAPACITY);
     assert_null(m);
     const char *msg = tsr_device_errmsg(dev);
