@@ -37,6 +37,10 @@ int cli_weights(const char *opt, const char *val, int *f32);
  * error when it is missing. */
 const char *cli_value(int argc, char **argv, int *i);
 
+/* The library's log hook for the commands: warnings and errors to stderr
+ * as "tessera: <msg>" lines (set with tsr_device_set_log). */
+void cli_log_to_stderr(int level, const char *msg, void *user);
+
 /* Write the device spec "BACKEND[:key=val,...]" into buf (cap bytes): the
  * --backend value refined by part= (NULL: none), pes= and threads= (0:
  * none) and xclbin= (NULL: none).  Returns 0, or -1 after printing an error

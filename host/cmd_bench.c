@@ -174,12 +174,6 @@ static void json_str(const char *s)
 }
 
 /* Library warnings (e.g. a context past a GGUF file's context_length). */
-static void log_to_stderr(int level, const char *msg, void *user)
-{
-    (void)user;
-    if (level <= TSR_LOG_WARN) fprintf(stderr, "tessera: %s\n", msg);
-}
-
 /* One run on a fresh sequence: prefill prompt (n_prompt ids), generate n_gen
  * tokens.  Returns a status; the failure is in tsr_device_errmsg(). */
 static int one_run(tsr_model *model, const int *prompt, int n_prompt, int n_gen,
@@ -225,7 +219,7 @@ int cmd_bench(int argc, char **argv)
         goto out;
     }
 
-    tsr_device_set_log(dev, log_to_stderr, NULL);
+    tsr_device_set_log(dev, cli_log_to_stderr, NULL);
 
     /* Load once, timed: preparing the image (read, quantize, tile, hash)
      * and configuring the device, then the weight stream itself, told apart

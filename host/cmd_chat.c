@@ -63,12 +63,6 @@ static int print_token(tsr_seq *s, int token, void *user)
     return 0;
 }
 
-static void log_to_stderr(int level, const char *msg, void *user)
-{
-    (void)user;
-    if (level <= TSR_LOG_WARN) fprintf(stderr, "tessera: %s\n", msg);
-}
-
 /* Append line to seq; when the context is full, empty the sequence (a new
  * conversation) and append it there.  Returns 0 when the line is in, 1 when
  * it was skipped (too long for the context on its own), -1 on a device
@@ -161,7 +155,7 @@ int cmd_chat(int argc, char **argv)
         status = rc == TSR_ERR_ARG ? 2 : 1;
         goto out;
     }
-    tsr_device_set_log(dev, log_to_stderr, NULL);
+    tsr_device_set_log(dev, cli_log_to_stderr, NULL);
     if (tsr_model_load(dev, model, &mo, &m) != TSR_OK ||
         tsr_seq_open(m, &seq) != TSR_OK) {
         cli_error("%s", tsr_device_errmsg(dev));

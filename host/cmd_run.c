@@ -125,12 +125,6 @@ static void load_progress(uint64_t sent, uint64_t total, void *user)
             (unsigned long long)(sent >> 20), (unsigned long long)(total >> 20));
 }
 
-static void log_to_stderr(int level, const char *msg, void *user)
-{
-    (void)user;
-    if (level <= TSR_LOG_WARN) fprintf(stderr, "tessera: %s\n", msg);
-}
-
 static int parse_args(int argc, char **argv, run_args *a)
 {
     for (int i = 0; i < argc; i++) {
@@ -179,16 +173,11 @@ int cmd_run(int argc, char **argv)
     if (parse_args(argc, argv, &a)) return 2;
     if (a.seed == 0) a.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
 
-    /* The device spec: --backend, refined by --part, --pes and --threads. */
+    /* The device spec: --backend, refined by --part, --pes, --threads and
+     * --xclbin. */
     char spec[512];
-    int n = snprintf(spec, sizeof spec, "%s", a.backend);
-    const char *sep = strchr(a.backend, ':') ? "," : ":";
-    if (a.part) { n += snprintf(spec + n, sizeof spec - n, "%spart=%s", sep, a.part); sep = ","; }
-    if (a.pes)  { n += snprintf(spec + n, sizeof spec - n, "%spes=%d", sep, a.pes); sep = ","; }
-    if (a.threads) { n += snprintf(spec + n, sizeof spec - n, "%sthreads=%d", sep, a.threads); sep = ","; }
-    if (a.xclbin && n < (int)sizeof spec) /* xrt: the xclbin to load */
-        n += snprintf(spec + n, sizeof spec - n, "%sxclbin=%s", sep, a.xclbin);
-    if (n >= (int)sizeof spec) { cli_error("run: device spec too long"); return 2; }
+    if (cli_device_spec("run", spec, sizeof spec, a.backend, a.part, a.pes, a.threads, a.xclbin))
+        return 2;
 
     int rc, status = 1;
     tsr_device *dev = NULL;
@@ -199,7 +188,7 @@ int cmd_run(int argc, char **argv)
         status = rc == TSR_ERR_ARG ? 2 : 1;
         goto out;
     }
-    tsr_device_set_log(dev, log_to_stderr, NULL);
+    tsr_device_set_log(dev, cli_log_to_stderr, NULL);
     int bar_shown = 0;
     tsr_model_opts mo = { .tokenizer = a.tokenizer, .weights_f32 = a.weights_f32,
                           .group_size = a.group_size, .seq_len = a.seq_len, .n_seqs = 1,

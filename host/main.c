@@ -101,6 +101,12 @@ int cli_u64(const char *opt, const char *val, uint64_t *out)
     return 0;
 }
 
+void cli_log_to_stderr(int level, const char *msg, void *user)
+{
+    (void)user;
+    if (level <= TSR_LOG_WARN) fprintf(stderr, "tessera: %s\n", msg);
+}
+
 /* --- the device spec from --backend/--part/--pes/--threads/--xclbin --- */
 int cli_device_spec(const char *cmd, char *buf, size_t cap, const char *backend,
                     const char *part, int pes, int threads, const char *xclbin)
