@@ -21,6 +21,7 @@
 #include "golden.h"
 #include "model.h"
 #include "tessera.h"
+#include "greedy.h"
 #include "test_util.h"
 
 #define MODEL SHARED_MODEL("stories260K.bin")
@@ -60,24 +61,11 @@ static tsr_model *load(tsr_device *dev, int f32, int group)
     return m;
 }
 
-/* llama2.c-style greedy run: prompt "Once upon a time", STEPS positions.
- * Writes the whole sequence (BOS first) to ids; returns its length. */
+/* llama2.c-style greedy run: prompt "Once upon a time", STEPS positions;
+ * ids gets the whole history (BOS first); returns its length. */
 static int run_greedy(tsr_model *m, int *ids, int cap)
 {
-    tsr_seq *s = NULL;
-    assert_int_equal(tsr_seq_open(m, &s), TSR_OK);
-    assert_int_equal(tsr_seq_append_text(s, "Once upon a time"), TSR_OK);
-    int n_prompt = tsr_seq_length(s);
-    tsr_gen_opts go = { .max_tokens = STEPS - n_prompt + 1 };
-    int got = 0;
-    assert_int_equal(tsr_seq_generate(s, &go, NULL, NULL, &got), TSR_OK);
-    const int *t;
-    int n;
-    tsr_seq_tokens(s, &t, &n);
-    assert_true(n <= cap);
-    memcpy(ids, t, (size_t)n * sizeof *ids);
-    tsr_seq_close(s);
-    return n;
+    return greedy_history(m, "Once upon a time", STEPS, 0, ids, cap, NULL, 0);
 }
 
 /* --------------------------------------------------------------- tests --- */
@@ -138,23 +126,13 @@ static void threads_give_identical_tokens(void **state)
     assert_int_equal(n_first, STEPS + 1);
 }
 
-/* Greedy tokens and the last logits of a run on spec (Q8_0, group G). */
+/* Greedy tokens (125 positions, BOS/EOS ignored) and the last logits of a
+ * run on spec (Q8_0, group G). */
 static int run_q8(const char *spec, int G, int *ids, float *logits)
 {
     tsr_device *dev = open_dev(spec);
     tsr_model *m = load(dev, 0, G);
-    tsr_seq *s = NULL;
-    assert_int_equal(tsr_seq_open(m, &s), TSR_OK);
-    assert_int_equal(tsr_seq_append_text(s, "Once upon a time"), TSR_OK);
-    tsr_gen_opts go = { .max_tokens = 120, .ignore_stop = 1 };
-    int got = 0;
-    assert_int_equal(tsr_seq_generate(s, &go, NULL, NULL, &got), TSR_OK);
-    assert_int_equal(tsr_seq_read_logits(s, logits, 512), TSR_OK);
-    const int *t;
-    int n;
-    tsr_seq_tokens(s, &t, &n);
-    memcpy(ids, t, (size_t)n * sizeof *ids);
-    tsr_seq_close(s);
+    int n = greedy_history(m, "Once upon a time", 125, 1, ids, 160, logits, 512);
     tsr_model_close(m);
     tsr_device_close(dev);
     return n;

@@ -17,6 +17,7 @@
 
 #include "model.h"
 #include "tessera.h"
+#include "greedy.h"
 #include "test_util.h"
 #include "tokenizer.h"
 
@@ -48,23 +49,11 @@ static tsr_model *load(tsr_device *dev, const char *path, int f32, int seq_len)
     return m;
 }
 
-/* Greedy decode of "Once upon a time" to STEPS positions; ids gets the
- * whole history (BOS, prompt, generated); returns its length. */
+/* llama2.c-style greedy run: prompt "Once upon a time", STEPS positions;
+ * ids gets the whole history (BOS first); returns its length. */
 static int run_greedy(tsr_model *m, int *ids, int cap)
 {
-    tsr_seq *s = NULL;
-    assert_int_equal(tsr_seq_open(m, &s), TSR_OK);
-    assert_int_equal(tsr_seq_append_text(s, "Once upon a time"), TSR_OK);
-    int n_prompt = tsr_seq_length(s);
-    tsr_gen_opts go = { .max_tokens = STEPS - n_prompt + 1 };
-    assert_int_equal(tsr_seq_generate(s, &go, NULL, NULL, NULL), TSR_OK);
-    const int *t;
-    int n;
-    assert_int_equal(tsr_seq_tokens(s, &t, &n), TSR_OK);
-    assert_true(n <= cap);
-    memcpy(ids, t, (size_t)n * sizeof *ids);
-    tsr_seq_close(s);
-    return n;
+    return greedy_history(m, "Once upon a time", STEPS, 0, ids, cap, NULL, 0);
 }
 
 /* Position-0 logits (after BOS) into out (vocab floats). */

@@ -1,0 +1,28 @@
+/* greedy.c - see greedy.h. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "greedy.h"
+
+int greedy_history(tsr_model *m, const char *prompt, int steps, int ignore_stop, int *ids,
+                   int cap, float *logits, int n_logits)
+{
+    tsr_seq *s = NULL;
+    assert_int_equal(tsr_seq_open(m, &s), TSR_OK);
+    assert_int_equal(tsr_seq_append_text(s, prompt), TSR_OK);
+    tsr_gen_opts go = { .max_tokens = steps - tsr_seq_length(s) + 1, .ignore_stop = ignore_stop };
+    assert_int_equal(tsr_seq_generate(s, &go, NULL, NULL, NULL), TSR_OK);
+    if (logits) assert_int_equal(tsr_seq_read_logits(s, logits, n_logits), TSR_OK);
+    const int *t;
+    int n;
+    assert_int_equal(tsr_seq_tokens(s, &t, &n), TSR_OK);
+    assert_true(n <= cap);
+    memcpy(ids, t, (size_t)n * sizeof *ids);
+    tsr_seq_close(s);
+    return n;
+}

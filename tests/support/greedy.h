@@ -1,0 +1,17 @@
+/* greedy.h - a greedy decode through the public API, for the tests that
+ * compare token sequences (emulator meshes, threads, SIMD, GGUF). */
+#ifndef TSR_TEST_GREEDY_H
+#define TSR_TEST_GREEDY_H
+
+#include "tessera.h"
+
+/* On a fresh sequence of m: append prompt (BOS first), then decode greedily
+ * until `steps` positions in all, prompt included (as llama2.c run.c -n),
+ * stopping at BOS/EOS unless ignore_stop.  ids (cap ints) gets the whole
+ * history, BOS first; logits (n_logits floats; NULL: not read) the last
+ * forward pass's.  Returns the history length.  Any failure fails the
+ * calling CMocka test. */
+int greedy_history(tsr_model *m, const char *prompt, int steps, int ignore_stop, int *ids,
+                   int cap, float *logits, int n_logits);
+
+#endif
