@@ -1,9 +1,11 @@
 /*
- * test_lint_hls.c - hw/lint_hls.sh on fixture kernels (never on kernels/,
- * which changes under us): it must pass a good kernel and name every broken
- * rule in bad ones.
+ * test_lint_hls.c - the two HLS lints on fixture kernels (never on kernels/,
+ * which changes under us): hw/lint_hls.sh (compiler, symbols, call graph)
+ * and hw/lint_hls.py (libclang: types, casts, loops, pragmas).  Each must
+ * pass a good kernel and name every broken rule in bad ones.
  *
- * Sections: helpers (run the script, temp kernel dirs), fixtures, rules.
+ * Sections: helpers (run the script, temp kernel dirs), fixtures, rules,
+ * libclang lint.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +28,12 @@
 
 #define LINT      TSR_SOURCE_DIR "/hw/lint_hls.sh"
 #define FIXTURES  TSR_SOURCE_DIR "/tests/fixtures"
+
+/* The python that has Debian's python3-clang (Makefile PYTHON_CLANG). */
+#ifndef TSR_PYTHON_CLANG
+#define TSR_PYTHON_CLANG "/usr/bin/python3"
+#endif
+#define CLANG_LINT TSR_SOURCE_DIR "/hw/lint_hls.py"
 
 /* ----------------------------------------------------------- helpers ---- */
 
@@ -258,6 +266,197 @@ static void test_bad_directories(void **state)
     free(out);
 }
 
+/* ----------------------------------------------------- libclang lint --- */
+
+#define CAP (64 * 1024)
+static char cout[CAP], cerr[CAP];
+
+/* hw/lint_hls.py needs python3-clang: without it every test here fails
+ * (a lint that silently does not run is a lint that passes). */
+static void need_clang(void)
+{
+    static int ok = -1;
+    if (ok < 0)
+        ok = run_capture("'" TSR_PYTHON_CLANG "' -c 'import clang.cindex; clang.cindex.Index'",
+                         cout, cerr, CAP) == 0;
+    if (!ok)
+        fail_msg("%s cannot import clang.cindex (Debian python3-clang): run `make deps`",
+                 TSR_PYTHON_CLANG);
+}
+
+/* Run `python hw/lint_hls.py ARGS`; stdout in cout, stderr in cerr. */
+static int run_clang_lint(const char *args)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' '%s' %s", TSR_PYTHON_CLANG, CLANG_LINT, args);
+    return run_capture(cmd, cout, cerr, CAP);
+}
+
+/* A line of a fixture the lint must name, and the rule it must give. */
+typedef struct expect {
+    int  line;
+    char rule[40];
+} expect;
+
+/* The expectations written into a fixture: each line holding tag followed
+ * by a rule name, in a comment (the tag is "expect: " after the comment
+ * opener for the fixture as it is).  Returns how many, at most max. */
+static int read_expects(const char *path, const char *tag, expect *e, int max)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char buf[512];
+    int n = 0, line = 0;
+    while (fgets(buf, sizeof buf, f)) {
+        line++;
+        const char *at = strstr(buf, tag);
+        if (!at) continue;
+        assert_true(n < max);
+        at += strlen(tag);
+        size_t len = strcspn(at, " */\n");
+        assert_true(len > 0 && len < sizeof e[n].rule);
+        memcpy(e[n].rule, at, len);
+        e[n].rule[len] = 0;
+        e[n].line = line;
+        n++;
+    }
+    fclose(f);
+    return n;
+}
+
+/* One planted-bad fixture per rule: the directory, its one .c file, the
+ * rule, and how many lines it plants (so a fixture that lost its markers
+ * fails instead of passing with nothing to check). */
+typedef struct fixture {
+    const char *dir, *file, *rule;
+    int planted;
+} fixture;
+
+static const fixture FIXTURE_RULES[] = {
+    { "lint_pointer_to_pointer", "p2p.c",       "pointer-to-pointer", 5 },
+    { "lint_pointer_field",      "field.c",     "pointer-field",      1 },
+    { "lint_pointer_cast",       "cast.c",      "pointer-cast",       3 },
+    { "lint_memcpy_type",        "copy.c",      "memcpy-type",        3 },
+    { "lint_loop_index_64",      "wide.c",      "loop-index-64",      2 },
+    { "lint_loop_tripcount",     "tripcount.c", "loop-tripcount",     3 },
+    { "lint_unroll_variable",    "unroll.c",    "unroll-variable",    3 },
+    { "lint_pragma_name",        "names.c",     "pragma-name",        6 },
+    { "lint_m_axi_depth",        "depth.c",     "m-axi-depth",        2 },
+    { "lint_m_axi_null_test",    "null.c",      "m-axi-null-test",    3 },
+    { "lint_m_axi_volatile",     "volatile.c",  "m-axi-volatile",     1 },
+    { "lint_pipeline_divide",    "divide.c",    "pipeline-divide",    3 },
+};
+#define N_FIXTURE_RULES (sizeof FIXTURE_RULES / sizeof FIXTURE_RULES[0])
+
+/* Lint dir with extra args; every planted line of file (tag) is named with
+ * its rule and file:line, and nothing else is reported. */
+static void check_planted(const char *dir, const char *file, const char *args,
+                          const char *tag, const char *rule, int planted)
+{
+    char path[512], cmd[1024], want[768];
+    snprintf(path, sizeof path, "%s/%s/%s", FIXTURES, dir, file);
+    expect e[16];
+    int n = read_expects(path, tag, e, 16);
+    assert_int_equal(n, planted);
+    snprintf(cmd, sizeof cmd, "%s '%s/%s'", args, FIXTURES, dir);
+    int rc = run_clang_lint(cmd);
+    if (rc != 1) fprintf(stderr, "%s%s", cout, cerr);
+    assert_int_equal(rc, 1);
+    for (int i = 0; i < n; i++) {
+        assert_string_equal(e[i].rule, rule);   // a fixture plants its own rule only
+        snprintf(want, sizeof want, "lint-hls: %s/%s/%s:%d: %s: ", FIXTURES, dir, file, e[i].line,
+                 rule);
+        if (lines_containing(cout, want) != 1) fprintf(stderr, "missing: %s\n%s", want, cout);
+        assert_int_equal(lines_containing(cout, want), 1);
+    }
+    // nothing else: no other rule, no other line (the summary says "lint-hls-clang:")
+    if (lines_containing(cout, "lint-hls: ") != n) fprintf(stderr, "%s", cout);
+    assert_int_equal(lines_containing(cout, "lint-hls: "), n);
+    snprintf(want, sizeof want, "lint-hls-clang: %d problem(s) in ", n);
+    assert_int_equal(lines_containing(cout, want), 1);
+    assert_string_equal(cerr, "");
+}
+
+static void test_clang_rule_fixture(void **state)
+{
+    const fixture *fx = *state;
+    need_clang();
+    check_planted(fx->dir, fx->file, "", "/* expect: ", fx->rule, fx->planted);
+}
+
+/* Every rule the checker knows has a planted fixture above, and no other. */
+static void test_clang_every_rule_has_a_fixture(void **state)
+{
+    (void)state;
+    need_clang();
+    assert_int_equal(run_clang_lint("--list-rules"), 0);
+    assert_int_equal(count_lines(cout), (int)N_FIXTURE_RULES);
+    for (size_t i = 0; i < N_FIXTURE_RULES; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "%s ", FIXTURE_RULES[i].rule);
+        if (lines_containing(cout, want) != 1) fprintf(stderr, "no rule %s in:\n%s", want, cout);
+        assert_int_equal(lines_containing(cout, want), 1);
+    }
+}
+
+/* Legal look-alikes of every rule (two files, a header, a profile): clean. */
+static void test_clang_clean_fixture(void **state)
+{
+    (void)state;
+    need_clang();
+    int rc = run_clang_lint("'" FIXTURES "/lint_clean'");
+    if (rc) fprintf(stderr, "%s%s", cout, cerr);
+    assert_int_equal(rc, 0);
+    assert_string_equal(cout, "lint-hls-clang: 2 files OK\n");
+    assert_string_equal(cerr, "");
+}
+
+/* -D reaches the parser and -IDIR/profiles finds the chosen profile: the
+ * clean kernel with 64-bit lane indices fails where it says it would. */
+static void test_clang_profile_define(void **state)
+{
+    (void)state;
+    need_clang();
+    check_planted("lint_clean", "clean_ops.c", "'-DTSR_PROFILE_HEADER=<lint_wide.h>'",
+                  "/* expect with lint_wide.h: ", "loop-index-64", 1);
+}
+
+/* A parse error is a problem with its file and line, not a crash or a pass. */
+static void test_clang_parse_error(void **state)
+{
+    (void)state;
+    need_clang();
+    char dir[64], arg[96];
+    make_dir(dir);
+    add_file(dir, "broken.c", "int f(void)\n{\n    return x;\n}\n");
+    snprintf(arg, sizeof arg, "'%s'", dir);
+    int rc = run_clang_lint(arg);
+    char want[160];
+    snprintf(want, sizeof want, "lint-hls: %s/broken.c:3: parse: use of undeclared identifier 'x'",
+             dir);
+    remove_dir(dir);
+    assert_int_equal(rc, 1);
+    assert_int_equal(lines_containing(cout, want), 1);
+}
+
+static void test_clang_usage(void **state)
+{
+    (void)state;
+    need_clang();
+    assert_int_equal(run_clang_lint(""), 2);
+    assert_non_null(strstr(cerr, "usage: "));
+    assert_int_equal(run_clang_lint("--bogus '" FIXTURES "/lint_clean'"), 2);
+    assert_int_equal(run_clang_lint("/nonexistent/kernels"), 2);
+    assert_non_null(strstr(cerr, "no such directory: '/nonexistent/kernels'"));
+    char dir[64], arg[96];
+    make_dir(dir);                  // nothing checked is not a pass
+    snprintf(arg, sizeof arg, "'%s'", dir);
+    int rc = run_clang_lint(arg);
+    remove_dir(dir);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(cout, "no .c files to check"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -270,6 +469,20 @@ int main(void)
         cmocka_unit_test(test_allowlist_and_pragmas),
         cmocka_unit_test(test_duplicate_and_missing_symbols),
         cmocka_unit_test(test_bad_directories),
+        cmocka_unit_test(test_clang_every_rule_has_a_fixture),
+        cmocka_unit_test(test_clang_clean_fixture),
+        cmocka_unit_test(test_clang_profile_define),
+        cmocka_unit_test(test_clang_parse_error),
+        cmocka_unit_test(test_clang_usage),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    /* one named test per planted fixture */
+    enum { N_FIXED = sizeof tests / sizeof tests[0] };
+    struct CMUnitTest all[N_FIXED + N_FIXTURE_RULES];
+    memcpy(all, tests, sizeof tests);
+    for (size_t i = 0; i < N_FIXTURE_RULES; i++) {
+        struct CMUnitTest t = { FIXTURE_RULES[i].dir, test_clang_rule_fixture, NULL, NULL,
+                                (void *)&FIXTURE_RULES[i] };
+        all[N_FIXED + i] = t;
+    }
+    return cmocka_run_group_tests(all, NULL, NULL);
 }
