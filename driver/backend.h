@@ -1,12 +1,14 @@
 /*
  * backend.h - the private vtable every device backend implements (after
- * ggml-backend-impl.h).  The dispatch layer in device.c checks handles,
- * bounds and state before calling a hook, so backends never repeat those
- * checks.  One backend is one file: backend_emu.c, backend_xrt.c.
+ * ggml-backend-impl.h), and what the layers above it share.
  *
- * A backend speaks the kernel command interface (kernels/tsr_kernel.h): it
- * moves the command words, the weight image and token ids across the host
- * link and counts every byte it moves in tsr_link_counters.
+ * A backend is only a transport.  It opens a device whose kernel serves the
+ * command ring (kernels/tsr_kernel.h), moves words between the host and the
+ * device's three buffers (ctl: the ring; in: payloads; out: answers), and
+ * waits for a word to change.  What a command means, its words, its answer,
+ * the resident-image check, progress and cancel live in one place above it,
+ * the command layer (kcmd.c); the public API's checks in the dispatch layer
+ * (device.c).  One backend is one file: backend_emu.c, backend_xrt.c.
  */
 #ifndef TSR_BACKEND_H
 #define TSR_BACKEND_H
@@ -16,6 +18,7 @@
 
 #include "error.h"
 #include "model.h"
+#include "tsr_kernel.h"
 
 /* What the user asked for in a device spec ("emu:part=u55c,pes=16,threads=2"). */
 typedef struct tsr_devspec {
@@ -23,40 +26,45 @@ typedef struct tsr_devspec {
     int  index;         /* device index for xrt, 0 by default           */
     char part[32];      /* "" (backend default), "u55c", "u280", ...    */
     int  pes;           /* 0: backend default                           */
+    int  cols;          /* mesh columns; 0: 1                           */
+    int  kv_split;      /* PEs per KV head; 0: the profile's default    */
     int  threads;       /* 0: cores available                           */
     int  no_simd;       /* emu: 1 = portable loops only ("simd=0")      */
     char xclbin[256];   /* xrt only; "" for the default in bitstreams/  */
 } tsr_devspec;
+
+/* Parse "emu", "emu:pes=16,part=u55c", "xrt:0", "xrt:0,xclbin=F".
+ * Errors: TSR_ERR_ARG naming the bad key or value. */
+int tsr_devspec_parse(const char *spec, tsr_devspec *out, tsr_err *e);
 
 /* Map kernel status k (TSR_K_*, not TSR_K_OK) of command `what` to a driver
  * error: RANGE, CAPACITY, UNSUPPORTED (shape), STATE, ARG, else DEVICE, with
  * "<backend>: <what>: kernel status k (name)" in e.  Returns the code. */
 int tsr_kstatus_err(int k, const char *backend, const char *what, tsr_err *e);
 
-struct tsr_kcounters;
-struct tsr_kconfig;
 /* The kernel's counters block kc (READ_COUNTERS) as "name value" lines into
  * buf (NUL-terminated, truncated to len): runs per op, MACs, fabric bytes,
  * the per-PE SRAM bytes of the first min(n_pes, max_pes) PEs (the card's
  * profile may hold fewer than the library's), and, when cfg is not NULL,
- * the cycle model's estimate for the last forward pass at clock_mhz
- * (driver/plan.h).  Returns the length needed, like snprintf. */
-size_t tsr_kcounters_text(const struct tsr_kcounters *kc, uint32_t max_pes, const char *profile,
-                          const struct tsr_kconfig *cfg, int clock_mhz, char *buf, size_t len);
+ * the cycles the code charged for the last forward pass, region by region,
+ * with the controller's share and tokens/s at clock_mhz.  Returns the
+ * length needed, like snprintf. */
+size_t tsr_kcounters_text(const tsr_kcounters *kc, uint32_t max_pes, const char *profile,
+                          const tsr_kconfig *cfg, int clock_mhz, char *buf, size_t len);
 
-/* Parse "emu", "emu:pes=16,part=u55c", "xrt:0", "xrt:0,xclbin=F".
- * Errors: TSR_ERR_ARG naming the bad key or value. */
-int tsr_devspec_parse(const char *spec, tsr_devspec *out, tsr_err *e);
+/* The counters block from the words READ_COUNTERS answers (n words, (low,
+ * high) pairs in field order); fields past n stay 0. */
+void tsr_kcounters_from_words(const uint32_t *w, uint32_t n, tsr_kcounters *kc);
 
 /* Phases of host-link traffic. */
 enum { TSR_PHASE_LOAD = 0, TSR_PHASE_PREFILL, TSR_PHASE_DECODE, TSR_PHASE_DEBUG,
        TSR_PHASE_COUNT };
 
-/* Bytes that crossed the host link, per phase, and kernel runs. */
+/* Bytes that crossed the host link, per phase, and kernel commands. */
 typedef struct tsr_link_counters {
     uint64_t h2d[TSR_PHASE_COUNT];     /* host -> device, bytes */
     uint64_t d2h[TSR_PHASE_COUNT];     /* device -> host, bytes */
-    uint64_t invocations[TSR_PHASE_COUNT]; /* kernel runs        */
+    uint64_t invocations[TSR_PHASE_COUNT]; /* commands           */
 } tsr_link_counters;
 
 /* How to place a model on the device. */
@@ -82,47 +90,53 @@ typedef struct tsr_sampler {
  * return non-zero to ask for cancellation. */
 typedef int (*tsr_token_fn)(int token, void *user);
 
+/* The device buffers. */
+enum { TSR_BUF_CTL = 0, TSR_BUF_IN, TSR_BUF_OUT, TSR_BUF_COUNT };
+
+/* What a backend says of its device when it opens it. */
+typedef struct tsr_devinfo {
+    char         profile[32];  /* the kernel profile's name                */
+    tsr_kprofile prof;         /* its figures                              */
+    int          pes;          /* PEs the mesh uses (spec pes=, or the profile's) */
+    uint64_t     cap_bytes;    /* on-chip capacity cap (emu part=), 0: none */
+    const char  *cap_name;     /* the part the cap comes from              */
+    int          clock_mhz;    /* for projections                          */
+    uint32_t     ring_n;       /* command ring entries, 1..TSR_RING_MAX    */
+    uint32_t     words[TSR_BUF_COUNT]; /* buffer sizes, 32-bit words       */
+} tsr_devinfo;
+
 typedef struct tsr_backend tsr_backend; /* a backend instance (one device) */
 
 typedef struct tsr_backend_iface {
     const char *name;
-    /* Open the device described by spec.  Errors: TSR_ERR_NODEV, TSR_ERR_ARG. */
-    int  (*open)(const tsr_devspec *spec, tsr_backend **out, tsr_err *e);
-    /* Release everything; NULL is handled by the dispatch layer. */
+    /* Open the device described by spec, allocate its buffers and fill
+     * info; the kernel does not run yet.  Errors: TSR_ERR_NODEV,
+     * TSR_ERR_ARG, TSR_ERR_UNSUPPORTED, TSR_ERR_NOMEM, TSR_ERR_DEVICE. */
+    int  (*open)(const tsr_devspec *spec, tsr_backend **out, tsr_devinfo *info, tsr_err *e);
+    /* Start the kernel (it reads ctl's header, which is written by then). */
+    int  (*start)(tsr_backend *b, tsr_err *e);
+    /* Release everything (the kernel has left its loop, or never started);
+     * NULL is handled by the caller. */
     void (*close)(tsr_backend *b);
-    /* On-chip bytes this placement needs and the device has, without
-     * touching the device.  Returns TSR_OK or TSR_ERR_CAPACITY /
-     * TSR_ERR_UNSUPPORTED with the figures in e->msg. */
-    int  (*fit)(tsr_backend *b, const tsr_checkpoint *m, const tsr_load_opts *o,
-                uint64_t *need_bytes, uint64_t *have_bytes, tsr_err *e);
-    /* Configure and stream the weight image (once).  Refuses what does not
-     * fit before streaming any weight. */
-    int  (*load)(tsr_backend *b, const tsr_checkpoint *m, const tsr_load_opts *o,
-                 tsr_err *e);
-    /* Slot state: reset to empty, or rewind to pos with `pending` as the
-     * next token to feed (pending < 0: none). */
-    int  (*reset)(tsr_backend *b, int slot, tsr_err *e);
-    int  (*truncate)(tsr_backend *b, int slot, int pos, int pending, tsr_err *e);
-    /* Feed tokens into the slot's KV cache (the slot's pending token first);
-     * the last token becomes pending. */
-    int  (*prefill)(tsr_backend *b, int slot, const int *tokens, int n,
-                    tsr_err *e);
-    /* Decode up to n tokens from the pending token; out[] gets the ids,
-     * *n_out the count.  on_token (optional) sees each id as it appears;
-     * cancel (optional) is polled: non-zero stops within one token. */
-    int  (*decode)(tsr_backend *b, int slot, int n, const tsr_sampler *s,
-                   int *out, int *n_out, tsr_token_fn on_token, void *user,
-                   volatile int *cancel, tsr_err *e);
-    /* Logits of the last forward pass (vocab floats).  optional */
-    int  (*read_logits)(tsr_backend *b, float *logits, int n, tsr_err *e);
-    /* Host-link counters (always) and kernel counters text (optional). */
-    void (*link_counters)(tsr_backend *b, tsr_link_counters *c);
-    int  (*kernel_counters)(tsr_backend *b, void *buf, size_t len, tsr_err *e); /* optional */
-    /* Called by tsr_seq_cancel() right after it sets the cancel flag, from
-     * any thread or a signal handler, so only async-signal-safe work: wake a
-     * decode that is waiting for the device, so that it forwards the cancel
-     * at once instead of at its next poll.  optional */
+    /* Copy `words` 32-bit words between host memory and buffer buf at word
+     * offset off. */
+    int  (*write)(tsr_backend *b, int buf, uint32_t off, const void *src, uint32_t words,
+                  tsr_err *e);
+    int  (*read)(tsr_backend *b, int buf, uint32_t off, void *dst, uint32_t words, tsr_err *e);
+    /* Write one word after every earlier write has landed (a ring entry's
+     * sequence number, the cancel word), and wake the device if it sleeps. */
+    int  (*publish)(tsr_backend *b, int buf, uint32_t off, uint32_t v, tsr_err *e);
+    /* Wait until the word at (buf, off) differs from old, or timeout_us
+     * microseconds, or interrupt(); *now gets its value.  May return early. */
+    int  (*wait)(tsr_backend *b, int buf, uint32_t off, uint32_t old, uint32_t timeout_us,
+                 uint32_t *now, tsr_err *e);
+    /* Called by tsr_seq_cancel() right after it sets its flag, from any
+     * thread or a signal handler, so only async-signal-safe work: make a
+     * wait() return now.  optional */
     void (*interrupt)(tsr_backend *b);
+    /* After CONFIGURE of kc: make the memory the weights will occupy ready
+     * (emu: fault its pages in, so streaming measures the copy).  optional */
+    void (*prepare)(tsr_backend *b, const tsr_kconfig *kc);
 } tsr_backend_iface;
 
 extern const tsr_backend_iface tsr_backend_emu;

@@ -1,30 +1,22 @@
 /*
- * backend_xrt.c - the XRT backend: drives tessera_top on an Alveo card
- * through XRT's C API, behind the same vtable and command interface as
- * backend_emu.c.
+ * backend_xrt.c - the XRT backend: a transport to tessera_top on an Alveo
+ * card through XRT's C API, behind the same vtable as backend_emu.c.
  *
  *   open:    xclProbe -> xrtDeviceOpen(index) -> read + check the xclbin
- *            (kernel tessera_top, arguments cmd/in/out/cancel, banks,
- *            tessera_profile) -> xrtDeviceLoadXclbinFile -> kernel, one run
- *            handle, one buffer per m_axi argument in the group
- *            (xrtKernelArgGroupId) of the bank CONNECTIVITY names
- *   load:    fit against the xclbin's profile, then CONFIGURE and one LOAD
- *            run per weight-image chunk (skipped when the same image is
- *            resident, as in emu)
- *   prefill: token ids -> `in`, one PREFILL run
- *   decode:  one DECODE run; the host polls out[0] (a 4-byte sync) while it
- *            runs, reads new token ids, and writes the cancel word on cancel
- *
- * Link accounting matches emu: a run costs its 32 command words h2d plus
- * the bytes synced to `in`; bytes synced from `out` count d2h.  Two 4-byte
- * writes have no emu counterpart and are counted too: clearing out[0]
- * before each decode (so a poll never sees the previous count) and the
- * cancel word (set on cancel, cleared after; cleared once at the first
- * load, charged to the load phase).  While a decode streams, each poll of
- * out[0] costs 4 bytes d2h.
- *
- * The kernel's status is the ap_return register (offset 0x10 of the
- * ap_ctrl_hs register map), read with exclusive access to the compute unit.
+ *            (kernel tessera_top, its five m_axi arguments ctl, in_w, in_f,
+ *            out_w, out_f and their banks, the tessera_profile key) ->
+ *            xrtDeviceLoadXclbinFile -> kernel, one run handle, three
+ *            buffers (ctl; in bound to in_w and in_f; out bound to out_w
+ *            and out_f) in the groups (xrtKernelArgGroupId) CONNECTIVITY
+ *            names
+ *   start:   one xrtRunStart: the kernel serves its ring until EXIT
+ *            (kernels/tsr_kernel.h); no run per command
+ *   write:   the host map, then a sync of those bytes to the device
+ *   read:    a sync of those bytes from the device, then the host map
+ *   publish: one word, written and synced after every earlier write
+ *   wait:    poll the word (a 4-byte sync) until it changes, backing off
+ *            from 20 us to 1 ms between polls; interrupt() cuts a wait short
+ *   close:   wait for the run to finish (the command layer sent EXIT)
  *
  * XRT is optional at build time (TSR_HAVE_XRT) and at link time: the XRT
  * functions are weak references, so libtessera links without XRT and the
@@ -41,8 +33,7 @@
 #include "weight_image.h"
 
 #define KERNEL_NAME  "tessera_top"
-#define CMD_BYTES    (4u * TSR_CMD_WORDS)
-#define AP_RETURN    0x10u   /* ap_ctrl_hs register map: return value */
+#define XRT_RING_N   8u
 
 #ifdef TSR_HAVE_XRT
 
@@ -78,7 +69,6 @@ _Static_assert(sizeof(struct connection) == 12, "connection size");
 #pragma weak xrtPLKernelOpenExclusive
 #pragma weak xrtKernelClose
 #pragma weak xrtKernelArgGroupId
-#pragma weak xrtKernelReadRegister
 #pragma weak xrtBOAlloc
 #pragma weak xrtBOFree
 #pragma weak xrtBOMap
@@ -94,15 +84,11 @@ struct tsr_backend {
     xrtDeviceHandle   dev;
     xrtKernelHandle   kern;
     xrtRunHandle      run;
-    xrtBufferHandle   bo[TSR_XRT_NARGS];   /* [ARG_CMD] unused                 */
-    uint32_t         *map[TSR_XRT_NARGS];  /* host maps of the buffers          */
+    xrtBufferHandle   bo[TSR_BUF_COUNT];
+    uint32_t         *map[TSR_BUF_COUNT];   /* host maps of the buffers          */
     tsr_xrt_info      info;
-    int               pes;                 /* PEs the mesh uses                 */
-    tsr_link_counters link;
-    int               loaded;              /* an image is resident              */
-    uint64_t          image_hash;
-    int               cancel_clear;        /* the device's cancel word is 0     */
-    tsr_kconfig       cfg;                 /* the configuration loaded          */
+    int               started;
+    int               stop_wait;            /* interrupt(): a wait returns now   */
 };
 
 static tsr_xrt_trace g_trace;              /* tests only (backend_xrt.h)        */
@@ -121,85 +107,23 @@ int tsr_xrt_info_get(tsr_backend *b, tsr_xrt_info *info)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Buffers and runs                                                           */
+/* Buffers                                                                    */
 
-static const char *const arg_names[TSR_XRT_NARGS] = { "cmd", "in", "out", "cancel" };
+static const char *const arg_names[TSR_XRT_NARGS] = { "ctl", "in_w", "in_f", "out_w", "out_f" };
+static const int arg_buf[TSR_XRT_NARGS] = { TSR_BUF_CTL, TSR_BUF_IN, TSR_BUF_IN, TSR_BUF_OUT,
+                                            TSR_BUF_OUT };
+static const char *const buf_names[TSR_BUF_COUNT] = { "ctl", "in", "out" };
 
-static int kfail(int k, const char *what, tsr_err *e) { return tsr_kstatus_err(k, "xrt", what, e); }
-
-/* Sync bytes at offset of buffer arg in direction dir, charging phase. */
-static int bo_sync(tsr_backend *b, int arg, int dir, size_t bytes, size_t offset, int phase,
-                   tsr_err *e)
+/* Sync bytes at offset of buffer buf in direction dir. */
+static int bo_sync(tsr_backend *b, int buf, int dir, size_t bytes, size_t offset, tsr_err *e)
 {
     if (bytes == 0) return TSR_OK;
-    if (g_trace.on_sync) g_trace.on_sync(arg, dir, bytes, offset, g_trace.user);
-    if (xrtBOSync(b->bo[arg], dir == TSR_XRT_H2D ? XCL_BO_SYNC_BO_TO_DEVICE
+    if (g_trace.on_sync) g_trace.on_sync(buf, dir, bytes, offset, g_trace.user);
+    if (xrtBOSync(b->bo[buf], dir == TSR_XRT_H2D ? XCL_BO_SYNC_BO_TO_DEVICE
                                                  : XCL_BO_SYNC_BO_FROM_DEVICE,
                   bytes, offset) != 0)
         return tsr_seterr(e, TSR_ERR_DEVICE, "xrt: syncing %zu bytes of '%s' %s the device "
-                          "failed", bytes, arg_names[arg], dir == TSR_XRT_H2D ? "to" : "from");
-    if (dir == TSR_XRT_H2D) b->link.h2d[phase] += bytes;
-    else b->link.d2h[phase] += bytes;
-    return TSR_OK;
-}
-
-/* Start one run with these command words (the m_axi arguments are set once
- * at open). */
-static int run_start(tsr_backend *b, int phase, const uint32_t cmd[TSR_CMD_WORDS], tsr_err *e)
-{
-    uint32_t words[TSR_CMD_WORDS];
-    memcpy(words, cmd, sizeof words);
-    if (xrtRunSetArg(b->run, TSR_XRT_ARG_CMD, words) != 0 || xrtRunStart(b->run) != 0)
-        return tsr_seterr(e, TSR_ERR_DEVICE, "xrt: cannot start %s (op %u)", KERNEL_NAME,
-                          cmd[TSR_CMD_OP]);
-    b->link.h2d[phase] += CMD_BYTES;
-    b->link.invocations[phase]++;
-    if (g_trace.on_run)
-        g_trace.on_run(cmd, b->map[TSR_XRT_ARG_OUT], b->info.bo_bytes[TSR_XRT_ARG_OUT] / 4u,
-                       g_trace.user);
-    return TSR_OK;
-}
-
-/* The finished run's kernel status into *k. */
-static int run_status(tsr_backend *b, const uint32_t cmd[TSR_CMD_WORDS], int state, int *k,
-                      tsr_err *e)
-{
-    if (state != ERT_CMD_STATE_COMPLETED)
-        return tsr_seterr(e, TSR_ERR_DEVICE, "xrt: %s (op %u) ended in state %d, not completed",
-                          KERNEL_NAME, cmd[TSR_CMD_OP], state);
-    if (g_trace.status) {
-        *k = g_trace.status(cmd, g_trace.user);
-        return TSR_OK;
-    }
-    uint32_t v = 0;
-    if (xrtKernelReadRegister(b->kern, AP_RETURN, &v) != 0)
-        return tsr_seterr(e, TSR_ERR_DEVICE, "xrt: cannot read %s's return register (0x%x)",
-                          KERNEL_NAME, AP_RETURN);
-    *k = (int)v;
-    return TSR_OK;
-}
-
-/* One complete command: in_bytes of in to `in`, run, out_bytes of `out`
- * back into out.  *k gets the kernel status. */
-static int exec(tsr_backend *b, int phase, const uint32_t cmd[TSR_CMD_WORDS], const void *in,
-                size_t in_bytes, void *out, size_t out_bytes, int *k, tsr_err *e)
-{
-    int rc;
-    if (in_bytes > b->info.bo_bytes[TSR_XRT_ARG_IN] || out_bytes > b->info.bo_bytes[TSR_XRT_ARG_OUT])
-        return tsr_seterr(e, TSR_ERR_RANGE, "xrt: op %u moves %zu/%zu bytes, buffers hold %zu/%zu",
-                          cmd[TSR_CMD_OP], in_bytes, out_bytes, b->info.bo_bytes[TSR_XRT_ARG_IN],
-                          b->info.bo_bytes[TSR_XRT_ARG_OUT]);
-    if (in_bytes) {
-        memcpy(b->map[TSR_XRT_ARG_IN], in, in_bytes);
-        if ((rc = bo_sync(b, TSR_XRT_ARG_IN, TSR_XRT_H2D, in_bytes, 0, phase, e))) return rc;
-    }
-    if ((rc = run_start(b, phase, cmd, e))) return rc;
-    int state = (int)xrtRunWait(b->run);
-    if ((rc = run_status(b, cmd, state, k, e))) return rc;
-    if (out_bytes) {
-        if ((rc = bo_sync(b, TSR_XRT_ARG_OUT, TSR_XRT_D2H, out_bytes, 0, phase, e))) return rc;
-        memcpy(out, b->map[TSR_XRT_ARG_OUT], out_bytes);
-    }
+                          "failed", bytes, buf_names[buf], dir == TSR_XRT_H2D ? "to" : "from");
     return TSR_OK;
 }
 
@@ -209,9 +133,12 @@ static int exec(tsr_backend *b, int phase, const uint32_t cmd[TSR_CMD_WORDS], co
 static void xrt_close(tsr_backend *b)
 {
     if (!b) return;
+    /* the command layer sent EXIT: the run ends (a hung card: give up
+     * after a few seconds rather than hang the caller) */
+    if (b->started) (void)xrtRunWaitFor(b->run, 5000);
     if (b->run) xrtRunClose(b->run);
-    for (int a = TSR_XRT_ARG_IN; a < TSR_XRT_NARGS; a++)
-        if (b->bo[a]) xrtBOFree(b->bo[a]);
+    for (int i = 0; i < TSR_BUF_COUNT; i++)
+        if (b->bo[i]) xrtBOFree(b->bo[i]);
     if (b->kern) xrtKernelClose(b->kern);
     if (b->dev) xrtDeviceClose(b->dev);
     free(b);
@@ -284,44 +211,48 @@ static int check_kernel(const char *path, const tsr_xmeta *m, tsr_err *e)
         const tsr_xarg *g = tsr_xmeta_arg(m, arg_names[a]);
         if (!g)
             return tsr_seterr(e, TSR_ERR_UNSUPPORTED,
-                              "%s: kernel %s has no argument '%s' (expected cmd, in, out, "
-                              "cancel)", path, KERNEL_NAME, arg_names[a]);
+                              "%s: kernel %s has no argument '%s' (expected ctl, in_w, in_f, "
+                              "out_w, out_f: a persistent kernel of this tessera)", path,
+                              KERNEL_NAME, arg_names[a]);
         if (g->id != a)
             return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "%s: kernel %s argument '%s' has index "
                               "%d, expected %d", path, KERNEL_NAME, g->name, g->id, a);
-        if (a == TSR_XRT_ARG_CMD) {
-            /* XRT 2.13 passes a multi-word s_axilite argument by pointer only
-             * when its type says uint* or int*. */
-            if (g->address_qualifier != 0 || g->size != CMD_BYTES ||
-                (strcmp(g->type, "uint*") && strcmp(g->type, "int*")))
-                return tsr_seterr(e, TSR_ERR_UNSUPPORTED,
-                                  "%s: kernel %s argument 'cmd' must be an s_axilite uint*/int* "
-                                  "of %u bytes (found addressQualifier %d, %u bytes, type '%s')",
-                                  path, KERNEL_NAME, CMD_BYTES, g->address_qualifier, g->size,
-                                  g->type);
-        } else {
-            if (g->address_qualifier != 1)
-                return tsr_seterr(e, TSR_ERR_UNSUPPORTED,
-                                  "%s: kernel %s argument '%s' must be m_axi global memory "
-                                  "(addressQualifier 1), found %d", path, KERNEL_NAME, g->name,
-                                  g->address_qualifier);
-            if (g->mem_index < 0)
-                return tsr_seterr(e, TSR_ERR_UNSUPPORTED,
-                                  "%s: kernel %s argument '%s' is connected to no memory bank "
-                                  "(CONNECTIVITY)", path, KERNEL_NAME, g->name);
-        }
+        if (g->address_qualifier != 1)
+            return tsr_seterr(e, TSR_ERR_UNSUPPORTED,
+                              "%s: kernel %s argument '%s' must be m_axi global memory "
+                              "(addressQualifier 1), found %d", path, KERNEL_NAME, g->name,
+                              g->address_qualifier);
+        if (g->mem_index < 0)
+            return tsr_seterr(e, TSR_ERR_UNSUPPORTED,
+                              "%s: kernel %s argument '%s' is connected to no memory bank "
+                              "(CONNECTIVITY)", path, KERNEL_NAME, g->name);
+    }
+    /* one buffer each for in and out: their two ports must share a bank */
+    for (int a = TSR_XRT_ARG_IN_W; a <= TSR_XRT_ARG_OUT_W; a += 2) {
+        const tsr_xarg *x = tsr_xmeta_arg(m, arg_names[a]), *y = tsr_xmeta_arg(m, arg_names[a + 1]);
+        if (x->mem_index != y->mem_index)
+            return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "%s: kernel %s arguments '%s' (%s) and "
+                              "'%s' (%s) must be connected to one bank: the host binds one "
+                              "buffer to both", path, KERNEL_NAME, x->name, x->bank, y->name,
+                              y->bank);
     }
     if (!m->has_profile)
         return tsr_seterr(e, TSR_ERR_UNSUPPORTED,
                           "%s: no tessera_profile key in KEYVALUE_METADATA, so the kernel "
                           "profile is unknown (make xclbin adds it; or xclbinutil "
                           "--add-key-value USER:tessera_profile:$(profile_kv))", path);
+    const tsr_kprofile *k = &m->profile.k;
+    if (k->lanes != TSR_LANES || k->vec != TSR_VEC || k->row_slots != TSR_ROW_SLOTS)
+        return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "%s: built for a datapath of %u lanes, %u-word "
+                          "bus, %u row slots; this tessera lays weights out for %u, %u, %u",
+                          path, k->lanes, k->vec, k->row_slots, (unsigned)TSR_LANES,
+                          (unsigned)TSR_VEC, (unsigned)TSR_ROW_SLOTS);
     return TSR_OK;
 }
 
 static size_t round_up(size_t v, size_t to) { return (v + to - 1u) / to * to; }
 
-static int xrt_open(const tsr_devspec *spec, tsr_backend **out, tsr_err *e)
+static int xrt_open(const tsr_devspec *spec, tsr_backend **out, tsr_devinfo *info, tsr_err *e)
 {
     *out = NULL;
     if (!xrtDeviceOpen || !xclProbe)
@@ -367,15 +298,15 @@ static int xrt_open(const tsr_devspec *spec, tsr_backend **out, tsr_err *e)
     free(m);
     if (rc) goto fail;
     const tsr_xprofile *p = &in->profile;
-    b->pes = spec->pes ? spec->pes : (int)p->pes;
-    if (b->pes < 1 || (uint32_t)b->pes > p->pes) {
+    int pes = spec->pes ? spec->pes : (int)p->k.pes;
+    if (pes < 1 || (uint32_t)pes > p->k.pes) {
         rc = tsr_seterr(e, TSR_ERR_ARG, "xrt:%d: pes=%d outside 1..%u (profile %s of %s)",
-                        spec->index, b->pes, p->pes, p->name, in->xclbin);
+                        spec->index, pes, p->k.pes, p->name, in->xclbin);
         goto fail;
     }
 
-    /* Load it, open the compute unit (exclusive: the status register is
-     * read after each run) and one run handle. */
+    /* Load it, open the compute unit (exclusive: one host drives its ring)
+     * and one run handle. */
     if (xrtDeviceLoadXclbinFile(b->dev, in->xclbin) != 0) {
         rc = tsr_seterr(e, TSR_ERR_DEVICE, "%s: XRT cannot load it on device %d (platform %s)",
                         in->xclbin, spec->index, in->platform);
@@ -389,35 +320,48 @@ static int xrt_open(const tsr_devspec *spec, tsr_backend **out, tsr_err *e)
         goto fail;
     }
 
-    /* Buffers: in holds a LOAD chunk or a prompt; out the largest answer
-     * (decode ids, logits, counters); cancel one word. */
-    size_t out_words = 1u + p->seq;
-    if (p->vocab > out_words) out_words = p->vocab;
-    if (sizeof(tsr_kcounters) / 4u > out_words) out_words = sizeof(tsr_kcounters) / 4u;
-    in->bo_bytes[TSR_XRT_ARG_IN] = round_up(TSR_WIMAGE_CHUNK > 4u * p->seq ? TSR_WIMAGE_CHUNK
-                                                                          : 4u * p->seq, 4096);
-    in->bo_bytes[TSR_XRT_ARG_OUT] = round_up(4u * out_words, 4096);
-    in->bo_bytes[TSR_XRT_ARG_CANCEL] = 4096;
-    in->group[TSR_XRT_ARG_CMD] = -1;
-    for (int a = TSR_XRT_ARG_IN; a < TSR_XRT_NARGS; a++) {
-        in->group[a] = xrtKernelArgGroupId(b->kern, a);
+    /* Buffers: the ring; two LOAD payloads or a prompt; the largest answer
+     * (decoded ids, logits, counters) of the card's profile.  The group of
+     * a buffer is its first argument's. */
+    uint32_t words[TSR_BUF_COUNT];
+    words[TSR_BUF_CTL] = TSR_CTL_WORDS(XRT_RING_N);
+    words[TSR_BUF_IN] = TSR_IN_WORDS;
+    uint32_t ow = p->k.vocab > p->k.seq + 1u ? p->k.vocab : p->k.seq + 1u;
+    if (2u * (TSR_KCOUNTERS_FIXED + p->k.pes) > ow) ow = 2u * (TSR_KCOUNTERS_FIXED + p->k.pes);
+    words[TSR_BUF_OUT] = ow;
+    for (int a = 0; a < TSR_XRT_NARGS; a++) in->group[a] = xrtKernelArgGroupId(b->kern, a);
+    static const int first_arg[TSR_BUF_COUNT] = { TSR_XRT_ARG_CTL, TSR_XRT_ARG_IN_W,
+                                                  TSR_XRT_ARG_OUT_W };
+    for (int i = 0; i < TSR_BUF_COUNT; i++) {
+        int a = first_arg[i];
+        in->bo_bytes[i] = round_up(4u * (size_t)words[i], 4096);
         if (in->group[a] < 0 ||
-            !(b->bo[a] = xrtBOAlloc(b->dev, in->bo_bytes[a], 0, (xrtMemoryGroup)in->group[a])) ||
-            !(b->map[a] = xrtBOMap(b->bo[a]))) {
+            !(b->bo[i] = xrtBOAlloc(b->dev, in->bo_bytes[i], 0, (xrtMemoryGroup)in->group[a])) ||
+            !(b->map[i] = xrtBOMap(b->bo[i]))) {
             rc = tsr_seterr(e, TSR_ERR_DEVICE, "xrt: cannot allocate %zu bytes for '%s' in bank "
-                            "%s (group %d)", in->bo_bytes[a], arg_names[a], in->bank[a],
+                            "%s (group %d)", in->bo_bytes[i], buf_names[i], in->bank[a],
                             in->group[a]);
             goto fail;
         }
-        memset(b->map[a], 0, in->bo_bytes[a]);
+        memset(b->map[i], 0, in->bo_bytes[i]);
     }
-    if (!(b->run = xrtRunOpen(b->kern)) ||
-        xrtRunSetArg(b->run, TSR_XRT_ARG_IN, b->bo[TSR_XRT_ARG_IN]) != 0 ||
-        xrtRunSetArg(b->run, TSR_XRT_ARG_OUT, b->bo[TSR_XRT_ARG_OUT]) != 0 ||
-        xrtRunSetArg(b->run, TSR_XRT_ARG_CANCEL, b->bo[TSR_XRT_ARG_CANCEL]) != 0) {
+    if (!(b->run = xrtRunOpen(b->kern))) {
         rc = tsr_seterr(e, TSR_ERR_DEVICE, "xrt: cannot set up a run of %s", KERNEL_NAME);
         goto fail;
     }
+    for (int a = 0; a < TSR_XRT_NARGS; a++)
+        if (xrtRunSetArg(b->run, a, b->bo[arg_buf[a]]) != 0) {
+            rc = tsr_seterr(e, TSR_ERR_DEVICE, "xrt: cannot bind '%s' of %s", arg_names[a],
+                            KERNEL_NAME);
+            goto fail;
+        }
+    memset(info, 0, sizeof *info);
+    snprintf(info->profile, sizeof info->profile, "%s", p->name);
+    info->prof = p->k;
+    info->pes = pes;
+    info->clock_mhz = 300;   /* the Alveo platforms' default kernel clock */
+    info->ring_n = XRT_RING_N;
+    for (int i = 0; i < TSR_BUF_COUNT; i++) info->words[i] = words[i];
     *out = b;
     return TSR_OK;
 fail:
@@ -425,266 +369,86 @@ fail:
     return rc;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Fit and load                                                               */
-
-/* The CONFIGURE block for m on this card: the emu's, with the mesh picked
- * under the xclbin profile's column limit. */
-static int xrt_config(tsr_backend *b, const tsr_checkpoint *m, const tsr_load_opts *o,
-                      tsr_kconfig *kc, tsr_err *e)
+static int xrt_start(tsr_backend *b, tsr_err *e)
 {
-    int rc = tsr_wimage_config(m, o, b->pes, kc, e);
+    /* the ring's header is written to the map: the kernel reads it first */
+    int rc = bo_sync(b, TSR_BUF_CTL, TSR_XRT_H2D, 4u * TSR_CTL_CMD0, 0, e);
     if (rc) return rc;
-    uint32_t P = (uint32_t)b->pes, C = 1;
-    while (2u * C <= b->info.profile.cols && (2u * C) * (2u * C) <= P && P % (2u * C) == 0) C *= 2u;
-    kc->mesh_rows = P / C;
-    kc->mesh_cols = C;
+    if (xrtRunStart(b->run) != 0)
+        return tsr_seterr(e, TSR_ERR_DEVICE, "xrt: cannot start %s", KERNEL_NAME);
+    b->started = 1;
+    if (g_trace.on_start) {
+        uint32_t w[TSR_BUF_COUNT];
+        for (int i = 0; i < TSR_BUF_COUNT; i++) w[i] = (uint32_t)(b->info.bo_bytes[i] / 4u);
+        g_trace.on_start(b->map[TSR_BUF_CTL], b->map[TSR_BUF_IN], b->map[TSR_BUF_OUT], w,
+                         g_trace.user);
+    }
     return TSR_OK;
 }
 
-static int xrt_fit(tsr_backend *b, const tsr_checkpoint *m, const tsr_load_opts *o,
-                   uint64_t *need_bytes, uint64_t *have_bytes, tsr_err *e)
+/* ------------------------------------------------------------------------ */
+/* Transport                                                                  */
+
+static int check_range(const tsr_backend *b, int buf, uint32_t off, uint32_t words, tsr_err *e)
 {
-    const tsr_xprofile *p = &b->info.profile;
-    tsr_kconfig kc;
-    int rc = xrt_config(b, m, o, &kc, e);
-    if (rc) return rc;
-    tsr_wneed nd;
-    tsr_wimage_need(&kc, &nd);
-    uint64_t have = (uint64_t)b->pes * (p->i8_bytes + 4ull * p->f32_words) +
-                    4ull * (2ull * p->layers + 1u) * p->dim;
-    if (need_bytes) *need_bytes = nd.total_bytes;
-    if (have_bytes) *have_bytes = have;
-    /* Shapes against the profile the xclbin was synthesized for. */
-    struct { const char *what; uint32_t v, max; } lim[] = {
-        { "dim", kc.dim, p->dim },
-        { "hidden_dim", kc.hidden_dim, p->hidden },
-        { "n_layers", kc.n_layers, p->layers },
-        { "n_heads", kc.n_heads, p->heads },
-        { "n_kv_heads", kc.n_kv_heads, p->kv_heads },
-        { "head_size", kc.n_heads ? kc.dim / kc.n_heads : 0, p->head_size },
-        { "vocab_size", kc.vocab_size, p->vocab },
-        { "seq_len", kc.seq_len, p->seq },
-        { "group size", kc.group, p->group_max },
-        { "mesh rows", kc.mesh_rows, p->rows },
-    };
-    for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++)
-        if (lim[i].v > lim[i].max)
-            return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "%s: %s %u exceeds the maximum %u of "
-                              "profile %s (%s)", m->path, lim[i].what, lim[i].v, lim[i].max,
-                              p->name, b->info.xclbin);
-    if (kc.group < p->group_min)
-        return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "%s: group size %u is below the minimum %u of "
-                          "profile %s (%s)", m->path, kc.group, p->group_min, p->name,
-                          b->info.xclbin);
-    /* Slots are KV regions: too many is a capacity limit, so the caller
-     * may retry with fewer. */
-    if (kc.n_slots > p->slots)
-        return tsr_seterr(e, TSR_ERR_CAPACITY, "%s: %u sequence slots, profile %s (%s) has %u",
-                          m->path, kc.n_slots, p->name, b->info.xclbin, p->slots);
-    if (kc.n_heads == 0 || kc.n_kv_heads == 0 || kc.dim % kc.n_heads ||
-        kc.n_heads % kc.n_kv_heads || (kc.dim / kc.n_heads) % 2u)
-        return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "%s: dim %u, %u heads, %u kv heads: heads "
-                          "must divide dim (even head size) and kv heads must divide heads",
-                          m->path, kc.dim, kc.n_heads, kc.n_kv_heads);
-    /* Per-PE SRAM, from the kernel's own layout arithmetic. */
-    if (nd.pe_i8_max > p->i8_bytes)
-        return tsr_seterr(e, TSR_ERR_CAPACITY, "%s: needs %llu bytes of int8 tiles on one of %d "
-                          "PEs, a PE of profile %s (%s) has %u", m->path,
-                          (unsigned long long)nd.pe_i8_max, b->pes, p->name, b->info.xclbin,
-                          p->i8_bytes);
-    if (nd.pe_f32_max > p->f32_words)
-        return tsr_seterr(e, TSR_ERR_CAPACITY, "%s: needs %llu bytes of fp32 weights/scales + "
-                          "KV cache on one of %d PEs, a PE of profile %s (%s) has %llu",
-                          m->path, (unsigned long long)nd.pe_f32_max * 4u, b->pes, p->name,
-                          b->info.xclbin, (unsigned long long)p->f32_words * 4u);
+    size_t have = buf >= 0 && buf < TSR_BUF_COUNT ? b->info.bo_bytes[buf] / 4u : 0u;
+    if (off > have || words > have - off)
+        return tsr_seterr(e, TSR_ERR_RANGE, "xrt: buffer %d: words %u..%u outside its %zu", buf,
+                          off, off + words, have);
     return TSR_OK;
 }
 
-static int xrt_load(tsr_backend *b, const tsr_checkpoint *m, const tsr_load_opts *o, tsr_err *e)
+static int xrt_write(tsr_backend *b, int buf, uint32_t off, const void *src, uint32_t words,
+                     tsr_err *e)
 {
-    int rc = xrt_fit(b, m, o, NULL, NULL, e);
+    int rc = check_range(b, buf, off, words, e);
     if (rc) return rc;
-    tsr_kconfig kc;
-    tsr_wimage img;
-    if ((rc = xrt_config(b, m, o, &kc, e))) return rc;
-    if ((rc = tsr_wimage_build(m, &kc, &img, e))) return rc;
-    if (b->loaded && b->image_hash == img.hash) {
-        tsr_wimage_free(&img);   /* the same image is resident: nothing moves */
-        return TSR_OK;
+    memcpy(b->map[buf] + off, src, (size_t)words * 4u);
+    return bo_sync(b, buf, TSR_XRT_H2D, (size_t)words * 4u, (size_t)off * 4u, e);
+}
+
+static int xrt_read(tsr_backend *b, int buf, uint32_t off, void *dst, uint32_t words, tsr_err *e)
+{
+    int rc = check_range(b, buf, off, words, e);
+    if (!rc) rc = bo_sync(b, buf, TSR_XRT_D2H, (size_t)words * 4u, (size_t)off * 4u, e);
+    if (rc) return rc;
+    if (words == 1) {
+        uint32_t v = __atomic_load_n(b->map[buf] + off, __ATOMIC_ACQUIRE);
+        memcpy(dst, &v, 4);
+    } else {
+        memcpy(dst, b->map[buf] + off, (size_t)words * 4u);
     }
-    b->loaded = 0;
-    if (!b->cancel_clear) {
-        b->map[TSR_XRT_ARG_CANCEL][0] = 0;
-        if ((rc = bo_sync(b, TSR_XRT_ARG_CANCEL, TSR_XRT_H2D, 4, 0, TSR_PHASE_LOAD, e))) goto out;
-        b->cancel_clear = 1;
-    }
-    uint32_t cfgw[TSR_KCONFIG_WORDS], fitw[TSR_KFIT_WORDS];
-    memcpy(cfgw, &kc, sizeof cfgw);
-    uint32_t cmd[TSR_CMD_WORDS] = { TSR_OP_CONFIGURE, 0, 0, 0, 0, 0, 0, 0 };
-    int k = 0;
-    if ((rc = exec(b, TSR_PHASE_LOAD, cmd, cfgw, sizeof cfgw, fitw, sizeof fitw, &k, e))) goto out;
-    if (k) { rc = kfail(k, "configure", e); goto out; }
-    uint64_t sent = 0;
-    for (int i = 0; i < img.n_chunks; i++) {
-        const tsr_wchunk *ch = &img.chunks[i];
-        uint32_t lc[TSR_CMD_WORDS] = { TSR_OP_LOAD, 0, ch->pe, ch->region, ch->offset,
-                                       ch->length, 0, 0 };
-        if ((rc = exec(b, TSR_PHASE_LOAD, lc, ch->data, ch->nbytes, NULL, 0, &k, e))) goto out;
-        if (k) { rc = kfail(k, "load chunk", e); goto out; }
-        sent += ch->nbytes;
-        if (o->progress) o->progress(sent, img.bytes, o->progress_user);
-    }
-    b->loaded = 1;
-    b->image_hash = img.hash;
-    b->cfg = kc;
-out:
-    tsr_wimage_free(&img);
-    return rc;
+    return TSR_OK;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Sequences                                                                  */
-
-static int simple(tsr_backend *b, int phase, const uint32_t cmd[TSR_CMD_WORDS], const char *what,
-                  tsr_err *e)
+static int xrt_publish(tsr_backend *b, int buf, uint32_t off, uint32_t v, tsr_err *e)
 {
-    int k = 0, rc = exec(b, phase, cmd, NULL, 0, NULL, 0, &k, e);
-    return rc ? rc : k ? kfail(k, what, e) : TSR_OK;
+    int rc = check_range(b, buf, off, 1, e);
+    if (rc) return rc;
+    /* the syncs before this one have completed: the word lands last */
+    __atomic_store_n(b->map[buf] + off, v, __ATOMIC_RELEASE);
+    return bo_sync(b, buf, TSR_XRT_H2D, 4, (size_t)off * 4u, e);
 }
 
-static int xrt_reset(tsr_backend *b, int slot, tsr_err *e)
+static int xrt_wait(tsr_backend *b, int buf, uint32_t off, uint32_t old, uint32_t timeout_us,
+                    uint32_t *now, tsr_err *e)
 {
-    uint32_t cmd[TSR_CMD_WORDS] = { TSR_OP_RESET, (uint32_t)slot, 0, 0, 0, 0, 0, 0 };
-    return simple(b, TSR_PHASE_PREFILL, cmd, "reset", e);
-}
-
-static int xrt_truncate(tsr_backend *b, int slot, int pos, int pending, tsr_err *e)
-{
-    uint32_t cmd[TSR_CMD_WORDS] = { TSR_OP_TRUNCATE, (uint32_t)slot, (uint32_t)pos,
-                                    (uint32_t)pending, 0, 0, 0, 0 };
-    return simple(b, TSR_PHASE_PREFILL, cmd, "truncate", e);
-}
-
-static int xrt_prefill(tsr_backend *b, int slot, const int *tokens, int n, tsr_err *e)
-{
-    if (n <= 0) return TSR_OK;
-    if ((size_t)n * 4u > b->info.bo_bytes[TSR_XRT_ARG_IN])
-        return tsr_seterr(e, TSR_ERR_RANGE, "xrt: prefill of %d tokens exceeds the input buffer", n);
-    uint32_t *ids = malloc((size_t)n * sizeof *ids);
-    if (!ids) return tsr_seterr(e, TSR_ERR_NOMEM, "xrt: out of memory");
-    for (int i = 0; i < n; i++) ids[i] = (uint32_t)tokens[i];
-    uint32_t cmd[TSR_CMD_WORDS] = { TSR_OP_PREFILL, (uint32_t)slot, (uint32_t)n, 0, 0, 0, 0, 0 };
-    int k = 0, rc = exec(b, TSR_PHASE_PREFILL, cmd, ids, 4u * (size_t)n, NULL, 0, &k, e);
-    free(ids);
-    return rc ? rc : k ? kfail(k, "prefill", e) : TSR_OK;
-}
-
-static uint32_t f32_bits(float f)
-{
-    uint32_t w;
-    memcpy(&w, &f, sizeof w);
-    return w;
-}
-
-static int xrt_decode(tsr_backend *b, int slot, int n, const tsr_sampler *s, int *out,
-                      int *n_out, tsr_token_fn on_token, void *user, volatile int *cancel,
-                      tsr_err *e)
-{
-    *n_out = 0;
-    if (n <= 0) return TSR_OK;
-    if ((size_t)(n + 1) * 4u > b->info.bo_bytes[TSR_XRT_ARG_OUT])
-        return tsr_seterr(e, TSR_ERR_RANGE, "xrt: decode of %d tokens exceeds the output buffer", n);
-    uint32_t *o = b->map[TSR_XRT_ARG_OUT];
-    const int ph = TSR_PHASE_DECODE;
+    uint32_t waited = 0, step = 20;
     int rc;
-    /* A poll must never see the previous decode's count. */
-    o[0] = 0;
-    if ((rc = bo_sync(b, TSR_XRT_ARG_OUT, TSR_XRT_H2D, 4, 0, ph, e))) return rc;
-    uint32_t cmd[TSR_CMD_WORDS] = {
-        TSR_OP_DECODE, (uint32_t)slot, (uint32_t)n, f32_bits(s->temperature),
-        f32_bits(s->top_p), (uint32_t)s->seed, (uint32_t)(s->seed >> 32),
-        (s->reseed ? TSR_DEC_RESEED : 0u) | (s->ignore_stop ? TSR_DEC_IGNORE_STOP : 0u)
-    };
-    if ((rc = run_start(b, ph, cmd, e))) return rc;
-
-    /* Poll out[0] while the run streams tokens (only when someone watches);
-     * back off while nothing new appears. */
-    int stream = on_token != NULL || cancel != NULL, want_cancel = 0, state;
-    uint32_t seen = 0, poll_ms = 1;
+    __atomic_store_n(&b->stop_wait, 0, __ATOMIC_RELAXED);
     for (;;) {
-        state = stream ? (int)xrtRunWaitFor(b->run, poll_ms) : (int)xrtRunWait(b->run);
-        int done = state != ERT_CMD_STATE_NEW && state != ERT_CMD_STATE_QUEUED &&
-                   state != ERT_CMD_STATE_RUNNING && state != ERT_CMD_STATE_SUBMITTED;
-        if (done && state != ERT_CMD_STATE_COMPLETED) break;
-        if ((rc = bo_sync(b, TSR_XRT_ARG_OUT, TSR_XRT_D2H, 4, 0, ph, e))) goto stop;
-        uint32_t cnt = o[0] > (uint32_t)n ? (uint32_t)n : o[0];
-        if (cnt > seen) {
-            if ((rc = bo_sync(b, TSR_XRT_ARG_OUT, TSR_XRT_D2H, 4u * (cnt - seen), 4u * (1u + seen),
-                              ph, e)))
-                goto stop;
-            while (seen < cnt) {
-                int tok = (int)o[1u + seen];
-                out[seen++] = tok;
-                if (on_token && on_token(tok, user)) want_cancel = 1;
-            }
-            poll_ms = 1;
-        } else if (poll_ms < 64) {
-            poll_ms *= 2;
-        }
-        if (cancel && *cancel) want_cancel = 1;
-        if (want_cancel && b->cancel_clear && !done) {
-            b->map[TSR_XRT_ARG_CANCEL][0] = 1;
-            if ((rc = bo_sync(b, TSR_XRT_ARG_CANCEL, TSR_XRT_H2D, 4, 0, ph, e))) goto stop;
-            b->cancel_clear = 0;
-        }
-        if (done) break;
+        if ((rc = xrt_read(b, buf, off, now, 1, e))) return rc;
+        if (*now != old || waited >= timeout_us || __atomic_load_n(&b->stop_wait, __ATOMIC_ACQUIRE))
+            return TSR_OK;
+        struct timespec ts = { 0, (long)step * 1000L };
+        nanosleep(&ts, NULL);
+        waited += step;
+        if (step < 1000u) step *= 2u;
     }
-    *n_out = (int)seen;
-    int k = 0;
-    if ((rc = run_status(b, cmd, state, &k, e))) goto stop;
-    if (k) rc = kfail(k, "decode", e);
-stop:
-    if (!b->cancel_clear) {
-        /* wait out the run before the word is cleared */
-        if (rc) xrtRunWait(b->run);
-        b->map[TSR_XRT_ARG_CANCEL][0] = 0;
-        int rc2 = bo_sync(b, TSR_XRT_ARG_CANCEL, TSR_XRT_H2D, 4, 0, ph, e);
-        if (!rc2) b->cancel_clear = 1;
-        if (!rc) rc = rc2;
-    }
-    return rc;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Debug reads and counters                                                   */
-
-static int xrt_read_logits(tsr_backend *b, float *logits, int n, tsr_err *e)
-{
-    if (n < 0) n = 0;
-    uint32_t cmd[TSR_CMD_WORDS] = { TSR_OP_READ_LOGITS, 0, (uint32_t)n, 0, 0, 0, 0, 0 };
-    int k = 0, rc = exec(b, TSR_PHASE_DEBUG, cmd, NULL, 0, logits, 4u * (size_t)n, &k, e);
-    return rc ? rc : k ? kfail(k, "read logits", e) : TSR_OK;
-}
-
-static void xrt_link_counters(tsr_backend *b, tsr_link_counters *c) { *c = b->link; }
-
-/* READ_COUNTERS (debug phase).  The card's counters block ends with one
- * word pair per PE of its own profile, so ask for exactly that much. */
-static int xrt_kernel_counters(tsr_backend *b, void *buf, size_t len, tsr_err *e)
-{
-    tsr_kcounters kc;
-    memset(&kc, 0, sizeof kc);
-    uint32_t pes = b->info.profile.pes < TSR_MAX_PES ? b->info.profile.pes : TSR_MAX_PES;
-    size_t bytes = offsetof(tsr_kcounters, pe_sram_bytes) + 8u * pes;
-    uint32_t cmd[TSR_CMD_WORDS] = { TSR_OP_READ_COUNTERS, 0, (uint32_t)(bytes / 4u), 0, 0, 0, 0, 0 };
-    int k = 0, rc = exec(b, TSR_PHASE_DEBUG, cmd, NULL, 0, &kc, bytes, &k, e);
-    if (rc) return rc;
-    if (k) return kfail(k, "read counters", e);
-    /* projected at 300 MHz, the Alveo platforms' default kernel clock */
-    tsr_kcounters_text(&kc, pes, b->info.profile.name, b->loaded ? &b->cfg : NULL, 300, buf, len);
-    return TSR_OK;
-}
+/* tsr_seq_cancel(): cut a poll short (an atomic store: async-signal-safe). */
+static void xrt_interrupt(tsr_backend *b) { __atomic_store_n(&b->stop_wait, 1, __ATOMIC_RELEASE); }
 
 #else /* !TSR_HAVE_XRT: every entry point says XRT is missing */
 
@@ -699,8 +463,9 @@ int tsr_xrt_info_get(tsr_backend *b, tsr_xrt_info *info)
     return TSR_ERR_ARG;
 }
 
-static int xrt_open(const tsr_devspec *spec, tsr_backend **out, tsr_err *e)
+static int xrt_open(const tsr_devspec *spec, tsr_backend **out, tsr_devinfo *info, tsr_err *e)
 {
+    (void)info;
     *out = NULL;
     return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "xrt:%d: tessera was built without XRT (install "
                       "libxrt-dev and rebuild)", spec->index);
@@ -708,62 +473,37 @@ static int xrt_open(const tsr_devspec *spec, tsr_backend **out, tsr_err *e)
 
 static void xrt_close(tsr_backend *b) { free(b); }
 
-static int xrt_fit(tsr_backend *b, const tsr_checkpoint *m, const tsr_load_opts *o,
-                   uint64_t *need_bytes, uint64_t *have_bytes, tsr_err *e)
+static int missing(tsr_err *e) { return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "xrt: built without XRT"); }
+
+static int xrt_start(tsr_backend *b, tsr_err *e) { (void)b; return missing(e); }
+
+static int xrt_write(tsr_backend *b, int buf, uint32_t off, const void *src, uint32_t words,
+                     tsr_err *e)
 {
-    (void)b; (void)m; (void)o; (void)need_bytes; (void)have_bytes;
-    return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "xrt: built without XRT");
+    (void)b; (void)buf; (void)off; (void)src; (void)words;
+    return missing(e);
 }
 
-static int xrt_load(tsr_backend *b, const tsr_checkpoint *m, const tsr_load_opts *o, tsr_err *e)
+static int xrt_read(tsr_backend *b, int buf, uint32_t off, void *dst, uint32_t words, tsr_err *e)
 {
-    return xrt_fit(b, m, o, NULL, NULL, e);
+    (void)b; (void)buf; (void)off; (void)dst; (void)words;
+    return missing(e);
 }
 
-static int xrt_reset(tsr_backend *b, int slot, tsr_err *e)
+static int xrt_publish(tsr_backend *b, int buf, uint32_t off, uint32_t v, tsr_err *e)
 {
-    (void)b; (void)slot;
-    return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "xrt: built without XRT");
+    (void)b; (void)buf; (void)off; (void)v;
+    return missing(e);
 }
 
-static int xrt_truncate(tsr_backend *b, int slot, int pos, int pending, tsr_err *e)
+static int xrt_wait(tsr_backend *b, int buf, uint32_t off, uint32_t old, uint32_t timeout_us,
+                    uint32_t *now, tsr_err *e)
 {
-    (void)pos; (void)pending;
-    return xrt_reset(b, slot, e);
+    (void)b; (void)buf; (void)off; (void)old; (void)timeout_us; (void)now;
+    return missing(e);
 }
 
-static int xrt_prefill(tsr_backend *b, int slot, const int *tokens, int n, tsr_err *e)
-{
-    (void)tokens; (void)n;
-    return xrt_reset(b, slot, e);
-}
-
-static int xrt_decode(tsr_backend *b, int slot, int n, const tsr_sampler *s, int *out,
-                      int *n_out, tsr_token_fn on_token, void *user, volatile int *cancel,
-                      tsr_err *e)
-{
-    (void)n; (void)s; (void)out; (void)on_token; (void)user; (void)cancel;
-    *n_out = 0;
-    return xrt_reset(b, slot, e);
-}
-
-static int xrt_read_logits(tsr_backend *b, float *logits, int n, tsr_err *e)
-{
-    (void)logits; (void)n;
-    return xrt_reset(b, 0, e);
-}
-
-static void xrt_link_counters(tsr_backend *b, tsr_link_counters *c)
-{
-    (void)b;
-    memset(c, 0, sizeof *c);
-}
-
-static int xrt_kernel_counters(tsr_backend *b, void *buf, size_t len, tsr_err *e)
-{
-    (void)buf; (void)len;
-    return xrt_reset(b, 0, e);
-}
+static void xrt_interrupt(tsr_backend *b) { (void)b; }
 
 #endif /* TSR_HAVE_XRT */
 
@@ -772,14 +512,11 @@ static int xrt_kernel_counters(tsr_backend *b, void *buf, size_t len, tsr_err *e
 const tsr_backend_iface tsr_backend_xrt = {
     .name = "xrt",
     .open = xrt_open,
+    .start = xrt_start,
     .close = xrt_close,
-    .fit = xrt_fit,
-    .load = xrt_load,
-    .reset = xrt_reset,
-    .truncate = xrt_truncate,
-    .prefill = xrt_prefill,
-    .decode = xrt_decode,
-    .read_logits = xrt_read_logits,
-    .link_counters = xrt_link_counters,
-    .kernel_counters = xrt_kernel_counters,
+    .write = xrt_write,
+    .read = xrt_read,
+    .publish = xrt_publish,
+    .wait = xrt_wait,
+    .interrupt = xrt_interrupt,
 };

@@ -86,7 +86,7 @@ int tsr_device_open(const char *spec, tsr_device **out)
     if (!dev->be)
         return tsr_seterr(&dev->err, TSR_ERR_UNSUPPORTED,
                           "backend '%s' is not built into this libtessera", dev->spec.backend);
-    return dev->be->open(&dev->spec, &dev->b, &dev->err);
+    return tsr_kcmd_open(&dev->k, dev->be, &dev->spec, &dev->err);
 }
 
 void tsr_device_close(tsr_device *dev)
@@ -96,7 +96,7 @@ void tsr_device_close(tsr_device *dev)
         if (dev->slots[i]) tsr_seq_close(dev->slots[i]);
     /* Models stay caller-owned handles, but lose their device. */
     for (tsr_model *m = dev->models; m; m = m->next) m->dev = NULL;
-    if (dev->b) dev->be->close(dev->b);
+    tsr_kcmd_close(&dev->k);
     free(dev);
 }
 
@@ -116,9 +116,8 @@ int tsr_device_traffic(const tsr_device *dev, tsr_traffic *t)
 {
     if (!dev || !t) return TSR_ERR_ARG;
     memset(t, 0, sizeof *t);
-    if (!dev->b) return TSR_OK;
-    tsr_link_counters c;
-    dev->be->link_counters(dev->b, &c);
+    if (!dev->k.b) return TSR_OK;
+    tsr_link_counters c = dev->k.link;
     t->load_h2d = c.h2d[TSR_PHASE_LOAD];       t->load_d2h = c.d2h[TSR_PHASE_LOAD];
     t->prefill_h2d = c.h2d[TSR_PHASE_PREFILL]; t->prefill_d2h = c.d2h[TSR_PHASE_PREFILL];
     t->decode_h2d = c.h2d[TSR_PHASE_DECODE];   t->decode_d2h = c.d2h[TSR_PHASE_DECODE];
@@ -134,10 +133,7 @@ int tsr_device_kernel_counters(tsr_device *dev, char *buf, size_t len)
     buf[0] = '\0';
     if (!dev->resident)
         return tsr_seterr(&dev->err, TSR_ERR_STATE, "no model loaded on the device");
-    if (!dev->be->kernel_counters)
-        return tsr_seterr(&dev->err, TSR_ERR_UNSUPPORTED,
-                          "backend %s has no kernel counters", dev->be->name);
-    return dev->be->kernel_counters(dev->b, buf, len, &dev->err);
+    return tsr_kcmd_counters_text(&dev->k, buf, len, &dev->err);
 }
 
 /* -------------------------------------------------------------- model --- */
@@ -167,7 +163,7 @@ int tsr_model_fit(tsr_device *dev, const char *path, const tsr_model_opts *opts,
                   uint64_t *need_bytes, uint64_t *have_bytes)
 {
     if (!dev || !path) return TSR_ERR_ARG;
-    if (!dev->b) return tsr_seterr(&dev->err, TSR_ERR_STATE, "device is not open");
+    if (!dev->k.b) return tsr_seterr(&dev->err, TSR_ERR_STATE, "device is not open");
     tsr_model_opts o = {0};
     if (opts) o = *opts;
     tsr_checkpoint *ck = NULL;
@@ -180,7 +176,7 @@ int tsr_model_fit(tsr_device *dev, const char *path, const tsr_model_opts *opts,
         .n_slots = o.n_seqs ? o.n_seqs : 1,
     };
     uint64_t need = 0, have = 0;
-    rc = dev->be->fit(dev->b, ck, &lo, &need, &have, &dev->err);
+    rc = tsr_kcmd_fit(&dev->k, ck, &lo, &need, &have, &dev->err);
     tsr_checkpoint_close(ck);
     if (need_bytes) *need_bytes = need;
     if (have_bytes) *have_bytes = have;
@@ -201,7 +197,7 @@ static int load_checkpoint(tsr_device *dev, tsr_checkpoint *ck, const char *path
                            const tsr_model_opts *opts, tsr_model **out)
 {
     int rc;
-    if (!dev->b) {
+    if (!dev->k.b) {
         tsr_checkpoint_close(ck);
         return tsr_seterr(&dev->err, TSR_ERR_STATE, "device is not open");
     }
@@ -249,7 +245,7 @@ static int load_checkpoint(tsr_device *dev, tsr_checkpoint *ck, const char *path
     int slots = o.n_seqs ? o.n_seqs : TSR_MAX_SEQ_SLOTS;
     for (;;) {
         m->lo.n_slots = slots;
-        rc = dev->be->fit(dev->b, m->ck, &m->lo, &need, &have, &dev->err);
+        rc = tsr_kcmd_fit(&dev->k, m->ck, &m->lo, &need, &have, &dev->err);
         if (rc != TSR_ERR_CAPACITY || o.n_seqs || slots == 1) break;
         slots--;
     }
@@ -263,12 +259,10 @@ static int load_checkpoint(tsr_device *dev, tsr_checkpoint *ck, const char *path
 
     /* The backend streams nothing when the same image (content hash) is
      * already resident; count only images that crossed the link. */
-    tsr_link_counters before, after;
-    dev->be->link_counters(dev->b, &before);
-    rc = dev->be->load(dev->b, m->ck, &m->lo, &dev->err);
+    uint64_t before = dev->k.link.h2d[TSR_PHASE_LOAD];
+    rc = tsr_kcmd_load(&dev->k, m->ck, &m->lo, &dev->err);
     if (rc) goto fail;
-    dev->be->link_counters(dev->b, &after);
-    if (after.h2d[TSR_PHASE_LOAD] != before.h2d[TSR_PHASE_LOAD]) dev->loads++;
+    if (dev->k.link.h2d[TSR_PHASE_LOAD] != before) dev->loads++;
     m->next = dev->models;
     dev->models = m;
     dev->resident = m;
@@ -353,7 +347,7 @@ int tsr_seq_open(tsr_model *m, tsr_seq **out)
     if (!s->hist) { free(s); return tsr_seterr(&dev->err, TSR_ERR_NOMEM, "out of memory"); }
     s->model = m;
     s->slot = slot;
-    rc = dev->be->reset(dev->b, slot, &dev->err);
+    rc = tsr_kcmd_reset(&dev->k, slot, &dev->err);
     if (rc) { free(s->hist); free(s); return rc; }
     dev->slots[slot] = s;
     *out = s;
@@ -372,8 +366,7 @@ void tsr_seq_close(tsr_seq *s)
 /* Snapshot the device's link counters, to charge a call's traffic to s. */
 static void link_snapshot(const tsr_seq *s, tsr_link_counters *c)
 {
-    tsr_device *dev = s->model->dev;
-    dev->be->link_counters(dev->b, c);
+    *c = s->model->dev->k.link;
 }
 
 static void charge(tsr_seq *s, const tsr_link_counters *before)
@@ -410,7 +403,7 @@ int tsr_seq_append_tokens(tsr_seq *s, const int *tokens, int n)
     tsr_link_counters before;
     link_snapshot(s, &before);
     double t0 = now_s();
-    rc = dev->be->prefill(dev->b, s->slot, tokens, n, &dev->err);
+    rc = tsr_kcmd_prefill(&dev->k, s->slot, tokens, n, &dev->err);
     s->st.prefill_seconds += now_s() - t0;
     charge(s, &before);
     if (rc) return rc;
@@ -498,14 +491,14 @@ int tsr_seq_generate(tsr_seq *s, const tsr_gen_opts *opts, tsr_token_cb cb, void
     link_snapshot(s, &before);
     int got = 0;
     int n_hist0 = s->n_hist;
-    rc = dev->be->decode(dev->b, s->slot, n, &smp, out, &got, on_token, &g, &s->cancel,
+    rc = tsr_kcmd_decode(&dev->k, s->slot, n, &smp, out, &got, on_token, &g, (int *)&s->cancel,
                          &dev->err);
     charge(s, &before);
     /* The device may have sampled past the token whose callback asked to
      * stop: rewind it, so the history is exactly what the caller saw. */
     if (rc == TSR_OK && g.stopped && got > g.n) {
         got = g.n;
-        rc = dev->be->truncate(dev->b, s->slot, n_hist0 + got - 1, out[got - 1], &dev->err);
+        rc = tsr_kcmd_truncate(&dev->k, s->slot, n_hist0 + got - 1, out[got - 1], &dev->err);
     }
     if (got > 0) {
         memcpy(s->hist + n_hist0, out, (size_t)got * sizeof *out);
@@ -532,8 +525,7 @@ void tsr_seq_cancel(tsr_seq *s)
 {
     if (!s) return;
     s->cancel = 1;
-    const tsr_device *dev = s->model->dev;
-    if (dev->be->interrupt) dev->be->interrupt(dev->b);   /* async-signal-safe */
+    tsr_kcmd_interrupt(&s->model->dev->k);   /* async-signal-safe */
 }
 
 int tsr_seq_was_cancelled(const tsr_seq *s)
@@ -562,7 +554,7 @@ int tsr_seq_truncate(tsr_seq *s, int n)
     if (n < 1 || n > s->n_hist)
         return tsr_seterr(&dev->err, TSR_ERR_RANGE,
                           "truncate: length %d outside 1..%d", n, s->n_hist);
-    rc = dev->be->truncate(dev->b, s->slot, n - 1, s->hist[n - 1], &dev->err);
+    rc = tsr_kcmd_truncate(&dev->k, s->slot, n - 1, s->hist[n - 1], &dev->err);
     if (rc) return rc;
     s->n_hist = n;
     s->n_kv = n - 1;
@@ -574,7 +566,7 @@ int tsr_seq_reset(tsr_seq *s)
     int rc = check_seq(s);
     if (rc) return rc;
     tsr_device *dev = s->model->dev;
-    rc = dev->be->reset(dev->b, s->slot, &dev->err);
+    rc = tsr_kcmd_reset(&dev->k, s->slot, &dev->err);
     if (rc) return rc;
     s->n_hist = 0;
     s->n_kv = 0;
@@ -607,8 +599,5 @@ int tsr_seq_read_logits(tsr_seq *s, float *logits, int n)
     if (!logits || n < s->model->ck->cfg.vocab_size)
         return tsr_seterr(&dev->err, TSR_ERR_ARG, "read_logits: need room for %d floats",
                           s->model->ck->cfg.vocab_size);
-    if (!dev->be->read_logits)
-        return tsr_seterr(&dev->err, TSR_ERR_UNSUPPORTED,
-                          "backend %s cannot read logits", dev->be->name);
-    return dev->be->read_logits(dev->b, logits, s->model->ck->cfg.vocab_size, &dev->err);
+    return tsr_kcmd_read_logits(&dev->k, logits, s->model->ck->cfg.vocab_size, &dev->err);
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "kcmd.h"
 #include "model.h"
 #include "tokenizer.h"
 
@@ -49,7 +50,8 @@ struct tsr_device {
     tsr_err                  err;      /* last failure's detail          */
     tsr_devspec              spec;
     const tsr_backend_iface *be;
-    tsr_backend             *b;        /* NULL when open failed          */
+    tsr_kcmd                 k;        /* the kernel protocol over be;
+                                          k.b is NULL when open failed   */
     tsr_log_fn               log;
     void                    *log_user;
     tsr_model               *models;   /* handles loaded on this device  */

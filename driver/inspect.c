@@ -96,7 +96,9 @@ int tsr_file_inspect(const char *path, tsr_file_info *info, char *err, size_t er
                             .n_slots = 1 };
         tsr_kconfig kc;
         tsr_wneed need;
-        if (tsr_wimage_config(ck, &o, TSR_DEFAULT_PES, &kc, NULL) != TSR_OK) continue;
+        const tsr_kprofile prof = TSR_KPROFILE_INIT;
+        tsr_mesh_opts mo = { .pes = TSR_DEFAULT_PES };
+        if (tsr_wimage_config(ck, &o, &mo, &prof, &kc, NULL) != TSR_OK) continue;
         tsr_wimage_need(&kc, &need);
         *(f32 ? &info->onchip_f32_bytes : &info->onchip_q8_bytes) = need.total_bytes;
     }

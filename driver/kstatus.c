@@ -2,6 +2,7 @@
  * (kernels/tsr_kernel.h TSR_K_*) as driver errors, and its counters block
  * (READ_COUNTERS) as text. */
 #include <stdio.h>
+#include <string.h>
 
 #include "backend.h"
 #include "plan.h"
@@ -31,18 +32,41 @@ int tsr_kstatus_err(int k, const char *backend, const char *what, tsr_err *e)
     return tsr_seterr(e, code, "%s: %s: kernel status %d (%s)", backend, what, k, kstatus_name(k));
 }
 
+void tsr_kcounters_from_words(const uint32_t *w, uint32_t n, tsr_kcounters *kc)
+{
+    memset(kc, 0, sizeof *kc);
+    uint32_t k = 0;
+#define GET(field) do { if (k + 1u < n) (field) = (uint64_t)w[k] | ((uint64_t)w[k + 1u] << 32); \
+                        k += 2u; } while (0)
+    for (int i = 0; i < TSR_OP_COUNT; i++) GET(kc->runs[i]);
+    GET(kc->tokens_fed);
+    GET(kc->tokens_sampled);
+    GET(kc->macs);
+    GET(kc->fabric_bcast_bytes);
+    GET(kc->fabric_reduce_bytes);
+    GET(kc->fabric_gather_bytes);
+    GET(kc->attended);
+    GET(kc->load_bytes);
+    GET(kc->n_pes);
+    GET(kc->last_pos);
+    for (int r = 0; r < TSR_RG_COUNT; r++) GET(kc->cyc[r]);
+    for (int r = 0; r < TSR_RG_COUNT; r++) GET(kc->cyc_mark[r]);
+    for (int p = 0; p < TSR_MAX_PES; p++) GET(kc->pe_sram_bytes[p]);
+#undef GET
+}
+
 size_t tsr_kcounters_text(const tsr_kcounters *kc, uint32_t max_pes, const char *profile,
                           const tsr_kconfig *cfg, int clock_mhz, char *buf, size_t len)
 {
     static const char *const opn[TSR_OP_COUNT] = {
         "nop", "load", "configure", "reset", "truncate", "prefill", "decode", "read_logits",
-        "read_counters"
+        "read_counters", "exit"
     };
     size_t at = 0;
 #define PUT(...) do { int w_ = snprintf(at < len ? buf + at : NULL, at < len ? len - at : 0, \
                                         __VA_ARGS__); \
                       if (w_ > 0) at += (size_t)w_; } while (0)
-    PUT("profile %s, %u PEs\n", profile, kc->n_pes);
+    PUT("profile %s, %llu PEs\n", profile, (unsigned long long)kc->n_pes);
     for (int i = 0; i < TSR_OP_COUNT; i++) PUT("runs.%s %llu\n", opn[i], (unsigned long long)kc->runs[i]);
     PUT("tokens_fed %llu\n", (unsigned long long)kc->tokens_fed);
     PUT("tokens_sampled %llu\n", (unsigned long long)kc->tokens_sampled);
@@ -55,9 +79,9 @@ size_t tsr_kcounters_text(const tsr_kcounters *kc, uint32_t max_pes, const char 
     for (uint32_t p = 0; p < kc->n_pes && p < max_pes && p < TSR_MAX_PES; p++)
         PUT("pe%u.sram_bytes %llu\n", p, (unsigned long long)kc->pe_sram_bytes[p]);
 #undef PUT
-    /* cycle model (driver/plan.c): the last forward pass, projected */
-    if (cfg)
-        at += tsr_plan_run_estimate(cfg, &kc->work, &kc->work_mark, clock_mhz,
+    /* the cycles the code charged for the last forward pass, by region */
+    if (cfg && kc->tokens_fed)
+        at += tsr_plan_run_estimate(kc->cyc, kc->cyc_mark, kc->last_pos, clock_mhz,
                                     at < len ? buf + at : NULL, at < len ? len - at : 0);
     if (len > 0 && at >= len) buf[len - 1] = '\0';
     return at;

@@ -1,167 +1,353 @@
 /*
  * plan.c - fit, blocks, DSPs and projected speed of a model on an FPGA part
- * (`tessera plan`, and the cycle estimate of `tessera run --stats`).
+ * (`tessera plan`, and the cycle split of `tessera run --stats`).
  *
- *   model config + options --tsr_wimage_config--> kconfig (mesh, seq, G)
- *     bytes per PE:   tsr_lay_pe_weights-style tile sums, tsr_lay_kv_words
- *     blocks:         packing rule (below) -> BRAM36 / URAM per PE, per card
+ *   model config + options --tsr_wimage_config--> kconfig (mesh, seq, G, Q)
+ *     bytes per PE:   the layout's tile sums (tsr_lay_pe_weights), KV words
+ *     blocks, DSPs:   the arrays as tessera_top partitions them, packed into
+ *                     BRAM36 / URAM ("Packing"); the operators the kernel's
+ *                     loops instantiate ("DSPs")
  *     fit:            against hw/parts.def minus the shell; if not, the
  *                     smallest change that fits (context, int8 KV, cards)
- *     cycles:         tsr_plan_work (the kernel's tsr_kwork, analytically)
- *                     -> tsr_plan_cycles_of (the costs below)
+ *     cycles:         tsr_plan_step: the kernel's own charges for a decode
+ *                     step (kernels/tsr_cycles.h), walked in the order
+ *                     tsr_forward runs them
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "plan.h"
+#include "profiles.h"
 #include "weight_image.h"
 
 /* ------------------------------------------------------------------------ */
-/* Cycle model: the hardware assumptions, in one place                        */
+/* Assumptions that are not the kernel's (its are in kernels/tsr_arch.h)      */
 
-/* A PE's datapath, as the kernel's loops would be pipelined at II=1:
- * Q8 tiles: 32 int8 MACs per cycle (one group of 32 per cycle; a DSP48E2
- * packs two int8 MACs, AMD WP486), then the group's int32 sum times both
- * scales.  F32 tiles and attention: 8 fp32 MACs per cycle. */
-#define HW_Q8_LANES        32u
-#define HW_F32_LANES       8u
-/* Cycles to fill a PE's GEMV pipeline, once per GEMV: URAM read (2),
- * int8 adder tree over 32 products (5), int32->fp32 and two fp32 multiplies
- * and an add (~12 at 300 MHz). */
-#define HW_GEMV_FILL       20u
-/* fp32 add latency: one level of the mesh-row adder tree waits for it. */
-#define HW_FADD_LAT        8u
-/* Controller passes over a GEMV input: Q8 quantizes in two passes (amax,
- * values), F32 pads in one; outputs arrive one fp32 word per cycle. */
-#define HW_Q8_IN_PASSES    2u
-/* RMSNorm: two passes (sum of squares, scale) plus rsqrt + divide latency. */
-#define HW_NORM_FIXED      40u
-/* Softmax over the scores: three passes (max, exp + sum, divide) plus the
- * exp / divide latency once per softmax. */
-#define HW_SOFTMAX_PASSES  3u
-#define HW_SOFTMAX_FIXED   40u
-/* Greedy sampling: copy the logits, one argmax pass. */
-#define HW_SAMPLE_PASSES   2u
 /* A split model: one hop of the activation vector between cards per token
  * and card boundary, charged as this fixed latency (about 3.3 us at 300 MHz).
  * An assumed cost: no card-to-card link has been built or measured. */
 #define HW_LINK_HOP        1000u
 
-/* Packing.  UltraRAM: 4K x 72 bits, used as 64 data bits (8 int8 or two
- * fp32) per word = 32 KiB; two ports.  BRAM36: 1K x 36 (32 data bits) or
- * 512 x 72 = 4 KiB of data; two ports (UG573 for UltraScale+, AM007 for
- * Versal).  32 bytes per cycle for the MAC lanes = 4 URAM words: the weight
- * tiles are partitioned over a multiple of 2 URAMs; the KV cache (8 fp32 per
- * cycle) over a multiple of 4 BRAM36 (or 2 URAMs). */
-#define HW_URAM_DATA       32768u
-#define HW_BRAM_DATA       4096u
-#define HW_URAM_PART       2u
-#define HW_KV_BRAM_PART    4u
-/* DSPs per PE.  Q8: 32 lanes / 2 per DSP48E2 = 16, the group's scale path
- * (two fp32 multiplies x 3 DSP + one fp32 add x 2 DSP) = 8, the tree adder
- * (2), the fp32 lanes for attention (8 x (3 + 2) = 40).  F32: the fp32
- * lanes (40) serve GEMV and attention, plus the tree adder.  fp32
- * multiply = 3 DSP, add = 2 DSP: Vitis HLS full-DSP floating-point cores
- * (PG060).  The controller (norms, softmax-free vector ops, sampler) gets
- * a fixed allowance. */
-#define HW_DSP_FP_MAC      5u
-#define HW_DSP_Q8_PE       (HW_Q8_LANES / 2u + 8u + 2u + HW_F32_LANES * HW_DSP_FP_MAC)
-#define HW_DSP_F32_PE      (HW_F32_LANES * HW_DSP_FP_MAC + 2u)
-#define HW_DSP_CTRL        32u
+/* Packing.  UltraRAM: 4K x 72 bits; BRAM36: 1K x 36 (32 data bits) or
+ * 512 x 72; data bits only (UG573 for UltraScale+, AM007 for Versal).  A
+ * PE's int8 array is reshaped to TSR_LANES-byte words (256 bits): 4 URAMs
+ * side by side, 4096 words deep each.  A partitioned array is one memory per
+ * bank; a bank of at most LUTRAM_WORDS words goes to LUTs (HLS's own choice
+ * for small memories: unverified until csynth). */
+#define HW_URAM_DEPTH      4096u
+#define HW_URAM_BYTES      32768u
+#define HW_BRAM_BYTES      4096u
+#define HW_W8_URAM_WIDE    4u
+#define LUTRAM_WORDS       64u
+/* DSPs of the operators (Vitis HLS floating-point cores, full-DSP
+ * implementations, PG060): fp32 multiply 3, add 2; expf and cosf/sinf are
+ * HLS math-library cores, counted at 7 and 10 (unverified until csynth);
+ * int8 multiplies are bound to LUTs (BIND_OP impl=fabric), dividers and
+ * compares use none. */
+#define DSP_FMUL           3
+#define DSP_FADD           2
+#define DSP_EXP            7
+#define DSP_TRIG           10
 /* PE counts `plan` tries when none is given, and the count it reports
  * when nothing fits. */
 #define PLAN_MAX_PES       256
 #define PLAN_DEFAULT_PES   16
-/* The synthesis profiles shipped in kernels/profiles/ and their PE counts
- * (TSR_MAX_PES); keep in step when a profile is added. */
-#define PLAN_PROFILES_NOTE "shipped profiles: stories260k (4 PEs), stories15m (16 PEs); " \
-                           "another PE count needs a new profile in kernels/profiles/"
+/* The datapath planned without --profile: the speed profile's. */
+#define PLAN_DATAPATH      "stories15m"
 
 const char *tsr_plan_assumptions(void)
 {
-    return "II=1 pipelines; per PE 32 int8 MAC lanes (Q8) or 8 fp32 MAC lanes (F32, attention); "
-           "GEMV pipeline fill 20 cycles; fp32 add 8 cycles per adder-tree level; controller "
-           "moves 1 fp32 word/cycle (Q8 input quantized in 2 passes); RMSNorm 2 passes + 40; "
-           "softmax 3 passes + 40; greedy sampling 2 passes over the logits; card-to-card hop "
-           "1000 cycles; weight tiles partitioned over >= 2 URAMs (2 ports x 64 bits), KV over "
-           ">= 4 BRAM36; fp32 multiply 3 DSP, add 2 DSP, int8 MAC 1/2 DSP";
+    return "the cycle accounting of kernels/tsr_cycles.h (II and depths of kernels/tsr_arch.h: "
+           "32 int8 lanes and 8 interleaved rows per PE at II=1, a 16-float controller bus, "
+           "8 fp32 attention lanes, fp32 add recurrences 8 cycles apart); card-to-card hop "
+           "1000 cycles; PE int8 tiles as 256-bit words in URAM, other arrays per partition "
+           "bank in BRAM36 (<= 64 words: LUTRAM); fp32 multiply 3 DSP, add 2, expf 7, cos/sin "
+           "10, int8 MACs in LUTs";
 }
 
 static uint64_t cdiv64(uint64_t a, uint64_t b) { return (a + b - 1u) / b; }
 
-void tsr_plan_cycles_of(const tsr_kconfig *kc, const tsr_kwork *w, int cards, tsr_plan_cycles *c)
+static const char *const rg_names[TSR_RG_COUNT] = {
+    "embed", "norm", "input", "gather", "rope", "attention_io", "sample",
+    "gemv", "tree", "attention", "attention_tree", "argmax"
+};
+
+const char *tsr_plan_region_name(int rg)
 {
-    int q8 = kc->dtype == TSR_KDT_Q8;
-    uint64_t hs = tsr_lay_head_size(kc);
-    memset(c, 0, sizeof *c);
-    c->gemv_macs = cdiv64(w->gemv_pe_macs, q8 ? HW_Q8_LANES : HW_F32_LANES) +
-                   w->gemvs * HW_GEMV_FILL;
-    c->gemv_trees = w->tree_rows + w->tree_levels * HW_FADD_LAT;
-    c->gemv_io = w->gemv_in * (q8 ? HW_Q8_IN_PASSES : 1u) + w->gemv_out;
-    c->embed = w->embed;
-    /* KV store (one element of K and V per cycle), scores and values
-     * (2 x len x hs MACs on the fp32 lanes), softmax passes */
-    c->attention = w->attn_units * hs + cdiv64(2u * w->attn_len * hs, HW_F32_LANES) +
-                   HW_SOFTMAX_PASSES * w->attn_len + w->attn_heads * HW_SOFTMAX_FIXED;
-    c->norms = 2u * w->norm_elems + w->norms * HW_NORM_FIXED;
-    c->vector = w->vec_elems;
-    c->sample = HW_SAMPLE_PASSES * w->logits;
-    c->links = cards > 1 ? (uint64_t)(cards - 1) * HW_LINK_HOP : 0u;
-    c->total = c->gemv_macs + c->gemv_trees + c->gemv_io + c->embed + c->attention + c->norms +
-               c->vector + c->sample + c->links;
+    return rg >= 0 && rg < TSR_RG_COUNT ? rg_names[rg] : "?";
 }
 
 /* ------------------------------------------------------------------------ */
-/* The work of one decode step (what tsr_forward + the sampler count)         */
+/* Cycles of a decode step: the kernel's charges, from the layout             */
 
-static void work_gemv(const tsr_kconfig *kc, uint32_t m, tsr_kwork *w)
+typedef struct layout {
+    const tsr_kconfig *kc;
+    uint32_t P, R, C, rot[TSR_WIMAGE_MAX_MATS];
+} layout;
+
+static tsr_tile tile_of(const layout *L, uint32_t m, uint32_t p)
 {
-    uint32_t d, n;
-    tsr_lay_mat_shape(kc, m, &d, &n);
-    tsr_kwork_gemv(kc, d, n, w);
+    return tsr_lay_tile(L->kc, m, L->rot[m], p);
 }
 
-void tsr_plan_work(const tsr_kconfig *kc, uint32_t pos, tsr_kwork *w)
+/* tsr_mesh_gemv of matrix m (mesh.c): the PE tiles (W13 with SwiGLU when
+ * C == 1), the column tree and SwiGLU on the roots (C > 1), the roots' best
+ * rows (argmax). */
+static void step_gemv(const layout *L, uint32_t m, int argmax, uint64_t *rg)
 {
-    uint32_t L = kc->n_layers, dim = kc->dim, G = kc->group;
-    memset(w, 0, sizeof *w);
-    w->forwards = 1;
-    w->pos_sum = pos;
-    w->embed = (uint64_t)tsr_cdiv(dim, G) * G;
-    for (uint32_t l = 0; l < L; l++) {
-        work_gemv(kc, TSR_MAT_LAYER(l, TSR_W_Q), w);
-        work_gemv(kc, TSR_MAT_LAYER(l, TSR_W_K), w);
-        work_gemv(kc, TSR_MAT_LAYER(l, TSR_W_V), w);
-        tsr_kwork_attention(kc, pos, w);
-        work_gemv(kc, TSR_MAT_LAYER(l, TSR_W_O), w);
-        work_gemv(kc, TSR_MAT_LAYER(l, TSR_W_1), w);
-        work_gemv(kc, TSR_MAT_LAYER(l, TSR_W_3), w);
-        work_gemv(kc, TSR_MAT_LAYER(l, TSR_W_2), w);
+    const tsr_kconfig *kc = L->kc;
+    uint32_t d, n, pair, worst = 0;
+    tsr_lay_mat_shape(kc, m, &d, &n, &pair);
+    for (uint32_t p = 0; p < L->P; p++) {
+        tsr_tile t = tile_of(L, m, p);
+        if (t.rows == 0) continue;
+        uint32_t cy = t.ngroups == 0 ? tsr_cy_zero((pair ? 2u : 1u) * t.rows)
+                                     : (pair ? 2u : 1u) * tsr_cy_tile(tsr_lay_tile_steps(kc, t.rows, t.ngroups));
+        if (pair && L->C == 1u) cy += tsr_cy_swiglu(t.rows);
+        if (cy > worst) worst = cy;
     }
-    w->norms = 2u * L + 1u;
-    w->norm_elems = (2u * (uint64_t)L + 1u) * dim;
-    w->vec_elems = (uint64_t)L * (dim / 2u + 2u * dim + kc->hidden_dim);
-    work_gemv(kc, tsr_lay_mat_wcls(kc), w);
-    w->logits = kc->vocab_size;
+    rg[TSR_RG_GEMV] += worst;
+    if (L->C > 1u) {
+        for (uint32_t lvl = 0; (1u << lvl) < L->C; lvl++) {
+            uint32_t s = 1u << lvl;
+            worst = 0;
+            for (uint32_t p = 0; p < L->P; p++) {
+                uint32_t c = p & (L->C - 1u);
+                if ((c & (2u * s - 1u)) != 0 || c + s >= L->C) continue;
+                tsr_tile t = tile_of(L, m, p);
+                uint32_t cy = tsr_cy_tree_level((pair ? 2u : 1u) * t.rows);
+                if (cy > worst) worst = cy;
+            }
+            rg[TSR_RG_TREE] += worst;
+        }
+        if (pair) {
+            worst = 0;
+            for (uint32_t p = 0; p < L->P; p += L->C) {
+                tsr_tile t = tile_of(L, m, p);
+                uint32_t cy = t.rows ? tsr_cy_swiglu(t.rows) : 0u;
+                if (cy > worst) worst = cy;
+            }
+            rg[TSR_RG_GEMV] += worst;
+        }
+    }
+    if (argmax) {
+        worst = 0;
+        for (uint32_t p = 0; p < L->P; p += L->C) {
+            tsr_tile t = tile_of(L, m, p);
+            uint32_t cy = t.rows ? tsr_cy_best(t.rows) : 0u;
+            if (cy > worst) worst = cy;
+        }
+        rg[TSR_RG_ARGMAX] += worst;
+    }
+}
+
+/* tsr_attention at pos (attention.c): the bus both ways, the KV PEs'
+ * phases (one step when Q == 1), the group trees. */
+static void step_attention(const layout *L, uint32_t S_pe, uint32_t pos, uint64_t *rg)
+{
+    const tsr_kconfig *kc = L->kc;
+    uint32_t hs = tsr_lay_head_size(kc), km = tsr_lay_kv_mul(kc), Q = kc->kv_split;
+    uint32_t pq = pos % Q, pd = pos / Q;
+    rg[TSR_RG_ATT_IO] += tsr_cy_att_send(kc->dim, tsr_lay_kv_dim(kc));
+    uint32_t ws = 0, we = 0, wv = 0, wall = 0;   /* the busiest PE per phase */
+    for (uint32_t p = 0; p < kc->att_pes; p++) {
+        uint32_t h0, q, nh = tsr_lay_kv_heads(kc, p, &h0, &q);
+        if (nh == 0) continue;
+        uint32_t nl = pd + (q <= pq ? 1u : 0u);
+        uint32_t sc = nh * ((q == pq ? tsr_cy_att_store(hs) : 0u) + km * tsr_cy_att_scores(hs, nl));
+        uint32_t ex = nh * km * tsr_cy_att_exp_s(nl, S_pe), va = nh * km * tsr_cy_att_values(hs, nl);
+        if (sc > ws) ws = sc;
+        if (ex > we) we = ex;
+        if (va > wv) wv = va;
+        if (sc + ex + va > wall) wall = sc + ex + va;
+    }
+    if (Q == 1u) {
+        rg[TSR_RG_ATTN] += wall;
+    } else {
+        uint32_t levels = tsr_cy_log2(Q);
+        rg[TSR_RG_ATTN] += ws + we + wv;
+        rg[TSR_RG_ATT_TREE] += 2u * levels * tsr_cy_att_tree_max(km) +
+                               2u * levels * tsr_cy_att_tree_sum(km) +
+                               levels * tsr_cy_att_tree_values(km, hs);
+    }
+    rg[TSR_RG_ATT_IO] += tsr_cy_att_collect(kc->dim);
+}
+
+void tsr_plan_step(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes, uint32_t pos,
+                   tsr_plan_cycles *c)
+{
+    layout L = { kc, tsr_lay_pes(kc), kc->mesh_rows, kc->mesh_cols, { 0 } };
+    uint32_t nm = tsr_lay_n_mats(kc), rot = 0, G = kc->group;
+    for (uint32_t m = 0; m < nm && m < TSR_WIMAGE_MAX_MATS; m++) {
+        L.rot[m] = rot;
+        rot = (rot + tsr_lay_units(kc, m)) % kc->mesh_rows;
+    }
+    uint32_t S_pe = sum_lanes < TSR_FADD_LAT ? sum_lanes : TSR_FADD_LAT;
+    int q8 = kc->dtype == TSR_KDT_Q8;
+    uint32_t dim = kc->dim, hid = kc->hidden_dim, hs = tsr_lay_head_size(kc);
+    uint64_t *rg = c->rg;
+    memset(c, 0, sizeof *c);
+
+    /* embed: each mesh column's groups of the row, a chunk a cycle */
+    uint32_t cpg = G > TSR_LANES ? G / TSR_LANES : 1u;
+    for (uint32_t cc = 0; cc < kc->mesh_cols; cc++) {
+        tsr_tile t = tile_of(&L, TSR_MAT_EMB, cc);
+        rg[TSR_RG_EMBED] += tsr_cy_loop(t.ngroups * cpg, 1u, TSR_D_BUS);
+    }
+    for (uint32_t l = 0; l < kc->n_layers; l++) {
+        rg[TSR_RG_NORM] += tsr_cy_norm_s(dim, sum_lanes);
+        rg[TSR_RG_INPUT] += tsr_cy_input(dim, G, q8);
+        step_gemv(&L, TSR_MAT_LAYER(l, TSR_W_QKV), 0, rg);
+        rg[TSR_RG_GATHER] += tsr_cy_gather(dim + 2u * tsr_lay_kv_dim(kc));
+        rg[TSR_RG_ROPE] += tsr_cy_rope(hs, dim, tsr_lay_kv_dim(kc));
+        step_attention(&L, S_pe, pos, rg);
+        rg[TSR_RG_INPUT] += tsr_cy_input(dim, G, q8);
+        step_gemv(&L, TSR_MAT_LAYER(l, TSR_W_O), 0, rg);
+        rg[TSR_RG_GATHER] += tsr_cy_gather(dim);
+        rg[TSR_RG_NORM] += tsr_cy_norm_s(dim, sum_lanes);
+        rg[TSR_RG_INPUT] += tsr_cy_input(dim, G, q8);
+        step_gemv(&L, TSR_MAT_LAYER(l, TSR_W_13), 0, rg);
+        rg[TSR_RG_GATHER] += tsr_cy_gather(hid);
+        rg[TSR_RG_INPUT] += tsr_cy_input(hid, G, q8);
+        step_gemv(&L, TSR_MAT_LAYER(l, TSR_W_2), 0, rg);
+        rg[TSR_RG_GATHER] += tsr_cy_gather(dim);
+    }
+    /* final norm, classifier, the greedy token: roots' bests, then a tree
+     * over the profile's PEs; the id to the host */
+    rg[TSR_RG_NORM] += tsr_cy_norm_s(dim, sum_lanes);
+    rg[TSR_RG_INPUT] += tsr_cy_input(dim, G, q8);
+    step_gemv(&L, tsr_lay_mat_wcls(kc), 1, rg);
+    rg[TSR_RG_ARGMAX] += tsr_cy_log2(profile_pes) * TSR_D_CMP;
+    rg[TSR_RG_SAMPLE] += TSR_D_BUS;
+    for (int r = 0; r < TSR_RG_COUNT; r++) {
+        if (r < TSR_RG_FIRST_MESH) c->controller += rg[r];
+        else c->mesh += rg[r];
+    }
+    c->total = c->controller + c->mesh;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Packing                                                                    */
+
+static long bram_of(uint64_t bytes) { return bytes ? (long)cdiv64(bytes, HW_BRAM_BYTES) : 0; }
+static long uram_of(uint64_t bytes) { return bytes ? (long)cdiv64(bytes, HW_URAM_BYTES) : 0; }
+
+/* An array of n elements of `bytes` each, partitioned cyclically into
+ * `banks` memories: BRAM36 blocks (0 when each bank is LUTRAM-small). */
+static long banked_bram(uint64_t n, uint32_t bytes, uint32_t banks)
+{
+    uint64_t per = cdiv64(n, banks);
+    if (per <= LUTRAM_WORDS) return 0;
+    return (long)banks * bram_of(per * bytes);
+}
+
+/* The blocks of one PE's memories: int8 tiles, fp32 array, KV cache,
+ * partial sums, attention scores (kernels/tsr_kernel.c tessera_top's
+ * partitions). */
+typedef struct pe_arrays {
+    uint64_t w8_bytes, f32_words, kv_bytes, rows, att_words, in_bytes;
+    int f32_uram, kv_uram;
+} pe_arrays;
+
+static void pe_blocks(const pe_arrays *a, long *uram, long *bram)
+{
+    uint64_t words = cdiv64(a->w8_bytes, TSR_LANES);
+    long u = a->w8_bytes ? (long)(HW_W8_URAM_WIDE * cdiv64(words, HW_URAM_DEPTH)) : 0, b = 0;
+    if (a->f32_uram) u += uram_of(4u * a->f32_words);
+    else b += bram_of(4u * a->f32_words);
+    uint64_t kv_bank = cdiv64(a->kv_bytes, TSR_ATT_LANES);
+    if (a->kv_uram) u += a->kv_bytes ? (long)TSR_ATT_LANES * uram_of(kv_bank) : 0;
+    else b += a->kv_bytes ? (long)TSR_ATT_LANES * bram_of(kv_bank) : 0;
+    b += banked_bram(a->rows, 4u, TSR_VEC) + banked_bram(a->att_words, 4u, TSR_ATT_LANES);
+    /* the broadcast input: TSR_LANES-byte words, 512 x 72-bit BRAM36 deep */
+    uint64_t in_words = cdiv64(a->in_bytes, TSR_LANES);
+    if (in_words > LUTRAM_WORDS) b += 4 * (long)cdiv64(in_words, 512);
+    *uram = u;
+    *bram = b;
+}
+
+/* The controller's memories: norm weights and vectors, TSR_VEC banks each
+ * (the sampler's candidates too); the quantizer's scratch and the tables
+ * are LUTRAM-small. */
+static long ctrl_blocks(uint64_t dim, uint64_t kvd, uint64_t hid, uint64_t vocab, uint64_t layers,
+                        uint64_t nmax)
+{
+    return banked_bram((2u * layers + 1u) * dim, 4u, TSR_VEC) + banked_bram(dim, 4u, TSR_VEC) +
+           banked_bram(nmax, 4u, TSR_LANES) + banked_bram(dim + 2u * kvd, 4u, TSR_VEC) +
+           banked_bram(dim, 4u, TSR_VEC) + banked_bram(hid, 4u, TSR_VEC) +
+           4 * banked_bram(vocab, 4u, TSR_VEC);
+}
+
+/* ------------------------------------------------------------------------ */
+/* DSPs: the floating-point operators of the kernel's loops                   */
+
+/* One PE: the Q8 tile's scale path (two multiplies, an add), F32 tiles
+ * (a multiply-add), SwiGLU (expf, two multiplies, an add), the column tree
+ * (TSR_VEC adds, when the profile has columns). */
+static long dsp_pe(int with_f32, int cols)
+{
+    long d = 2 * DSP_FMUL + DSP_FADD + 2 * DSP_FMUL + DSP_FADD + DSP_EXP;
+    if (with_f32) d += DSP_FMUL + DSP_FADD;
+    if (cols > 1) d += (long)TSR_VEC * DSP_FADD;
+    return d;
+}
+
+/* A PE with attention: scores and values (TSR_ATT_LANES multiply-adds
+ * each), expf, the local sum and its levels, and the group trees' adds
+ * (TSR_ATT_LANES lanes and one) when the profile splits heads. */
+static long dsp_att(int split)
+{
+    long d = 2L * TSR_ATT_LANES * (DSP_FMUL + DSP_FADD) + DSP_EXP + 2 * DSP_FADD;
+    if (split) d += (long)TSR_ATT_LANES * DSP_FADD + DSP_FADD;
+    return d;
+}
+
+/* The controller: the reduction's E lanes (multiply-add) and its levels'
+ * adds, the input pass's two multiplies per TSR_LANES lane, RoPE (cos/sin,
+ * TSR_VEC / 2 rotations of 4 multiplies and 2 adds), the gather's TSR_VEC
+ * residual adds, the sampler's expf. */
+static long dsp_ctrl(uint32_t sum_lanes)
+{
+    long E = sum_lanes >= TSR_FADD_LAT ? (long)(sum_lanes / TSR_FADD_LAT) : 1;
+    return E * (DSP_FMUL + 2 * DSP_FADD) + (long)TSR_LANES * 2 * DSP_FMUL + 2 * DSP_TRIG +
+           (long)(TSR_VEC / 2) * (4 * DSP_FMUL + 2 * DSP_FADD) + (long)TSR_VEC * DSP_FADD +
+           DSP_EXP;
+}
+
+void tsr_plan_profile_resources(const tsr_kprofile *p, tsr_plan_res *r)
+{
+    memset(r, 0, sizeof *r);
+    uint64_t sl_max = p->seq;   /* a KV PE's local positions at kv split 1 */
+    pe_arrays a = {
+        .w8_bytes = (uint64_t)p->w8_words * TSR_LANES, .f32_words = p->f32_words,
+        .kv_bytes = 4ull * p->kv_words, .rows = p->pe_rows,
+        .att_words = (uint64_t)p->heads * sl_max,
+        .in_bytes = (uint64_t)(p->hidden > p->dim ? p->hidden : p->dim) + p->group_max,
+        .f32_uram = (int)p->f32_uram, .kv_uram = (int)p->kv_uram,
+    };
+    long u, b;
+    pe_blocks(&a, &u, &b);
+    /* PEs without attention hold no KV cache and no scores */
+    pe_arrays n = a;
+    n.kv_bytes = 0;
+    n.att_words = 0;
+    long un, bn;
+    pe_blocks(&n, &un, &bn);
+    r->uram_pe = u;
+    r->bram_pe = b;
+    r->uram = (long)p->att_pes * u + (long)(p->pes - p->att_pes) * un;
+    r->bram = (long)p->att_pes * b + (long)(p->pes - p->att_pes) * bn +
+              ctrl_blocks(p->dim, p->dim, p->hidden, p->vocab, p->layers,
+                          (p->hidden > p->dim ? p->hidden : p->dim) + p->group_max);
+    r->kv_in_uram = (int)p->kv_uram;
+    r->dsp_pe = dsp_pe((int)p->with_f32, (int)p->mesh_cols) + dsp_att(p->kv_split_max > 1);
+    r->dsp = (long)p->pes * dsp_pe((int)p->with_f32, (int)p->mesh_cols) +
+             (long)p->att_pes * dsp_att(p->kv_split_max > 1) + dsp_ctrl(p->sum_lanes);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Bytes and blocks of one card                                               */
-
-static long bram_blocks(uint64_t bytes, uint32_t part)
-{
-    if (!bytes) return 0;
-    uint64_t b = cdiv64(bytes, HW_BRAM_DATA);
-    return (long)(cdiv64(b, part) * part);
-}
-
-static long uram_blocks(uint64_t bytes, uint32_t part)
-{
-    if (!bytes) return 0;
-    uint64_t b = cdiv64(bytes, HW_URAM_DATA);
-    return (long)(cdiv64(b, part) * part);
-}
 
 /* Bytes of kv_words fp32 KV words at precision kv (int8: one fp32 scale per
  * cached vector of head_size values). */
@@ -172,37 +358,40 @@ static uint64_t kv_bytes(const tsr_kconfig *kc, int kv, uint64_t words)
     return 4u * words;
 }
 
+/* The KV words the kernel places on PE p for layers [0, layers). */
+static uint64_t kv_words_of(const tsr_kconfig *kc, uint32_t p, uint32_t layers)
+{
+    return kc->n_layers ? tsr_lay_kv_words(kc, p) / kc->n_layers * layers : 0u;
+}
+
 typedef struct card_eval {
     tsr_plan_bytes bytes;
-    long uram_pe, bram_pe, uram, bram;
+    tsr_plan_res res;
 } card_eval;
 
 /* Bytes of matrix m over the whole mesh (int8 + fp32 tiles). */
-static uint64_t mat_bytes(const tsr_kconfig *kc, uint32_t m)
+static uint64_t mat_bytes(const tsr_kconfig *kc, uint32_t m, uint32_t rot)
 {
     uint64_t b = 0;
-    uint32_t d, n;
-    tsr_lay_mat_shape(kc, m, &d, &n);
     for (uint32_t p = 0; p < tsr_lay_pes(kc); p++) {
-        tsr_tile t = tsr_lay_tile(kc, d, n, p);
-        b += tsr_lay_tile_i8(kc, t) + 4u * (uint64_t)tsr_lay_tile_f32(kc, t);
+        tsr_tile t = tsr_lay_tile(kc, m, rot, p);
+        b += tsr_lay_tile_w8(kc, t) + 4u * (uint64_t)tsr_lay_tile_f32(kc, t);
     }
     return b;
 }
 
 /* The layers [*l0, *l1) of card k of K.  The first card holds the
  * embedding, the last the classifier (a shared one as a copy of the
- * embedding), so layers are split to balance bytes, not counts: the
- * boundaries cut the running total (embedding, then per layer its weights
- * and KV cache, then the classifier) into K near-equal parts. */
+ * embedding), so layers are split to balance bytes, not counts. */
 static void card_layers(const tsr_kconfig *kc, int kv, int K, int k, uint32_t *l0, uint32_t *l1)
 {
     uint32_t L = kc->n_layers;
     if (K <= 1) { *l0 = 0; *l1 = L; return; }
-    double E = (double)mat_bytes(kc, TSR_MAT_EMB), layer = 0;
-    for (uint32_t w = 0; w < TSR_W_COUNT; w++) layer += (double)mat_bytes(kc, TSR_MAT_LAYER(0, w));
-    layer += (double)kv_bytes(kc, kv, 2u * (uint64_t)kc->n_kv_heads * tsr_lay_kv_block(kc));
-    double cls = kc->shared_classifier ? E : (double)mat_bytes(kc, tsr_lay_mat_wcls(kc));
+    double E = (double)mat_bytes(kc, TSR_MAT_EMB, 0), layer = 0;
+    for (uint32_t w = 0; w < TSR_W_COUNT; w++) layer += (double)mat_bytes(kc, TSR_MAT_LAYER(0, w), 0);
+    layer += (double)kv_bytes(kc, kv, 2u * (uint64_t)kc->n_kv_heads * kc->seq_len *
+                                          tsr_lay_head_size(kc) * kc->n_slots);
+    double cls = kc->shared_classifier ? E : (double)mat_bytes(kc, tsr_lay_mat_wcls(kc), 0);
     double T = E + L * layer + cls;
     uint32_t b[2];
     for (int i = 0; i < 2; i++) {   /* boundaries k and k + 1 */
@@ -216,70 +405,63 @@ static void card_layers(const tsr_kconfig *kc, int kv, int K, int k, uint32_t *l
     *l1 = b[1] < b[0] ? b[0] : b[1];
 }
 
-/* Card k of K (card_layers); the first card holds the embedding, the last
- * the final norm and the classifier (a shared one is a copy of the
- * embedding there). */
-static void eval_card(const tsr_kconfig *kc, int kv, int K, int k, int kv_in_uram, card_eval *r)
+/* Card k of K: its PEs' arrays and the controller, what the model needs. */
+static void eval_card(const tsr_kconfig *kc, int kv, int K, int k, int kv_in_uram,
+                      const tsr_kprofile *pf, card_eval *r)
 {
     uint32_t P = tsr_lay_pes(kc), nm = tsr_lay_n_mats(kc), l0, l1;
     card_layers(kc, kv, K, k, &l0, &l1);
     int first = k == 0, last = k == K - 1, q8 = kc->dtype == TSR_KDT_Q8;
-    tsr_kconfig sub = *kc;   /* this card's layers, for its KV placement */
-    sub.n_layers = l1 - l0;
     memset(r, 0, sizeof *r);
+    uint64_t sl = tsr_lay_seq_words(kc);
+    uint32_t nmax = kc->dim > kc->hidden_dim ? kc->dim : kc->hidden_dim;
     for (uint32_t p = 0; p < P; p++) {
-        uint64_t i8 = 0, f32w = 0;
-        uint32_t rows = 0;
+        uint64_t w8 = 0, f32w = 0;
+        uint32_t rows = 0, rot = 0;
         for (uint32_t m = 0; m < nm; m++) {
             int in;
             if (m == TSR_MAT_EMB) in = first || (last && kc->shared_classifier);
             else if (m == tsr_lay_mat_wcls(kc)) in = last;
-            else in = (m - 1u) / 7u >= l0 && (m - 1u) / 7u < l1;
+            else in = (m - 1u) / TSR_W_COUNT >= l0 && (m - 1u) / TSR_W_COUNT < l1;
+            tsr_tile t = tsr_lay_tile(kc, m, rot, p);
+            rot = (rot + tsr_lay_units(kc, m)) % kc->mesh_rows;
             if (!in) continue;
-            uint32_t d, n;
-            tsr_lay_mat_shape(kc, m, &d, &n);
-            tsr_tile t = tsr_lay_tile(kc, d, n, p);
-            i8 += tsr_lay_tile_i8(kc, t);
+            w8 += tsr_lay_tile_w8(kc, t);
             f32w += tsr_lay_tile_f32(kc, t);
-            if (t.rows > rows) rows = t.rows;
+            if (tsr_lay_tile_psum(t) > rows) rows = tsr_lay_tile_psum(t);
         }
-        uint64_t kvb = kv_bytes(kc, kv, tsr_lay_kv_words(&sub, p));
-        uint64_t w = q8 ? i8 : 4u * f32w, s = q8 ? 4u * f32w : 0u;
-        uint64_t psum = 4u * (uint64_t)rows, att = 4u * (uint64_t)kc->seq_len;
+        uint64_t kvb = kv_bytes(kc, kv, kv_words_of(kc, p, l1 - l0));
+        uint32_t h0, q, nh = tsr_lay_kv_heads(kc, p, &h0, &q);
+        uint64_t w = q8 ? w8 : 4u * f32w, s = q8 ? 4u * f32w : 0u;
         r->bytes.weights += w;
         r->bytes.scales += s;
         r->bytes.kv += kvb;
-        r->bytes.scratch += psum + att;
+        r->bytes.scratch += 4u * (uint64_t)rows + (nmax + kc->group) + 4u * (nmax / kc->group + 1u);
         if (w + s + kvb > r->bytes.pe_max) r->bytes.pe_max = w + s + kvb;
-        long u = uram_blocks(w, HW_URAM_PART), b = bram_blocks(s, 1u);
-        if (kv_in_uram) u += uram_blocks(kvb, HW_URAM_PART);
-        else b += bram_blocks(kvb, HW_KV_BRAM_PART);
-        b += bram_blocks(psum, 1u) + bram_blocks(att, 1u);
-        if (u > r->uram_pe) r->uram_pe = u;
-        if (b > r->bram_pe) r->bram_pe = b;
-        r->uram += u;
-        r->bram += b;
+        pe_arrays a = { .w8_bytes = w8, .f32_words = f32w, .kv_bytes = kvb, .rows = rows,
+                        .att_words = (uint64_t)nh * tsr_lay_kv_mul(kc) * sl,
+                        .in_bytes = (uint64_t)nmax + kc->group, .f32_uram = (int)pf->f32_uram,
+                        .kv_uram = kv_in_uram };
+        long u, b;
+        pe_blocks(&a, &u, &b);
+        if (u > r->res.uram_pe) r->res.uram_pe = u;
+        if (b > r->res.bram_pe) r->res.bram_pe = b;
+        r->res.uram += u;
+        r->res.bram += b;
     }
-    /* controller: norm weights, vectors, buffers; one array per BRAM group */
     uint64_t dim = kc->dim, kvd = tsr_lay_kv_dim(kc), hid = kc->hidden_dim, V = kc->vocab_size;
-    uint64_t nmax = dim > hid ? dim : hid, npad = cdiv64(nmax, kc->group) * kc->group;
     uint64_t norms = 4u * (2u * (uint64_t)(l1 - l0) + (last ? 1u : 0u)) * dim;
-    uint64_t act[] = { 4 * dim, 4 * dim, 4 * dim, 4 * dim, 4 * kvd, 4 * kvd, 4 * hid, 4 * hid,
-                       last ? 4 * V : 0 };
-    uint64_t scr[] = { 4 * npad, npad, 4 * (npad / kc->group), last ? 4 * V : 0,
-                       last ? 4 * V : 0, last ? 4 * V : 0 };
     r->bytes.norms = norms;
-    r->bram += bram_blocks(norms, 1u);
-    for (size_t i = 0; i < sizeof act / sizeof act[0]; i++) {
-        r->bytes.activations += act[i];
-        r->bram += bram_blocks(act[i], 1u);
-    }
-    for (size_t i = 0; i < sizeof scr / sizeof scr[0]; i++) {
-        r->bytes.scratch += scr[i];
-        r->bram += bram_blocks(scr[i], 1u);
-    }
+    r->bytes.activations = 4u * (dim + (nmax + kc->group) + dim + 2u * kvd + dim + hid +
+                                 (last ? V : 0u));
+    r->bytes.scratch += last ? 12u * V : 0u;   /* the sampler's copy and candidates */
+    r->res.bram += ctrl_blocks(dim, kvd, hid, last ? V : 0u, l1 - l0, nmax + kc->group);
+    r->res.kv_in_uram = kv_in_uram;
     r->bytes.stationary = r->bytes.weights + r->bytes.scales + r->bytes.kv + r->bytes.norms;
     r->bytes.total = r->bytes.stationary + r->bytes.activations + r->bytes.scratch;
+    r->res.dsp_pe = dsp_pe(!q8, (int)kc->mesh_cols) + dsp_att(kc->kv_split > 1);
+    r->res.dsp = (long)P * dsp_pe(!q8, (int)kc->mesh_cols) +
+                 (long)kc->att_pes * dsp_att(kc->kv_split > 1) + dsp_ctrl(pf->sum_lanes);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -287,8 +469,35 @@ static void eval_card(const tsr_kconfig *kc, int kv, int K, int k, int kv_in_ura
 
 static int part_have(int count, int shell) { return count < 0 ? -1 : shell < 0 ? count : count - shell; }
 
-static int make_kconfig(const tsr_config *cfg, const tsr_plan_req *rq, int pes, tsr_kconfig *kc,
-                        tsr_err *e)
+/* The datapath and limits planned for: a shipped profile, or the speed
+ * profile's datapath with arrays as large as the model needs. */
+static int plan_profile(const tsr_plan_req *rq, tsr_kprofile *pf, char *name, size_t cap,
+                        int *with, tsr_err *e)
+{
+    const tsr_kprofile *p = tsr_profile_find(rq->profile ? rq->profile : PLAN_DATAPATH);
+    if (!p)
+        return tsr_seterr(e, TSR_ERR_ARG, "unknown profile '%s' (valid: %s)", rq->profile,
+                          tsr_profile_names());
+    *pf = *p;
+    snprintf(name, cap, "%s", rq->profile ? rq->profile : PLAN_DATAPATH);
+    *with = rq->profile != NULL;
+    if (!rq->profile) {
+        /* a profile written for this model: its arrays and limits unbounded */
+        pf->pes = pf->mesh_rows = PLAN_MAX_PES * 16;
+        pf->mesh_cols = 64;
+        pf->att_pes = pf->pes;
+        pf->dim = pf->hidden = pf->layers = pf->heads = pf->kv_heads = pf->head_size = ~0u >> 1;
+        pf->vocab = pf->seq = pf->slots = ~0u >> 1;
+        pf->group_min = 4;
+        pf->group_max = 256;
+        pf->kv_split_max = 64;
+        pf->w8_words = pf->f32_words = pf->kv_words = pf->pe_rows = ~0u >> 1;
+    }
+    return TSR_OK;
+}
+
+static int make_kconfig(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_kprofile *pf,
+                        int pes, tsr_kconfig *kc, tsr_err *e)
 {
     tsr_checkpoint ck;
     memset(&ck, 0, sizeof ck);
@@ -300,7 +509,9 @@ static int make_kconfig(const tsr_config *cfg, const tsr_plan_req *rq, int pes, 
     o.group_size = rq->group;
     o.seq_len = rq->seq_len;
     o.n_slots = 1;
-    return tsr_wimage_config(&ck, &o, pes, kc, e);
+    tsr_mesh_opts mo = { .pes = pes, .cols = rq->cols, .kv_split = rq->kv_split };
+    if (mo.cols > pes) mo.cols = 0;
+    return tsr_wimage_config(&ck, &o, &mo, pf, kc, e);
 }
 
 /* Fill out (except the fix_* fields) for pes PEs per card. */
@@ -308,8 +519,9 @@ static int eval(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part *p
                 tsr_plan *out, tsr_err *e)
 {
     memset(out, 0, sizeof *out);
-    int rc = make_kconfig(cfg, rq, pes, &out->kc, e);
+    int rc = plan_profile(rq, &out->prof, out->profile, sizeof out->profile, &out->with_profile, e);
     if (rc) return rc;
+    if ((rc = make_kconfig(cfg, rq, &out->prof, pes, &out->kc, e))) return rc;
     const tsr_kconfig *kc = &out->kc;
     int K = rq->cards > 0 ? rq->cards : 1;
     out->part = part;
@@ -321,34 +533,38 @@ static int eval(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part *p
         card_layers(kc, rq->kv, K, k, &l0, &l1);
         if ((int)(l1 - l0) > out->layers_per_card) out->layers_per_card = (int)(l1 - l0);
     }
+    if (out->with_profile) {
+        tsr_err pe;
+        tsr_clearerr(&pe);
+        out->profile_ok = tsr_wimage_check_profile(kc, &out->prof, out->profile, &pe) == TSR_OK;
+        if (!out->profile_ok) snprintf(out->profile_why, sizeof out->profile_why, "%s", pe.msg);
+    }
     out->uram_have = part_have(part->uram, part->shell_uram);
     out->bram_have = part_have(part->bram36, part->shell_bram36);
     out->dsp_have = part_have(part->dsp, part->shell_dsp);
-    out->dsp_pe = kc->dtype == TSR_KDT_Q8 ? HW_DSP_Q8_PE : HW_DSP_F32_PE;
-    out->dsp = (long)pes * out->dsp_pe + HW_DSP_CTRL;
     out->decidable = out->uram_have >= 0 && out->bram_have >= 0 && out->dsp_have >= 0;
 
     /* KV in BRAM first; in URAM when BRAM is what overflows */
-    for (int kv_uram = 0; kv_uram < 2; kv_uram++) {
+    for (int kv_uram = (int)out->prof.kv_uram; kv_uram < 2; kv_uram++) {
         card_eval worst, c;
         memset(&worst, 0, sizeof worst);
         for (int k = 0; k < K; k++) {
-            eval_card(kc, rq->kv, K, k, kv_uram, &c);
+            eval_card(kc, rq->kv, K, k, kv_uram, &out->prof, &c);
             if (c.bytes.total > worst.bytes.total) worst.bytes = c.bytes;
-            if (c.uram_pe > worst.uram_pe) worst.uram_pe = c.uram_pe;
-            if (c.bram_pe > worst.bram_pe) worst.bram_pe = c.bram_pe;
-            if (c.uram > worst.uram) worst.uram = c.uram;
-            if (c.bram > worst.bram) worst.bram = c.bram;
+            if (c.res.uram_pe > worst.res.uram_pe) worst.res.uram_pe = c.res.uram_pe;
+            if (c.res.bram_pe > worst.res.bram_pe) worst.res.bram_pe = c.res.bram_pe;
+            if (c.res.uram > worst.res.uram) worst.res.uram = c.res.uram;
+            if (c.res.bram > worst.res.bram) worst.res.bram = c.res.bram;
+            worst.res.dsp_pe = c.res.dsp_pe;
+            worst.res.dsp = c.res.dsp;
         }
         out->bytes = worst.bytes;
-        out->uram_pe = worst.uram_pe;
-        out->bram_pe = worst.bram_pe;
-        out->uram = worst.uram;
-        out->bram = worst.bram;
-        out->kv_in_uram = kv_uram;
-        out->fits = out->decidable && out->uram <= out->uram_have &&
-                    out->bram <= out->bram_have && out->dsp <= out->dsp_have;
-        if (out->fits || !out->decidable || out->bram <= out->bram_have) break;
+        out->res = worst.res;
+        out->res.kv_in_uram = kv_uram;
+        out->fits = out->decidable && out->res.uram <= out->uram_have &&
+                    out->res.bram <= out->bram_have && out->res.dsp <= out->dsp_have &&
+                    (!out->with_profile || out->profile_ok);
+        if (out->fits || !out->decidable || out->res.bram <= out->bram_have) break;
     }
     if (!out->decidable) {   /* name exactly the figures the table lacks */
         char miss[64] = "";
@@ -364,32 +580,42 @@ static int eval(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part *p
         snprintf(out->why, sizeof out->why,
                  "%s: the parts table (hw/parts.def) does not know its %s count%s", part->name,
                  miss, left > 1 ? "s" : "");
-    } else if (!out->fits)
+    } else if (out->with_profile && !out->profile_ok) {
+        snprintf(out->why, sizeof out->why, "profile %s: %s", out->profile, out->profile_why);
+    } else if (!out->fits) {
         snprintf(out->why, sizeof out->why, "needs URAM %ld of %ld, BRAM36 %ld of %ld, DSP %ld of %ld",
-                 out->uram, out->uram_have, out->bram, out->bram_have, out->dsp, out->dsp_have);
+                 out->res.uram, out->uram_have, out->res.bram, out->bram_have, out->res.dsp,
+                 out->dsp_have);
+    }
 
     /* a decode that streamed the weights would read each matrix once per
      * token (the classifier once even when it is a copy on the last card) */
-    for (uint32_t m = 0; m < tsr_lay_n_mats(kc); m++) out->weight_bytes_all += mat_bytes(kc, m);
+    uint32_t rot = 0;
+    for (uint32_t m = 0; m < tsr_lay_n_mats(kc); m++) {
+        out->weight_bytes_all += mat_bytes(kc, m, rot);
+        rot = (rot + tsr_lay_units(kc, m)) % kc->mesh_rows;
+    }
 
-    /* projected speed */
+    /* projected speed: the code's charges for a decode step */
     uint32_t seq = kc->seq_len;
     if (rq->pos >= 0 && (uint32_t)rq->pos >= seq)
         return tsr_seterr(e, TSR_ERR_ARG, "position %d outside the context 0..%u", rq->pos, seq - 1u);
     out->pos = rq->pos < 0 ? (int)seq - 1 : rq->pos;
-    tsr_plan_work(kc, (uint32_t)out->pos, &out->work);
-    tsr_plan_cycles_of(kc, &out->work, K, &out->cyc);
-    /* mean over a whole context: only the attention length moves with pos */
-    tsr_kwork w = out->work;
-    uint64_t per_pos = out->work.attn_heads;   /* attn_len = heads x (pos + 1) */
+    uint32_t ppes = out->with_profile ? out->prof.pes : (uint32_t)pes;
+    tsr_plan_step(kc, out->prof.sum_lanes, ppes, (uint32_t)out->pos, &out->cyc);
+    out->cyc.links = K > 1 ? (uint64_t)(K - 1) * HW_LINK_HOP : 0u;
+    out->cyc.total += out->cyc.links;
+    out->controller_share = out->cyc.total ? (double)out->cyc.controller / (double)out->cyc.total : 0;
+    /* mean over a whole context (positions sampled 64 apart, and the last) */
     double sum = 0;
-    for (uint32_t p = 0; p < seq; p++) {
+    uint32_t nsamp = 0;
+    for (uint32_t p = 0; p < seq; p += (seq > 256 ? seq / 64u : 1u)) {
         tsr_plan_cycles c;
-        w.attn_len = per_pos * (p + 1u);
-        tsr_plan_cycles_of(kc, &w, K, &c);
-        sum += (double)c.total;
+        tsr_plan_step(kc, out->prof.sum_lanes, ppes, p, &c);
+        sum += (double)(c.total + out->cyc.links);
+        nsamp++;
     }
-    out->cycles_mean = sum / seq;
+    out->cycles_mean = sum / nsamp;
     out->clock_mhz = rq->clock_mhz > 0 ? rq->clock_mhz : part->clock_mhz > 0 ? part->clock_mhz : -1;
     if (out->clock_mhz > 0) {
         out->tok_s = out->clock_mhz * 1e6 / (double)out->cyc.total;
@@ -408,15 +634,21 @@ static int eval_auto(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_pa
     if (rq->pes > 0) return eval(cfg, rq, part, rq->pes, out, e);
     tsr_plan best, t;
     int have = 0, rc;
-    for (int P = 1; P <= PLAN_MAX_PES; P *= 2) {
-        if ((rc = eval(cfg, rq, part, P, &t, e))) return rc;
+    int max_p = PLAN_MAX_PES;
+    const tsr_kprofile *pf = rq->profile ? tsr_profile_find(rq->profile) : NULL;
+    if (pf && (int)pf->pes < max_p) max_p = (int)pf->pes;
+    for (int P = 1; P <= max_p; P *= 2) {
+        rc = eval(cfg, rq, part, P, &t, e);
+        if (rc == TSR_ERR_ARG && rq->kv_split) continue;   /* a split this mesh cannot take */
+        if (rc) return rc;
         if (t.fits && (!have || t.cycles_mean < best.cycles_mean)) {
             best = t;
             have = 1;
         }
     }
     if (!have) {
-        if ((rc = eval(cfg, rq, part, PLAN_DEFAULT_PES, out, e))) return rc;
+        int P = pf && (int)pf->pes < PLAN_DEFAULT_PES ? (int)pf->pes : PLAN_DEFAULT_PES;
+        if ((rc = eval(cfg, rq, part, P, out, e))) return rc;
         out->pes_chosen = 2;
     } else {
         *out = best;
@@ -437,10 +669,15 @@ int tsr_plan_config(const tsr_config *cfg, const tsr_plan_req *req, tsr_plan *ou
     if (!part)
         return tsr_seterr(e, TSR_ERR_ARG, "unknown part '%s' (valid: %s)", req->part,
                           tsr_part_names());
+    if (req->profile && !tsr_profile_find(req->profile))
+        return tsr_seterr(e, TSR_ERR_ARG, "unknown profile '%s' (valid: %s)", req->profile,
+                          tsr_profile_names());
     if (req->kv < TSR_KV_F32 || req->kv > TSR_KV_INT8)
         return tsr_seterr(e, TSR_ERR_ARG, "KV precision %d (valid: f32, f16, int8)", req->kv);
     if (req->pes < 0 || req->pes > 4096)
         return tsr_seterr(e, TSR_ERR_ARG, "%d PEs (valid: 1..4096, or 0 to choose)", req->pes);
+    if (req->cols < 0 || req->kv_split < 0)
+        return tsr_seterr(e, TSR_ERR_ARG, "mesh columns and KV split must be >= 0");
     if (req->clock_mhz < 0)
         return tsr_seterr(e, TSR_ERR_ARG, "clock %d MHz (valid: > 0)", req->clock_mhz);
     if (req->cards < 0 || req->cards > cfg->n_layers)
@@ -448,6 +685,10 @@ int tsr_plan_config(const tsr_config *cfg, const tsr_plan_req *req, tsr_plan *ou
                           req->cards, cfg->n_layers);
     if (req->group < 0 || (!req->weights_f32 && req->group > 0 && req->group > cfg->dim))
         return tsr_seterr(e, TSR_ERR_ARG, "group size %d (valid: 1..%d)", req->group, cfg->dim);
+    if (tsr_cdiv((uint32_t)cfg->vocab_size, TSR_VEC) > 0 &&
+        1u + (uint32_t)TSR_W_COUNT * (uint32_t)cfg->n_layers + 1u > TSR_WIMAGE_MAX_MATS)
+        return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "%d layers: more matrices than plan lays out",
+                          cfg->n_layers);
     int rc = eval_auto(cfg, req, part, out, e);
     if (rc || out->fits || !out->decidable) return rc;
 
@@ -526,46 +767,51 @@ static void fmt_text(const tsr_plan *p, const char *name, sbuf *b)
                          : p->pes_chosen != 2 ? ""
                          : p->decidable ? ", the default: no power of two up to 256 fits"
                                         : ", the default: no count chosen, the fit cannot be decided";
-    put(b, "mesh:    %d PEs per card (%u x %u)%s, %d card%s\n", p->pes, k->mesh_rows,
-        k->mesh_cols, chosen, p->cards, p->cards > 1 ? "s (layers pipelined across cards)" : "");
+    put(b, "mesh:    %d PEs per card (%u x %u)%s, %d card%s; %u with attention, each KV head "
+           "over %u\n", p->pes, k->mesh_rows, k->mesh_cols, chosen, p->cards,
+        p->cards > 1 ? "s (layers pipelined across cards)" : "", k->att_pes, k->kv_split);
+    if (p->with_profile)
+        put(b, "profile: %s (its datapath and arrays)%s%s\n", p->profile,
+            p->profile_ok ? "" : ": DOES NOT HOLD THE MODEL: ", p->profile_ok ? "" : p->profile_why);
+    else
+        put(b, "profile: the %s datapath (%u-way sums), arrays sized for this model: a profile "
+               "to write (kernels/profiles/)\n", p->profile, p->prof.sum_lanes);
     put(b, "\non-chip bytes%s:\n", p->cards > 1 ? " (fullest card)" : "");
     put(b, "  weights      %14llu  %s tiles, URAM\n", (unsigned long long)p->bytes.weights,
         q8 ? "int8" : "fp32");
-    put(b, "  scales       %14llu  fp32 per group, BRAM\n", (unsigned long long)p->bytes.scales);
+    put(b, "  scales       %14llu  fp32 per group, %s\n", (unsigned long long)p->bytes.scales,
+        p->prof.f32_uram ? "URAM" : "BRAM");
     put(b, "  KV cache     %14llu  %s, %s\n", (unsigned long long)p->bytes.kv, kv_name(p->kv),
-        p->kv_in_uram ? "URAM" : "BRAM");
+        p->res.kv_in_uram ? "URAM" : "BRAM");
     put(b, "  norms        %14llu  controller\n", (unsigned long long)p->bytes.norms);
     put(b, "  activations  %14llu  controller vectors\n", (unsigned long long)p->bytes.activations);
-    put(b, "  scratch      %14llu  PE partial sums and scores, controller buffers\n",
+    put(b, "  scratch      %14llu  PE partial sums and inputs, sampler buffers\n",
         (unsigned long long)p->bytes.scratch);
     put(b, "  total        %14llu  (stationary: weights + scales + KV + norms = %llu)\n",
         (unsigned long long)p->bytes.total, (unsigned long long)p->bytes.stationary);
     put(b, "  fullest PE   %14llu  weights + scales + KV\n", (unsigned long long)p->bytes.pe_max);
-    put(b, "\nblocks after packing (weights: URAM 4Kx72 as 64-bit words, >= 2 per PE; KV: "
-           "BRAM36 1Kx32, >= 4 per PE, or URAM; the rest BRAM36):\n");
+    put(b, "\nblocks and DSPs (int8 tiles: 256-bit words, 4 URAM wide; other arrays one memory "
+           "per partition bank, BRAM36, <= 64 words LUTRAM):\n");
     put(b, "            per PE      card      part has\n");
-    put(b, "  URAM    %8ld  %8ld  ", p->uram_pe, p->uram);
+    put(b, "  URAM    %8ld  %8ld  ", p->res.uram_pe, p->res.uram);
     fmt_have(b, p->uram_have, pt->shell_uram >= 0);
-    put(b, "\n  BRAM36  %8ld  %8ld  ", p->bram_pe, p->bram);
+    put(b, "\n  BRAM36  %8ld  %8ld  ", p->res.bram_pe, p->res.bram);
     fmt_have(b, p->bram_have, pt->shell_bram36 >= 0);
-    put(b, "\n  DSP     %8ld  %8ld  ", p->dsp_pe, p->dsp);
+    put(b, "\n  DSP     %8ld  %8ld  ", p->res.dsp_pe, p->res.dsp);
     fmt_have(b, p->dsp_have, pt->shell_dsp >= 0);
     put(b, "\n  LUT     (not modelled)      ");
     fmt_have(b, part_have(pt->lut, pt->shell_lut), pt->shell_lut >= 0);
     put(b, "\n");
     if (pt->shell_uram < 0 || pt->shell_bram36 < 0)
         put(b, "  * whole device: the shell's reservation is not known to hw/parts.def\n");
-    /* plan packs what this model needs; a bitstream's arrays are sized by its
-     * profile's constants, whatever model runs on it (docs/hls-flow.md) */
     put(b, "  these blocks are what the model needs; a bitstream's are set by its profile "
-           "(docs/hls-flow.md, section 3)\n");
-    put(b, "  %s\n", PLAN_PROFILES_NOTE);
+           "(tessera plan --profile NAME, docs/hls-flow.md)\n");
     if (!p->decidable) put(b, "\nfit: CANNOT DECIDE: %s\n", p->why);
     else if (p->fits) put(b, "\nfit: FITS%s\n", p->cards > 1 ? " (each card)" : "");
     else {
         put(b, "\nfit: DOES NOT FIT: %s\n", p->why);
         put(b, "smallest changes that fit:\n");
-        if (p->fix_seq > 0) put(b, "  --seq %d (a shorter context)\n", p->fix_seq);
+        if (p->fix_seq > 0) put(b, "  --ctx %d (a shorter context)\n", p->fix_seq);
         else put(b, "  a shorter context: none fits\n");
         if (p->kv != TSR_KV_INT8)
             put(b, "  --kv int8: %s\n", p->fix_kv_int8 ? "fits (projected variant)" : "does not fit");
@@ -577,16 +823,17 @@ static void fmt_text(const tsr_plan *p, const char *name, sbuf *b)
                 p->fix_cards, p->fix_cards_pes);
         else put(b, "  split over cards: none up to one layer per card fits\n");
     }
-    put(b, "\nprojected decode (cycle model, not measured on hardware):\n");
-    put(b, "  cycles/token at position %d: %llu\n", p->pos, (unsigned long long)p->cyc.total);
-    put(b, "    GEMV MACs %llu, adder trees %llu, controller I/O %llu, embedding %llu,\n"
-           "    attention %llu, norms %llu, vector ops %llu, sampling %llu, card links %llu\n",
-        (unsigned long long)p->cyc.gemv_macs, (unsigned long long)p->cyc.gemv_trees,
-        (unsigned long long)p->cyc.gemv_io, (unsigned long long)p->cyc.embed,
-        (unsigned long long)p->cyc.attention, (unsigned long long)p->cyc.norms,
-        (unsigned long long)p->cyc.vector, (unsigned long long)p->cyc.sample,
-        (unsigned long long)p->cyc.links);
-    put(b, "  mean cycles/token over positions 0..%u: %.0f\n", k->seq_len - 1, p->cycles_mean);
+    put(b, "\nprojected decode (the kernel's cycle accounting, not measured on hardware):\n");
+    put(b, "  cycles/token at position %d: %llu (controller %llu = %.1f%%, mesh %llu%s)\n", p->pos,
+        (unsigned long long)p->cyc.total, (unsigned long long)p->cyc.controller,
+        100.0 * p->controller_share, (unsigned long long)p->cyc.mesh,
+        p->cyc.links ? ", card links" : "");
+    put(b, "   ");
+    for (int r = 0; r < TSR_RG_COUNT; r++)
+        put(b, " %s %llu%s", tsr_plan_region_name(r), (unsigned long long)p->cyc.rg[r],
+            r + 1 < TSR_RG_COUNT ? "," : "");
+    if (p->cyc.links) put(b, ", card links %llu", (unsigned long long)p->cyc.links);
+    put(b, "\n  mean cycles/token over positions 0..%u: %.0f\n", k->seq_len - 1, p->cycles_mean);
     if (p->clock_mhz > 0) {
         put(b, "  projected tokens/s at %d MHz: %.0f at position %d, %.0f over a whole context\n",
             p->clock_mhz, p->tok_s, p->pos, p->tok_s_mean);
@@ -619,14 +866,18 @@ static void fmt_json(const tsr_plan *p, const char *name, sbuf *b)
         else if ((unsigned char)*s < 0x20) put(b, "\\u%04x", (unsigned char)*s);
         else put(b, "%c", *s);
     }
-    put(b, "\",\"part\":\"%s\",\"dim\":%u,\"hidden_dim\":%u,\"n_layers\":%u,\"n_heads\":%u,"
+    put(b, "\",\"part\":\"%s\",\"profile\":\"%s\",\"profile_given\":%s,\"profile_holds\":%s,"
+           "\"dim\":%u,\"hidden_dim\":%u,\"n_layers\":%u,\"n_heads\":%u,"
            "\"n_kv_heads\":%u,\"vocab_size\":%u,\"weights\":\"%s\",\"group_size\":%u,"
            "\"kv\":\"%s\",\"kv_projection\":%s,\"seq_len\":%u,\"pes\":%d,\"pes_chosen\":%s,"
-           "\"mesh_rows\":%u,\"mesh_cols\":%u,\"cards\":%d,",
-        pt->name, k->dim, k->hidden_dim, k->n_layers, k->n_heads, k->n_kv_heads, k->vocab_size,
+           "\"mesh_rows\":%u,\"mesh_cols\":%u,\"kv_split\":%u,\"att_pes\":%u,\"cards\":%d,",
+        pt->name, p->profile, p->with_profile ? "true" : "false",
+        !p->with_profile ? "null" : p->profile_ok ? "true" : "false", k->dim, k->hidden_dim,
+        k->n_layers, k->n_heads, k->n_kv_heads, k->vocab_size,
         k->dtype == TSR_KDT_Q8 ? "q8" : "f32", k->group, kv_name(p->kv),
         p->kv == TSR_KV_F32 ? "false" : "true", k->seq_len, p->pes,
-        p->pes_chosen ? "true" : "false", k->mesh_rows, k->mesh_cols, p->cards);
+        p->pes_chosen ? "true" : "false", k->mesh_rows, k->mesh_cols, k->kv_split, k->att_pes,
+        p->cards);
     put(b, "\"bytes\":{\"weights\":%llu,\"scales\":%llu,\"kv\":%llu,\"norms\":%llu,"
            "\"activations\":%llu,\"scratch\":%llu,\"stationary\":%llu,\"total\":%llu,"
            "\"pe_max\":%llu},",
@@ -635,12 +886,12 @@ static void fmt_json(const tsr_plan *p, const char *name, sbuf *b)
         (unsigned long long)p->bytes.activations, (unsigned long long)p->bytes.scratch,
         (unsigned long long)p->bytes.stationary, (unsigned long long)p->bytes.total,
         (unsigned long long)p->bytes.pe_max);
-    put(b, "\"blocks\":{\"uram_pe\":%ld,\"uram\":%ld,", p->uram_pe, p->uram);
+    put(b, "\"blocks\":{\"uram_pe\":%ld,\"uram\":%ld,", p->res.uram_pe, p->res.uram);
     json_num(b, "uram_have", (double)p->uram_have, p->uram_have >= 0, 0);
-    put(b, "\"bram36_pe\":%ld,\"bram36\":%ld,", p->bram_pe, p->bram);
+    put(b, "\"bram36_pe\":%ld,\"bram36\":%ld,", p->res.bram_pe, p->res.bram);
     json_num(b, "bram36_have", (double)p->bram_have, p->bram_have >= 0, 0);
-    put(b, "\"kv_in_uram\":%s,\"dsp_pe\":%ld,\"dsp\":%ld,", p->kv_in_uram ? "true" : "false",
-        p->dsp_pe, p->dsp);
+    put(b, "\"kv_in_uram\":%s,\"dsp_pe\":%ld,\"dsp\":%ld,", p->res.kv_in_uram ? "true" : "false",
+        p->res.dsp_pe, p->res.dsp);
     json_num(b, "dsp_have", (double)p->dsp_have, p->dsp_have >= 0, 0);
     put(b, "\"shell_known\":%s},", pt->shell_uram >= 0 && pt->shell_bram36 >= 0 ? "true" : "false");
     /* fits is null when the part table cannot decide it */
@@ -656,15 +907,15 @@ static void fmt_json(const tsr_plan *p, const char *name, sbuf *b)
         b->at--;   /* the last comma */
         put(b, "},");
     }
-    put(b, "\"projected\":{\"position\":%d,\"cycles\":%llu,\"cycles_gemv_macs\":%llu,"
-           "\"cycles_gemv_trees\":%llu,\"cycles_gemv_io\":%llu,\"cycles_embed\":%llu,"
-           "\"cycles_attention\":%llu,\"cycles_norms\":%llu,\"cycles_vector\":%llu,"
-           "\"cycles_sample\":%llu,\"cycles_links\":%llu,\"cycles_mean\":%.1f,",
-        p->pos, (unsigned long long)p->cyc.total, (unsigned long long)p->cyc.gemv_macs,
-        (unsigned long long)p->cyc.gemv_trees, (unsigned long long)p->cyc.gemv_io,
-        (unsigned long long)p->cyc.embed, (unsigned long long)p->cyc.attention,
-        (unsigned long long)p->cyc.norms, (unsigned long long)p->cyc.vector,
-        (unsigned long long)p->cyc.sample, (unsigned long long)p->cyc.links, p->cycles_mean);
+    put(b, "\"projected\":{\"position\":%d,\"cycles\":%llu,\"cycles_controller\":%llu,"
+           "\"cycles_mesh\":%llu,\"controller_share\":%.4f,\"cycles_links\":%llu,",
+        p->pos, (unsigned long long)p->cyc.total, (unsigned long long)p->cyc.controller,
+        (unsigned long long)p->cyc.mesh, p->controller_share, (unsigned long long)p->cyc.links);
+    put(b, "\"regions\":{");
+    for (int r = 0; r < TSR_RG_COUNT; r++)
+        put(b, "\"%s\":%llu%s", tsr_plan_region_name(r), (unsigned long long)p->cyc.rg[r],
+            r + 1 < TSR_RG_COUNT ? "," : "");
+    put(b, "},\"cycles_mean\":%.1f,", p->cycles_mean);
     /* no clock: no tokens/s, and no streaming bandwidth */
     int clk = p->clock_mhz > 0;
     json_num(b, "clock_mhz", p->clock_mhz, clk, 0);
@@ -687,32 +938,29 @@ size_t tsr_plan_format(const tsr_plan *p, const char *name, int json, char *buf,
 }
 
 /* ------------------------------------------------------------------------ */
-/* The estimate of a real run (the emulator's counters)                       */
+/* The split of a real run (the kernel's counters)                           */
 
-size_t tsr_plan_run_estimate(const tsr_kconfig *kc, const tsr_kwork *now, const tsr_kwork *mark,
-                             int clock_mhz, char *buf, size_t len)
+size_t tsr_plan_run_estimate(const uint64_t cyc[TSR_RG_COUNT], const uint64_t mark[TSR_RG_COUNT],
+                             uint64_t pos, int clock_mhz, char *buf, size_t len)
 {
     sbuf b = { buf, len, 0 };
     if (len > 0) buf[0] = '\0';
-    if (now->forwards == 0) return 0;
-    tsr_kwork d;   /* every field is a uint64_t count: subtract them in order */
-    const uint64_t *a = (const uint64_t *)(const void *)now, *m = (const uint64_t *)(const void *)mark;
-    uint64_t *o = (uint64_t *)(void *)&d;
-    for (size_t i = 0; i < sizeof d / sizeof(uint64_t); i++) o[i] = a[i] - m[i];
-    tsr_plan_cycles c;
-    tsr_plan_cycles_of(kc, &d, 1, &c);
-    put(&b, "cycle_model.forwards %llu\n", (unsigned long long)now->forwards);
-    put(&b, "cycle_model.last.position %llu\n", (unsigned long long)d.pos_sum);
-    put(&b, "cycle_model.last.gemvs %llu\n", (unsigned long long)d.gemvs);
-    put(&b, "cycle_model.last.gemv_pe_macs %llu\n", (unsigned long long)d.gemv_pe_macs);
-    put(&b, "cycle_model.last.tree_levels %llu\n", (unsigned long long)d.tree_levels);
-    put(&b, "cycle_model.last.attn_len %llu\n", (unsigned long long)d.attn_len);
-    put(&b, "cycle_model.last.norm_elems %llu\n", (unsigned long long)d.norm_elems);
-    put(&b, "cycle_model.last.logits %llu\n", (unsigned long long)d.logits);
-    put(&b, "projected.cycles_per_token %llu\n", (unsigned long long)c.total);
-    if (clock_mhz > 0)
-        put(&b, "projected.tok_s %.1f at %d MHz (cycle model, not measured)\n",
-            clock_mhz * 1e6 / (double)c.total, clock_mhz);
+    uint64_t ctrl = 0, mesh = 0;
+    put(&b, "cycles.position %llu\n", (unsigned long long)pos);
+    for (int r = 0; r < TSR_RG_COUNT; r++) {
+        uint64_t d = cyc[r] - mark[r];
+        put(&b, "cycles.%s %llu\n", tsr_plan_region_name(r), (unsigned long long)d);
+        if (r < TSR_RG_FIRST_MESH) ctrl += d;
+        else mesh += d;
+    }
+    uint64_t total = ctrl + mesh;
+    put(&b, "cycles.controller %llu\n", (unsigned long long)ctrl);
+    put(&b, "cycles.mesh %llu\n", (unsigned long long)mesh);
+    put(&b, "cycles.total %llu\n", (unsigned long long)total);
+    put(&b, "cycles.controller_share %.4f\n", total ? (double)ctrl / (double)total : 0.0);
+    if (clock_mhz > 0 && total)
+        put(&b, "projected.tok_s %.1f at %d MHz (the kernel's cycle accounting, not measured)\n",
+            clock_mhz * 1e6 / (double)total, clock_mhz);
     if (len > 0 && b.at >= len) buf[len - 1] = '\0';
     return b.at;
 }
@@ -749,10 +997,13 @@ int tsr_plan_report(const char *path, const tsr_plan_opts *o, int json, char *bu
     tsr_plan_req rq;
     memset(&rq, 0, sizeof rq);
     rq.part = o->part;
+    rq.profile = o->profile;
     rq.weights_f32 = o->weights_f32;
     rq.group = o->group_size;
     rq.seq_len = o->seq_len;
     rq.pes = o->pes;
+    rq.cols = o->cols;
+    rq.kv_split = o->kv_split;
     rq.clock_mhz = o->clock_mhz;
     rq.pos = o->step > 0 ? o->step - 1 : -1;
     rq.cards = o->cards;

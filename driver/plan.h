@@ -5,15 +5,16 @@
  * Three pieces, each in one place:
  *   1. bytes: per PE and per card, from the layout arithmetic the kernel and
  *      the weight image use (kernels/tsr_layout.h), so the plan's stationary
- *      bytes equal the emulator's tsr_kfit / pe_sram_bytes by construction
- *      of the same functions, not by a second derivation;
- *   2. blocks: those arrays packed into BRAM36 / URAM blocks by the rule in
- *      plan.c ("Packing"), against the part (hw/parts.def) minus its shell;
- *   3. cycles: the work of one decode step (tsr_kwork, the counts the kernel
- *      itself keeps, here computed from the config and position) converted
- *      by the documented costs in plan.c ("Cycle model").  The emulator's
- *      `run --stats` converts the kernel's own counters with the same
- *      function, so plan and run agree for the same model and position.
+ *      bytes equal the emulator's per-PE SRAM by construction of the same
+ *      functions, not by a second derivation;
+ *   2. blocks and DSPs: the PE and controller arrays packed into BRAM36 /
+ *      URAM blocks the way tessera_top partitions them (plan.c, "Packing"),
+ *      and the floating-point operators the kernel's loops instantiate,
+ *      against the part (hw/parts.def) minus its shell;
+ *   3. cycles: what the kernel's own accounting charges for one decode step
+ *      (kernels/tsr_cycles.h), region by region, computed here from the
+ *      layout (tsr_plan_step) with the same helpers; tests/test_plan.c holds
+ *      the two equal against the emulator's counters.
  * Every speed is a projection: nothing here was measured on hardware.
  */
 #ifndef TSR_PLAN_H
@@ -34,29 +35,29 @@ enum { TSR_KV_F32 = 0, TSR_KV_F16 = 1, TSR_KV_INT8 = 2 };
 /* What to plan.  Zero-initialise, then set part (required). */
 typedef struct tsr_plan_req {
     const char *part;      /* hw/parts.def name, e.g. "u55c"                  */
+    const char *profile;   /* a shipped profile (its datapath, limits and
+                              arrays); NULL: the synthesis datapath of the
+                              stories15m profile, arrays sized for the model */
     int weights_f32;       /* 1: F32 weights; 0: Q8_0                         */
     int group;             /* Q8_0 group size; 0: 32                          */
     int kv;                /* TSR_KV_*                                        */
     int seq_len;           /* context; 0: the model's                         */
-    int pes;               /* PEs per card; 0: choose (best projected tok/s
+    int pes;               /* PEs per card; 0: choose (the fastest projected
                               that fits; 16 when nothing fits)                */
+    int cols;              /* mesh columns; 0: 1                              */
+    int kv_split;          /* PEs per KV head; 0: the profile's default       */
     int clock_mhz;         /* 0: the part's default clock                     */
     int pos;               /* position of the reported decode step; -1: the
                               last one (seq_len - 1)                          */
     int cards;             /* cards the layers are split over; 0: 1           */
 } tsr_plan_req;
 
-/* Cycles of one decode step, by where they are spent. */
+/* Cycles of one decode step: the code's charges per region (TSR_RG_*). */
 typedef struct tsr_plan_cycles {
-    uint64_t gemv_macs;    /* busiest PE's MACs / lanes + pipeline fill      */
-    uint64_t gemv_trees;   /* adder-tree levels along mesh rows              */
-    uint64_t gemv_io;      /* controller: quantize input, gather outputs     */
-    uint64_t embed;        /* embedding row gather                           */
-    uint64_t attention;    /* busiest PE: KV store, scores, softmax, values  */
-    uint64_t norms;        /* RMSNorm passes + their rsqrt                   */
-    uint64_t vector;       /* RoPE, residuals, SwiGLU                        */
-    uint64_t sample;       /* sampler's passes over the logits (greedy)      */
+    uint64_t rg[TSR_RG_COUNT];
     uint64_t links;        /* card-to-card hops of a split model             */
+    uint64_t controller;   /* the controller's regions                       */
+    uint64_t mesh;         /* the mesh's regions                             */
     uint64_t total;
 } tsr_plan_cycles;
 
@@ -66,16 +67,29 @@ typedef struct tsr_plan_bytes {
     uint64_t scales;       /* Q8 fp32 scales                                 */
     uint64_t kv;           /* KV cache at the chosen precision               */
     uint64_t norms;        /* controller norm weights                        */
-    uint64_t activations;  /* controller vectors x, xb, q, k, v, hb, logits  */
-    uint64_t scratch;      /* PE partial sums and scores; controller buffers */
+    uint64_t activations;  /* controller vectors x, xn, q|k|v, xb, hb, logits */
+    uint64_t scratch;      /* PE partial sums, inputs, scores; sampler buffers */
     uint64_t stationary;   /* weights + scales + kv + norms                  */
     uint64_t total;        /* everything above                               */
     uint64_t pe_max;       /* bytes of the fullest PE (weights + KV)         */
 } tsr_plan_bytes;
 
+/* Blocks and DSPs. */
+typedef struct tsr_plan_res {
+    long uram_pe, bram_pe;     /* fullest PE                                 */
+    long uram, bram;           /* card total (PEs + controller)              */
+    long dsp_pe, dsp;          /* DSPs per PE, per card                      */
+    int  kv_in_uram;           /* 1: the KV arrays went to URAM              */
+} tsr_plan_res;
+
 /* A plan. */
 typedef struct tsr_plan {
     const tsr_part *part;
+    char profile[32];      /* the datapath planned for                       */
+    tsr_kprofile prof;
+    int  with_profile;     /* 1: checked against a shipped profile's arrays */
+    int  profile_ok;       /* the model fits that profile                   */
+    char profile_why[TSR_ERRMSG_MAX];
     tsr_kconfig kc;        /* whole model on one card's mesh (seq, group, mesh) */
     int kv;                /* TSR_KV_*                                       */
     int cards, pes, pes_chosen; /* pes_chosen: 0 given (--pes); 1 plan picked
@@ -86,22 +100,18 @@ typedef struct tsr_plan {
     tsr_plan_bytes bytes;  /* fullest card                                   */
     uint64_t weight_bytes_all; /* weights + scales of the whole model, each
                                   matrix once (what streaming reads per token) */
-    /* blocks after packing, fullest card */
-    long uram_pe, bram_pe;     /* fullest PE                                 */
-    long uram, bram;           /* card total (PEs + controller)              */
-    int  kv_in_uram;           /* 1: the KV arrays went to URAM              */
-    long dsp_pe, dsp;          /* DSPs per PE, per card                      */
+    tsr_plan_res res;      /* what the model needs on the fullest card       */
     long uram_have, bram_have, dsp_have; /* the part minus its shell (-1: unknown) */
     int  decidable;            /* 0: the part table lacks a figure           */
     int  fits;
-    char why[200];             /* why it does not fit / cannot be decided    */
+    char why[TSR_ERRMSG_MAX + 64]; /* why it does not fit / cannot be decided */
     /* projected speed */
     int clock_mhz;             /* -1: unknown (no clock given or in the table) */
     int pos;                   /* the reported decode step's position        */
-    tsr_kwork work;            /* its work (tsr_plan_work)                   */
     tsr_plan_cycles cyc;       /* its cycles                                 */
     double cycles_mean;        /* mean cycles/token over positions 0..seq-1  */
     double tok_s, tok_s_mean;  /* at pos, and over a whole context           */
+    double controller_share;   /* controller cycles / total at pos           */
     double stream_gbps;        /* weight bytes per token x tok_s_mean        */
     /* smallest changes that fit (when !fits; 0 = not found) */
     int fix_seq;               /* longest context that fits                  */
@@ -110,23 +120,26 @@ typedef struct tsr_plan {
     double fix_cards_tok_s;    /* their projected tok/s (mean)               */
 } tsr_plan;
 
-/* Plan model cfg on req.  Errors: TSR_ERR_ARG (unknown part: the message
- * lists the valid ones; bad group, seq_len, pes, clock, pos, cards, kv),
- * TSR_ERR_UNSUPPORTED (shape the layout cannot place).  A model that does
- * not fit is not an error: out->fits is 0 and out->fix_* say what would. */
+/* Plan model cfg on req.  Errors: TSR_ERR_ARG (unknown part or profile:
+ * the message lists the valid ones; bad group, seq_len, pes, cols,
+ * kv_split, clock, pos, cards, kv), TSR_ERR_UNSUPPORTED (shape the layout
+ * cannot place).  A model that does not fit is not an error: out->fits is 0
+ * and out->fix_* say what would. */
 int tsr_plan_config(const tsr_config *cfg, const tsr_plan_req *req, tsr_plan *out, tsr_err *e);
 
-/* The work of one decode step at pos (a forward pass with logits and a
- * greedy sample) on kc's mesh, counted as the kernel counts it (tsr_kwork):
- * embed, per layer 7 GEMVs + attention + 2 norms + RoPE/residual/SwiGLU
- * passes, final norm, classifier, logits. */
-void tsr_plan_work(const tsr_kconfig *kc, uint32_t pos, tsr_kwork *w);
+/* The cycles the kernel's accounting charges for one greedy decode step at
+ * pos on kc's mesh: the forward pass and the distributed argmax.
+ * sum_lanes and profile_pes are the profile's TSR_SUM_LANES and TSR_PES
+ * (the reduction order, and the PEs the argmax tree spans). */
+void tsr_plan_step(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes, uint32_t pos,
+                   tsr_plan_cycles *c);
 
-/* The cycle model: cycles of the work w on kc's mesh (cards: the number of
- * cards the layers are split over, 1 for one).  The costs are the constants
- * in plan.c, section "Cycle model". */
-void tsr_plan_cycles_of(const tsr_kconfig *kc, const tsr_kwork *w, int cards,
-                        tsr_plan_cycles *c);
+/* The blocks and DSPs a profile's arrays and datapath take (what its
+ * bitstream allocates, whatever model it runs). */
+void tsr_plan_profile_resources(const tsr_kprofile *p, tsr_plan_res *r);
+
+/* Region names, as counters and plan print them ("gemv", "attention", ...). */
+const char *tsr_plan_region_name(int rg);
 
 /* The plan as text (json 0) or as one JSON object (json 1) into buf
  * (NUL-terminated, truncated to len).  name labels the model.  In JSON a
@@ -135,14 +148,13 @@ void tsr_plan_cycles_of(const tsr_kconfig *kc, const tsr_kwork *w, int cards,
  * the length the whole output needs, like snprintf. */
 size_t tsr_plan_format(const tsr_plan *p, const char *name, int json, char *buf, size_t len);
 
-/* The estimate from a real run: the kernel's counters `now` (tsr_kcounters
- * .work) minus `mark` (.work_mark) are the work of the last forward pass;
- * written as "name value" lines (its work counts, then
- * "projected.cycles_per_token", and "projected.tok_s" at clock_mhz) into buf
- * (NUL-terminated, truncated to len).  Returns the length needed, like
- * snprintf.  Nothing is written when no forward pass ran. */
-size_t tsr_plan_run_estimate(const tsr_kconfig *kc, const tsr_kwork *now, const tsr_kwork *mark,
-                             int clock_mhz, char *buf, size_t len);
+/* The cycles of a real run's last forward pass: the kernel's counters cyc
+ * minus cyc_mark, per region, as "name value" lines (cycles.<region>,
+ * cycles.controller, cycles.mesh, cycles.total, controller_share, and
+ * tok_s at clock_mhz) into buf (NUL-terminated, truncated to len).
+ * Returns the length needed, like snprintf. */
+size_t tsr_plan_run_estimate(const uint64_t cyc[TSR_RG_COUNT], const uint64_t mark[TSR_RG_COUNT],
+                             uint64_t pos, int clock_mhz, char *buf, size_t len);
 
 /* One line naming the hardware assumptions of the cycle model. */
 const char *tsr_plan_assumptions(void);

@@ -15,23 +15,21 @@
 /* ------------------------------------------------------------------------ */
 /* Configuration and needs                                                    */
 
-void tsr_wimage_mesh(int pes, uint32_t *rows, uint32_t *cols)
-{
-    uint32_t P = pes > 0 ? (uint32_t)pes : 1u, C = 1;
-    while (2u * C <= TSR_MAX_MESH_COLS && (2u * C) * (2u * C) <= P && P % (2u * C) == 0) C *= 2u;
-    *rows = P / C;
-    *cols = C;
-}
+static int pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
-int tsr_wimage_config(const tsr_checkpoint *m, const tsr_load_opts *o, int pes, tsr_kconfig *kc,
-                      tsr_err *e)
+int tsr_wimage_config(const tsr_checkpoint *m, const tsr_load_opts *o, const tsr_mesh_opts *mo,
+                      const tsr_kprofile *prof, tsr_kconfig *kc, tsr_err *e)
 {
     const tsr_config *c = &m->cfg;
     int group = o->group_size ? o->group_size : TSR_WIMAGE_DEFAULT_GROUP;
     int seq_len = o->seq_len ? o->seq_len : c->seq_len;
     int n_slots = o->n_slots ? o->n_slots : 1;
+    int pes = mo->pes > 0 ? mo->pes : 1, cols = mo->cols > 0 ? mo->cols : 1;
     if (group < 1)
         return tsr_seterr(e, TSR_ERR_ARG, "%s: group size %d must be >= 1", m->path, group);
+    if (!pow2(group))
+        return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "%s: group size %d is not a power of two "
+                          "(the PE lanes take groups of 4, 8, ..., 256)", m->path, group);
     // GGUF's llama.context_length may understate the trained context (the
     // llama2.c converters write 128 for stories260K, trained with 512), so
     // the caller may raise it; the device logs a warning
@@ -41,6 +39,23 @@ int tsr_wimage_config(const tsr_checkpoint *m, const tsr_load_opts *o, int pes, 
                           max_seq);
     if (n_slots < 1)
         return tsr_seterr(e, TSR_ERR_ARG, "%s: %d sequence slots", m->path, n_slots);
+    if (!pow2(cols) || pes % cols || cols > TSR_WIMAGE_MAX_COLS)
+        return tsr_seterr(e, TSR_ERR_ARG, "%s: %d mesh columns: a power of two that divides "
+                          "the %d PEs", m->path, cols, pes);
+    int nkv = c->n_kv_heads > 0 ? c->n_kv_heads : 1, split = mo->kv_split;
+    int att = pes < (int)prof->att_pes ? pes : (int)prof->att_pes;
+    if (split == 0) {
+        /* one PE per KV head keeps run.c's order of attention's sums; a
+         * profile that reorders its sums (TSR_SUM_LANES > 1) spreads each
+         * head over as many PEs as fit */
+        split = 1;
+        if (prof->sum_lanes > 1)
+            while (2 * split * nkv <= att && 2u * (uint32_t)split <= prof->kv_split_max) split *= 2;
+    }
+    if (!pow2(split) || (split > 1 && split * nkv > att))
+        return tsr_seterr(e, TSR_ERR_ARG, "%s: KV split %d: a power of two, and %d KV heads x "
+                          "%d PEs <= the %d PEs with attention", m->path, split, nkv, split, att);
+    att = att / split * split;   /* whole groups */
     memset(kc, 0, sizeof *kc);
     kc->magic = TSR_KCONFIG_MAGIC;
     kc->dim = (uint32_t)c->dim;
@@ -53,8 +68,11 @@ int tsr_wimage_config(const tsr_checkpoint *m, const tsr_load_opts *o, int pes, 
     kc->n_slots = (uint32_t)n_slots;
     kc->dtype = o->weights_f32 ? TSR_KDT_F32 : TSR_KDT_Q8;
     kc->group = (uint32_t)group;
-    tsr_wimage_mesh(pes, &kc->mesh_rows, &kc->mesh_cols);
+    kc->mesh_rows = (uint32_t)(pes / cols);
+    kc->mesh_cols = (uint32_t)cols;
     kc->shared_classifier = c->shared_classifier ? 1u : 0u;
+    kc->kv_split = (uint32_t)split;
+    kc->att_pes = (uint32_t)att;
     kc->rope_theta = c->rope_theta;
     kc->norm_eps = c->norm_eps;
     return TSR_OK;
@@ -66,9 +84,12 @@ void tsr_wimage_need(const tsr_kconfig *kc, tsr_wneed *need)
     uint32_t P = tsr_lay_pes(kc);
     for (uint32_t p = 0; p < P; p++) {
         uint64_t b, w, kv = tsr_lay_kv_words(kc, p);
-        tsr_lay_pe_weights(kc, p, &b, &w);
-        if (b > need->pe_i8_max) need->pe_i8_max = b;
-        if (w + kv > need->pe_f32_max) need->pe_f32_max = w + kv;
+        uint32_t rows;
+        tsr_lay_pe_weights(kc, p, &b, &w, &rows);
+        if (b > need->pe_w8_max) need->pe_w8_max = b;
+        if (w > need->pe_f32_max) need->pe_f32_max = w;
+        if (kv > need->pe_kv_max) need->pe_kv_max = kv;
+        if (rows > need->pe_rows_max) need->pe_rows_max = rows;
         need->weight_bytes += b + 4u * w;
         need->kv_bytes += 4u * kv;
     }
@@ -76,70 +97,95 @@ void tsr_wimage_need(const tsr_kconfig *kc, tsr_wneed *need)
     need->total_bytes = need->weight_bytes + need->kv_bytes + 4u * need->ctrl_words;
 }
 
-int tsr_wimage_check_profile(const tsr_kconfig *kc, tsr_err *e)
+int tsr_wimage_check_profile(const tsr_kconfig *kc, const tsr_kprofile *pf, const char *prof,
+                             tsr_err *e)
 {
-    const char *prof = TSR_PROFILE_NAME;
     struct { const char *what; uint32_t v, max; } lim[] = {
-        { "dim", kc->dim, TSR_MAX_DIM },
-        { "hidden_dim", kc->hidden_dim, TSR_MAX_HIDDEN },
-        { "n_layers", kc->n_layers, TSR_MAX_LAYERS },
-        { "n_heads", kc->n_heads, TSR_MAX_HEADS },
-        { "n_kv_heads", kc->n_kv_heads, TSR_MAX_KV_HEADS },
-        { "head_size", kc->n_heads ? kc->dim / kc->n_heads : 0, TSR_MAX_HEAD_SIZE },
-        { "vocab_size", kc->vocab_size, TSR_MAX_VOCAB },
-        { "seq_len", kc->seq_len, TSR_MAX_SEQ },
-        { "sequence slots", kc->n_slots, TSR_MAX_SLOTS },
-        { "group size", kc->group, TSR_MAX_GROUP },
-        { "PEs", kc->mesh_rows * kc->mesh_cols, TSR_MAX_PES },
+        { "dim", kc->dim, pf->dim },
+        { "hidden_dim", kc->hidden_dim, pf->hidden },
+        { "n_layers", kc->n_layers, pf->layers },
+        { "n_heads", kc->n_heads, pf->heads },
+        { "n_kv_heads", kc->n_kv_heads, pf->kv_heads },
+        { "head_size", kc->n_heads ? kc->dim / kc->n_heads : 0, pf->head_size },
+        { "vocab_size", kc->vocab_size, pf->vocab },
+        { "seq_len", kc->seq_len, pf->seq },
+        { "sequence slots", kc->n_slots, pf->slots },
+        { "group size", kc->group, pf->group_max },
+        { "PEs", kc->mesh_rows * kc->mesh_cols, pf->pes },
+        { "mesh rows", kc->mesh_rows, pf->mesh_rows },
+        { "mesh columns", kc->mesh_cols, pf->mesh_cols },
+        { "KV split", kc->kv_split, pf->kv_split_max },
     };
     for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++)
         if (lim[i].v > lim[i].max)
-            return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "%s %u exceeds the %s profile's maximum %u",
-                              lim[i].what, lim[i].v, prof, lim[i].max);
-    if (kc->group < TSR_MIN_GROUP)
+            return tsr_seterr(e, i == 8 ? TSR_ERR_CAPACITY : TSR_ERR_UNSUPPORTED,
+                              "%s %u exceeds the %s profile's maximum %u", lim[i].what, lim[i].v,
+                              prof, lim[i].max);
+    if (kc->group < pf->group_min)
         return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "group size %u is below the %s profile's minimum %u",
-                          kc->group, prof, TSR_MIN_GROUP);
+                          kc->group, prof, pf->group_min);
+    if (kc->dtype == TSR_KDT_F32 && !pf->with_f32)
+        return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "the %s profile has no F32 datapath "
+                          "(use Q8_0 weights)", prof);
     if (kc->n_heads == 0 || kc->n_kv_heads == 0 || kc->dim % kc->n_heads ||
         kc->n_heads % kc->n_kv_heads || (kc->dim / kc->n_heads) % 2u)
         return tsr_seterr(e, TSR_ERR_UNSUPPORTED,
                           "dim %u, %u heads, %u kv heads: heads must divide dim (even head size) "
                           "and kv heads must divide heads", kc->dim, kc->n_heads, kc->n_kv_heads);
+    if ((kc->dim / kc->n_kv_heads) % TSR_VEC)
+        return tsr_seterr(e, TSR_ERR_UNSUPPORTED,
+                          "dim %u / %u kv heads = %u is not a multiple of %u: a KV head group's "
+                          "query slice must be whole bus words", kc->dim, kc->n_kv_heads,
+                          kc->dim / kc->n_kv_heads, (unsigned)TSR_VEC);
     tsr_wneed nd;
     tsr_wimage_need(kc, &nd);
-    if (nd.pe_i8_max > TSR_PE_I8_BYTES)
+    uint32_t P = kc->mesh_rows * kc->mesh_cols;
+    if (nd.pe_w8_max > (uint64_t)pf->w8_words * TSR_LANES)
         return tsr_seterr(e, TSR_ERR_CAPACITY,
-                          "needs %llu bytes of int8 tiles on one PE, a %s PE has %u "
-                          "(use more PEs)", (unsigned long long)nd.pe_i8_max, prof,
-                          (unsigned)TSR_PE_I8_BYTES);
-    if (nd.pe_f32_max > TSR_PE_F32_WORDS)
+                          "needs %llu bytes of int8 tiles on one of %u PEs, a %s PE has %llu "
+                          "(use more PEs)", (unsigned long long)nd.pe_w8_max, P, prof,
+                          (unsigned long long)pf->w8_words * TSR_LANES);
+    if (nd.pe_f32_max > pf->f32_words)
         return tsr_seterr(e, TSR_ERR_CAPACITY,
-                          "needs %llu bytes of fp32 weights/scales + KV cache on one PE, a %s PE "
-                          "has %u (use more PEs, a shorter seq_len or fewer slots)",
-                          (unsigned long long)nd.pe_f32_max * 4u, prof,
-                          (unsigned)TSR_PE_F32_WORDS * 4u);
+                          "needs %llu bytes of fp32 scales/weights on one of %u PEs, a %s PE "
+                          "has %llu (use more PEs)", (unsigned long long)nd.pe_f32_max * 4u, P,
+                          prof, (unsigned long long)pf->f32_words * 4u);
+    if (nd.pe_kv_max > pf->kv_words)
+        return tsr_seterr(e, TSR_ERR_CAPACITY,
+                          "needs %llu bytes of KV cache on one of %u PEs, a %s PE has %llu (use "
+                          "more PEs, a shorter context or fewer slots)",
+                          (unsigned long long)nd.pe_kv_max * 4u, P, prof,
+                          (unsigned long long)pf->kv_words * 4u);
+    if (nd.pe_rows_max > pf->pe_rows)
+        return tsr_seterr(e, TSR_ERR_CAPACITY,
+                          "a tile of %u rows on one of %u PEs, a %s PE holds %u partial sums "
+                          "(use more PEs)", nd.pe_rows_max, P, prof, pf->pe_rows);
     return TSR_OK;
 }
 
 /* ------------------------------------------------------------------------ */
 /* Building                                                                   */
 
-/* The model tensor behind matrix mat. */
-static const tsr_tensor *mat_src(const tsr_checkpoint *m, const tsr_kconfig *kc, uint32_t mat)
+/* Row `row` of matrix mat (of half h of W13) from the model: the tensor
+ * and the row within it (QKV stacks wq, wk, wv). */
+static const tsr_tensor *mat_row_src(const tsr_checkpoint *m, const tsr_kconfig *kc, uint32_t mat,
+                                     uint32_t h, uint32_t row, uint32_t *src_row)
 {
+    *src_row = row;
     if (mat == TSR_MAT_EMB) return &m->tok_embedding;
-    if (mat == 1u + 7u * kc->n_layers) return &m->wcls;
-    uint32_t l = (mat - 1u) / 7u;
-    switch ((mat - 1u) % 7u) {
-    case TSR_W_Q: return &m->wq[l];
-    case TSR_W_K: return &m->wk[l];
-    case TSR_W_V: return &m->wv[l];
-    case TSR_W_O: return &m->wo[l];
-    case TSR_W_1: return &m->w1[l];
-    case TSR_W_2: return &m->w2[l];
-    default:      return &m->w3[l];
+    if (mat == 1u + (uint32_t)TSR_W_COUNT * kc->n_layers) return &m->wcls;
+    uint32_t l = (mat - 1u) / TSR_W_COUNT, dim = kc->dim, kvd = tsr_lay_kv_dim(kc);
+    switch ((mat - 1u) % TSR_W_COUNT) {
+    case TSR_W_QKV:
+        if (row < dim) return &m->wq[l];
+        if (row < dim + kvd) { *src_row = row - dim; return &m->wk[l]; }
+        *src_row = row - dim - kvd;
+        return &m->wv[l];
+    case TSR_W_O:  return &m->wo[l];
+    case TSR_W_13: return h ? &m->w3[l] : &m->w1[l];
+    default:       return &m->w2[l];
     }
 }
-
 
 /* The numerics contract's group rule on one row x (n,): q (ng*G,) zero
  * padded, s (ng,). */
@@ -197,79 +243,86 @@ int tsr_wimage_build(const tsr_checkpoint *m, const tsr_kconfig *kc, tsr_wimage 
                           m->path);
     uint32_t P = tsr_lay_pes(kc), R = kc->mesh_rows, C = kc->mesh_cols, G = kc->group;
     int q8 = kc->dtype == TSR_KDT_Q8, rc = TSR_ERR_NOMEM;
-    uint32_t *off8 = NULL, *offf = NULL;   // [P] running tile offsets
+    uint32_t *offw = NULL, *offf = NULL;   // [P] each PE's next tile offsets
     float *row = NULL, *sc = NULL;
     int8_t *qr = NULL;
     img->cfg = *kc;
     img->n_pes = P;
-    img->pe_i8 = calloc(P, sizeof *img->pe_i8);
+    img->pe_w8 = calloc(P, sizeof *img->pe_w8);
     img->pe_f32 = calloc(P, sizeof *img->pe_f32);
-    img->i8_bytes = calloc(P, sizeof *img->i8_bytes);
+    img->w8_bytes = calloc(P, sizeof *img->w8_bytes);
     img->f32_words = calloc(P, sizeof *img->f32_words);
-    off8 = calloc(P, sizeof *off8);
+    offw = calloc(P, sizeof *offw);
     offf = calloc(P, sizeof *offf);
-    if (!img->pe_i8 || !img->pe_f32 || !img->i8_bytes || !img->f32_words || !off8 || !offf)
+    if (!img->pe_w8 || !img->pe_f32 || !img->w8_bytes || !img->f32_words || !offw || !offf)
         goto fail;
     for (uint32_t p = 0; p < P; p++) {
         uint64_t b, w;
-        tsr_lay_pe_weights(kc, p, &b, &w);
-        img->i8_bytes[p] = (uint32_t)b;
+        tsr_lay_pe_weights(kc, p, &b, &w, NULL);
+        img->w8_bytes[p] = (uint32_t)b;
         img->f32_words[p] = (uint32_t)w;
-        img->pe_i8[p] = calloc((size_t)(b + 3u) / 4u + 1u, 4);
+        img->pe_w8[p] = calloc((size_t)(b + 3u) / 4u + 1u, 4);
         img->pe_f32[p] = calloc((size_t)w + 1u, 4);
-        if (!img->pe_i8[p] || !img->pe_f32[p]) goto fail;
+        if (!img->pe_w8[p] || !img->pe_f32[p]) goto fail;
     }
 
-    /* every matrix, row by row */
+    /* every matrix, row by row, each row's groups into its mesh row's tiles */
     uint32_t max_n = kc->dim > kc->hidden_dim ? kc->dim : kc->hidden_dim;
     uint32_t max_pad = tsr_cdiv(max_n, G) * G;
     row = calloc(max_pad, sizeof *row);
     qr = calloc(max_pad, sizeof *qr);
     sc = calloc(tsr_cdiv(max_n, G), sizeof *sc);
     if (!row || !qr || !sc) goto fail;
-    uint32_t nm = tsr_lay_n_mats(kc);
+    uint32_t nm = tsr_lay_n_mats(kc), rot = 0;
     for (uint32_t mat = 0; mat < nm; mat++) {
-        const tsr_tensor *src = mat_src(m, kc, mat);
-        uint32_t d, n;
-        tsr_lay_mat_shape(kc, mat, &d, &n);
-        if ((uint32_t)src->rows != d || (uint32_t)src->cols != n) {
-            rc = tsr_seterr(e, TSR_ERR_ARG, "%s: tensor %u is %dx%d, expected %ux%u", m->path,
-                            mat, src->rows, src->cols, d, n);
-            goto fail;
-        }
-        uint32_t r = 0;
-        tsr_tile tiles[TSR_MAX_MESH_COLS];   // row block r's tiles, by mesh column
-        for (uint32_t cc = 0; cc < C; cc++) tiles[cc] = tsr_lay_tile(kc, d, n, cc);
-        for (uint32_t ro = 0; ro < d; ro++) {
-            if ((r + 1u) * d / R <= ro) {   // next row block (a block may be empty)
-                while ((r + 1u) * d / R <= ro) r++;
-                for (uint32_t cc = 0; cc < C; cc++) tiles[cc] = tsr_lay_tile(kc, d, n, r * C + cc);
-            }
-            tsr_tensor_row(src, (int)ro, row);
-            if (q8) quantize_row(row, n, G, qr, sc);
-            for (uint32_t cc = 0; cc < C; cc++) {
-                uint32_t p = r * C + cc;
-                tsr_tile t = tiles[cc];
-                uint32_t i = ro - t.row0, cols = t.ngroups * G;
-                if (q8) {
-                    int8_t *dst = (int8_t *)img->pe_i8[p] + off8[p] + (size_t)i * cols;
-                    memcpy(dst, qr + (size_t)t.g0 * G, cols);
-                    memcpy(img->pe_f32[p] + offf[p] + (size_t)i * t.ngroups, sc + t.g0,
-                           (size_t)t.ngroups * sizeof(float));
-                } else {
-                    float *dst = img->pe_f32[p] + offf[p] + (size_t)i * cols;
-                    for (uint32_t j = 0; j < cols; j++) {
-                        uint32_t col = t.g0 * G + j;
-                        dst[j] = col < n ? row[col] : 0.0f;
+        uint32_t d, n, pair, sr;
+        tsr_lay_mat_shape(kc, mat, &d, &n, &pair);
+        for (uint32_t k = 0; k < R; k++) {   /* mesh rows in rotated order: rows ascending */
+            uint32_t r = (rot + k) % R, row0, rows;
+            tsr_lay_row_block(kc, d, rot, r, &row0, &rows);
+            if (rows == 0) continue;
+            tsr_tile t[TSR_WIMAGE_MAX_COLS];
+            for (uint32_t cc = 0; cc < C; cc++) t[cc] = tsr_lay_tile(kc, mat, rot, r * C + cc);
+            uint32_t nb = tsr_cdiv(rows, TSR_ROW_SLOTS), tail = rows - (nb - 1u) * TSR_ROW_SLOTS;
+            for (uint32_t h = 0; h < (pair ? 2u : 1u); h++)
+                for (uint32_t i = 0; i < rows; i++) {
+                    const tsr_tensor *src = mat_row_src(m, kc, mat, h, row0 + i, &sr);
+                    if (src->cols != (int)n || (int)sr >= src->rows) {
+                        rc = tsr_seterr(e, TSR_ERR_ARG, "%s: a tensor of matrix %u is %dx%d, "
+                                        "expected %u columns", m->path, mat, src->rows,
+                                        src->cols, n);
+                        goto fail;
+                    }
+                    tsr_tensor_row(src, (int)sr, row);
+                    if (q8) quantize_row(row, n, G, qr, sc);
+                    uint32_t b = i / TSR_ROW_SLOTS, j = i % TSR_ROW_SLOTS;
+                    uint32_t kb = b == nb - 1u ? tail : TSR_ROW_SLOTS;
+                    for (uint32_t cc = 0; cc < C; cc++) {
+                        uint32_t p = r * C + cc, ng = t[cc].ngroups;
+                        if (q8) {   /* entries (block, group, row) of G bytes */
+                            uint32_t ent0 = h * rows * ng + b * TSR_ROW_SLOTS * ng + j;
+                            for (uint32_t g = 0; g < ng; g++) {
+                                uint32_t ent = ent0 + g * kb, col0 = (t[cc].g0 + g) * G;
+                                memcpy((int8_t *)img->pe_w8[p] + offw[p] + (size_t)ent * G,
+                                       qr + col0, G);
+                                img->pe_f32[p][offf[p] + ent] = sc[t[cc].g0 + g];
+                            }
+                        } else {    /* values (block, column, row) */
+                            uint32_t cols = ng * G, x0 = t[cc].g0 * G;
+                            float *dst = img->pe_f32[p] + offf[p] + (size_t)h * rows * cols +
+                                         (size_t)b * TSR_ROW_SLOTS * cols + j;
+                            for (uint32_t col = 0; col < cols; col++)
+                                dst[(size_t)col * kb] = x0 + col < n ? row[x0 + col] : 0.0f;
+                        }
                     }
                 }
-            }
         }
         for (uint32_t p = 0; p < P; p++) {
-            tsr_tile t = tsr_lay_tile(kc, d, n, p);
-            off8[p] += tsr_lay_tile_i8(kc, t);
+            tsr_tile t = tsr_lay_tile(kc, mat, rot, p);
+            offw[p] += tsr_lay_tile_w8(kc, t);
             offf[p] += tsr_lay_tile_f32(kc, t);
         }
+        rot = (rot + tsr_lay_units(kc, mat)) % R;
     }
 
     /* controller: norm weights */
@@ -285,7 +338,7 @@ int tsr_wimage_build(const tsr_checkpoint *m, const tsr_kconfig *kc, tsr_wimage 
     /* chunks, in streaming order: per PE int8 then fp32, then the controller */
     int cap = 0;
     for (uint32_t p = 0; p < P; p++) {
-        if (add_chunks(img, &cap, p, TSR_REG_I8, img->pe_i8[p], img->i8_bytes[p], 1) ||
+        if (add_chunks(img, &cap, p, TSR_REG_W8, img->pe_w8[p], img->w8_bytes[p], 1) ||
             add_chunks(img, &cap, p, TSR_REG_F32, img->pe_f32[p], img->f32_words[p], 4))
             goto fail;
     }
@@ -310,7 +363,7 @@ int tsr_wimage_build(const tsr_checkpoint *m, const tsr_kconfig *kc, tsr_wimage 
     }
     img->hash = XXH3_64bits_digest(hs);
     XXH3_freeState(hs);
-    free(off8);
+    free(offw);
     free(offf);
     free(row);
     free(qr);
@@ -318,7 +371,7 @@ int tsr_wimage_build(const tsr_checkpoint *m, const tsr_kconfig *kc, tsr_wimage 
     return TSR_OK;
 
 fail:
-    free(off8);
+    free(offw);
     free(offf);
     free(row);
     free(qr);
@@ -332,12 +385,12 @@ void tsr_wimage_free(tsr_wimage *img)
 {
     if (!img) return;
     for (uint32_t p = 0; p < img->n_pes; p++) {
-        if (img->pe_i8) free(img->pe_i8[p]);
+        if (img->pe_w8) free(img->pe_w8[p]);
         if (img->pe_f32) free(img->pe_f32[p]);
     }
-    free(img->pe_i8);
+    free(img->pe_w8);
     free(img->pe_f32);
-    free(img->i8_bytes);
+    free(img->w8_bytes);
     free(img->f32_words);
     free(img->ctrl);
     free(img->chunks);

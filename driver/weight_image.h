@@ -2,14 +2,17 @@
  * weight_image.h - the device layout of a model: the byte stream the kernel's
  * LOAD commands consume, built on the host from a tsr_checkpoint (model.h).
  *
- * Layout (kernels/tsr_layout.h, shared with the kernel): every weight matrix
- * is tiled over the R x C mesh (row blocks by mesh row, G-column groups by
- * mesh column); each PE's int8 array holds its Q8_0 tiles and its fp32 array
- * its scales (or, in F32 mode, its fp32 tiles), in matrix order; the norm
- * weights go to the controller.  The image is that content as chunks of at
- * most TSR_WIMAGE_CHUNK bytes, each one LOAD command (pe, region, offset,
- * length).  Q8_0 follows the numerics contract: per row, groups of G
- * columns, scale = amax / 127, q = roundf(w / scale).
+ * Layout (kernels/tsr_layout.h, shared with the kernel): the matrices (wq,
+ * wk, wv stacked as one; w1 and w3 as a pair) are tiled over the R x C mesh
+ * (row blocks of whole TSR_VEC units by mesh row, rotated per matrix;
+ * G-column groups by mesh column); each tile's entries in the order its PE
+ * reads them (8-row blocks, then groups, then rows); each PE's int8 array
+ * holds its Q8_0 tiles and its fp32 array its scales (or, in F32 mode, its
+ * fp32 tiles), in matrix order; the norm weights go to the controller.  The
+ * image is that content as chunks of at most TSR_WIMAGE_CHUNK bytes, each
+ * one LOAD command (pe, region, offset, length).  Q8_0 follows the numerics
+ * contract: per row, groups of G columns, scale = amax / 127,
+ * q = roundf(w / scale).
  */
 #ifndef TSR_WEIGHT_IMAGE_H
 #define TSR_WEIGHT_IMAGE_H
@@ -22,24 +25,28 @@
 #include "model.h"
 #include "tsr_kernel.h"
 
-#define TSR_WIMAGE_CHUNK (1u << 20)   /* bytes per LOAD command, at most */
+#define TSR_WIMAGE_CHUNK (4u * TSR_LOAD_WORDS)   /* bytes per LOAD command, at most */
 #define TSR_WIMAGE_DEFAULT_GROUP 32
+#define TSR_WIMAGE_MAX_COLS 64       /* mesh columns the host lays out, at most */
+#define TSR_WIMAGE_MAX_MATS 1024     /* matrices the planner lays out, at most  */
 
 /* One LOAD command's worth of the image. */
 typedef struct tsr_wchunk {
     uint32_t        pe;       /* PE index (0 for the controller region)      */
-    uint32_t        region;   /* TSR_REG_I8, TSR_REG_F32, TSR_REG_CTRL       */
-    uint32_t        offset;   /* in region units: bytes (I8) or fp32 words   */
+    uint32_t        region;   /* TSR_REG_W8, TSR_REG_F32, TSR_REG_CTRL       */
+    uint32_t        offset;   /* in region units: bytes (W8) or fp32 words   */
     uint32_t        length;   /* in region units                             */
-    uint32_t        nbytes;   /* payload bytes on the link (I8: length
+    uint32_t        nbytes;   /* payload bytes on the link (W8: length
                                  rounded up to whole words)                  */
     const uint32_t *data;     /* (nbytes / 4,) payload words                 */
 } tsr_wchunk;
 
 /* What a placement needs on chip (all from the layout arithmetic). */
 typedef struct tsr_wneed {
-    uint64_t pe_i8_max;     /* int8 bytes of the fullest PE                  */
-    uint64_t pe_f32_max;    /* fp32 words of the fullest PE (weights + KV)   */
+    uint64_t pe_w8_max;     /* int8 bytes of the fullest PE                  */
+    uint64_t pe_f32_max;    /* fp32 words (scales / F32 tiles), fullest PE   */
+    uint64_t pe_kv_max;     /* KV words of the fullest PE                    */
+    uint32_t pe_rows_max;   /* partial sums of the largest tile              */
     uint64_t ctrl_words;    /* controller fp32 words                         */
     uint64_t weight_bytes;  /* all PEs' weight tiles (int8 + fp32)           */
     uint64_t kv_bytes;      /* all PEs' KV caches                            */
@@ -50,9 +57,9 @@ typedef struct tsr_wneed {
 typedef struct tsr_wimage {
     tsr_kconfig  cfg;          /* the CONFIGURE block it was built for       */
     uint32_t     n_pes;
-    uint32_t   **pe_i8;        /* [n_pes] (ceil(i8_bytes/4),) int8 tiles     */
+    uint32_t   **pe_w8;        /* [n_pes] (ceil(w8_bytes/4),) int8 tiles     */
     float      **pe_f32;       /* [n_pes] (f32_words,) scales or fp32 tiles  */
-    uint32_t    *i8_bytes;     /* [n_pes]                                    */
+    uint32_t    *w8_bytes;     /* [n_pes]                                    */
     uint32_t    *f32_words;    /* [n_pes] weight words (the KV cache follows
                                   on the device)                             */
     float       *ctrl;         /* (ctrl_words,) rms_att, rms_ffn, rms_final  */
@@ -61,26 +68,35 @@ typedef struct tsr_wimage {
     int          n_chunks;
     uint64_t     bytes;        /* payload bytes: every chunk + the 64-byte
                                   CONFIGURE block                            */
-    uint64_t     hash;         /* FNV-1a 64 over config, chunk headers and
+    uint64_t     hash;         /* XXH3-64 over config, chunk headers and
                                   payloads                                   */
 } tsr_wimage;
 
-/* Pick the mesh for pes PEs: C = the largest power of two with C*C <= pes,
- * C | pes and C <= TSR_MAX_MESH_COLS; R = pes / C (16 -> 4x4, 8 -> 4x2). */
-void tsr_wimage_mesh(int pes, uint32_t *rows, uint32_t *cols);
+/* How a placement is asked for: the PEs, and (0: the default) mesh columns
+ * and KV split; the profile's figures decide the defaults and the limits. */
+typedef struct tsr_mesh_opts {
+    int pes;            /* PEs the mesh uses                              */
+    int cols;           /* mesh columns C (a power of two); 0: 1          */
+    int kv_split;       /* PEs per KV head (a power of two); 0: 1 when the
+                           profile keeps run.c's sum order, else as many as
+                           the mesh and the profile allow                 */
+} tsr_mesh_opts;
 
-/* Fill the CONFIGURE block for model m placed by o on a mesh of pes PEs.
- * Errors: TSR_ERR_ARG (bad seq_len, slots or group size in o). */
-int tsr_wimage_config(const tsr_checkpoint *m, const tsr_load_opts *o, int pes, tsr_kconfig *kc,
-                      tsr_err *e);
+/* Fill the CONFIGURE block for model m placed by o on the mesh mo of a
+ * device with profile prof.  Errors: TSR_ERR_ARG (bad seq_len, slots or
+ * group size in o; bad cols, kv_split), TSR_ERR_UNSUPPORTED (a group size
+ * that is not a power of two). */
+int tsr_wimage_config(const tsr_checkpoint *m, const tsr_load_opts *o, const tsr_mesh_opts *mo,
+                      const tsr_kprofile *prof, tsr_kconfig *kc, tsr_err *e);
 
 /* On-chip needs of kc (no model data needed). */
 void tsr_wimage_need(const tsr_kconfig *kc, tsr_wneed *need);
 
-/* Check kc against the kernel profile compiled into the library (max shapes,
- * per-PE SRAM).  Errors: TSR_ERR_UNSUPPORTED (a shape over a profile limit),
- * TSR_ERR_CAPACITY (a PE's arrays too small), with the figures in e. */
-int tsr_wimage_check_profile(const tsr_kconfig *kc, tsr_err *e);
+/* Check kc against profile prof (named name): max shapes, the mesh, the
+ * per-PE memories.  Errors: TSR_ERR_UNSUPPORTED (a shape over a profile
+ * limit), TSR_ERR_CAPACITY (a PE's arrays too small), with the figures. */
+int tsr_wimage_check_profile(const tsr_kconfig *kc, const tsr_kprofile *prof, const char *name,
+                             tsr_err *e);
 
 /* Build the image of m for kc.  Errors: TSR_ERR_NOMEM, TSR_ERR_ARG (model
  * shape differs from kc).  On failure img holds nothing to free. */

@@ -47,14 +47,19 @@ typedef struct span { const unsigned char *p; size_t n; } span;
 int tsr_xprofile_parse(const char *text, tsr_xprofile *p, tsr_err *e)
 {
     memset(p, 0, sizeof *p);
+    tsr_kprofile *k = &p->k;
     static const char *const keys[] = { "pes", "rows", "cols", "dim", "hidden", "layers",
                                         "heads", "kv_heads", "head_size", "vocab", "seq",
-                                        "slots", "group_min", "group_max", "i8_bytes",
-                                        "f32_words" };
-    uint32_t *const dst[] = { &p->pes, &p->rows, &p->cols, &p->dim, &p->hidden, &p->layers,
-                              &p->heads, &p->kv_heads, &p->head_size, &p->vocab, &p->seq,
-                              &p->slots, &p->group_min, &p->group_max, &p->i8_bytes,
-                              &p->f32_words };
+                                        "slots", "group_min", "group_max", "sum_lanes",
+                                        "kv_split_max", "att_pes", "with_f32", "w8_words", "f32_words",
+                                        "kv_words", "pe_rows", "f32_uram", "kv_uram", "lanes", "vec",
+                                        "row_slots" };
+    uint32_t *const dst[] = { &k->pes, &k->mesh_rows, &k->mesh_cols, &k->dim, &k->hidden,
+                              &k->layers, &k->heads, &k->kv_heads, &k->head_size, &k->vocab,
+                              &k->seq, &k->slots, &k->group_min, &k->group_max, &k->sum_lanes,
+                              &k->kv_split_max, &k->att_pes, &k->with_f32, &k->w8_words, &k->f32_words,
+                              &k->kv_words, &k->pe_rows, &k->f32_uram, &k->kv_uram, &k->lanes,
+                              &k->vec, &k->row_slots };
     enum { NK = sizeof keys / sizeof keys[0] };
     unsigned seen = 0;
     int have_name = 0;
@@ -72,16 +77,16 @@ int tsr_xprofile_parse(const char *text, tsr_xprofile *p, tsr_err *e)
             memcpy(p->name, eq + 1, vl);
             have_name = 1;
         } else {
-            for (unsigned k = 0; k < NK; k++) {
-                if (strlen(keys[k]) != kl || strncmp(s, keys[k], kl)) continue;
+            for (unsigned i = 0; i < NK; i++) {
+                if (strlen(keys[i]) != kl || strncmp(s, keys[i], kl)) continue;
                 char *stop;
                 errno = 0;
                 unsigned long v = strtoul(eq + 1, &stop, 10);
                 if (stop != end || vl == 0 || errno || v > 0xffffffffu)
                     return tsr_seterr(e, TSR_ERR_FORMAT, "tessera_profile '%s': bad value for %s",
-                                      text, keys[k]);
-                *dst[k] = (uint32_t)v;
-                seen |= 1u << k;
+                                      text, keys[i]);
+                *dst[i] = (uint32_t)v;
+                seen |= 1u << i;
             }
             /* unknown keys are ignored: a newer profile may say more */
         }
@@ -89,10 +94,11 @@ int tsr_xprofile_parse(const char *text, tsr_xprofile *p, tsr_err *e)
     }
     if (!have_name)
         return tsr_seterr(e, TSR_ERR_FORMAT, "tessera_profile '%s': no name", text);
-    for (unsigned k = 0; k < NK; k++)
-        if (!(seen & (1u << k)) || *dst[k] == 0)
+    for (unsigned i = 0; i < NK; i++)
+        if (!(seen & (1u << i)) || (*dst[i] == 0 && dst[i] != &k->with_f32 &&
+                                            dst[i] != &k->f32_uram && dst[i] != &k->kv_uram))
             return tsr_seterr(e, TSR_ERR_FORMAT, "tessera_profile '%s': %s missing or zero",
-                              text, keys[k]);
+                              text, keys[i]);
     return TSR_OK;
 }
 

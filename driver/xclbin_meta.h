@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "tsr_kernel.h"
 
 #define TSR_XMETA_MAX_ARGS 16
 
@@ -34,14 +35,10 @@ typedef struct tsr_xarg {
     char     bank[17];          /* that bank's tag ("HBM[0]", "DDR[1]"), "" none */
 } tsr_xarg;
 
-/* The limits of a kernel profile (kernels/profiles/profile_X.h), as parsed. */
+/* A kernel profile (kernels/profiles/profile_X.h), as parsed. */
 typedef struct tsr_xprofile {
-    char     name[32];
-    uint32_t pes, rows, cols;
-    uint32_t dim, hidden, layers, heads, kv_heads, head_size, vocab, seq, slots;
-    uint32_t group_min, group_max;
-    uint32_t i8_bytes;          /* TSR_PE_I8_BYTES                              */
-    uint32_t f32_words;         /* TSR_PE_F32_WORDS                             */
+    char         name[32];
+    tsr_kprofile k;             /* its figures (kernels/tsr_kernel.h)          */
 } tsr_xprofile;
 
 typedef struct tsr_xmeta {
@@ -64,8 +61,8 @@ typedef struct tsr_xmeta {
 int tsr_xmeta_read(const char *path, const char *kernel, tsr_xmeta *m, tsr_err *e);
 
 /* Parse a tessera_profile value ("name=...,pes=16,...") into p.  Every key
- * hw/profile_kv.c prints is required.  Errors: TSR_ERR_FORMAT naming the
- * missing or bad key. */
+ * hw/profile_kv.c prints is required (all but with_f32 non-zero).  Errors:
+ * TSR_ERR_FORMAT naming the missing or bad key. */
 int tsr_xprofile_parse(const char *text, tsr_xprofile *p, tsr_err *e);
 
 /* The argument named name, or NULL. */

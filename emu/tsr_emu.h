@@ -73,6 +73,43 @@ static inline uint32_t tsr_emu_pe_owner(uint32_t p, uint32_t P, uint32_t n)
     return w;
 }
 
+/* Acquire-load a word the other side publishes (the ring's sequence
+ * numbers, the cancel word). */
+static inline uint32_t tsr_emu_observe(const uint32_t *word)
+{
+    return __atomic_load_n(word, __ATOMIC_ACQUIRE);
+}
+
+/* ------------------------------------------------------------------------ */
+/* PE steps (pes.c)                                                           */
+
+struct tsr_kstate;
+struct tsr_pe_job;
+
+/* A PE task of the kernel (kernels/tsr_hls.h TSR_RUN_PES): PE p's share of
+ * a mesh step; returns the cycles it charged. */
+typedef uint32_t (*tsr_emu_pe_task)(struct tsr_kstate *st, uint32_t p,
+                                    const struct tsr_pe_job *job);
+
+/* fn(st, p, job) for p = 0..P-1 on the pool of st (worker w the PE block
+ * [w*P/n, (w+1)*P/n)), or on the calling thread when the pool is NULL or
+ * job->work says the step is too small to share; returns the largest
+ * cycle count (st->pe_cy[] holds each PE's). */
+uint32_t tsr_emu_run_pes(struct tsr_kstate *st, uint32_t P, tsr_emu_pe_task fn,
+                         const struct tsr_pe_job *job);
+
+/* ------------------------------------------------------------------------ */
+/* Attention passes (att_rows.c)                                              */
+
+/* pe_att_scores' sums: att[t] = sum over i ascending of q[i] * kt[i*sl + t]
+ * (t < nl), from 0; bit-identical to the kernel's padded pass. */
+void tsr_emu_att_scores(const float *kt, uint32_t sl, const float *q, uint32_t hs, uint32_t nl,
+                        float *att);
+
+/* pe_att_values' sums: out[i] = sum over t ascending of att[t] * v[t*hs + i]
+ * (i < hs), from 0; bit-identical to the kernel's padded pass. */
+void tsr_emu_att_values(const float *v, uint32_t hs, const float *att, uint32_t nl, float *out);
+
 /* ------------------------------------------------------------------------ */
 /* SIMD rows                                                                  */
 
@@ -80,15 +117,23 @@ static inline uint32_t tsr_emu_pe_owner(uint32_t p, uint32_t P, uint32_t n)
  * in (EMU_SIMD=1); 0 otherwise. */
 int tsr_emu_simd_available(void);
 
-/* The Q8_0 tile product of kernels/mesh.c pe_tile_q8 for the leading rows:
- * w8 (rows, ng*G) int8, ws (rows, ng) @ (xq (ng*G,), xs (ng,)) -> psum
- * (rows,), with the same per-group int32 sums (exact) and the same fp32
- * operations in the same order per row, ((float)isum * ws) * xs added into
- * the row's sum groups ascending, so the result is bit-identical.  Handles
- * G 32 and 64 only, in blocks of 8 rows; returns the rows done (a multiple
- * of 8, 0 when the CPU or G is not supported).  xq values must lie in
- * -127..127 (the quantizer's range); w8 may hold any int8. */
+/* The Q8_0 tile product of kernels/mesh.c pe_tile_q8 for a tile's full
+ * blocks of TSR_ROW_SLOTS (8) rows, in the layout of tsr_layout.h: w8 the
+ * tile's first byte (entries (block, group, row), G bytes each), ws its
+ * first scale, xq/xs the input from the tile's first group; psum (rows,).
+ * The same per-group int32 sums (exact) and, per row, the same fp32
+ * operations in the same order, ((float)isum * ws) * xs added groups
+ * ascending, so the result is bit-identical.  Handles G 32 and 64 only;
+ * returns the blocks done (0 when the CPU or G is not supported).  xq
+ * values must lie in -127..127 (the quantizer's range); w8 any int8. */
 uint32_t tsr_emu_tile_q8(const int8_t *w8, const float *ws, uint32_t rows, uint32_t ng,
                          uint32_t G, const int8_t *xq, const float *xs, float *psum);
+
+/* The F32 tile product of pe_tile_f32 for the full 8-row blocks: wf the
+ * tile's first value (entries (block, column, row)), xf the input from its
+ * first column, cols columns; psum (rows,).  Per row v = v + w * x,
+ * columns ascending, no FMA: bit-identical.  Returns the blocks done. */
+uint32_t tsr_emu_tile_f32(const float *wf, uint32_t rows, uint32_t cols, const float *xf,
+                          float *psum);
 
 #endif

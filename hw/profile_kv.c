@@ -3,11 +3,13 @@
  * line the xclbin carries in its KEYVALUE_METADATA (USER key
  * tessera_profile) and the XRT backend (driver/xclbin_meta.c) parses:
  *
- *   name=stories15m,pes=16,rows=16,cols=4,dim=288,...,f32_words=131072
+ *   name=stories15m,pes=128,rows=128,cols=4,dim=288,...,row_slots=8
  *
  * Comma-separated key=value pairs, no colons (xclbinutil --add-key-value
- * splits USER:key:value at colons).  Built on the host with the same
- * profile header as the kernel:
+ * splits USER:key:value at colons): every field of tsr_kprofile
+ * (kernels/tsr_kernel.h), so the host checks a model against the card's
+ * own arrays and datapath.  Built on the host with the same profile header
+ * as the kernel:
  *
  *   cc -Ikernels -DTSR_PROFILE_HEADER='"profiles/profile_stories15m.h"' \
  *      hw/profile_kv.c -o profile_kv
@@ -16,18 +18,18 @@
  */
 #include <stdio.h>
 
-#include "tsr_profile.h"
+#include "tsr_kernel.h"
 
 int main(void)
 {
+    const tsr_kprofile p = TSR_KPROFILE_INIT;
     printf("name=%s,pes=%u,rows=%u,cols=%u,dim=%u,hidden=%u,layers=%u,heads=%u,kv_heads=%u,"
-           "head_size=%u,vocab=%u,seq=%u,slots=%u,group_min=%u,group_max=%u,i8_bytes=%u,"
-           "f32_words=%u\n",
-           TSR_PROFILE_NAME, (unsigned)TSR_MAX_PES, (unsigned)TSR_MAX_MESH_ROWS,
-           (unsigned)TSR_MAX_MESH_COLS, (unsigned)TSR_MAX_DIM, (unsigned)TSR_MAX_HIDDEN,
-           (unsigned)TSR_MAX_LAYERS, (unsigned)TSR_MAX_HEADS, (unsigned)TSR_MAX_KV_HEADS,
-           (unsigned)TSR_MAX_HEAD_SIZE, (unsigned)TSR_MAX_VOCAB, (unsigned)TSR_MAX_SEQ,
-           (unsigned)TSR_MAX_SLOTS, (unsigned)TSR_MIN_GROUP, (unsigned)TSR_MAX_GROUP,
-           (unsigned)TSR_PE_I8_BYTES, (unsigned)TSR_PE_F32_WORDS);
+           "head_size=%u,vocab=%u,seq=%u,slots=%u,group_min=%u,group_max=%u,sum_lanes=%u,"
+           "kv_split_max=%u,att_pes=%u,with_f32=%u,w8_words=%u,f32_words=%u,kv_words=%u,pe_rows=%u,"
+           "f32_uram=%u,kv_uram=%u,lanes=%u,vec=%u,row_slots=%u\n",
+           TSR_PROFILE_NAME, p.pes, p.mesh_rows, p.mesh_cols, p.dim, p.hidden, p.layers, p.heads,
+           p.kv_heads, p.head_size, p.vocab, p.seq, p.slots, p.group_min, p.group_max,
+           p.sum_lanes, p.kv_split_max, p.att_pes, p.with_f32, p.w8_words, p.f32_words, p.kv_words,
+           p.pe_rows, p.f32_uram, p.kv_uram, p.lanes, p.vec, p.row_slots);
     return 0;
 }

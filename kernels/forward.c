@@ -1,25 +1,29 @@
 /*
  * forward.c - one token through the transformer, on the mesh.
  *
- *   embed (gather row) -> per layer: rmsnorm -> q,k,v GEMVs -> RoPE ->
- *   attention (KV-owner PEs) -> wo GEMV + residual -> rmsnorm -> w1, w3
- *   GEMVs -> SwiGLU -> w2 GEMV + residual -> [final rmsnorm -> classifier]
+ *   embed (gather row) -> per layer: rmsnorm -> [q|k|v] GEMV -> RoPE ->
+ *   attention (KV PEs) -> wo GEMV + residual -> rmsnorm -> [w1,w3] GEMV
+ *   with SwiGLU on the PEs -> w2 GEMV + residual -> [final rmsnorm ->
+ *   classifier -> the greedy token on the mesh, or the logits]
  *
- * Same steps and float order as llama2.c run.c forward(); only the GEMV
- * partial sums are added in mesh order (per PE, then the adder tree).
+ * Same steps and float order as llama2.c run.c forward() (the GEMV sums of
+ * a row split over C > 1 mesh columns are added in tree order; the
+ * reductions in partial sums when TSR_SUM_LANES > 1).
  */
 #include "tsr_hls.h"
 
-void tsr_forward(tsr_kstate *st, uint32_t slot, uint32_t token, uint32_t pos, int want_logits)
+int32_t tsr_forward(tsr_kstate *st, uint32_t slot, uint32_t token, uint32_t pos, int mode)
 {
     const tsr_kconfig *c = &st->cfg;
-    uint32_t dim = c->dim, hidden = c->hidden_dim, kv_dim = tsr_lay_kv_dim(c);
-    uint32_t hs = tsr_lay_head_size(c), L = c->n_layers;
+    uint32_t dim = c->dim, hidden = c->hidden_dim, L = c->n_layers;
     float *x = st->x;   // (dim,)
-    /* cycle model: this pass's work starts here */
-    st->cnt.work_mark = st->cnt.work;
-    st->cnt.work.forwards++;
-    st->cnt.work.pos_sum += pos;
+    /* cycle accounting: this pass starts here */
+fwd_mark:
+    for (uint32_t r = 0; r < TSR_RG_COUNT; r++) {
+#pragma HLS UNROLL
+        st->cnt.cyc_mark[r] = st->cnt.cyc[r];
+    }
+    st->cnt.last_pos = pos;
 
     tsr_mesh_embed(st, token, x);
 
@@ -30,31 +34,40 @@ fwd_layers:
         const float *rms_ffn = st->ctrl + (L + l) * dim;   // (dim,)
 
         /* attention block */
-        tsr_rmsnorm(st->xb, x, rms_att, dim, c->norm_eps);
-        tsr_mesh_gemv_qkv(st, l, st->xb);
-        tsr_rope(st->q, st->k, dim, kv_dim, hs, pos, c->rope_theta);
+        float ss = tsr_rms_scale(st, x, dim);
+        tsr_mesh_input(st, x, dim, rms_att, ss);
+        tsr_mesh_gemv(st, TSR_MAT_LAYER(l, TSR_W_QKV), 0);
+        tsr_mesh_gather(st, TSR_MAT_LAYER(l, TSR_W_QKV), st->qkv, 0);
+        tsr_rope(st, pos);
         tsr_attention(st, slot, l, pos);
-        tsr_mesh_gemv(st, TSR_MAT_LAYER(l, TSR_W_O), st->xb, st->xb2);
-        tsr_residual(x, st->xb2, dim);
+        tsr_mesh_input(st, st->xb, dim, 0, 0.0f);
+        tsr_mesh_gemv(st, TSR_MAT_LAYER(l, TSR_W_O), 0);
+        tsr_mesh_gather(st, TSR_MAT_LAYER(l, TSR_W_O), x, 1);   /* x += wo xb */
 
         /* FFN block: w2(silu(w1 xb) * w3 xb) */
-        tsr_rmsnorm(st->xb, x, rms_ffn, dim, c->norm_eps);
-        tsr_mesh_ffn_up(st, l, st->xb);   /* hb = silu(w1 xb) * w3 xb */
-        tsr_mesh_gemv(st, TSR_MAT_LAYER(l, TSR_W_2), st->hb, st->xb2);
-        tsr_residual(x, st->xb2, dim);
+        ss = tsr_rms_scale(st, x, dim);
+        tsr_mesh_input(st, x, dim, rms_ffn, ss);
+        tsr_mesh_gemv(st, TSR_MAT_LAYER(l, TSR_W_13), 0);        /* SwiGLU on the PEs */
+        tsr_mesh_gather(st, TSR_MAT_LAYER(l, TSR_W_13), st->hb, 0);
+        tsr_mesh_input(st, st->hb, hidden, 0, 0.0f);
+        tsr_mesh_gemv(st, TSR_MAT_LAYER(l, TSR_W_2), 0);
+        tsr_mesh_gather(st, TSR_MAT_LAYER(l, TSR_W_2), x, 1);    /* x += w2 hb */
     }
-    /* cycle model: the layers' controller passes (2 norms; RoPE pairs, 2 residuals, SwiGLU) */
-    st->cnt.work.norms += 2u * L;
-    st->cnt.work.norm_elems += 2u * (uint64_t)L * dim;
-    st->cnt.work.vec_elems += (uint64_t)L * (dim / 2u + 2u * dim + hidden);
     st->cnt.tokens_fed++;
 
-    if (want_logits) {
-        tsr_rmsnorm(x, x, st->ctrl + 2u * L * dim, dim, c->norm_eps);
-        tsr_mesh_gemv(st, tsr_lay_mat_wcls(c), x, st->logits);
-        st->cnt.work.norms++;   /* cycle model: final norm; logits the sampler scans */
-        st->cnt.work.norm_elems += dim;
-        st->cnt.work.logits += c->vocab_size;
+    if (mode == TSR_FWD_NONE) return 0;
+    uint32_t cls = tsr_lay_mat_wcls(c);
+    float ss = tsr_rms_scale(st, x, dim);
+    tsr_mesh_input(st, x, dim, st->ctrl + 2u * L * dim, ss);
+    if (mode == TSR_FWD_GREEDY) {
+        tsr_mesh_gemv(st, cls, TSR_JOB_ARGMAX);
         st->logits_valid = 1;
+        st->logits_on_pes = 1;   /* READ_LOGITS gathers them if asked */
+        return tsr_mesh_best(st, cls);
     }
+    tsr_mesh_gemv(st, cls, 0);
+    tsr_mesh_gather(st, cls, st->logits, 0);
+    st->logits_valid = 1;
+    st->logits_on_pes = 0;
+    return 0;
 }

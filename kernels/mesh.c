@@ -2,361 +2,618 @@
  * mesh.c - GEMV and embedding gathers on the PE mesh (after WaferLLM's
  * MeshGEMV): weights never move, activation vectors do.
  *
- *   controller x (n,) --quantize (Q8) / pad (F32)--> slices by column block
- *        | broadcast slice c to the R PEs of mesh column c
+ *   controller x (n,) --normalise, quantize (Q8) / pad (F32)--> bus
+ *        | broadcast: every PE latches each word into its own copy
  *        v
- *   PE (r, c): tile rows x tile groups -> psum (rows,)       [PE-local]
- *        | binary adder tree along mesh row r (log2 C levels)
+ *   PE (r, c): its tile, 32 int8 MACs a cycle, 8 rows interleaved -> psum
+ *        | column adder tree along mesh row r (log2 C levels, C > 1)
+ *        | W13: SwiGLU on the PE (the root, after the tree)
  *        v
- *   PE (r, 0) psum -> controller y [row block r]   (gather)
+ *   root PE (r, 0) psum --bus--> controller y [row block r]   (gather)
+ *                       or its best row --tree--> the greedy token
  *
- * A PE step writes only its own psum, so the emulator runs blocks of PEs on
- * its worker threads (emu/) with the same result for any thread count.
+ * Each PE task (gemv_pe, tree_pe, root_pe) touches only its own PE's
+ * memories, except a tree step reading its partner's partial sums, so the
+ * PE instances run concurrently in hardware (TSR_RUN_PES) and on the
+ * emulator's worker threads with the same result for any thread count.
  */
+#include <math.h>
+
 #include "tsr_hls.h"
 
 /* ------------------------------------------------------------------------ */
 /* One PE's tile                                                              */
 
-/* a (n,) . b (n,) -> int32, int8 x int8 products summed exactly. */
-static inline int32_t dot_i8(const int8_t *a, const int8_t *b, uint32_t n)
+/* Q8: rows x ng entries of the layout (tsr_layout.h), from byte wb of w8
+ * and scale fs of ws, times the input groups [g0, g0 + ng) of xq/xs ->
+ * psum[po + row].  Block b0 onwards (the emulator's SIMD rows did the
+ * first ones).  One TSR_LANES-chunk of one entry a cycle: its int8
+ * products summed exactly in int32 (over the entry's chunks when G >
+ * TSR_LANES), then times both scales and added into its row's fp32
+ * accumulator, groups ascending: the order of runq.c's matmul per row.
+ * Rows interleave, so an accumulator is added to once every TSR_ROW_SLOTS
+ * steps: the DEPENDENCE distance that lets the loop run at II=1. */
+static void pe_tile_q8(const int8_t w8[TSR_PE_W8_WORDS][TSR_LANES], const float ws[TSR_PE_F32_WORDS],
+                       const int8_t xq[TSR_PE_XQ_WORDS][TSR_LANES], const float xs[TSR_PE_XS],
+                       float psum[TSR_PE_ROWS], uint32_t wb, uint32_t fs, uint32_t rows,
+                       uint32_t ng, uint32_t g0, uint32_t G, uint32_t po, uint32_t b0)
 {
-    int32_t sum = 0;
-dot_i8_macs:
-    for (uint32_t j = 0; j < n; j++) {
-#pragma HLS LOOP_TRIPCOUNT min=TSR_MIN_GROUP max=TSR_MAX_GROUP
+#pragma HLS INLINE off
+    float acc[TSR_ROW_SLOTS];
+#pragma HLS ARRAY_PARTITION variable=acc type=complete
+    uint32_t nb = tsr_cdiv(rows, TSR_ROW_SLOTS), tail = rows - (nb - 1u) * TSR_ROW_SLOTS;
+    uint32_t chunk = G < TSR_LANES ? G : TSR_LANES;        /* lanes in use   */
+    uint32_t cpg = G < TSR_LANES ? 1u : G / TSR_LANES;     /* chunks a group */
+    uint32_t steps = (nb - b0) * ng * TSR_ROW_SLOTS * cpg;
+    uint32_t b = b0, g = 0, j = 0, c = 0;
+    uint32_t kb = b == nb - 1u ? tail : TSR_ROW_SLOTS;     /* rows of block b */
+    uint32_t wa = wb + b0 * TSR_ROW_SLOTS * ng * G;         /* weight byte     */
+    uint32_t sa = fs + b0 * TSR_ROW_SLOTS * ng;             /* weight scale    */
+    uint32_t xg = g0 * G;                                   /* group's first input byte */
+    int32_t isum = 0;
+q8_steps:
+    for (uint32_t s = 0; s < steps; s++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_TILE_STEPS
 #pragma HLS PIPELINE II=1
-        sum += (int32_t)a[j] * (int32_t)b[j];
+#pragma HLS DEPENDENCE variable=acc type=inter dependent=true distance=TSR_ROW_SLOTS
+        if (j < kb) {
+            uint32_t xa = xg + c * TSR_LANES;
+#if TSR_MIN_GROUP >= TSR_LANES
+            uint32_t wo = 0, xo = 0;          /* every chunk is a whole word */
+#else
+            uint32_t wo = wa % TSR_LANES, xo = xa % TSR_LANES;
+#endif
+            int32_t d = 0;
+q8_lanes:
+            for (uint32_t l = 0; l < TSR_LANES; l++) {
+#pragma HLS UNROLL
+                if (l < chunk)
+                    d += (int32_t)w8[wa / TSR_LANES][wo + l] * (int32_t)xq[xa / TSR_LANES][xo + l];
+            }
+            isum = c == 0 ? d : isum + d;
+            if (c + 1u == cpg) {
+                float prev = g == 0 ? 0.0f : acc[j];
+                float v = prev + (float)isum * ws[sa] * xs[g0 + g];
+                acc[j] = v;
+                if (g + 1u == ng) psum[po + b * TSR_ROW_SLOTS + j] = v;
+                sa++;
+            }
+            wa += chunk;
+        }
+        /* next (chunk, row slot, group, block) */
+        if (++c == cpg) {
+            c = 0;
+            if (++j == TSR_ROW_SLOTS) {
+                j = 0;
+                if (++g == ng) {
+                    g = 0;
+                    b++;
+                    kb = b == nb - 1u ? tail : TSR_ROW_SLOTS;
+                }
+                xg = (g0 + g) * G;
+            }
+        }
     }
-    return sum;
 }
 
-/* Q8: w8 (rows, ng*G) int8, ws (rows, ng) @ (xq (ng*G,), xs (ng,)) -> psum
- * (rows,): per group an int32 dot product times both scales, groups
- * ascending (the numerics contract's order within the tile). */
-static void pe_tile_q8(const int8_t *w8, const float *ws, uint32_t rows, uint32_t ng, uint32_t G,
-                       const int8_t *xq, const float *xs, float *psum)
+#if TSR_WITH_F32
+/* F32: rows x (ng * G) values of the layout from word fo of wf, times xf
+ * columns [g0 * G, ...) -> psum[po + row], one column of one row a cycle,
+ * columns ascending: run.c's matmul order per row. */
+static void pe_tile_f32(const float wf[TSR_PE_F32_WORDS], const float xf[TSR_PE_XF],
+                        float psum[TSR_PE_ROWS], uint32_t fo, uint32_t rows, uint32_t cols,
+                        uint32_t x0, uint32_t po, uint32_t b0)
 {
-tile_q8_rows:
-    for (uint32_t i = 0; i < rows; i++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_OUT
-        const int8_t *wr = w8 + (uint64_t)i * ng * G;   // (ng*G,)
-        float acc = 0.0f;
-tile_q8_groups:
-        for (uint32_t g = 0; g < ng; g++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_IN_GROUPS
-            const int8_t *wg = wr + g * G, *xg = xq + g * G;   // (G,) each
-            /* The common group sizes get a constant trip count, which the
-             * compiler unrolls and vectorizes; the sum is the same integer. */
-            int32_t isum = G == 32   ? dot_i8(wg, xg, 32)
-                           : G == 64 ? dot_i8(wg, xg, 64)
-                                     : dot_i8(wg, xg, G);
-            acc += (float)isum * ws[(uint64_t)i * ng + g] * xs[g];
+#pragma HLS INLINE off
+    float acc[TSR_ROW_SLOTS];
+#pragma HLS ARRAY_PARTITION variable=acc type=complete
+    uint32_t nb = tsr_cdiv(rows, TSR_ROW_SLOTS), tail = rows - (nb - 1u) * TSR_ROW_SLOTS;
+    uint32_t steps = (nb - b0) * cols * TSR_ROW_SLOTS;
+    uint32_t b = b0, col = 0, j = 0, kb = b == nb - 1u ? tail : TSR_ROW_SLOTS;
+    uint32_t fa = fo + b0 * TSR_ROW_SLOTS * cols;
+f32_steps:
+    for (uint32_t s = 0; s < steps; s++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PE_F32_WORDS
+#pragma HLS PIPELINE II=1
+#pragma HLS DEPENDENCE variable=acc type=inter dependent=true distance=TSR_ROW_SLOTS
+        if (j < kb) {
+            float prev = col == 0 ? 0.0f : acc[j];
+            float v = prev + wf[fa] * xf[x0 + col];
+            acc[j] = v;
+            if (col + 1u == cols) psum[po + b * TSR_ROW_SLOTS + j] = v;
+            fa++;
         }
-        psum[i] = acc;
+        if (++j == TSR_ROW_SLOTS) {
+            j = 0;
+            if (++col == cols) {
+                col = 0;
+                b++;
+                kb = b == nb - 1u ? tail : TSR_ROW_SLOTS;
+            }
+        }
+    }
+}
+#endif
+
+/* SwiGLU on a W13 tile's partial sums: psum[i] = silu(w1 row) * w3 row,
+ * rows (i < rows) and their w3 halves at rows + i; one row a cycle. */
+static void pe_swiglu(float psum[TSR_PE_ROWS], uint32_t rows)
+{
+#pragma HLS INLINE off
+pe_swiglu_rows:
+    for (uint32_t i = 0; i < rows; i++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PE_ROWS
+#pragma HLS PIPELINE II=1
+        float val = psum[i];
+        val *= (1.0f / (1.0f + expf(-val)));
+        val *= psum[rows + i];
+        psum[i] = val;
     }
 }
 
-/* F32: w (rows, ng*G) @ x (ng*G,) -> psum (rows,), columns ascending. */
-static void pe_tile_f32(const float *w, uint32_t rows, uint32_t cols, const float *x, float *psum)
+/* The best of a root's rows (greedy): the largest logit, the first row on
+ * ties, as tsr_argmax; TSR_VEC lanes a cycle, each lane's best updated once
+ * a word (a compare-select recurrence at II = TSR_D_CMP), then the lanes'
+ * tree. */
+static void pe_best(const float psum[TSR_PE_ROWS], uint32_t rows, uint32_t row0, float *bv,
+                    uint32_t *bi)
 {
-tile_f32_rows:
-    for (uint32_t i = 0; i < rows; i++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_OUT
-        const float *wr = w + (uint64_t)i * cols;   // (cols,)
-        float acc = 0.0f;
-tile_f32_macs:
-        for (uint32_t j = 0; j < cols; j++) {
-#pragma HLS LOOP_TRIPCOUNT min=TSR_MIN_GROUP max=TSR_MAX_IN
-#pragma HLS PIPELINE II=1
-            acc += wr[j] * x[j];
-        }
-        psum[i] = acc;
+#pragma HLS INLINE off
+    float lv[TSR_VEC];
+    uint32_t li[TSR_VEC];
+#pragma HLS ARRAY_PARTITION variable=lv type=complete
+#pragma HLS ARRAY_PARTITION variable=li type=complete
+best_init:
+    for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+        lv[l] = psum[0];
+        li[l] = 0;
     }
+best_words:
+    for (uint32_t w = 0; w < rows; w += TSR_VEC) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PE_ROWS
+#pragma HLS PIPELINE II=TSR_D_CMP
+best_lanes:
+        for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+            uint32_t i = w + l;
+            if (i < rows && psum[i] > lv[l]) {
+                lv[l] = psum[i];
+                li[l] = i;
+            }
+        }
+    }
+    /* lanes: larger value, or the same value at a lower row */
+best_tree:
+    for (uint32_t h = TSR_VEC / 2u; h >= 1u; h /= 2u) {
+#pragma HLS UNROLL
+best_tree_pairs:
+        for (uint32_t l = 0; l < TSR_VEC / 2u; l++) {
+#pragma HLS UNROLL
+            if (l < h && (lv[l + h] > lv[l] || (lv[l + h] == lv[l] && li[l + h] < li[l]))) {
+                lv[l] = lv[l + h];
+                li[l] = li[l + h];
+            }
+        }
+    }
+    *bv = lv[0];
+    *bi = row0 + li[0];
 }
 
 /* ------------------------------------------------------------------------ */
-/* Mesh GEMV                                                                  */
+/* PE tasks (TSR_RUN_PES): PE p's share of a mesh step                        */
 
-/* Matrices that share one broadcast input: q, k, v; or w1, w3. */
-#define TSR_GEMV_FUSED 3u
-
-/* GEMVs on the mesh: W[mat[k]] (d[k], n) @ x (n,) -> y[k] (d[k],), input
- * prepared.  Emulator only with n_mats > 1 (the synthesis path runs one
- * matrix per job). */
-typedef struct gemv_job {
-    tsr_kstate *st;
-    uint32_t    n_mats;
-    uint32_t    mat[TSR_GEMV_FUSED], d[TSR_GEMV_FUSED], n;
-    float      *y[TSR_GEMV_FUSED];   /* (d[k],) each */
-    int         swiglu;       /* after the GEMVs: y[0] = silu(y[0]) * y[1] */
-    int         task_reduces; /* emulator: workers run their rows' trees */
-} gemv_job;
-
-/* Step 2 for matrix k and PEs [p0, p1): every PE multiplies its tile by its
- * slice of the broadcast input into its own psum. */
-static void gemv_tiles(const gemv_job *j, uint32_t k, uint32_t p0, uint32_t p1)
+/* GEMV of job->mat: the tile (both halves of W13), and, when nothing has
+ * to be added across columns first (C == 1), SwiGLU of W13. */
+static uint32_t gemv_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job)
 {
-    tsr_kstate *st = j->st;
-    const tsr_kconfig *c = &st->cfg;
-    uint32_t G = c->group, mat = j->mat[k];
-gemv_pes:
-    for (uint32_t p = p0; p < p1; p++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_PES
-        tsr_pe *pe = TSR_PE(st, p);
-        tsr_tile t = tsr_lay_tile(c, j->d[k], j->n, p);
-        if (c->dtype == TSR_KDT_Q8) {
-            const int8_t *w8 = pe->w8 + st->i8_off[p][mat];   // (rows, ngroups*G)
-            const float *ws = pe->f32 + st->f32_off[p][mat];  // (rows, ngroups)
-            const int8_t *xq = st->xq + t.g0 * G;              // (ngroups*G,)
-            const float *xs = st->xs + t.g0;                   // (ngroups,)
-            uint32_t done = 0;
+#pragma HLS INLINE
+    tsr_ktab t = st->tab[p][job->mat];
+    uint32_t G = st->cfg.group, pair = job->mat != TSR_MAT_EMB &&
+                                       job->mat != tsr_lay_mat_wcls(&st->cfg) &&
+                                       (job->mat - 1u) % TSR_W_COUNT == TSR_W_13;
+    uint32_t halves = pair ? 2u : 1u, cy = 0;
+    if (t.rows == 0) return 0;
+    if (t.ngroups == 0) {
+        /* a mesh column with no groups of this matrix (ng < C): its partial
+         * sums are zeros, for the column tree */
+pe_zero:
+        for (uint32_t i = 0; i < halves * t.rows; i += TSR_VEC) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PE_ROWS
+#pragma HLS PIPELINE II=1
+pe_zero_lanes:
+            for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+                if (i + l < halves * t.rows) st->psum[p][i + l] = 0.0f;
+            }
+        }
+        return tsr_cy_zero(halves * t.rows);
+    }
+gemv_halves:
+    for (uint32_t h = 0; h < halves; h++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=2
+        uint32_t po = h * t.rows, ent = h * t.rows * t.ngroups;
+        if (st->cfg.dtype == TSR_KDT_Q8) {
+            uint32_t b0 = 0;
 #ifdef TSR_EMU
             /* the emulator's SIMD rows (emu/), bit-identical to the loop */
             if (st->simd)
-                done = tsr_emu_tile_q8(w8, ws, t.rows, t.ngroups, G, xq, xs, pe->psum);
+                b0 = tsr_emu_tile_q8(&st->w8[p][0][0] + t.w_off + ent * G, st->f32[p] + t.f_off + ent,
+                                     t.rows, t.ngroups, G, &st->xq[p][0][0] + t.g0 * G,
+                                     st->xs[p] + t.g0, st->psum[p] + po);
 #endif
-            pe_tile_q8(w8 + (uint64_t)done * t.ngroups * G, ws + (uint64_t)done * t.ngroups,
-                       t.rows - done, t.ngroups, G, xq, xs, pe->psum + done);
-        } else {
-            pe_tile_f32(pe->f32 + st->f32_off[p][mat], t.rows, t.ngroups * G,
-                        st->xin + t.g0 * G, pe->psum);
+            pe_tile_q8(st->w8[p], st->f32[p], st->xq[p], st->xs[p], st->psum[p], t.w_off + ent * G,
+                       t.f_off + ent, t.rows, t.ngroups, t.g0, G, po, b0);
+        }
+#if TSR_WITH_F32
+        else {
+            uint32_t b0 = 0;
+#ifdef TSR_EMU
+            if (st->simd)
+                b0 = tsr_emu_tile_f32(st->f32[p] + t.f_off + ent * G, t.rows, t.ngroups * G,
+                                      st->xf[p] + t.g0 * G, st->psum[p] + po);
+#endif
+            pe_tile_f32(st->f32[p], st->xf[p], st->psum[p], t.f_off + ent * G, t.rows,
+                        t.ngroups * G, t.g0 * G, po, b0);
+        }
+#endif
+        cy += tsr_cy_tile(tsr_lay_tile_steps(&st->cfg, t.rows, t.ngroups));
+    }
+    if (pair && st->C == 1u) {
+        pe_swiglu(st->psum[p], t.rows);
+        cy += tsr_cy_swiglu(t.rows);
+    }
+    return cy;
+}
+
+/* One level of the column adder tree: PE (r, c) with c % 2s == 0 adds PE
+ * (r, c + s)'s partial sums into its own (s = 2^level), TSR_VEC a cycle. */
+static uint32_t tree_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job)
+{
+#pragma HLS INLINE
+    uint32_t s = 1u << job->level, c = p & (st->C - 1u);
+    if ((c & (2u * s - 1u)) != 0 || c + s >= st->C) return 0;
+    tsr_ktab t = st->tab[p][job->mat];
+    uint32_t d, n, pair;
+    tsr_lay_mat_shape(&st->cfg, job->mat, &d, &n, &pair);
+    uint32_t rows = (pair ? 2u : 1u) * t.rows;
+tree_words:
+    for (uint32_t i = 0; i < rows; i += TSR_VEC) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PE_ROWS
+#pragma HLS PIPELINE II=1
+tree_lanes:
+        for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+            if (i + l < rows) st->psum[p][i + l] += st->psum[p + s][i + l];
         }
     }
+    return tsr_cy_tree_level(rows);
 }
 
-/* Steps 3 and 4 for matrix k and mesh rows [r0, r1): the adder tree over
- * the row's C partial sums, level s adding PE (r, c + 2^s) into PE (r, c)
- * for c = 0, 2^(s+1), ...; then the root sends its row block to y[k]. */
-static void gemv_reduce(const gemv_job *j, uint32_t k, uint32_t r0, uint32_t r1)
+/* After the tree, on each mesh row's root: SwiGLU of W13 (C > 1). */
+static uint32_t swiglu_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job)
 {
-    tsr_kstate *st = j->st;
-    const tsr_kconfig *c = &st->cfg;
-    uint32_t C = c->mesh_cols;
-    float *y = j->y[k];
-gemv_reduce_rows:
-    for (uint32_t r = r0; r < r1; r++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_MESH_ROWS
-        tsr_tile t = tsr_lay_tile(c, j->d[k], j->n, r * C);
-gemv_tree_levels:
-        for (uint32_t lvl = 0; lvl < TSR_MAX_TREE_LEVELS; lvl++) {
-            uint32_t stride = 1u << lvl;
-            if (stride >= C) break;
-gemv_tree_pairs:
-            for (uint32_t cc = 0; cc + stride < C; cc += 2u * stride) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_MESH_COLS/2
-                float *dst = TSR_PE(st, r * C + cc)->psum;                // (rows,)
-                const float *src = TSR_PE(st, r * C + cc + stride)->psum; // (rows,)
-gemv_tree_add:
-                for (uint32_t i = 0; i < t.rows; i++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_OUT
-#pragma HLS PIPELINE II=1
-                    dst[i] += src[i];
-                }
-            }
-        }
-        const float *root = TSR_PE(st, r * C)->psum;   // (rows,)
-gemv_gather:
-        for (uint32_t i = 0; i < t.rows; i++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_OUT
-#pragma HLS PIPELINE II=1
-            y[t.row0 + i] = root[i];
-        }
-    }
+#pragma HLS INLINE
+    if ((p & (st->C - 1u)) != 0) return 0;
+    tsr_ktab t = st->tab[p][job->mat];
+    if (t.rows == 0) return 0;
+    pe_swiglu(st->psum[p], t.rows);
+    return tsr_cy_swiglu(t.rows);
 }
 
-/* Step 1: the controller quantizes (Q8) or zero-pads (F32) x (n,) into the
- * broadcast buffers. */
-static void gemv_input(tsr_kstate *st, const float *x, uint32_t n)
+/* Greedy: each mesh row's root finds its best row. */
+static uint32_t best_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job)
 {
-    const tsr_kconfig *c = &st->cfg;
-    uint32_t npad = tsr_cdiv(n, c->group) * c->group;
-    if (c->dtype == TSR_KDT_Q8) {
-        tsr_quantize(x, n, c->group, st->xq, st->xs);
-        return;
-    }
-gemv_pad:
-    for (uint32_t i = 0; i < npad; i++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_IN
-#pragma HLS PIPELINE II=1
-        st->xin[i] = i < n ? x[i] : 0.0f;
-    }
-}
-
-/* Counters of one GEMV of matrix mat, summed over the PEs in closed form:
- * every mesh row gets the whole input (int8 + scales, or fp32), C - 1 tree
- * additions of each row block, every row gathered once. */
-static void gemv_count(tsr_kstate *st, uint32_t mat)
-{
-    const tsr_kconfig *c = &st->cfg;
-    uint32_t d, n;
-    tsr_lay_mat_shape(c, mat, &d, &n);
-    uint32_t ng = tsr_cdiv(n, c->group), npad = ng * c->group;
-    uint32_t R = c->mesh_rows, C = c->mesh_cols;
-    tsr_kwork_gemv(c, d, n, &st->cnt.work);   /* cycle model: busiest PE's work */
-    st->cnt.fabric_bcast_bytes += (uint64_t)R * (c->dtype == TSR_KDT_Q8 ? npad + 4u * ng : 4u * npad);
-    st->cnt.fabric_reduce_bytes += 4ull * d * (C - 1u);
-    st->cnt.fabric_gather_bytes += 4ull * d;
-    st->cnt.macs += (uint64_t)d * npad;
-}
-
-#ifdef TSR_EMU
-/* Emulator: MACs below which a GEMV runs on the calling thread alone. */
-#define TSR_EMU_MIN_PARALLEL_MACS (16u * 1024u)
-
-/* Emulator worker w of nw, per matrix: the PEs of its block, then, when
- * every block is made of whole mesh rows (task_reduces), the adder trees of
- * its rows, and the SwiGLU of its row block (w1 and w3 tile alike). */
-static void gemv_task(void *ctx, uint32_t w, uint32_t nw)
-{
-    const gemv_job *j = ctx;
-    const tsr_kconfig *c = &j->st->cfg;
-    uint32_t C = c->mesh_cols, P = tsr_lay_pes(c);
-    uint32_t p0 = w * P / nw, p1 = (w + 1u) * P / nw;
-    for (uint32_t k = 0; k < j->n_mats; k++) {
-        gemv_tiles(j, k, p0, p1);
-        if (j->task_reduces) gemv_reduce(j, k, p0 / C, p1 / C);
-    }
-    if (j->swiglu && j->task_reduces && p1 > p0) {
-        uint32_t a = tsr_lay_tile(c, j->d[0], j->n, p0).row0;
-        uint32_t b = p1 < P ? tsr_lay_tile(c, j->d[0], j->n, p1).row0 : j->d[0];
-        tsr_swiglu(j->y[0] + a, j->y[1] + a, b - a);
-    }
-}
-
-/* Run j on the worker pool when it is worth it; 0 when the caller must do
- * the work itself.  Several matrices share one step only when the workers
- * can finish each one (blocks of whole mesh rows): a PE has one psum. */
-static int gemv_on_pool(gemv_job *j)
-{
-    tsr_kstate *st = j->st;
-    const tsr_kconfig *c = &st->cfg;
-    uint32_t P = tsr_lay_pes(c), C = c->mesh_cols, nw = tsr_emu_pool_size(st->pool);
-    uint64_t macs = 0;
-    for (uint32_t k = 0; k < j->n_mats; k++) macs += (uint64_t)j->d[k] * j->n;
-    if (nw > P) nw = P;
-    if (nw <= 1 || macs < TSR_EMU_MIN_PARALLEL_MACS) return 0;
-    j->task_reduces = 1;
-    for (uint32_t w = 0; w <= nw; w++) j->task_reduces &= (w * P / nw) % C == 0;
-    if (!j->task_reduces && j->n_mats > 1) return 0;
-    tsr_emu_pool_run(st->pool, nw, gemv_task, j);
-    if (!j->task_reduces) gemv_reduce(j, 0, 0, c->mesh_rows);
-    return 1;
-}
-#endif
-
-void tsr_mesh_gemv(tsr_kstate *st, uint32_t mat, const float *x, float *y)
-{
-    const tsr_kconfig *c = &st->cfg;
-    gemv_job j;
-    j.st = st;
-    j.n_mats = 1;
-    j.mat[0] = mat;
-    j.y[0] = y;
-    j.swiglu = 0;
-    j.task_reduces = 0;
-    tsr_lay_mat_shape(c, mat, &j.d[0], &j.n);
-    gemv_count(st, mat);
-
-    /* 1. the controller prepares the input vector */
-    gemv_input(st, x, j.n);
-
-    /* 2-4. broadcast, PE-local tiles, adder trees, gather.  The emulator
-     * runs the PEs on its worker pool, each worker a contiguous block of
-     * PEs; a PE writes only its own psum, so the result does not depend on
-     * the number of workers.  Small GEMVs stay on the calling thread. */
-#ifdef TSR_EMU
-    if (gemv_on_pool(&j)) return;
-#endif
-    gemv_tiles(&j, 0, 0, tsr_lay_pes(c));
-    gemv_reduce(&j, 0, 0, c->mesh_rows);
-}
-
-#ifdef TSR_EMU
-/* Emulator: the GEMVs of mats[0..n) with the one input x as one worker
- * step (input prepared once), then SwiGLU when asked; the same counters and
- * results as one tsr_mesh_gemv per matrix.  0 when it did nothing. */
-static int gemv_fused(tsr_kstate *st, uint32_t n, const uint32_t *mats, const float *x,
-                      float *y0, float *y1, float *y2, int swiglu)
-{
-    gemv_job j;
-    j.st = st;
-    j.n_mats = n;
-    j.y[0] = y0;
-    j.y[1] = y1;
-    j.y[2] = y2;
-    j.swiglu = swiglu;
-    j.task_reduces = 0;
-    for (uint32_t k = 0; k < n; k++) {
-        j.mat[k] = mats[k];
-        tsr_lay_mat_shape(&st->cfg, mats[k], &j.d[k], &j.n);
-    }
-    if (st->pool == 0) return 0;
-    gemv_input(st, x, j.n);
-    if (!gemv_on_pool(&j)) return 0;
-    for (uint32_t k = 0; k < n; k++) gemv_count(st, mats[k]);
-    return 1;
-}
-#endif
-
-void tsr_mesh_gemv_qkv(tsr_kstate *st, uint32_t l, const float *x)
-{
-#ifdef TSR_EMU
-    const uint32_t mats[3] = { TSR_MAT_LAYER(l, TSR_W_Q), TSR_MAT_LAYER(l, TSR_W_K),
-                               TSR_MAT_LAYER(l, TSR_W_V) };
-    if (gemv_fused(st, 3, mats, x, st->q, st->k, st->v, 0)) return;
-#endif
-    tsr_mesh_gemv(st, TSR_MAT_LAYER(l, TSR_W_Q), x, st->q);
-    tsr_mesh_gemv(st, TSR_MAT_LAYER(l, TSR_W_K), x, st->k);
-    tsr_mesh_gemv(st, TSR_MAT_LAYER(l, TSR_W_V), x, st->v);
-}
-
-void tsr_mesh_ffn_up(tsr_kstate *st, uint32_t l, const float *x)
-{
-#ifdef TSR_EMU
-    const uint32_t mats[2] = { TSR_MAT_LAYER(l, TSR_W_1), TSR_MAT_LAYER(l, TSR_W_3) };
-    if (gemv_fused(st, 2, mats, x, st->hb, st->hb2, 0, 1)) return;
-#endif
-    tsr_mesh_gemv(st, TSR_MAT_LAYER(l, TSR_W_1), x, st->hb);
-    tsr_mesh_gemv(st, TSR_MAT_LAYER(l, TSR_W_3), x, st->hb2);
-    tsr_swiglu(st->hb, st->hb2, st->cfg.hidden_dim);
+#pragma HLS INLINE
+    tsr_ktab t = st->tab[p][job->mat];
+    if ((p & (st->C - 1u)) != 0 || t.rows == 0) return 0;
+    pe_best(st->psum[p], t.rows, t.row0, &st->best_v[p], &st->best_i[p]);
+    return tsr_cy_best(t.rows);
 }
 
 /* ------------------------------------------------------------------------ */
-/* Embedding gather                                                           */
+/* Mesh operations                                                            */
+
+void tsr_mesh_gemv(tsr_kstate *st, uint32_t mat, uint32_t flags)
+{
+    uint32_t d, n, pair, worst;
+    tsr_lay_mat_shape(&st->cfg, mat, &d, &n, &pair);
+    uint32_t npad = tsr_cdiv(n, st->cfg.group) * st->cfg.group, halves = pair ? 2u : 1u;
+    tsr_pe_job job = { .mat = mat, .flags = flags, .work = halves * d * npad };
+
+    TSR_RUN_PES(worst, st, gemv_pe, &job);
+    TSR_CHARGE(st, TSR_RG_GEMV, worst);
+    if (st->C > 1u) {
+gemv_tree_levels:
+        for (uint32_t lvl = 0; lvl < TSR_MAX_TREE_LEVELS; lvl++) {
+#pragma HLS UNROLL
+            if ((1u << lvl) < st->C) {
+                job.level = lvl;
+                job.work = halves * d * st->C;
+                TSR_RUN_PES(worst, st, tree_pe, &job);
+                TSR_CHARGE(st, TSR_RG_TREE, worst);
+            }
+        }
+        if (pair) {
+            TSR_RUN_PES(worst, st, swiglu_pe, &job);
+            TSR_CHARGE(st, TSR_RG_GEMV, worst);
+        }
+        st->cnt.fabric_reduce_bytes += 4ull * halves * d * (st->C - 1u);
+    }
+    if (flags & TSR_JOB_ARGMAX) {
+        job.work = d;
+        TSR_RUN_PES(worst, st, best_pe, &job);
+        TSR_CHARGE(st, TSR_RG_ARGMAX, worst);
+    }
+    st->cnt.macs += (uint64_t)halves * d * npad;
+}
+
+void tsr_mesh_input(tsr_kstate *st, const float *x, uint32_t n, const float *w, float ss)
+{
+    uint32_t G = st->cfg.group, npad = tsr_cdiv(n, G) * G;
+    uint32_t P = st->P;
+#if TSR_WITH_F32
+    if (st->cfg.dtype == TSR_KDT_F32) {
+        /* normalise and zero-pad, TSR_VEC values a cycle onto the bus; every
+         * PE latches each word */
+        TSR_CHARGE(st, TSR_RG_INPUT, tsr_cy_input(n, G, 0));
+in_f32_words:
+        for (uint32_t i0 = 0; i0 < npad; i0 += TSR_VEC) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_IN_WORDS
+#pragma HLS PIPELINE II=1
+in_f32_lanes:
+            for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+                uint32_t i = i0 + l;
+                if (i < npad) {
+                    float v = i >= n ? 0.0f : w ? w[i] * (ss * x[i]) : x[i];
+                    st->xn[i] = v;
+in_f32_pes:
+                    for (uint32_t p = 0; p < TSR_PES; p++) {
+#pragma HLS UNROLL
+                        if (p < P) st->xf[p][i] = v;
+                    }
+                }
+            }
+        }
+        st->cnt.fabric_bcast_bytes += 4ull * P * npad;
+        return;
+    }
+#endif
+    /* Q8, pass A: normalise, TSR_LANES values a cycle; each chunk's max |v| */
+    uint32_t nch = npad / TSR_LANES + (npad % TSR_LANES != 0u);
+    TSR_CHARGE(st, TSR_RG_INPUT, tsr_cy_input(n, G, 1));
+in_q8_norm:
+    for (uint32_t ch = 0; ch < nch; ch++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_CHUNKS
+#pragma HLS PIPELINE II=1
+        float m = 0.0f;
+in_q8_norm_lanes:
+        for (uint32_t l = 0; l < TSR_LANES; l++) {
+#pragma HLS UNROLL
+            uint32_t i = ch * TSR_LANES + l;
+            float v = i >= n ? 0.0f : w ? w[i] * (ss * x[i]) : x[i];
+            st->xn[i] = v;
+            float a = fabsf(v);
+            m = a > m ? a : m;
+        }
+        st->camax[ch] = m;
+    }
+    /* pass B: the group's scale, the int8 values; every PE latches the
+     * chunk's word and the group's scale(s) */
+    uint32_t cpg = G < TSR_LANES ? 1u : G / TSR_LANES;
+in_q8_quant:
+    for (uint32_t ch = 0; ch < nch; ch++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_CHUNKS
+#pragma HLS PIPELINE II=1
+        int8_t qw[TSR_LANES];
+        float sc[TSR_LANES];   /* each lane's group scale */
+#pragma HLS ARRAY_PARTITION variable=qw type=complete
+#pragma HLS ARRAY_PARTITION variable=sc type=complete
+        if (G >= TSR_LANES) {
+            /* max over the group's chunks (cpg <= TSR_MAX_GROUP / TSR_LANES) */
+            uint32_t first = ch & ~(cpg - 1u);
+            float gm = 0.0f;
+in_q8_group_max:
+            for (uint32_t k = 0; k < TSR_MAX_GROUP / TSR_LANES; k++) {
+#pragma HLS UNROLL
+                if (k < cpg) gm = st->camax[first + k] > gm ? st->camax[first + k] : gm;
+            }
+in_q8_scale_lanes:
+            for (uint32_t l = 0; l < TSR_LANES; l++) {
+#pragma HLS UNROLL
+                sc[l] = gm / 127.0f;
+            }
+        }
+#if TSR_MIN_GROUP < TSR_LANES
+        else {
+            /* several groups a chunk: each lane's group max by a segmented tree */
+            float sm[TSR_LANES];
+#pragma HLS ARRAY_PARTITION variable=sm type=complete
+in_q8_seg_abs:
+            for (uint32_t l = 0; l < TSR_LANES; l++) {
+#pragma HLS UNROLL
+                sm[l] = fabsf(st->xn[ch * TSR_LANES + l]);
+            }
+in_q8_seg_levels:
+            for (uint32_t h = 1; h < TSR_LANES; h *= 2u) {
+#pragma HLS UNROLL
+in_q8_seg_pairs:
+                for (uint32_t l = 0; l < TSR_LANES; l++) {
+#pragma HLS UNROLL
+                    /* lanes l and l ^ h share a group when h < G */
+                    if (h < G && (l & h) == 0) {
+                        float m2 = sm[l] > sm[l | h] ? sm[l] : sm[l | h];
+                        sm[l] = m2;
+                        sm[l | h] = m2;
+                    }
+                }
+            }
+in_q8_seg_scales:
+            for (uint32_t l = 0; l < TSR_LANES; l++) {
+#pragma HLS UNROLL
+                sc[l] = sm[l] / 127.0f;
+            }
+        }
+#endif
+in_q8_values:
+        for (uint32_t l = 0; l < TSR_LANES; l++) {
+#pragma HLS UNROLL
+            float v = st->xn[ch * TSR_LANES + l];
+            qw[l] = sc[l] != 0.0f ? (int8_t)tsr_round_q8(v / sc[l]) : (int8_t)0;
+        }
+        /* the group(s) starting in this chunk: their scales */
+in_q8_pes:
+        for (uint32_t p = 0; p < TSR_PES; p++) {
+#pragma HLS UNROLL
+            if (p < P) {
+in_q8_pe_lanes:
+                for (uint32_t l = 0; l < TSR_LANES; l++) {
+#pragma HLS UNROLL
+                    st->xq[p][ch][l] = qw[l];
+                }
+                if (G >= TSR_LANES) {
+                    if ((ch & (cpg - 1u)) == 0) st->xs[p][ch >> st->cpg_log2] = sc[0];
+                }
+#if TSR_MIN_GROUP < TSR_LANES
+                else {
+in_q8_pe_scales:
+                    for (uint32_t l = 0; l < TSR_LANES; l += TSR_MIN_GROUP) {
+#pragma HLS UNROLL
+                        if ((l & (G - 1u)) == 0) st->xs[p][(ch * TSR_LANES + l) >> st->g_log2] = sc[l];
+                    }
+                }
+#endif
+            }
+        }
+    }
+    st->cnt.fabric_bcast_bytes += (uint64_t)P * (npad + 4u * (npad >> st->g_log2));
+}
+
+void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, float *y, int add)
+{
+    uint32_t d, n, pair, C = st->C;
+    tsr_lay_mat_shape(&st->cfg, mat, &d, &n, &pair);
+    uint32_t dw = tsr_cdiv(d, TSR_VEC);
+    uint32_t src = 0, start = 0, end = 0;   /* the root holding the current words */
+    TSR_CHARGE(st, TSR_RG_GATHER, tsr_cy_gather(d));
+gather_words:
+    for (uint32_t w = 0; w < dw; w++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_OUT_WORDS
+#pragma HLS PIPELINE II=1
+        if (w >= end) {
+            /* the next row block: the root whose units start here */
+gather_find:
+            for (uint32_t p = 0; p < TSR_PES; p++) {
+#pragma HLS UNROLL
+                tsr_ktab t = st->tab[p][mat];
+                uint32_t s = t.row0 / TSR_VEC;
+                if (p < st->P && (p & (C - 1u)) == 0 && t.rows != 0 && s == w) {
+                    src = p;
+                    start = s;
+                    end = s + tsr_cdiv(t.rows, TSR_VEC);
+                }
+            }
+        }
+gather_lanes:
+        for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+            uint32_t i = w * TSR_VEC + l;
+            if (i < d) {
+                float v = st->psum[src][(w - start) * TSR_VEC + l];
+                y[i] = add ? y[i] + v : v;
+            }
+        }
+    }
+    st->cnt.fabric_gather_bytes += 4ull * d;
+}
+
+int32_t tsr_mesh_best(tsr_kstate *st, uint32_t mat)
+{
+    /* the roots' bests, pairwise over the profile's PEs (log2 TSR_PES
+     * levels): the larger value, or the same value at a lower row */
+    float bv[TSR_PES];
+    uint32_t bi[TSR_PES], ok[TSR_PES];
+#pragma HLS ARRAY_PARTITION variable=bv type=complete
+#pragma HLS ARRAY_PARTITION variable=bi type=complete
+#pragma HLS ARRAY_PARTITION variable=ok type=complete
+    TSR_CHARGE(st, TSR_RG_ARGMAX, tsr_cy_log2(TSR_PES) * TSR_D_CMP);
+best_leaves:
+    for (uint32_t p = 0; p < TSR_PES; p++) {
+#pragma HLS UNROLL
+        tsr_ktab t = st->tab[p][mat];
+        ok[p] = p < st->P && (p & (st->C - 1u)) == 0 && t.rows != 0;
+        bv[p] = st->best_v[p];
+        bi[p] = st->best_i[p];
+    }
+best_levels:
+    for (uint32_t h = 1; h < TSR_PES; h *= 2u) {
+#pragma HLS UNROLL
+best_pairs:
+        for (uint32_t p = 0; p < TSR_PES; p++) {
+#pragma HLS UNROLL
+            if ((p & (2u * h - 1u)) == 0 && p + h < TSR_PES && ok[p + h] &&
+                (!ok[p] || bv[p + h] > bv[p] || (bv[p + h] == bv[p] && bi[p + h] < bi[p]))) {
+                bv[p] = bv[p + h];
+                bi[p] = bi[p + h];
+                ok[p] = 1;
+            }
+        }
+    }
+    return (int32_t)bi[0];
+}
 
 void tsr_mesh_embed(tsr_kstate *st, uint32_t token, float *x)
 {
     const tsr_kconfig *c = &st->cfg;
-    uint32_t d = c->vocab_size, n = c->dim, G = c->group, C = c->mesh_cols;
+    uint32_t G = c->group, dim = c->dim, C = st->C, r0 = 0;
     int q8 = c->dtype == TSR_KDT_Q8;
-    st->cnt.work.embed += (uint64_t)tsr_cdiv(n, G) * G;   /* cycle model: row gathered */
-    /* the row block holding `token` */
-    uint32_t rb = 0;
-embed_find_block:
-    for (uint32_t r = 0; r < c->mesh_rows; r++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_MESH_ROWS
-        tsr_tile t = tsr_lay_tile(c, d, n, r * C);
-        if (token >= t.row0 && token < t.row0 + t.rows) rb = r;
+    /* the mesh row whose row block holds `token` */
+embed_find:
+    for (uint32_t p = 0; p < TSR_PES; p++) {
+#pragma HLS UNROLL
+        tsr_ktab t = st->tab[p][TSR_MAT_EMB];
+        if (p < st->P && (p & (C - 1u)) == 0 && token >= t.row0 && token < t.row0 + t.rows) r0 = p;
     }
+    /* each column's PE streams its groups of the row, dequantized, onto
+     * the bus: one TSR_LANES-chunk a cycle */
+    uint32_t cpg = G < TSR_LANES ? 1u : G / TSR_LANES, chunk = G < TSR_LANES ? G : TSR_LANES;
 embed_cols:
     for (uint32_t cc = 0; cc < C; cc++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_MESH_COLS
-        uint32_t p = rb * C + cc;
-        const tsr_pe *pe = TSR_PE(st, p);
-        tsr_tile t = tsr_lay_tile(c, d, n, p);
-        uint32_t i = token - t.row0, cols = t.ngroups * G;
-        const int8_t *w8 = pe->w8 + st->i8_off[p][TSR_MAT_EMB] + (uint64_t)i * cols;   // (cols,)
-        const float *wf = pe->f32 + st->f32_off[p][TSR_MAT_EMB];
-        const float *ws = wf + (uint64_t)i * t.ngroups;                                  // (ngroups,)
-        const float *wr = wf + (uint64_t)i * cols;                                       // (cols,)
-embed_row:
-        for (uint32_t j = 0; j < cols; j++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_DIM
+        uint32_t p = r0 + cc;
+        tsr_ktab t = st->tab[p][TSR_MAT_EMB];
+        uint32_t i = token - t.row0, nb = tsr_cdiv(t.rows, TSR_ROW_SLOTS);
+        uint32_t b = i / TSR_ROW_SLOTS, j = i % TSR_ROW_SLOTS;
+        uint32_t kb = b == nb - 1u ? t.rows - b * TSR_ROW_SLOTS : TSR_ROW_SLOTS;
+        uint32_t e0 = b * TSR_ROW_SLOTS * t.ngroups + j;   /* entry of group 0 */
+        TSR_CHARGE(st, TSR_RG_EMBED, tsr_cy_loop(t.ngroups * cpg, 1u, TSR_D_BUS));
+embed_chunks:
+        for (uint32_t k = 0; k < t.ngroups * cpg; k++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_CHUNKS
 #pragma HLS PIPELINE II=1
-            uint32_t col = t.g0 * G + j;
-            if (col < n) x[col] = q8 ? (float)w8[j] * ws[j / G] : wr[j];
+            uint32_t g = k >> st->cpg_log2, part = k & (cpg - 1u);
+            uint32_t e = e0 + g * kb;
+            uint32_t col0 = (t.g0 + g) * G + part * TSR_LANES;
+            uint32_t a0 = t.w_off + e * G + part * TSR_LANES;   /* the chunk's first byte */
+#if TSR_MIN_GROUP >= TSR_LANES
+            uint32_t off = 0;
+#else
+            uint32_t off = a0 % TSR_LANES;
+#endif
+embed_lanes:
+            for (uint32_t l = 0; l < TSR_LANES; l++) {
+#pragma HLS UNROLL
+                uint32_t col = col0 + l;
+                if (l < chunk && col < dim) {
+                    if (q8)
+                        x[col] = (float)st->w8[p][a0 / TSR_LANES][off + l] * st->f32[p][t.f_off + e];
+                    else   /* F32: values (block, column, row) */
+                        x[col] = st->f32[p][t.f_off + b * TSR_ROW_SLOTS * t.ngroups * G +
+                                            (col - t.g0 * G) * kb + j];
+                }
+            }
         }
-        st->cnt.fabric_gather_bytes += 4u * cols;
     }
+    st->cnt.fabric_gather_bytes += 4ull * dim;
 }

@@ -1,65 +1,144 @@
 /*
- * ops.c - vector operations on the controller's activation vectors.
+ * ops.c - the controller's vector operations.
  *
- * Dataflow of each op: read vector(s) from controller buffers -> compute
- * elementwise / with one reduction -> write back.  All fp32, in the exact
- * operation order of llama2.c run.c so greedy tokens agree with it.
+ *   read vector(s) from controller memory (TSR_VEC words of fp32 a cycle)
+ *     -> elementwise lanes / a reduction over TSR_SUM_LANES partial sums
+ *     -> write back
+ *
+ * All fp32, in llama2.c run.c's operation order (the reductions in its
+ * order when TSR_SUM_LANES is 1), so greedy F32 tokens agree with run.c.
  */
 #include <math.h>
 
 #include "tsr_hls.h"
 
 /* ------------------------------------------------------------------------ */
-/* Norm                                                                       */
+/* Reductions                                                                 */
 
-void tsr_rmsnorm(float *o, const float *x, const float *w, uint32_t n, float eps)
+/* Partial k of S holds the elements i with i % S == k, added in order:
+ * TSR_SUM_E elements a cycle, into TSR_SUM_E consecutive partials, so each
+ * partial is added to once every TSR_SUM_DIST iterations (II = 1 when S is
+ * at least TSR_FADD_LAT, else TSR_SUM_II).  Then the pairwise levels,
+ * partial k += partial k + half for half = S/2, S/4, ..., 1, TSR_SUM_E
+ * additions a cycle.  With S = 1: ((x0 + x1) + x2) + ..., run.c's order.
+ * tsr_cycles.h tsr_cy_sum_s is what this costs. */
+/* The pairwise levels over the partials (nothing when S = 1). */
+static void sum_levels(float part[TSR_SUM_LANES])
 {
-    float ss = 0.0f;
-rmsnorm_sumsq:
-    for (uint32_t j = 0; j < n; j++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_DIM
+#if TSR_SUM_LANES > 1
+sum_level:
+    for (uint32_t half = TSR_SUM_LANES / 2u; half >= 1u; half /= 2u) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=16
+sum_level_adds:
+        for (uint32_t k = 0; k < half; k += TSR_SUM_E) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_SUM_LANES
 #pragma HLS PIPELINE II=1
-        ss += x[j] * x[j];
+sum_level_lanes:
+            for (uint32_t e = 0; e < TSR_SUM_E; e++) {
+#pragma HLS UNROLL
+                if (k + e < half) part[k + e] += part[k + e + half];
+            }
+        }
     }
+#else
+    (void)part;
+#endif
+}
+
+/* sum of x[i] (square 0) or of x[i]^2 (square 1). */
+static float reduce(const float *x, uint32_t n, int square)
+{
+    float part[TSR_SUM_LANES];
+#pragma HLS ARRAY_PARTITION variable=part type=complete
+sum_zero:
+    for (uint32_t k = 0; k < TSR_SUM_LANES; k++) {
+#pragma HLS UNROLL
+        part[k] = 0.0f;
+    }
+    uint32_t base = 0;
+sum_pass:
+    for (uint32_t i = 0; i < n; i += TSR_SUM_E) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
+#pragma HLS PIPELINE II=TSR_SUM_II
+#pragma HLS DEPENDENCE variable=part type=inter dependent=true distance=TSR_SUM_DIST
+sum_lanes:
+        for (uint32_t e = 0; e < TSR_SUM_E; e++) {
+#pragma HLS UNROLL
+            if (i + e < n) {
+                float v = x[i + e];
+                part[base + e] += square ? v * v : v;
+            }
+        }
+        base = base + TSR_SUM_E == TSR_SUM_LANES ? 0u : base + TSR_SUM_E;
+    }
+    sum_levels(part);
+    return part[0];
+}
+
+float tsr_reduce_sum(const float *x, uint32_t n) { return reduce(x, n, 0); }
+
+float tsr_reduce_sumsq(const float *x, uint32_t n) { return reduce(x, n, 1); }
+
+/* ------------------------------------------------------------------------ */
+/* RMSNorm                                                                    */
+
+float tsr_rms_scale(tsr_kstate *st, const float *x, uint32_t n)
+{
+    float ss = tsr_reduce_sumsq(x, n);
+    TSR_CHARGE(st, TSR_RG_NORM, tsr_cy_norm_s(n, TSR_SUM_LANES));
     ss /= (float)n;
-    ss += eps;
-    ss = 1.0f / sqrtf(ss);
-rmsnorm_scale:
-    for (uint32_t j = 0; j < n; j++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_DIM
-#pragma HLS PIPELINE II=1
-        o[j] = w[j] * (ss * x[j]);
-    }
+    ss += st->cfg.norm_eps;
+    return 1.0f / sqrtf(ss);
 }
 
 /* ------------------------------------------------------------------------ */
 /* RoPE                                                                       */
 
-void tsr_rope(float *q, float *k, uint32_t dim, uint32_t kv_dim, uint32_t head_size,
-              uint32_t pos, float theta)
+/* Rotate the n/2 adjacent pairs of v (n,) by this position's angles,
+ * TSR_VEC values (TSR_VEC / 2 pairs) a cycle; pair i/2 uses angle
+ * rope_pj[i/2] = (i % head_size) / 2 (a CONFIGURE table, so no modulo). */
+static void rope_rotate(tsr_kstate *st, float *v, uint32_t n)
 {
-rope_pairs:
-    for (uint32_t i = 0; i < dim; i += 2) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_DIM/2
-        uint32_t head_dim = i % head_size;
-        float freq = 1.0f / powf(theta, (float)head_dim / (float)head_size);
-        float val = (float)pos * freq;
-        float fcr = cosf(val);
-        float fci = sinf(val);
-        float v0 = q[i], v1 = q[i + 1];
-        q[i] = v0 * fcr - v1 * fci;
-        q[i + 1] = v0 * fci + v1 * fcr;
-        if (i < kv_dim) {
-            v0 = k[i];
-            v1 = k[i + 1];
-            k[i] = v0 * fcr - v1 * fci;
-            k[i + 1] = v0 * fci + v1 * fcr;
+rope_words:
+    for (uint32_t w = 0; w < n; w += TSR_VEC) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_DIM_WORDS
+#pragma HLS PIPELINE II=1
+rope_lanes:
+        for (uint32_t l = 0; l < TSR_VEC / 2; l++) {
+#pragma HLS UNROLL
+            uint32_t i = w + 2u * l;
+            if (i < n) {
+                uint32_t j = st->rope_pj[i / 2u];
+                float fcr = st->rope_cos[j], fci = st->rope_sin[j];
+                float v0 = v[i], v1 = v[i + 1u];
+                v[i] = v0 * fcr - v1 * fci;
+                v[i + 1u] = v0 * fci + v1 * fcr;
+            }
         }
     }
 }
 
+void tsr_rope(tsr_kstate *st, uint32_t pos)
+{
+    uint32_t half = st->hs / 2u, dim = st->cfg.dim, kvd = st->kv_dim;
+    /* this position's angle per pair of head dimensions (one cos/sin unit),
+     * then q (dim,) and k (kv_dim,) */
+    TSR_CHARGE(st, TSR_RG_ROPE, tsr_cy_rope(st->hs, dim, kvd));
+rope_angles:
+    for (uint32_t j = 0; j < half; j++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_HALF_HS
+#pragma HLS PIPELINE II=1
+        float val = (float)pos * st->rope_freq[j];
+        st->rope_cos[j] = cosf(val);
+        st->rope_sin[j] = sinf(val);
+    }
+    /* as run.c rotates q[i], and k[i] for i < kv_dim */
+    rope_rotate(st, st->qkv, dim);
+    rope_rotate(st, st->qkv + dim, kvd);
+}
+
 /* ------------------------------------------------------------------------ */
-/* Softmax, SwiGLU, residual                                                  */
+/* Softmax, SwiGLU                                                            */
 
 void tsr_softmax(float *x, uint32_t n)
 {
@@ -69,13 +148,13 @@ softmax_max:
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
         if (x[i] > max_val) max_val = x[i];
     }
-    float sum = 0.0f;
 softmax_exp:
     for (uint32_t i = 0; i < n; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
+#pragma HLS PIPELINE II=1
         x[i] = expf(x[i] - max_val);
-        sum += x[i];
     }
+    float sum = tsr_reduce_sum(x, n);
 softmax_norm:
     for (uint32_t i = 0; i < n; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
@@ -88,7 +167,7 @@ void tsr_swiglu(float *hb, const float *hb2, uint32_t n)
 {
 swiglu:
     for (uint32_t i = 0; i < n; i++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_HIDDEN
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PE_ROWS
 #pragma HLS PIPELINE II=1
         float val = hb[i];
         val *= (1.0f / (1.0f + expf(-val)));
@@ -97,34 +176,21 @@ swiglu:
     }
 }
 
-void tsr_residual(float *x, const float *d, uint32_t n)
-{
-residual:
-    for (uint32_t i = 0; i < n; i++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_DIM
-#pragma HLS PIPELINE II=1
-        x[i] += d[i];
-    }
-}
-
 /* ------------------------------------------------------------------------ */
-/* Activation quantization (in front of the MAC arrays)                       */
+/* Quantization, argmax                                                       */
 
 void tsr_quantize(const float *x, uint32_t n, uint32_t G, int8_t *q, float *s)
 {
     uint32_t ng = tsr_cdiv(n, G);
 quant_groups:
     for (uint32_t g = 0; g < ng; g++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_IN_GROUPS
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PE_XS
         uint32_t j0 = g * G, len = n - j0 < G ? n - j0 : G;   /* the last group may be short */
-        const float *xg = x + j0;                             // (len,)
-        int8_t *qg = q + j0;                                  // (G,)
         float amax = 0.0f;
 quant_amax:
         for (uint32_t j = 0; j < len; j++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_GROUP
-#pragma HLS PIPELINE II=1
-            float a = fabsf(xg[j]);
+            float a = fabsf(x[j0 + j]);
             amax = a > amax ? a : amax;
         }
         float scale = amax / 127.0f;
@@ -134,14 +200,12 @@ quant_amax:
 quant_values:
         for (uint32_t j = 0; j < nz; j++) {
 #pragma HLS LOOP_TRIPCOUNT min=0 max=TSR_MAX_GROUP
-#pragma HLS PIPELINE II=1
-            qg[j] = (int8_t)tsr_round_q8(xg[j] / scale);
+            q[j0 + j] = (int8_t)tsr_round_q8(x[j0 + j] / scale);
         }
 quant_pad:
         for (uint32_t j = nz; j < G; j++) {
 #pragma HLS LOOP_TRIPCOUNT min=0 max=TSR_MAX_GROUP
-#pragma HLS PIPELINE II=1
-            qg[j] = 0;
+            q[j0 + j] = 0;
         }
     }
 }

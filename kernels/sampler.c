@@ -62,21 +62,29 @@ heap_sift:
 /* ------------------------------------------------------------------------ */
 /* Samplers                                                                   */
 
-/* Multinomial: first i with coin < cdf(i); the last token on rounding. */
-static int32_t sample_mult(const float *probs, uint32_t n, float coin)
+/* Multinomial: first i with coin < cdf(i); the last token on rounding.
+ * *it gets the positions scanned (the cdf is one recurrence: II =
+ * TSR_FADD_LAT). */
+static int32_t sample_mult(const float *probs, uint32_t n, float coin, uint32_t *it)
 {
     float cdf = 0.0f;
 mult_scan:
     for (uint32_t i = 0; i < n; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
         cdf += probs[i];
-        if (coin < cdf) return (int32_t)i;
+        if (coin < cdf) {
+            *it = i + 1u;
+            return (int32_t)i;
+        }
     }
+    *it = n;
     return (int32_t)n - 1;
 }
 
+/* *cy gets its loops' cycles: the filter pass, heapify and pops (each a
+ * sift of up to log2(n0) compare-swap levels), the pick. */
 static int32_t sample_topp(const float *probs, uint32_t n, float top_p, float coin,
-                           float *cp, int32_t *ci)
+                           float *cp, int32_t *ci, uint32_t *cy)
 {
     /* Tokens below the cutoff cannot be in the nucleus (llama2.c's filter). */
     float cutoff = n > 1 ? (1.0f - top_p) / (float)(n - 1) : 0.0f;
@@ -90,7 +98,13 @@ topp_filter:
             n0++;
         }
     }
-    if (n0 == 0) return (int32_t)tsr_argmax(probs, n);
+    *cy = tsr_cy_loop(n, 1u, TSR_D_CMP);
+    if (n0 == 0) {
+        *cy += tsr_cy_loop(n, TSR_D_CMP, 0u);
+        return (int32_t)tsr_argmax(probs, n);
+    }
+    uint32_t sift = (tsr_cy_log2(n0) + 1u) * 2u * TSR_D_CMP;   /* one sift-down */
+    *cy += (n0 / 2u) * sift;
 topp_heapify:
     for (uint32_t k = n0 / 2u; k > 0; k--) {
 #pragma HLS LOOP_TRIPCOUNT min=0 max=TSR_MAX_VOCAB/2
@@ -110,6 +124,7 @@ topp_pop:
         taken = m + 1u;
         if (cum > top_p) break;
     }
+    *cy += taken * sift + tsr_cy_loop(taken, TSR_FADD_LAT, 0u) * 2u;
     float r = coin * cum;
     float cdf = 0.0f;
 topp_pick:
@@ -122,17 +137,35 @@ topp_pick:
 }
 
 int32_t tsr_sample(float *logits, uint32_t n, float temperature, float top_p, uint64_t *rng,
-                   float *cand_p, int32_t *cand_i)
+                   float *cand_p, int32_t *cand_i, uint32_t *cy)
 {
-    if (temperature <= 0.0f || top_p <= 0.0f) return (int32_t)tsr_argmax(logits, n);
+    uint32_t c = 0, it = 0;
+    int32_t tok;
+    if (temperature <= 0.0f || top_p <= 0.0f) {
+        tok = (int32_t)tsr_argmax(logits, n);
+        c = tsr_cy_loop(n, TSR_D_CMP, 0u);
+    } else {
 sample_temp:
-    for (uint32_t i = 0; i < n; i++) {
+        for (uint32_t i = 0; i < n; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
 #pragma HLS PIPELINE II=1
-        logits[i] /= temperature;
+            logits[i] /= temperature;
+        }
+        tsr_softmax(logits, n);
+        /* temperature, the softmax's max (a compare recurrence), exp, sum,
+         * normalise */
+        c = tsr_cy_loop(n, 1u, TSR_D_DIV) + tsr_cy_loop(n, TSR_D_CMP, 0u) +
+            tsr_cy_loop(n, 1u, TSR_D_EXP) + tsr_cy_sum(n) + tsr_cy_loop(n, 1u, TSR_D_DIV);
+        float coin = tsr_rng_f32(rng);
+        if (top_p >= 1.0f) {
+            tok = sample_mult(logits, n, coin, &it);
+            c += tsr_cy_loop(it, TSR_FADD_LAT, 0u);
+        } else {
+            uint32_t tc = 0;
+            tok = sample_topp(logits, n, top_p, coin, cand_p, cand_i, &tc);
+            c += tc;
+        }
     }
-    tsr_softmax(logits, n);
-    float coin = tsr_rng_f32(rng);
-    if (top_p >= 1.0f) return sample_mult(logits, n, coin);
-    return sample_topp(logits, n, top_p, coin, cand_p, cand_i);
+    if (cy) *cy = c;
+    return tok;
 }

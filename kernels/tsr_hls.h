@@ -3,6 +3,8 @@
  *
  * The HLS pragmas and loop labels are for Vitis HLS; the host compiler's
  * -Wall would flag both, so silence exactly those two warnings here.
+ * Then the few places where the emulator's runtime (emu/) stands in for
+ * hardware: words the other side watches, and the PE loops.
  */
 #ifndef TSR_HLS_H
 #define TSR_HLS_H
@@ -17,13 +19,61 @@
 #include "tsr_emu.h"
 #endif
 
-/* Publish a word the host is watching (DECODE's token count): in the
- * emulator a release store that also wakes the host thread waiting on the
- * word (emu/pool.c), a plain store to the m_axi buffer in hardware. */
+/* A word the other side of the link watches: DECODE's token count, a
+ * response's sequence number, the cancel word.  In the emulator a release
+ * store that wakes the thread waiting on it (emu/pool.c) and an acquire
+ * load; in hardware a volatile m_axi store / load. */
 #if defined(TSR_EMU) && !defined(__SYNTHESIS__)
-#define TSR_PUBLISH(p, v) tsr_emu_publish((p), (v))
+#define TSR_PUBLISH(p, v) tsr_emu_publish((uint32_t *)(p), (v))
+#define TSR_OBSERVE(p)    tsr_emu_observe((const uint32_t *)(p))
 #else
 #define TSR_PUBLISH(p, v) (*(p) = (v))
+#define TSR_OBSERVE(p)    (*(p))
+#endif
+
+/* The serve loop waits for the ring entry's sequence word: the emulator
+ * sleeps on it (a futex, woken by the host's store), hardware polls. */
+#if defined(TSR_EMU) && !defined(__SYNTHESIS__)
+#define TSR_WAIT_WORD(p, old) tsr_emu_wait_change((uint32_t *)(p), (old), 100000u)
+#else
+#define TSR_WAIT_WORD(p, old) ((void)0)
+#endif
+
+/* TSR_RUN_PES(worst, st, task, job): task(st, p, job) for every configured
+ * PE p; worst gets the largest cycle count a task returned.
+ *
+ * Hardware: a loop over the profile's TSR_PES PEs, fully unrolled, so each
+ * task (an inlined wrapper) calls its per-PE function with PE p's own
+ * memories at a constant index; those functions are not inlined, so each
+ * PE is its own instance and the instances run concurrently (UG1399, "Loop
+ * Parallelism": functions, not loops, are scheduled in parallel).  The
+ * region's latency is the slowest instance: hence the maximum.
+ * TSR_RUN_ATT_PES: the same over the PEs that have attention datapaths.
+ * Emulator: the worker pool runs the PE blocks on its threads (emu/pool.c)
+ * and returns the same maximum. */
+#if defined(TSR_EMU) && !defined(__SYNTHESIS__)
+#define TSR_RUN_PES(worst, st, task, job) \
+    ((worst) = tsr_emu_run_pes((st), (st)->P, (task), (job)))
+#define TSR_RUN_ATT_PES(worst, st, task, job) \
+    ((worst) = tsr_emu_run_pes((st), (st)->cfg.att_pes, (task), (job)))
+#else
+/* (A braced block, not a do-while(0): it is a loop to the lint.) */
+#define TSR_RUN_PES_OF(worst, st, task, job, NPES, n)                          \
+    {                                                                          \
+        (worst) = 0;                                                           \
+        for (uint32_t p_ = 0; p_ < (NPES); p_++) {                             \
+            _Pragma("HLS UNROLL")                                              \
+            if (p_ < (n)) {                                                    \
+                uint32_t c_ = task((st), p_, (job));                           \
+                if (c_ > (worst)) (worst) = c_;                                \
+            }                                                                  \
+        }                                                                      \
+    }
+#define TSR_RUN_PES(worst, st, task, job) TSR_RUN_PES_OF(worst, st, task, job, TSR_PES, (st)->P)
+/* The PEs with attention datapaths: [0, TSR_ATT_PES), the configured
+ * att_pes of them. */
+#define TSR_RUN_ATT_PES(worst, st, task, job) \
+    TSR_RUN_PES_OF(worst, st, task, job, TSR_ATT_PES, (st)->cfg.att_pes)
 #endif
 
 #endif

@@ -1,19 +1,24 @@
 /*
- * tsr_kernel.c - the command dispatcher: the kernel's top level.
+ * tsr_kernel.c - the persistent kernel: its top, the command ring, and the
+ * commands.
  *
- *   cmd (8 words) -> op
- *     LOAD       in (chunk) -----------------> PE int8 / fp32 array, controller
- *     CONFIGURE  in (tsr_kconfig) -> validate against the profile -> layout
- *                tables -> out (tsr_kfit)
- *     PREFILL    in (token ids) -> forward each -> KV caches (last one pending)
- *     DECODE     loop: forward(pending) -> logits -> sample -> out[1+i],
- *                out[0] = i+1 -> stop at n / BOS / EOS / seq_len / cancel
- *     READ_*     controller state -> out
+ *   tessera_top (started once) -> tsr_kernel_serve: for each ring entry k
+ *     wait for its seq word -> tsr_kernel_exec:
+ *       CONFIGURE  config -> validate against the profile -> tile tables
+ *                  -> out: tsr_kfit
+ *       LOAD       chunk -> a PE's int8 / fp32 array, the controller
+ *       PREFILL    ids -> forward each -> KV caches (the last one pending)
+ *       DECODE     loop: forward(pending) -> greedy on the mesh / sample
+ *                  -> out[1 + i], out[0] = i + 1 -> stop at n, BOS/EOS,
+ *                  seq_len or the cancel word
+ *       READ_*     logits / counters -> out;  EXIT -> return
+ *     -> response k: status, words written, then its seq word
  *
- * tessera_top (FPGA) keeps tsr_kstate static; the emulator owns one.
+ * tessera_top owns the state as a local variable for as long as it runs;
+ * the emulator's device thread owns one and runs tsr_kernel_serve.
  */
+#include <math.h>
 #include <stddef.h>
-#include <string.h>
 
 #include "tsr_hls.h"
 
@@ -23,243 +28,454 @@
 /* ------------------------------------------------------------------------ */
 /* State                                                                      */
 
-void tsr_kernel_init(tsr_kstate *st, uint32_t pe_avail)
-{
-    memset(st, 0, offsetof(tsr_kstate, pe));
-    st->pe_avail = pe_avail;
-}
-
 static void slot_reset(tsr_kstate *st, uint32_t s)
 {
     st->pos[s] = 0;
     st->pending[s] = -1;
+    st->pos_q[s] = 0;
+    st->pos_div[s] = 0;
     st->rng[s] = TSR_RNG_DEFAULT + s;
 }
 
-static float f32_of(uint32_t w)
+/* pos -> (pos % Q, pos / Q): on commands only, never per token. */
+static void slot_set_pos(tsr_kstate *st, uint32_t s, uint32_t pos)
 {
-    float f;
-    memcpy(&f, &w, sizeof f);
-    return f;
+    st->pos[s] = (int32_t)pos;
+    st->pos_q[s] = pos % st->cfg.kv_split;
+    st->pos_div[s] = pos / st->cfg.kv_split;
+}
+
+/* The slot advanced one position: the same, by counting. */
+static void slot_step(tsr_kstate *st, uint32_t s)
+{
+    st->pos[s]++;
+    if (++st->pos_q[s] == st->cfg.kv_split) {
+        st->pos_q[s] = 0;
+        st->pos_div[s]++;
+    }
+}
+
+void tsr_kernel_init(tsr_kstate *st)
+{
+    st->configured = 0;
+    st->logits_valid = 0;
+    st->logits_on_pes = 0;
+init_runs:
+    for (uint32_t i = 0; i < TSR_OP_COUNT; i++) st->cnt.runs[i] = 0;
+    st->cnt.tokens_fed = 0;
+    st->cnt.tokens_sampled = 0;
+    st->cnt.macs = 0;
+    st->cnt.fabric_bcast_bytes = 0;
+    st->cnt.fabric_reduce_bytes = 0;
+    st->cnt.fabric_gather_bytes = 0;
+    st->cnt.attended = 0;
+    st->cnt.load_bytes = 0;
+    st->cnt.n_pes = 0;
+    st->cnt.last_pos = 0;
+init_cycles:
+    for (uint32_t r = 0; r < TSR_RG_COUNT; r++) {
+        st->cnt.cyc[r] = 0;
+        st->cnt.cyc_mark[r] = 0;
+    }
+init_pes:
+    for (uint32_t p = 0; p < TSR_PES; p++) st->cnt.pe_sram_bytes[p] = 0;
 }
 
 /* ------------------------------------------------------------------------ */
 /* CONFIGURE                                                                  */
 
-/* Shapes and mesh within the profile?  TSR_K_OK or TSR_K_ESHAPE. */
-static int check_shape(const tsr_kconfig *c, uint32_t pe_avail)
+static int is_pow2(uint32_t v) { return v != 0 && (v & (v - 1u)) == 0; }
+
+static uint32_t log2u(uint32_t v)
+{
+    uint32_t l = 0;
+log2_bits:
+    for (uint32_t b = 1; b < 32u; b++) {
+        if ((v >> b) != 0) l = b;
+    }
+    return l;
+}
+
+/* Shapes and mesh within the profile?  TSR_K_OK, TSR_K_EARG (not a valid
+ * config at all) or TSR_K_ESHAPE (valid, but over a profile limit). */
+static int check_shape(const tsr_kconfig *c)
 {
     if (c->magic != TSR_KCONFIG_MAGIC) return TSR_K_EARG;
     if (c->dim == 0 || c->hidden_dim == 0 || c->n_layers == 0 || c->n_heads == 0 ||
         c->n_kv_heads == 0 || c->vocab_size == 0 || c->seq_len == 0 || c->n_slots == 0 ||
-        c->group == 0 || c->mesh_rows == 0 || c->mesh_cols == 0)
+        c->group == 0 || c->mesh_rows == 0 || c->mesh_cols == 0 || c->kv_split == 0 ||
+        c->att_pes == 0)
         return TSR_K_EARG;
     if (c->dim % c->n_heads || c->n_heads % c->n_kv_heads || (c->dim / c->n_heads) % 2u)
         return TSR_K_EARG;
     if (c->dtype != TSR_KDT_Q8 && c->dtype != TSR_KDT_F32) return TSR_K_EARG;
-    if ((c->mesh_cols & (c->mesh_cols - 1u)) != 0) return TSR_K_EARG;
+    if (!is_pow2(c->mesh_cols) || !is_pow2(c->group) || !is_pow2(c->kv_split)) return TSR_K_EARG;
+    uint32_t P = c->mesh_rows * c->mesh_cols;
     if (c->dim > TSR_MAX_DIM || c->hidden_dim > TSR_MAX_HIDDEN || c->n_layers > TSR_MAX_LAYERS ||
         c->n_heads > TSR_MAX_HEADS || c->n_kv_heads > TSR_MAX_KV_HEADS ||
         c->dim / c->n_heads > TSR_MAX_HEAD_SIZE || c->vocab_size > TSR_MAX_VOCAB ||
         c->seq_len > TSR_MAX_SEQ || c->n_slots > TSR_MAX_SLOTS || c->group < TSR_MIN_GROUP ||
         c->group > TSR_MAX_GROUP || c->mesh_rows > TSR_MAX_MESH_ROWS ||
-        c->mesh_cols > TSR_MAX_MESH_COLS || c->mesh_rows * c->mesh_cols > TSR_MAX_PES ||
-        c->mesh_rows * c->mesh_cols > pe_avail)
+        c->mesh_cols > TSR_MAX_MESH_COLS || P > TSR_PES || c->kv_split > TSR_MAX_KV_SPLIT ||
+        c->att_pes > TSR_ATT_PES || c->att_pes > P)
         return TSR_K_ESHAPE;
+    /* a KV head group per head; a group's query slice in whole bus words */
+    /* Q > 1: one KV head a group of Q; a group's query slice in whole bus words */
+    if (c->att_pes % c->kv_split != 0 ||
+        (c->kv_split > 1u && c->n_kv_heads > c->att_pes / c->kv_split) ||
+        (c->dim / c->n_kv_heads) % TSR_VEC != 0)
+        return TSR_K_ESHAPE;
+    if (c->dtype == TSR_KDT_F32 && !TSR_WITH_F32) return TSR_K_ESHAPE;
     return TSR_K_OK;
 }
 
-static int op_configure(tsr_kstate *st, const uint32_t *in, uint32_t *out)
+static void put_fit(volatile uint32_t *out, uint32_t room, uint32_t k, uint32_t v)
+{
+    if (k < room) out[k] = v;
+}
+
+static int op_configure(tsr_kstate *st, const uint32_t *in_w, const float *in_f, uint32_t in_n,
+                        volatile uint32_t *out, uint32_t room, uint32_t *out_n)
 {
     tsr_kconfig c;
-    tsr_kfit fit;
-    memcpy(&c, in, sizeof c);
-    memset(&fit, 0, sizeof fit);
-    fit.i8_have = TSR_PE_I8_BYTES;
-    fit.f32_have = TSR_PE_F32_WORDS;
-#ifdef TSR_EMU
-    uint32_t avail = st->pe_avail;
-#else
-    uint32_t avail = TSR_MAX_PES;
-#endif
+    if (in_n < TSR_KCONFIG_WORDS) return TSR_K_EARG;
+    c.magic = in_w[0];
+    c.dim = in_w[1];
+    c.hidden_dim = in_w[2];
+    c.n_layers = in_w[3];
+    c.n_heads = in_w[4];
+    c.n_kv_heads = in_w[5];
+    c.vocab_size = in_w[6];
+    c.seq_len = in_w[7];
+    c.n_slots = in_w[8];
+    c.dtype = in_w[9];
+    c.group = in_w[10];
+    c.mesh_rows = in_w[11];
+    c.mesh_cols = in_w[12];
+    c.shared_classifier = in_w[13];
+    c.kv_split = in_w[14];
+    c.att_pes = in_w[15];
+    c.rope_theta = in_f[TSR_KCONFIG_INTS];
+    c.norm_eps = in_f[TSR_KCONFIG_INTS + 1];
     st->configured = 0;
-    int rc = check_shape(&c, avail);
+    uint32_t fit[TSR_KFIT_WORDS];
+cfg_fit_clear:
+    for (uint32_t k = 0; k < TSR_KFIT_WORDS; k++) fit[k] = 0;
+    int rc = check_shape(&c);
+    uint32_t P = c.mesh_rows * c.mesh_cols;
     if (rc == TSR_K_OK) {
-        /* footprint of the fullest PE, and the total */
-        uint32_t P = c.mesh_rows * c.mesh_cols;
-        uint64_t total = 4u * (uint64_t)tsr_lay_ctrl_words(&c);
-        uint64_t max_b = 0, max_w = 0;
-cfg_fit_pes:
-        for (uint32_t p = 0; p < P; p++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_PES
-            uint64_t b, w;
-            tsr_lay_pe_weights(&c, p, &b, &w);
-            w += tsr_lay_kv_words(&c, p);
-            if (b > max_b) max_b = b;
-            if (w > max_w) max_w = w;
-            total += b + 4u * w;
+        /* the layout: each matrix's tile on each PE, packed in matrix order */
+        uint32_t nm = tsr_lay_n_mats(&c), rot = 0, max_w = 0, max_f = 0, max_kv = 0, max_rows = 0;
+        uint64_t total = 4ull * tsr_lay_ctrl_words(&c);
+        uint32_t sl = tsr_lay_seq_words(&c);   /* whole attention words of positions */
+cfg_mats:
+        for (uint32_t m = 0; m < nm; m++) {
+#pragma HLS LOOP_TRIPCOUNT min=5 max=TSR_MAX_MATS
+            st->mat_rot[m] = rot;
+            rot = (rot + tsr_lay_units(&c, m)) % c.mesh_rows;
         }
-        fit.i8_bytes = max_b > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)max_b;
-        fit.f32_words = max_w > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)max_w;
-        fit.ctrl_words = tsr_lay_ctrl_words(&c);
-        fit.total_lo = (uint32_t)total;
-        fit.total_hi = (uint32_t)(total >> 32);
-        if (max_b > TSR_PE_I8_BYTES || max_w > TSR_PE_F32_WORDS) rc = TSR_K_ECAPACITY;
-    }
-    if (rc == TSR_K_OK) {
-        /* the layout tables: each matrix's tile offset on each PE */
-        uint32_t P = c.mesh_rows * c.mesh_cols, nm = tsr_lay_n_mats(&c);
-cfg_offsets_pes:
+cfg_pes:
         for (uint32_t p = 0; p < P; p++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_PES
-            uint32_t b = 0, w = 0;
-cfg_offsets_mats:
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PES
+            uint32_t wb = 0, fw = 0, rows = 0;
+cfg_pe_mats:
             for (uint32_t m = 0; m < nm; m++) {
-#pragma HLS LOOP_TRIPCOUNT min=8 max=TSR_MAX_MATS
-                uint32_t d, n;
-                tsr_lay_mat_shape(&c, m, &d, &n);
-                tsr_tile t = tsr_lay_tile(&c, d, n, p);
-                st->i8_off[p][m] = b;
-                st->f32_off[p][m] = w;
-                b += tsr_lay_tile_i8(&c, t);
-                w += tsr_lay_tile_f32(&c, t);
+#pragma HLS LOOP_TRIPCOUNT min=5 max=TSR_MAX_MATS
+                tsr_tile t = tsr_lay_tile(&c, m, st->mat_rot[m], p);
+                st->tab[p][m].row0 = t.row0;
+                st->tab[p][m].rows = t.rows;
+                st->tab[p][m].g0 = t.g0;
+                st->tab[p][m].ngroups = t.ngroups;
+                st->tab[p][m].w_off = wb;
+                st->tab[p][m].f_off = fw;
+                wb += tsr_lay_tile_w8(&c, t);
+                fw += tsr_lay_tile_f32(&c, t);
+                if (tsr_lay_tile_psum(t) > rows) rows = tsr_lay_tile_psum(t);
             }
-            st->i8_used[p] = b;
-            st->kv_off[p] = w;
-            st->kv_end[p] = w + (uint32_t)tsr_lay_kv_words(&c, p);
-            st->cnt.pe_sram_bytes[p] = b + 4u * (uint64_t)st->kv_end[p];
+            uint32_t h0 = 0, q = 0, nh = tsr_lay_kv_heads(&c, p, &h0, &q);
+            uint64_t kvw64 = tsr_lay_kv_words(&c, p);
+            uint32_t kvw = kvw64 > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)kvw64;
+            st->kv_h0[p] = h0;
+            st->kv_nh[p] = nh;
+            st->kv_q[p] = q;
+            st->w8_used[p] = wb;
+            st->f32_used[p] = fw;
+            st->cnt.pe_sram_bytes[p] = wb + 4ull * fw + 4ull * kvw;
+            total += wb + 4ull * fw + 4ull * kvw;
+            if (wb > max_w) max_w = wb;
+            if (fw > max_f) max_f = fw;
+            if (kvw > max_kv) max_kv = kvw;
+            if (rows > max_rows) max_rows = rows;
         }
+        fit[TSR_KFIT_W8_WORDS] = tsr_cdiv(max_w, TSR_LANES);
+        fit[TSR_KFIT_F32_WORDS] = max_f;
+        fit[TSR_KFIT_KV_WORDS] = max_kv;
+        fit[TSR_KFIT_ROWS] = max_rows;
+        fit[TSR_KFIT_CTRL_WORDS] = tsr_lay_ctrl_words(&c);
+        fit[TSR_KFIT_TOTAL_LO] = (uint32_t)total;
+        fit[TSR_KFIT_TOTAL_HI] = (uint32_t)(total >> 32);
+        if (tsr_cdiv(max_w, TSR_LANES) > TSR_PE_W8_WORDS || max_f > TSR_PE_F32_WORDS ||
+            max_kv > TSR_PE_KV_WORDS || max_rows > TSR_PE_ROWS)
+            rc = TSR_K_ECAPACITY;
+        if (rc == TSR_K_OK) {
+            uint32_t hs = c.dim / c.n_heads;
+            st->cfg = c;
+            st->P = P;
+            st->R = c.mesh_rows;
+            st->C = c.mesh_cols;
+            st->hs = hs;
+            st->kv_dim = c.n_kv_heads * hs;
+            st->kv_mul = c.n_heads / c.n_kv_heads;
+            st->seq_local = sl;
+            st->sqrt_hs = sqrtf((float)hs);
+            st->g_log2 = log2u(c.group);
+            st->cpg_log2 = c.group > TSR_LANES ? log2u(c.group / TSR_LANES) : 0u;
+cfg_kv_home:
+            for (uint32_t k = 0; k < c.n_kv_heads; k++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_KV_HEADS
+                tsr_lay_kv_home(&c, k, &st->kv_pe[k], &st->kv_j[k]);
+            }
+            /* RoPE, as run.c: theta^(-head_dim / head_size), head_dim even */
+cfg_rope_freq:
+            for (uint32_t j = 0; j < hs / 2u; j++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_HALF_HS
+                st->rope_freq[j] = 1.0f / powf(c.rope_theta, (float)(2u * j) / (float)hs);
+            }
+cfg_rope_pairs:
+            for (uint32_t i = 0; i < c.dim; i += 2u) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_DIM
+                st->rope_pj[i / 2u] = (i % hs) / 2u;
+            }
 cfg_clear_pes:
-        for (uint32_t p = P; p < TSR_MAX_PES; p++) st->cnt.pe_sram_bytes[p] = 0;
-        st->cnt.n_pes = P;
-        st->cfg = c;
-        st->configured = 1;
-        st->logits_valid = 0;
+            for (uint32_t p = P; p < TSR_PES; p++) st->cnt.pe_sram_bytes[p] = 0;
+            st->cnt.n_pes = P;
+            st->configured = 1;
+            st->logits_valid = 0;
+            st->logits_on_pes = 0;
 cfg_slots:
-        for (uint32_t s = 0; s < TSR_MAX_SLOTS; s++) slot_reset(st, s);
+            for (uint32_t s = 0; s < TSR_MAX_SLOTS; s++) slot_reset(st, s);
+        }
     }
-    fit.status = (uint32_t)rc;
-    if (out) memcpy(out, &fit, sizeof fit);
+    fit[TSR_KFIT_STATUS] = (uint32_t)rc;
+cfg_fit_out:
+    for (uint32_t k = 0; k < TSR_KFIT_WORDS; k++) put_fit(out, room, k, fit[k]);
+    *out_n = room < TSR_KFIT_WORDS ? room : TSR_KFIT_WORDS;
     return rc;
 }
 
 /* ------------------------------------------------------------------------ */
 /* LOAD                                                                       */
 
-static int op_load(tsr_kstate *st, const uint32_t cmd[TSR_CMD_WORDS], const uint32_t *in)
+static int op_load(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32_t *in_w,
+                   const float *in_f, uint32_t in_n)
 {
-    uint32_t p = cmd[TSR_CMD_A0], region = cmd[TSR_CMD_A1];
-    uint64_t off = cmd[TSR_CMD_A2], len = cmd[TSR_CMD_A3];
+    uint32_t p = c[TSR_CMD_A0], region = c[TSR_CMD_A1], off = c[TSR_CMD_A2], len = c[TSR_CMD_A3];
     if (!st->configured) return TSR_K_ESTATE;
     if (len == 0) return TSR_K_OK;
-    if (!in) return TSR_K_EARG;
-    switch (region) {
-    case TSR_REG_I8:
-        if (p >= tsr_lay_pes(&st->cfg) || off + len > st->i8_used[p]) return TSR_K_EARG;
-        memcpy(TSR_PE(st, p)->w8 + off, in, (size_t)len);
+    if (region == TSR_REG_W8) {
+        if (p >= st->P || off > st->w8_used[p] || len > st->w8_used[p] - off ||
+            tsr_cdiv(len, 4u) > in_n)
+            return TSR_K_EARG;
+        /* four bytes a word, little-endian, into TSR_LANES-byte words */
+load_w8:
+        for (uint32_t i = 0; i < len; i++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LOAD_MAX
+#pragma HLS PIPELINE II=1
+            uint32_t a = off + i;
+            st->w8[p][a / TSR_LANES][a % TSR_LANES] = (int8_t)(uint8_t)(in_w[i / 4u] >> (8u * (i % 4u)));
+        }
         st->cnt.load_bytes += len;
         return TSR_K_OK;
-    case TSR_REG_F32:
-        if (p >= tsr_lay_pes(&st->cfg) || off + len > st->kv_off[p]) return TSR_K_EARG;
-        memcpy(TSR_PE(st, p)->f32 + off, in, (size_t)len * 4u);
-        st->cnt.load_bytes += 4u * len;
-        return TSR_K_OK;
-    case TSR_REG_CTRL:
-        if (p != 0 || off + len > tsr_lay_ctrl_words(&st->cfg)) return TSR_K_EARG;
-        memcpy(st->ctrl + off, in, (size_t)len * 4u);
-        st->cnt.load_bytes += 4u * len;
-        return TSR_K_OK;
-    default:
-        return TSR_K_EARG;
     }
+    if (region == TSR_REG_F32) {
+        if (p >= st->P || off > st->f32_used[p] || len > st->f32_used[p] - off || len > in_n)
+            return TSR_K_EARG;
+load_f32:
+        for (uint32_t i = 0; i < len; i++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LOAD_MAX
+#pragma HLS PIPELINE II=1
+            st->f32[p][off + i] = in_f[i];
+        }
+        st->cnt.load_bytes += 4ull * len;
+        return TSR_K_OK;
+    }
+    if (region == TSR_REG_CTRL) {
+        uint32_t cw = tsr_lay_ctrl_words(&st->cfg);
+        if (p != 0 || off > cw || len > cw - off || len > in_n) return TSR_K_EARG;
+load_ctrl:
+        for (uint32_t i = 0; i < len; i++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_CTRL_WORDS
+#pragma HLS PIPELINE II=1
+            st->ctrl[off + i] = in_f[i];
+        }
+        st->cnt.load_bytes += 4ull * len;
+        return TSR_K_OK;
+    }
+    return TSR_K_EARG;
 }
 
 /* ------------------------------------------------------------------------ */
 /* Sequence ops                                                               */
 
-static int op_prefill(tsr_kstate *st, uint32_t s, uint32_t n, const uint32_t *in)
+static int op_prefill(tsr_kstate *st, uint32_t s, uint32_t n, const uint32_t *in_w, uint32_t in_n)
 {
     const tsr_kconfig *c = &st->cfg;
-    if (n == 0 || !in) return TSR_K_EARG;
+    if (n == 0 || n > in_n) return TSR_K_EARG;
 prefill_check:
     for (uint32_t i = 0; i < n; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_SEQ
-        if (in[i] >= c->vocab_size) return TSR_K_EARG;
+        if (in_w[i] >= c->vocab_size) return TSR_K_EARG;
     }
     /* positions this run fills: the pending token plus all but the last */
     uint32_t feed = n - 1u + (st->pending[s] >= 0 ? 1u : 0u);
     if ((uint64_t)st->pos[s] + feed > c->seq_len) return TSR_K_ERANGE;
     if (st->pending[s] >= 0) {
-        tsr_forward(st, s, (uint32_t)st->pending[s], (uint32_t)st->pos[s], 0);
-        st->pos[s]++;
+        tsr_forward(st, s, (uint32_t)st->pending[s], (uint32_t)st->pos[s], TSR_FWD_NONE);
+        slot_step(st, s);
     }
 prefill_tokens:
     for (uint32_t i = 0; i + 1u < n; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=0 max=TSR_MAX_SEQ
-        tsr_forward(st, s, in[i], (uint32_t)st->pos[s], 0);
-        st->pos[s]++;
+        tsr_forward(st, s, in_w[i], (uint32_t)st->pos[s], TSR_FWD_NONE);
+        slot_step(st, s);
     }
-    st->pending[s] = (int32_t)in[n - 1u];
+    st->pending[s] = (int32_t)in_w[n - 1u];
     st->logits_valid = 0;
     return TSR_K_OK;
 }
 
-static int op_decode(tsr_kstate *st, const uint32_t cmd[TSR_CMD_WORDS], uint32_t *out,
-                     volatile const uint32_t *cancel)
+static int op_decode(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const float *in_f,
+                     uint32_t in_n, volatile uint32_t *out, uint32_t room,
+                     volatile const uint32_t *cancel, uint32_t *out_n)
 {
-    const tsr_kconfig *c = &st->cfg;
-    uint32_t s = cmd[TSR_CMD_SLOT], n = cmd[TSR_CMD_A0], flags = cmd[TSR_CMD_A5];
-    float temperature = f32_of(cmd[TSR_CMD_A1]), top_p = f32_of(cmd[TSR_CMD_A2]);
-    if (!out) return TSR_K_EARG;
+    const tsr_kconfig *cf = &st->cfg;
+    uint32_t s = c[TSR_CMD_SLOT], n = c[TSR_CMD_A0], flags = c[TSR_CMD_A3];
+    if (in_n < 2u || room < 1u) return TSR_K_EARG;
+    float temperature = in_f[0], top_p = in_f[1];
+    if (n > room - 1u) n = room - 1u;
     if (st->pending[s] < 0) return TSR_K_ESTATE;
     if (flags & TSR_DEC_RESEED) {
-        uint64_t seed = (uint64_t)cmd[TSR_CMD_A3] | ((uint64_t)cmd[TSR_CMD_A4] << 32);
+        uint64_t seed = (uint64_t)c[TSR_CMD_A1] | ((uint64_t)c[TSR_CMD_A2] << 32);
         st->rng[s] = seed ? seed : TSR_RNG_DEFAULT;
     }
+    int greedy = temperature <= 0.0f || top_p <= 0.0f;
+    uint32_t done = 0;
     TSR_PUBLISH(&out[0], 0u);
 decode_tokens:
     for (uint32_t i = 0; i < n; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_SEQ
-        if (cancel && *cancel) break;
-        if ((uint32_t)st->pos[s] >= c->seq_len) break;
-        tsr_forward(st, s, (uint32_t)st->pending[s], (uint32_t)st->pos[s], 1);
-        memcpy(st->probs, st->logits, c->vocab_size * sizeof(float));
-        int32_t next = tsr_sample(st->probs, c->vocab_size, temperature, top_p, &st->rng[s],
-                                  st->cand_p, st->cand_i);
+        if (TSR_OBSERVE(cancel)) break;
+        if ((uint32_t)st->pos[s] >= cf->seq_len) break;
+        int32_t next = tsr_forward(st, s, (uint32_t)st->pending[s], (uint32_t)st->pos[s],
+                                   greedy ? TSR_FWD_GREEDY : TSR_FWD_LOGITS);
+        if (!greedy) {
+            uint32_t cy = 0;
+decode_copy:
+            for (uint32_t v = 0; v < cf->vocab_size; v++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
+#pragma HLS PIPELINE II=1
+                st->probs[v] = st->logits[v];
+            }
+            next = tsr_sample(st->probs, cf->vocab_size, temperature, top_p, &st->rng[s],
+                              st->cand_p, st->cand_i, &cy);
+            TSR_CHARGE(st, TSR_RG_SAMPLE, cy);
+        }
+        TSR_CHARGE(st, TSR_RG_SAMPLE, TSR_D_BUS);   /* the id to the host */
         out[1u + i] = (uint32_t)next;
-        TSR_PUBLISH(&out[0], i + 1u);
-        st->pos[s]++;
+        done = i + 1u;
+        TSR_PUBLISH(&out[0], done);
+        slot_step(st, s);
         st->pending[s] = next;
         st->cnt.tokens_sampled++;
         if (!(flags & TSR_DEC_IGNORE_STOP) && (next == TSR_TOKEN_BOS || next == TSR_TOKEN_EOS))
             break;
     }
+    *out_n = 1u + done;
+    return TSR_K_OK;
+}
+
+/* READ_LOGITS: the last full pass's logits.  A greedy pass left them on the
+ * mesh (the classifier's partial sums at the roots): gather them now (a
+ * debug read, not charged to the token). */
+static int op_read_logits(tsr_kstate *st, volatile float *out, uint32_t room, uint32_t *out_n)
+{
+    if (!st->logits_valid) return TSR_K_ESTATE;
+    if (st->logits_on_pes) {
+        uint64_t g = st->cnt.cyc[TSR_RG_GATHER], gb = st->cnt.fabric_gather_bytes;
+        tsr_mesh_gather(st, tsr_lay_mat_wcls(&st->cfg), st->logits, 0);
+        st->cnt.cyc[TSR_RG_GATHER] = g;
+        st->cnt.fabric_gather_bytes = gb;
+        st->logits_on_pes = 0;
+    }
+    uint32_t n = room < st->cfg.vocab_size ? room : st->cfg.vocab_size;
+read_logits:
+    for (uint32_t i = 0; i < n; i++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
+#pragma HLS PIPELINE II=1
+        out[i] = st->logits[i];
+    }
+    *out_n = n;
+    return TSR_K_OK;
+}
+
+/* READ_COUNTERS: every field as (low, high) words, in field order. */
+static void put64(volatile uint32_t *out, uint32_t room, uint32_t *k, uint64_t v)
+{
+    if (*k + 1u < room) {
+        out[*k] = (uint32_t)v;
+        out[*k + 1u] = (uint32_t)(v >> 32);
+    }
+    *k += 2u;
+}
+
+static int op_read_counters(tsr_kstate *st, volatile uint32_t *out, uint32_t room, uint32_t *out_n)
+{
+    const tsr_kcounters *n = &st->cnt;
+    uint32_t k = 0;
+cnt_runs:
+    for (uint32_t i = 0; i < TSR_OP_COUNT; i++) put64(out, room, &k, n->runs[i]);
+    put64(out, room, &k, n->tokens_fed);
+    put64(out, room, &k, n->tokens_sampled);
+    put64(out, room, &k, n->macs);
+    put64(out, room, &k, n->fabric_bcast_bytes);
+    put64(out, room, &k, n->fabric_reduce_bytes);
+    put64(out, room, &k, n->fabric_gather_bytes);
+    put64(out, room, &k, n->attended);
+    put64(out, room, &k, n->load_bytes);
+    put64(out, room, &k, n->n_pes);
+    put64(out, room, &k, n->last_pos);
+cnt_cycles:
+    for (uint32_t r = 0; r < TSR_RG_COUNT; r++) put64(out, room, &k, n->cyc[r]);
+cnt_marks:
+    for (uint32_t r = 0; r < TSR_RG_COUNT; r++) put64(out, room, &k, n->cyc_mark[r]);
+cnt_pes:
+    for (uint32_t p = 0; p < TSR_PES; p++) put64(out, room, &k, n->pe_sram_bytes[p]);
+    *out_n = k < room ? k : room & ~1u;
     return TSR_K_OK;
 }
 
 /* ------------------------------------------------------------------------ */
 /* Dispatch                                                                   */
 
-int tsr_kernel_run(tsr_kstate *st, const uint32_t cmd[TSR_CMD_WORDS], const uint32_t *in,
-                   uint32_t *out, volatile const uint32_t *cancel)
+int tsr_kernel_exec(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32_t *in_w,
+                    const float *in_f, volatile uint32_t *out_w, volatile float *out_f,
+                    volatile const uint32_t *cancel, uint32_t *out_n)
 {
-    uint32_t op = cmd[TSR_CMD_OP], s = cmd[TSR_CMD_SLOT];
+    uint32_t op = c[TSR_CMD_OP], s = c[TSR_CMD_SLOT];
+    uint32_t in_n = c[TSR_CMD_IN_WORDS], room = c[TSR_CMD_OUT_WORDS];
+    *out_n = 0;
     if (op >= TSR_OP_COUNT) return TSR_K_EOP;
     st->cnt.runs[op]++;
     switch (op) {
     case TSR_OP_NOP:
+    case TSR_OP_EXIT:
         return TSR_K_OK;
     case TSR_OP_LOAD:
-        return op_load(st, cmd, in);
+        return op_load(st, c, in_w, in_f, in_n);
     case TSR_OP_CONFIGURE:
-        if (!in) return TSR_K_EARG;
-        return op_configure(st, in, out);
-    case TSR_OP_READ_COUNTERS: {
-        uint32_t words = (uint32_t)(sizeof(tsr_kcounters) / 4u);
-        if (!out) return TSR_K_EARG;
-        memcpy(out, &st->cnt, 4u * (cmd[TSR_CMD_A0] < words ? cmd[TSR_CMD_A0] : words));
-        return TSR_K_OK;
-    }
+        return op_configure(st, in_w, in_f, in_n, out_w, room, out_n);
+    case TSR_OP_READ_COUNTERS:
+        return op_read_counters(st, out_w, room, out_n);
     default:
         break;
     }
@@ -271,26 +487,58 @@ int tsr_kernel_run(tsr_kstate *st, const uint32_t cmd[TSR_CMD_WORDS], const uint
         slot_reset(st, s);
         return TSR_K_OK;
     case TSR_OP_TRUNCATE: {
-        int32_t pos = (int32_t)cmd[TSR_CMD_A0], pending = (int32_t)cmd[TSR_CMD_A1];
+        int32_t pos = (int32_t)c[TSR_CMD_A0], pending = (int32_t)c[TSR_CMD_A1];
         if (pos < 0 || pos > st->pos[s]) return TSR_K_ERANGE;
         if (pending < -1 || pending >= (int32_t)st->cfg.vocab_size) return TSR_K_EARG;
-        st->pos[s] = pos;
+        slot_set_pos(st, s, (uint32_t)pos);
         st->pending[s] = pending;
         return TSR_K_OK;
     }
     case TSR_OP_PREFILL:
-        return op_prefill(st, s, cmd[TSR_CMD_A0], in);
+        return op_prefill(st, s, c[TSR_CMD_A0], in_w, in_n);
     case TSR_OP_DECODE:
-        return op_decode(st, cmd, out, cancel);
-    case TSR_OP_READ_LOGITS: {
-        uint32_t n = cmd[TSR_CMD_A0] < st->cfg.vocab_size ? cmd[TSR_CMD_A0] : st->cfg.vocab_size;
-        if (!out) return TSR_K_EARG;
-        if (!st->logits_valid) return TSR_K_ESTATE;
-        memcpy(out, st->logits, 4u * n);
-        return TSR_K_OK;
-    }
+        return op_decode(st, c, in_f, in_n, out_w, room, cancel, out_n);
+    case TSR_OP_READ_LOGITS:
+        return op_read_logits(st, out_f, room, out_n);
     default:
         return TSR_K_EOP;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* The ring                                                                   */
+
+void tsr_kernel_serve(tsr_kstate *st, volatile uint32_t *ctl, const uint32_t *in_w,
+                      const float *in_f, volatile uint32_t *out_w, volatile float *out_f)
+{
+    uint32_t n = ctl[TSR_CTL_RING_N], k = 0, seq = 1;
+    if (n == 0 || n > TSR_RING_MAX) return;
+    uint32_t resp0 = TSR_CTL_RESP(n);
+    TSR_PUBLISH(&ctl[TSR_CTL_SERVING], 1u);
+serve_commands:
+    for (;;) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_RING_MAX
+        uint32_t e = TSR_CTL_CMD0 + k * TSR_CMD_WORDS, v;
+        /* wait for entry k's sequence number (the host writes it last) */
+serve_wait:
+        while ((v = TSR_OBSERVE(&ctl[e])) != seq) {
+#pragma HLS LOOP_TRIPCOUNT min=0 max=1000
+            TSR_WAIT_WORD(&ctl[e], v);
+        }
+        uint32_t c[TSR_CMD_WORDS];
+serve_read:
+        for (uint32_t i = 0; i < TSR_CMD_WORDS; i++) c[i] = ctl[e + i];
+        uint32_t out_n = 0;
+        int status = tsr_kernel_exec(st, c, in_w + c[TSR_CMD_IN_OFF], in_f + c[TSR_CMD_IN_OFF],
+                                     out_w + c[TSR_CMD_OUT_OFF], out_f + c[TSR_CMD_OUT_OFF],
+                                     &ctl[TSR_CTL_CANCEL], &out_n);
+        uint32_t r = resp0 + k * TSR_RESP_WORDS;
+        ctl[r + TSR_RESP_STATUS] = (uint32_t)status;
+        ctl[r + TSR_RESP_OUT_WORDS] = out_n;
+        TSR_PUBLISH(&ctl[r + TSR_RESP_SEQ], seq);
+        if (c[TSR_CMD_OP] == TSR_OP_EXIT) break;
+        k = k + 1u == n ? 0u : k + 1u;
+        seq++;
     }
 }
 
@@ -298,32 +546,64 @@ int tsr_kernel_run(tsr_kstate *st, const uint32_t cmd[TSR_CMD_WORDS], const uint
 /* Synthesis top                                                              */
 
 #ifndef TSR_EMU
-int tessera_top(const uint32_t cmd[TSR_CMD_WORDS], const uint32_t *in, uint32_t *out,
-                volatile const uint32_t *cancel)
+void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f,
+                 volatile uint32_t *out_w, volatile float *out_f)
 {
-#pragma HLS INTERFACE m_axi port=in offset=slave bundle=gmem0 max_read_burst_length=256
-#pragma HLS INTERFACE m_axi port=out offset=slave bundle=gmem1
-#pragma HLS INTERFACE m_axi port=cancel offset=slave bundle=gmem2 volatile
-#pragma HLS INTERFACE s_axilite port=cmd
+#pragma HLS INTERFACE m_axi port=ctl offset=slave bundle=gmem0 depth=TSR_CTL_DEPTH
+#pragma HLS INTERFACE m_axi port=in_w offset=slave bundle=gmem1 depth=TSR_IN_DEPTH max_read_burst_length=256
+#pragma HLS INTERFACE m_axi port=in_f offset=slave bundle=gmem1 depth=TSR_IN_DEPTH max_read_burst_length=256
+#pragma HLS INTERFACE m_axi port=out_w offset=slave bundle=gmem2 depth=TSR_OUT_DEPTH
+#pragma HLS INTERFACE m_axi port=out_f offset=slave bundle=gmem2 depth=TSR_OUT_DEPTH
 #pragma HLS INTERFACE s_axilite port=return
-    /* On-chip state persists between invocations. */
-    static tsr_kstate st;
-    /* --- PE memories (hw/ flow; docs/hls-flow.md): each PE its own
-     * memories; int8 tiles in URAM, 8 bytes per 72-bit word; scales/F32
-     * tiles + KV cache in BRAM, or URAM (2 words per row) with
-     * -DTSR_PE_F32_URAM, which hw/vitis.mk sets for stories15m to fit. */
-#pragma HLS ARRAY_PARTITION variable=st.pe type=complete dim=1
-#pragma HLS ARRAY_RESHAPE variable=st.pe.w8 type=cyclic factor=8 dim=1
-#pragma HLS BIND_STORAGE variable=st.pe.w8 type=ram_2p impl=uram
-#ifdef TSR_PE_F32_URAM
-#pragma HLS ARRAY_RESHAPE variable=st.pe.f32 type=cyclic factor=2 dim=1
-#pragma HLS BIND_STORAGE variable=st.pe.f32 type=ram_2p impl=uram
+    /* The state lives as long as this call: the whole time the model is
+     * loaded (docs/hls-flow.md, "A persistent kernel").  C simulation keeps
+     * it off the stack. */
+#ifdef __SYNTHESIS__
+    tsr_kstate st;
 #else
-#pragma HLS BIND_STORAGE variable=st.pe.f32 type=ram_2p impl=bram
+    static tsr_kstate st;
 #endif
-#pragma HLS BIND_STORAGE variable=st.pe.psum type=ram_2p impl=bram
-#pragma HLS BIND_STORAGE variable=st.pe.att type=ram_2p impl=bram
-    /* --- end PE memories */
-    return tsr_kernel_run(&st, cmd, in, out, cancel);
+#pragma HLS DISAGGREGATE variable=st
+    /* every PE its own memories (dim 1: the PE), wide enough for its lanes */
+#pragma HLS ARRAY_PARTITION variable=st.w8 type=complete dim=1
+#pragma HLS ARRAY_RESHAPE variable=st.w8 type=complete dim=3
+#pragma HLS BIND_STORAGE variable=st.w8 type=ram_1p impl=uram
+#pragma HLS ARRAY_PARTITION variable=st.f32 type=complete dim=1
+#pragma HLS BIND_STORAGE variable=st.f32 type=ram_2p impl=TSR_F32_IMPL
+#pragma HLS ARRAY_PARTITION variable=st.kv type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=st.kv type=cyclic factor=TSR_ATT_LANES dim=2
+#pragma HLS BIND_STORAGE variable=st.kv type=ram_2p impl=TSR_KV_IMPL
+#pragma HLS ARRAY_PARTITION variable=st.psum type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=st.psum type=cyclic factor=TSR_VEC dim=2
+#pragma HLS ARRAY_PARTITION variable=st.xq type=complete dim=1
+#pragma HLS ARRAY_RESHAPE variable=st.xq type=complete dim=3
+#pragma HLS ARRAY_PARTITION variable=st.xs type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=st.xf type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=st.xf type=cyclic factor=TSR_VEC dim=2
+#pragma HLS ARRAY_PARTITION variable=st.qh type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=st.kin type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=st.vin type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=st.att type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=st.att type=cyclic factor=TSR_ATT_LANES dim=2
+#pragma HLS ARRAY_PARTITION variable=st.ao type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=st.ao type=cyclic factor=TSR_ATT_LANES dim=2
+#pragma HLS ARRAY_PARTITION variable=st.tab type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=st.am type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=st.asum type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=st.best_v type=complete
+#pragma HLS ARRAY_PARTITION variable=st.best_i type=complete
+    /* the controller's vectors, TSR_VEC words (the quantizer reads 2) */
+#pragma HLS ARRAY_PARTITION variable=st.x type=cyclic factor=TSR_VEC
+#pragma HLS ARRAY_PARTITION variable=st.xn type=cyclic factor=TSR_LANES
+#pragma HLS ARRAY_PARTITION variable=st.qkv type=cyclic factor=TSR_VEC
+#pragma HLS ARRAY_PARTITION variable=st.xb type=cyclic factor=TSR_VEC
+#pragma HLS ARRAY_PARTITION variable=st.hb type=cyclic factor=TSR_VEC
+#pragma HLS ARRAY_PARTITION variable=st.logits type=cyclic factor=TSR_VEC
+#pragma HLS ARRAY_PARTITION variable=st.ctrl type=cyclic factor=TSR_VEC
+#pragma HLS ARRAY_PARTITION variable=st.camax type=cyclic factor=TSR_CAMAX_PORTS
+#pragma HLS ARRAY_PARTITION variable=st.rope_cos type=complete
+#pragma HLS ARRAY_PARTITION variable=st.rope_sin type=complete
+    tsr_kernel_init(&st);
+    tsr_kernel_serve(&st, ctl, in_w, in_f, out_w, out_f);
 }
 #endif

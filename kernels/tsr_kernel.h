@@ -1,31 +1,41 @@
 /*
- * tsr_kernel.h - the command interface of the tessera kernel: the only
- * kernels/ header the driver includes.
+ * tsr_kernel.h - the tessera kernel's interface: the only kernels/ header
+ * the driver includes.
  *
- * One top-level kernel is driven by 8-word commands:
+ * One persistent kernel, tessera_top, is started once when the device opens
+ * and serves commands until EXIT:
  *
- *   host                          device (tessera_top / tsr_kernel_run)
- *   cmd[8] + in[] ---- h2d ---->  decode op -> run it on the mesh state
- *   out[]         <--- d2h -----  token ids, status figures, debug data
+ *   host                                  device (tessera_top -> tsr_kernel_serve)
+ *   ctl: command ring, seq word last --->  wait for ring[k].seq == k + 1
+ *   in:  payload (weights, ids, config) >  run the op on the on-chip state
+ *   out: answer (token ids as sampled) <-  out[0] = count, published per token
+ *   ctl: response k, seq word last   <---  status, words written
  *
- * The device state (weights and KV cache in the PEs' SRAM, per-slot
- * positions, RNGs, counters) persists between commands: `static` inside
- * tessera_top on the FPGA, a tsr_kstate owned by the emulator backend.
- * The layout arithmetic lives in tsr_layout.h (included here) so the
- * driver's weight image builder and the kernel agree by construction.
+ * The on-chip state (weights and KV cache in the PEs' memories, per-slot
+ * positions, RNGs, counters) is a tsr_kstate: a local variable of
+ * tessera_top on the FPGA (it never returns while the model is loaded, so
+ * nothing relies on initialised static memory, which UltraScale+ URAM
+ * lacks), owned by the device thread in the emulator (emu/, driver/
+ * backend_emu.c), which runs the same tsr_kernel_serve.
+ *
+ * `in` and `out` are each bound to two m_axi ports, one read as uint32 and
+ * one as fp32 (the host binds one buffer to both), so the kernel never
+ * reinterprets bits.  The layout arithmetic lives in tsr_layout.h, shared
+ * with the driver's weight image builder and planner.
  */
 #ifndef TSR_KERNEL_H
 #define TSR_KERNEL_H
 
 #include <stdint.h>
 
+#include "tsr_cycles.h"
 #include "tsr_layout.h"
 #include "tsr_profile.h"
 
 /* ------------------------------------------------------------------------ */
 /* Commands                                                                   */
 
-/* cmd[0]: the op. */
+/* The op of a command. */
 enum {
     TSR_OP_NOP = 0,
     TSR_OP_LOAD,          /* write a chunk of the weight image             */
@@ -36,30 +46,47 @@ enum {
     TSR_OP_DECODE,        /* generate up to n tokens on the device          */
     TSR_OP_READ_LOGITS,   /* logits of the last full forward pass -> out   */
     TSR_OP_READ_COUNTERS, /* tsr_kcounters -> out                          */
+    TSR_OP_EXIT,          /* leave tsr_kernel_serve (tessera_top returns)  */
     TSR_OP_COUNT
 };
 
-/* Command words.  Per op:
- *   LOAD:          A0 pe, A1 region (TSR_REG_*), A2 offset, A3 length, both
- *                  in region units (bytes for I8, fp32 words otherwise);
- *                  in = the data (I8 bytes packed little-endian in words).
- *   CONFIGURE:     in = tsr_kconfig (TSR_KCONFIG_WORDS); out = tsr_kfit.
- *                  Resets every slot.
+/* A command: TSR_CMD_WORDS words.  In the ring, word 0 is the sequence
+ * number the host writes last; the kernel ignores it in tsr_kernel_exec. */
+enum {
+    TSR_CMD_SEQ = 0,
+    TSR_CMD_OP,
+    TSR_CMD_SLOT,
+    TSR_CMD_IN_OFF,      /* first word of the payload in `in`              */
+    TSR_CMD_IN_WORDS,    /* payload words                                  */
+    TSR_CMD_OUT_OFF,     /* first word of the answer in `out`              */
+    TSR_CMD_OUT_WORDS,   /* room for the answer, words                     */
+    TSR_CMD_A0, TSR_CMD_A1, TSR_CMD_A2, TSR_CMD_A3, TSR_CMD_A4, TSR_CMD_A5,
+    TSR_CMD_WORDS = 16
+};
+
+/* Arguments per op (A0..A5; payload in `in`, answer in `out`):
+ *   LOAD:          A0 pe, A1 region (TSR_REG_*), A2 offset, A3 length, in
+ *                  region units (bytes for W8, fp32 words otherwise);
+ *                  payload: W8 bytes packed little-endian 4 to a word,
+ *                  fp32 values otherwise.
+ *   CONFIGURE:     payload: tsr_kconfig, TSR_KCONFIG_INTS words then its 2
+ *                  fp32 words; answer: tsr_kfit (TSR_KFIT_WORDS).  Resets
+ *                  every slot.
  *   RESET:         SLOT.
  *   TRUNCATE:      SLOT, A0 pos (0..current pos), A1 pending token (int32,
  *                  -1: none).
- *   PREFILL:       SLOT, A0 n (>= 1); in = n token ids.
- *   DECODE:        SLOT, A0 n, A1 temperature (fp32 bits), A2 top_p (fp32
- *                  bits), A3/A4 seed low/high words, A5 TSR_DEC_* flags;
- *                  out[0] = tokens written so far (updated as each token is
- *                  sampled), out[1 + i] = token i.
- *   READ_LOGITS:   A0 n (words of out); out = logits (vocab fp32).
- *   READ_COUNTERS: A0 n (words of out); out = tsr_kcounters.            */
-enum { TSR_CMD_OP = 0, TSR_CMD_SLOT, TSR_CMD_A0, TSR_CMD_A1, TSR_CMD_A2, TSR_CMD_A3,
-       TSR_CMD_A4, TSR_CMD_A5, TSR_CMD_WORDS };
+ *   PREFILL:       SLOT, A0 n (>= 1); payload: n token ids.
+ *   DECODE:        SLOT, A0 n, A1/A2 seed low/high words, A3 TSR_DEC_*
+ *                  flags; payload: fp32 temperature, fp32 top_p; answer:
+ *                  word 0 the tokens written so far (published as each is
+ *                  sampled), word 1 + i token i.
+ *   READ_LOGITS:   answer: the logits (vocab fp32, at most OUT_WORDS).
+ *   READ_COUNTERS: answer: tsr_kcounters as (low, high) word pairs, in
+ *                  field order, at most OUT_WORDS words.
+ *   EXIT:          none.                                                */
 
 /* LOAD regions. */
-enum { TSR_REG_I8 = 0,   /* a PE's int8 array (bytes)                      */
+enum { TSR_REG_W8 = 0,   /* a PE's int8 array (bytes)                      */
        TSR_REG_F32,      /* a PE's fp32 array (words)                      */
        TSR_REG_CTRL,     /* the controller's norm weights (words; pe = 0)  */
        TSR_REG_COUNT };
@@ -71,202 +98,252 @@ enum { TSR_REG_I8 = 0,   /* a PE's int8 array (bytes)                      */
 #define TSR_TOKEN_BOS 1
 #define TSR_TOKEN_EOS 2
 
-/* Kernel status (the return value of a run). */
+/* ---- the ring (ctl, uint32 words) -------------------------------------- */
+
+#define TSR_CTL_RING_N   0u    /* entries in the ring, 1..TSR_RING_MAX (host, before start) */
+#define TSR_CTL_CANCEL   1u    /* non-zero: the running DECODE stops          */
+#define TSR_CTL_SERVING  2u    /* the kernel writes 1 when it starts serving  */
+#define TSR_CTL_CMD0     16u   /* entry k at TSR_CTL_CMD0 + k * TSR_CMD_WORDS */
+/* Response k at TSR_CTL_RESP(n) + k * TSR_RESP_WORDS. */
+#define TSR_CTL_RESP(n)  (TSR_CTL_CMD0 + (uint32_t)(n) * TSR_CMD_WORDS)
+enum { TSR_RESP_SEQ = 0, TSR_RESP_STATUS, TSR_RESP_OUT_WORDS, TSR_RESP_RESERVED,
+       TSR_RESP_WORDS };
+/* The ctl buffer's words for a ring of n entries. */
+#define TSR_CTL_WORDS(n) (TSR_CTL_RESP(n) + (uint32_t)(n) * TSR_RESP_WORDS)
+
+/* Kernel status (a response's status word). */
 enum {
     TSR_K_OK = 0,
     TSR_K_EOP,        /* unknown op                                        */
     TSR_K_EARG,       /* bad argument: slot, token, LOAD bounds, ...       */
     TSR_K_ESTATE,     /* not configured, or no pending token to decode     */
     TSR_K_ESHAPE,     /* config exceeds the profile's shapes or mesh       */
-    TSR_K_ECAPACITY,  /* config exceeds a PE's SRAM arrays                 */
+    TSR_K_ECAPACITY,  /* config exceeds a PE's memories                    */
     TSR_K_ERANGE,     /* positions would pass seq_len                      */
 };
 
-/* CONFIGURE's answer (out, TSR_KFIT_WORDS words). */
-typedef struct tsr_kfit {
-    uint32_t status;        /* TSR_K_*                                     */
-    uint32_t i8_bytes;      /* int8 bytes needed by the fullest PE         */
-    uint32_t f32_words;     /* fp32 words needed by the fullest PE (weights
-                               or scales + KV cache)                       */
-    uint32_t ctrl_words;    /* controller fp32 words                       */
-    uint32_t i8_have;       /* TSR_PE_I8_BYTES                             */
-    uint32_t f32_have;      /* TSR_PE_F32_WORDS                            */
-    uint32_t total_lo;      /* bytes needed on chip, all PEs + controller  */
-    uint32_t total_hi;
-} tsr_kfit;
-#define TSR_KFIT_WORDS 8
+/* CONFIGURE's answer (TSR_KFIT_WORDS words). */
+enum {
+    TSR_KFIT_STATUS = 0,   /* TSR_K_*                                      */
+    TSR_KFIT_W8_WORDS,     /* int8 words needed by the fullest PE          */
+    TSR_KFIT_F32_WORDS,    /* fp32 words (scales / F32 tiles), fullest PE  */
+    TSR_KFIT_KV_WORDS,     /* KV words, fullest PE                         */
+    TSR_KFIT_ROWS,         /* partial sums of the largest tile             */
+    TSR_KFIT_CTRL_WORDS,   /* controller fp32 words                        */
+    TSR_KFIT_TOTAL_LO,     /* bytes needed on chip, all PEs + controller   */
+    TSR_KFIT_TOTAL_HI,
+    TSR_KFIT_WORDS
+};
 
 /* ------------------------------------------------------------------------ */
 /* Counters (READ_COUNTERS)                                                   */
 
-/* ---- work counts for the cycle model (driver/plan.c converts them) ----
- * What the critical path of a forward pass executes: for mesh work, the
- * busiest PE (PEs run in parallel); for controller work, the controller.
- * Counted from the tile shapes the kernel runs, once per call (never in an
- * inner loop).  Cumulative; `work_mark` is a copy taken when each forward
- * pass starts, so work - work_mark is the last pass (with its sampling). */
-typedef struct tsr_kwork {
-    uint64_t forwards;      /* forward passes                                */
-    uint64_t pos_sum;       /* sum of their positions                        */
-    uint64_t gemvs;         /* mesh GEMVs                                    */
-    uint64_t gemv_in;       /* controller: GEMV input elements, padded (ng*G) */
-    uint64_t gemv_pe_macs;  /* busiest PE's MACs (rows x ngroups x G), summed */
-    uint64_t tree_levels;   /* adder-tree levels, log2(C) per GEMV           */
-    uint64_t tree_rows;     /* per level, rows added on the busiest mesh row */
-    uint64_t gemv_out;      /* controller: GEMV outputs gathered (d)         */
-    uint64_t embed;         /* controller: embedding elements gathered (padded) */
-    uint64_t attn_units;    /* busiest PE: KV units (layer, kv head) run     */
-    uint64_t attn_heads;    /* busiest PE: query heads run (one softmax each) */
-    uint64_t attn_len;      /* busiest PE: positions attended, summed over heads */
-    uint64_t norms;         /* controller: RMSNorms                          */
-    uint64_t norm_elems;    /* their elements (two passes each)              */
-    uint64_t vec_elems;     /* controller: RoPE pairs, residual, SwiGLU elements */
-    uint64_t logits;        /* controller: logits the sampler scans          */
-} tsr_kwork;
+/* Cycle-accounting regions.  Every loop on the per-token path charges its
+ * trip count x II + depth to one of them (tsr_cycles.h); a parallel region
+ * charges the maximum over its PE instances.  Controller regions come
+ * first: the controller's share of the critical path is their sum over
+ * the total (the regions run one after another). */
+enum {
+    TSR_RG_EMBED = 0,   /* controller: the embedding row into the residual stream */
+    TSR_RG_NORM,        /* controller: RMSNorm sum of squares and its scale       */
+    TSR_RG_INPUT,       /* controller: quantize (Q8) / pad (F32), broadcast       */
+    TSR_RG_GATHER,      /* controller: GEMV outputs over the bus (+ residual)     */
+    TSR_RG_ROPE,        /* controller: RoPE                                       */
+    TSR_RG_ATT_IO,      /* controller: q, k, v to the KV PEs, head outputs back   */
+    TSR_RG_SAMPLE,      /* controller: temperature / top-p sampling, the id out   */
+    TSR_RG_GEMV,        /* mesh: PE tiles and SwiGLU (busiest PE)                 */
+    TSR_RG_TREE,        /* mesh: the column adder trees                           */
+    TSR_RG_ATTN,        /* mesh: attention on the KV PEs (busiest PE)             */
+    TSR_RG_ATT_TREE,    /* mesh: combining a KV head's PEs (kv_split > 1)         */
+    TSR_RG_ARGMAX,      /* mesh: greedy sampling, best per PE then a tree         */
+    TSR_RG_COUNT
+};
+#define TSR_RG_FIRST_MESH TSR_RG_GEMV
 
-/* Count one mesh GEMV of a (d, n) matrix into w: the busiest PE's MACs and
- * its mesh row's adder-tree work (tsr_layout.h tiles). */
-static inline void tsr_kwork_gemv(const tsr_kconfig *c, uint32_t d, uint32_t n, tsr_kwork *w)
-{
-    uint32_t P = tsr_lay_pes(c), levels = 0, rmax = 0;
-    uint64_t mmax = 0;
-    for (uint32_t p = 0; p < P; p++) {
-#ifdef __SYNTHESIS__ /* driver/ includes this header too: keep its -Wall quiet */
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_PES
-#endif
-        tsr_tile t = tsr_lay_tile(c, d, n, p);
-        uint64_t m = (uint64_t)t.rows * t.ngroups * c->group;
-        if (m > mmax) mmax = m;
-        if (t.rows > rmax) rmax = t.rows;
-    }
-    for (uint32_t s = 1; s < c->mesh_cols && levels < 32u; s *= 2u) levels++;
-    w->gemvs++;
-    w->gemv_in += (uint64_t)tsr_cdiv(n, c->group) * c->group;
-    w->gemv_pe_macs += mmax;
-    w->tree_levels += levels;
-    w->tree_rows += (uint64_t)levels * rmax;
-    w->gemv_out += d;
-}
-
-/* Count one layer's attention at position pos into w: the units of a layer
- * (consecutive unit ids, placed u % P) put at most ceil(n_kv_heads / P) on
- * one PE; each runs kv_mul query heads over pos + 1 positions. */
-static inline void tsr_kwork_attention(const tsr_kconfig *c, uint32_t pos, tsr_kwork *w)
-{
-    uint64_t units = tsr_cdiv(c->n_kv_heads, tsr_lay_pes(c));
-    uint64_t heads = units * (c->n_heads / c->n_kv_heads);
-    w->attn_units += units;
-    w->attn_heads += heads;
-    w->attn_len += heads * (pos + 1u);
-}
-
+/* Every field is a uint64_t count, sent as (low, high) word pairs in field
+ * order; pe_sram_bytes is last, because its length is the profile's: a
+ * host built with another profile than the card's still reads every field
+ * before it. */
 typedef struct tsr_kcounters {
-    uint64_t runs[TSR_OP_COUNT];      /* kernel runs per op                  */
+    uint64_t runs[TSR_OP_COUNT];      /* commands run, per op                */
     uint64_t tokens_fed;              /* forward passes                      */
     uint64_t tokens_sampled;
     uint64_t macs;                    /* multiply-accumulates (GEMV + attn)  */
-    uint64_t fabric_bcast_bytes;      /* activation slices broadcast to PEs  */
-    uint64_t fabric_reduce_bytes;     /* partial sums moved by adder trees   */
+    uint64_t fabric_bcast_bytes;      /* GEMV inputs broadcast to the PEs    */
+    uint64_t fabric_reduce_bytes;     /* partial sums moved by column trees  */
     uint64_t fabric_gather_bytes;     /* results back to the controller, KV
-                                         writes, embedding row gathers       */
+                                         writes, embedding rows            */
     uint64_t attended;                /* (query head, position) pairs        */
     uint64_t load_bytes;              /* weight image bytes accepted         */
-    uint32_t n_pes;                   /* PEs in the configured mesh          */
-    uint32_t pad_;
-    /* cycle-model work counts (see tsr_kwork) */
-    tsr_kwork work;                   /* since tsr_kernel_init               */
-    tsr_kwork work_mark;              /* `work` when the last forward began  */
-    /* Last, because its length is the profile's: a host built with another
-     * profile than the card's still reads every field above correctly. */
-    uint64_t pe_sram_bytes[TSR_MAX_PES]; /* SRAM bytes in use per PE         */
+    uint64_t n_pes;                   /* PEs in the configured mesh          */
+    uint64_t last_pos;                /* position of the last forward pass   */
+    uint64_t cyc[TSR_RG_COUNT];       /* cycles charged per region           */
+    uint64_t cyc_mark[TSR_RG_COUNT];  /* cyc when the last forward began:
+                                         cyc - cyc_mark is that pass (and
+                                         its sampling)                      */
+    uint64_t pe_sram_bytes[TSR_MAX_PES]; /* bytes in use per PE              */
 } tsr_kcounters;
+
+/* uint64 fields before pe_sram_bytes. */
+#define TSR_KCOUNTERS_FIXED ((uint32_t)TSR_OP_COUNT + 11u + 2u * (uint32_t)TSR_RG_COUNT)
+
+/* The link buffers' sizes in words, and so the m_axi depths of tessera_top:
+ * `in` holds two LOAD payloads (the host fills one while the kernel copies
+ * the other) or a prompt; `out` the largest answer (decoded ids, logits,
+ * counters). */
+#define TSR_LOAD_WORDS   (1u << 18)      /* one LOAD's payload, at most (1 MiB) */
+#define TSR_LOAD_MAX     (4u * TSR_LOAD_WORDS) /* its bytes (W8) */
+#define TSR_IN_WORDS     (2u * TSR_LOAD_WORDS)
+#define TSR_OUT_WORDS_   (TSR_MAX_VOCAB > TSR_MAX_SEQ + 1 ? TSR_MAX_VOCAB : TSR_MAX_SEQ + 1)
+#define TSR_CNT_WORDS    (2u * (TSR_KCOUNTERS_FIXED + TSR_PES))
+#define TSR_OUT_WORDS    (TSR_OUT_WORDS_ > TSR_CNT_WORDS ? TSR_OUT_WORDS_ : TSR_CNT_WORDS)
+#define TSR_CTL_DEPTH    TSR_CTL_WORDS(TSR_RING_MAX)
+#define TSR_IN_DEPTH     TSR_IN_WORDS
+#define TSR_OUT_DEPTH    TSR_OUT_WORDS
+
 
 /* ------------------------------------------------------------------------ */
 /* Device state                                                               */
 
-/* One PE's private SRAM. */
-typedef struct tsr_pe {
-    int8_t w8[TSR_PE_I8_BYTES];    /* int8 weight tiles, matrix order        */
-    float  f32[TSR_PE_F32_WORDS];  /* scales (Q8) or weights (F32), then KV  */
-    float  psum[TSR_MAX_OUT];      /* (tile rows,) partial sums of a GEMV    */
-    float  att[TSR_MAX_SEQ];       /* (pos + 1,) scores of one head          */
-} tsr_pe;
+/* One PE's tile of one matrix, as CONFIGURE lays it out (tsr_layout.h):
+ * rows [row0, row0 + rows) of the matrix (of each half of W13), groups
+ * [g0, g0 + ngroups), its first int8 byte and first fp32 word. */
+typedef struct tsr_ktab {
+    uint32_t row0, rows;
+    uint32_t g0, ngroups;
+    uint32_t w_off, f_off;
+} tsr_ktab;
 
 /* Host builds are emulator builds unless they say otherwise: lint and
  * synthesis define __SYNTHESIS__, a C-simulation testbench of tessera_top
- * defines TSR_CSIM.  The state layout differs, so every host object that
- * includes this header must agree (the Makefile passes -DTSR_EMU). */
+ * defines TSR_CSIM.  The state's fields differ (the emulator adds its
+ * worker pool), so every host object that includes this header must agree
+ * (the Makefile passes -DTSR_EMU). */
 #if !defined(TSR_EMU) && !defined(__SYNTHESIS__) && !defined(TSR_CSIM)
 #define TSR_EMU
 #endif
 
-/* The PE array: its own allocation per PE in the emulator (placed on a NUMA
- * node by the backend), a static array on the FPGA.  TSR_PE(st, p) hides
- * the difference. */
-#ifdef TSR_EMU
-#define TSR_PE_ARRAY_DECL tsr_pe *pe[TSR_MAX_PES]
-#define TSR_PE(st, p) ((st)->pe[p])
-#else
-#define TSR_PE_ARRAY_DECL tsr_pe pe[TSR_MAX_PES]
-#define TSR_PE(st, p) (&(st)->pe[p])
-#endif
-
+/* The device: controller state, then the PEs' memories, each an array over
+ * the profile's TSR_PES PEs (partitioned per PE in tessera_top, so every
+ * PE owns its memories; in the emulator one reservation, each PE's slice
+ * placed on its worker's NUMA node). */
 typedef struct tsr_kstate {
-    tsr_kconfig cfg;                   /* valid when configured             */
+    /* --- configuration (CONFIGURE) --- */
+    tsr_kconfig cfg;                      /* valid when configured          */
     uint32_t configured;
-    uint32_t pe_avail;                 /* PEs that exist (emulator: allocated) */
-    uint32_t i8_off[TSR_MAX_PES][TSR_MAX_MATS];  /* tile offset per PE, bytes */
-    uint32_t f32_off[TSR_MAX_PES][TSR_MAX_MATS]; /* tile offset per PE, words */
-    uint32_t i8_used[TSR_MAX_PES];     /* weight bytes per PE               */
-    uint32_t kv_off[TSR_MAX_PES];      /* first KV word per PE              */
-    uint32_t kv_end[TSR_MAX_PES];      /* fp32 words in use per PE          */
-    /* per slot */
-    int32_t  pos[TSR_MAX_SLOTS];       /* tokens in the KV cache            */
-    int32_t  pending[TSR_MAX_SLOTS];   /* next token to feed, -1 none       */
-    uint64_t rng[TSR_MAX_SLOTS];       /* xorshift64* state                 */
+    uint32_t P, R, C;                     /* PEs, mesh rows and columns     */
+    uint32_t hs, kv_dim, kv_mul, seq_local;
+    float    sqrt_hs;                     /* sqrtf(head_size)               */
+    uint32_t mat_rot[TSR_MAX_MATS];       /* each matrix's row rotation     */
+    uint32_t w8_used[TSR_PES];            /* int8 bytes per PE              */
+    uint32_t f32_used[TSR_PES];           /* fp32 words per PE              */
+    uint32_t kv_h0[TSR_PES];              /* the PE's first KV head          */
+    uint32_t kv_nh[TSR_PES];              /* its KV heads (0: none)          */
+    uint32_t kv_q[TSR_PES];               /* its place in its head group    */
+    uint32_t kv_pe[TSR_MAX_KV_HEADS];     /* each KV head's first PE        */
+    uint32_t kv_j[TSR_MAX_KV_HEADS];      /* its index among that PE's heads */
+    uint32_t g_log2;                      /* log2(group)                    */
+    uint32_t cpg_log2;                    /* log2(chunks a group), 0 for G <= TSR_LANES */
+    float    rope_freq[TSR_MAX_HEAD_SIZE / 2]; /* theta^(-2j / head_size)   */
+    uint32_t rope_pj[TSR_MAX_DIM / 2];    /* pair i/2 -> (i % head_size) / 2 */
+    /* --- per slot --- */
+    int32_t  pos[TSR_MAX_SLOTS];          /* tokens in the KV cache         */
+    int32_t  pending[TSR_MAX_SLOTS];      /* next token to feed, -1 none    */
+    uint32_t pos_q[TSR_MAX_SLOTS];        /* pos % kv_split, kept by counting */
+    uint32_t pos_div[TSR_MAX_SLOTS];      /* pos / kv_split, likewise       */
+    uint64_t rng[TSR_MAX_SLOTS];          /* xorshift64* state              */
     uint32_t logits_valid;
-    /* controller */
-    float    ctrl[TSR_CTRL_WORDS];     /* rms_att (L,dim), rms_ffn (L,dim), rms_final (dim,) */
-    float    x[TSR_MAX_DIM];           /* (dim,) residual stream            */
-    float    xb[TSR_MAX_DIM];          /* (dim,) normed input / attention out */
-    float    xb2[TSR_MAX_DIM];         /* (dim,) wo / w2 output             */
-    float    q[TSR_MAX_DIM];           /* (dim,) query                      */
-    float    k[TSR_MAX_DIM];           /* (kv_dim,) key                     */
-    float    v[TSR_MAX_DIM];           /* (kv_dim,) value                   */
-    float    hb[TSR_MAX_HIDDEN];       /* (hidden,) w1 out, then silu * w3  */
-    float    hb2[TSR_MAX_HIDDEN];      /* (hidden,) w3 out                  */
-    float    logits[TSR_MAX_VOCAB];    /* (vocab,)                          */
-    float    xin[TSR_MAX_IN];          /* (ng*G,) F32 GEMV input, zero padded */
-    int8_t   xq[TSR_MAX_IN];           /* (ng*G,) Q8 GEMV input, zero padded  */
-    float    xs[TSR_MAX_IN_GROUPS];    /* (ng,) its scales                  */
-    float    probs[TSR_MAX_VOCAB];     /* (vocab,) sampler's copy of logits  */
-    float    cand_p[TSR_MAX_VOCAB];    /* top-p candidates: probabilities   */
-    int32_t  cand_i[TSR_MAX_VOCAB];    /* top-p candidates: token ids       */
+    uint32_t logits_on_pes;               /* the last pass left them on the PEs */
+    /* --- controller memories --- */
+    float    ctrl[TSR_CTRL_WORDS];        /* rms_att (L,dim), rms_ffn (L,dim), rms_final (dim,) */
+    float    x[TSR_MAX_DIM];              /* (dim,) residual stream         */
+    float    xn[TSR_MAX_IN];              /* (n,) GEMV input after its norm */
+    float    qkv[TSR_MAX_QKV];            /* (dim + 2 kv_dim,) q | k | v    */
+    float    xb[TSR_MAX_DIM];             /* (dim,) attention output        */
+    float    hb[TSR_MAX_HIDDEN];          /* (hidden,) silu(w1 x) * w3 x    */
+    float    logits[TSR_MAX_VOCAB];       /* (vocab,)                       */
+    float    rope_cos[TSR_MAX_HEAD_SIZE / 2]; /* (head_size / 2,) this token */
+    float    rope_sin[TSR_MAX_HEAD_SIZE / 2];
+    float    camax[TSR_MAX_CHUNKS];       /* quantizer: max |x| per chunk   */
+    float    probs[TSR_MAX_VOCAB];        /* (vocab,) the sampler's copy    */
+    float    cand_p[TSR_MAX_VOCAB];       /* top-p candidates: probabilities */
+    int32_t  cand_i[TSR_MAX_VOCAB];       /* top-p candidates: token ids    */
     tsr_kcounters cnt;
-    TSR_PE_ARRAY_DECL;
+    /* --- per PE (small) --- */
+    tsr_ktab tab[TSR_PES][TSR_MAX_MATS];  /* tile of each matrix            */
+    uint32_t pe_cy[TSR_PES];              /* cycles of the last PE task     */
+    float    best_v[TSR_PES];             /* greedy: best logit, its row    */
+    uint32_t best_i[TSR_PES];
+    float    am[TSR_PES][TSR_MAX_HEADS];  /* attention: max score, per query head */
+    float    asum[TSR_PES][TSR_MAX_HEADS]; /* sum of exp(score - max)       */
+    /* --- PE memories --- */
+    int8_t   w8[TSR_PES][TSR_PE_W8_WORDS][TSR_LANES]; /* int8 tiles          */
+    float    f32[TSR_PES][TSR_PE_F32_WORDS];          /* scales / F32 tiles  */
+    float    kv[TSR_PES][TSR_PE_KV_WORDS];            /* KV cache            */
+    float    psum[TSR_PES][TSR_PE_ROWS];              /* a tile's outputs    */
+    int8_t   xq[TSR_PES][TSR_PE_XQ_WORDS][TSR_LANES]; /* broadcast input, Q8 */
+    float    xs[TSR_PES][TSR_PE_XS];                  /* its group scales    */
+    float    xf[TSR_PES][TSR_PE_XF];                  /* broadcast input, F32 */
+    float    qh[TSR_PES][TSR_MAX_QGROUP];             /* the head group's q  */
+    float    kin[TSR_PES][TSR_MAX_DIM];               /* k, v of this position, */
+    float    vin[TSR_PES][TSR_MAX_DIM];               /* for the PE storing it */
+    float    att[TSR_PES][TSR_PE_ATT];                /* scores, per query head */
+    float    ao[TSR_PES][TSR_MAX_QGROUP];             /* weighted sums of V  */
 #ifdef TSR_EMU
-    struct tsr_emu_pool *pool;         /* emulator: worker threads over the PEs
-                                          (emu/tsr_emu.h); NULL: one thread   */
-    uint32_t simd;                     /* emulator: 1 = SIMD rows (emu/)      */
+    struct tsr_emu_pool *pool;   /* emulator: worker threads over the PEs
+                                    (emu/tsr_emu.h); NULL: one thread       */
+    uint32_t simd;               /* emulator: 1 = SIMD rows (emu/)          */
 #endif
 } tsr_kstate;
 
-/* Clear st (unconfigured, counters zero) and record how many PEs exist
- * (emulator: how many st->pe[] the owner allocated; they are kept). */
-void tsr_kernel_init(tsr_kstate *st, uint32_t pe_avail);
 
-/* Run one command on st: the core of tessera_top, called directly by the
- * emulator.  in/out may be NULL for ops that do not use them; out must hold
- * what the op writes (DECODE: 1 + n words).  cancel (may be NULL) is polled
- * once per decoded token.  Returns TSR_K_*. */
-int tsr_kernel_run(tsr_kstate *st, const uint32_t cmd[TSR_CMD_WORDS], const uint32_t *in,
-                   uint32_t *out, volatile const uint32_t *cancel);
+/* Clear st's configuration, slots and counters (not the PE memories). */
+void tsr_kernel_init(tsr_kstate *st);
+
+/* Run one command c (TSR_CMD_WORDS words; TSR_CMD_SEQ ignored) on st.
+ * in_w/in_f: the payload (the same words, read as uint32 / fp32; the
+ * command's IN_OFF already applied), out_w/out_f: the answer (OUT_OFF
+ * applied).  cancel is polled once per decoded token.  Returns TSR_K_*;
+ * *out_n gets the answer words written. */
+int tsr_kernel_exec(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32_t *in_w,
+                    const float *in_f, volatile uint32_t *out_w, volatile float *out_f,
+                    volatile const uint32_t *cancel, uint32_t *out_n);
+
+/* Serve the ring in ctl until EXIT: the body of tessera_top.  ctl holds
+ * TSR_CTL_WORDS(ctl[TSR_CTL_RING_N]) words. */
+void tsr_kernel_serve(tsr_kstate *st, volatile uint32_t *ctl, const uint32_t *in_w,
+                      const float *in_f, volatile uint32_t *out_w, volatile float *out_f);
 
 #ifndef TSR_EMU
-/* The synthesis top: m_axi in/out/cancel, s_axilite cmd and return.  The
- * status travels in the s_axilite return register. */
-int tessera_top(const uint32_t cmd[TSR_CMD_WORDS], const uint32_t *in, uint32_t *out,
-                volatile const uint32_t *cancel);
+/* The synthesis top: five m_axi ports (ctl volatile, in read as uint32 and
+ * as fp32, out written as uint32 and as fp32; the host binds one buffer to
+ * each pair), ap_ctrl_hs control.  Started once; returns after EXIT. */
+void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f,
+                 volatile uint32_t *out_w, volatile float *out_f);
 #endif
+
+/* ------------------------------------------------------------------------ */
+/* A profile's figures, as the host needs them                                */
+
+/* What the driver checks a model against: the emulator's compiled profile,
+ * a card's (its xclbin's tessera_profile key, hw/profile_kv.c), or a
+ * shipped one for `tessera plan` (driver/profiles.c). */
+typedef struct tsr_kprofile {
+    uint32_t pes, mesh_rows, mesh_cols;
+    uint32_t dim, hidden, layers, heads, kv_heads, head_size, vocab, seq, slots;
+    uint32_t group_min, group_max;
+    uint32_t sum_lanes, kv_split_max, att_pes, with_f32;
+    uint32_t w8_words, f32_words, kv_words, pe_rows;
+    uint32_t f32_uram, kv_uram;       /* 1: that array in UltraRAM          */
+    uint32_t lanes, vec, row_slots;   /* the datapath (tsr_arch.h)          */
+} tsr_kprofile;
+
+/* The figures of the profile this file is compiled with. */
+#define TSR_KPROFILE_INIT                                                                  \
+    { TSR_MAX_PES, TSR_MAX_MESH_ROWS, TSR_MAX_MESH_COLS, TSR_MAX_DIM, TSR_MAX_HIDDEN,      \
+      TSR_MAX_LAYERS, TSR_MAX_HEADS, TSR_MAX_KV_HEADS, TSR_MAX_HEAD_SIZE, TSR_MAX_VOCAB,   \
+      TSR_MAX_SEQ, TSR_MAX_SLOTS, TSR_MIN_GROUP, TSR_MAX_GROUP, TSR_SUM_LANES,            \
+      TSR_MAX_KV_SPLIT, TSR_ATT_PES, TSR_WITH_F32, TSR_PE_W8_WORDS, TSR_PE_F32_WORDS, TSR_PE_KV_WORDS, \
+      TSR_PE_ROWS, TSR_F32_URAM, TSR_KV_URAM, TSR_LANES, TSR_VEC, TSR_ROW_SLOTS }
 
 #endif

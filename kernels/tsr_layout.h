@@ -1,27 +1,42 @@
 /*
  * tsr_layout.h - where every weight and KV entry lives on the mesh: the one
- * source of truth shared by the kernel (addressing) and the driver's weight
- * image builder (driver/weight_image.c).
+ * source of truth shared by the kernel (CONFIGURE builds its tables from
+ * it), the driver's weight image builder (driver/weight_image.c) and the
+ * planner (driver/plan.c).
  *
  * Mesh: P = R x C PEs, PE p = (r, c) with r = p / C, c = p % C.
  *
- * Matrix m (d rows, n cols), groups of G columns, ng = ceil(n / G):
- *   PE (r, c) holds rows [r*d/R, (r+1)*d/R) x groups [c*ng/C, (c+1)*ng/C),
- *   each tile row padded with zeros to whole groups (hidden 172, G 32: the
- *   sixth group of a w2 row holds 12 values and 20 zeros).  F32 mode tiles
- *   alike (the same G-column chunks), so both modes share this arithmetic.
- *   Q8_0: int8 values (rows, ngroups*G) in the PE's int8 array, scales
- *   (rows, ngroups) in its fp32 array.  F32: values (rows, ngroups*G) in the
- *   fp32 array.  Matrices follow each other in matrix order in each array.
+ * Matrices, in matrix order: 0 tok_embedding (vocab, dim); per layer l the
+ * four TSR_MAT_LAYER(l, TSR_W_*): QKV = [wq; wk; wv] stacked (dim + 2
+ * kv_dim, dim), WO (dim, dim), W13 = w1 and w3 as a pair (hidden, dim
+ * each), W2 (dim, hidden); then wcls (vocab, dim) unless the classifier is
+ * shared (then it is matrix 0).
  *
- * Matrix order: 0 tok_embedding (vocab, dim); then per layer l the seven
- * TSR_MAT_LAYER(l, TSR_W_*) (wq wk wv wo w1 w2 w3); then wcls (vocab, dim)
- * unless the classifier is shared (then wcls is matrix 0).
+ * A matrix (d rows, n cols) in units of TSR_VEC rows, U = ceil(d / VEC),
+ * and groups of G columns, ng = ceil(n / G):
+ *   mesh column c holds groups [c*ng/C, (c+1)*ng/C);
+ *   mesh row r holds units [k*U/R, (k+1)*U/R) with k = (r - rot) mod R,
+ *   where rot, the matrix's rotation, is the number of units of all
+ *   matrices before it, mod R: small matrices (U < R) then land on
+ *   different mesh rows instead of all on the same few.
+ * A W13 tile holds the same rows of w1 and of w3 (its PE applies SwiGLU).
+ * Tile rows come in blocks of TSR_ROW_SLOTS; the last block of a tile may
+ * be short ("tail").  A tile's entries, in memory order: for each block b,
+ * for each group g, for each row j of the block: G int8 values and one
+ * fp32 scale (Q8); or for each column, for each row j: one fp32 value
+ * (F32).  That is the order a PE's
+ * pipeline reads them in: consecutive cycles work on different rows, so
+ * each row's fp32 accumulator is touched once every TSR_ROW_SLOTS cycles.
+ * Groups past n are zero padded.  Each tile starts on a TSR_LANES-byte
+ * word in the PE's int8 array, matrices in matrix order.
  *
- * KV cache: unit u = l * n_kv_heads + h (layer l, kv head h) lives on PE
- * u % P as that PE's local unit u / P.  A PE's fp32 array holds, after its
- * weights, for each slot s and local unit j: K (seq_len, head_size) then
- * V (seq_len, head_size).
+ * KV cache: the A = att_pes PEs that have attention datapaths form A / Q
+ * groups of Q = kv_split PEs (A a multiple of Q); group g holds the KV
+ * heads [g * H / (A/Q), (g + 1) * H / (A/Q)) of every layer (H =
+ * n_kv_heads; with Q > 1 at most one head a group), position t on the
+ * group's PE t % Q, at local index t / Q (seq_local = ceil(seq_len / Q)
+ * per PE).  Per PE, for each slot s, layer l and head j of its heads:
+ * K^T (head_size, seq_local) then V (seq_local, head_size).
  *
  * Controller fp32 region: rms_att (n_layers, dim), rms_ffn (n_layers, dim),
  * rms_final (dim,).
@@ -36,9 +51,9 @@
 /* Weight element types on the device. */
 enum { TSR_KDT_Q8 = 0, TSR_KDT_F32 = 1 };
 
-#define TSR_KCONFIG_MAGIC 0x74737231u /* "tsr1" */
+#define TSR_KCONFIG_MAGIC 0x74737232u /* "tsr2" */
 
-/* The CONFIGURE block (16 words, sent as the command's `in`). */
+/* The CONFIGURE block: TSR_KCONFIG_INTS uint32 words, then 2 fp32 words. */
 typedef struct tsr_kconfig {
     uint32_t magic;             /* TSR_KCONFIG_MAGIC                        */
     uint32_t dim;
@@ -54,21 +69,30 @@ typedef struct tsr_kconfig {
     uint32_t mesh_rows;         /* R                                        */
     uint32_t mesh_cols;         /* C, a power of two                        */
     uint32_t shared_classifier; /* 1: wcls is tok_embedding                 */
+    uint32_t kv_split;          /* Q: PEs one KV head's positions spread over */
+    uint32_t att_pes;           /* PEs [0, att_pes) hold the KV cache (and
+                                   have attention datapaths)              */
     float    rope_theta;
     float    norm_eps;
 } tsr_kconfig;
 
-#define TSR_KCONFIG_WORDS 16
+#define TSR_KCONFIG_INTS  16
+#define TSR_KCONFIG_WORDS 18
 
 /* Per-layer matrices, in matrix order. */
-enum { TSR_W_Q = 0, TSR_W_K, TSR_W_V, TSR_W_O, TSR_W_1, TSR_W_2, TSR_W_3, TSR_W_COUNT };
+enum { TSR_W_QKV = 0, TSR_W_O, TSR_W_13, TSR_W_2, TSR_W_COUNT };
 #define TSR_MAT_EMB 0u
-#define TSR_MAT_LAYER(l, k) (1u + 7u * (uint32_t)(l) + (uint32_t)(k))
+#define TSR_MAT_LAYER(l, k) (1u + (uint32_t)TSR_W_COUNT * (uint32_t)(l) + (uint32_t)(k))
 
-/* One PE's tile of a matrix: rows [row0, row0+rows), groups [g0, g0+ngroups). */
+/* One PE's tile of a matrix: rows [row0, row0 + rows) (of w1 and of w3 for
+ * W13), groups [g0, g0 + ngroups), and where it starts in the PE's arrays. */
 typedef struct tsr_tile {
     uint32_t row0, rows;
     uint32_t g0, ngroups;
+    uint32_t w_off;    /* Q8: first byte in the int8 array (word aligned)   */
+    uint32_t f_off;    /* Q8: first scale; F32: first value, fp32 array     */
+    uint32_t pair;     /* 1: a W13 tile (w1 rows, then the same w3 rows)    */
+    uint32_t pad_;
 } tsr_tile;
 
 /* ceil(a / b), b > 0. */
@@ -91,104 +115,184 @@ static inline uint32_t tsr_lay_kv_dim(const tsr_kconfig *c)
 {
     return c->n_kv_heads * tsr_lay_head_size(c);
 }
+static inline uint32_t tsr_lay_kv_mul(const tsr_kconfig *c) { return c->n_heads / c->n_kv_heads; }
 static inline uint32_t tsr_lay_pes(const tsr_kconfig *c) { return c->mesh_rows * c->mesh_cols; }
 
 /* Number of weight matrices stored. */
 static inline uint32_t tsr_lay_n_mats(const tsr_kconfig *c)
 {
-    return 1u + 7u * c->n_layers + (c->shared_classifier ? 0u : 1u);
+    return 1u + (uint32_t)TSR_W_COUNT * c->n_layers + (c->shared_classifier ? 0u : 1u);
 }
 
 /* Matrix id of the classifier. */
 static inline uint32_t tsr_lay_mat_wcls(const tsr_kconfig *c)
 {
-    return c->shared_classifier ? TSR_MAT_EMB : 1u + 7u * c->n_layers;
+    return c->shared_classifier ? TSR_MAT_EMB : 1u + (uint32_t)TSR_W_COUNT * c->n_layers;
 }
 
-/* Shape of matrix m: d rows (outputs), n cols (inputs). */
-static inline void tsr_lay_mat_shape(const tsr_kconfig *c, uint32_t m, uint32_t *d, uint32_t *n)
+/* Shape of matrix m: d rows (outputs; per half for W13), n cols (inputs);
+ * *pair = 1 for W13. */
+static inline void tsr_lay_mat_shape(const tsr_kconfig *c, uint32_t m, uint32_t *d, uint32_t *n,
+                                     uint32_t *pair)
 {
-    uint32_t kv_dim = tsr_lay_kv_dim(c);
-    if (m == TSR_MAT_EMB || m == 1u + 7u * c->n_layers) { *d = c->vocab_size; *n = c->dim; return; }
-    switch ((m - 1u) % 7u) {
-    case TSR_W_Q: case TSR_W_O: *d = c->dim;        *n = c->dim;        break;
-    case TSR_W_K: case TSR_W_V: *d = kv_dim;        *n = c->dim;        break;
-    case TSR_W_2:               *d = c->dim;        *n = c->hidden_dim; break;
-    default:                    *d = c->hidden_dim; *n = c->dim;        break; /* w1, w3 */
+    *pair = 0;
+    if (m == TSR_MAT_EMB || m == 1u + (uint32_t)TSR_W_COUNT * c->n_layers) {
+        *d = c->vocab_size;
+        *n = c->dim;
+        return;
+    }
+    switch ((m - 1u) % (uint32_t)TSR_W_COUNT) {
+    case TSR_W_QKV: *d = c->dim + 2u * tsr_lay_kv_dim(c); *n = c->dim;        break;
+    case TSR_W_O:   *d = c->dim;                           *n = c->dim;        break;
+    case TSR_W_13:  *d = c->hidden_dim;                    *n = c->dim; *pair = 1; break;
+    default:        *d = c->dim;                           *n = c->hidden_dim; break; /* W2 */
     }
 }
 
-/* PE pe's tile of a (d, n) matrix. */
-static inline tsr_tile tsr_lay_tile(const tsr_kconfig *c, uint32_t d, uint32_t n, uint32_t pe)
+/* Units (TSR_VEC rows) of matrix m. */
+static inline uint32_t tsr_lay_units(const tsr_kconfig *c, uint32_t m)
 {
-    uint32_t R = c->mesh_rows, C = c->mesh_cols;
-    uint32_t r = pe / C, cc = pe % C;
-    uint32_t ng = tsr_cdiv(n, c->group);
+    uint32_t d, n, pair;
+    tsr_lay_mat_shape(c, m, &d, &n, &pair);
+    return tsr_cdiv(d, TSR_VEC);
+}
+
+/* The rotation of matrix m: units of the matrices before it, mod R. */
+static inline uint32_t tsr_lay_rot(const tsr_kconfig *c, uint32_t m)
+{
+    uint32_t s = 0;
+    for (uint32_t k = 0; k < m; k++) {
+#ifdef __SYNTHESIS__ /* driver/ includes this header too: keep its -Wall quiet */
+#pragma HLS LOOP_TRIPCOUNT min=0 max=TSR_MAX_MATS
+#endif
+        s = (s + tsr_lay_units(c, k)) % c->mesh_rows;
+    }
+    return s;
+}
+
+/* Rows [*row0, *row0 + *rows) of a d-row matrix with rotation rot on mesh
+ * row r. */
+static inline void tsr_lay_row_block(const tsr_kconfig *c, uint32_t d, uint32_t rot, uint32_t r,
+                                     uint32_t *row0, uint32_t *rows)
+{
+    uint32_t R = c->mesh_rows, U = tsr_cdiv(d, TSR_VEC), k = (r + R - rot) % R;
+    uint32_t u0 = k * U / R, u1 = (k + 1u) * U / R;
+    uint32_t a = u0 * TSR_VEC, b = u1 * TSR_VEC < d ? u1 * TSR_VEC : d;
+    *row0 = a;
+    *rows = b > a ? b - a : 0u;
+}
+
+/* PE pe's tile of matrix m (offsets not filled: tsr_lay_pe_tiles does). */
+static inline tsr_tile tsr_lay_tile(const tsr_kconfig *c, uint32_t m, uint32_t rot, uint32_t pe)
+{
+    uint32_t d, n, pair, C = c->mesh_cols;
+    tsr_lay_mat_shape(c, m, &d, &n, &pair);
+    uint32_t r = pe / C, cc = pe % C, ng = tsr_cdiv(n, c->group);
     tsr_tile t;
-    t.row0 = r * d / R;
-    t.rows = (r + 1u) * d / R - t.row0;
+    tsr_lay_row_block(c, d, rot, r, &t.row0, &t.rows);
     t.g0 = cc * ng / C;
     t.ngroups = (cc + 1u) * ng / C - t.g0;
+    t.w_off = 0;
+    t.f_off = 0;
+    t.pair = pair;
+    t.pad_ = 0;
     return t;
 }
 
-/* Bytes a tile takes in the PE's int8 array (0 in F32 mode). */
-static inline uint32_t tsr_lay_tile_i8(const tsr_kconfig *c, tsr_tile t)
+/* Entries of a tile: (rows, groups), twice for W13. */
+static inline uint32_t tsr_lay_tile_entries(tsr_tile t)
 {
-    return c->dtype == TSR_KDT_Q8 ? t.rows * t.ngroups * c->group : 0u;
+    return (t.pair ? 2u : 1u) * t.rows * t.ngroups;
+}
+
+/* Bytes a tile takes in the PE's int8 array, whole words (0 in F32). */
+static inline uint32_t tsr_lay_tile_w8(const tsr_kconfig *c, tsr_tile t)
+{
+    if (c->dtype != TSR_KDT_Q8) return 0u;
+    return tsr_cdiv(tsr_lay_tile_entries(t) * c->group, TSR_LANES) * TSR_LANES;
 }
 
 /* Words a tile takes in the PE's fp32 array: scales (Q8) or values (F32). */
 static inline uint32_t tsr_lay_tile_f32(const tsr_kconfig *c, tsr_tile t)
 {
-    return c->dtype == TSR_KDT_Q8 ? t.rows * t.ngroups : t.rows * t.ngroups * c->group;
+    return c->dtype == TSR_KDT_Q8 ? tsr_lay_tile_entries(t)
+                                  : tsr_lay_tile_entries(t) * c->group;
 }
 
-/* KV unit of (layer l, kv head h): u = l * n_kv_heads + h.  It lives on PE
- * tsr_lay_kv_pe(u % P), as that PE's (u / P)-th unit, so a layer's kv heads
- * sit on distinct PEs (when n_kv_heads <= P) and run in parallel. */
-static inline uint32_t tsr_lay_kv_unit(const tsr_kconfig *c, uint32_t l, uint32_t h)
+/* Partial sums a tile produces (its psum rows). */
+static inline uint32_t tsr_lay_tile_psum(tsr_tile t) { return (t.pair ? 2u : 1u) * t.rows; }
+
+/* Pipeline steps of one (sub-)tile of rows x ngroups in the PE GEMV: every
+ * block pays TSR_ROW_SLOTS slots (a short tail block idles the rest), Q8
+ * takes one TSR_LANES-chunk of a group per step (G / TSR_LANES steps a
+ * group when G > TSR_LANES, one when smaller), F32 one column per step. */
+static inline uint32_t tsr_lay_tile_steps(const tsr_kconfig *c, uint32_t rows, uint32_t ngroups)
 {
-    return l * c->n_kv_heads + h;
+    uint32_t nb = tsr_cdiv(rows, TSR_ROW_SLOTS);
+    uint32_t per = c->dtype == TSR_KDT_Q8 ? (c->group > TSR_LANES ? c->group / TSR_LANES : 1u)
+                                          : c->group;
+    return nb * ngroups * TSR_ROW_SLOTS * per;
 }
 
-/* The PE of KV slot q = u % P: q bit-reversed when P is a power of two (q
- * itself otherwise).  A layer's units have consecutive q; bit reversal
- * spreads them evenly over the mesh instead of packing them into one
- * corner, so every half, quarter, ... of the PEs (every worker's block in
- * the emulator) gets its share.  An involution: it also maps PE -> q. */
-static inline uint32_t tsr_lay_kv_pe(const tsr_kconfig *c, uint32_t q)
+/* ---- KV placement ------------------------------------------------------ */
+
+/* KV head groups: A / Q. */
+static inline uint32_t tsr_lay_kv_groups(const tsr_kconfig *c) { return c->att_pes / c->kv_split; }
+
+/* Positions one PE of a group holds: ceil(seq_len / Q). */
+static inline uint32_t tsr_lay_seq_local(const tsr_kconfig *c)
 {
-    uint32_t P = tsr_lay_pes(c), r = 0;
-    if (P & (P - 1u)) return q;
-    for (uint32_t b = 1; b < P; b <<= 1) {
-#ifdef __SYNTHESIS__ /* driver/ includes this header too: keep its -Wall quiet */
-#pragma HLS LOOP_TRIPCOUNT min=0 max=8
+    return tsr_cdiv(c->seq_len, c->kv_split);
+}
+
+/* The KV heads on PE pe: [*h0, *h0 + n), returns n (0: no KV on pe); *q
+ * its place in its group. */
+static inline uint32_t tsr_lay_kv_heads(const tsr_kconfig *c, uint32_t pe, uint32_t *h0,
+                                        uint32_t *q)
+{
+    *h0 = 0;
+    *q = 0;
+    if (pe >= c->att_pes) return 0;
+    uint32_t gn = tsr_lay_kv_groups(c), g = pe / c->kv_split;
+    uint32_t a = g * c->n_kv_heads / gn, b = (g + 1u) * c->n_kv_heads / gn;
+    *h0 = a;
+    *q = pe % c->kv_split;
+    return b - a;
+}
+
+/* KV head h's group: its first PE, and h's index among that PE's heads. */
+static inline void tsr_lay_kv_home(const tsr_kconfig *c, uint32_t h, uint32_t *pe0, uint32_t *j)
+{
+    uint32_t gn = tsr_lay_kv_groups(c), g = 0;
+    for (uint32_t k = 0; k < gn; k++) {
+#ifdef __SYNTHESIS__
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_ATT_PES
 #endif
-        r = (r << 1) | (q & 1u);
-        q >>= 1;
+        if (k * c->n_kv_heads / gn <= h) g = k;
     }
-    return r;
+    *pe0 = g * c->kv_split;
+    *j = h - g * c->n_kv_heads / gn;
 }
 
-/* KV units stored on PE pe: those with u % P == tsr_lay_kv_pe(pe). */
-static inline uint32_t tsr_lay_kv_units(const tsr_kconfig *c, uint32_t pe)
+/* Positions of one K^T or V block as the kernel stores them: whole
+ * attention words (tsr_kernel.c CONFIGURE). */
+static inline uint32_t tsr_lay_seq_words(const tsr_kconfig *c)
 {
-    uint32_t U = c->n_layers * c->n_kv_heads, P = tsr_lay_pes(c), q = tsr_lay_kv_pe(c, pe);
-    return q < U ? (U - q + P - 1u) / P : 0u;
+    return tsr_cdiv(tsr_lay_seq_local(c), TSR_ATT_LANES) * TSR_ATT_LANES;
 }
 
-/* Words of one K or V block (one unit, one slot). */
+/* Words of one (slot, layer, head) KV block on a PE: K^T then V. */
 static inline uint32_t tsr_lay_kv_block(const tsr_kconfig *c)
 {
-    return c->seq_len * tsr_lay_head_size(c);
+    return 2u * tsr_lay_head_size(c) * tsr_lay_seq_words(c);
 }
 
-/* KV words on PE pe, all slots (64-bit: callers check it against the
- * profile before anything is stored in 32-bit offsets). */
+/* KV words on PE pe, all slots, layers and its heads (64-bit: checked
+ * against the profile before anything is stored in 32-bit offsets). */
 static inline uint64_t tsr_lay_kv_words(const tsr_kconfig *c, uint32_t pe)
 {
-    return (uint64_t)tsr_lay_kv_units(c, pe) * c->n_slots * 2u * tsr_lay_kv_block(c);
+    uint32_t h0, q, n = tsr_lay_kv_heads(c, pe, &h0, &q);
+    return (uint64_t)n * c->n_slots * c->n_layers * tsr_lay_kv_block(c);
 }
 
 /* Controller fp32 words (norm weights). */
@@ -197,25 +301,26 @@ static inline uint32_t tsr_lay_ctrl_words(const tsr_kconfig *c)
     return (2u * c->n_layers + 1u) * c->dim;
 }
 
-/* Weight footprint of PE pe: int8 bytes and fp32 words over all matrices
- * (64-bit, as tsr_lay_kv_words). */
-static inline void tsr_lay_pe_weights(const tsr_kconfig *c, uint32_t pe, uint64_t *i8_bytes,
-                                      uint64_t *f32_words)
+/* Weight footprint of PE pe over all matrices: int8 bytes, fp32 words,
+ * and its largest tile's partial sums (64-bit, as tsr_lay_kv_words). */
+static inline void tsr_lay_pe_weights(const tsr_kconfig *c, uint32_t pe, uint64_t *w8_bytes,
+                                      uint64_t *f32_words, uint32_t *psum_rows)
 {
-    uint32_t nm = tsr_lay_n_mats(c);
+    uint32_t nm = tsr_lay_n_mats(c), rot = 0, R = c->mesh_rows, prow = 0;
     uint64_t b = 0, w = 0;
     for (uint32_t m = 0; m < nm; m++) {
-#ifdef __SYNTHESIS__ /* driver/ includes this header too: keep its -Wall quiet */
-#pragma HLS LOOP_TRIPCOUNT min=8 max=TSR_MAX_MATS
+#ifdef __SYNTHESIS__
+#pragma HLS LOOP_TRIPCOUNT min=5 max=TSR_MAX_MATS
 #endif
-        uint32_t d, n;
-        tsr_lay_mat_shape(c, m, &d, &n);
-        tsr_tile t = tsr_lay_tile(c, d, n, pe);
-        b += tsr_lay_tile_i8(c, t);
+        tsr_tile t = tsr_lay_tile(c, m, rot, pe);
+        b += tsr_lay_tile_w8(c, t);
         w += tsr_lay_tile_f32(c, t);
+        if (tsr_lay_tile_psum(t) > prow) prow = tsr_lay_tile_psum(t);
+        rot = (rot + tsr_lay_units(c, m)) % R;
     }
-    *i8_bytes = b;
+    *w8_bytes = b;
     *f32_words = w;
+    if (psum_rows) *psum_rows = prow;
 }
 
 #endif

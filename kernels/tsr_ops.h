@@ -3,8 +3,9 @@
  * kernel unit tests (tests/test_kernel_ops.c).  Not for driver/: it talks to
  * the kernel through tsr_kernel.h commands only.
  *
- * Numerics follow the project's numerics contract (llama2.c run.c forward()
- * for F32; per-row Q8_0 groups of G for weights and GEMV inputs).
+ * Numerics follow the project's numerics contract: llama2.c run.c
+ * forward() for F32, runq.c's per-group int8 products for Q8_0, with
+ * reductions over TSR_SUM_LANES partial sums (1: run.c's order).
  */
 #ifndef TSR_OPS_H
 #define TSR_OPS_H
@@ -13,28 +14,53 @@
 
 #include "tsr_kernel.h"
 
-/* ---- vector ops on the controller (ops.c) ------------------------------ */
+/* What a PE task (TSR_RUN_PES) is asked to do: plain values only, so the
+ * hardware task reads it as wires. */
+typedef struct tsr_pe_job {
+    uint32_t mat;       /* matrix of a GEMV                                 */
+    uint32_t flags;     /* TSR_JOB_*                                        */
+    uint32_t slot, layer;
+    uint32_t level;     /* tree level (stride 2^level) of a tree step       */
+    uint32_t down;      /* attention trees: 0 up (combine), 1 down (spread) */
+    uint32_t work;      /* the step's multiply-accumulates, roughly: the
+                           emulator shares only big steps among threads */
+} tsr_pe_job;
 
-/* RMSNorm: o = w * (x / sqrt(mean(x^2) + eps)); x, w, o (n,); o may be x. */
-void tsr_rmsnorm(float *o, const float *x, const float *w, uint32_t n, float eps);
+#define TSR_JOB_ARGMAX  1u   /* GEMV: also find the best row (greedy)       */
+#define TSR_JOB_SCORES  2u   /* attention: store K/V, scores, local max     */
+#define TSR_JOB_EXP     4u   /* attention: exp(score - max), local sum      */
+#define TSR_JOB_VALUES  8u   /* attention: normalise, weighted sum of V     */
 
-/* RoPE, run.c style (adjacent pairs): rotate q (dim,) and, for i < kv_dim,
- * k (kv_dim,) by pos * theta^(-(i % head_size) / head_size). */
-void tsr_rope(float *q, float *k, uint32_t dim, uint32_t kv_dim, uint32_t head_size,
-              uint32_t pos, float theta);
+/* ---- controller vector ops (ops.c) ------------------------------------- */
 
-/* In-place softmax of x (n,), n >= 1: subtract the max, expf, divide by sum. */
+/* sum of x (n,) over TSR_SUM_LANES partial sums: partial k adds x[k],
+ * x[k + S], ... in order, then the partials pairwise (k += k + S/2, ...).
+ * With S = 1, ((x0 + x1) + x2) + ...: run.c's order.  Costs tsr_cy_sum(n). */
+float tsr_reduce_sum(const float *x, uint32_t n);
+
+/* sum of x[i]^2 (n,), the same order; for RMSNorm.  tsr_cy_sum(n). */
+float tsr_reduce_sumsq(const float *x, uint32_t n);
+
+/* RMSNorm's scale of x (n,): 1 / sqrtf(sumsq / n + eps), charged to NORM. */
+float tsr_rms_scale(tsr_kstate *st, const float *x, uint32_t n);
+
+/* RoPE on st->qkv at position pos, run.c style (adjacent pairs, frequency
+ * theta^(-(i % head_size) / head_size), precomputed at CONFIGURE): q (dim,)
+ * and k (kv_dim,).  Charged to ROPE. */
+void tsr_rope(tsr_kstate *st, uint32_t pos);
+
+/* In-place softmax of x (n,), n >= 1: subtract the max, expf, divide by
+ * the tsr_reduce_sum of the exponentials. */
 void tsr_softmax(float *x, uint32_t n);
 
 /* SwiGLU: hb[i] = silu(hb[i]) * hb2[i], silu(a) = a / (1 + expf(-a)); (n,). */
 void tsr_swiglu(float *hb, const float *hb2, uint32_t n);
 
-/* Residual add: x (n,) += d (n,). */
-void tsr_residual(float *x, const float *d, uint32_t n);
-
 /* Q8 group rule on x (n,) in groups of G (last group short): s[g] =
  * amax/127, q = (int8)roundf(x/s) (0 when s == 0).  q gets ceil(n/G)*G
- * entries (zeros past n), s gets ceil(n/G). */
+ * entries (zeros past n), s gets ceil(n/G).  (The golden reference and the
+ * tests use it; the kernel's input path, tsr_mesh_input, computes the same
+ * values in TSR_LANES-wide chunks.) */
 void tsr_quantize(const float *x, uint32_t n, uint32_t G, int8_t *q, float *s);
 
 /* Index of the first maximum of v (n,), n >= 1. */
@@ -55,47 +81,55 @@ float tsr_rng_f32(uint64_t *state);
  * nucleus sampling as llama2.c's sample_topp: candidates with p >= (1 -
  * top_p) / (n - 1), taken in descending p (ties: lower id first) until the
  * cumulative p exceeds top_p.  The descending order comes from a bounded
- * binary heap (no recursion).  cand_p, cand_i: (n,) scratch. */
+ * binary heap (no recursion).  cand_p, cand_i: (n,) scratch.  *cy (may be
+ * NULL) gets the cycles its loops charge. */
 int32_t tsr_sample(float *logits, uint32_t n, float temperature, float top_p, uint64_t *rng,
-                   float *cand_p, int32_t *cand_i);
+                   float *cand_p, int32_t *cand_i, uint32_t *cy);
 
-/* ---- mesh operations (mesh.c) ------------------------------------------ */
+/* ---- the mesh (mesh.c) ------------------------------------------------- */
 
-/* W (d, n) @ x (n,) -> y (d,) for matrix mat of the configured layout:
- * quantize x (Q8) or pad it (F32), broadcast slice c to the PEs of mesh
- * column c, every PE multiplies its tile into its psum, a binary adder tree
- * per mesh row reduces the C partial sums, the controller gathers y.
- * Counts MACs and fabric bytes. */
-void tsr_mesh_gemv(tsr_kstate *st, uint32_t mat, const float *x, float *y);
+/* The input of the next GEMVs: xn = w * (ss * x) (w NULL: xn = x), (n,);
+ * then quantized (Q8, in groups of G, as tsr_quantize) or zero padded (F32)
+ * and broadcast into every PE's copy (xq/xs or xf).  Charged to INPUT. */
+void tsr_mesh_input(tsr_kstate *st, const float *x, uint32_t n, const float *w, float ss);
 
-/* q, k, v of layer l: st->q (dim,), st->k, st->v (kv_dim,) = Wq, Wk, Wv @ x
- * (dim,), three tsr_mesh_gemv on one input (the emulator prepares it once
- * and runs the three as one worker step; same results and counters). */
-void tsr_mesh_gemv_qkv(tsr_kstate *st, uint32_t l, const float *x);
+/* W (d, n) @ input -> each PE's psum, for matrix mat: every PE its tile
+ * (W13: both halves, then SwiGLU on the PE), then the column adder trees
+ * when C > 1.  flags TSR_JOB_ARGMAX: the mesh rows' roots also find their
+ * best row (greedy).  Charged to GEMV (busiest PE) and TREE. */
+void tsr_mesh_gemv(tsr_kstate *st, uint32_t mat, uint32_t flags);
 
-/* The FFN's up projections of layer l and SwiGLU (after Shazeer 2020, "GLU
- * Variants Improve Transformer"): st->hb2 = W3 @ x, st->hb = silu(W1 @ x) *
- * st->hb2, all (hidden,), x (dim,).  The emulator runs both GEMVs as one
- * worker step, each worker applying SwiGLU to the rows it reduced. */
-void tsr_mesh_ffn_up(tsr_kstate *st, uint32_t l, const float *x);
+/* The GEMV outputs of mat (d rows; W13: the SwiGLU outputs) from the mesh
+ * rows' roots into y (d,): y = out (add 0) or y += out (add 1, the
+ * residual).  Charged to GATHER. */
+void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, float *y, int add);
 
-/* x (dim,) = row `token` of the embedding table, gathered from the PEs of its
- * row block (dequantized in Q8 mode: q * scale). */
+/* The greedy token after tsr_mesh_gemv(mat, TSR_JOB_ARGMAX): the roots'
+ * bests reduced by a tree (the first maximum, as tsr_argmax).  Charged to
+ * ARGMAX. */
+int32_t tsr_mesh_best(tsr_kstate *st, uint32_t mat);
+
+/* x (dim,) = row `token` of the embedding table, gathered from the PEs of
+ * its row block (dequantized in Q8 mode: q * scale).  Charged to EMBED. */
 void tsr_mesh_embed(tsr_kstate *st, uint32_t token, float *x);
 
 /* ---- attention (attention.c) ------------------------------------------- */
 
-/* For layer l of slot at position pos: send st->k, st->v (kv_dim,) to the
- * PEs that own each KV head and store them at pos, then every owner runs the
- * query heads of its KV head (GQA) over positions 0..pos, writing st->xb
- * (dim,).  st->q (dim,) is broadcast to the owners. */
+/* Layer l of slot at position pos: q, k, v (st->qkv) to the KV head
+ * groups' PEs, which store k, v at pos and run their query heads over
+ * positions 0..pos (GQA), then the head outputs into st->xb (dim,).
+ * Charged to ATT_IO, ATTN and ATT_TREE. */
 void tsr_attention(tsr_kstate *st, uint32_t slot, uint32_t l, uint32_t pos);
 
 /* ---- forward pass (forward.c) ------------------------------------------ */
 
+/* What a forward pass leaves: nothing (prefill), the greedy token (the
+ * argmax on the mesh), or the logits in st->logits (sampling, READ_LOGITS). */
+enum { TSR_FWD_NONE = 0, TSR_FWD_GREEDY, TSR_FWD_LOGITS };
+
 /* Run token at pos through the model for slot (its KV cache at pos gets the
- * token's keys/values).  want_logits: also the final norm and classifier
- * into st->logits. */
-void tsr_forward(tsr_kstate *st, uint32_t slot, uint32_t token, uint32_t pos, int want_logits);
+ * token's keys and values).  Returns the greedy token for TSR_FWD_GREEDY,
+ * else 0. */
+int32_t tsr_forward(tsr_kstate *st, uint32_t slot, uint32_t token, uint32_t pos, int mode);
 
 #endif

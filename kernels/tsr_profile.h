@@ -1,7 +1,8 @@
 /*
  * tsr_profile.h - selects the synthesis profile: the header named by
  * -DTSR_PROFILE_HEADER="profiles/profile_x.h", else profiles/profile_generic.h
- * (the emulator's).  Derived sizes used by every kernel file follow.
+ * (the emulator's).  The datapath constants (tsr_arch.h) and the sizes
+ * every kernel file derives from the profile follow.
  */
 #ifndef TSR_PROFILE_H
 #define TSR_PROFILE_H
@@ -12,19 +13,102 @@
 #include "profiles/profile_generic.h"
 #endif
 
-/* Weight matrices: tok_embedding, 7 per layer, an unshared classifier. */
-#define TSR_MAX_MATS        (2 + 7 * TSR_MAX_LAYERS)
-/* Longest GEMV input (dim or hidden), padded up to whole groups. */
-#define TSR_MAX_IN          ((TSR_MAX_HIDDEN > TSR_MAX_DIM ? TSR_MAX_HIDDEN : TSR_MAX_DIM) + TSR_MAX_GROUP)
-/* Groups of that input at the smallest group size. */
-#define TSR_MAX_IN_GROUPS   (TSR_MAX_IN / TSR_MIN_GROUP + 1)
-/* Longest GEMV output (rows of one PE's tile when R == 1). */
-#define TSR_MAX_OUT         (TSR_MAX_VOCAB > TSR_MAX_HIDDEN ? TSR_MAX_VOCAB : TSR_MAX_HIDDEN)
+#include "tsr_arch.h"
+
+/* Compile-time checks of a profile (C99: a negative array size fails). */
+#define TSR_STATIC_CHECK(name, cond) typedef char tsr_check_##name[(cond) ? 1 : -1]
+TSR_STATIC_CHECK(sum_lanes_pow2, (TSR_SUM_LANES & (TSR_SUM_LANES - 1)) == 0);
+TSR_STATIC_CHECK(mesh_cols_pow2, (TSR_MAX_MESH_COLS & (TSR_MAX_MESH_COLS - 1)) == 0);
+TSR_STATIC_CHECK(min_group_pow2, (TSR_MIN_GROUP & (TSR_MIN_GROUP - 1)) == 0);
+
+/* Whether a PE's fp32 array (scales / F32 tiles) and its KV cache go to
+ * UltraRAM (1) or block RAM (0, the default): BIND_STORAGE impl=. */
+#ifndef TSR_F32_URAM
+#define TSR_F32_URAM        0
+#endif
+#ifndef TSR_KV_URAM
+#define TSR_KV_URAM         0
+#endif
+#if TSR_F32_URAM
+#define TSR_F32_IMPL        uram
+#else
+#define TSR_F32_IMPL        bram
+#endif
+#if TSR_KV_URAM
+#define TSR_KV_IMPL         uram
+#else
+#define TSR_KV_IMPL         bram
+#endif
+/* Chunk maxima the quantizer reads a cycle (the largest group's chunks). */
+#define TSR_CAMAX_PORTS     (TSR_MAX_GROUP / TSR_LANES > 1 ? TSR_MAX_GROUP / TSR_LANES : 1)
+
+/* PEs of the profile: the unrolled PE loops run over this many instances. */
+#define TSR_PES             TSR_MAX_PES
+
+/* Weight matrices: tok_embedding, 4 per layer (QKV, WO, W13, W2), an
+ * unshared classifier. */
+#define TSR_MAX_MATS        (2 + 4 * TSR_MAX_LAYERS)
+/* Longest GEMV input (dim or hidden) padded to whole groups, and to whole
+ * TSR_LANES words. */
+#define TSR_MAX_N           (TSR_MAX_HIDDEN > TSR_MAX_DIM ? TSR_MAX_HIDDEN : TSR_MAX_DIM)
+#define TSR_MAX_IN          (TSR_MAX_N + TSR_MAX_GROUP + TSR_LANES)
+/* A PE's copy of the broadcast input: int8 words, one scale per group,
+ * fp32 values (F32 mode). */
+#define TSR_PE_XQ_WORDS     (TSR_MAX_IN / TSR_LANES)
+#define TSR_PE_XS           (TSR_MAX_IN / TSR_MIN_GROUP)
+#if TSR_WITH_F32
+#define TSR_PE_XF           TSR_MAX_IN
+#else
+#define TSR_PE_XF           1
+#endif
+/* The fused q|k|v output (dim + 2 kv_dim <= 3 dim). */
+#define TSR_MAX_QKV         (3 * TSR_MAX_DIM)
+/* Query heads per KV head, and one KV head's query slice (kv_mul x head
+ * size <= dim). */
+#define TSR_MAX_KV_MUL      TSR_MAX_HEADS
+#define TSR_MAX_QGROUP      TSR_MAX_DIM
+/* A PE's attention scores: its query heads x its share of the positions. */
+#define TSR_PE_ATT          (TSR_MAX_HEADS * TSR_MAX_SEQ)
 /* Controller fp32 words: rms_att, rms_ffn per layer + rms_final. */
 #define TSR_CTRL_WORDS      ((2 * TSR_MAX_LAYERS + 1) * TSR_MAX_DIM)
+/* Quantizer scratch: one max per TSR_LANES chunk of the input. */
+#define TSR_MAX_CHUNKS      (TSR_MAX_IN / TSR_LANES)
+/* Trip-count bounds for LOOP_TRIPCOUNT (words of TSR_VEC or TSR_LANES). */
+#define TSR_MAX_DIM_WORDS   (TSR_MAX_DIM / TSR_VEC + 1)
+#define TSR_MAX_QKV_WORDS   (TSR_MAX_QKV / TSR_VEC + 1)
+#define TSR_MAX_VOCAB_WORDS (TSR_MAX_VOCAB / TSR_VEC + 1)
+#define TSR_MAX_OUT_WORDS   (TSR_MAX_VOCAB_WORDS > TSR_MAX_QKV_WORDS ? TSR_MAX_VOCAB_WORDS : TSR_MAX_QKV_WORDS)
+#define TSR_MAX_IN_WORDS    (TSR_MAX_IN / TSR_VEC)
+#define TSR_MAX_HALF_HS     (TSR_MAX_HEAD_SIZE / 2)
+#define TSR_MAX_TILE_STEPS  (TSR_PE_W8_WORDS * TSR_LANES / TSR_MIN_GROUP)
+#define TSR_MAX_ATT_STEPS   (TSR_MAX_HEAD_SIZE * TSR_MAX_SEQ)
 /* Sift-down depth bound for the top-p heap: > log2(TSR_MAX_VOCAB). */
 #define TSR_HEAP_DEPTH      32
-/* Levels of the per-row adder tree: >= log2(TSR_MAX_MESH_COLS). */
+/* Levels of the column adder tree: >= log2(TSR_MAX_MESH_COLS). */
 #define TSR_MAX_TREE_LEVELS 8
+/* Levels of a reduction tree over the PEs or the partial sums. */
+#define TSR_MAX_LEVELS      16
+
+/* Reductions: TSR_SUM_LANES partial sums; element i goes to partial
+ * i % TSR_SUM_LANES.  E elements per cycle at II, so that each partial is
+ * added to once every TSR_FADD_LAT cycles (tsr_reduce_sum, ops.c). */
+#if TSR_SUM_LANES >= TSR_FADD_LAT
+#define TSR_SUM_E    (TSR_SUM_LANES / TSR_FADD_LAT)
+#define TSR_SUM_II   1
+#define TSR_SUM_DIST TSR_FADD_LAT   /* iterations between two adds to a partial */
+#else
+#define TSR_SUM_E    1
+#define TSR_SUM_II   (TSR_FADD_LAT / TSR_SUM_LANES)
+#define TSR_SUM_DIST TSR_SUM_LANES
+#endif
+
+/* A PE's own reductions (attention's sum of exponentials): at most
+ * TSR_FADD_LAT partials, one element a cycle, so a PE needs one adder. */
+#if TSR_SUM_LANES >= TSR_FADD_LAT
+#define TSR_PE_SUM_LANES TSR_FADD_LAT
+#else
+#define TSR_PE_SUM_LANES TSR_SUM_LANES
+#endif
+#define TSR_PE_SUM_II    (TSR_FADD_LAT / TSR_PE_SUM_LANES)
 
 #endif

@@ -335,6 +335,13 @@ typedef struct tsr_plan_opts {
     int  step;             /* report the decode step at position step - 1;
                               0: the last position (seq_len - 1)             */
     int  cards;            /* split the layers over this many cards; 0: 1    */
+    const char *profile;   /* a shipped synthesis profile to plan for ("stories260k",
+                              "stories15m"): its datapath, limits and arrays;
+                              NULL: the stories15m datapath with arrays sized
+                              for the model                                  */
+    int  cols;             /* mesh columns (a power of two); 0: 1            */
+    int  kv_split;         /* PEs per KV head (a power of two); 0: the
+                              profile's default                              */
 } tsr_plan_opts;
 
 /* Plan the model file at path (or o->shape) on a part: on-chip bytes

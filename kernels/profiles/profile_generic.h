@@ -1,19 +1,21 @@
 /*
- * profile_generic.h - the emulator's default synthesis profile.
+ * profile_generic.h - the emulator's profile: the sizes every llama2.c
+ * "stories" shape needs up to stories110M (dim 768, hidden 2048, 12 layers,
+ * 12 heads, vocab 32000), Q8_0 at group 32 or 64 on 16 PEs with a
+ * 1024-token fp32 KV cache, and F32 validation runs up to 64 PEs.
  *
- * Large enough for every llama2.c "stories" shape up to stories110M (dim 768,
- * hidden 2048, 12 layers, 12 heads, vocab 32000) in Q8_0 at group 32 with a
- * 1024-token fp32 KV cache on 16 PEs (per PE: ~6.9 MB int8 tiles, ~1.4 M fp32
- * words of scales + KV), and up to 64 PEs for F32 validation runs.  Not meant
- * for a real part: the per-PE arrays are far larger than any FPGA's SRAM; the
- * emulator allocates them lazily (untouched pages cost nothing).
+ * Not a synthesis target: a PE's arrays here are far larger than any FPGA's
+ * SRAM.  The emulator reserves them as address space and only the pages a
+ * model touches cost memory.  Reductions keep llama2.c's order
+ * (TSR_SUM_LANES 1), so the emulator's F32 tokens equal run.c's and its
+ * Q8_0 logits on a 1x1 mesh equal runq.c's (built without fast-math).
  */
 #ifndef TSR_PROFILE_GENERIC_H
 #define TSR_PROFILE_GENERIC_H
 
 #define TSR_PROFILE_NAME      "generic"
 
-/* Mesh: P = R x C PEs, C a power of two (the reduction adder tree). */
+/* Mesh: P = R x C PEs, C a power of two (the column adder tree). */
 #define TSR_MAX_PES           64
 #define TSR_MAX_MESH_ROWS     64
 #define TSR_MAX_MESH_COLS     16
@@ -30,12 +32,20 @@
 #define TSR_MAX_SEQ           4096
 #define TSR_MAX_SLOTS         8
 
-/* Q8_0 group size range (elements per scale). */
+/* Q8_0 group sizes (powers of two). */
 #define TSR_MIN_GROUP         4
 #define TSR_MAX_GROUP         256
 
+/* Numerics and placement. */
+#define TSR_SUM_LANES         1    /* partial sums of a reduction: run.c's order  */
+#define TSR_MAX_KV_SPLIT      16   /* PEs one KV head's positions may spread over */
+#define TSR_ATT_PES           TSR_MAX_PES   /* PEs with attention datapaths (hold the KV) */
+#define TSR_WITH_F32          1    /* the F32 validation datapath is built        */
+
 /* Per-PE SRAM. */
-#define TSR_PE_I8_BYTES       (8u * 1024u * 1024u)  /* int8 weight tiles          */
-#define TSR_PE_F32_WORDS      (2u * 1024u * 1024u)  /* scales / F32 weights + KV  */
+#define TSR_PE_W8_WORDS       (256u * 1024u)        /* int8 tiles, TSR_LANES-byte words (8 MiB) */
+#define TSR_PE_F32_WORDS      (2u * 1024u * 1024u)  /* Q8 scales or F32 tiles (8 MiB)          */
+#define TSR_PE_KV_WORDS       (2u * 1024u * 1024u)  /* KV cache, fp32 (8 MiB)                  */
+#define TSR_PE_ROWS           32768u                /* a tile's rows (GEMV partial sums)       */
 
 #endif

@@ -1,9 +1,12 @@
 /*
- * profile_stories260k.h - synthesis profile sized for stories260K (dim 64,
- * hidden 172, 5 layers, 8 heads, 4 KV heads, vocab 512, seq 512) on a 2 x 2
- * mesh: Q8_0 at group 32 needs ~66 KB of int8 tiles and ~2 K scale words per
- * PE, plus 5 KV units x 8 K words per slot; F32 mode needs ~66 K weight
- * words per PE.
+ * profile_stories260k.h - bring-up profile for stories260K (dim 64, hidden
+ * 172, 5 layers, 8 heads, 4 KV heads, vocab 512, seq 512) on a mesh of up to
+ * 4 PEs: quick to synthesize, and its C simulation is checked token for
+ * token against llama2.c run.c (reductions in run.c's order,
+ * TSR_SUM_LANES 1).  Q8_0 at group 32 or 64, or F32.
+ *
+ * Resource estimate (tessera plan --profile stories260k, checked by
+ * tests/test_plan.c): the TSR_EST_* lines below.
  */
 #ifndef TSR_PROFILE_STORIES260K_H
 #define TSR_PROFILE_STORIES260K_H
@@ -25,10 +28,23 @@
 #define TSR_MAX_SEQ           512
 #define TSR_MAX_SLOTS         2
 
-#define TSR_MIN_GROUP         16
+#define TSR_MIN_GROUP         32
 #define TSR_MAX_GROUP         64
 
-#define TSR_PE_I8_BYTES       (80u * 1024u)
-#define TSR_PE_F32_WORDS      (160u * 1024u)
+#define TSR_SUM_LANES         1
+#define TSR_MAX_KV_SPLIT      1
+#define TSR_ATT_PES           TSR_MAX_PES   /* PEs with attention datapaths (hold the KV) */
+#define TSR_WITH_F32          1
+
+#define TSR_PE_W8_WORDS       2560u     /* 80 KiB */
+#define TSR_PE_F32_WORDS      (96u * 1024u)
+#define TSR_PE_KV_WORDS       (80u * 1024u)
+#define TSR_PE_ROWS           512u
+
+/* Resource estimate: what tessera plan --profile stories260k computes for these
+ * arrays and this datapath (tests/test_plan.c holds them equal). */
+#define TSR_EST_URAM          0
+#define TSR_EST_BRAM36        0
+#define TSR_EST_DSP           0
 
 #endif

@@ -1,0 +1,82 @@
+/* profiles.c - the shipped profiles' figures (see profiles.h), each read
+ * from its header in turn: include, record, forget (profile_undef.h). */
+#include <stddef.h>
+#include <string.h>
+
+#include "profiles.h"
+
+#define KPROF_FIELDS                                                                      \
+    { TSR_MAX_PES, TSR_MAX_MESH_ROWS, TSR_MAX_MESH_COLS, TSR_MAX_DIM, TSR_MAX_HIDDEN,      \
+      TSR_MAX_LAYERS, TSR_MAX_HEADS, TSR_MAX_KV_HEADS, TSR_MAX_HEAD_SIZE, TSR_MAX_VOCAB,   \
+      TSR_MAX_SEQ, TSR_MAX_SLOTS, TSR_MIN_GROUP, TSR_MAX_GROUP, TSR_SUM_LANES,            \
+      TSR_MAX_KV_SPLIT, TSR_ATT_PES, TSR_WITH_F32, TSR_PE_W8_WORDS, TSR_PE_F32_WORDS, TSR_PE_KV_WORDS, \
+      TSR_PE_ROWS, P_F32_URAM, P_KV_URAM, TSR_LANES, TSR_VEC, TSR_ROW_SLOTS }
+
+typedef struct shipped {
+    const char  *name;
+    tsr_kprofile k;
+    long         uram, bram, dsp;   /* stated estimate, -1 none */
+} shipped;
+
+#include "profiles/profile_undef.h"
+#include "profiles/profile_generic.h"
+#define P_F32_URAM 0
+#define P_KV_URAM 0
+static const shipped p_generic = { TSR_PROFILE_NAME, KPROF_FIELDS, -1, -1, -1 };
+#undef P_F32_URAM
+#undef P_KV_URAM
+
+#include "profiles/profile_undef.h"
+#include "profiles/profile_stories260k.h"
+#ifndef TSR_F32_URAM
+#define TSR_F32_URAM 0
+#endif
+#ifndef TSR_KV_URAM
+#define TSR_KV_URAM 0
+#endif
+#define P_F32_URAM TSR_F32_URAM
+#define P_KV_URAM TSR_KV_URAM
+static const shipped p_260k = { TSR_PROFILE_NAME, KPROF_FIELDS, TSR_EST_URAM, TSR_EST_BRAM36,
+                                TSR_EST_DSP };
+#undef P_F32_URAM
+#undef P_KV_URAM
+
+#include "profiles/profile_undef.h"
+#include "profiles/profile_stories15m.h"
+#ifndef TSR_F32_URAM
+#define TSR_F32_URAM 0
+#endif
+#ifndef TSR_KV_URAM
+#define TSR_KV_URAM 0
+#endif
+#define P_F32_URAM TSR_F32_URAM
+#define P_KV_URAM TSR_KV_URAM
+static const shipped p_15m = { TSR_PROFILE_NAME, KPROF_FIELDS, TSR_EST_URAM, TSR_EST_BRAM36,
+                               TSR_EST_DSP };
+#undef P_F32_URAM
+#undef P_KV_URAM
+
+static const shipped *const all[] = { &p_generic, &p_260k, &p_15m };
+
+static const shipped *find(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof all / sizeof all[0]; i++)
+        if (!strcmp(all[i]->name, name)) return all[i];
+    return NULL;
+}
+
+const tsr_kprofile *tsr_profile_find(const char *name)
+{
+    const shipped *s = find(name);
+    return s ? &s->k : NULL;
+}
+
+const char *tsr_profile_names(void) { return "generic, stories260k, stories15m"; }
+
+void tsr_profile_stated(const char *name, long *uram, long *bram36, long *dsp)
+{
+    const shipped *s = find(name);
+    *uram = s ? s->uram : -1;
+    *bram36 = s ? s->bram : -1;
+    *dsp = s ? s->dsp : -1;
+}

@@ -1,0 +1,63 @@
+/*
+ * tsr_arch.h - the datapath every tessera profile shares: lanes, words,
+ * interleave distances and the pipeline depths the cycle accounting
+ * charges.  A profile (profiles/profile_*.h) sets sizes; this header sets
+ * the machine.
+ *
+ * Every figure below is an assumption about what Vitis HLS schedules for
+ * the loop it names, at the 300 MHz the Alveo platforms default to.  None
+ * has been through csynth yet (docs/hls-flow.md, "What stays unverified"):
+ * the first synthesis report replaces them, and the cycle accounting
+ * (tsr_cycles.h) then moves with them, since every charge is computed from
+ * these names.
+ */
+#ifndef TSR_ARCH_H
+#define TSR_ARCH_H
+
+/* ---- widths ------------------------------------------------------------ */
+
+/* int8 MAC lanes per PE: one weight word (TSR_LANES bytes) times one input
+ * word per cycle.  32 = one Q8_0 group of 32 per cycle. */
+#define TSR_LANES       32
+
+/* Rows a PE interleaves in its GEMV pipeline: each row's fp32 accumulator
+ * is touched once every TSR_ROW_SLOTS cycles, so the add's latency never
+ * stalls the II=1 pipeline (the DEPENDENCE distance of pe_tile_q8).  Also
+ * the block the weight layout groups rows in (tsr_layout.h). */
+#define TSR_ROW_SLOTS   8
+
+/* The controller's word: fp32 lanes of its vector passes, of the
+ * broadcast/gather bus, and the unit (rows) of the mesh-row split, so a
+ * gather always moves whole words. */
+#define TSR_VEC         16
+
+/* fp32 lanes of a PE's attention datapath (positions of K^T per cycle in
+ * the scores, head dimensions per cycle in the weighted sum of V). */
+#define TSR_ATT_LANES   8
+
+/* Cycles between two dependent fp32 additions, as the scheduler must keep
+ * them: a recurrence on one accumulator runs at II = TSR_FADD_LAT, one on
+ * TSR_FADD_LAT interleaved accumulators at II = 1.  Vitis HLS fadd
+ * (full DSP) needs 4-5 cycles at 300 MHz on UltraScale+; 8 leaves room. */
+#define TSR_FADD_LAT    8
+
+/* ---- pipeline depths (cycles from the first input to the last output) -- */
+
+#define TSR_D_GEMV      24  /* URAM read, 32-lane int8 tree, int->fp32, 2 fmul, fadd */
+#define TSR_D_VEC        8  /* a controller vector pass (fmul/fadd lanes)           */
+#define TSR_D_QUANT     32  /* |x| max tree, fp32 divide, round                    */
+#define TSR_D_BUS        4  /* a word across the broadcast/gather bus               */
+#define TSR_D_TREE      TSR_FADD_LAT /* one adder-tree level                      */
+#define TSR_D_EXP       16  /* expf                                                */
+#define TSR_D_DIV       16  /* fp32 divide                                         */
+#define TSR_D_RSQRT     32  /* divide + sqrtf + divide (RMSNorm's scale)          */
+#define TSR_D_TRIG      40  /* cosf / sinf                                         */
+#define TSR_D_CMP        2  /* one compare-select level (max, argmax)              */
+#define TSR_D_ATT       16  /* a PE's attention pass (BRAM read, fmul, fadd)       */
+
+/* ---- the host link ----------------------------------------------------- */
+
+/* Command ring entries at most (the ctl buffer's depth, tsr_kernel.h). */
+#define TSR_RING_MAX    256
+
+#endif

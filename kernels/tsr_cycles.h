@@ -1,0 +1,170 @@
+/*
+ * tsr_cycles.h - the cycle accounting: what one loop costs, in one place.
+ *
+ * A pipelined loop of `trip` iterations at initiation interval `ii` whose
+ * body takes `depth` cycles from first input to last output costs
+ * trip x ii + depth cycles (UG1399, "Pipelining Loops": iteration latency
+ * plus (trip - 1) x II, rounded up to the depth).  Every loop on the
+ * per-token path charges this, with its own trip count and the II and
+ * depth names of tsr_arch.h, to a region (tsr_kernel.h TSR_RG_*) right
+ * where it runs, in the emulator and in C simulation; a parallel region
+ * (TSR_RUN_PES) charges the slowest of its PE instances.  driver/plan.c
+ * computes the same charges from the layout alone (same helpers), and
+ * tests/test_plan.c holds the two equal region by region.
+ *
+ * Shared with the driver through tsr_kernel.h.
+ */
+#ifndef TSR_CYCLES_H
+#define TSR_CYCLES_H
+
+#include <stdint.h>
+
+#include "tsr_arch.h"
+#include "tsr_layout.h"
+#include "tsr_profile.h"
+
+/* A pipelined loop: trip x ii + depth, nothing when it does not run. */
+static inline uint32_t tsr_cy_loop(uint32_t trip, uint32_t ii, uint32_t depth)
+{
+    return trip ? trip * ii + depth : 0u;
+}
+
+/* log2 of a power of two (levels of a binary tree over n leaves). */
+static inline uint32_t tsr_cy_log2(uint32_t n)
+{
+    uint32_t l = 0;
+    for (uint32_t b = 0; b < 31u; b++)
+        if ((1u << b) < n) l = b + 1u;
+    return l;
+}
+
+/* A reduction of n elements over S partial sums (ops.c tsr_reduce_sum):
+ * the pipelined pass, E = S / TSR_FADD_LAT elements a cycle at II 1 (or
+ * one at II TSR_FADD_LAT / S), then the log2(S) levels over the partials,
+ * E additions a cycle. */
+static inline uint32_t tsr_cy_sum_s(uint32_t n, uint32_t S)
+{
+    uint32_t E = S >= TSR_FADD_LAT ? S / TSR_FADD_LAT : 1u;
+    uint32_t ii = S >= TSR_FADD_LAT ? 1u : TSR_FADD_LAT / S, cy;
+    cy = tsr_cy_loop(tsr_cdiv(n, E), ii, TSR_D_VEC);
+    for (uint32_t half = S / 2u; half >= 1u; half /= 2u)
+        cy += tsr_cy_loop(tsr_cdiv(half, E), 1u, TSR_D_TREE);
+    return cy;
+}
+#define tsr_cy_sum(n) tsr_cy_sum_s((n), TSR_SUM_LANES)
+
+/* A recurrence-bound inner pass: `words` words of lanes, each lane's
+ * accumulator updated once a word, padded to TSR_FADD_LAT words so the
+ * accumulator's add never stalls the II=1 pipeline (attention.c). */
+static inline uint32_t tsr_cy_padded(uint32_t words)
+{
+    return words > TSR_FADD_LAT ? words : TSR_FADD_LAT;
+}
+
+/* ---- the charges of composite steps, shared with driver/plan.c ---------- */
+
+/* RMSNorm's scale of n values (ops.c tsr_rms_scale). */
+static inline uint32_t tsr_cy_norm_s(uint32_t n, uint32_t S)
+{
+    return tsr_cy_sum_s(n, S) + TSR_D_RSQRT;
+}
+
+/* A GEMV input of n values in groups of G (mesh.c tsr_mesh_input): Q8 two
+ * TSR_LANES-wide passes (normalise + chunk max, quantize + broadcast), F32
+ * one TSR_VEC-wide pass. */
+static inline uint32_t tsr_cy_input(uint32_t n, uint32_t G, int q8)
+{
+    uint32_t npad = tsr_cdiv(n, G) * G;
+    if (!q8) return tsr_cy_loop(tsr_cdiv(npad, TSR_VEC), 1u, TSR_D_BUS);
+    uint32_t nch = tsr_cdiv(npad, TSR_LANES);
+    return tsr_cy_loop(nch, 1u, TSR_D_VEC) + tsr_cy_loop(nch, 1u, TSR_D_QUANT);
+}
+
+/* One PE's (sub-)tile: its pipeline steps (tsr_layout.h) plus the depth. */
+static inline uint32_t tsr_cy_tile(uint32_t steps) { return tsr_cy_loop(steps, 1u, TSR_D_GEMV); }
+
+/* Zeroing `rows` partial sums (a column without groups), TSR_VEC a cycle. */
+static inline uint32_t tsr_cy_zero(uint32_t rows)
+{
+    return tsr_cy_loop(tsr_cdiv(rows, TSR_VEC), 1u, TSR_D_VEC);
+}
+
+/* SwiGLU of `rows` partial sums on a PE (mesh.c pe_swiglu): one a cycle. */
+static inline uint32_t tsr_cy_swiglu(uint32_t rows)
+{
+    return tsr_cy_loop(rows, 1u, TSR_D_EXP + TSR_D_DIV);
+}
+
+/* One column-tree level over `rows` partial sums, TSR_VEC a cycle. */
+static inline uint32_t tsr_cy_tree_level(uint32_t rows)
+{
+    return tsr_cy_loop(tsr_cdiv(rows, TSR_VEC), 1u, TSR_D_TREE);
+}
+
+/* A root's best row over `rows` (mesh.c pe_best): TSR_VEC lanes a word at
+ * II TSR_D_CMP, then the lanes' tree. */
+static inline uint32_t tsr_cy_best(uint32_t rows)
+{
+    return tsr_cy_loop(tsr_cdiv(rows, TSR_VEC), TSR_D_CMP, 0u) + tsr_cy_log2(TSR_VEC) * TSR_D_CMP;
+}
+
+/* The gather of d outputs over the bus (mesh.c tsr_mesh_gather). */
+static inline uint32_t tsr_cy_gather(uint32_t d)
+{
+    return tsr_cy_loop(tsr_cdiv(d, TSR_VEC), 1u, TSR_D_BUS);
+}
+
+/* RoPE (ops.c tsr_rope): head_size / 2 angles, then q and k. */
+static inline uint32_t tsr_cy_rope(uint32_t hs, uint32_t dim, uint32_t kvd)
+{
+    return tsr_cy_loop(hs / 2u, 1u, TSR_D_TRIG) + tsr_cy_loop(tsr_cdiv(dim, TSR_VEC), 1u, TSR_D_VEC) +
+           tsr_cy_loop(tsr_cdiv(kvd, TSR_VEC), 1u, TSR_D_VEC);
+}
+
+/* Attention on one PE (attention.c), per query head over its nl local
+ * positions: the scores (a pass per head dimension, padded) with their
+ * scale and max; exp and their sum; normalise and the weighted sum of V
+ * (a pass per position, padded; zeros when nl is 0).  The store of this
+ * position's k, v: two words a cycle. */
+static inline uint32_t tsr_cy_att_store(uint32_t hs)
+{
+    return tsr_cy_loop(tsr_cdiv(hs, 2u), 1u, TSR_D_ATT);
+}
+static inline uint32_t tsr_cy_att_scores(uint32_t hs, uint32_t nl)
+{
+    uint32_t tw = tsr_cdiv(nl, TSR_ATT_LANES);
+    if (nl == 0) return 0;
+    return tsr_cy_loop(hs * tsr_cy_padded(tw), 1u, TSR_D_ATT) + tsr_cy_loop(nl, 1u, TSR_D_DIV) +
+           tsr_cy_loop(tw, TSR_D_CMP, 0u) + tsr_cy_log2(TSR_ATT_LANES) * TSR_D_CMP;
+}
+static inline uint32_t tsr_cy_att_exp_s(uint32_t nl, uint32_t S)
+{
+    return tsr_cy_loop(nl, 1u, TSR_D_EXP) + (nl ? tsr_cy_sum_s(nl, S) : 0u);
+}
+static inline uint32_t tsr_cy_att_values(uint32_t hs, uint32_t nl)
+{
+    if (nl == 0) return tsr_cy_loop(hs, 1u, TSR_D_VEC);
+    return tsr_cy_loop(nl, 1u, TSR_D_DIV) +
+           tsr_cy_loop(nl * tsr_cy_padded(tsr_cdiv(hs, TSR_ATT_LANES)), 1u, TSR_D_ATT);
+}
+/* One level of a KV head group's trees: the max or the sum of kv_mul
+ * values, or the weighted sums (kv_mul x head_size). */
+static inline uint32_t tsr_cy_att_tree_max(uint32_t km) { return tsr_cy_loop(km, 1u, TSR_D_CMP); }
+static inline uint32_t tsr_cy_att_tree_sum(uint32_t km) { return tsr_cy_loop(km, 1u, TSR_D_TREE); }
+static inline uint32_t tsr_cy_att_tree_values(uint32_t km, uint32_t hs)
+{
+    return tsr_cy_loop(tsr_cdiv(km * hs, TSR_ATT_LANES), 1u, TSR_D_TREE);
+}
+/* q | k | v onto the bus; the head outputs back. */
+static inline uint32_t tsr_cy_att_send(uint32_t dim, uint32_t kvd)
+{
+    return tsr_cy_loop(tsr_cdiv(dim + 2u * kvd, TSR_VEC), 1u, TSR_D_BUS);
+}
+static inline uint32_t tsr_cy_att_collect(uint32_t dim)
+{
+    return tsr_cy_loop(tsr_cdiv(dim, TSR_VEC), 1u, TSR_D_BUS);
+}
+
+#define TSR_CHARGE(st, rg, cy) ((st)->cnt.cyc[(rg)] += (uint64_t)(cy))
+
+#endif
