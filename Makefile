@@ -28,6 +28,16 @@ ifeq ($(SANITIZE),1)
   BUILD    := $(BUILD)-san
 endif
 
+# The kernel profile the emulator (and so the whole library) is built with:
+# generic by default; another (e.g. EMU_PROFILE=stories15m) builds into
+# $(BUILD)-PROFILE and runs that profile's datapath and arrays on the CPU
+# (its sum order, its attention partials, its limits).
+EMU_PROFILE ?= generic
+ifneq ($(EMU_PROFILE),generic)
+  BASEFLAGS += '-DTSR_PROFILE_HEADER="profiles/profile_$(EMU_PROFILE).h"'
+  BUILD     := $(BUILD)-$(EMU_PROFILE)
+endif
+
 INC := -Idriver/include -Idriver -Ikernels -Iemu
 
 # -------------------------------------------------------------------- XRT ---
@@ -101,7 +111,7 @@ $(BUILD)/kernels/%.o: kernels/%.c $(wildcard kernels/*.h kernels/profiles/*.h em
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(EMU_CFLAGS) $(SANFLAGS) $(INC) -DTSR_EMU -c $< -o $@
 
-$(BUILD)/emu/%.o: emu/%.c $(wildcard emu/*.h)
+$(BUILD)/emu/%.o: emu/%.c $(wildcard emu/*.h kernels/*.h kernels/profiles/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(EMU_CFLAGS) $(SANFLAGS) $(INC) -DTSR_EMU -DTSR_EMU_SIMD=$(EMU_SIMD) -c $< -o $@
 

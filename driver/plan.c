@@ -83,7 +83,7 @@ const char *tsr_plan_region_name(int rg)
 
 typedef struct layout {
     const tsr_kconfig *kc;
-    uint32_t P, R, C, rot[TSR_WIMAGE_MAX_MATS];
+    uint32_t P, att_parts, rot[TSR_WIMAGE_MAX_MATS], cols[TSR_WIMAGE_MAX_MATS];
 } layout;
 
 static tsr_tile tile_of(const layout *L, uint32_t m, uint32_t p)
@@ -92,29 +92,29 @@ static tsr_tile tile_of(const layout *L, uint32_t m, uint32_t p)
 }
 
 /* tsr_mesh_gemv of matrix m (mesh.c): the PE tiles (W13 with SwiGLU when
- * C == 1), the column tree and SwiGLU on the roots (C > 1), the roots' best
- * rows (argmax). */
+ * C_m == 1), the column tree and SwiGLU on the roots (C_m > 1), the roots'
+ * best rows (argmax). */
 static void step_gemv(const layout *L, uint32_t m, int argmax, uint64_t *rg)
 {
     const tsr_kconfig *kc = L->kc;
-    uint32_t d, n, pair, worst = 0;
+    uint32_t d, n, pair, worst = 0, C = L->cols[m];
     tsr_lay_mat_shape(kc, m, &d, &n, &pair);
     for (uint32_t p = 0; p < L->P; p++) {
         tsr_tile t = tile_of(L, m, p);
         if (t.rows == 0) continue;
         uint32_t cy = t.ngroups == 0 ? tsr_cy_zero((pair ? 2u : 1u) * t.rows)
                                      : (pair ? 2u : 1u) * tsr_cy_tile(tsr_lay_tile_steps(kc, t.rows, t.ngroups));
-        if (pair && L->C == 1u) cy += tsr_cy_swiglu(t.rows);
+        if (pair && C == 1u) cy += tsr_cy_swiglu(t.rows);
         if (cy > worst) worst = cy;
     }
     rg[TSR_RG_GEMV] += worst;
-    if (L->C > 1u) {
-        for (uint32_t lvl = 0; (1u << lvl) < L->C; lvl++) {
+    if (C > 1u) {
+        for (uint32_t lvl = 0; (1u << lvl) < C; lvl++) {
             uint32_t s = 1u << lvl;
             worst = 0;
             for (uint32_t p = 0; p < L->P; p++) {
-                uint32_t c = p & (L->C - 1u);
-                if ((c & (2u * s - 1u)) != 0 || c + s >= L->C) continue;
+                uint32_t c = p & (C - 1u);
+                if ((c & (2u * s - 1u)) != 0 || c + s >= C) continue;
                 tsr_tile t = tile_of(L, m, p);
                 uint32_t cy = tsr_cy_tree_level((pair ? 2u : 1u) * t.rows);
                 if (cy > worst) worst = cy;
@@ -123,7 +123,7 @@ static void step_gemv(const layout *L, uint32_t m, int argmax, uint64_t *rg)
         }
         if (pair) {
             worst = 0;
-            for (uint32_t p = 0; p < L->P; p += L->C) {
+            for (uint32_t p = 0; p < L->P; p += C) {
                 tsr_tile t = tile_of(L, m, p);
                 uint32_t cy = t.rows ? tsr_cy_swiglu(t.rows) : 0u;
                 if (cy > worst) worst = cy;
@@ -133,7 +133,7 @@ static void step_gemv(const layout *L, uint32_t m, int argmax, uint64_t *rg)
     }
     if (argmax) {
         worst = 0;
-        for (uint32_t p = 0; p < L->P; p += L->C) {
+        for (uint32_t p = 0; p < L->P; p += C) {
             tsr_tile t = tile_of(L, m, p);
             uint32_t cy = t.rows ? tsr_cy_best(t.rows) : 0u;
             if (cy > worst) worst = cy;
@@ -149,13 +149,12 @@ static void step_attention(const layout *L, uint32_t S_pe, uint32_t pos, uint64_
     const tsr_kconfig *kc = L->kc;
     uint32_t hs = tsr_lay_head_size(kc), km = tsr_lay_kv_mul(kc), Q = kc->kv_split;
     uint32_t pq = pos % Q, pd = pos / Q;
-    rg[TSR_RG_ATT_IO] += tsr_cy_att_send(kc->dim, tsr_lay_kv_dim(kc));
     uint32_t ws = 0, we = 0, wv = 0, wall = 0;   /* the busiest PE per phase */
     for (uint32_t p = 0; p < kc->att_pes; p++) {
         uint32_t h0, q, nh = tsr_lay_kv_heads(kc, p, &h0, &q);
         if (nh == 0) continue;
         uint32_t nl = pd + (q <= pq ? 1u : 0u);
-        uint32_t sc = nh * ((q == pq ? tsr_cy_att_store(hs) : 0u) + km * tsr_cy_att_scores(hs, nl));
+        uint32_t sc = nh * ((q == pq ? tsr_cy_att_store(hs) : 0u) + km * tsr_cy_att_scores(hs, nl, L->att_parts));
         uint32_t ex = nh * km * tsr_cy_att_exp_s(nl, S_pe), va = nh * km * tsr_cy_att_values(hs, nl);
         if (sc > ws) ws = sc;
         if (ex > we) we = ex;
@@ -171,17 +170,19 @@ static void step_attention(const layout *L, uint32_t S_pe, uint32_t pos, uint64_
                                2u * levels * tsr_cy_att_tree_sum(km) +
                                levels * tsr_cy_att_tree_values(km, hs);
     }
-    rg[TSR_RG_ATT_IO] += tsr_cy_att_collect(kc->dim);
+    rg[TSR_RG_ATT_IO] += tsr_cy_att_collect(tsr_cdiv(kc->dim, kc->group) * kc->group);
 }
 
 void tsr_plan_step(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes, uint32_t pos,
                    tsr_plan_cycles *c)
 {
-    layout L = { kc, tsr_lay_pes(kc), kc->mesh_rows, kc->mesh_cols, { 0 } };
+    /* the profile's TSR_ATT_PARTS (tsr_profile.h) */
+    layout L = { kc, tsr_lay_pes(kc), sum_lanes >= TSR_FADD_LAT ? TSR_FADD_LAT : 1u, { 0 }, { 0 } };
     uint32_t nm = tsr_lay_n_mats(kc), rot = 0, G = kc->group;
     for (uint32_t m = 0; m < nm && m < TSR_WIMAGE_MAX_MATS; m++) {
         L.rot[m] = rot;
-        rot = (rot + tsr_lay_units(kc, m)) % kc->mesh_rows;
+        L.cols[m] = tsr_lay_mat_cols(kc, m);
+        rot = tsr_lay_rot_next(kc, m, rot);
     }
     uint32_t S_pe = sum_lanes < TSR_FADD_LAT ? sum_lanes : TSR_FADD_LAT;
     int q8 = kc->dtype == TSR_KDT_Q8;
@@ -191,31 +192,36 @@ void tsr_plan_step(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_p
 
     /* embed: each mesh column's groups of the row, a chunk a cycle */
     uint32_t cpg = G > TSR_LANES ? G / TSR_LANES : 1u;
-    for (uint32_t cc = 0; cc < kc->mesh_cols; cc++) {
+    for (uint32_t cc = 0; cc < L.cols[TSR_MAT_EMB]; cc++) {
         tsr_tile t = tile_of(&L, TSR_MAT_EMB, cc);
         rg[TSR_RG_EMBED] += tsr_cy_loop(t.ngroups * cpg, 1u, TSR_D_BUS);
     }
+    /* this token's RoPE angles */
+    rg[TSR_RG_ROPE] += tsr_cy_rope_angles(hs);
+    /* TSR_SSQ_FUSED (tsr_profile.h): the residual gathers leave RMSNorm's
+     * partials, so a norm after one is its levels alone */
+    int fused = sum_lanes >= TSR_VEC * TSR_FADD_LAT;
+    uint32_t hid_pad = tsr_cdiv(hid, G) * G;
     for (uint32_t l = 0; l < kc->n_layers; l++) {
-        rg[TSR_RG_NORM] += tsr_cy_norm_s(dim, sum_lanes);
+        rg[TSR_RG_NORM] += tsr_cy_norm_s(dim, sum_lanes, fused && l > 0);
         rg[TSR_RG_INPUT] += tsr_cy_input(dim, G, q8);
         step_gemv(&L, TSR_MAT_LAYER(l, TSR_W_QKV), 0, rg);
-        rg[TSR_RG_GATHER] += tsr_cy_gather(dim + 2u * tsr_lay_kv_dim(kc));
-        rg[TSR_RG_ROPE] += tsr_cy_rope(hs, dim, tsr_lay_kv_dim(kc));
+        rg[TSR_RG_GATHER] += tsr_cy_gather_vec(dim + 2u * tsr_lay_kv_dim(kc));   /* RoPE */
         step_attention(&L, S_pe, pos, rg);
-        rg[TSR_RG_INPUT] += tsr_cy_input(dim, G, q8);
+        rg[TSR_RG_INPUT] += tsr_cy_input_ready(dim, G, q8);
         step_gemv(&L, TSR_MAT_LAYER(l, TSR_W_O), 0, rg);
-        rg[TSR_RG_GATHER] += tsr_cy_gather(dim);
-        rg[TSR_RG_NORM] += tsr_cy_norm_s(dim, sum_lanes);
+        rg[TSR_RG_GATHER] += fused ? tsr_cy_gather_vec(dim) : tsr_cy_gather(dim);
+        rg[TSR_RG_NORM] += tsr_cy_norm_s(dim, sum_lanes, fused);
         rg[TSR_RG_INPUT] += tsr_cy_input(dim, G, q8);
         step_gemv(&L, TSR_MAT_LAYER(l, TSR_W_13), 0, rg);
-        rg[TSR_RG_GATHER] += tsr_cy_gather(hid);
-        rg[TSR_RG_INPUT] += tsr_cy_input(hid, G, q8);
+        rg[TSR_RG_GATHER] += tsr_cy_gather_input(hid_pad);
+        rg[TSR_RG_INPUT] += tsr_cy_input_ready(hid, G, q8);
         step_gemv(&L, TSR_MAT_LAYER(l, TSR_W_2), 0, rg);
-        rg[TSR_RG_GATHER] += tsr_cy_gather(dim);
+        rg[TSR_RG_GATHER] += fused ? tsr_cy_gather_vec(dim) : tsr_cy_gather(dim);
     }
     /* final norm, classifier, the greedy token: roots' bests, then a tree
      * over the profile's PEs; the id to the host */
-    rg[TSR_RG_NORM] += tsr_cy_norm_s(dim, sum_lanes);
+    rg[TSR_RG_NORM] += tsr_cy_norm_s(dim, sum_lanes, fused);
     rg[TSR_RG_INPUT] += tsr_cy_input(dim, G, q8);
     step_gemv(&L, tsr_lay_mat_wcls(kc), 1, rg);
     rg[TSR_RG_ARGMAX] += tsr_cy_log2(profile_pes) * TSR_D_CMP;
@@ -247,6 +253,8 @@ static long banked_bram(uint64_t n, uint32_t bytes, uint32_t banks)
  * partitions). */
 typedef struct pe_arrays {
     uint64_t w8_bytes, f32_words, kv_bytes, rows, att_words, in_bytes;
+    uint64_t acc_words;   /* attention: pe_att's accumulators, one row of them */
+    uint32_t acc_parts;   /* and its rows (TSR_ATT_PARTS) */
     int f32_uram, kv_uram;
 } pe_arrays;
 
@@ -260,6 +268,8 @@ static void pe_blocks(const pe_arrays *a, long *uram, long *bram)
     if (a->kv_uram) u += a->kv_bytes ? (long)TSR_ATT_LANES * uram_of(kv_bank) : 0;
     else b += a->kv_bytes ? (long)TSR_ATT_LANES * bram_of(kv_bank) : 0;
     b += banked_bram(a->rows, 4u, TSR_VEC) + banked_bram(a->att_words, 4u, TSR_ATT_LANES);
+    if (a->att_words)   /* pe_att's acc: parts rows, each TSR_ATT_LANES banks */
+        b += (long)a->acc_parts * banked_bram(a->acc_words, 4u, TSR_ATT_LANES);
     /* the broadcast input: TSR_LANES-byte words, 512 x 72-bit BRAM36 deep */
     uint64_t in_words = cdiv64(a->in_bytes, TSR_LANES);
     if (in_words > LUTRAM_WORDS) b += 4 * (long)cdiv64(in_words, 512);
@@ -273,57 +283,82 @@ static void pe_blocks(const pe_arrays *a, long *uram, long *bram)
 static long ctrl_blocks(uint64_t dim, uint64_t kvd, uint64_t hid, uint64_t vocab, uint64_t layers,
                         uint64_t nmax)
 {
+    (void)hid;   /* the FFN's hidden vector goes straight into xn */
     return banked_bram((2u * layers + 1u) * dim, 4u, TSR_VEC) + banked_bram(dim, 4u, TSR_VEC) +
            banked_bram(nmax, 4u, TSR_LANES) + banked_bram(dim + 2u * kvd, 4u, TSR_VEC) +
-           banked_bram(dim, 4u, TSR_VEC) + banked_bram(hid, 4u, TSR_VEC) +
            4 * banked_bram(vocab, 4u, TSR_VEC);
 }
 
 /* ------------------------------------------------------------------------ */
 /* DSPs: the floating-point operators of the kernel's loops                   */
 
-/* One PE: the Q8 tile's scale path (two multiplies, an add), F32 tiles
- * (a multiply-add), SwiGLU (expf, two multiplies, an add), the column tree
- * (TSR_VEC adds, when the profile has columns). */
-static long dsp_pe(int with_f32, int cols)
+/* Every PE: the Q8 tile's scale path (two multiplies, an add: mesh.c
+ * pe_tile_q8; its int8 products are LUTs, BIND_OP fabric), the F32 tile's
+ * multiply-add (a profile with F32), SwiGLU (two multiplies, an add; its
+ * expf in LUTs, BIND_OP fabric; the divide uses none). */
+static long dsp_pe(int with_f32)
 {
-    long d = 2 * DSP_FMUL + DSP_FADD + 2 * DSP_FMUL + DSP_FADD + DSP_EXP;
+    long d = 2 * DSP_FMUL + DSP_FADD + 2 * DSP_FMUL + DSP_FADD;
     if (with_f32) d += DSP_FMUL + DSP_FADD;
-    if (cols > 1) d += (long)TSR_VEC * DSP_FADD;
     return d;
 }
 
-/* A PE with attention: scores and values (TSR_ATT_LANES multiply-adds
- * each), expf, the local sum and its levels, and the group trees' adds
- * (TSR_ATT_LANES lanes and one) when the profile splits heads. */
-static long dsp_att(int split)
+/* A PE that receives in the column tree (an even column of a mesh with
+ * more than one): TSR_TREE_LANES adds (mesh.c tree_pe). */
+static long dsp_tree(void) { return (long)TSR_TREE_LANES * DSP_FADD; }
+
+/* A PE with attention (attention.c): TSR_ATT_LANES multiply-adds shared by
+ * the scores and the values (pe_att_mac, ALLOCATION limit=1), the score
+ * partials' tree (TSR_ATT_PARTS - 1 adds), the local sum's add and its
+ * levels' add (pe_reduce_sum), expf in LUTs; with heads split over PEs the
+ * group trees' TSR_ATT_LANES value adds and one sum add (att_tree_pe). */
+static long dsp_att(int split, uint32_t parts, uint32_t pe_sum_lanes)
 {
-    long d = 2L * TSR_ATT_LANES * (DSP_FMUL + DSP_FADD) + DSP_EXP + 2 * DSP_FADD;
+    long d = (long)TSR_ATT_LANES * (DSP_FMUL + DSP_FADD) + (long)(parts - 1u) * DSP_FADD +
+             DSP_FADD + (pe_sum_lanes > 1u ? DSP_FADD : 0);
     if (split) d += (long)TSR_ATT_LANES * DSP_FADD + DSP_FADD;
     return d;
 }
 
-/* The controller: the reduction's E lanes (multiply-add) and its levels'
- * adds, the input pass's two multiplies per TSR_LANES lane, RoPE (cos/sin,
- * TSR_VEC / 2 rotations of 4 multiplies and 2 adds), the gather's TSR_VEC
- * residual adds, the sampler's expf. */
+/* The controller: the reduction's E lanes (a multiply-add each) and its
+ * levels' E adds (ops.c), the Q8 input's two multiplies per TSR_LANES lane
+ * (mesh.c tsr_mesh_input; its divides use none), the gather's TSR_VEC
+ * residual adds, with the fused sum of squares TSR_VEC multiply-adds more,
+ * and RoPE's TSR_VEC / 2 rotations (4 multiplies, 2 adds each), this
+ * token's angles (a multiply, cosf, sinf), the sampler's expf. */
 static long dsp_ctrl(uint32_t sum_lanes)
 {
     long E = sum_lanes >= TSR_FADD_LAT ? (long)(sum_lanes / TSR_FADD_LAT) : 1;
-    return E * (DSP_FMUL + 2 * DSP_FADD) + (long)TSR_LANES * 2 * DSP_FMUL + 2 * DSP_TRIG +
-           (long)(TSR_VEC / 2) * (4 * DSP_FMUL + 2 * DSP_FADD) + (long)TSR_VEC * DSP_FADD +
+    long fused = sum_lanes >= TSR_VEC * TSR_FADD_LAT;
+    return E * (DSP_FMUL + DSP_FADD) + E * DSP_FADD + (long)TSR_LANES * 2 * DSP_FMUL +
+           (long)TSR_VEC * DSP_FADD + fused * (long)TSR_VEC * (DSP_FMUL + DSP_FADD) +
+           (long)(TSR_VEC / 2) * (4 * DSP_FMUL + 2 * DSP_FADD) + DSP_FMUL + 2 * DSP_TRIG +
            DSP_EXP;
+}
+
+/* The DSPs of P PEs (att_pes of them with attention, C mesh columns), the
+ * busiest PE's in *per_pe. */
+static long dsp_count(uint32_t P, uint32_t att_pes, uint32_t C, int with_f32, int split,
+                      uint32_t sum_lanes, long *per_pe)
+{
+    uint32_t parts = sum_lanes >= TSR_FADD_LAT ? TSR_FADD_LAT : 1u;
+    uint32_t pe_sum = sum_lanes >= TSR_FADD_LAT ? TSR_FADD_LAT : sum_lanes;
+    long receivers = C > 1u ? (long)P / 2 : 0, att = dsp_att(split, parts, pe_sum);
+    *per_pe = dsp_pe(with_f32) + (C > 1u ? dsp_tree() : 0) + (att_pes ? att : 0);
+    return (long)P * dsp_pe(with_f32) + receivers * dsp_tree() + (long)att_pes * att +
+           dsp_ctrl(sum_lanes);
 }
 
 void tsr_plan_profile_resources(const tsr_kprofile *p, tsr_plan_res *r)
 {
     memset(r, 0, sizeof *r);
-    uint64_t sl_max = p->seq;   /* a KV PE's local positions at kv split 1 */
     pe_arrays a = {
         .w8_bytes = (uint64_t)p->w8_words * TSR_LANES, .f32_words = p->f32_words,
         .kv_bytes = 4ull * p->kv_words, .rows = p->pe_rows,
-        .att_words = (uint64_t)p->heads * sl_max,
+        .att_words = p->att_words,
         .in_bytes = (uint64_t)(p->hidden > p->dim ? p->hidden : p->dim) + p->group_max,
+        .acc_words = p->seq > p->head_size ? p->seq : p->head_size,
+        .acc_parts = p->sum_lanes >= TSR_FADD_LAT ? TSR_FADD_LAT : 1u,
         .f32_uram = (int)p->f32_uram, .kv_uram = (int)p->kv_uram,
     };
     long u, b;
@@ -341,9 +376,8 @@ void tsr_plan_profile_resources(const tsr_kprofile *p, tsr_plan_res *r)
               ctrl_blocks(p->dim, p->dim, p->hidden, p->vocab, p->layers,
                           (p->hidden > p->dim ? p->hidden : p->dim) + p->group_max);
     r->kv_in_uram = (int)p->kv_uram;
-    r->dsp_pe = dsp_pe((int)p->with_f32, (int)p->mesh_cols) + dsp_att(p->kv_split_max > 1);
-    r->dsp = (long)p->pes * dsp_pe((int)p->with_f32, (int)p->mesh_cols) +
-             (long)p->att_pes * dsp_att(p->kv_split_max > 1) + dsp_ctrl(p->sum_lanes);
+    r->dsp = dsp_count(p->pes, p->att_pes, p->mesh_cols, (int)p->with_f32, p->kv_split_max > 1,
+                       p->sum_lanes, &r->dsp_pe);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -407,7 +441,7 @@ static void card_layers(const tsr_kconfig *kc, int kv, int K, int k, uint32_t *l
 
 /* Card k of K: its PEs' arrays and the controller, what the model needs. */
 static void eval_card(const tsr_kconfig *kc, int kv, int K, int k, int kv_in_uram,
-                      const tsr_kprofile *pf, card_eval *r)
+                      const tsr_kprofile *pf, int with_profile, card_eval *r)
 {
     uint32_t P = tsr_lay_pes(kc), nm = tsr_lay_n_mats(kc), l0, l1;
     card_layers(kc, kv, K, k, &l0, &l1);
@@ -424,7 +458,7 @@ static void eval_card(const tsr_kconfig *kc, int kv, int K, int k, int kv_in_ura
             else if (m == tsr_lay_mat_wcls(kc)) in = last;
             else in = (m - 1u) / TSR_W_COUNT >= l0 && (m - 1u) / TSR_W_COUNT < l1;
             tsr_tile t = tsr_lay_tile(kc, m, rot, p);
-            rot = (rot + tsr_lay_units(kc, m)) % kc->mesh_rows;
+            rot = tsr_lay_rot_next(kc, m, rot);
             if (!in) continue;
             w8 += tsr_lay_tile_w8(kc, t);
             f32w += tsr_lay_tile_f32(kc, t);
@@ -440,6 +474,8 @@ static void eval_card(const tsr_kconfig *kc, int kv, int K, int k, int kv_in_ura
         if (w + s + kvb > r->bytes.pe_max) r->bytes.pe_max = w + s + kvb;
         pe_arrays a = { .w8_bytes = w8, .f32_words = f32w, .kv_bytes = kvb, .rows = rows,
                         .att_words = (uint64_t)nh * tsr_lay_kv_mul(kc) * sl,
+                        .acc_words = sl > tsr_lay_head_size(kc) ? sl : tsr_lay_head_size(kc),
+                        .acc_parts = pf->sum_lanes >= TSR_FADD_LAT ? TSR_FADD_LAT : 1u,
                         .in_bytes = (uint64_t)nmax + kc->group, .f32_uram = (int)pf->f32_uram,
                         .kv_uram = kv_in_uram };
         long u, b;
@@ -452,16 +488,15 @@ static void eval_card(const tsr_kconfig *kc, int kv, int K, int k, int kv_in_ura
     uint64_t dim = kc->dim, kvd = tsr_lay_kv_dim(kc), hid = kc->hidden_dim, V = kc->vocab_size;
     uint64_t norms = 4u * (2u * (uint64_t)(l1 - l0) + (last ? 1u : 0u)) * dim;
     r->bytes.norms = norms;
-    r->bytes.activations = 4u * (dim + (nmax + kc->group) + dim + 2u * kvd + dim + hid +
-                                 (last ? V : 0u));
+    r->bytes.activations = 4u * (dim + (nmax + kc->group) + dim + 2u * kvd + (last ? V : 0u));
     r->bytes.scratch += last ? 12u * V : 0u;   /* the sampler's copy and candidates */
     r->res.bram += ctrl_blocks(dim, kvd, hid, last ? V : 0u, l1 - l0, nmax + kc->group);
     r->res.kv_in_uram = kv_in_uram;
     r->bytes.stationary = r->bytes.weights + r->bytes.scales + r->bytes.kv + r->bytes.norms;
     r->bytes.total = r->bytes.stationary + r->bytes.activations + r->bytes.scratch;
-    r->res.dsp_pe = dsp_pe(!q8, (int)kc->mesh_cols) + dsp_att(kc->kv_split > 1);
-    r->res.dsp = (long)P * dsp_pe(!q8, (int)kc->mesh_cols) +
-                 (long)kc->att_pes * dsp_att(kc->kv_split > 1) + dsp_ctrl(pf->sum_lanes);
+    /* a profile's datapath has F32 tiles whatever the model's weights */
+    r->res.dsp = dsp_count(P, kc->att_pes, kc->mesh_cols, with_profile ? (int)pf->with_f32 : !q8,
+                           kc->kv_split > 1, pf->sum_lanes, &r->res.dsp_pe);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -484,7 +519,6 @@ static int plan_profile(const tsr_plan_req *rq, tsr_kprofile *pf, char *name, si
     if (!rq->profile) {
         /* a profile written for this model: its arrays and limits unbounded */
         pf->pes = pf->mesh_rows = PLAN_MAX_PES * 16;
-        pf->mesh_cols = 64;
         pf->att_pes = pf->pes;
         pf->dim = pf->hidden = pf->layers = pf->heads = pf->kv_heads = pf->head_size = ~0u >> 1;
         pf->vocab = pf->seq = pf->slots = ~0u >> 1;
@@ -534,6 +568,7 @@ static int eval(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part *p
         if ((int)(l1 - l0) > out->layers_per_card) out->layers_per_card = (int)(l1 - l0);
     }
     if (out->with_profile) {
+        tsr_plan_profile_resources(&out->prof, &out->prof_res);
         tsr_err pe;
         tsr_clearerr(&pe);
         out->profile_ok = tsr_wimage_check_profile(kc, &out->prof, out->profile, &pe) == TSR_OK;
@@ -549,7 +584,7 @@ static int eval(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part *p
         card_eval worst, c;
         memset(&worst, 0, sizeof worst);
         for (int k = 0; k < K; k++) {
-            eval_card(kc, rq->kv, K, k, kv_uram, &out->prof, &c);
+            eval_card(kc, rq->kv, K, k, kv_uram, &out->prof, out->with_profile, &c);
             if (c.bytes.total > worst.bytes.total) worst.bytes = c.bytes;
             if (c.res.uram_pe > worst.res.uram_pe) worst.res.uram_pe = c.res.uram_pe;
             if (c.res.bram_pe > worst.res.bram_pe) worst.res.bram_pe = c.res.bram_pe;
@@ -561,8 +596,10 @@ static int eval(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part *p
         out->bytes = worst.bytes;
         out->res = worst.res;
         out->res.kv_in_uram = kv_uram;
-        out->fits = out->decidable && out->res.uram <= out->uram_have &&
-                    out->res.bram <= out->bram_have && out->res.dsp <= out->dsp_have &&
+        /* with a profile, the bitstream's arrays are the profile's */
+        const tsr_plan_res *need = out->with_profile ? &out->prof_res : &out->res;
+        out->fits = out->decidable && need->uram <= out->uram_have &&
+                    need->bram <= out->bram_have && need->dsp <= out->dsp_have &&
                     (!out->with_profile || out->profile_ok);
         if (out->fits || !out->decidable || out->res.bram <= out->bram_have) break;
     }
@@ -593,7 +630,7 @@ static int eval(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part *p
     uint32_t rot = 0;
     for (uint32_t m = 0; m < tsr_lay_n_mats(kc); m++) {
         out->weight_bytes_all += mat_bytes(kc, m, rot);
-        rot = (rot + tsr_lay_units(kc, m)) % kc->mesh_rows;
+        rot = tsr_lay_rot_next(kc, m, rot);
     }
 
     /* projected speed: the code's charges for a decode step */
@@ -804,8 +841,18 @@ static void fmt_text(const tsr_plan *p, const char *name, sbuf *b)
     put(b, "\n");
     if (pt->shell_uram < 0 || pt->shell_bram36 < 0)
         put(b, "  * whole device: the shell's reservation is not known to hw/parts.def\n");
-    put(b, "  these blocks are what the model needs; a bitstream's are set by its profile "
-           "(tessera plan --profile NAME, docs/hls-flow.md)\n");
+    if (p->with_profile) {
+        long su, sb, sd;
+        tsr_profile_stated(p->profile, &su, &sb, &sd);
+        put(b, "  profile %s's arrays, every PE at its profile size (a bitstream built from it):\n"
+               "            URAM %ld, BRAM36 %ld, DSP %ld", p->profile, p->prof_res.uram,
+            p->prof_res.bram, p->prof_res.dsp);
+        if (su >= 0) put(b, " (its header states %ld, %ld, %ld)", su, sb, sd);
+        put(b, "\n  the model's columns above are what it uses of them\n");
+    } else {
+        put(b, "  these blocks are what the model needs; a bitstream's are set by its profile "
+               "(tessera plan --profile NAME, docs/hls-flow.md)\n");
+    }
     if (!p->decidable) put(b, "\nfit: CANNOT DECIDE: %s\n", p->why);
     else if (p->fits) put(b, "\nfit: FITS%s\n", p->cards > 1 ? " (each card)" : "");
     else {

@@ -101,6 +101,9 @@ typedef struct tsr_plan {
     uint64_t weight_bytes_all; /* weights + scales of the whole model, each
                                   matrix once (what streaming reads per token) */
     tsr_plan_res res;      /* what the model needs on the fullest card       */
+    tsr_plan_res prof_res; /* with_profile: the profile's own arrays, every
+                              PE at its profile size (what a bitstream built
+                              from it takes: tsr_plan_profile_resources)    */
     long uram_have, bram_have, dsp_have; /* the part minus its shell (-1: unknown) */
     int  decidable;            /* 0: the part table lacks a figure           */
     int  fits;

@@ -24,7 +24,7 @@ int tsr_wimage_config(const tsr_checkpoint *m, const tsr_load_opts *o, const tsr
     int group = o->group_size ? o->group_size : TSR_WIMAGE_DEFAULT_GROUP;
     int seq_len = o->seq_len ? o->seq_len : c->seq_len;
     int n_slots = o->n_slots ? o->n_slots : 1;
-    int pes = mo->pes > 0 ? mo->pes : 1, cols = mo->cols > 0 ? mo->cols : 1;
+    int pes = mo->pes > 0 ? mo->pes : 1, cols = mo->cols > 0 ? mo->cols : 0;
     if (group < 1)
         return tsr_seterr(e, TSR_ERR_ARG, "%s: group size %d must be >= 1", m->path, group);
     if (!pow2(group))
@@ -39,6 +39,15 @@ int tsr_wimage_config(const tsr_checkpoint *m, const tsr_load_opts *o, const tsr
                           max_seq);
     if (n_slots < 1)
         return tsr_seterr(e, TSR_ERR_ARG, "%s: %d sequence slots", m->path, n_slots);
+    if (cols == 0) {
+        /* every matrix picks its own columns up to the mesh's
+         * (tsr_lay_mat_cols); adding partial sums across columns reorders
+         * a row's sum, so a profile that keeps run.c's order (sum lanes 1)
+         * gets one column, the others as many as they take */
+        cols = 1;
+        if (prof->sum_lanes > 1)
+            while (2 * cols <= (int)prof->mesh_cols && pes % (2 * cols) == 0) cols *= 2;
+    }
     if (!pow2(cols) || pes % cols || cols > TSR_WIMAGE_MAX_COLS)
         return tsr_seterr(e, TSR_ERR_ARG, "%s: %d mesh columns: a power of two that divides "
                           "the %d PEs", m->path, cols, pes);
@@ -56,6 +65,7 @@ int tsr_wimage_config(const tsr_checkpoint *m, const tsr_load_opts *o, const tsr
         return tsr_seterr(e, TSR_ERR_ARG, "%s: KV split %d: a power of two, and %d KV heads x "
                           "%d PEs <= the %d PEs with attention", m->path, split, nkv, split, att);
     att = att / split * split;   /* whole groups */
+    if (att > nkv * split) att = nkv * split;   /* a group a KV head, no idle groups */
     memset(kc, 0, sizeof *kc);
     kc->magic = TSR_KCONFIG_MAGIC;
     kc->dim = (uint32_t)c->dim;
@@ -90,6 +100,7 @@ void tsr_wimage_need(const tsr_kconfig *kc, tsr_wneed *need)
         if (w > need->pe_f32_max) need->pe_f32_max = w;
         if (kv > need->pe_kv_max) need->pe_kv_max = kv;
         if (rows > need->pe_rows_max) need->pe_rows_max = rows;
+        if (tsr_lay_att_words(kc, p) > need->pe_att_max) need->pe_att_max = tsr_lay_att_words(kc, p);
         need->weight_bytes += b + 4u * w;
         need->kv_bytes += 4u * kv;
     }
@@ -160,6 +171,10 @@ int tsr_wimage_check_profile(const tsr_kconfig *kc, const tsr_kprofile *pf, cons
         return tsr_seterr(e, TSR_ERR_CAPACITY,
                           "a tile of %u rows on one of %u PEs, a %s PE holds %u partial sums "
                           "(use more PEs)", nd.pe_rows_max, P, prof, pf->pe_rows);
+    if (nd.pe_att_max > pf->att_words)
+        return tsr_seterr(e, TSR_ERR_CAPACITY,
+                          "%u attention scores on one of %u PEs, a %s PE holds %u (use more PEs "
+                          "or a shorter context)", nd.pe_att_max, P, prof, pf->att_words);
     return TSR_OK;
 }
 
@@ -241,7 +256,7 @@ int tsr_wimage_build(const tsr_checkpoint *m, const tsr_kconfig *kc, tsr_wimage 
         (uint32_t)c->n_kv_heads != kc->n_kv_heads || (uint32_t)c->n_heads != kc->n_heads)
         return tsr_seterr(e, TSR_ERR_ARG, "%s: model shape differs from the device config",
                           m->path);
-    uint32_t P = tsr_lay_pes(kc), R = kc->mesh_rows, C = kc->mesh_cols, G = kc->group;
+    uint32_t P = tsr_lay_pes(kc), G = kc->group;
     int q8 = kc->dtype == TSR_KDT_Q8, rc = TSR_ERR_NOMEM;
     uint32_t *offw = NULL, *offf = NULL;   // [P] each PE's next tile offsets
     float *row = NULL, *sc = NULL;
@@ -275,11 +290,11 @@ int tsr_wimage_build(const tsr_checkpoint *m, const tsr_kconfig *kc, tsr_wimage 
     if (!row || !qr || !sc) goto fail;
     uint32_t nm = tsr_lay_n_mats(kc), rot = 0;
     for (uint32_t mat = 0; mat < nm; mat++) {
-        uint32_t d, n, pair, sr;
+        uint32_t d, n, pair, sr, C = tsr_lay_mat_cols(kc, mat), R = P / C;
         tsr_lay_mat_shape(kc, mat, &d, &n, &pair);
-        for (uint32_t k = 0; k < R; k++) {   /* mesh rows in rotated order: rows ascending */
-            uint32_t r = (rot + k) % R, row0, rows;
-            tsr_lay_row_block(kc, d, rot, r, &row0, &rows);
+        for (uint32_t r = 0; r < R; r++) {   /* the matrix's mesh rows */
+            uint32_t row0, rows;
+            tsr_lay_row_block(kc, mat, rot, r, &row0, &rows);
             if (rows == 0) continue;
             tsr_tile t[TSR_WIMAGE_MAX_COLS];
             for (uint32_t cc = 0; cc < C; cc++) t[cc] = tsr_lay_tile(kc, mat, rot, r * C + cc);
@@ -322,7 +337,7 @@ int tsr_wimage_build(const tsr_checkpoint *m, const tsr_kconfig *kc, tsr_wimage 
             offw[p] += tsr_lay_tile_w8(kc, t);
             offf[p] += tsr_lay_tile_f32(kc, t);
         }
-        rot = (rot + tsr_lay_units(kc, mat)) % R;
+        rot = tsr_lay_rot_next(kc, mat, rot);
     }
 
     /* controller: norm weights */

@@ -47,6 +47,7 @@ typedef struct tsr_wneed {
     uint64_t pe_f32_max;    /* fp32 words (scales / F32 tiles), fullest PE   */
     uint64_t pe_kv_max;     /* KV words of the fullest PE                    */
     uint32_t pe_rows_max;   /* partial sums of the largest tile              */
+    uint32_t pe_att_max;    /* attention scores on the busiest PE            */
     uint64_t ctrl_words;    /* controller fp32 words                         */
     uint64_t weight_bytes;  /* all PEs' weight tiles (int8 + fp32)           */
     uint64_t kv_bytes;      /* all PEs' KV caches                            */
@@ -76,7 +77,8 @@ typedef struct tsr_wimage {
  * and KV split; the profile's figures decide the defaults and the limits. */
 typedef struct tsr_mesh_opts {
     int pes;            /* PEs the mesh uses                              */
-    int cols;           /* mesh columns C (a power of two); 0: 1          */
+    int cols;           /* mesh columns C (a power of two); 0: 1 when the
+                           profile keeps run.c's sum order, else its most */
     int kv_split;       /* PEs per KV head (a power of two); 0: 1 when the
                            profile keeps run.c's sum order, else as many as
                            the mesh and the profile allow                 */

@@ -52,13 +52,13 @@ int tsr_xprofile_parse(const char *text, tsr_xprofile *p, tsr_err *e)
                                         "heads", "kv_heads", "head_size", "vocab", "seq",
                                         "slots", "group_min", "group_max", "sum_lanes",
                                         "kv_split_max", "att_pes", "with_f32", "w8_words", "f32_words",
-                                        "kv_words", "pe_rows", "f32_uram", "kv_uram", "lanes", "vec",
+                                        "kv_words", "pe_rows", "att_words", "f32_uram", "kv_uram", "lanes", "vec",
                                         "row_slots" };
     uint32_t *const dst[] = { &k->pes, &k->mesh_rows, &k->mesh_cols, &k->dim, &k->hidden,
                               &k->layers, &k->heads, &k->kv_heads, &k->head_size, &k->vocab,
                               &k->seq, &k->slots, &k->group_min, &k->group_max, &k->sum_lanes,
                               &k->kv_split_max, &k->att_pes, &k->with_f32, &k->w8_words, &k->f32_words,
-                              &k->kv_words, &k->pe_rows, &k->f32_uram, &k->kv_uram, &k->lanes,
+                              &k->kv_words, &k->pe_rows, &k->att_words, &k->f32_uram, &k->kv_uram, &k->lanes,
                               &k->vec, &k->row_slots };
     enum { NK = sizeof keys / sizeof keys[0] };
     unsigned seen = 0;

@@ -101,14 +101,11 @@ uint32_t tsr_emu_run_pes(struct tsr_kstate *st, uint32_t P, tsr_emu_pe_task fn,
 /* ------------------------------------------------------------------------ */
 /* Attention passes (att_rows.c)                                              */
 
-/* pe_att_scores' sums: att[t] = sum over i ascending of q[i] * kt[i*sl + t]
- * (t < nl), from 0; bit-identical to the kernel's padded pass. */
-void tsr_emu_att_scores(const float *kt, uint32_t sl, const float *q, uint32_t hs, uint32_t nl,
-                        float *att);
-
-/* pe_att_values' sums: out[i] = sum over t ascending of att[t] * v[t*hs + i]
- * (i < hs), from 0; bit-identical to the kernel's padded pass. */
-void tsr_emu_att_values(const float *v, uint32_t hs, const float *att, uint32_t nl, float *out);
+/* pe_att_mac's sums: for o < no, acc[(o % parts) * acc_stride + j] (j < nj)
+ * = (o < parts ? 0 : itself) + s[o] * kv[o * stride + j]; bit-identical to
+ * the kernel's pass. */
+void tsr_emu_att_mac(const float *kv, uint32_t stride, const float *s, uint32_t no, uint32_t nj,
+                     uint32_t parts, float *acc, uint32_t acc_stride);
 
 /* ------------------------------------------------------------------------ */
 /* SIMD rows                                                                  */

@@ -19,9 +19,10 @@ static const char usage[] =
     "per card, against the part; fits or not, and if not the smallest change that\n"
     "fits (a shorter context, an int8 KV cache, a split over K cards); projected\n"
     "cycles per decoded token and tokens/s, with the assumptions they rest on.\n"
-    "The blocks are what the model needs; a bitstream's are set by its synthesis\n"
-    "profile (kernels/profiles/: stories260k = --pes 4, stories15m = --pes 16), see\n"
-    "docs/hls-flow.md.\n"
+    "Without --profile the arrays are sized for the model (the blocks a profile\n"
+    "written for it would take); with --profile NAME they are that synthesis\n"
+    "profile's (kernels/profiles/), as a bitstream built from it has them, and\n"
+    "the model must fit its limits (docs/hls-flow.md).\n"
     "\n"
     "  -m, --model FILE      llama2.c checkpoint or GGUF file (only the header is read)\n"
     "      --shape SHAPE     plan a shape instead of a file: stories15M, stories42M,\n"
@@ -34,6 +35,13 @@ static const char usage[] =
     "      --seq N           context length (default: the model's)\n"
     "      --pes N           PEs per card, 1..4096 (default: the power of two up to 256\n"
     "                        with the fastest projection that fits; 16 if none fits)\n"
+    "      --cols C          mesh columns: each matrix row is split over C PEs\n"
+    "                        (a power of two, default 1)\n"
+    "      --kv-split N      PEs per KV head: its positions spread over N PEs\n"
+    "                        (a power of two; default: 1 with a profile whose sums\n"
+    "                        keep run.c's order, else as many as the PEs allow)\n"
+    "      --profile NAME    plan for a shipped synthesis profile: stories260k,\n"
+    "                        stories15m, generic (its PEs, arrays and limits)\n"
     "      --clock MHZ       kernel clock (default: the part's)\n"
     "      --pos P           report the decode step at position P (default: the last)\n"
     "      --cards K         split the layers over K cards (default 1)\n"
@@ -63,6 +71,9 @@ int cmd_plan(int argc, char **argv)
         else if (!strcmp(a, "--group-size")) { VAL(); if (cli_int(a, v, 1, 1 << 16, &o.group_size)) return 2; }
         else if (!strcmp(a, "--seq"))        { VAL(); if (cli_int(a, v, 1, 1 << 24, &o.seq_len)) return 2; }
         else if (!strcmp(a, "--pes"))        { VAL(); if (cli_int(a, v, 1, 4096, &o.pes)) return 2; }
+        else if (!strcmp(a, "--cols"))       { VAL(); if (cli_int(a, v, 1, 64, &o.cols)) return 2; }
+        else if (!strcmp(a, "--kv-split"))   { VAL(); if (cli_int(a, v, 1, 4096, &o.kv_split)) return 2; }
+        else if (!strcmp(a, "--profile"))    { VAL(); o.profile = v; }
         else if (!strcmp(a, "--clock"))      { VAL(); if (cli_int(a, v, 1, 10000, &o.clock_mhz)) return 2; }
         else if (!strcmp(a, "--pos"))        { VAL(); if (cli_int(a, v, 0, 1 << 24, &pos)) return 2; }
         else if (!strcmp(a, "--cards"))      { VAL(); if (cli_int(a, v, 1, 1024, &o.cards)) return 2; }

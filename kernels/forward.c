@@ -1,10 +1,11 @@
 /*
  * forward.c - one token through the transformer, on the mesh.
  *
- *   embed (gather row) -> per layer: rmsnorm -> [q|k|v] GEMV -> RoPE ->
- *   attention (KV PEs) -> wo GEMV + residual -> rmsnorm -> [w1,w3] GEMV
- *   with SwiGLU on the PEs -> w2 GEMV + residual -> [final rmsnorm ->
- *   classifier -> the greedy token on the mesh, or the logits]
+ *   embed (gather row), this token's RoPE angles -> per layer: rmsnorm ->
+ *   [q|k|v] GEMV -> gather with RoPE, on to the KV PEs -> attention (KV
+ *   PEs) -> wo GEMV + residual -> rmsnorm -> [w1,w3] GEMV with SwiGLU on
+ *   the PEs -> w2 GEMV + residual -> [final rmsnorm -> classifier -> the
+ *   greedy token on the mesh, or the logits]
  *
  * Same steps and float order as llama2.c run.c forward() (the GEMV sums of
  * a row split over C > 1 mesh columns are added in tree order; the
@@ -26,6 +27,8 @@ fwd_mark:
     st->cnt.last_pos = pos;
 
     tsr_mesh_embed(st, token, x);
+    st->ssq_fresh = 0;
+    tsr_rope_angles(st, pos);
 
 fwd_layers:
     for (uint32_t l = 0; l < L; l++) {
@@ -33,25 +36,26 @@ fwd_layers:
         const float *rms_att = st->ctrl + l * dim;         // (dim,)
         const float *rms_ffn = st->ctrl + (L + l) * dim;   // (dim,)
 
-        /* attention block */
+        /* attention block: RoPE on the QKV gather's way to the KV PEs; the
+         * head outputs come back as the WO input (xn) */
         float ss = tsr_rms_scale(st, x, dim);
         tsr_mesh_input(st, x, dim, rms_att, ss);
         tsr_mesh_gemv(st, TSR_MAT_LAYER(l, TSR_W_QKV), 0);
-        tsr_mesh_gather(st, TSR_MAT_LAYER(l, TSR_W_QKV), st->qkv, 0);
-        tsr_rope(st, pos);
+        tsr_mesh_gather(st, TSR_MAT_LAYER(l, TSR_W_QKV), st->qkv, TSR_GATHER_QKV, slot);
         tsr_attention(st, slot, l, pos);
-        tsr_mesh_input(st, st->xb, dim, 0, 0.0f);
+        tsr_mesh_input_ready(st, dim);
         tsr_mesh_gemv(st, TSR_MAT_LAYER(l, TSR_W_O), 0);
-        tsr_mesh_gather(st, TSR_MAT_LAYER(l, TSR_W_O), x, 1);   /* x += wo xb */
+        tsr_mesh_gather(st, TSR_MAT_LAYER(l, TSR_W_O), x, TSR_GATHER_ADD, slot);   /* x += wo xb */
 
-        /* FFN block: w2(silu(w1 xb) * w3 xb) */
+        /* FFN block: w2(silu(w1 xb) * w3 xb), silu(w1 xb) * w3 xb straight
+         * into the W2 input */
         ss = tsr_rms_scale(st, x, dim);
         tsr_mesh_input(st, x, dim, rms_ffn, ss);
         tsr_mesh_gemv(st, TSR_MAT_LAYER(l, TSR_W_13), 0);        /* SwiGLU on the PEs */
-        tsr_mesh_gather(st, TSR_MAT_LAYER(l, TSR_W_13), st->hb, 0);
-        tsr_mesh_input(st, st->hb, hidden, 0, 0.0f);
+        tsr_mesh_gather(st, TSR_MAT_LAYER(l, TSR_W_13), st->xn, TSR_GATHER_INPUT, slot);
+        tsr_mesh_input_ready(st, hidden);
         tsr_mesh_gemv(st, TSR_MAT_LAYER(l, TSR_W_2), 0);
-        tsr_mesh_gather(st, TSR_MAT_LAYER(l, TSR_W_2), x, 1);    /* x += w2 hb */
+        tsr_mesh_gather(st, TSR_MAT_LAYER(l, TSR_W_2), x, TSR_GATHER_ADD, slot);   /* x += w2 hb */
     }
     st->cnt.tokens_fed++;
 
@@ -66,7 +70,7 @@ fwd_layers:
         return tsr_mesh_best(st, cls);
     }
     tsr_mesh_gemv(st, cls, 0);
-    tsr_mesh_gather(st, cls, st->logits, 0);
+    tsr_mesh_gather(st, cls, st->logits, 0, slot);
     st->logits_valid = 1;
     st->logits_on_pes = 0;
     return 0;

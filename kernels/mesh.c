@@ -6,7 +6,8 @@
  *        | broadcast: every PE latches each word into its own copy
  *        v
  *   PE (r, c): its tile, 32 int8 MACs a cycle, 8 rows interleaved -> psum
- *        | column adder tree along mesh row r (log2 C levels, C > 1)
+ *        | column adder tree along mesh row r (log2 C_m levels, C_m > 1:
+ *        | each matrix has its own column count, tsr_layout.h)
  *        | W13: SwiGLU on the PE (the root, after the tree)
  *        v
  *   root PE (r, 0) psum --bus--> controller y [row block r]   (gather)
@@ -67,8 +68,10 @@ q8_steps:
 q8_lanes:
             for (uint32_t l = 0; l < TSR_LANES; l++) {
 #pragma HLS UNROLL
-                if (l < chunk)
-                    d += (int32_t)w8[wa / TSR_LANES][wo + l] * (int32_t)xq[xa / TSR_LANES][xo + l];
+                /* an 8 x 8-bit product: LUTs, not a DSP (plan.c counts none) */
+                int32_t prod = (int32_t)w8[wa / TSR_LANES][wo + l] * (int32_t)xq[xa / TSR_LANES][xo + l];
+#pragma HLS BIND_OP variable=prod op=mul impl=fabric
+                if (l < chunk) d += prod;
             }
             isum = c == 0 ? d : isum + d;
             if (c + 1u == cpg) {
@@ -145,7 +148,9 @@ pe_swiglu_rows:
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PE_ROWS
 #pragma HLS PIPELINE II=1
         float val = psum[i];
-        val *= (1.0f / (1.0f + expf(-val)));
+        float e = expf(-val);   /* in LUTs: a DSP-free expf per PE */
+#pragma HLS BIND_OP variable=e op=fexp impl=fabric
+        val *= (1.0f / (1.0f + e));
         val *= psum[rows + i];
         psum[i] = val;
     }
@@ -204,7 +209,7 @@ best_tree_pairs:
 /* PE tasks (TSR_RUN_PES): PE p's share of a mesh step                        */
 
 /* GEMV of job->mat: the tile (both halves of W13), and, when nothing has
- * to be added across columns first (C == 1), SwiGLU of W13. */
+ * to be added across columns first (C_m == 1), SwiGLU of W13. */
 static uint32_t gemv_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job)
 {
 #pragma HLS INLINE
@@ -259,7 +264,7 @@ gemv_halves:
 #endif
         cy += tsr_cy_tile(tsr_lay_tile_steps(&st->cfg, t.rows, t.ngroups));
     }
-    if (pair && st->C == 1u) {
+    if (pair && t.cols == 1u) {
         pe_swiglu(st->psum[p], t.rows);
         cy += tsr_cy_swiglu(t.rows);
     }
@@ -267,22 +272,23 @@ gemv_halves:
 }
 
 /* One level of the column adder tree: PE (r, c) with c % 2s == 0 adds PE
- * (r, c + s)'s partial sums into its own (s = 2^level), TSR_VEC a cycle. */
+ * (r, c + s)'s partial sums into its own (s = 2^level), TSR_TREE_LANES a
+ * cycle. */
 static uint32_t tree_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job)
 {
 #pragma HLS INLINE
-    uint32_t s = 1u << job->level, c = p & (st->C - 1u);
-    if ((c & (2u * s - 1u)) != 0 || c + s >= st->C) return 0;
     tsr_ktab t = st->tab[p][job->mat];
+    uint32_t s = 1u << job->level, c = p & (t.cols - 1u);
+    if ((c & (2u * s - 1u)) != 0 || c + s >= t.cols) return 0;
     uint32_t d, n, pair;
     tsr_lay_mat_shape(&st->cfg, job->mat, &d, &n, &pair);
     uint32_t rows = (pair ? 2u : 1u) * t.rows;
 tree_words:
-    for (uint32_t i = 0; i < rows; i += TSR_VEC) {
+    for (uint32_t i = 0; i < rows; i += TSR_TREE_LANES) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PE_ROWS
 #pragma HLS PIPELINE II=1
 tree_lanes:
-        for (uint32_t l = 0; l < TSR_VEC; l++) {
+        for (uint32_t l = 0; l < TSR_TREE_LANES; l++) {
 #pragma HLS UNROLL
             if (i + l < rows) st->psum[p][i + l] += st->psum[p + s][i + l];
         }
@@ -290,13 +296,12 @@ tree_lanes:
     return tsr_cy_tree_level(rows);
 }
 
-/* After the tree, on each mesh row's root: SwiGLU of W13 (C > 1). */
+/* After the tree, on each mesh row's root: SwiGLU of W13 (C_m > 1). */
 static uint32_t swiglu_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job)
 {
 #pragma HLS INLINE
-    if ((p & (st->C - 1u)) != 0) return 0;
     tsr_ktab t = st->tab[p][job->mat];
-    if (t.rows == 0) return 0;
+    if ((p & (t.cols - 1u)) != 0 || t.rows == 0) return 0;
     pe_swiglu(st->psum[p], t.rows);
     return tsr_cy_swiglu(t.rows);
 }
@@ -306,7 +311,7 @@ static uint32_t best_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job)
 {
 #pragma HLS INLINE
     tsr_ktab t = st->tab[p][job->mat];
-    if ((p & (st->C - 1u)) != 0 || t.rows == 0) return 0;
+    if ((p & (t.cols - 1u)) != 0 || t.rows == 0) return 0;
     pe_best(st->psum[p], t.rows, t.row0, &st->best_v[p], &st->best_i[p]);
     return tsr_cy_best(t.rows);
 }
@@ -316,20 +321,20 @@ static uint32_t best_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job)
 
 void tsr_mesh_gemv(tsr_kstate *st, uint32_t mat, uint32_t flags)
 {
-    uint32_t d, n, pair, worst;
+    uint32_t d, n, pair, worst, C = st->mat_cols[mat];
     tsr_lay_mat_shape(&st->cfg, mat, &d, &n, &pair);
     uint32_t npad = tsr_cdiv(n, st->cfg.group) * st->cfg.group, halves = pair ? 2u : 1u;
     tsr_pe_job job = { .mat = mat, .flags = flags, .work = halves * d * npad };
 
     TSR_RUN_PES(worst, st, gemv_pe, &job);
     TSR_CHARGE(st, TSR_RG_GEMV, worst);
-    if (st->C > 1u) {
+    if (C > 1u) {
 gemv_tree_levels:
         for (uint32_t lvl = 0; lvl < TSR_MAX_TREE_LEVELS; lvl++) {
 #pragma HLS UNROLL
-            if ((1u << lvl) < st->C) {
+            if ((1u << lvl) < C) {
                 job.level = lvl;
-                job.work = halves * d * st->C;
+                job.work = halves * d * C;
                 TSR_RUN_PES(worst, st, tree_pe, &job);
                 TSR_CHARGE(st, TSR_RG_TREE, worst);
             }
@@ -338,7 +343,7 @@ gemv_tree_levels:
             TSR_RUN_PES(worst, st, swiglu_pe, &job);
             TSR_CHARGE(st, TSR_RG_GEMV, worst);
         }
-        st->cnt.fabric_reduce_bytes += 4ull * halves * d * (st->C - 1u);
+        st->cnt.fabric_reduce_bytes += 4ull * halves * d * (C - 1u);
     }
     if (flags & TSR_JOB_ARGMAX) {
         job.work = d;
@@ -348,12 +353,15 @@ gemv_tree_levels:
     st->cnt.macs += (uint64_t)halves * d * npad;
 }
 
+static void quantize_broadcast(tsr_kstate *st, uint32_t npad);
+
 void tsr_mesh_input(tsr_kstate *st, const float *x, uint32_t n, const float *w, float ss)
 {
-    uint32_t G = st->cfg.group, npad = tsr_cdiv(n, G) * G;
-    uint32_t P = st->P;
+    uint32_t G = st->cfg.group, npad = ((n + G - 1u) >> st->g_log2) << st->g_log2;
+    st->wmax_fresh = 0;
 #if TSR_WITH_F32
     if (st->cfg.dtype == TSR_KDT_F32) {
+        uint32_t P = st->P;
         /* normalise and zero-pad, TSR_VEC values a cycle onto the bus; every
          * PE latches each word */
         TSR_CHARGE(st, TSR_RG_INPUT, tsr_cy_input(n, G, 0));
@@ -380,27 +388,73 @@ in_f32_pes:
         return;
     }
 #endif
-    /* Q8, pass A: normalise, TSR_LANES values a cycle; each chunk's max |v| */
+    /* Q8, pass A: normalise, TSR_LANES values a cycle; each TSR_VEC word's
+     * max |v| */
     uint32_t nch = npad / TSR_LANES + (npad % TSR_LANES != 0u);
     TSR_CHARGE(st, TSR_RG_INPUT, tsr_cy_input(n, G, 1));
 in_q8_norm:
     for (uint32_t ch = 0; ch < nch; ch++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_CHUNKS
 #pragma HLS PIPELINE II=1
-        float m = 0.0f;
-in_q8_norm_lanes:
-        for (uint32_t l = 0; l < TSR_LANES; l++) {
+in_q8_norm_words:
+        for (uint32_t h = 0; h < TSR_LANES / TSR_VEC; h++) {
 #pragma HLS UNROLL
-            uint32_t i = ch * TSR_LANES + l;
-            float v = i >= n ? 0.0f : w ? w[i] * (ss * x[i]) : x[i];
-            st->xn[i] = v;
-            float a = fabsf(v);
-            m = a > m ? a : m;
+            float m = 0.0f;
+in_q8_norm_lanes:
+            for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+                uint32_t i = ch * TSR_LANES + h * TSR_VEC + l;
+                float v = i >= n ? 0.0f : w ? w[i] * (ss * x[i]) : x[i];
+                st->xn[i] = v;
+                float a = fabsf(v);
+                m = a > m ? a : m;
+            }
+            st->wmax[ch * (TSR_LANES / TSR_VEC) + h] = m;
         }
-        st->camax[ch] = m;
     }
-    /* pass B: the group's scale, the int8 values; every PE latches the
-     * chunk's word and the group's scale(s) */
+    quantize_broadcast(st, npad);
+}
+
+void tsr_mesh_input_ready(tsr_kstate *st, uint32_t n)
+{
+    uint32_t G = st->cfg.group, npad = ((n + G - 1u) >> st->g_log2) << st->g_log2;
+    TSR_CHARGE(st, TSR_RG_INPUT, tsr_cy_input_ready(n, G, st->cfg.dtype == TSR_KDT_Q8));
+    st->wmax_fresh = 0;
+#if TSR_WITH_F32
+    if (st->cfg.dtype == TSR_KDT_F32) {
+        uint32_t P = st->P;
+in_ready_f32_words:
+        for (uint32_t i0 = 0; i0 < npad; i0 += TSR_VEC) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_IN_WORDS
+#pragma HLS PIPELINE II=1
+in_ready_f32_lanes:
+            for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+                uint32_t i = i0 + l;
+                if (i < npad) {
+                    float v = st->xn[i];
+in_ready_f32_pes:
+                    for (uint32_t p = 0; p < TSR_PES; p++) {
+#pragma HLS UNROLL
+                        if (p < P) st->xf[p][i] = v;
+                    }
+                }
+            }
+        }
+        st->cnt.fabric_bcast_bytes += 4ull * P * npad;
+        return;
+    }
+#endif
+    quantize_broadcast(st, npad);
+}
+
+/* Q8 pass B over xn (npad,) and its word maxima: the group's scale, the
+ * int8 values; every PE latches the chunk's word and the group's
+ * scale(s). */
+static void quantize_broadcast(tsr_kstate *st, uint32_t npad)
+{
+    uint32_t G = st->cfg.group, P = st->P;
+    uint32_t nch = npad / TSR_LANES + (npad % TSR_LANES != 0u);
     uint32_t cpg = G < TSR_LANES ? 1u : G / TSR_LANES;
 in_q8_quant:
     for (uint32_t ch = 0; ch < nch; ch++) {
@@ -411,13 +465,14 @@ in_q8_quant:
 #pragma HLS ARRAY_PARTITION variable=qw type=complete
 #pragma HLS ARRAY_PARTITION variable=sc type=complete
         if (G >= TSR_LANES) {
-            /* max over the group's chunks (cpg <= TSR_MAX_GROUP / TSR_LANES) */
-            uint32_t first = ch & ~(cpg - 1u);
+            /* max over the group's words (G / TSR_VEC <= TSR_WMAX_PORTS) */
+            uint32_t first = (ch & ~(cpg - 1u)) * (TSR_LANES / TSR_VEC);
             float gm = 0.0f;
 in_q8_group_max:
-            for (uint32_t k = 0; k < TSR_MAX_GROUP / TSR_LANES; k++) {
+            for (uint32_t k = 0; k < TSR_WMAX_PORTS; k++) {
 #pragma HLS UNROLL
-                if (k < cpg) gm = st->camax[first + k] > gm ? st->camax[first + k] : gm;
+                if (k < cpg * (TSR_LANES / TSR_VEC))
+                    gm = st->wmax[first + k] > gm ? st->wmax[first + k] : gm;
             }
 in_q8_scale_lanes:
             for (uint32_t l = 0; l < TSR_LANES; l++) {
@@ -490,18 +545,71 @@ in_q8_pe_scales:
     st->cnt.fabric_bcast_bytes += (uint64_t)P * (npad + 4u * (npad >> st->g_log2));
 }
 
-void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, float *y, int add)
+#ifndef TSR_EMU
+/* The QKV gather's word w (values v, RoPE applied) into the attention PEs'
+ * latches: each PE its heads' query slices, and, on the PE that stores this
+ * position, their k and v.  (The emulator copies the same values after the
+ * gather, tsr_mesh_gather.) */
+static void latch_qkv_word(tsr_kstate *st, uint32_t slot, uint32_t w, const float v[TSR_VEC])
 {
-    uint32_t d, n, pair, C = st->C;
+#pragma HLS INLINE
+    uint32_t dim = st->cfg.dim, kvd = st->kv_dim, hs = st->hs, qg = st->kv_mul * hs;
+latch_pes:
+    for (uint32_t p = 0; p < TSR_ATT_PES; p++) {
+#pragma HLS UNROLL
+        uint32_t nh = st->kv_nh[p];
+        if (p < st->cfg.att_pes && nh != 0) {
+            uint32_t h0 = st->kv_h0[p];
+            int store = st->kv_q[p] == st->pos_q[slot];
+            uint32_t q0 = h0 * qg, k0 = dim + h0 * hs, v0 = dim + kvd + h0 * hs;
+latch_lanes:
+            for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+                uint32_t i = w * TSR_VEC + l;
+                if (i >= q0 && i < q0 + nh * qg) st->qh[p][i - q0] = v[l];
+                if (store && i >= k0 && i < k0 + nh * hs) st->kin[p][i - k0] = v[l];
+                if (store && i >= v0 && i < v0 + nh * hs) st->vin[p][i - v0] = v[l];
+            }
+        }
+    }
+}
+#endif
+
+void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, float *y, uint32_t flags, uint32_t slot)
+{
+    uint32_t d, n, pair, C = st->mat_cols[mat];
     tsr_lay_mat_shape(&st->cfg, mat, &d, &n, &pair);
-    uint32_t dw = tsr_cdiv(d, TSR_VEC);
+    uint32_t add = flags & TSR_GATHER_ADD, input = flags & TSR_GATHER_INPUT;
+    uint32_t qkv = flags & TSR_GATHER_QKV;
+    /* the words: d's, or (into xn) up to the next GEMV's group padding */
+    uint32_t nout = input ? ((d + st->cfg.group - 1u) >> st->g_log2) << st->g_log2 : d;
+    uint32_t dw = (nout + TSR_VEC - 1u) / TSR_VEC, rope_n = qkv ? st->cfg.dim + st->kv_dim : 0u;
     uint32_t src = 0, start = 0, end = 0;   /* the root holding the current words */
-    TSR_CHARGE(st, TSR_RG_GATHER, tsr_cy_gather(d));
+#if TSR_SSQ_FUSED
+    /* RMSNorm's partials of the new x: element i into partial i % S, as
+     * tsr_reduce_sumsq; sb is the partial of the word's lane 0 */
+    float ssq[TSR_SUM_LANES];
+#pragma HLS ARRAY_PARTITION variable=ssq type=complete
+    uint32_t sb = 0;
+    TSR_CHARGE(st, TSR_RG_GATHER, qkv || add ? tsr_cy_gather_vec(d)
+                                  : input ? tsr_cy_gather_input(nout) : tsr_cy_gather(d));
+gather_ssq_zero:
+    for (uint32_t k = 0; k < TSR_SUM_LANES; k++) {
+#pragma HLS UNROLL
+        ssq[k] = 0.0f;
+    }
+#else
+    TSR_CHARGE(st, TSR_RG_GATHER, qkv ? tsr_cy_gather_vec(d)
+                                  : input ? tsr_cy_gather_input(nout) : tsr_cy_gather(d));
+#endif
 gather_words:
     for (uint32_t w = 0; w < dw; w++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_OUT_WORDS
 #pragma HLS PIPELINE II=1
-        if (w >= end) {
+#if TSR_SSQ_FUSED
+#pragma HLS DEPENDENCE variable=ssq type=inter dependent=true distance=TSR_SSQ_DIST
+#endif
+        if (w >= end && w * TSR_VEC < d) {
             /* the next row block: the root whose units start here */
 gather_find:
             for (uint32_t p = 0; p < TSR_PES; p++) {
@@ -515,16 +623,82 @@ gather_find:
                 }
             }
         }
+        float v[TSR_VEC];
+#pragma HLS ARRAY_PARTITION variable=v type=complete
 gather_lanes:
         for (uint32_t l = 0; l < TSR_VEC; l++) {
 #pragma HLS UNROLL
             uint32_t i = w * TSR_VEC + l;
-            if (i < d) {
-                float v = st->psum[src][(w - start) * TSR_VEC + l];
-                y[i] = add ? y[i] + v : v;
+            v[l] = i < d ? st->psum[src][(w - start) * TSR_VEC + l] : 0.0f;
+        }
+        if (qkv) {
+            /* RoPE as run.c: q[i], and k[i] for i < kv_dim, pairwise */
+gather_rope_pairs:
+            for (uint32_t k = 0; k < TSR_VEC / 2u; k++) {
+#pragma HLS UNROLL
+                uint32_t i = w * TSR_VEC + 2u * k;
+                if (i < rope_n) {
+                    uint32_t j = st->rope_pj[i / 2u];
+                    float fcr = st->rope_cos[j], fci = st->rope_sin[j];
+                    float v0 = v[2u * k], v1 = v[2u * k + 1u];
+                    v[2u * k] = v0 * fcr - v1 * fci;
+                    v[2u * k + 1u] = v0 * fci + v1 * fcr;
+                }
+            }
+        }
+        float m = 0.0f;
+gather_out:
+        for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+            uint32_t i = w * TSR_VEC + l;
+            if (i < nout) {
+                float o = add ? y[i] + v[l] : v[l];
+                y[i] = o;
+#if TSR_SSQ_FUSED
+                if (add) ssq[sb + l] += o * o;
+#endif
+                float a = fabsf(o);
+                m = a > m ? a : m;
+            }
+        }
+        if (input) st->wmax[w] = m;
+#if TSR_SSQ_FUSED
+        sb = sb + TSR_VEC == TSR_SUM_LANES ? 0u : sb + TSR_VEC;
+#endif
+#ifndef TSR_EMU
+        if (qkv) latch_qkv_word(st, slot, w, v);
+#endif
+    }
+#if TSR_SSQ_FUSED
+    if (add) {
+gather_ssq_out:
+        for (uint32_t k = 0; k < TSR_SUM_LANES; k++) {
+#pragma HLS UNROLL
+            st->ssq[k] = ssq[k];
+        }
+        st->ssq_fresh = 1;
+    }
+#endif
+    st->wmax_fresh = input ? 1u : 0u;
+#ifdef TSR_EMU
+    if (qkv) {
+        /* the emulator copies each attention PE's part directly: the values
+         * latch_qkv_word takes */
+        uint32_t dim = st->cfg.dim, kvd = st->kv_dim, hs = st->hs, qg = st->kv_mul * hs;
+        for (uint32_t p = 0; p < st->cfg.att_pes; p++) {
+            uint32_t h0 = st->kv_h0[p], nh = st->kv_nh[p];
+            if (nh == 0) continue;
+            for (uint32_t i = 0; i < nh * qg; i++) st->qh[p][i] = y[h0 * qg + i];
+            if (st->kv_q[p] != st->pos_q[slot]) continue;
+            for (uint32_t i = 0; i < nh * hs; i++) {
+                st->kin[p][i] = y[dim + h0 * hs + i];
+                st->vin[p][i] = y[dim + kvd + h0 * hs + i];
             }
         }
     }
+#else
+    (void)slot;
+#endif
     st->cnt.fabric_gather_bytes += 4ull * d;
 }
 
@@ -542,7 +716,7 @@ best_leaves:
     for (uint32_t p = 0; p < TSR_PES; p++) {
 #pragma HLS UNROLL
         tsr_ktab t = st->tab[p][mat];
-        ok[p] = p < st->P && (p & (st->C - 1u)) == 0 && t.rows != 0;
+        ok[p] = p < st->P && (p & (t.cols - 1u)) == 0 && t.rows != 0;
         bv[p] = st->best_v[p];
         bi[p] = st->best_i[p];
     }
@@ -566,7 +740,7 @@ best_pairs:
 void tsr_mesh_embed(tsr_kstate *st, uint32_t token, float *x)
 {
     const tsr_kconfig *c = &st->cfg;
-    uint32_t G = c->group, dim = c->dim, C = st->C, r0 = 0;
+    uint32_t G = c->group, dim = c->dim, C = st->mat_cols[TSR_MAT_EMB], r0 = 0;
     int q8 = c->dtype == TSR_KDT_Q8;
     /* the mesh row whose row block holds `token` */
 embed_find:

@@ -84,8 +84,20 @@ float tsr_reduce_sumsq(const float *x, uint32_t n) { return reduce(x, n, 1); }
 
 float tsr_rms_scale(tsr_kstate *st, const float *x, uint32_t n)
 {
-    float ss = tsr_reduce_sumsq(x, n);
-    TSR_CHARGE(st, TSR_RG_NORM, tsr_cy_norm_s(n, TSR_SUM_LANES));
+    float ss;
+#if TSR_SSQ_FUSED
+    if (st->ssq_fresh) {
+        /* the residual gather that wrote x left its partials (mesh.c) */
+        TSR_CHARGE(st, TSR_RG_NORM, tsr_cy_norm_s(n, TSR_SUM_LANES, 1));
+        sum_levels(st->ssq);
+        ss = st->ssq[0];
+        st->ssq_fresh = 0;
+    } else
+#endif
+    {
+        TSR_CHARGE(st, TSR_RG_NORM, tsr_cy_norm_s(n, TSR_SUM_LANES, 0));
+        ss = tsr_reduce_sumsq(x, n);
+    }
     ss /= (float)n;
     ss += st->cfg.norm_eps;
     return 1.0f / sqrtf(ss);
@@ -94,36 +106,10 @@ float tsr_rms_scale(tsr_kstate *st, const float *x, uint32_t n)
 /* ------------------------------------------------------------------------ */
 /* RoPE                                                                       */
 
-/* Rotate the n/2 adjacent pairs of v (n,) by this position's angles,
- * TSR_VEC values (TSR_VEC / 2 pairs) a cycle; pair i/2 uses angle
- * rope_pj[i/2] = (i % head_size) / 2 (a CONFIGURE table, so no modulo). */
-static void rope_rotate(tsr_kstate *st, float *v, uint32_t n)
+void tsr_rope_angles(tsr_kstate *st, uint32_t pos)
 {
-rope_words:
-    for (uint32_t w = 0; w < n; w += TSR_VEC) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_DIM_WORDS
-#pragma HLS PIPELINE II=1
-rope_lanes:
-        for (uint32_t l = 0; l < TSR_VEC / 2; l++) {
-#pragma HLS UNROLL
-            uint32_t i = w + 2u * l;
-            if (i < n) {
-                uint32_t j = st->rope_pj[i / 2u];
-                float fcr = st->rope_cos[j], fci = st->rope_sin[j];
-                float v0 = v[i], v1 = v[i + 1u];
-                v[i] = v0 * fcr - v1 * fci;
-                v[i + 1u] = v0 * fci + v1 * fcr;
-            }
-        }
-    }
-}
-
-void tsr_rope(tsr_kstate *st, uint32_t pos)
-{
-    uint32_t half = st->hs / 2u, dim = st->cfg.dim, kvd = st->kv_dim;
-    /* this position's angle per pair of head dimensions (one cos/sin unit),
-     * then q (dim,) and k (kv_dim,) */
-    TSR_CHARGE(st, TSR_RG_ROPE, tsr_cy_rope(st->hs, dim, kvd));
+    uint32_t half = st->hs / 2u;
+    TSR_CHARGE(st, TSR_RG_ROPE, tsr_cy_rope_angles(st->hs));
 rope_angles:
     for (uint32_t j = 0; j < half; j++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_HALF_HS
@@ -132,9 +118,6 @@ rope_angles:
         st->rope_cos[j] = cosf(val);
         st->rope_sin[j] = sinf(val);
     }
-    /* as run.c rotates q[i], and k[i] for i < kv_dim */
-    rope_rotate(st, st->qkv, dim);
-    rope_rotate(st, st->qkv + dim, kvd);
 }
 
 /* ------------------------------------------------------------------------ */

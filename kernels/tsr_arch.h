@@ -30,7 +30,11 @@
  * broadcast/gather bus, and the unit (rows) of the mesh-row split, so a
  * gather always moves whole words. */
 #define TSR_VEC         16
+#define TSR_VEC_PAIRS   8   /* TSR_VEC / 2: RoPE's pairs a word (a literal for pragmas) */
 
+/* fp32 adders of a PE's column-tree step (its partner's partial sums into
+ * its own): TSR_TREE_LANES rows a cycle. */
+#define TSR_TREE_LANES  4
 /* fp32 lanes of a PE's attention datapath (positions of K^T per cycle in
  * the scores, head dimensions per cycle in the weighted sum of V). */
 #define TSR_ATT_LANES   8

@@ -63,21 +63,41 @@ static inline uint32_t tsr_cy_padded(uint32_t words)
 
 /* ---- the charges of composite steps, shared with driver/plan.c ---------- */
 
-/* RMSNorm's scale of n values (ops.c tsr_rms_scale). */
-static inline uint32_t tsr_cy_norm_s(uint32_t n, uint32_t S)
+/* The pairwise levels of a reduction over S partials (ops.c sum_levels). */
+static inline uint32_t tsr_cy_sum_levels(uint32_t S)
 {
-    return tsr_cy_sum_s(n, S) + TSR_D_RSQRT;
+    uint32_t E = S >= TSR_FADD_LAT ? S / TSR_FADD_LAT : 1u, cy = 0;
+    for (uint32_t half = S / 2u; half >= 1u; half /= 2u)
+        cy += tsr_cy_loop(tsr_cdiv(half, E), 1u, TSR_D_TREE);
+    return cy;
+}
+
+/* RMSNorm's scale of n values (ops.c tsr_rms_scale): the sum of squares
+ * (its levels only when the residual gather accumulated the partials:
+ * fused), then divide, sqrtf, divide. */
+static inline uint32_t tsr_cy_norm_s(uint32_t n, uint32_t S, int fused)
+{
+    return (fused ? tsr_cy_sum_levels(S) : tsr_cy_sum_s(n, S)) + TSR_D_RSQRT;
 }
 
 /* A GEMV input of n values in groups of G (mesh.c tsr_mesh_input): Q8 two
- * TSR_LANES-wide passes (normalise + chunk max, quantize + broadcast), F32
- * one TSR_VEC-wide pass. */
+ * TSR_LANES-wide passes (normalise + word maxima, quantize + broadcast),
+ * F32 one TSR_VEC-wide pass. */
 static inline uint32_t tsr_cy_input(uint32_t n, uint32_t G, int q8)
 {
     uint32_t npad = tsr_cdiv(n, G) * G;
     if (!q8) return tsr_cy_loop(tsr_cdiv(npad, TSR_VEC), 1u, TSR_D_BUS);
     uint32_t nch = tsr_cdiv(npad, TSR_LANES);
     return tsr_cy_loop(nch, 1u, TSR_D_VEC) + tsr_cy_loop(nch, 1u, TSR_D_QUANT);
+}
+
+/* The same when a gather already wrote xn and its word maxima
+ * (tsr_mesh_input_ready): the quantize + broadcast pass alone. */
+static inline uint32_t tsr_cy_input_ready(uint32_t n, uint32_t G, int q8)
+{
+    uint32_t npad = tsr_cdiv(n, G) * G;
+    if (!q8) return tsr_cy_loop(tsr_cdiv(npad, TSR_VEC), 1u, TSR_D_BUS);
+    return tsr_cy_loop(tsr_cdiv(npad, TSR_LANES), 1u, TSR_D_QUANT);
 }
 
 /* One PE's (sub-)tile: its pipeline steps (tsr_layout.h) plus the depth. */
@@ -95,12 +115,11 @@ static inline uint32_t tsr_cy_swiglu(uint32_t rows)
     return tsr_cy_loop(rows, 1u, TSR_D_EXP + TSR_D_DIV);
 }
 
-/* One column-tree level over `rows` partial sums, TSR_VEC a cycle. */
+/* One column-tree level over `rows` partial sums, TSR_TREE_LANES a cycle. */
 static inline uint32_t tsr_cy_tree_level(uint32_t rows)
 {
-    return tsr_cy_loop(tsr_cdiv(rows, TSR_VEC), 1u, TSR_D_TREE);
+    return tsr_cy_loop(tsr_cdiv(rows, TSR_TREE_LANES), 1u, TSR_D_TREE);
 }
-
 /* A root's best row over `rows` (mesh.c pe_best): TSR_VEC lanes a word at
  * II TSR_D_CMP, then the lanes' tree. */
 static inline uint32_t tsr_cy_best(uint32_t rows)
@@ -108,17 +127,27 @@ static inline uint32_t tsr_cy_best(uint32_t rows)
     return tsr_cy_loop(tsr_cdiv(rows, TSR_VEC), TSR_D_CMP, 0u) + tsr_cy_log2(TSR_VEC) * TSR_D_CMP;
 }
 
-/* The gather of d outputs over the bus (mesh.c tsr_mesh_gather). */
+/* The gather of d outputs over the bus (mesh.c tsr_mesh_gather), a word a
+ * cycle, deeper by what its flags add on the way: RoPE (QKV) or the sum of
+ * squares (a fused residual) a multiply-add; the word maxima (into xn,
+ * padded to npad) a compare tree. */
 static inline uint32_t tsr_cy_gather(uint32_t d)
 {
     return tsr_cy_loop(tsr_cdiv(d, TSR_VEC), 1u, TSR_D_BUS);
 }
-
-/* RoPE (ops.c tsr_rope): head_size / 2 angles, then q and k. */
-static inline uint32_t tsr_cy_rope(uint32_t hs, uint32_t dim, uint32_t kvd)
+static inline uint32_t tsr_cy_gather_vec(uint32_t d)
 {
-    return tsr_cy_loop(hs / 2u, 1u, TSR_D_TRIG) + tsr_cy_loop(tsr_cdiv(dim, TSR_VEC), 1u, TSR_D_VEC) +
-           tsr_cy_loop(tsr_cdiv(kvd, TSR_VEC), 1u, TSR_D_VEC);
+    return tsr_cy_loop(tsr_cdiv(d, TSR_VEC), 1u, TSR_D_BUS + TSR_D_VEC);
+}
+static inline uint32_t tsr_cy_gather_input(uint32_t npad)
+{
+    return tsr_cy_loop(tsr_cdiv(npad, TSR_VEC), 1u, TSR_D_BUS + tsr_cy_log2(TSR_VEC) * TSR_D_CMP);
+}
+
+/* This token's RoPE angles (ops.c tsr_rope_angles): one cos/sin a cycle. */
+static inline uint32_t tsr_cy_rope_angles(uint32_t hs)
+{
+    return tsr_cy_loop(hs / 2u, 1u, TSR_D_TRIG);
 }
 
 /* Attention on one PE (attention.c), per query head over its nl local
@@ -130,11 +159,16 @@ static inline uint32_t tsr_cy_att_store(uint32_t hs)
 {
     return tsr_cy_loop(tsr_cdiv(hs, 2u), 1u, TSR_D_ATT);
 }
-static inline uint32_t tsr_cy_att_scores(uint32_t hs, uint32_t nl)
+/* parts: TSR_ATT_PARTS of the profile (1: one accumulator a position, the
+ * pass padded; more: that many partials, unpadded, and their tree in the
+ * scale pass). */
+static inline uint32_t tsr_cy_att_scores(uint32_t hs, uint32_t nl, uint32_t parts)
 {
     uint32_t tw = tsr_cdiv(nl, TSR_ATT_LANES);
     if (nl == 0) return 0;
-    return tsr_cy_loop(hs * tsr_cy_padded(tw), 1u, TSR_D_ATT) + tsr_cy_loop(nl, 1u, TSR_D_DIV) +
+    uint32_t pass = parts > 1u ? hs * tw : hs * tsr_cy_padded(tw);
+    uint32_t tree = parts > 1u ? tsr_cy_log2(parts) * TSR_D_TREE : 0u;
+    return tsr_cy_loop(pass, 1u, TSR_D_ATT) + tsr_cy_loop(nl, 1u, tree + TSR_D_DIV) +
            tsr_cy_loop(tw, TSR_D_CMP, 0u) + tsr_cy_log2(TSR_ATT_LANES) * TSR_D_CMP;
 }
 static inline uint32_t tsr_cy_att_exp_s(uint32_t nl, uint32_t S)
@@ -143,9 +177,10 @@ static inline uint32_t tsr_cy_att_exp_s(uint32_t nl, uint32_t S)
 }
 static inline uint32_t tsr_cy_att_values(uint32_t hs, uint32_t nl)
 {
-    if (nl == 0) return tsr_cy_loop(hs, 1u, TSR_D_VEC);
+    uint32_t out = tsr_cy_loop(tsr_cdiv(hs, TSR_ATT_LANES), 1u, TSR_D_VEC);
+    if (nl == 0) return out;
     return tsr_cy_loop(nl, 1u, TSR_D_DIV) +
-           tsr_cy_loop(nl * tsr_cy_padded(tsr_cdiv(hs, TSR_ATT_LANES)), 1u, TSR_D_ATT);
+           tsr_cy_loop(nl * tsr_cy_padded(tsr_cdiv(hs, TSR_ATT_LANES)), 1u, TSR_D_ATT) + out;
 }
 /* One level of a KV head group's trees: the max or the sum of kv_mul
  * values, or the weighted sums (kv_mul x head_size). */
@@ -155,14 +190,10 @@ static inline uint32_t tsr_cy_att_tree_values(uint32_t km, uint32_t hs)
 {
     return tsr_cy_loop(tsr_cdiv(km * hs, TSR_ATT_LANES), 1u, TSR_D_TREE);
 }
-/* q | k | v onto the bus; the head outputs back. */
-static inline uint32_t tsr_cy_att_send(uint32_t dim, uint32_t kvd)
+/* The head outputs back over the bus into xn (npad words, its maxima). */
+static inline uint32_t tsr_cy_att_collect(uint32_t npad)
 {
-    return tsr_cy_loop(tsr_cdiv(dim + 2u * kvd, TSR_VEC), 1u, TSR_D_BUS);
-}
-static inline uint32_t tsr_cy_att_collect(uint32_t dim)
-{
-    return tsr_cy_loop(tsr_cdiv(dim, TSR_VEC), 1u, TSR_D_BUS);
+    return tsr_cy_gather_input(npad);
 }
 
 #define TSR_CHARGE(st, rg, cy) ((st)->cnt.cyc[(rg)] += (uint64_t)(cy))

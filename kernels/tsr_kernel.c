@@ -166,13 +166,15 @@ cfg_fit_clear:
     if (rc == TSR_K_OK) {
         /* the layout: each matrix's tile on each PE, packed in matrix order */
         uint32_t nm = tsr_lay_n_mats(&c), rot = 0, max_w = 0, max_f = 0, max_kv = 0, max_rows = 0;
+        uint32_t max_att = 0;
         uint64_t total = 4ull * tsr_lay_ctrl_words(&c);
         uint32_t sl = tsr_lay_seq_words(&c);   /* whole attention words of positions */
 cfg_mats:
         for (uint32_t m = 0; m < nm; m++) {
 #pragma HLS LOOP_TRIPCOUNT min=5 max=TSR_MAX_MATS
             st->mat_rot[m] = rot;
-            rot = (rot + tsr_lay_units(&c, m)) % c.mesh_rows;
+            st->mat_cols[m] = tsr_lay_mat_cols(&c, m);
+            rot = tsr_lay_rot_next(&c, m, rot);
         }
 cfg_pes:
         for (uint32_t p = 0; p < P; p++) {
@@ -188,11 +190,13 @@ cfg_pe_mats:
                 st->tab[p][m].ngroups = t.ngroups;
                 st->tab[p][m].w_off = wb;
                 st->tab[p][m].f_off = fw;
+                st->tab[p][m].cols = t.cols;
                 wb += tsr_lay_tile_w8(&c, t);
                 fw += tsr_lay_tile_f32(&c, t);
                 if (tsr_lay_tile_psum(t) > rows) rows = tsr_lay_tile_psum(t);
             }
             uint32_t h0 = 0, q = 0, nh = tsr_lay_kv_heads(&c, p, &h0, &q);
+            if (tsr_lay_att_words(&c, p) > max_att) max_att = tsr_lay_att_words(&c, p);
             uint64_t kvw64 = tsr_lay_kv_words(&c, p);
             uint32_t kvw = kvw64 > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)kvw64;
             st->kv_h0[p] = h0;
@@ -215,7 +219,7 @@ cfg_pe_mats:
         fit[TSR_KFIT_TOTAL_LO] = (uint32_t)total;
         fit[TSR_KFIT_TOTAL_HI] = (uint32_t)(total >> 32);
         if (tsr_cdiv(max_w, TSR_LANES) > TSR_PE_W8_WORDS || max_f > TSR_PE_F32_WORDS ||
-            max_kv > TSR_PE_KV_WORDS || max_rows > TSR_PE_ROWS)
+            max_kv > TSR_PE_KV_WORDS || max_rows > TSR_PE_ROWS || max_att > TSR_PE_ATT)
             rc = TSR_K_ECAPACITY;
         if (rc == TSR_K_OK) {
             uint32_t hs = c.dim / c.n_heads;
@@ -242,8 +246,8 @@ cfg_rope_freq:
                 st->rope_freq[j] = 1.0f / powf(c.rope_theta, (float)(2u * j) / (float)hs);
             }
 cfg_rope_pairs:
-            for (uint32_t i = 0; i < c.dim; i += 2u) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_DIM
+            for (uint32_t i = 0; i < c.dim + st->kv_dim; i += 2u) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_QKV
                 st->rope_pj[i / 2u] = (i % hs) / 2u;
             }
 cfg_clear_pes:
@@ -402,7 +406,7 @@ static int op_read_logits(tsr_kstate *st, volatile float *out, uint32_t room, ui
     if (!st->logits_valid) return TSR_K_ESTATE;
     if (st->logits_on_pes) {
         uint64_t g = st->cnt.cyc[TSR_RG_GATHER], gb = st->cnt.fabric_gather_bytes;
-        tsr_mesh_gather(st, tsr_lay_mat_wcls(&st->cfg), st->logits, 0);
+        tsr_mesh_gather(st, tsr_lay_mat_wcls(&st->cfg), st->logits, 0, 0);
         st->cnt.cyc[TSR_RG_GATHER] = g;
         st->cnt.fabric_gather_bytes = gb;
         st->logits_on_pes = 0;
@@ -596,11 +600,11 @@ void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f
 #pragma HLS ARRAY_PARTITION variable=st.x type=cyclic factor=TSR_VEC
 #pragma HLS ARRAY_PARTITION variable=st.xn type=cyclic factor=TSR_LANES
 #pragma HLS ARRAY_PARTITION variable=st.qkv type=cyclic factor=TSR_VEC
-#pragma HLS ARRAY_PARTITION variable=st.xb type=cyclic factor=TSR_VEC
-#pragma HLS ARRAY_PARTITION variable=st.hb type=cyclic factor=TSR_VEC
 #pragma HLS ARRAY_PARTITION variable=st.logits type=cyclic factor=TSR_VEC
 #pragma HLS ARRAY_PARTITION variable=st.ctrl type=cyclic factor=TSR_VEC
-#pragma HLS ARRAY_PARTITION variable=st.camax type=cyclic factor=TSR_CAMAX_PORTS
+#pragma HLS ARRAY_PARTITION variable=st.wmax type=cyclic factor=TSR_WMAX_PORTS
+#pragma HLS ARRAY_PARTITION variable=st.ssq type=complete
+#pragma HLS ARRAY_PARTITION variable=st.rope_pj type=cyclic factor=TSR_VEC_PAIRS
 #pragma HLS ARRAY_PARTITION variable=st.rope_cos type=complete
 #pragma HLS ARRAY_PARTITION variable=st.rope_sin type=complete
     tsr_kernel_init(&st);

@@ -212,6 +212,7 @@ typedef struct tsr_ktab {
     uint32_t row0, rows;
     uint32_t g0, ngroups;
     uint32_t w_off, f_off;
+    uint32_t cols;         /* C_m, the matrix's columns (tsr_lay_mat_cols) */
 } tsr_ktab;
 
 /* Host builds are emulator builds unless they say otherwise: lint and
@@ -234,7 +235,8 @@ typedef struct tsr_kstate {
     uint32_t P, R, C;                     /* PEs, mesh rows and columns     */
     uint32_t hs, kv_dim, kv_mul, seq_local;
     float    sqrt_hs;                     /* sqrtf(head_size)               */
-    uint32_t mat_rot[TSR_MAX_MATS];       /* each matrix's row rotation     */
+    uint32_t mat_rot[TSR_MAX_MATS];       /* each matrix's rotation (PEs)   */
+    uint32_t mat_cols[TSR_MAX_MATS];      /* each matrix's columns C_m      */
     uint32_t w8_used[TSR_PES];            /* int8 bytes per PE              */
     uint32_t f32_used[TSR_PES];           /* fp32 words per PE              */
     uint32_t kv_h0[TSR_PES];              /* the PE's first KV head          */
@@ -245,7 +247,7 @@ typedef struct tsr_kstate {
     uint32_t g_log2;                      /* log2(group)                    */
     uint32_t cpg_log2;                    /* log2(chunks a group), 0 for G <= TSR_LANES */
     float    rope_freq[TSR_MAX_HEAD_SIZE / 2]; /* theta^(-2j / head_size)   */
-    uint32_t rope_pj[TSR_MAX_DIM / 2];    /* pair i/2 -> (i % head_size) / 2 */
+    uint32_t rope_pj[TSR_MAX_QKV / 2];    /* pair i/2 of q|k -> (i % head_size) / 2 */
     /* --- per slot --- */
     int32_t  pos[TSR_MAX_SLOTS];          /* tokens in the KV cache         */
     int32_t  pending[TSR_MAX_SLOTS];      /* next token to feed, -1 none    */
@@ -257,14 +259,15 @@ typedef struct tsr_kstate {
     /* --- controller memories --- */
     float    ctrl[TSR_CTRL_WORDS];        /* rms_att (L,dim), rms_ffn (L,dim), rms_final (dim,) */
     float    x[TSR_MAX_DIM];              /* (dim,) residual stream         */
-    float    xn[TSR_MAX_IN];              /* (n,) GEMV input after its norm */
+    float    xn[TSR_MAX_IN];              /* (n,) the next GEMV input (zero padded to its groups) */
     float    qkv[TSR_MAX_QKV];            /* (dim + 2 kv_dim,) q | k | v    */
-    float    xb[TSR_MAX_DIM];             /* (dim,) attention output        */
-    float    hb[TSR_MAX_HIDDEN];          /* (hidden,) silu(w1 x) * w3 x    */
     float    logits[TSR_MAX_VOCAB];       /* (vocab,)                       */
     float    rope_cos[TSR_MAX_HEAD_SIZE / 2]; /* (head_size / 2,) this token */
     float    rope_sin[TSR_MAX_HEAD_SIZE / 2];
-    float    camax[TSR_MAX_CHUNKS];       /* quantizer: max |x| per chunk   */
+    float    wmax[TSR_MAX_IN_VWORDS];     /* quantizer: max |xn| per TSR_VEC word */
+    uint32_t wmax_fresh;                  /* 1: the gather into xn left wmax */
+    float    ssq[TSR_SUM_LANES];          /* RMSNorm: sum-of-squares partials */
+    uint32_t ssq_fresh;                   /* 1: the residual gather left them (x unchanged since) */
     float    probs[TSR_MAX_VOCAB];        /* (vocab,) the sampler's copy    */
     float    cand_p[TSR_MAX_VOCAB];       /* top-p candidates: probabilities */
     int32_t  cand_i[TSR_MAX_VOCAB];       /* top-p candidates: token ids    */
@@ -334,6 +337,7 @@ typedef struct tsr_kprofile {
     uint32_t group_min, group_max;
     uint32_t sum_lanes, kv_split_max, att_pes, with_f32;
     uint32_t w8_words, f32_words, kv_words, pe_rows;
+    uint32_t att_words;               /* a PE's attention scores (TSR_PE_ATT) */
     uint32_t f32_uram, kv_uram;       /* 1: that array in UltraRAM          */
     uint32_t lanes, vec, row_slots;   /* the datapath (tsr_arch.h)          */
 } tsr_kprofile;
@@ -344,6 +348,6 @@ typedef struct tsr_kprofile {
       TSR_MAX_LAYERS, TSR_MAX_HEADS, TSR_MAX_KV_HEADS, TSR_MAX_HEAD_SIZE, TSR_MAX_VOCAB,   \
       TSR_MAX_SEQ, TSR_MAX_SLOTS, TSR_MIN_GROUP, TSR_MAX_GROUP, TSR_SUM_LANES,            \
       TSR_MAX_KV_SPLIT, TSR_ATT_PES, TSR_WITH_F32, TSR_PE_W8_WORDS, TSR_PE_F32_WORDS, TSR_PE_KV_WORDS, \
-      TSR_PE_ROWS, TSR_F32_URAM, TSR_KV_URAM, TSR_LANES, TSR_VEC, TSR_ROW_SLOTS }
+      TSR_PE_ROWS, TSR_PE_ATT, TSR_F32_URAM, TSR_KV_URAM, TSR_LANES, TSR_VEC, TSR_ROW_SLOTS }
 
 #endif

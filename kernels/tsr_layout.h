@@ -13,12 +13,20 @@
  * shared (then it is matrix 0).
  *
  * A matrix (d rows, n cols) in units of TSR_VEC rows, U = ceil(d / VEC),
- * and groups of G columns, ng = ceil(n / G):
- *   mesh column c holds groups [c*ng/C, (c+1)*ng/C);
- *   mesh row r holds units [k*U/R, (k+1)*U/R) with k = (r - rot) mod R,
- *   where rot, the matrix's rotation, is the number of units of all
- *   matrices before it, mod R: small matrices (U < R) then land on
- *   different mesh rows instead of all on the same few.
+ * and groups of G columns, ng = ceil(n / G), is split over its own C_m
+ * columns (tsr_lay_mat_cols: a power of two up to the mesh's C, the one
+ * with the fewest cycles) and R_m = P / C_m rows; PE p is (r, c) = (p /
+ * C_m, p % C_m) for that matrix:
+ *   column c holds groups [c*ng/C_m, (c+1)*ng/C_m);
+ *   row r holds q = U / R_m units, the first U mod R_m rows (counted from
+ *   rot_m) one more: k = (r - rot_m) mod R_m takes units [k*q + min(k, e),
+ *   ...), e = U mod R_m, rot_m = (rot / C_m) mod R_m, where rot, the
+ *   matrix's rotation, counts the PEs' worth of units (units x C_m) of all
+ *   matrices before it, mod P: the matrices fill the PEs round robin, so
+ *   small ones (U < R_m) and the extra units of large ones land on
+ *   different PEs instead of all on the same few.  A large matrix (the classifier) takes C_m = 1, a
+ *   small one (W2 of a small model) spreads its columns to keep every PE
+ *   busy.
  * A W13 tile holds the same rows of w1 and of w3 (its PE applies SwiGLU).
  * Tile rows come in blocks of TSR_ROW_SLOTS; the last block of a tile may
  * be short ("tail").  A tile's entries, in memory order: for each block b,
@@ -46,6 +54,7 @@
 
 #include <stdint.h>
 
+#include "tsr_arch.h"
 #include "tsr_profile.h"
 
 /* Weight element types on the device. */
@@ -92,7 +101,7 @@ typedef struct tsr_tile {
     uint32_t w_off;    /* Q8: first byte in the int8 array (word aligned)   */
     uint32_t f_off;    /* Q8: first scale; F32: first value, fp32 array     */
     uint32_t pair;     /* 1: a W13 tile (w1 rows, then the same w3 rows)    */
-    uint32_t pad_;
+    uint32_t cols;     /* C_m: the columns the matrix is split over         */
 } tsr_tile;
 
 /* ceil(a / b), b > 0. */
@@ -157,7 +166,54 @@ static inline uint32_t tsr_lay_units(const tsr_kconfig *c, uint32_t m)
     return tsr_cdiv(d, TSR_VEC);
 }
 
-/* The rotation of matrix m: units of the matrices before it, mod R. */
+/* Pipeline steps of one (sub-)tile of rows x ngroups in the PE GEMV: every
+ * block pays TSR_ROW_SLOTS slots (a short tail block idles the rest), Q8
+ * takes one TSR_LANES-chunk of a group per step (G / TSR_LANES steps a
+ * group when G > TSR_LANES, one when smaller), F32 one column per step. */
+static inline uint32_t tsr_lay_tile_steps(const tsr_kconfig *c, uint32_t rows, uint32_t ngroups)
+{
+    uint32_t nb = tsr_cdiv(rows, TSR_ROW_SLOTS);
+    uint32_t per = c->dtype == TSR_KDT_Q8 ? (c->group > TSR_LANES ? c->group / TSR_LANES : 1u)
+                                          : c->group;
+    return nb * ngroups * TSR_ROW_SLOTS * per;
+}
+
+/* The columns C_m matrix m is split over: of the powers of two up to the
+ * mesh's C (and up to its groups), the one whose fullest PE finishes
+ * first -- its tile (tsr_cycles.h tsr_cy_tile) plus the log2(C_m) levels
+ * of the column tree (tsr_cy_tree_level) -- the smaller on ties.  A
+ * function of the config alone: the kernel, the image builder and the
+ * planner agree. */
+static inline uint32_t tsr_lay_mat_cols(const tsr_kconfig *c, uint32_t m)
+{
+    uint32_t d, n, pair;
+    tsr_lay_mat_shape(c, m, &d, &n, &pair);
+    uint32_t P = c->mesh_rows * c->mesh_cols, U = tsr_cdiv(d, TSR_VEC), ng = tsr_cdiv(n, c->group);
+    uint32_t halves = pair ? 2u : 1u, best = 1, best_cy = 0xFFFFFFFFu, levels = 0;
+    for (uint32_t C = 1; C <= c->mesh_cols && C <= ng; C *= 2u) {
+#ifdef __SYNTHESIS__
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_TREE_LEVELS
+#endif
+        uint32_t rows = tsr_cdiv(U, P / C) * TSR_VEC;
+        if (rows > d) rows = d;
+        uint32_t cy = halves * (tsr_lay_tile_steps(c, rows, tsr_cdiv(ng, C)) + TSR_D_GEMV) +
+                      levels * (tsr_cdiv(halves * rows, TSR_TREE_LANES) + TSR_D_TREE);
+        if (cy < best_cy) {
+            best = C;
+            best_cy = cy;
+        }
+        levels++;
+    }
+    return best;
+}
+
+/* The rotation (in PEs) after matrix m, given the one before it. */
+static inline uint32_t tsr_lay_rot_next(const tsr_kconfig *c, uint32_t m, uint32_t rot)
+{
+    return (rot + tsr_lay_units(c, m) * tsr_lay_mat_cols(c, m)) % (c->mesh_rows * c->mesh_cols);
+}
+
+/* The rotation of matrix m. */
 static inline uint32_t tsr_lay_rot(const tsr_kconfig *c, uint32_t m)
 {
     uint32_t s = 0;
@@ -165,18 +221,22 @@ static inline uint32_t tsr_lay_rot(const tsr_kconfig *c, uint32_t m)
 #ifdef __SYNTHESIS__ /* driver/ includes this header too: keep its -Wall quiet */
 #pragma HLS LOOP_TRIPCOUNT min=0 max=TSR_MAX_MATS
 #endif
-        s = (s + tsr_lay_units(c, k)) % c->mesh_rows;
+        s = tsr_lay_rot_next(c, k, s);
     }
     return s;
 }
 
-/* Rows [*row0, *row0 + *rows) of a d-row matrix with rotation rot on mesh
- * row r. */
-static inline void tsr_lay_row_block(const tsr_kconfig *c, uint32_t d, uint32_t rot, uint32_t r,
+/* Rows [*row0, *row0 + *rows) of matrix m (rotation rot) on its mesh row r
+ * (0 <= r < P / C_m). */
+static inline void tsr_lay_row_block(const tsr_kconfig *c, uint32_t m, uint32_t rot, uint32_t r,
                                      uint32_t *row0, uint32_t *rows)
 {
-    uint32_t R = c->mesh_rows, U = tsr_cdiv(d, TSR_VEC), k = (r + R - rot) % R;
-    uint32_t u0 = k * U / R, u1 = (k + 1u) * U / R;
+    uint32_t d, n, pair;
+    tsr_lay_mat_shape(c, m, &d, &n, &pair);
+    uint32_t Cm = tsr_lay_mat_cols(c, m), R = c->mesh_rows * c->mesh_cols / Cm;
+    uint32_t U = tsr_cdiv(d, TSR_VEC), k = (r + R - (rot / Cm) % R) % R;
+    uint32_t q = U / R, e = U % R;   /* rows k < e take q + 1 units, the rest q */
+    uint32_t u0 = k * q + (k < e ? k : e), u1 = u0 + q + (k < e ? 1u : 0u);
     uint32_t a = u0 * TSR_VEC, b = u1 * TSR_VEC < d ? u1 * TSR_VEC : d;
     *row0 = a;
     *rows = b > a ? b - a : 0u;
@@ -185,17 +245,17 @@ static inline void tsr_lay_row_block(const tsr_kconfig *c, uint32_t d, uint32_t 
 /* PE pe's tile of matrix m (offsets not filled: tsr_lay_pe_tiles does). */
 static inline tsr_tile tsr_lay_tile(const tsr_kconfig *c, uint32_t m, uint32_t rot, uint32_t pe)
 {
-    uint32_t d, n, pair, C = c->mesh_cols;
+    uint32_t d, n, pair, C = tsr_lay_mat_cols(c, m);
     tsr_lay_mat_shape(c, m, &d, &n, &pair);
     uint32_t r = pe / C, cc = pe % C, ng = tsr_cdiv(n, c->group);
     tsr_tile t;
-    tsr_lay_row_block(c, d, rot, r, &t.row0, &t.rows);
+    tsr_lay_row_block(c, m, rot, r, &t.row0, &t.rows);
     t.g0 = cc * ng / C;
     t.ngroups = (cc + 1u) * ng / C - t.g0;
     t.w_off = 0;
     t.f_off = 0;
     t.pair = pair;
-    t.pad_ = 0;
+    t.cols = C;
     return t;
 }
 
@@ -221,18 +281,6 @@ static inline uint32_t tsr_lay_tile_f32(const tsr_kconfig *c, tsr_tile t)
 
 /* Partial sums a tile produces (its psum rows). */
 static inline uint32_t tsr_lay_tile_psum(tsr_tile t) { return (t.pair ? 2u : 1u) * t.rows; }
-
-/* Pipeline steps of one (sub-)tile of rows x ngroups in the PE GEMV: every
- * block pays TSR_ROW_SLOTS slots (a short tail block idles the rest), Q8
- * takes one TSR_LANES-chunk of a group per step (G / TSR_LANES steps a
- * group when G > TSR_LANES, one when smaller), F32 one column per step. */
-static inline uint32_t tsr_lay_tile_steps(const tsr_kconfig *c, uint32_t rows, uint32_t ngroups)
-{
-    uint32_t nb = tsr_cdiv(rows, TSR_ROW_SLOTS);
-    uint32_t per = c->dtype == TSR_KDT_Q8 ? (c->group > TSR_LANES ? c->group / TSR_LANES : 1u)
-                                          : c->group;
-    return nb * ngroups * TSR_ROW_SLOTS * per;
-}
 
 /* ---- KV placement ------------------------------------------------------ */
 
@@ -295,6 +343,13 @@ static inline uint64_t tsr_lay_kv_words(const tsr_kconfig *c, uint32_t pe)
     return (uint64_t)n * c->n_slots * c->n_layers * tsr_lay_kv_block(c);
 }
 
+/* Attention scores on PE pe: its query heads x its positions. */
+static inline uint32_t tsr_lay_att_words(const tsr_kconfig *c, uint32_t pe)
+{
+    uint32_t h0, q, n = tsr_lay_kv_heads(c, pe, &h0, &q);
+    return n * tsr_lay_kv_mul(c) * tsr_lay_seq_words(c);
+}
+
 /* Controller fp32 words (norm weights). */
 static inline uint32_t tsr_lay_ctrl_words(const tsr_kconfig *c)
 {
@@ -306,7 +361,7 @@ static inline uint32_t tsr_lay_ctrl_words(const tsr_kconfig *c)
 static inline void tsr_lay_pe_weights(const tsr_kconfig *c, uint32_t pe, uint64_t *w8_bytes,
                                       uint64_t *f32_words, uint32_t *psum_rows)
 {
-    uint32_t nm = tsr_lay_n_mats(c), rot = 0, R = c->mesh_rows, prow = 0;
+    uint32_t nm = tsr_lay_n_mats(c), rot = 0, prow = 0;
     uint64_t b = 0, w = 0;
     for (uint32_t m = 0; m < nm; m++) {
 #ifdef __SYNTHESIS__
@@ -316,7 +371,7 @@ static inline void tsr_lay_pe_weights(const tsr_kconfig *c, uint32_t pe, uint64_
         b += tsr_lay_tile_w8(c, t);
         w += tsr_lay_tile_f32(c, t);
         if (tsr_lay_tile_psum(t) > prow) prow = tsr_lay_tile_psum(t);
-        rot = (rot + tsr_lay_units(c, m)) % R;
+        rot = tsr_lay_rot_next(c, m, rot);
     }
     *w8_bytes = b;
     *f32_words = w;

@@ -41,13 +41,17 @@ float tsr_reduce_sum(const float *x, uint32_t n);
 /* sum of x[i]^2 (n,), the same order; for RMSNorm.  tsr_cy_sum(n). */
 float tsr_reduce_sumsq(const float *x, uint32_t n);
 
-/* RMSNorm's scale of x (n,): 1 / sqrtf(sumsq / n + eps), charged to NORM. */
+/* RMSNorm's scale of x (n,): 1 / sqrtf(sumsq / n + eps), charged to NORM.
+ * The sum of squares from its own pass over x, or (TSR_SSQ_FUSED) from the
+ * partials the residual gather that wrote x left in st->ssq: the same
+ * partials, so the same value. */
 float tsr_rms_scale(tsr_kstate *st, const float *x, uint32_t n);
 
-/* RoPE on st->qkv at position pos, run.c style (adjacent pairs, frequency
- * theta^(-(i % head_size) / head_size), precomputed at CONFIGURE): q (dim,)
- * and k (kv_dim,).  Charged to ROPE. */
-void tsr_rope(tsr_kstate *st, uint32_t pos);
+/* This token's RoPE angles at position pos (run.c: frequency
+ * theta^(-(2j) / head_size), precomputed at CONFIGURE, times pos; cosf,
+ * sinf) into st->rope_cos/rope_sin (head_size / 2,), once a token; the QKV
+ * gather rotates q and k with them.  Charged to ROPE. */
+void tsr_rope_angles(tsr_kstate *st, uint32_t pos);
 
 /* In-place softmax of x (n,), n >= 1: subtract the max, expf, divide by
  * the tsr_reduce_sum of the exponentials. */
@@ -93,16 +97,31 @@ int32_t tsr_sample(float *logits, uint32_t n, float temperature, float top_p, ui
  * and broadcast into every PE's copy (xq/xs or xf).  Charged to INPUT. */
 void tsr_mesh_input(tsr_kstate *st, const float *x, uint32_t n, const float *w, float ss);
 
+/* The same for an xn (n,) a gather (TSR_GATHER_INPUT) or the attention's
+ * collect already wrote, zero padded, with its word maxima: only the
+ * quantize (F32: pad) and broadcast pass.  Charged to INPUT. */
+void tsr_mesh_input_ready(tsr_kstate *st, uint32_t n);
+
 /* W (d, n) @ input -> each PE's psum, for matrix mat: every PE its tile
  * (W13: both halves, then SwiGLU on the PE), then the column adder trees
- * when C > 1.  flags TSR_JOB_ARGMAX: the mesh rows' roots also find their
- * best row (greedy).  Charged to GEMV (busiest PE) and TREE. */
+ * when C_m > 1.  flags TSR_JOB_ARGMAX: the mesh rows' roots also find
+ * their best row (greedy).  Charged to GEMV (busiest PE) and TREE. */
 void tsr_mesh_gemv(tsr_kstate *st, uint32_t mat, uint32_t flags);
 
+/* How tsr_mesh_gather treats each word on its way in. */
+#define TSR_GATHER_ADD    1u  /* y += out (the residual); with TSR_SSQ_FUSED
+                                 also RMSNorm's partials of the new y    */
+#define TSR_GATHER_INPUT  2u  /* y is st->xn, the next GEMV input: its word
+                                 maxima, zeros up to the group padding    */
+#define TSR_GATHER_QKV    4u  /* q | k | v: RoPE on q and k (this token's
+                                 angles), each word on to the attention
+                                 PEs (query slices; k, v of this position
+                                 to the PE storing it)                   */
+
 /* The GEMV outputs of mat (d rows; W13: the SwiGLU outputs) from the mesh
- * rows' roots into y (d,): y = out (add 0) or y += out (add 1, the
- * residual).  Charged to GATHER. */
-void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, float *y, int add);
+ * rows' roots into y (d,), TSR_VEC a cycle: y = out, or as flags say
+ * (TSR_GATHER_*; slot: the sequence, for QKV).  Charged to GATHER. */
+void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, float *y, uint32_t flags, uint32_t slot);
 
 /* The greedy token after tsr_mesh_gemv(mat, TSR_JOB_ARGMAX): the roots'
  * bests reduced by a tree (the first maximum, as tsr_argmax).  Charged to
@@ -115,9 +134,11 @@ void tsr_mesh_embed(tsr_kstate *st, uint32_t token, float *x);
 
 /* ---- attention (attention.c) ------------------------------------------- */
 
-/* Layer l of slot at position pos: q, k, v (st->qkv) to the KV head
- * groups' PEs, which store k, v at pos and run their query heads over
- * positions 0..pos (GQA), then the head outputs into st->xb (dim,).
+/* Layer l of slot at position pos, after the QKV gather (TSR_GATHER_QKV)
+ * gave each KV head group's PEs their q slices and the storing PE its k,
+ * v: they store k, v at pos and run their query heads over positions
+ * 0..pos (GQA); then the head outputs into st->xn (dim,, zero padded to
+ * the group, with its word maxima: the WO input, tsr_mesh_input_ready).
  * Charged to ATT_IO, ATTN and ATT_TREE. */
 void tsr_attention(tsr_kstate *st, uint32_t slot, uint32_t l, uint32_t pos);
 

@@ -17,6 +17,7 @@
 
 /* Compile-time checks of a profile (C99: a negative array size fails). */
 #define TSR_STATIC_CHECK(name, cond) typedef char tsr_check_##name[(cond) ? 1 : -1]
+TSR_STATIC_CHECK(vec_pairs, TSR_VEC_PAIRS * 2 == TSR_VEC);
 TSR_STATIC_CHECK(sum_lanes_pow2, (TSR_SUM_LANES & (TSR_SUM_LANES - 1)) == 0);
 TSR_STATIC_CHECK(mesh_cols_pow2, (TSR_MAX_MESH_COLS & (TSR_MAX_MESH_COLS - 1)) == 0);
 TSR_STATIC_CHECK(min_group_pow2, (TSR_MIN_GROUP & (TSR_MIN_GROUP - 1)) == 0);
@@ -40,7 +41,8 @@ TSR_STATIC_CHECK(min_group_pow2, (TSR_MIN_GROUP & (TSR_MIN_GROUP - 1)) == 0);
 #define TSR_KV_IMPL         bram
 #endif
 /* Chunk maxima the quantizer reads a cycle (the largest group's chunks). */
-#define TSR_CAMAX_PORTS     (TSR_MAX_GROUP / TSR_LANES > 1 ? TSR_MAX_GROUP / TSR_LANES : 1)
+/* The quantizer reads a group's word maxima (TSR_VEC words) in one cycle. */
+#define TSR_WMAX_PORTS      (TSR_MAX_GROUP / TSR_VEC > 1 ? TSR_MAX_GROUP / TSR_VEC : 1)
 
 /* PEs of the profile: the unrolled PE loops run over this many instances. */
 #define TSR_PES             TSR_MAX_PES
@@ -67,12 +69,19 @@ TSR_STATIC_CHECK(min_group_pow2, (TSR_MIN_GROUP & (TSR_MIN_GROUP - 1)) == 0);
  * size <= dim). */
 #define TSR_MAX_KV_MUL      TSR_MAX_HEADS
 #define TSR_MAX_QGROUP      TSR_MAX_DIM
-/* A PE's attention scores: its query heads x its share of the positions. */
+/* A PE's attention scores: its query heads x its share of the positions
+ * (a profile that splits every head over PEs may set less). */
+#ifndef TSR_PE_ATT
 #define TSR_PE_ATT          (TSR_MAX_HEADS * TSR_MAX_SEQ)
+#endif
+/* The attention multiply-add's accumulators: a row of positions or of head
+ * dimensions. */
+#define TSR_ATT_ACC         (TSR_MAX_SEQ > TSR_MAX_HEAD_SIZE ? TSR_MAX_SEQ : TSR_MAX_HEAD_SIZE)
 /* Controller fp32 words: rms_att, rms_ffn per layer + rms_final. */
 #define TSR_CTRL_WORDS      ((2 * TSR_MAX_LAYERS + 1) * TSR_MAX_DIM)
-/* Quantizer scratch: one max per TSR_LANES chunk of the input. */
+/* Quantizer: TSR_LANES chunks of the input; one max per TSR_VEC word. */
 #define TSR_MAX_CHUNKS      (TSR_MAX_IN / TSR_LANES)
+#define TSR_MAX_IN_VWORDS   (TSR_MAX_IN / TSR_VEC + 1)
 /* Trip-count bounds for LOOP_TRIPCOUNT (words of TSR_VEC or TSR_LANES). */
 #define TSR_MAX_DIM_WORDS   (TSR_MAX_DIM / TSR_VEC + 1)
 #define TSR_MAX_QKV_WORDS   (TSR_MAX_QKV / TSR_VEC + 1)
@@ -110,5 +119,28 @@ TSR_STATIC_CHECK(min_group_pow2, (TSR_MIN_GROUP & (TSR_MIN_GROUP - 1)) == 0);
 #define TSR_PE_SUM_LANES TSR_SUM_LANES
 #endif
 #define TSR_PE_SUM_II    (TSR_FADD_LAT / TSR_PE_SUM_LANES)
+
+/* RMSNorm's sum of squares: in its own pass over x, or, when the partials
+ * are many enough for the residual gather's TSR_VEC values a cycle (each
+ * partial then added to once every TSR_SUM_LANES / TSR_VEC >=
+ * TSR_FADD_LAT cycles), accumulated by the gather that writes x (mesh.c),
+ * the same partials in the same order. */
+#if TSR_SUM_LANES >= TSR_VEC * TSR_FADD_LAT
+#define TSR_SSQ_FUSED    1
+#define TSR_SSQ_DIST     (TSR_SUM_LANES / TSR_VEC)   /* words between two adds to a partial */
+#else
+#define TSR_SSQ_FUSED    0
+#endif
+
+/* Attention scores: a position's sum over the head dimensions in one
+ * accumulator, i ascending (run.c's order; a pass over the positions is
+ * then padded to TSR_FADD_LAT words), or, in a profile whose sums are
+ * reordered anyway, in TSR_FADD_LAT partials (dimension i into partial
+ * i % TSR_FADD_LAT) added by a tree: no padding (attention.c). */
+#if TSR_SUM_LANES >= TSR_FADD_LAT
+#define TSR_ATT_PARTS    TSR_FADD_LAT
+#else
+#define TSR_ATT_PARTS    1
+#endif
 
 #endif

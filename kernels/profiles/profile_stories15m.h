@@ -1,10 +1,19 @@
 /*
  * profile_stories15m.h - synthesis profile for stories15M (dim 288, hidden
- * 768, 6 layers, 6 heads, vocab 32000, seq 256) in Q8_0 on a U55C / U280:
- * up to 128 PEs, one sequence slot, reductions with 256 partial sums so the
- * controller's passes run at II=1 (TSR_SUM_LANES; the order differs from
- * run.c's, docs/hls-flow.md), a KV head's positions spread over up to 32
- * PEs, no F32 datapath.
+ * 768, 6 layers, 6 heads, vocab 32000, seq 256) in Q8_0 on an Alveo U55C:
+ *   - 128 PEs in 4 mesh columns (each matrix picks 1, 2 or 4 columns,
+ *     tsr_layout.h), each with 128 KiB of int8 tiles in UltraRAM and its
+ *     scales in one more UltraRAM;
+ *   - 48 of them with attention datapaths: each of the 6 KV heads spread
+ *     over 8 PEs (32 positions each, 72 KiB of fp32 KV cache in BRAM);
+ *   - reductions in 256 partial sums, so the controller's passes run at
+ *     II=1 and RMSNorm's sum of squares rides on the residual gather
+ *     (TSR_SUM_LANES; the order differs from run.c's: docs/hls-flow.md);
+ *     attention scores in 8 partials (TSR_ATT_PARTS);
+ *   - one sequence slot, no F32 datapath.
+ * `tessera plan --shape stories15M --part u55c --profile stories15m`
+ * projects 19,120 tokens/s at position 255 (controller 26%) from the
+ * kernel's own cycle accounting; unverified until a first csynth.
  *
  * Resource estimate (tessera plan --profile stories15m, checked by
  * tests/test_plan.c): the TSR_EST_* lines below.
@@ -33,19 +42,21 @@
 #define TSR_MAX_GROUP         64
 
 #define TSR_SUM_LANES         256
-#define TSR_MAX_KV_SPLIT      32
-#define TSR_ATT_PES           64   /* PEs with attention datapaths (hold the KV) */
+#define TSR_MAX_KV_SPLIT      8
+#define TSR_ATT_PES           48   /* PEs with attention datapaths: 6 KV heads x 8 */
 #define TSR_WITH_F32          0
 
-#define TSR_PE_W8_WORDS       4096u     /* 128 KiB: 4 UltraRAM wide, 1 deep */
-#define TSR_PE_F32_WORDS      4096u
-#define TSR_PE_KV_WORDS       8192u
-#define TSR_PE_ROWS           512u
+#define TSR_PE_W8_WORDS       4096u     /* 128 KiB: 4 UltraRAM wide, 1 deep (the fullest PE: 4016) */
+#define TSR_PE_F32_WORDS      4096u     /* the scales: 16 KiB, one UltraRAM (TSR_F32_URAM) */
+#define TSR_PE_KV_WORDS       18432u    /* 6 layers x K^T, V of 48 x 32 positions: 72 KiB */
+#define TSR_PE_ROWS           256u      /* the classifier's 16 units of 16 rows */
+#define TSR_PE_ATT            256       /* one query head x 256 positions at most */
+#define TSR_F32_URAM          1
 
 /* Resource estimate: what tessera plan --profile stories15m computes for these
  * arrays and this datapath (tests/test_plan.c holds them equal). */
-#define TSR_EST_URAM          0
-#define TSR_EST_BRAM36        0
-#define TSR_EST_DSP           0
+#define TSR_EST_URAM          640
+#define TSR_EST_BRAM36        1296
+#define TSR_EST_DSP           6894
 
 #endif

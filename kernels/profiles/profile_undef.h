@@ -27,6 +27,7 @@
 #undef TSR_PE_F32_WORDS
 #undef TSR_PE_KV_WORDS
 #undef TSR_PE_ROWS
+#undef TSR_PE_ATT
 #undef TSR_F32_URAM
 #undef TSR_KV_URAM
 #undef TSR_EST_URAM
