@@ -371,11 +371,13 @@ int tsr_kcmd_decode(tsr_kcmd *k, int slot, int n, const tsr_sampler *s, int *out
             for (uint32_t i = 0; i < m; i++) {
                 int tok = (int)buf[i];
                 out[seen++] = tok;
-                if (on_token && on_token(tok, user)) cancelled = 1;
+                /* 0 -> 1 only: a cancel already sent (2) stays sent, so its
+                 * word is cleared below */
+                if (on_token && on_token(tok, user) && !cancelled) cancelled = 1;
             }
         }
         if (rc) break;
-        if (cancel && __atomic_load_n(cancel, __ATOMIC_ACQUIRE)) cancelled = 1;
+        if (!cancelled && cancel && __atomic_load_n(cancel, __ATOMIC_ACQUIRE)) cancelled = 1;
         if (done) break;
         if (cancelled == 1) {
             if ((rc = cancel_word(k, 1u, e))) break;

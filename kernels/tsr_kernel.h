@@ -26,6 +26,7 @@
 #ifndef TSR_KERNEL_H
 #define TSR_KERNEL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tsr_cycles.h"
@@ -184,8 +185,11 @@ typedef struct tsr_kcounters {
     uint64_t pe_sram_bytes[TSR_MAX_PES]; /* bytes in use per PE              */
 } tsr_kcounters;
 
-/* uint64 fields before pe_sram_bytes. */
-#define TSR_KCOUNTERS_FIXED ((uint32_t)TSR_OP_COUNT + 11u + 2u * (uint32_t)TSR_RG_COUNT)
+/* uint64 fields before pe_sram_bytes: runs[], the 10 scalars, cyc[] and
+ * cyc_mark[]. */
+#define TSR_KCOUNTERS_FIXED ((uint32_t)TSR_OP_COUNT + 10u + 2u * (uint32_t)TSR_RG_COUNT)
+TSR_STATIC_CHECK(kcounters_fixed,
+                 offsetof(tsr_kcounters, pe_sram_bytes) == 8u * TSR_KCOUNTERS_FIXED);
 
 /* The link buffers' sizes in words, and so the m_axi depths of tessera_top:
  * `in` holds two LOAD payloads (the host fills one while the kernel copies

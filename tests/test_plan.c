@@ -1,15 +1,29 @@
 /*
- * test_plan.c - `tessera plan` against the emulator: the plan's stationary
- * on-chip bytes equal the emulator's per-PE SRAM total, the plan's cycles
- * for a decode step at position p equal the estimate from the counters of a
- * real run to p, stories15M Q8_0 fits a U55C while stories110M needs a split
- * over cards, parts with unknown figures say exactly which and never claim a
- * choice, unknown JSON numbers are null, the exit status is the verdict
- * (0 fits, 1 does not, 3 cannot decide) and bad arguments get one-line
- * errors with exit status 2.
+ * test_plan.c - `tessera plan` against the code's own cycle accounting.
  *
- * Models: stories260K (../shared/models), and a stories15M-shape synthetic
- * checkpoint written to /tmp (the 110M shape is planned from its config).
+ * The kernel charges every loop on the per-token path where it runs
+ * (kernels/tsr_cycles.h), a parallel region its slowest PE; plan computes
+ * the same charges from the layout alone (driver/plan.c).  Here the two are
+ * held equal region by region:
+ *   - stories260K on the emulator's generic profile, several meshes
+ *     (PEs, mesh columns, KV split) and positions;
+ *   - the stories15M shape on an emulator built with the stories15m
+ *     synthesis profile (make's build-stories15m/), its default 128-PE
+ *     mesh, at position 255: the projection there must be at least 15,000
+ *     tokens/s at 300 MHz with the controller at most 30% of the cycles
+ *     (projections from the code, not wall-clock measurements);
+ *   - a kernel built with its PE loops serialised (TSR_SERIAL_PES, make's
+ *     build-serial/) charges the sum over the PEs, so the projection moves
+ *     with the code.
+ * Also: the plan's stationary bytes equal the emulator's per-PE SRAM, each
+ * synthesis profile's stated resource estimate equals what plan computes
+ * for its arrays, stories15M fits a U55C and stories110M needs a split,
+ * parts with unknown figures say exactly which, unknown JSON numbers are
+ * null, the exit status is the verdict and bad arguments get one-line
+ * errors.
+ *
+ * Models: stories260K (../shared/models), a stories15M-shape synthetic
+ * checkpoint written to /tmp.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,6 +38,7 @@
 
 #include "model.h"
 #include "plan.h"
+#include "profiles.h"
 #include "run_capture.h"
 #include "tessera.h"
 #include "test_util.h"
@@ -31,6 +46,11 @@
 #define M260K  SHARED_MODEL("stories260K.bin")
 #define TOK512 SHARED_MODEL("tok512.bin")
 #define TOK32K SHARED_MODEL("tokenizer.bin")
+
+/* The emulators built with another kernel profile or with serial PE loops
+ * (Makefile: emu-profiles). */
+#define TESSERA_15M    TSR_BUILD_DIR "-stories15m/tessera"
+#define TESSERA_SERIAL TSR_BUILD_DIR "-serial/tessera"
 
 /* ------------------------------------------------------------ helpers --- */
 
@@ -40,6 +60,15 @@ static uint64_t counter(const char *text, const char *name)
     size_t n = strlen(name);
     for (const char *p = text; (p = strstr(p, name)) != NULL; p += n)
         if ((p == text || p[-1] == '\n') && p[n] == ' ') return strtoull(p + n + 1, NULL, 10);
+    fail_msg("counter %s missing", name);
+    return 0;
+}
+
+static double counter_f(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = text; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == text || p[-1] == '\n') && p[n] == ' ') return strtod(p + n + 1, NULL);
     fail_msg("counter %s missing", name);
     return 0;
 }
@@ -56,26 +85,49 @@ static uint64_t pe_sram_total(const char *text, int pes)
     return sum;
 }
 
-/* Plan the model file at path on u55c with pes PEs and a context of seq. */
-static void plan_file(const char *path, int pes, int seq, int pos, tsr_plan *pl)
+/* Every region's cycles of the last forward pass in text (the kernel's
+ * counters) equal the plan's, and so do the totals. */
+static void assert_regions_equal(const char *text, const tsr_plan *pl)
+{
+    for (int r = 0; r < TSR_RG_COUNT; r++) {
+        char name[64];
+        snprintf(name, sizeof name, "cycles.%s", tsr_plan_region_name(r));
+        uint64_t got = counter(text, name);
+        if (got != pl->cyc.rg[r])
+            fprintf(stderr, "region %s: kernel %llu, plan %llu\n", tsr_plan_region_name(r),
+                    (unsigned long long)got, (unsigned long long)pl->cyc.rg[r]);
+        assert_int_equal(got, pl->cyc.rg[r]);
+    }
+    assert_int_equal(counter(text, "cycles.controller"), pl->cyc.controller);
+    assert_int_equal(counter(text, "cycles.mesh"), pl->cyc.mesh);
+    assert_int_equal(counter(text, "cycles.total"), pl->cyc.total);
+    assert_true(pl->cyc.total > 0);
+}
+
+/* Plan the model file at path on u55c with a profile's datapath. */
+static void plan_file(const char *path, const char *profile, int pes, int cols, int kv_split,
+                      int seq, int pos, tsr_plan *pl)
 {
     tsr_checkpoint *ck = NULL;
     tsr_err e = {0};
     assert_int_equal(tsr_checkpoint_open(path, &ck, &e), TSR_OK);
-    tsr_plan_req rq = { .part = "u55c", .pes = pes, .seq_len = seq, .pos = pos };
+    tsr_plan_req rq = { .part = "u55c", .profile = profile, .pes = pes, .cols = cols,
+                        .kv_split = kv_split, .seq_len = seq, .pos = pos };
     int rc = tsr_plan_config(&ck->cfg, &rq, pl, &e);
     if (rc) fprintf(stderr, "plan: %s\n", e.msg);
     assert_int_equal(rc, TSR_OK);
     tsr_checkpoint_close(ck);
 }
 
-/* Load path on the emulator with pes PEs and context seq, feed n_prompt
- * tokens (BOS, then 2..), decode one token: its forward pass is at position
- * n_prompt - 1.  Checks the emulator's bytes and cycles against the plan. */
-static void check_against_run(const char *path, const char *tok, int pes, int seq, int n_prompt)
+/* Load path on the emulator (pes PEs, cols mesh columns, kv_split, context
+ * seq), feed n_prompt tokens (BOS, then 3..), decode one token: its forward
+ * pass is at position n_prompt - 1.  The kernel's counters against plan's
+ * (the generic profile: the emulator's). */
+static void check_against_run(const char *path, const char *tok, int pes, int cols, int kv_split,
+                              int seq, int n_prompt)
 {
-    char spec[64];
-    snprintf(spec, sizeof spec, "emu:pes=%d", pes);
+    char spec[96];
+    snprintf(spec, sizeof spec, "emu:pes=%d,cols=%d,kvsplit=%d", pes, cols, kv_split);
     tsr_device *dev = NULL;
     assert_int_equal(tsr_device_open(spec, &dev), TSR_OK);
     tsr_model_opts mo = { .tokenizer = tok, .seq_len = seq, .n_seqs = 1 };
@@ -101,19 +153,17 @@ static void check_against_run(const char *path, const char *tok, int pes, int se
 
     int pos = n_prompt - 1;
     tsr_plan pl;
-    plan_file(path, pes, seq, pos, &pl);
+    plan_file(path, "generic", pes, cols, kv_split, seq, pos, &pl);
     assert_int_equal(pl.pes, pes);
-    /* (a) bytes: the plan's stationary bytes = the emulator's per-PE SRAM
-     * + the controller's norms = tsr_model_fit's need */
+    assert_int_equal(pl.kc.mesh_cols, (uint32_t)cols);
+    assert_int_equal(pl.kc.kv_split, (uint32_t)kv_split);
+    /* bytes: the plan's stationary bytes = the emulator's per-PE SRAM + the
+     * controller's norms = tsr_model_fit's need */
     assert_int_equal(pl.bytes.stationary - pl.bytes.norms, pe_sram_total(text, pes));
     assert_int_equal(pl.bytes.stationary, need);
-    /* (b) cycles of the decode step at pos: plan = estimate from the run */
-    assert_int_equal(counter(text, "cycle_model.last.position"), (uint64_t)pos);
-    assert_int_equal(counter(text, "cycle_model.last.gemv_pe_macs"), pl.work.gemv_pe_macs);
-    assert_int_equal(counter(text, "cycle_model.last.attn_len"), pl.work.attn_len);
-    assert_int_equal(counter(text, "cycle_model.last.logits"), pl.work.logits);
-    assert_int_equal(counter(text, "projected.cycles_per_token"), pl.cyc.total);
-    assert_true(pl.cyc.total > 0);
+    /* cycles: region by region */
+    assert_int_equal(counter(text, "cycles.position"), (uint64_t)pos);
+    assert_regions_equal(text, &pl);
 
     tsr_seq_close(s);
     tsr_model_close(m);
@@ -133,43 +183,117 @@ static void synth_15m(char *path, size_t cap)
 
 /* ------------------------------------------------------------- tests --- */
 
-/* (a) + (b) on stories260K, at two positions and two meshes. */
-static void test_260k_matches_emulator(void **state)
+/* stories260K: the regions of the kernel equal plan's on four meshes. */
+static void test_260k_regions(void **state)
 {
     (void)state;
-    check_against_run(M260K, TOK512, 4, 512, 20);
-    check_against_run(M260K, TOK512, 8, 128, 3);
+    check_against_run(M260K, TOK512, 4, 1, 1, 512, 20);    /* the bring-up mesh   */
+    check_against_run(M260K, TOK512, 8, 1, 1, 128, 3);
+    check_against_run(M260K, TOK512, 16, 4, 1, 256, 41);   /* column trees         */
+    check_against_run(M260K, TOK512, 16, 1, 4, 256, 34);   /* heads over 4 PEs     */
 }
 
-/* (a) + (b) on the stories15M shape. */
-static void test_15m_matches_emulator(void **state)
+/* The stories15M shape on the stories15m profile's emulator, at position
+ * 255 of its 256: the code's charges equal plan's, and the projection
+ * clears 15,000 tokens/s with the controller at most 30%. */
+static void test_15m_regions_and_projection(void **state)
 {
     (void)state;
-    char path[64];
+    char path[64], cmd[512];
+    static char out[1 << 17], err[1 << 17];
     synth_15m(path, sizeof path);
-    check_against_run(path, TOK32K, 16, 64, 10);
+    snprintf(cmd, sizeof cmd, TESSERA_15M " run -m %s -z " TOK32K " -n 256 -t 0 --stats", path);
+    int rc = run_capture(cmd, out, err, sizeof err);
+    if (rc) fprintf(stderr, "%s\n%s", cmd, err);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(err, "profile stories15m, 128 PEs"));
+    assert_int_equal(counter(err, "cycles.position"), 255);
+
+    tsr_plan pl;
+    plan_file(path, "stories15m", 0, 0, 0, 0, 255, &pl);
+    assert_int_equal(pl.pes, 128);
+    assert_true(pl.fits);
+    assert_regions_equal(err, &pl);
+    /* the projection, from the code's counters (300 MHz) */
+    double tok_s = counter_f(err, "projected.tok_s");
+    double share = counter_f(err, "cycles.controller_share");
+    fprintf(stderr, "stories15M on u55c, 128 PEs, position 255: %llu cycles, %.0f tok/s, "
+                    "controller %.1f%%\n", (unsigned long long)pl.cyc.total, tok_s, 100 * share);
+    assert_true(tok_s >= 15000.0);
+    assert_true(share <= 0.30);
+    assert_true(pl.tok_s >= 15000.0);
     unlink(path);
 }
 
-/* The cycle model adds its parts; attention grows with the position. */
+/* The PE loops serialised (TSR_SERIAL_PES): each mesh step charges the sum
+ * over its PEs, so the same run projects more cycles in exactly the mesh
+ * regions, and the controller's stay. */
+static void test_serial_pes_change_the_projection(void **state)
+{
+    (void)state;
+    static char out[1 << 16], err1[1 << 16], err2[1 << 16];
+    const char *args = " run -m " M260K " -z " TOK512 " -n 40 -t 0 --pes 8 --stats";
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, TESSERA_BIN "%s", args);
+    assert_int_equal(run_capture(cmd, out, err1, sizeof err1), 0);
+    snprintf(cmd, sizeof cmd, TESSERA_SERIAL "%s", args);
+    assert_int_equal(run_capture(cmd, out, err2, sizeof err2), 0);
+    assert_non_null(strstr(err2, "PE loops serialised"));
+    assert_int_equal(counter(err1, "cycles.controller"), counter(err2, "cycles.controller"));
+    uint64_t g1 = counter(err1, "cycles.gemv"), g2 = counter(err2, "cycles.gemv");
+    uint64_t a1 = counter(err1, "cycles.attention"), a2 = counter(err2, "cycles.attention");
+    /* 8 PEs in series: between 2x (uneven tiles) and 8x the parallel step */
+    assert_true(g2 >= 2 * g1 && g2 <= 8 * g1);
+    assert_true(a2 > a1);
+    assert_true(counter(err2, "cycles.total") > counter(err1, "cycles.total"));
+}
+
+/* Each synthesis profile's header states what plan computes for its
+ * arrays and datapath. */
+static void test_profile_estimates(void **state)
+{
+    (void)state;
+    const char *names[] = { "stories260k", "stories15m" };
+    for (size_t i = 0; i < 2; i++) {
+        const tsr_kprofile *p = tsr_profile_find(names[i]);
+        assert_non_null(p);
+        tsr_plan_res r;
+        tsr_plan_profile_resources(p, &r);
+        long u, b, d;
+        tsr_profile_stated(names[i], &u, &b, &d);
+        if (u != r.uram || b != r.bram || d != r.dsp)
+            fprintf(stderr, "%s: header states URAM %ld BRAM36 %ld DSP %ld, plan computes %ld %ld "
+                            "%ld\n", names[i], u, b, d, r.uram, r.bram, r.dsp);
+        assert_int_equal(u, r.uram);
+        assert_int_equal(b, r.bram);
+        assert_int_equal(d, r.dsp);
+        /* a U55C holds it */
+        assert_true(r.uram <= 960 && r.bram <= 2016 && r.dsp <= 9024);
+    }
+    long u, b, d;
+    tsr_profile_stated("generic", &u, &b, &d);
+    assert_int_equal(u, -1);
+    assert_null(tsr_profile_find("nosuch"));
+}
+
+/* Attention grows with the position; the GEMVs do not. */
 static void test_cycles_grow_with_position(void **state)
 {
     (void)state;
     tsr_plan a, b;
-    plan_file(M260K, 4, 512, 0, &a);
-    plan_file(M260K, 4, 512, 511, &b);
-    const tsr_plan_cycles *c = &b.cyc;
-    assert_int_equal(c->total, c->gemv_macs + c->gemv_trees + c->gemv_io + c->embed +
-                                   c->attention + c->norms + c->vector + c->sample + c->links);
-    assert_int_equal(a.cyc.gemv_macs, b.cyc.gemv_macs);
-    assert_true(b.cyc.attention > a.cyc.attention);
-    /* 5 layers x ceil(4 KV heads / 4 PEs) x 2 query heads x 512 positions */
-    assert_int_equal(b.work.attn_len, 5u * 1u * 2u * 512u);
+    plan_file(M260K, "generic", 4, 1, 1, 512, 0, &a);
+    plan_file(M260K, "generic", 4, 1, 1, 512, 511, &b);
+    uint64_t sum = 0;
+    for (int r = 0; r < TSR_RG_COUNT; r++) sum += b.cyc.rg[r];
+    assert_int_equal(b.cyc.total, sum + b.cyc.links);
+    assert_int_equal(b.cyc.controller + b.cyc.mesh + b.cyc.links, b.cyc.total);
+    assert_int_equal(a.cyc.rg[TSR_RG_GEMV], b.cyc.rg[TSR_RG_GEMV]);
+    assert_true(b.cyc.rg[TSR_RG_ATTN] > a.cyc.rg[TSR_RG_ATTN]);
     assert_true(b.cycles_mean > (double)a.cyc.total && b.cycles_mean < (double)b.cyc.total);
     assert_int_equal(b.clock_mhz, 300);
 }
 
-/* (c) stories15M Q8_0 fits a U55C; stories110M Q8_0 does not, and the plan
+/* stories15M Q8_0 fits a U55C; stories110M Q8_0 does not, and the plan
  * proposes a split over cards that does. */
 static void test_fit_and_split(void **state)
 {
@@ -183,14 +307,14 @@ static void test_fit_and_split(void **state)
     assert_true(pl.decidable);
     assert_true(pl.fits);
     assert_true(pl.pes_chosen);
-    assert_true(pl.uram <= 960 && pl.bram <= 2016 && pl.dsp <= 9024);
+    assert_true(pl.res.uram <= 960 && pl.res.bram <= 2016 && pl.res.dsp <= 9024);
     assert_true(pl.tok_s > 0);
 
     assert_int_equal(tsr_synth_shape("stories110M", &cfg, &e), TSR_OK);
     assert_int_equal(tsr_plan_config(&cfg, &rq, &pl, &e), TSR_OK);
     assert_true(pl.decidable);
     assert_false(pl.fits);
-    assert_true(pl.uram > 960);
+    assert_true(pl.res.uram > 960);
     assert_true(pl.fix_cards >= 2 && pl.fix_cards <= cfg.n_layers);
     int K = pl.fix_cards;
     /* the proposal holds: K cards fit, K - 1 do not */
@@ -210,7 +334,8 @@ static void test_fit_and_split(void **state)
     tsr_plan p8, p32;
     assert_int_equal(tsr_plan_config(&cfg, &r8, &p8, &e), TSR_OK);
     assert_int_equal(tsr_plan_config(&cfg, &r32, &p32, &e), TSR_OK);
-    assert_int_equal(p8.bytes.kv, p32.bytes.kv / 4u + p32.bytes.kv / 4u / 64u * 4u);
+    uint64_t hs = (uint64_t)cfg.dim / (uint64_t)cfg.n_heads;
+    assert_int_equal(p8.bytes.kv, p32.bytes.kv / 4u + p32.bytes.kv / 4u / hs * 4u);
 }
 
 /* Parts without known block counts are reported, not guessed. */
@@ -276,10 +401,12 @@ static void test_json_unknowns_are_null(void **state)
     }
     assert_non_null(strstr(buf, "\"dsp_have\":1968,"));
     assert_non_null(strstr(buf, "\"decidable\":false,"));
-    assert_non_null(strstr(buf, "\"weight_bytes_per_token\":17086464,"));
     assert_null(strstr(buf, ":0.0,"));
     assert_null(strstr(buf, ":0.00,"));
     assert_null(strstr(buf, ":-1,"));
+    /* the regions, named as the kernel's counters name them */
+    assert_non_null(strstr(buf, "\"gemv\":"));
+    assert_non_null(strstr(buf, "\"controller_share\":"));
     /* u55c: a clock, so real numbers; stories110M does not fit, no shorter
      * context does (null), a split does (a number) */
     o.part = "u55c";
@@ -297,33 +424,45 @@ static void test_json_unknowns_are_null(void **state)
     assert_int_equal(buf[strlen(buf) - 2], '}');
 }
 
-/* The public report: text and JSON. */
+/* The public report: text and JSON, with and without a profile. */
 static void test_report(void **state)
 {
     (void)state;
     static char buf[1 << 16];
     char err[256];
     int fits = -1;
-    tsr_plan_opts o = { .part = "u55c", .pes = 4 };
+    tsr_plan_opts o = { .part = "u55c", .pes = 4, .profile = "stories260k" };
     assert_int_equal(tsr_plan_report(M260K, &o, 0, buf, sizeof buf, &fits, err, sizeof err), TSR_OK);
     assert_int_equal(fits, 1);
     assert_non_null(strstr(buf, "fit: FITS"));
+    assert_non_null(strstr(buf, "profile: stories260k (its datapath and arrays)"));
+    assert_non_null(strstr(buf, "profile stories260k's arrays, every PE at its profile size"));
     assert_non_null(strstr(buf, "projected tokens/s at 300 MHz"));
-    assert_non_null(strstr(buf, "stationary: weights + scales + KV + norms = 957120"));
+    assert_non_null(strstr(buf, "controller"));
     assert_int_equal(tsr_plan_report(M260K, &o, 1, buf, sizeof buf, &fits, err, sizeof err), TSR_OK);
     assert_true(buf[0] == '{');
-    assert_non_null(strstr(buf, "\"stationary\":957120"));
     assert_non_null(strstr(buf, "\"fits\":true"));
+    /* a profile too small for the model: stories15m has no F32 datapath */
+    tsr_plan_opts f = { .part = "u55c", .profile = "stories15m", .weights_f32 = 1 };
+    assert_int_equal(tsr_plan_report(M260K, &f, 0, buf, sizeof buf, &fits, err, sizeof err), TSR_OK);
+    assert_int_equal(fits, 0);
+    assert_non_null(strstr(buf, "has no F32 datapath"));
     o.kv = "f16";
+    o.profile = NULL;
     assert_int_equal(tsr_plan_report(M260K, &o, 0, buf, sizeof buf, &fits, err, sizeof err), TSR_OK);
     assert_non_null(strstr(buf, "projection: the kernel stores an fp32 KV cache today"));
     o.kv = "bf16";
     assert_int_equal(tsr_plan_report(M260K, &o, 0, buf, sizeof buf, &fits, err, sizeof err),
                      TSR_ERR_ARG);
     assert_non_null(strstr(err, "f32, f16, int8"));
+    o.kv = NULL;
+    o.profile = "nosuch";
+    assert_int_equal(tsr_plan_report(M260K, &o, 0, buf, sizeof buf, &fits, err, sizeof err),
+                     TSR_ERR_ARG);
+    assert_non_null(strstr(err, "generic, stories260k, stories15m"));
 }
 
-/* (d) bad arguments through the CLI: exit 2 and a one-line error that lists
+/* Bad arguments through the CLI: exit 2 and a one-line error that lists
  * the valid choices. */
 static void test_cli_errors(void **state)
 {
@@ -337,6 +476,8 @@ static void test_cli_errors(void **state)
         { "--part u55c --weights q4", "option --weights: 'q4' is not q8 or f32" },
         { "--part u55c --pos 512", "position 512 outside the context 0..511" },
         { "--part u55c --pes 4097", "option --pes: '4097' is not an integer in 1..4096" },
+        { "--part u55c --cols 0", "option --cols: '0' is not an integer in 1..64" },
+        { "--part u55c --profile nosuch", "unknown profile 'nosuch' (valid: generic, stories260k, stories15m)" },
         { "", "plan: --part is required (valid: u55c, u280, u250, u200, vu9p, v80, vck5000)" },
         { "--part u55c -m /nonexistent/model.bin", "/nonexistent/model.bin" },
     };
@@ -358,7 +499,7 @@ static void test_cli_errors(void **state)
 }
 
 /* The exit status is the verdict: 0 fits, 1 does not fit, 3 cannot decide;
- * --help documents it and the --pes range. */
+ * --help documents it and the options. */
 static void test_cli_exit_status(void **state)
 {
     (void)state;
@@ -367,15 +508,19 @@ static void test_cli_exit_status(void **state)
     int rc = run_capture(TESSERA_BIN " plan --shape stories110M --part u55c", out, err, sizeof err);
     assert_int_equal(rc, 1);
     assert_non_null(strstr(out, "fit: DOES NOT FIT"));
-    assert_non_null(strstr(out, "--cards 8: split the layers over 8 cards"));
-    assert_non_null(strstr(out, "projected decode (cycle model, not measured on hardware)"));
+    assert_non_null(strstr(out, "split the layers over"));
+    assert_non_null(strstr(out, "projected decode (the kernel's cycle accounting"));
     assert_int_equal(err[0], '\0');
-    /* fits, at the stories15m profile's mesh: 0, and the profile note */
-    rc = run_capture(TESSERA_BIN " plan --shape stories15M --part u55c --pes 16", out, err, sizeof err);
+    /* fits, on the stories15m profile: 0, the region split and the share */
+    rc = run_capture(TESSERA_BIN " plan --shape stories15M --part u55c --profile stories15m", out,
+                     err, sizeof err);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "fit: FITS"));
-    assert_non_null(strstr(out, "  URAM          38       488"));
-    assert_non_null(strstr(out, "shipped profiles: stories260k (4 PEs), stories15m (16 PEs)"));
+    assert_non_null(strstr(out, "128 PEs per card (32 x 4)"));
+    assert_non_null(strstr(out, "48 with attention, each KV head over 8"));
+    assert_non_null(strstr(out, "cycles/token at position 255"));
+    assert_non_null(strstr(out, "controller"));
+    assert_non_null(strstr(out, "gemv "));
     /* cannot decide: 3, and no claim of a chosen count (JSON too) */
     rc = run_capture(TESSERA_BIN " plan --shape stories15M --part v80", out, err, sizeof err);
     assert_int_equal(rc, 3);
@@ -384,20 +529,24 @@ static void test_cli_exit_status(void **state)
     rc = run_capture(TESSERA_BIN " plan --shape stories15M --part vck5000 --json", out, err, sizeof err);
     assert_int_equal(rc, 3);
     assert_non_null(strstr(out, "\"tok_s\":null,"));
-    /* help: exit 0, the statuses and the limits */
+    /* help: exit 0, the statuses and the options */
     rc = run_capture(TESSERA_BIN " plan --help", out, err, sizeof err);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "exit status: 0 fits, 1 does not fit, 2 error"));
     assert_non_null(strstr(out, "3 cannot decide"));
     assert_non_null(strstr(out, "PEs per card, 1..4096"));
-    assert_non_null(strstr(out, "stories15m = --pes 16"));
+    assert_non_null(strstr(out, "--profile NAME"));
+    assert_non_null(strstr(out, "--kv-split N"));
+    assert_non_null(strstr(out, "--cols C"));
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_260k_matches_emulator),
-        cmocka_unit_test(test_15m_matches_emulator),
+        cmocka_unit_test(test_260k_regions),
+        cmocka_unit_test(test_15m_regions_and_projection),
+        cmocka_unit_test(test_serial_pes_change_the_projection),
+        cmocka_unit_test(test_profile_estimates),
         cmocka_unit_test(test_cycles_grow_with_position),
         cmocka_unit_test(test_fit_and_split),
         cmocka_unit_test(test_unknown_part_figures),
