@@ -7,6 +7,7 @@
 #   make csynth [KERNEL=...] [PROFILE=...] [PART=...]                    v++ --mode hls
 #   make cosim  [KERNEL=...] [PROFILE=...] [PART=...]   (after csynth)   vitis-run
 #   make xclbin TARGET=hw|hw_emu PLATFORM=<platform> PROFILE=<profile>  v++ -c, v++ -l
+#               [PROFILE_MONITORS=1]   + data/stall/exec monitors for hw/xrt.ini
 #   make csim-gcc   the csim testbench built with gcc: no Vitis needed
 #
 # Every Vitis target first checks for its tool (need-*) and stops with a
@@ -26,8 +27,14 @@ VITIS_RUN  ?= vitis-run
 XCLBINUTIL ?= xclbinutil
 # Kernel clock (Hz): the Alveo shells' default kernel clock.
 HW_FREQ_HZ ?= 300000000
+# 1: link the profiling monitors of the platform config's "#profile:" block
+# (data, stall and execution monitors, trace memory) so that hw/xrt.ini's
+# device trace and counters have something to read; stall monitors also
+# need the kernel compiled with stall ports (v++ -c --profile.stall).
+PROFILE_MONITORS ?= 0
 
-HW_PROFILES  := $(patsubst kernels/profiles/profile_%.h,%,$(wildcard kernels/profiles/profile_*.h))
+# (profile_undef.h is not a profile: it forgets one, for driver/profiles.c)
+HW_PROFILES  := $(filter-out undef,$(patsubst kernels/profiles/profile_%.h,%,$(wildcard kernels/profiles/profile_*.h)))
 HW_PLATFORMS := $(patsubst hw/link/%.cfg,%,$(wildcard hw/link/*.cfg))
 
 # Card name -> part (PART= also takes a part name as it is).
@@ -37,9 +44,14 @@ HW_PART_u250 := xcu250-figd2104-2L-e
 HW_PART_u200 := xcu200-fsgd2104-2-e
 HLS_PART := $(or $(HW_PART_$(PART)),$(PART))
 
-# Per-profile kernel defines.  stories15m: the fp32 PE arrays (scales + KV
-# cache) go to URAM, BRAM alone is too small (docs/hls-flow.md, resources).
-HW_DEFS_stories15m := -DTSR_PE_F32_URAM
+# Per-profile kernel defines, passed to every build of that profile (v++ -c,
+# the HLS config, hw/profile_kv).  stories15m: each PE's fp32 array
+# (scales) goes to UltraRAM, its KV cache stays in block RAM
+# (kernels/tsr_profile.h TSR_F32_URAM / TSR_KV_URAM): with 128 PEs, BRAM
+# for both would take ~1680 of the U55C's 2016 BRAM36, URAM for both
+# ~1152 of its 960 URAM (tessera plan's block counts for the profile's
+# arrays, docs/hls-flow.md).
+HW_DEFS_stories15m := -DTSR_F32_URAM=1 -DTSR_KV_URAM=0
 # Profiles whose PE memories need more than one SLR: linked without the
 # platform config's slr= pinning.
 HW_SPAN_SLRS := stories15m generic
@@ -62,6 +74,9 @@ ifneq ($(filter xclbin,$(MAKECMDGOALS)),)
   ifeq ($(filter $(TARGET),hw hw_emu),)
     $(error TARGET=$(TARGET): must be hw or hw_emu)
   endif
+  ifeq ($(filter $(PROFILE_MONITORS),0 1),)
+    $(error PROFILE_MONITORS=$(PROFILE_MONITORS): must be 0 or 1)
+  endif
 endif
 
 .PHONY: csim csynth cosim xclbin csim-gcc help-hw need-v++ need-vitis-run need-xclbinutil
@@ -71,8 +86,9 @@ help-hw:
 	@echo "  make csim   KERNEL=$(KERNEL) PROFILE=$(PROFILE) PART=$(PART)   C simulation (vitis-run)"
 	@echo "  make csynth KERNEL=$(KERNEL) PROFILE=$(PROFILE) PART=$(PART)   HLS synthesis (v++ --mode hls)"
 	@echo "  make cosim  KERNEL=$(KERNEL) PROFILE=$(PROFILE) PART=$(PART)   C/RTL co-simulation, after csynth"
-	@echo "  make xclbin TARGET=hw|hw_emu PLATFORM=<platform> PROFILE=<profile>"
+	@echo "  make xclbin TARGET=hw|hw_emu PLATFORM=<platform> PROFILE=<profile> [PROFILE_MONITORS=1]"
 	@echo "              -> bitstreams/tessera_<profile>_<platform>.xclbin + bitstreams/MANIFEST"
+	@echo "              (PROFILE_MONITORS=1: ....monitors.xclbin with trace/counter monitors, hw/xrt.ini)"
 	@echo "  make csim-gcc   the csim testbench built with gcc (no Vitis)"
 	@echo "profiles:  $(HW_PROFILES)"
 	@echo "platforms: $(HW_PLATFORMS)"
@@ -91,7 +107,7 @@ need-xclbinutil:
 	@command -v $(XCLBINUTIL) >/dev/null 2>&1 || { echo "make: $(XCLBINUTIL) not found: install XRT and source /opt/xilinx/xrt/setup.sh" >&2; exit 1; }
 
 # ------------------------------------------------- csim testbench input ---
-# The weight image of stories260K (F32, 2 x 2 mesh) and the tokenized
+# The weight image of stories260K (F32, 4 x 1 mesh) and the tokenized
 # prompt, written by the driver's own image builder (tests/csim/make_image.c),
 # and llama2.c's token ids for it.
 TB_PROFILE   ?= stories260k
@@ -156,37 +172,68 @@ cosim: need-vitis-run $(HLS_CFG) $(TB_IMAGE)
 # v++ -c (kernel sources -> .xo), v++ -l (.xo + platform link config ->
 # .xclbin), then the profile key the XRT backend checks against the model
 # (hw/profile_kv.c prints it for the profile), and a MANIFEST line.
+#
+# PROFILE_MONITORS=1 (UG1393, "--profile Options"): v++ -c adds stall ports
+# (--profile.stall), and the link config's "#profile: " lines become its
+# [profile] section: data monitors on the m_axi ports, stall and execution
+# monitors on the CU, trace offload to a memory bank, read by hw/xrt.ini's
+# device_trace / device_counters.  Those outputs carry ".monitors" in their
+# names, so a monitored and a plain build never overwrite each other and the
+# host's default xclbin lookup (tessera_<profile>_<platform>.xclbin) never
+# picks the monitored one.
+HW_MON      := $(if $(filter 1,$(PROFILE_MONITORS)),.monitors)
 HW_DIR      := build_dir.$(TARGET).$(PLATFORM)
-HW_XO       := $(HW_DIR)/$(KERNEL)_$(PROFILE).xo
-HW_LINK_CFG := $(HW_DIR)/link_$(PROFILE).cfg
-HW_RAW      := $(HW_DIR)/tessera_$(PROFILE).xclbin
+HW_XO       := $(HW_DIR)/$(KERNEL)_$(PROFILE)$(HW_MON).xo
+HW_LINK_CFG := $(HW_DIR)/link_$(PROFILE)$(HW_MON).cfg
+HW_RAW      := $(HW_DIR)/tessera_$(PROFILE)$(HW_MON).xclbin
 HW_KV       := $(BUILD)/hw/profile_kv_$(PROFILE)
-BITSTREAM   := bitstreams/tessera_$(PROFILE)_$(PLATFORM)$(if $(filter hw_emu,$(TARGET)),.hw_emu).xclbin
+BITSTREAM   := bitstreams/tessera_$(PROFILE)_$(PLATFORM)$(if $(filter hw_emu,$(TARGET)),.hw_emu)$(HW_MON).xclbin
+HW_VPP_C_MON := $(if $(HW_MON),--profile.stall all:all)
 
 $(HW_XO): $(KERNEL_SRC) $(wildcard kernels/*.h kernels/profiles/*.h)
 	@mkdir -p $(HW_DIR)
 	$(VPP) -c -t $(TARGET) --platform $(PLATFORM) -k $(KERNEL) \
-	    --hls.clock $(HW_FREQ_HZ):$(KERNEL) --temp_dir $(HW_DIR)/_x.compile \
+	    --hls.clock $(HW_FREQ_HZ):$(KERNEL) --temp_dir $(HW_DIR)/_x.compile$(HW_MON) $(HW_VPP_C_MON) \
 	    -I kernels '-DTSR_PROFILE_HEADER=<profiles/profile_$(PROFILE).h>' $(HW_DEFS_$(PROFILE)) \
 	    -o $@ $(KERNEL_SRC)
 
 $(HW_LINK_CFG): hw/link/$(PLATFORM).cfg hw/vitis.mk
 	@mkdir -p $(HW_DIR)
-	{ echo "# hw/link/$(PLATFORM).cfg for PROFILE=$(PROFILE) (generated by hw/vitis.mk)"; \
-	  sed -e '$(if $(filter $(PROFILE),$(HW_SPAN_SLRS)),s/^slr=/# not pinned: profile $(PROFILE) spans SLRs: slr=/)' $<; } > $@
+	{ echo "# hw/link/$(PLATFORM).cfg for PROFILE=$(PROFILE) PROFILE_MONITORS=$(PROFILE_MONITORS) (generated by hw/vitis.mk)"; \
+	  sed -e '$(if $(filter $(PROFILE),$(HW_SPAN_SLRS)),s/^slr=/# not pinned: profile $(PROFILE) spans SLRs: slr=/)' \
+	      -e '$(if $(HW_MON),s/^#profile: //)' $<; } > $@
 
 $(HW_RAW): $(HW_XO) $(HW_LINK_CFG)
 	$(VPP) -l -t $(TARGET) --platform $(PLATFORM) --config $(HW_LINK_CFG) \
-	    --temp_dir $(HW_DIR)/_x.link -o $@ $(HW_XO)
+	    --temp_dir $(HW_DIR)/_x.link$(HW_MON) -o $@ $(HW_XO)
 
-$(HW_KV): $(wildcard hw/profile_kv.c) $(wildcard kernels/*.h kernels/profiles/*.h)
+# hw/profile_kv for any profile: the figures, with the profile's defines,
+# exactly as the kernel is built with them.
+$(BUILD)/hw/profile_kv_%: hw/profile_kv.c $(wildcard kernels/*.h kernels/profiles/*.h) hw/vitis.mk
 	@mkdir -p $(dir $@)
-	$(CC) -Ikernels -DTSR_PROFILE_HEADER='"profiles/profile_$(PROFILE).h"' hw/profile_kv.c -o $@
+	$(CC) -Ikernels -DTSR_PROFILE_HEADER='"profiles/profile_$*.h"' $(HW_DEFS_$*) hw/profile_kv.c -o $@
 
 $(BITSTREAM): $(HW_RAW) $(HW_KV)
 	@mkdir -p $(dir $@)
 	$(XCLBINUTIL) --input $(HW_RAW) --add-key-value "USER:tessera_profile:$$($(HW_KV))" \
 	    --output $@.tmp && mv $@.tmp $@
-	echo "$(PROFILE) $(PLATFORM) $$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo -dirty) $$(date -u +%Y-%m-%dT%H:%M:%SZ) $(TARGET) $(notdir $@)" >> bitstreams/MANIFEST
+	echo "$(PROFILE) $(PLATFORM) $$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo -dirty) $$(date -u +%Y-%m-%dT%H:%M:%SZ) $(TARGET)$(if $(HW_MON),+monitors) $(notdir $@)" >> bitstreams/MANIFEST
 
 xclbin: need-v++ need-xclbinutil $(BITSTREAM)
+
+# ---------------------------------------------------- profile keys, tests ---
+# What hw/profile_kv prints for every shipped profile, as C string macros
+# (TSR_PROFILE_KV_STORIES15M, ...), for tests/test_xrt.c: its xclbins carry
+# the very line a `make xclbin` of that profile would, so the test follows
+# the profiles as they are tuned.
+HW_KV_ALL := $(HW_PROFILES:%=$(BUILD)/hw/profile_kv_%)
+
+$(BUILD)/hw/profile_kv.h: $(HW_KV_ALL)
+	{ echo "/* generated by hw/vitis.mk from hw/profile_kv.c: do not edit */"; \
+	  for p in $(HW_PROFILES); do \
+	    printf '#define TSR_PROFILE_KV_%s "%s"\n' "$$(echo $$p | tr a-z A-Z)" "$$($(BUILD)/hw/profile_kv_$$p)"; \
+	  done; } > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/tests/test_xrt: $(BUILD)/hw/profile_kv.h
+$(BUILD)/tests/test_xrt: INC += -I$(BUILD)/hw
+$(BUILD)/tests/test_hls_flow: $(HW_KV_ALL)

@@ -1,18 +1,21 @@
 /*
  * make_image.c - writes the input file of the C-simulation testbench
- * (tb_tessera_top.c): a model's weight image as the driver builds it, plus
- * a tokenized prompt, so the testbench itself needs nothing but the kernel
- * sources and stdio (as Vitis csim / cosim want).
+ * (tb_tessera_top.c): a model's weight image as the driver builds it, the
+ * CONFIGURE block as the command layer sends it, and a tokenized prompt, so
+ * the testbench itself needs nothing but the kernel sources and stdio (as
+ * Vitis csim / cosim want).
  *
- * usage: tsr_csim_image MODEL.bin TOKENIZER.bin PROMPT OUT.timg [pes]
- *        (F32 validation weights, one slot, the model's seq_len, a mesh of
- *        pes PEs chosen as the emulator chooses it; pes defaults to 4 = 2x2,
- *        the stories260k synthesis profile's mesh)
+ * usage: tsr_csim_image MODEL.bin TOKENIZER.bin PROMPT OUT.timg [pes [profile]]
+ *        F32 validation weights, one slot, the model's seq_len, pes PEs in
+ *        one mesh column (default 4, the stories260k profile's mesh: each
+ *        row's sum stays on one PE, in run.c's order), placed for the
+ *        synthesis profile named (default stories260k, driver/profiles.c).
  *
- * File format (all little-endian uint32 words; see tb_tessera_top.c):
- *   "TIMG" magic, version 1,
+ * File format (little-endian uint32 words; see tb_tessera_top.c):
+ *   "TIMG" magic, version 2,
  *   n_prompt, prompt ids (n_prompt,),
- *   the CONFIGURE block (TSR_KCONFIG_WORDS,),
+ *   the CONFIGURE payload (TSR_KCONFIG_WORDS,): the tsr_kconfig integers in
+ *   field order, then rope_theta and norm_eps as fp32 bit patterns,
  *   n_chunks, then per chunk: pe, region, offset, length, n_words,
  *   payload (n_words,) - one LOAD command each, in streaming order.
  */
@@ -21,11 +24,12 @@
 #include <string.h>
 
 #include "model.h"
+#include "profiles.h"
 #include "tokenizer.h"
 #include "weight_image.h"
 
 #define TIMG_MAGIC   0x474D4954u  /* "TIMG" */
-#define TIMG_VERSION 1u
+#define TIMG_VERSION 2u
 #define MAX_PROMPT   1024
 
 /* ------------------------------------------------------------------------ */
@@ -34,6 +38,19 @@
 static int put(FILE *f, const uint32_t *w, size_t n)
 {
     return fwrite(w, sizeof *w, n, f) == n ? 0 : -1;
+}
+
+/* The CONFIGURE payload of c (kernels/tsr_kernel.h, CONFIGURE). */
+static void config_words(const tsr_kconfig *c, uint32_t w[TSR_KCONFIG_WORDS])
+{
+    const uint32_t ints[TSR_KCONFIG_INTS] = {
+        c->magic, c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->vocab_size,
+        c->seq_len, c->n_slots, c->dtype, c->group, c->mesh_rows, c->mesh_cols,
+        c->shared_classifier, c->kv_split, c->att_pes
+    };
+    memcpy(w, ints, sizeof ints);
+    memcpy(w + TSR_KCONFIG_INTS, &c->rope_theta, 4);
+    memcpy(w + TSR_KCONFIG_INTS + 1, &c->norm_eps, 4);
 }
 
 static int write_image(const char *path, const int *prompt, int n_prompt, const tsr_wimage *img)
@@ -47,7 +64,7 @@ static int write_image(const char *path, const int *prompt, int n_prompt, const 
         bad = put(f, &t, 1);
     }
     uint32_t cfg[TSR_KCONFIG_WORDS];
-    memcpy(cfg, &img->cfg, sizeof cfg);
+    config_words(&img->cfg, cfg);
     if (!bad) bad = put(f, cfg, TSR_KCONFIG_WORDS);
     uint32_t nc = (uint32_t)img->n_chunks;
     if (!bad) bad = put(f, &nc, 1);
@@ -65,11 +82,19 @@ static int write_image(const char *path, const int *prompt, int n_prompt, const 
 
 int main(int argc, char **argv)
 {
-    if (argc < 5 || argc > 6) {
-        fprintf(stderr, "usage: %s MODEL.bin TOKENIZER.bin PROMPT OUT.timg [pes]\n", argv[0]);
+    if (argc < 5 || argc > 7) {
+        fprintf(stderr, "usage: %s MODEL.bin TOKENIZER.bin PROMPT OUT.timg [pes [profile]]\n",
+                argv[0]);
         return 2;
     }
-    int pes = argc == 6 ? atoi(argv[5]) : 4;
+    int pes = argc >= 6 ? atoi(argv[5]) : 4;
+    const char *pname = argc >= 7 ? argv[6] : "stories260k";
+    const tsr_kprofile *prof = tsr_profile_find(pname);
+    if (!prof || pes < 1) {
+        fprintf(stderr, "tsr_csim_image: bad pes %d or profile '%s' (profiles: %s)\n", pes, pname,
+                tsr_profile_names());
+        return 2;
+    }
     tsr_err e = { 0, "" };
     tsr_checkpoint *m = NULL;
     tsr_tokenizer *tok = NULL;
@@ -85,15 +110,18 @@ int main(int argc, char **argv)
     memset(&o, 0, sizeof o);
     o.weights_f32 = 1;
     o.n_slots = 1;
+    tsr_mesh_opts mesh = { .pes = pes, .cols = 1 };
     tsr_kconfig kc;
-    if (tsr_wimage_config(m, &o, pes, &kc, &e) || tsr_wimage_build(m, &kc, &img, &e))
+    if (tsr_wimage_config(m, &o, &mesh, prof, &kc, &e) ||
+        tsr_wimage_check_profile(&kc, prof, pname, &e) || tsr_wimage_build(m, &kc, &img, &e))
         goto fail;
     if (write_image(argv[4], prompt, n_prompt, &img)) {
         fprintf(stderr, "tsr_csim_image: %s: cannot write\n", argv[4]);
         goto out;
     }
-    printf("tsr_csim_image: %s: %d prompt tokens, %d chunks, %u x %u mesh, F32\n", argv[4],
-           n_prompt, img.n_chunks, kc.mesh_rows, kc.mesh_cols);
+    printf("tsr_csim_image: %s: %d prompt tokens, %d chunks (%llu bytes), %u x %u mesh, F32, "
+           "profile %s\n", argv[4], n_prompt, img.n_chunks, (unsigned long long)img.bytes,
+           kc.mesh_rows, kc.mesh_cols, pname);
     rc = 0;
     goto out;
 fail:

@@ -33,24 +33,33 @@ typedef struct section {
     size_t      size;
 } section;
 
-/* Memory banks: the distinct tags of in/out/cancel, in first-use order. */
+/* Memory banks: the distinct tags of the arguments, in first-use order. */
 typedef struct banks {
-    const char *tag[3];
+    const char *tag[TSR_XW_NARGS];
     int         n;
-    int         of_arg[3];   /* bank index of in, out, cancel */
+    int         of_arg[TSR_XW_NARGS];   /* bank index of each argument */
 } banks;
 
 static void collect_banks(const tsr_xclbin_desc *d, banks *b)
 {
-    static const char *const def[3] = { "HBM[0]", "HBM[1]", "HBM[2]" };
+    static const char *const def[TSR_XW_NARGS] = { "HBM[1]", "HBM[0]", "HBM[0]", "HBM[1]",
+                                                   "HBM[1]" };
     memset(b, 0, sizeof *b);
-    for (int a = 0; a < 3; a++) {
+    for (int a = 0; a < TSR_XW_NARGS; a++) {
         const char *t = d->bank[a] ? d->bank[a] : def[a];
         int k = 0;
         while (k < b->n && strcmp(b->tag[k], t) != 0) k++;
         if (k == b->n) b->tag[b->n++] = t;
         b->of_arg[a] = k;
     }
+}
+
+/* Argument a's id in the XML and CONNECTIVITY. */
+static int arg_id(const tsr_xclbin_desc *d, int a)
+{
+    if (d->swap_in_ids && a == TSR_XW_IN_W) return TSR_XW_IN_F;
+    if (d->swap_in_ids && a == TSR_XW_IN_F) return TSR_XW_IN_W;
+    return a;
 }
 
 static void *mem_topology_section(const banks *b, size_t *size)
@@ -85,15 +94,16 @@ static void *ip_layout_section(const char *kernel, size_t *size)
     return ip;
 }
 
+/* One connection per m_axi argument that has a bank. */
 static void *connectivity_section(const tsr_xclbin_desc *d, const banks *b, size_t *size)
 {
-    *size = sizeof(struct connectivity) + 2u * sizeof(struct connection);
+    *size = sizeof(struct connectivity) + (TSR_XW_NARGS - 1u) * sizeof(struct connection);
     struct connectivity *c = calloc(1, *size);
     if (!c) return NULL;
-    for (int a = 0; a < 3; a++) {
-        if (d->omit_arg == a + 2) continue;   /* an omitted argument has no bank */
+    for (int a = 0; a < TSR_XW_NARGS; a++) {
+        if (d->omit_arg == a + 1 || d->scalar_arg == a + 1 || d->unbanked_arg == a + 1) continue;
         struct connection *x = &c->m_connection[c->m_count++];
-        x->arg_index = a + 1;                 /* in = 1, out = 2, cancel = 3 */
+        x->arg_index = arg_id(d, a);
         x->m_ip_layout_index = 0;
         x->mem_data_index = b->of_arg[a];
     }
@@ -122,16 +132,19 @@ static void sb_printf(sbuf *b, const char *fmt, ...)
     }
 }
 
+/* The kernel XML, as v++ writes it for tessera_top: one m_axi port per
+ * bundle (gmem0 ctl; gmem1 in_w, in_f; gmem2 out_w, out_f, as the INTERFACE
+ * pragmas of kernels/tsr_kernel.c bundle them), 64-bit pointer arguments in
+ * the control register map from 0x10. */
 static void *kernel_xml_section(const tsr_xclbin_desc *d, const char *kernel,
                                 const char *platform, size_t *size)
 {
-    /* arg id, name, port, addressQualifier, size, offset, type */
-    const struct { const char *name, *port; int aq; unsigned size, offset; const char *type; }
-    args[4] = {
-        { "cmd", "S_AXI_CONTROL", 0, 0x20, 0x18, d->cmd_type ? d->cmd_type : "uint*" },
-        { "in", "M_AXI_GMEM0", 1, 0x8, 0x38, "void*" },
-        { "out", "M_AXI_GMEM1", 1, 0x8, 0x44, "void*" },
-        { "cancel", "M_AXI_GMEM2", 1, 0x8, 0x50, "void*" },
+    static const struct { const char *name, *port, *type; } args[TSR_XW_NARGS] = {
+        { "ctl", "M_AXI_GMEM0", "unsigned int*" },
+        { "in_w", "M_AXI_GMEM1", "unsigned int*" },
+        { "in_f", "M_AXI_GMEM1", "float*" },
+        { "out_w", "M_AXI_GMEM2", "unsigned int*" },
+        { "out_f", "M_AXI_GMEM2", "float*" },
     };
     sbuf b = { 0 };
     sb_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -151,12 +164,15 @@ static void *kernel_xml_section(const tsr_xclbin_desc *d, const char *kernel,
                       "dataWidth=\"32\" portType=\"addressable\" base=\"0x0\"/>\n", p);
     sb_printf(&b, "          <port name=\"S_AXI_CONTROL\" mode=\"slave\" range=\"0x1000\" "
                   "dataWidth=\"32\" portType=\"addressable\" base=\"0x0\"/>\n");
-    for (int a = 0; a < 4; a++) {
+    for (int a = 0; a < TSR_XW_NARGS; a++) {
         if (d->omit_arg == a + 1) continue;
+        int scalar = d->scalar_arg == a + 1;
+        unsigned size = scalar ? 0x4 : 0x8, offset = 0x10 + 0xc * (unsigned)a;
         sb_printf(&b, "          <arg name=\"%s\" addressQualifier=\"%d\" id=\"%d\" port=\"%s\" "
                       "size=\"0x%x\" offset=\"0x%x\" hostOffset=\"0x0\" hostSize=\"0x%x\" "
-                      "type=\"%s\"/>\n", args[a].name, args[a].aq, a, args[a].port, args[a].size,
-                  args[a].offset, args[a].size, args[a].type);
+                      "type=\"%s\"/>\n", args[a].name, scalar ? 0 : 1, arg_id(d, a),
+                  scalar ? "S_AXI_CONTROL" : args[a].port, size, offset, size,
+                  scalar ? "unsigned int" : args[a].type);
     }
     sb_printf(&b, "          <instance name=\"%s_1\">\n"
                   "            <addrRemap base=\"0x1800000\" range=\"0x10000\" port=\"S_AXI_CONTROL\"/>\n"
@@ -204,7 +220,7 @@ int tsr_xclbin_write(const char *path, const tsr_xclbin_desc *d)
                                 "{\"name\":\"tessera tests/support/xclbin_write.c\"}}}}",
                                 &sec[ns].size); ns++;
     if (d->profile) {
-        char kv[1024];
+        char kv[2048];
         snprintf(kv, sizeof kv, "{\"key_values\":[{\"key\":\"tessera_profile\",\"value\":\"%s\"}]}",
                  d->profile);
         sec[ns] = (section){ KEYVALUE_METADATA, "keyvalue", NULL, 0 };

@@ -9,7 +9,8 @@
 #   TSR_CLOCK    clock period in ns                      default 3.33 (300 MHz)
 #   TSR_IMAGE    testbench input (make csim-image)       default build/csim/stories260k.timg
 #   TSR_REF      reference token ids                     default ../shared/reference/...
-#   TSR_DEFS     extra -D flags (e.g. -DTSR_PE_F32_URAM for stories15m)
+#   TSR_DEFS     the profile's -D flags, as hw/vitis.mk HW_DEFS_<profile>
+#                (stories15m: "-DTSR_F32_URAM=1 -DTSR_KV_URAM=0")
 
 proc env_or {name default} {
     if {[info exists ::env($name)] && $::env($name) ne ""} { return $::env($name) }
