@@ -66,7 +66,12 @@ size_t tsr_kcounters_text(const tsr_kcounters *kc, uint32_t max_pes, const char 
 #define PUT(...) do { int w_ = snprintf(at < len ? buf + at : NULL, at < len ? len - at : 0, \
                                         __VA_ARGS__); \
                       if (w_ > 0) at += (size_t)w_; } while (0)
+#ifdef TSR_SERIAL_PES
+    PUT("profile %s, %llu PEs (PE loops serialised: TSR_SERIAL_PES)\n", profile,
+        (unsigned long long)kc->n_pes);
+#else
     PUT("profile %s, %llu PEs\n", profile, (unsigned long long)kc->n_pes);
+#endif
     for (int i = 0; i < TSR_OP_COUNT; i++) PUT("runs.%s %llu\n", opn[i], (unsigned long long)kc->runs[i]);
     PUT("tokens_fed %llu\n", (unsigned long long)kc->tokens_fed);
     PUT("tokens_sampled %llu\n", (unsigned long long)kc->tokens_sampled);

@@ -596,8 +596,12 @@ static int eval(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part *p
         out->bytes = worst.bytes;
         out->res = worst.res;
         out->res.kv_in_uram = kv_uram;
-        /* with a profile, the bitstream's arrays are the profile's */
-        const tsr_plan_res *need = out->with_profile ? &out->prof_res : &out->res;
+        /* with a synthesis profile, the bitstream's arrays are the
+         * profile's; the emulator's (generic, no stated estimate) has no
+         * bitstream, so the model's own needs are judged */
+        long su, sb, sd;
+        tsr_profile_stated(out->profile, &su, &sb, &sd);
+        const tsr_plan_res *need = out->with_profile && su >= 0 ? &out->prof_res : &out->res;
         out->fits = out->decidable && need->uram <= out->uram_have &&
                     need->bram <= out->bram_have && need->dsp <= out->dsp_have &&
                     (!out->with_profile || out->profile_ok);
@@ -729,8 +733,9 @@ int tsr_plan_config(const tsr_config *cfg, const tsr_plan_req *req, tsr_plan *ou
     int rc = eval_auto(cfg, req, part, out, e);
     if (rc || out->fits || !out->decidable) return rc;
 
-    /* the smallest changes that fit */
+    /* the smallest changes that fit (each judged at its own last position) */
     tsr_plan_req r = *req;
+    r.pos = -1;
     tsr_plan t;
     int seq = (int)out->kc.seq_len, lo = 0, hi = seq - 1;
     while (lo < hi) {   /* longest context that fits (fit shrinks with it) */
@@ -742,12 +747,14 @@ int tsr_plan_config(const tsr_config *cfg, const tsr_plan_req *req, tsr_plan *ou
     }
     out->fix_seq = lo;
     r = *req;
+    r.pos = -1;
     if (req->kv != TSR_KV_INT8) {
         r.kv = TSR_KV_INT8;
         if ((rc = eval_auto(cfg, &r, part, &t, e))) return rc;
         out->fix_kv_int8 = t.fits;
     }
     r = *req;
+    r.pos = -1;
     for (int K = (req->cards > 1 ? req->cards : 1) + 1; K <= cfg->n_layers; K++) {
         r.cards = K;
         if ((rc = eval_auto(cfg, &r, part, &t, e))) return rc;

@@ -34,7 +34,12 @@ uint32_t tsr_emu_run_pes(tsr_kstate *st, uint32_t P, tsr_emu_pe_task fn, const t
     if (job->work < PARALLEL_MIN_WORK) nw = 1;
     tsr_emu_pool_run(st->pool, nw, run_block, &s);
     uint32_t worst = 0;
-    for (uint32_t p = 0; p < P; p++)
+    for (uint32_t p = 0; p < P; p++) {
+#ifdef TSR_SERIAL_PES
+        worst += st->pe_cy[p];   /* the PEs one after another (tsr_hls.h) */
+#else
         if (st->pe_cy[p] > worst) worst = st->pe_cy[p];
+#endif
+    }
     return worst;
 }

@@ -50,7 +50,19 @@
  * region's latency is the slowest instance: hence the maximum.
  * TSR_RUN_ATT_PES: the same over the PEs that have attention datapaths.
  * Emulator: the worker pool runs the PE blocks on its threads (emu/pool.c)
- * and returns the same maximum. */
+ * and returns the same maximum.
+ *
+ * Built with TSR_SERIAL_PES (a check, never a profile): the loop is not
+ * unrolled, one PE after another, and the region charges the sum of its
+ * PEs' cycles: the code's accounting moves with its structure
+ * (tests/test_plan.c). */
+#if defined(TSR_SERIAL_PES)
+#define TSR_PES_COMBINE(worst, c) ((worst) += (c))
+#define TSR_PES_UNROLL
+#else
+#define TSR_PES_COMBINE(worst, c) ((worst) = (c) > (worst) ? (c) : (worst))
+#define TSR_PES_UNROLL _Pragma("HLS UNROLL")
+#endif
 #if defined(TSR_EMU) && !defined(__SYNTHESIS__)
 #define TSR_RUN_PES(worst, st, task, job) \
     ((worst) = tsr_emu_run_pes((st), (st)->P, (task), (job)))
@@ -62,10 +74,10 @@
     {                                                                          \
         (worst) = 0;                                                           \
         for (uint32_t p_ = 0; p_ < (NPES); p_++) {                             \
-            _Pragma("HLS UNROLL")                                              \
+            TSR_PES_UNROLL                                                     \
             if (p_ < (n)) {                                                    \
                 uint32_t c_ = task((st), p_, (job));                           \
-                if (c_ > (worst)) (worst) = c_;                                \
+                TSR_PES_COMBINE(worst, c_);                                    \
             }                                                                  \
         }                                                                      \
     }

@@ -384,6 +384,29 @@ static void test_clang_rule_fixture(void **state)
     check_planted(fx->dir, fx->file, "", "/* expect: ", fx->rule, fx->planted);
 }
 
+/* `make lint-hls`, the target the build runs, fails on every planted
+ * fixture and names its rule: the rule is not only in the script. */
+static void test_make_lint_hls_fails_on_fixture(void **state)
+{
+    const fixture *fx = *state;
+    need_clang();
+    static char out[1 << 16], err[1 << 16];
+    char cmd[1024], want[256];
+    snprintf(cmd, sizeof cmd, "make -s --no-print-directory -C '%s' lint-hls LINT_DIR='%s/%s'",
+             TSR_SOURCE_DIR, FIXTURES, fx->dir);
+    int rc = run_capture(cmd, out, err, sizeof err);
+    snprintf(want, sizeof want, "%s/%s/%s:", FIXTURES, fx->dir, fx->file);
+    if (rc == 0 || !strstr(out, want)) fprintf(stderr, "%s\n%s%s", cmd, out, err);
+    assert_int_not_equal(rc, 0);
+    assert_non_null(strstr(out, want));
+    /* the libclang rule, or for misnamed pragmas the pragma lint, which
+     * runs first and stops the target */
+    snprintf(want, sizeof want, ": %s: ", fx->rule);
+    assert_true(strstr(out, want) != NULL ||
+                (!strcmp(fx->rule, "pragma-name") && strstr(out, "lint-pragmas: ") &&
+                 strstr(out, "pragma names ")));
+}
+
 /* Every rule the checker knows has a planted fixture above, and no other. */
 static void test_clang_every_rule_has_a_fixture(void **state)
 {
@@ -477,12 +500,17 @@ int main(void)
     };
     /* one named test per planted fixture */
     enum { N_FIXED = sizeof tests / sizeof tests[0] };
-    struct CMUnitTest all[N_FIXED + N_FIXTURE_RULES];
+    static char names[N_FIXTURE_RULES][80];
+    struct CMUnitTest all[N_FIXED + 2 * N_FIXTURE_RULES];
     memcpy(all, tests, sizeof tests);
     for (size_t i = 0; i < N_FIXTURE_RULES; i++) {
         struct CMUnitTest t = { FIXTURE_RULES[i].dir, test_clang_rule_fixture, NULL, NULL,
                                 (void *)&FIXTURE_RULES[i] };
         all[N_FIXED + i] = t;
+        snprintf(names[i], sizeof names[i], "make lint-hls fails on %s", FIXTURE_RULES[i].dir);
+        struct CMUnitTest m = { names[i], test_make_lint_hls_fails_on_fixture, NULL, NULL,
+                                (void *)&FIXTURE_RULES[i] };
+        all[N_FIXED + N_FIXTURE_RULES + i] = m;
     }
     return cmocka_run_group_tests(all, NULL, NULL);
 }

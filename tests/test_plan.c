@@ -442,11 +442,17 @@ static void test_report(void **state)
     assert_int_equal(tsr_plan_report(M260K, &o, 1, buf, sizeof buf, &fits, err, sizeof err), TSR_OK);
     assert_true(buf[0] == '{');
     assert_non_null(strstr(buf, "\"fits\":true"));
-    /* a profile too small for the model: stories15m has no F32 datapath */
-    tsr_plan_opts f = { .part = "u55c", .profile = "stories15m", .weights_f32 = 1 };
+    /* a profile that cannot hold the model: not a fit, and why */
+    tsr_plan_opts f = { .part = "u55c", .profile = "stories15m" };
     assert_int_equal(tsr_plan_report(M260K, &f, 0, buf, sizeof buf, &fits, err, sizeof err), TSR_OK);
     assert_int_equal(fits, 0);
-    assert_non_null(strstr(buf, "has no F32 datapath"));
+    assert_non_null(strstr(buf, "DOES NOT HOLD THE MODEL: n_heads 8 exceeds the stories15m "
+                                "profile's maximum 6"));
+    f.shape = "stories15M";
+    f.weights_f32 = 1;
+    assert_int_equal(tsr_plan_report(NULL, &f, 0, buf, sizeof buf, &fits, err, sizeof err), TSR_OK);
+    assert_int_equal(fits, 0);
+    assert_non_null(strstr(buf, "the stories15m profile has no F32 datapath"));
     o.kv = "f16";
     o.profile = NULL;
     assert_int_equal(tsr_plan_report(M260K, &o, 0, buf, sizeof buf, &fits, err, sizeof err), TSR_OK);
