@@ -20,6 +20,7 @@
 
 #include "golden.h"
 #include "model.h"
+#include "tsr_kernel.h"
 #include "tessera.h"
 #include "greedy.h"
 #include "test_util.h"
@@ -104,26 +105,34 @@ static void f32_matches_reference_on_other_meshes(void **state)
     }
 }
 
-/* The PEs spread over 1, 2 or 4 worker threads give identical greedy tokens
- * (each PE writes only its own partial sums). */
+/* The PEs spread over 1, 2, 3 or 4 worker threads give identical greedy
+ * tokens (each PE writes only its own memories; a tree step reads its
+ * partner's after the step before it ended): on the default mesh, and on a
+ * 4 x 4 mesh with each KV head over 2 PEs. */
 static void threads_give_identical_tokens(void **state)
 {
     (void)state;
-    const char *specs[] = { "emu:threads=1", "emu:threads=2", "emu:threads=4", "emu:threads=3" };
-    int first[STEPS + 8], got[STEPS + 8], n_first = 0;
-    for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
-        tsr_device *dev = open_dev(specs[k]);
-        tsr_model *m = load(dev, 0, 32);
-        int n = run_greedy(m, k ? got : first, STEPS + 8);
-        if (k == 0) n_first = n;
-        else {
-            assert_int_equal(n, n_first);
-            assert_memory_equal(got, first, (size_t)n * sizeof(int));
+    static const char *const specs[][4] = {
+        { "emu:threads=1", "emu:threads=2", "emu:threads=4", "emu:threads=3" },
+        { "emu:pes=16,cols=4,kvsplit=2,threads=1", "emu:pes=16,cols=4,kvsplit=2,threads=2",
+          "emu:pes=16,cols=4,kvsplit=2,threads=4", "emu:pes=16,cols=4,kvsplit=2,threads=3" },
+    };
+    for (size_t g = 0; g < 2; g++) {
+        int first[STEPS + 8], got[STEPS + 8], n_first = 0;
+        for (size_t k = 0; k < 4; k++) {
+            tsr_device *dev = open_dev(specs[g][k]);
+            tsr_model *m = load(dev, 0, 32);
+            int n = run_greedy(m, k ? got : first, STEPS + 8);
+            if (k == 0) n_first = n;
+            else {
+                assert_int_equal(n, n_first);
+                assert_memory_equal(got, first, (size_t)n * sizeof(int));
+            }
+            tsr_model_close(m);
+            tsr_device_close(dev);
         }
-        tsr_model_close(m);
-        tsr_device_close(dev);
+        assert_int_equal(n_first, STEPS + 1);
     }
-    assert_int_equal(n_first, STEPS + 1);
 }
 
 /* Greedy tokens (125 positions, BOS/EOS ignored) and the last logits of a
@@ -138,17 +147,19 @@ static int run_q8(const char *spec, int G, int *ids, float *logits)
     return n;
 }
 
-/* The emulator's SIMD rows (emu/tile_simd.c) and the kernel's portable
- * loops give the same tokens and bit-identical logits, at group sizes 32
- * and 64, on the default 4 x 4 mesh and on meshes whose worker blocks are
- * not whole mesh rows (pes=6 over 4 threads: the controller then runs the
- * adder trees). */
+/* The emulator's SIMD rows (emu/tile_simd.c) and unpadded attention
+ * passes (emu/att_rows.c) give the same tokens and bit-identical logits as
+ * the kernel's portable loops, at group sizes 32 and 64: on the default
+ * 16 x 1 mesh, on 6 PEs over 4 threads (worker blocks that are not whole
+ * mesh rows), and on a 4 x 2 mesh with each KV head over 2 PEs (column and
+ * attention trees). */
 static void simd_rows_match_portable_loops(void **state)
 {
     (void)state;
     static const char *const pairs[][2] = {
         { "emu:simd=0,threads=1", "emu:threads=2" },
         { "emu:simd=0,pes=6,threads=1", "emu:pes=6,threads=4" },
+        { "emu:simd=0,pes=8,cols=2,kvsplit=2,threads=1", "emu:pes=8,cols=2,kvsplit=2,threads=2" },
     };
     static const int groups[] = { 32, 64 };
     for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
@@ -165,8 +176,10 @@ static void simd_rows_match_portable_loops(void **state)
     }
 }
 
-/* Q8_0 (group 32, the default) equals the golden reference's Q8 mode token
- * for token over 200 steps; records NMSE and top-1 agreement against F32. */
+/* Q8_0 (group 32, the default) on the default mesh (16 PEs, one column)
+ * equals the golden reference's Q8 mode token for token over 200 steps,
+ * and its logits bit for bit; records NMSE and top-1 agreement against
+ * F32. */
 static void q8_matches_golden_q8(void **state)
 {
     (void)state;
@@ -198,9 +211,12 @@ static void q8_matches_golden_q8(void **state)
     assert_int_equal(tsr_seq_read_logits(s, dl, vocab), TSR_OK);
     const float *fl = golden_forward(&gf, 1, 0);
     double nmse = golden_nmse(dl, fl, vocab);
-    /* The device's Q8 logits against the golden Q8 logits: only float order. */
+    /* The device's Q8 logits against the golden Q8 logits. */
     const float *ql = golden_forward(&gq, 1, 0);
     double nmse_q = golden_nmse(dl, ql, vocab);
+    /* one mesh column: every row in runq.c's order, so bit for bit (ql is
+     * golden's buffer: compare before the next golden_forward) */
+    assert_memory_equal(dl, ql, (size_t)vocab * sizeof *dl);
 
     /* Top-1 agreement of Q8 against F32 along the F32 (reference) path. */
     int agree = 0;
@@ -212,7 +228,6 @@ static void q8_matches_golden_q8(void **state)
     print_message("q8_0 g32: position-0 logits NMSE vs f32 = %.3e (vs golden q8 %.3e), "
                   "top-1 agreement vs f32 over %d steps = %.3f\n",
                   nmse, nmse_q, STEPS, agree / (double)STEPS);
-    assert_true(nmse_q < 1e-9);
     assert_true(nmse < 1e-2);
     assert_true(agree >= STEPS * 9 / 10);
 
@@ -225,33 +240,63 @@ static void q8_matches_golden_q8(void **state)
     tsr_checkpoint_close(ck);
 }
 
-/* Off-chip budgets from the counters: decode N moves <= 4N+64 bytes out,
- * prefill P moves <= 4P+64 bytes in, the weight image crosses once. */
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* Off-chip budgets from the counters.  A command is TSR_CMD_WORDS words in
+ * and TSR_RESP_WORDS out (driver/kcmd.c).  Prefill of P tokens: one
+ * command and the 4P bytes of ids in, the same fixed cost for any P.
+ * Decode of N tokens: one command in; out the 4N bytes of ids, the
+ * response, and 4 bytes for each read of the token count the host polls
+ * while the kernel streams.  The host reads the count after each publish
+ * (N + 1 of them) or each 1 ms wait slice without one, so the polls are
+ * bounded by N + 2 plus the decode's milliseconds.  The weight image
+ * crosses once. */
 static void offchip_budgets(void **state)
 {
     (void)state;
+    const uint64_t cmd = 4u * TSR_CMD_WORDS, resp = 4u * TSR_RESP_WORDS;
     tsr_device *dev = open_dev("emu");
     tsr_model *m = load(dev, 0, 32);
-    tsr_traffic t0, t1, t2;
+    tsr_traffic t0, t1, t2, t3;
     tsr_device_traffic(dev, &t0);
     assert_int_equal(t0.loads, 1);
     assert_true(t0.load_h2d > 0);
 
     tsr_seq *s = NULL;
-    assert_int_equal(tsr_seq_open(m, &s), TSR_OK);
+    assert_int_equal(tsr_seq_open(m, &s), TSR_OK);   /* a RESET */
+    tsr_device_traffic(dev, &t1);
+    assert_int_equal(t1.prefill_h2d - t0.prefill_h2d, cmd);
+    assert_int_equal(t1.prefill_d2h - t0.prefill_d2h, resp);
     int prompt[12] = { 1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315 };
     assert_int_equal(tsr_seq_append_tokens(s, prompt, 12), TSR_OK);
-    tsr_device_traffic(dev, &t1);
-    assert_true(t1.prefill_h2d - t0.prefill_h2d <= 4 * 12 + 64);
-    assert_true(t1.prefill_h2d - t0.prefill_h2d >= 4 * 12);
-
-    tsr_gen_opts go = { .max_tokens = 100, .ignore_stop = 1 };
-    int got = 0;
-    assert_int_equal(tsr_seq_generate(s, &go, NULL, NULL, &got), TSR_OK);
-    assert_int_equal(got, 100);
     tsr_device_traffic(dev, &t2);
-    assert_true(t2.decode_d2h - t1.decode_d2h <= 4 * 100 + 64);
-    assert_true(t2.decode_d2h - t1.decode_d2h >= 4 * 100);
+    uint64_t in12 = t2.prefill_h2d - t1.prefill_h2d;
+    assert_true(in12 >= 4 * 12 && in12 <= 4 * 12 + 64);
+    assert_int_equal(t2.prefill_d2h - t1.prefill_d2h, resp);
+    assert_int_equal(tsr_seq_append_tokens(s, prompt + 1, 3), TSR_OK);
+    tsr_device_traffic(dev, &t3);
+    assert_int_equal(t3.prefill_h2d - t2.prefill_h2d - 4 * 3, in12 - 4 * 12);   /* per call, not per token */
+
+    const int N = 100;
+    tsr_gen_opts go = { .max_tokens = N, .ignore_stop = 1 };
+    int got = 0;
+    double ms = now_ms();
+    assert_int_equal(tsr_seq_generate(s, &go, NULL, NULL, &got), TSR_OK);
+    ms = now_ms() - ms;
+    assert_int_equal(got, N);
+    tsr_device_traffic(dev, &t2);
+    uint64_t out = t2.decode_d2h - t3.decode_d2h, in = t2.decode_h2d - t3.decode_h2d;
+    uint64_t polls = (out - 4u * N - resp) / 4u;
+    print_message("decode of %d tokens: %llu bytes in, %llu out (%llu count reads in %.1f ms)\n", N,
+                  (unsigned long long)in, (unsigned long long)out, (unsigned long long)polls, ms);
+    assert_true(out >= 4u * N + resp + 4u);
+    assert_true(polls <= (uint64_t)N + 2u + (uint64_t)ms + 2u);
+    assert_true(in <= cmd + 64);
     assert_int_equal(t2.load_h2d, t0.load_h2d);
 
     /* More prompts, and loading the same model again: no second stream. */
