@@ -386,6 +386,23 @@ att_tree_value_lanes:
 /* ------------------------------------------------------------------------ */
 /* The controller's side                                                      */
 
+#ifdef TSR_EMU
+void tsr_att_latch_qkv(tsr_kstate *st, uint32_t slot)
+{
+    uint32_t dim = st->cfg.dim, kvd = st->kv_dim, hs = st->hs, qg = st->kv_mul * hs;
+    for (uint32_t p = 0; p < st->cfg.att_pes; p++) {
+        uint32_t h0 = st->kv_h0[p], nh = st->kv_nh[p];
+        if (nh == 0) continue;
+        for (uint32_t i = 0; i < nh * qg; i++) st->qh[p][i] = st->qkv[h0 * qg + i];
+        if (st->kv_q[p] != st->pos_q[slot]) continue;
+        for (uint32_t i = 0; i < nh * hs; i++) {
+            st->kin[p][i] = st->qkv[dim + h0 * hs + i];
+            st->vin[p][i] = st->qkv[dim + kvd + h0 * hs + i];
+        }
+    }
+}
+#endif
+
 /* The head outputs into xn (dim,), the WO GEMV's input: head h's words
  * xn[h * qg, (h + 1) * qg), qg = kv_mul * head_size a multiple of TSR_VEC
  * (CONFIGURE checks it), from its group's first PE, at its index among

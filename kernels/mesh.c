@@ -681,21 +681,7 @@ gather_ssq_out:
 #endif
     st->wmax_fresh = input ? 1u : 0u;
 #ifdef TSR_EMU
-    if (qkv) {
-        /* the emulator copies each attention PE's part directly: the values
-         * latch_qkv_word takes */
-        uint32_t dim = st->cfg.dim, kvd = st->kv_dim, hs = st->hs, qg = st->kv_mul * hs;
-        for (uint32_t p = 0; p < st->cfg.att_pes; p++) {
-            uint32_t h0 = st->kv_h0[p], nh = st->kv_nh[p];
-            if (nh == 0) continue;
-            for (uint32_t i = 0; i < nh * qg; i++) st->qh[p][i] = y[h0 * qg + i];
-            if (st->kv_q[p] != st->pos_q[slot]) continue;
-            for (uint32_t i = 0; i < nh * hs; i++) {
-                st->kin[p][i] = y[dim + h0 * hs + i];
-                st->vin[p][i] = y[dim + kvd + h0 * hs + i];
-            }
-        }
-    }
+    if (qkv) tsr_att_latch_qkv(st, slot);
 #else
     (void)slot;
 #endif

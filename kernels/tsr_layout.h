@@ -237,9 +237,9 @@ static inline void tsr_lay_row_block(const tsr_kconfig *c, uint32_t m, uint32_t 
     uint32_t U = tsr_cdiv(d, TSR_VEC), k = (r + R - (rot / Cm) % R) % R;
     uint32_t q = U / R, e = U % R;   /* rows k < e take q + 1 units, the rest q */
     uint32_t u0 = k * q + (k < e ? k : e), u1 = u0 + q + (k < e ? 1u : 0u);
-    uint32_t a = u0 * TSR_VEC, b = u1 * TSR_VEC < d ? u1 * TSR_VEC : d;
-    *row0 = a;
-    *rows = b > a ? b - a : 0u;
+    uint32_t a = u0 * TSR_VEC < d ? u0 * TSR_VEC : d, b = u1 * TSR_VEC < d ? u1 * TSR_VEC : d;
+    *row0 = a;   /* an empty block (past the last unit) sits at d */
+    *rows = b - a;
 }
 
 /* PE pe's tile of matrix m (offsets not filled: tsr_lay_pe_tiles does). */

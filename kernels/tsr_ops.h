@@ -142,6 +142,14 @@ void tsr_mesh_embed(tsr_kstate *st, uint32_t token, float *x);
  * Charged to ATT_IO, ATTN and ATT_TREE. */
 void tsr_attention(tsr_kstate *st, uint32_t slot, uint32_t l, uint32_t pos);
 
+#ifdef TSR_EMU
+/* The emulator's stand-in for the QKV gather's per-word latches (mesh.c):
+ * st->qkv's query slices, and this position's k, v for the PE storing it,
+ * copied into each attention PE's own arrays for slot.  Also for tests
+ * that set st->qkv themselves. */
+void tsr_att_latch_qkv(tsr_kstate *st, uint32_t slot);
+#endif
+
 /* ---- forward pass (forward.c) ------------------------------------------ */
 
 /* What a forward pass leaves: nothing (prefill), the greedy token (the

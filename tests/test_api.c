@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "tessera.h"
+#include "tsr_kernel.h"   /* TSR_CMD_WORDS: a command's bytes on the link */
 #include "test_util.h"
 
 #define MODEL SHARED_MODEL("stories260K.bin")
@@ -85,7 +86,7 @@ static void steering_equals_uninterrupted(void **state)
     tsr_seq_get_stats(s, &before);
     assert_int_equal(tsr_seq_append_tokens(s, instr, n_instr), TSR_OK);
     tsr_seq_get_stats(s, &after);
-    assert_int_equal(after.prefill_h2d - before.prefill_h2d, 32 + 4 * (uint64_t)n_instr);
+    assert_int_equal(after.prefill_h2d - before.prefill_h2d, 4u * TSR_CMD_WORDS + 4 * (uint64_t)n_instr);
     tsr_gen_opts g20 = { .max_tokens = 20, .ignore_stop = 1 };
     assert_int_equal(tsr_seq_generate(s, &g20, NULL, NULL, &got), TSR_OK);
     assert_int_equal(got, 20);

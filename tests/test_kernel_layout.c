@@ -88,13 +88,17 @@ static void layout_every_row_in_one_tile(void **state)
                     assert_int_equal(tsr_lay_rot(&kc, m), rot);
                     for (uint32_t p = 0; p < P; p++) {
                         tsr_tile t = tsr_lay_tile(&kc, m, rot, p);
-                        assert_int_equal(t.row0 % TSR_VEC, 0);
+                        assert_true(t.row0 % TSR_VEC == 0 || (t.rows == 0 && t.row0 == d));
                         assert_true(t.rows % TSR_VEC == 0 || t.row0 + t.rows == d);
                         assert_true(t.row0 + t.rows <= d && t.g0 + t.ngroups <= ng);
                         for (uint32_t i = 0; i < t.rows; i++)
                             for (uint32_t g = 0; g < t.ngroups; g++) hits[(t.row0 + i) * ng + t.g0 + g]++;
-                        /* the PEs of one mesh row share its row block */
-                        tsr_tile t0 = tsr_lay_tile(&kc, m, rot, p - p % C);
+                        /* the PEs of one of the matrix's mesh rows (its own
+                         * C_m columns) share its row block */
+                        uint32_t Cm = tsr_lay_mat_cols(&kc, m);
+                        assert_true(Cm >= 1 && Cm <= C && C % Cm == 0);
+                        assert_int_equal(t.cols, Cm);
+                        tsr_tile t0 = tsr_lay_tile(&kc, m, rot, p - p % Cm);
                         assert_int_equal(t.row0, t0.row0);
                         assert_int_equal(t.rows, t0.rows);
                         if (ok) {
@@ -103,6 +107,7 @@ static void layout_every_row_in_one_tile(void **state)
                             assert_int_equal(k->rows, t.rows);
                             assert_int_equal(k->g0, t.g0);
                             assert_int_equal(k->ngroups, t.ngroups);
+                            assert_int_equal(k->cols, t.cols);
                             assert_int_equal(k->w_off, w_off[p]);
                             assert_int_equal(k->f_off, f_off[p]);
                             assert_int_equal(k->w_off % TSR_LANES, 0);
@@ -117,7 +122,7 @@ static void layout_every_row_in_one_tile(void **state)
                             fail();
                         }
                     }
-                    rot = (rot + tsr_lay_units(&kc, m)) % kc.mesh_rows;
+                    rot = tsr_lay_rot_next(&kc, m, rot);
                 }
                 for (uint32_t p = 0; p < P; p++) {
                     uint64_t b8, f32w;
@@ -554,7 +559,7 @@ static void wimage_config_mesh_options(void **state)
     assert_int_equal(kc.mesh_cols, 4);
     assert_int_equal(kc.group, TSR_WIMAGE_DEFAULT_GROUP);
     assert_int_equal(kc.kv_split, 1);   /* generic: TSR_SUM_LANES 1 */
-    assert_int_equal(kc.att_pes, 16);
+    assert_int_equal(kc.att_pes, 6);    /* a PE per KV head: no idle attention PEs */
     assert_int_equal(CFG(gen, 16, 3, 0, 32), TSR_ERR_ARG);   /* columns: a power of two */
     assert_int_equal(CFG(gen, 12, 8, 0, 32), TSR_ERR_ARG);   /* ... that divides the PEs */
     assert_int_equal(CFG(gen, 16, 1, 3, 32), TSR_ERR_ARG);   /* split: a power of two */
@@ -562,7 +567,7 @@ static void wimage_config_mesh_options(void **state)
     assert_int_equal(CFG(gen, 16, 1, 2, 24), TSR_ERR_UNSUPPORTED);
     assert_int_equal(CFG(gen, 16, 1, 2, 32), TSR_OK);
     assert_int_equal(kc.kv_split, 2);
-    assert_int_equal(kc.att_pes, 16);
+    assert_int_equal(kc.att_pes, 12);   /* 6 KV heads x 2 */
     assert_int_equal(CFG(p15, (int)p15->pes, 1, 0, 32), TSR_OK);
     uint32_t att = p15->pes < p15->att_pes ? p15->pes : p15->att_pes, Q = kc.kv_split, H = 6;
     if (p15->sum_lanes > 1) {   /* spread as far as the PEs and the profile allow */

@@ -134,7 +134,7 @@ static void rms_scale_in_runc_order(void **state)
         float got = tsr_rms_scale(st, x, (uint32_t)n);
         assert_memory_equal(&got, &ss, sizeof got);
         uint64_t cy = charged(st, TSR_RG_NORM) - before;
-        assert_int_equal(cy, tsr_cy_norm_s((uint32_t)n, TSR_SUM_LANES));
+        assert_int_equal(cy, tsr_cy_norm_s((uint32_t)n, TSR_SUM_LANES, 0));
         assert_true(cy > 0);
         if (k) assert_true(cy != prev);   /* the charge follows n */
         prev = cy;
@@ -198,8 +198,9 @@ static void swiglu_matches_runc(void **state)
     assert_float_equal(hb[1], 100.0f * hb2[1], 0.0f);
 }
 
-/* RoPE on q | k (st->qkv) at pos against run.c's loop, with the model's
- * theta; v is left alone. */
+/* RoPE, which the QKV gather applies on the way in (TSR_GATHER_QKV), at
+ * pos with this token's angles (tsr_rope_angles), against run.c's loop on
+ * the plain gather's q | k, with the model's theta; v is left alone. */
 static void rope_matches_runc(void **state)
 {
     (void)state;
@@ -207,12 +208,16 @@ static void rope_matches_runc(void **state)
     for (int th = 0; th < 2; th++) {
         tm_model *fx = tm_new(1);
         fx->ck.cfg.rope_theta = thetas[th];
-        tsr_kstate *st = tm_configured(fx, (tm_mesh){ 4, 1 }, 0, 32, 0);
+        tsr_kstate *st = tm_place(fx, (tm_mesh){ 4, 1 }, 0, 32, 0);
+        uint32_t mat = TSR_MAT_LAYER(0, TSR_W_QKV);
         static const uint32_t positions[] = { 0, 1, 7, SEQ - 1, 3000 };
         for (size_t k = 0; k < sizeof positions / sizeof positions[0]; k++) {
             uint32_t pos = positions[k];
-            float want[QKVD];
-            for (int i = 0; i < QKVD; i++) want[i] = st->qkv[i] = tm_rand();
+            float x[DIM], want[QKVD];
+            for (int i = 0; i < DIM; i++) x[i] = tm_rand();
+            tsr_mesh_input(st, x, DIM, NULL, 0.0f);
+            tsr_mesh_gemv(st, mat, 0);
+            tsr_mesh_gather(st, mat, want, 0, 0);   /* q | k | v as they come */
             float *q = want, *kk = want + DIM;
             for (int i = 0; i < DIM; i += 2) {   /* run.c forward(), RoPE */
                 int head_dim = i % HS;
@@ -229,21 +234,22 @@ static void rope_matches_runc(void **state)
                     vec[i + 1] = v0 * fci + v1 * fcr;
                 }
             }
-            float v_before[KVD];
-            memcpy(v_before, st->qkv + DIM + KVD, sizeof v_before);
-            uint64_t before = charged(st, TSR_RG_ROPE);
-            tsr_rope(st, pos);
-            assert_bits_equal(st->qkv, want, DIM + KVD, "rope");
-            assert_memory_equal(st->qkv + DIM + KVD, v_before, sizeof v_before);
-            assert_int_equal(charged(st, TSR_RG_ROPE) - before, tsr_cy_rope(HS, DIM, KVD));
-            if (pos == 0) assert_memory_equal(st->qkv, want, sizeof(float) * DIM);
+            uint64_t r0 = charged(st, TSR_RG_ROPE), g0 = charged(st, TSR_RG_GATHER);
+            tsr_rope_angles(st, pos);
+            assert_int_equal(charged(st, TSR_RG_ROPE) - r0, tsr_cy_rope_angles(HS));
+            tsr_mesh_gather(st, mat, st->qkv, TSR_GATHER_QKV, 0);
+            assert_int_equal(charged(st, TSR_RG_GATHER) - g0, tsr_cy_gather_vec(QKVD));
+            assert_bits_equal(st->qkv, want, QKVD, "rope (v unrotated)");
+            /* and the attention PEs latched the rotated values */
+            uint32_t h0, q0, nh = tsr_lay_kv_heads(&st->cfg, 0, &h0, &q0);
+            assert_true(nh > 0);
+            assert_bits_equal(st->qh[0], st->qkv + h0 * KVMUL * HS, nh * KVMUL * HS, "q latched");
         }
         /* the angle of pair 1 at position 1 is theta^(-2/8): a rotation that
          * must actually happen */
-        st->qkv[2] = 1.0f;
-        st->qkv[3] = 0.0f;
-        tsr_rope(st, 1);
-        assert_float_equal(st->qkv[2], cos(pow(thetas[th], -2.0 / HS)), 1e-6);
+        tsr_rope_angles(st, 1);
+        assert_float_equal(st->rope_cos[1], cos(pow(thetas[th], -2.0 / HS)), 1e-6);
+        assert_float_equal(st->rope_sin[1], sin(pow(thetas[th], -2.0 / HS)), 1e-6);
         rig_state_free(st);
         tm_free(fx);
     }
@@ -469,13 +475,14 @@ static void check_gemv(tsr_kstate *st, const golden *g, int k, int C, int G, int
     default:        d = VOCAB; n = DIM; break;
     }
     mat = k == TSR_W_COUNT ? tsr_lay_mat_wcls(&st->cfg) : TSR_MAT_LAYER(0, k);
+    C = (int)tsr_lay_mat_cols(&st->cfg, mat);   /* each matrix its own columns (tsr_layout.h) */
     float x[HID], xs[HID], y[VOCAB + HID];
     int8_t xq[HID + 256];
     for (int j = 0; j < n; j++) x[j] = tm_rand();
     if (q8) golden_quantize(x, n, G, xq, xs);
     tsr_mesh_input(st, x, (uint32_t)n, NULL, 0.0f);
     tsr_mesh_gemv(st, mat, 0);
-    tsr_mesh_gather(st, mat, y, 0);
+    tsr_mesh_gather(st, mat, y, 0, 0);
     for (int i = 0; i < d; i++) {
         int r;
         const golden_mat *w = mat_row(g, k, i, 0, &r);
@@ -591,7 +598,7 @@ static void mesh_argmax_lowest_index_wins(void **state)
             tsr_mesh_gemv(st, cls, TSR_JOB_ARGMAX);
             int32_t best = tsr_mesh_best(st, cls);
             assert_true(charged(st, TSR_RG_ARGMAX) > before);
-            tsr_mesh_gather(st, cls, logits, 0);
+            tsr_mesh_gather(st, cls, logits, 0, 0);
             assert_memory_equal(&logits[3], &logits[50], sizeof(float));   /* a real tie */
             assert_memory_equal(&logits[3], &logits[19], sizeof(float));
             assert_int_equal(best, want);
@@ -745,6 +752,7 @@ static void attention_matches_runc(void **state)
                 st->pos_q[s] = (uint32_t)(pos % Q);
                 st->pos_div[s] = (uint32_t)(pos / Q);
                 uint64_t att0 = st->cnt.attended, tree0 = charged(st, TSR_RG_ATT_TREE);
+                tsr_att_latch_qkv(st, (uint32_t)s);   /* as the QKV gather does */
                 tsr_attention(st, (uint32_t)s, (uint32_t)s, (uint32_t)pos);
                 assert_int_equal(st->cnt.attended - att0, HEADS * (pos + 1));
                 assert_true(Q > 1 ? charged(st, TSR_RG_ATT_TREE) > tree0
@@ -752,13 +760,13 @@ static void attention_matches_runc(void **state)
                 for (int h = 0; h < HEADS; h++) {
                     ref_attention(q, (const float (*)[KVD])K[s], (const float (*)[KVD])V[s], h,
                                   pos, Q, want);
-                    assert_bits_equal(st->xb + h * HS, want, HS, "head output");
+                    assert_bits_equal(st->xn + h * HS, want, HS, "head output");
                     if (Q == 1) continue;
                     float runc[HS];
                     ref_attention(q, (const float (*)[KVD])K[s], (const float (*)[KVD])V[s], h,
                                   pos, 1, runc);
                     for (int i = 0; i < HS; i++)
-                        assert_true(fabs(st->xb[h * HS + i] - runc[i]) <=
+                        assert_true(fabs(st->xn[h * HS + i] - runc[i]) <=
                                     4.0 * (pos + 1) * FLT_EPSILON * VMAX);
                 }
             }
@@ -913,7 +921,7 @@ static uint32_t gemv_pe_cycles(const tsr_kconfig *c, uint32_t m, uint32_t p)
     if (t.rows == 0) return 0;
     if (t.ngroups == 0) return tsr_cy_zero(halves * t.rows);
     uint32_t cy = halves * tsr_cy_tile(tsr_lay_tile_steps(c, t.rows, t.ngroups));
-    if (t.pair && c->mesh_cols == 1) cy += tsr_cy_swiglu(t.rows);
+    if (t.pair && t.cols == 1) cy += tsr_cy_swiglu(t.rows);
     return cy;
 }
 
@@ -941,28 +949,29 @@ static void gemv_charges_the_slowest_pe(void **state)
             tsr_mesh_gemv(st, mat, 0);
             assert_int_equal(st->cnt.macs - macs, (pair ? 2u : 1u) * d * tsr_cdiv(n, 32) * 32);
             uint64_t cy = charged(st, TSR_RG_GEMV) - g0, tree = charged(st, TSR_RG_TREE) - t0;
+            uint32_t Cm = tsr_lay_mat_cols(c, mat);   /* the matrix's own columns */
             uint32_t worst = 0, least = UINT32_MAX;
             uint64_t sum = 0;
             for (uint32_t p = 0; p < st->P; p++) {
                 uint32_t e = gemv_pe_cycles(c, mat, p);
-                if (c->mesh_cols == 1) assert_int_equal(st->pe_cy[p], e);   /* the last step's */
+                if (Cm == 1) assert_int_equal(st->pe_cy[p], e);   /* the last step's */
                 if (e > worst) worst = e;
                 if (e < least) least = e;
                 sum += e;
             }
             per_kind[q] = cy;
-            if (c->mesh_cols == 1) {
+            if (Cm == 1) {
                 assert_int_equal(cy, worst);
                 assert_int_equal(tree, 0);
             } else {
                 /* the tile step, then SwiGLU on the roots after the tree */
                 uint32_t sw = 0;
-                for (uint32_t p = 0; p < st->P; p += c->mesh_cols) {
+                for (uint32_t p = 0; p < st->P; p += Cm) {
                     tsr_tile t = tsr_lay_tile(c, mat, tsr_lay_rot(c, mat), p);
                     if (pair && t.rows && tsr_cy_swiglu(t.rows) > sw) sw = tsr_cy_swiglu(t.rows);
                 }
                 assert_int_equal(cy, (uint64_t)worst + sw);
-                assert_true(tree > 0);   /* log2 4 = 2 levels */
+                assert_true(tree > 0);   /* log2 C_m levels */
             }
             assert_true(cy > 0);
             if (st->P > 1) {
@@ -997,18 +1006,20 @@ static void attention_charges_the_busiest_pe(void **state)
         st->pos_q[0] = 0;
         st->pos_div[0] = (uint32_t)pos;
         uint64_t a0 = charged(st, TSR_RG_ATTN), io0 = charged(st, TSR_RG_ATT_IO);
+        tsr_att_latch_qkv(st, 0);   /* as the QKV gather does */
         tsr_attention(st, 0, 0, (uint32_t)pos);
         uint64_t cy = charged(st, TSR_RG_ATTN) - a0;
         uint32_t nl = (uint32_t)pos + 1;
         uint32_t one = tsr_cy_att_store(HS) +
-                       KVMUL * (tsr_cy_att_scores(HS, nl) + tsr_cy_att_exp_s(nl, TSR_PE_SUM_LANES) +
+                       KVMUL * (tsr_cy_att_scores(HS, nl, TSR_ATT_PARTS) +
+                                tsr_cy_att_exp_s(nl, TSR_PE_SUM_LANES) +
                                 tsr_cy_att_values(HS, nl));
         for (int p = 0; p < 3; p++) assert_int_equal(st->pe_cy[p], one);
         assert_int_equal(st->pe_cy[3], 2 * one);
         assert_int_equal(cy, 2 * one);
         assert_true(cy < 5ull * one);   /* not the sum over the PEs */
         assert_int_equal(charged(st, TSR_RG_ATT_IO) - io0,
-                         tsr_cy_att_send(DIM, KVD) + tsr_cy_att_collect(DIM));
+                         tsr_cy_att_collect(tsr_cdiv(DIM, 32u) * 32u));
         if (pos) assert_true(cy > prev);
         prev = cy;
     }

@@ -39,7 +39,7 @@
 #define TSR_MAX_SLOTS         1
 
 #define TSR_MIN_GROUP         32
-#define TSR_MAX_GROUP         64
+#define TSR_MAX_GROUP         32   /* at 64 the fullest PE needs 144 KiB of int8 tiles */
 
 #define TSR_SUM_LANES         256
 #define TSR_MAX_KV_SPLIT      8
