@@ -1,9 +1,10 @@
 /*
  * pes.c - a mesh step of the kernel on the emulator's worker pool (see
- * tsr_emu.h, kernels/tsr_hls.h TSR_RUN_PES): worker w runs the PE tasks of
- * its block [w*P/n, (w+1)*P/n), the same block every step, so a PE's
- * memories are only ever touched by the thread that owns them.  The step's
- * cycles are the slowest PE's, as the hardware's unrolled PE loop takes.
+ * tsr_emu.h, kernels/tsr_hls.h TSR_RUN_PES): each PE's task is one item,
+ * worker w taking its own PE block [w*P/n, (w+1)*P/n) first.  Tasks touch
+ * only their own PE's memories (and a tree partner's, read-only), so the
+ * result is the same whichever thread runs one.  The step's cycles are the
+ * slowest PE's, as the hardware's unrolled PE loop takes.
  */
 #include "tsr_ops.h"
 #include "tsr_emu.h"
@@ -19,20 +20,18 @@ typedef struct pes_step {
     uint32_t           P;
 } pes_step;
 
-static void run_block(void *ctx, uint32_t w, uint32_t nw)
+static void run_pe(void *ctx, uint32_t p)
 {
     const pes_step *s = ctx;
-    uint32_t p0 = w * s->P / nw, p1 = (w + 1u) * s->P / nw;
-    for (uint32_t p = p0; p < p1; p++) s->st->pe_cy[p] = s->fn(s->st, p, s->job);
+    s->st->pe_cy[p] = s->fn(s->st, p, s->job);
 }
 
 uint32_t tsr_emu_run_pes(tsr_kstate *st, uint32_t P, tsr_emu_pe_task fn, const tsr_pe_job *job)
 {
     pes_step s = { st, fn, job, P };
     uint32_t nw = tsr_emu_pool_size(st->pool);
-    if (nw > P) nw = P;
     if (job->work < PARALLEL_MIN_WORK) nw = 1;
-    tsr_emu_pool_run(st->pool, nw, run_block, &s);
+    tsr_emu_pool_run(st->pool, P, nw, run_pe, &s);
     uint32_t worst = 0;
     for (uint32_t p = 0; p < P; p++) {
 #ifdef TSR_SERIAL_PES

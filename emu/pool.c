@@ -1,13 +1,20 @@
 /*
  * pool.c - the emulator's worker threads (see tsr_emu.h).
  *
- * A step is published by storing the task, then bumping `gen` (release);
- * workers wait for `gen` to change, run their share and bump `done`
- * (release); the caller runs worker 0's share and waits for `done`.  Idle
- * workers spin for a short while, then sleep on the futex word `gen`, so an
- * idle device costs no CPU.  `sleeping` lets the caller skip the wake-up
- * syscall when every worker is still spinning (the usual case between the
- * GEMVs of a token).
+ * A step is n items (PEs) in one block per worker, worker w's block
+ * [w*n/nw, (w+1)*n/nw) (the PEs whose memories it placed on its NUMA
+ * node).  Each block has a claim word, (step << 32) | next item: a worker
+ * takes an item by compare-and-swap, so no item runs twice and a claim
+ * from a finished step fails.  A worker takes its own block's items
+ * first, then whatever is left of the others'; the caller publishes the
+ * step by bumping `gen` (release), takes part as worker 0 and returns when
+ * `remaining` reaches 0.  It never waits for a worker that has not
+ * claimed anything: a worker the OS has not scheduled (a busy machine) just
+ * leaves its block to the others, so a step on a loaded machine costs no
+ * more than on one thread.  Idle workers spin briefly, then sleep on the
+ * futex word `gen`; `sleeping` lets the caller skip the wake-up syscall
+ * when every worker is still spinning (the usual case between the GEMVs
+ * of a token).
  */
 #include <errno.h>
 #include <linux/futex.h>
@@ -21,15 +28,15 @@
 
 #include "tsr_emu.h"
 
-/* Spins (x86 `pause`, ~20-65 cycles each) before a waiting thread sleeps
+/* Spins (x86 `pause`, ~20-140 cycles each) before a waiting thread sleeps
  * on a futex: a worker between steps (a few tens of microseconds; the
  * steps of one token follow each other closely), and the caller waiting
- * for its workers (shorter: when the machine has fewer free cores than
- * workers, a spinning caller would only keep a worker off its core). */
+ * for the items others claimed (shorter). */
 #define WORKER_SPINS 4000
 #define CALLER_SPINS 1000
 /* With more workers than CPUs a spinning thread only keeps the thread it
  * waits for off the CPU: such a pool never spins, it sleeps at once. */
+#define MAX_WORKERS  256
 
 struct tsr_emu_pool {
     uint32_t     n;           /* workers, the caller included             */
@@ -37,13 +44,15 @@ struct tsr_emu_pool {
     pthread_t   *threads;     /* (n - 1,) workers 1..n-1                  */
     uint32_t     started;     /* threads created                          */
     /* the current step */
-    tsr_emu_task fn;
+    tsr_emu_item fn;
     void        *ctx;
-    uint32_t     nw;          /* workers taking part                      */
+    uint32_t     nblk;        /* blocks (= workers taking part)           */
+    uint32_t     end[MAX_WORKERS];   /* block b's items end here          */
+    uint64_t     claim[MAX_WORKERS]; /* (gen << 32) | block b's next item  */
+    uint32_t     remaining;   /* items not finished; futex word           */
     uint32_t     gen;         /* step number; futex word                  */
-    uint32_t     done;        /* workers 1..n-1 finished with the step    */
     uint32_t     sleeping;    /* workers inside FUTEX_WAIT                */
-    uint32_t     caller_waits; /* 1: the caller sleeps on `done`          */
+    uint32_t     caller_waits; /* 1: the caller sleeps on `remaining`     */
     int          worker_spins, caller_spins;   /* 0 when oversubscribed  */
     uint32_t     stop;
 };
@@ -84,6 +93,29 @@ void tsr_emu_wait_change(uint32_t *word, uint32_t old, uint32_t timeout_us)
     syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, old, &ts, NULL, 0);
 }
 
+/* Take and run step g's items, block `first` first, then the others in
+ * turn; returns when every block is taken. */
+static void take_items(tsr_emu_pool *pool, uint32_t g, uint32_t first)
+{
+    uint32_t nb = pool->nblk;
+    for (uint32_t k = 0; k < nb; k++) {
+        uint32_t b = (first + k) % nb, end = pool->end[b];
+        uint64_t c = __atomic_load_n(&pool->claim[b], __ATOMIC_ACQUIRE);
+        while ((uint32_t)(c >> 32) == g && (uint32_t)c < end) {
+            if (!__atomic_compare_exchange_n(&pool->claim[b], &c, c + 1u, 0, __ATOMIC_ACQ_REL,
+                                             __ATOMIC_ACQUIRE))
+                continue;   /* c now holds the current word */
+            pool->fn(pool->ctx, (uint32_t)c);
+            c++;
+            /* seq_cst pairs with the caller's store of caller_waits then
+             * read of remaining (as `sleeping` below) */
+            if (__atomic_sub_fetch(&pool->remaining, 1u, __ATOMIC_SEQ_CST) == 0u &&
+                __atomic_load_n(&pool->caller_waits, __ATOMIC_SEQ_CST))
+                futex_wake_all(&pool->remaining);
+        }
+    }
+}
+
 static void *worker_main(void *arg)
 {
     tsr_emu_pool *pool = ((worker_arg *)arg)->pool;
@@ -109,13 +141,9 @@ static void *worker_main(void *arg)
         }
         seen = g;
         if (__atomic_load_n(&pool->stop, __ATOMIC_ACQUIRE)) break;
-        /* every worker reports, taking part or not, so none can still be
-         * reading this step when the caller publishes the next */
-        if (w < pool->nw) pool->fn(pool->ctx, w, pool->nw);
-        /* seq_cst pairs with the caller's store of caller_waits then read
-         * of done (as `sleeping` above) */
-        __atomic_add_fetch(&pool->done, 1u, __ATOMIC_SEQ_CST);
-        if (__atomic_load_n(&pool->caller_waits, __ATOMIC_SEQ_CST)) futex_wake_all(&pool->done);
+        /* the step's fields were written before gen (acquired above); a
+         * step that is already over fails every claim */
+        if (w < pool->nblk) take_items(pool, g, w);
     }
     return NULL;
 }
@@ -136,7 +164,7 @@ void tsr_emu_pool_destroy(tsr_emu_pool *pool)
 int tsr_emu_pool_create(uint32_t n, int nodes, tsr_emu_pool **out)
 {
     *out = NULL;
-    if (n == 0) return EINVAL;
+    if (n == 0 || n > MAX_WORKERS) return EINVAL;
     tsr_emu_pool *pool = calloc(1, sizeof *pool);
     if (!pool) return ENOMEM;
     pool->n = n;
@@ -169,29 +197,38 @@ int tsr_emu_pool_create(uint32_t n, int nodes, tsr_emu_pool **out)
     return 0;
 }
 
-void tsr_emu_pool_run(tsr_emu_pool *pool, uint32_t nw, tsr_emu_task fn, void *ctx)
+void tsr_emu_pool_run(tsr_emu_pool *pool, uint32_t n, uint32_t nw, tsr_emu_item fn, void *ctx)
 {
+    if (nw > n) nw = n;
     if (!pool || nw <= 1 || pool->n == 1) {
-        fn(ctx, 0, 1);
+        for (uint32_t i = 0; i < n; i++) fn(ctx, i);
         return;
     }
     if (nw > pool->n) nw = pool->n;
+    /* no claim of the previous step is left: remaining reached 0 */
+    uint32_t g = pool->gen + 1u;
     pool->fn = fn;
     pool->ctx = ctx;
-    pool->nw = nw;
-    __atomic_store_n(&pool->done, 0u, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&pool->gen, 1u, __ATOMIC_SEQ_CST);   /* publishes the step */
+    pool->nblk = nw;
+    for (uint32_t b = 0; b < nw; b++) {
+        pool->end[b] = (uint32_t)((uint64_t)(b + 1u) * n / nw);
+        __atomic_store_n(&pool->claim[b], ((uint64_t)g << 32) | (uint64_t)b * n / nw,
+                         __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&pool->remaining, n, __ATOMIC_RELAXED);
+    __atomic_store_n(&pool->gen, g, __ATOMIC_SEQ_CST);   /* publishes the step */
     if (__atomic_load_n(&pool->sleeping, __ATOMIC_SEQ_CST)) futex_wake_all(&pool->gen);
-    fn(ctx, 0, nw);
+    take_items(pool, g, 0);
     int spins = 0;
-    while (__atomic_load_n(&pool->done, __ATOMIC_ACQUIRE) != pool->n - 1u) {
+    uint32_t r;
+    while ((r = __atomic_load_n(&pool->remaining, __ATOMIC_ACQUIRE)) != 0u) {
         if (spins++ < pool->caller_spins) {
             cpu_relax();
             continue;
         }
         __atomic_store_n(&pool->caller_waits, 1u, __ATOMIC_SEQ_CST);
-        uint32_t d = __atomic_load_n(&pool->done, __ATOMIC_SEQ_CST);
-        if (d != pool->n - 1u) futex_wait(&pool->done, d);
+        r = __atomic_load_n(&pool->remaining, __ATOMIC_SEQ_CST);
+        if (r != 0u) futex_wait(&pool->remaining, r);
         __atomic_store_n(&pool->caller_waits, 0u, __ATOMIC_RELAXED);
         spins = 0;
     }

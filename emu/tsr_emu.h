@@ -2,9 +2,10 @@
  * tsr_emu.h - the emulator's runtime under the kernel sources: what the
  * CPU needs to run kernels/ fast and that an FPGA build never sees.
  *
- *   pool.c       worker threads; worker w owns the contiguous PE block
- *                [w*P/n, (w+1)*P/n) of every mesh step (the wafer's
- *                locality: a PE's SRAM is only ever touched by its owner)
+ *   pool.c       worker threads over the PEs of each mesh step; worker w
+ *                places and first takes the contiguous PE block
+ *                [w*P/n, (w+1)*P/n) (the wafer's locality), and helps
+ *                with the others' when it is done
  *   tile_simd.c  AVX2 rows of the Q8_0 tile product, bit-identical to the
  *                portable loop in kernels/mesh.c
  *
@@ -23,15 +24,16 @@
 
 typedef struct tsr_emu_pool tsr_emu_pool;
 
-/* A step of work: worker w of nw does its share (its PE block). */
-typedef void (*tsr_emu_task)(void *ctx, uint32_t w, uint32_t nw);
+/* One item of a step (a PE's task). */
+typedef void (*tsr_emu_item)(void *ctx, uint32_t item);
 
 /* Start a pool of n workers: the thread that calls tsr_emu_pool_run is
  * worker 0, so n - 1 threads are created, once.  Idle workers spin briefly
  * on a generation word, then sleep on a futex (at once, without spinning,
  * when n exceeds the CPUs this process may run on).  When nodes > 1, worker w
  * runs on NUMA node tsr_emu_worker_node(w, n, nodes).  Returns 0, or an
- * errno value (EINVAL for n == 0, or what pthread_create returned). */
+ * errno value (EINVAL for n == 0 or n > 256, or what pthread_create
+ * returned). */
 int tsr_emu_pool_create(uint32_t n, int nodes, tsr_emu_pool **out);
 
 /* Stop and join the workers; NULL is a no-op. */
@@ -40,11 +42,17 @@ void tsr_emu_pool_destroy(tsr_emu_pool *pool);
 /* Workers in the pool (1 for NULL). */
 uint32_t tsr_emu_pool_size(const tsr_emu_pool *pool);
 
-/* Run fn on workers 0..nw-1 (nw <= size; the caller is worker 0) and return
- * when every one has finished.  No lock and no thread creation: one release
- * store starts the step, one counter ends it.  NULL pool or nw <= 1: fn(ctx,
- * 0, 1) on the calling thread.  Not reentrant: one step at a time. */
-void tsr_emu_pool_run(tsr_emu_pool *pool, uint32_t nw, tsr_emu_task fn, void *ctx);
+/* Run fn(ctx, i) for every item i of [0, n) on up to nw workers (nw <=
+ * size; the caller is worker 0) and return when all are done.  Worker w
+ * takes the items of its block [w*n/nw, (w+1)*n/nw) first (the PEs it
+ * owns), then what is left of the others': a worker the OS has not
+ * scheduled leaves its share to the rest, so a busy machine never makes a
+ * step wait for a thread that has not started it.  Each item runs exactly
+ * once, on one thread; items must not depend on each other.  No lock and
+ * no thread creation: one release store starts the step, a counter ends
+ * it.  NULL pool or nw <= 1: the items in order on the calling thread.
+ * Not reentrant: one step at a time. */
+void tsr_emu_pool_run(tsr_emu_pool *pool, uint32_t n, uint32_t nw, tsr_emu_item fn, void *ctx);
 
 /* Store v to *word (release) and wake the threads waiting on it with
  * tsr_emu_wait_change: how the kernel publishes DECODE's token count. */
