@@ -577,7 +577,7 @@ latch_lanes:
 
 void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, float *y, uint32_t flags, uint32_t slot)
 {
-    uint32_t d, n, pair, C = st->mat_cols[mat];
+    uint32_t d, n, pair;
     tsr_lay_mat_shape(&st->cfg, mat, &d, &n, &pair);
     uint32_t add = flags & TSR_GATHER_ADD, input = flags & TSR_GATHER_INPUT;
     uint32_t qkv = flags & TSR_GATHER_QKV;
@@ -585,6 +585,7 @@ void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, float *y, uint32_t flags, uin
     uint32_t nout = input ? ((d + st->cfg.group - 1u) >> st->g_log2) << st->g_log2 : d;
     uint32_t dw = (nout + TSR_VEC - 1u) / TSR_VEC, rope_n = qkv ? st->cfg.dim + st->kv_dim : 0u;
     uint32_t src = 0, start = 0, end = 0;   /* the root holding the current words */
+    uint32_t k = 0;                         /* the next root, in row order */
 #if TSR_SSQ_FUSED
     /* RMSNorm's partials of the new x: element i into partial i % S, as
      * tsr_reduce_sumsq; sb is the partial of the word's lane 0 */
@@ -610,18 +611,11 @@ gather_words:
 #pragma HLS DEPENDENCE variable=ssq type=inter dependent=true distance=TSR_SSQ_DIST
 #endif
         if (w >= end && w * TSR_VEC < d) {
-            /* the next row block: the root whose units start here */
-gather_find:
-            for (uint32_t p = 0; p < TSR_PES; p++) {
-#pragma HLS UNROLL
-                tsr_ktab t = st->tab[p][mat];
-                uint32_t s = t.row0 / TSR_VEC;
-                if (p < st->P && (p & (C - 1u)) == 0 && t.rows != 0 && s == w) {
-                    src = p;
-                    start = s;
-                    end = s + tsr_cdiv(t.rows, TSR_VEC);
-                }
-            }
+            /* the next row block: the next root (a CONFIGURE table) */
+            src = st->root_pe[mat][k];
+            start = st->root_w0[mat][k];
+            end = st->root_w1[mat][k];
+            k++;
         }
         float v[TSR_VEC];
 #pragma HLS ARRAY_PARTITION variable=v type=complete

@@ -211,6 +211,25 @@ cfg_pe_mats:
             if (kvw > max_kv) max_kv = kvw;
             if (rows > max_rows) max_rows = rows;
         }
+        /* the gather's sources: each matrix's mesh rows from its first
+         * unit on (tsr_layout.h), the roots that hold rows */
+cfg_roots:
+        for (uint32_t m = 0; m < nm; m++) {
+#pragma HLS LOOP_TRIPCOUNT min=5 max=TSR_MAX_MATS
+            uint32_t Cm = st->mat_cols[m], R = P / Cm, r0 = (st->mat_rot[m] / Cm) % R, n = 0;
+cfg_roots_rows:
+            for (uint32_t k = 0; k < R; k++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PES
+                uint32_t p = ((r0 + k) % R) * Cm;
+                tsr_ktab t = st->tab[p][m];
+                if (t.rows == 0) continue;
+                st->root_pe[m][n] = p;
+                st->root_w0[m][n] = t.row0 / TSR_VEC;
+                st->root_w1[m][n] = t.row0 / TSR_VEC + tsr_cdiv(t.rows, TSR_VEC);
+                n++;
+            }
+            st->mat_nroots[m] = n;
+        }
         fit[TSR_KFIT_W8_WORDS] = tsr_cdiv(max_w, TSR_LANES);
         fit[TSR_KFIT_F32_WORDS] = max_f;
         fit[TSR_KFIT_KV_WORDS] = max_kv;

@@ -241,6 +241,12 @@ typedef struct tsr_kstate {
     float    sqrt_hs;                     /* sqrtf(head_size)               */
     uint32_t mat_rot[TSR_MAX_MATS];       /* each matrix's rotation (PEs)   */
     uint32_t mat_cols[TSR_MAX_MATS];      /* each matrix's columns C_m      */
+    /* each matrix's mesh-row roots in row order (the gather's sources):
+     * PE, first and end bus word of its rows; mat_nroots of them */
+    uint32_t mat_nroots[TSR_MAX_MATS];
+    uint32_t root_pe[TSR_MAX_MATS][TSR_PES];
+    uint32_t root_w0[TSR_MAX_MATS][TSR_PES];
+    uint32_t root_w1[TSR_MAX_MATS][TSR_PES];
     uint32_t w8_used[TSR_PES];            /* int8 bytes per PE              */
     uint32_t f32_used[TSR_PES];           /* fp32 words per PE              */
     uint32_t kv_h0[TSR_PES];              /* the PE's first KV head          */
