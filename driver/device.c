@@ -524,7 +524,7 @@ int tsr_seq_generate(tsr_seq *s, const tsr_gen_opts *opts, tsr_token_cb cb, void
 void tsr_seq_cancel(tsr_seq *s)
 {
     if (!s) return;
-    s->cancel = 1;
+    __atomic_store_n(&s->cancel, 1, __ATOMIC_RELEASE);   /* kcmd polls it (acquire) */
     tsr_kcmd_interrupt(&s->model->dev->k);   /* async-signal-safe */
 }
 

@@ -97,9 +97,11 @@ void tsr_emu_wait_change(uint32_t *word, uint32_t old, uint32_t timeout_us)
  * turn; returns when every block is taken. */
 static void take_items(tsr_emu_pool *pool, uint32_t g, uint32_t first)
 {
-    uint32_t nb = pool->nblk;
+    /* nblk and end[] may already be the next step's when this worker is
+     * late: relaxed atomics, and the claim word's step number decides */
+    uint32_t nb = __atomic_load_n(&pool->nblk, __ATOMIC_RELAXED);
     for (uint32_t k = 0; k < nb; k++) {
-        uint32_t b = (first + k) % nb, end = pool->end[b];
+        uint32_t b = (first + k) % nb, end = __atomic_load_n(&pool->end[b], __ATOMIC_RELAXED);
         uint64_t c = __atomic_load_n(&pool->claim[b], __ATOMIC_ACQUIRE);
         while ((uint32_t)(c >> 32) == g && (uint32_t)c < end) {
             if (!__atomic_compare_exchange_n(&pool->claim[b], &c, c + 1u, 0, __ATOMIC_ACQ_REL,
@@ -143,7 +145,7 @@ static void *worker_main(void *arg)
         if (__atomic_load_n(&pool->stop, __ATOMIC_ACQUIRE)) break;
         /* the step's fields were written before gen (acquired above); a
          * step that is already over fails every claim */
-        if (w < pool->nblk) take_items(pool, g, w);
+        if (w < __atomic_load_n(&pool->nblk, __ATOMIC_RELAXED)) take_items(pool, g, w);
     }
     return NULL;
 }
@@ -209,9 +211,9 @@ void tsr_emu_pool_run(tsr_emu_pool *pool, uint32_t n, uint32_t nw, tsr_emu_item 
     uint32_t g = pool->gen + 1u;
     pool->fn = fn;
     pool->ctx = ctx;
-    pool->nblk = nw;
+    __atomic_store_n(&pool->nblk, nw, __ATOMIC_RELAXED);
     for (uint32_t b = 0; b < nw; b++) {
-        pool->end[b] = (uint32_t)((uint64_t)(b + 1u) * n / nw);
+        __atomic_store_n(&pool->end[b], (uint32_t)((uint64_t)(b + 1u) * n / nw), __ATOMIC_RELAXED);
         __atomic_store_n(&pool->claim[b], ((uint64_t)g << 32) | (uint64_t)b * n / nw,
                          __ATOMIC_RELAXED);
     }

@@ -359,7 +359,7 @@ static void sampling_top_p_and_seed(void **state)
 /* Cancel from another thread returns promptly with the tokens so far. */
 typedef struct cancel_ctx {
     tsr_seq *s;
-    volatile int seen;
+    int seen;   /* atomic: the token callback counts, the canceller reads */
 } cancel_ctx;
 
 static int count_tokens(tsr_seq *s, int token, void *user)
@@ -367,14 +367,14 @@ static int count_tokens(tsr_seq *s, int token, void *user)
     (void)s;
     (void)token;
     cancel_ctx *c = user;
-    c->seen++;
+    __atomic_add_fetch(&c->seen, 1, __ATOMIC_RELAXED);
     return 0;
 }
 
 static void *canceller(void *arg)
 {
     cancel_ctx *c = arg;
-    while (c->seen < 20) usleep(100);
+    while (__atomic_load_n(&c->seen, __ATOMIC_RELAXED) < 20) usleep(100);
     tsr_seq_cancel(c->s);
     return NULL;
 }
