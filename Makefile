@@ -84,6 +84,7 @@ help:
 	@echo "  make help-hw    the Vitis flow: csim, csynth, cosim, xclbin (hw/vitis.mk)"
 	@echo "  make run        decode 'Once upon a time' on stories260K in the emulator"
 	@echo "  make bench      benchmark stories260K and synthetic 15M/42M/110M, write docs/benchmarks.md"
+	@echo "  make bench-serve  TTFT and per-token overhead of HTTP+SSE and WebSocket, tokens/s (docs/server.md)"
 	@echo "  make examples   build host/examples/ into $(BUILD)/examples/"
 	@echo "  make install    install header, libraries, tessera.pc (PREFIX=$(PREFIX), DESTDIR=)"
 	@echo "  make clean      remove build outputs"
@@ -165,8 +166,14 @@ $(VENV)/.stamp: tests/serve/requirements.txt
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r tests/serve/requirements.txt
 	touch $@
 
-.PHONY: venv
+.PHONY: venv bench-serve
 venv: $(VENV)/.stamp
+
+# What HTTP+SSE and WebSocket cost against the in-process API, and
+# aggregate tokens/s with 1, 4, 8 clients (docs/server.md has the figures).
+bench-serve: $(TESSERA) $(SERVE_REF) $(VENV)/.stamp
+	TSR_BUILD_DIR=$(abspath $(BUILD)) TSR_SHARED_DIR=$(abspath $(SHARED)) PYTHONDONTWRITEBYTECODE=1 \
+	    $(VENV)/bin/python tests/serve/bench_serve.py $(BENCH_SERVE_ARGS)
 
 test: $(TEST_BIN) $(SERVE_REF) $(VENV)/.stamp lint-hls
 	@TSR_BUILD_DIR=$(abspath $(BUILD)) TSR_SHARED_DIR=$(abspath $(SHARED)) TSR_SOURCE_DIR=$(abspath .) \

@@ -42,6 +42,8 @@ static const char usage[] =
     "      --max-body BYTES  largest request body or WebSocket message (default 1048576)\n"
     "      --prefill-chunk N prompt tokens per device call; other clients' tokens run\n"
     "                        in between (default 64)\n"
+    "      --quantum N       tokens per device call while other clients wait their\n"
+    "                        turn (default 4; a call has a fixed cost)\n"
     "  -v, --verbose         log requests and civetweb's messages to stderr\n"
     "      --backend SPEC    device: emu (default), emu:part=u55c,pes=16, or xrt:0\n"
     "      --xclbin FILE     xrt: the xclbin to load\n"
@@ -56,7 +58,7 @@ static const char usage[] =
 typedef struct serve_args {
     const char *model, *tokenizer, *backend, *part, *xclbin;
     int pes, threads, weights_f32, group_size, seq_len;
-    int slots, queue, prefill_chunk;
+    int slots, queue, prefill_chunk, quantum;
     srv_config cfg;
 } serve_args;
 
@@ -81,6 +83,7 @@ static int parse_args(int argc, char **argv, serve_args *a)
         else if (!strcmp(o, "--max-tokens"))  INT(1, 1 << 20, &a->cfg.lim.max_tokens);
         else if (!strcmp(o, "--max-body"))    { int n; INT(1024, 1 << 30, &n); a->cfg.lim.max_body = (size_t)n; }
         else if (!strcmp(o, "--prefill-chunk")) INT(1, 1 << 20, &a->prefill_chunk);
+        else if (!strcmp(o, "--quantum"))     INT(1, 1 << 20, &a->quantum);
         else if (IS("-v", "--verbose"))       a->cfg.verbose = 1;
         else if (!strcmp(o, "--backend"))     { VAL(); a->backend = v; }
         else if (!strcmp(o, "--xclbin"))      { VAL(); a->xclbin = v; }
@@ -107,7 +110,7 @@ static int parse_args(int argc, char **argv, serve_args *a)
 
 int cmd_serve(int argc, char **argv)
 {
-    serve_args a = { .backend = "emu", .slots = 4, .queue = 16, .prefill_chunk = 64,
+    serve_args a = { .backend = "emu", .slots = 4, .queue = 16, .prefill_chunk = 64, .quantum = 4,
                      .cfg = { .host = "127.0.0.1", .port = 8080,
                               .lim = { .max_body = 1 << 20, .max_tokens = 256 } } };
     a.cfg.api_key = getenv("TESSERA_API_KEY");
@@ -150,7 +153,7 @@ int cmd_serve(int argc, char **argv)
     tsr_model_get_info(model, &ctx.info);
     a.cfg.lim.ctx = ctx.info.seq_len;
     srv_sched_opts so = { .slots = ctx.info.n_seqs, .queue = a.queue,
-                          .prefill_chunk = a.prefill_chunk };
+                          .prefill_chunk = a.prefill_chunk, .quantum = a.quantum };
     if (!(metrics = srv_metrics_new()) || !(sched = srv_sched_start(dev, model, &so, metrics))) {
         cli_error("serve: cannot start the scheduler");
         goto out;
@@ -169,7 +172,7 @@ int cmd_serve(int argc, char **argv)
     int sig = 0;
     sigwait(&stop, &sig);
     fprintf(stderr, "tessera: serve: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    ctx.closing = 1;
+    __atomic_store_n(&ctx.closing, 1, __ATOMIC_RELEASE);
     srv_sched_close(sched);       /* generations end within a token, */
     srv_drain(&ctx, 3.0);         /* their ends are written, sessions closed */
     srv_server_stop(srv);

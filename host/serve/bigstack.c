@@ -24,6 +24,18 @@ static void *trampoline(void *p)
     return NULL;
 }
 
+/* A document's nesting is at most its count of '[' and '{' bytes: below
+ * this many, jansson fits in civetweb's stack and no thread is needed
+ * (at well under 200 bytes of stack a level). */
+#define SHALLOW 128
+
+int srv_json_shallow(const char *text, size_t len)
+{
+    size_t open = 0;
+    for (size_t i = 0; i < len && open < SHALLOW; i++) open += text[i] == '[' || text[i] == '{';
+    return open < SHALLOW;
+}
+
 int srv_on_big_stack(void (*fn)(void *), void *arg)
 {
     job j = { fn, arg };

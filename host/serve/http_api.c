@@ -88,6 +88,7 @@ static int stream(reply *r, srv_session *ss)
 {
     struct mg_connection *c = r->c;
     mg_response_header_start(c, 200);
+    srv_date_header(c);
     mg_response_header_add(c, "Content-Type", "text/event-stream", -1);
     mg_response_header_add(c, "Cache-Control", "no-cache", -1);
     mg_response_header_add(c, "Transfer-Encoding", "chunked", -1);
@@ -192,7 +193,7 @@ static int wait_started(reply *r, srv_session *ss)
     return STATUS_CLIENT_GONE;
 }
 
-/* The body is parsed on a deep stack (bigstack.c). */
+/* The body is parsed on a deep stack when it might nest deep (bigstack.c). */
 typedef struct parse_job {
     const char       *body;
     size_t            len;
@@ -229,7 +230,7 @@ static int handle(struct mg_connection *c, srv_ctx *ctx, int chat)
                        "the body must be JSON (Content-Type: application/json)");
         return 415;
     }
-    if (ctx->closing) {
+    if (srv_closing(ctx)) {
         srv_send_error(c, 503, "shutting_down", NULL, "the server is shutting down");
         return 503;
     }
@@ -244,7 +245,8 @@ static int handle(struct mg_connection *c, srv_ctx *ctx, int chat)
     }
     parse_job pj = { .body = body, .len = len, .lim = &ctx->cfg->lim, .chat = chat, .bad = -1 };
     snprintf(pj.err, sizeof pj.err, "out of memory");
-    if (srv_on_big_stack(parse_on_big_stack, &pj) != 0) pj.bad = -1;
+    if (srv_json_shallow(body, len)) parse_on_big_stack(&pj);
+    else if (srv_on_big_stack(parse_on_big_stack, &pj) != 0) pj.bad = -1;
     free(body);
     if (pj.bad) {
         srv_send_error(c, 400, "invalid_request", pj.param, "%s", pj.err);

@@ -45,9 +45,9 @@ int srv_handle_health(struct mg_connection *c, srv_ctx *ctx)
     if (!st) {
         int slots, busy, queued, cap;
         srv_sched_gauges(ctx->sched, &slots, &busy, &queued, &cap);
-        st = send_json(c, ctx->closing ? 503 : 200,
+        st = send_json(c, srv_closing(ctx) ? 503 : 200,
                        json_pack("{s:s,s:i,s:i,s:i,s:i}", "status",
-                                 ctx->closing ? "shutting_down" : "ok", "slots", slots,
+                                 srv_closing(ctx) ? "shutting_down" : "ok", "slots", slots,
                                  "slots_busy", busy, "queue", queued, "queue_capacity", cap));
     }
     srv_metrics_request(ctx->metrics, SRV_EP_HEALTH, st);

@@ -20,6 +20,11 @@ double srv_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+int srv_closing(const srv_ctx *ctx)
+{
+    return __atomic_load_n(&ctx->closing, __ATOMIC_ACQUIRE);
+}
+
 void srv_inflight(srv_ctx *ctx, int delta)
 {
     __atomic_add_fetch(&ctx->inflight, delta, __ATOMIC_ACQ_REL);
@@ -67,12 +72,22 @@ int srv_authorized(struct mg_connection *c, const srv_ctx *ctx, int allow_query)
 
 /* ----------------------------------------------------------- responses --- */
 
+void srv_date_header(struct mg_connection *c)
+{
+    char date[64];
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm) && strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm))
+        mg_response_header_add(c, "Date", date, -1);
+}
+
 int srv_send(struct mg_connection *c, int status, const char *type, const char *body,
              size_t len, const char *const *headers)
 {
     char clen[32];
     snprintf(clen, sizeof clen, "%zu", len);
     mg_response_header_start(c, status);
+    srv_date_header(c);
     mg_response_header_add(c, "Content-Type", type, -1);
     mg_response_header_add(c, "Content-Length", clen, -1);
     mg_response_header_add(c, "Cache-Control", "no-store", -1);

@@ -166,7 +166,7 @@ int srv_ws_connect(const struct mg_connection *cc, void *arg)
     } else if (!same_origin(c)) {
         st = 403;
         srv_refuse_upgrade(c, st, "bad_origin", "WebSocket connections from another origin are refused");
-    } else if (ctx->closing) {
+    } else if (srv_closing(ctx)) {
         st = 503;
         srv_refuse_upgrade(c, st, "shutting_down", "the server is shutting down");
     }
@@ -256,11 +256,14 @@ typedef struct msg_job {
 
 static void on_message_deep(void *arg);
 
-/* A whole message: checked and acted on from a deep stack (bigstack.c). */
+/* A whole message: checked and acted on, from a deep stack when it might
+ * nest deep (bigstack.c). */
 static void on_message(ws_conn *w, const char *data, size_t len)
 {
     msg_job j = { w, data, len };
-    if (srv_on_big_stack(on_message_deep, &j) != 0)
+    if (srv_json_shallow(data, len))
+        on_message_deep(&j);
+    else if (srv_on_big_stack(on_message_deep, &j) != 0)
         post_error(w, "server_error", "%s", "cannot start a thread for the message");
 }
 

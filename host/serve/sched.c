@@ -8,17 +8,20 @@
  *   start     open the session's sequence (first turn), tokenize the text,
  *             check the context, post STARTED
  *   prefill   append up to prefill_chunk tokens per call
- *   decode    one token per call while other sessions have work; a greedy
- *             session alone on the device gets one call for all it asked
- *             for, and yields from the token callback (an exact stop: the
- *             driver rewinds what the device sampled past it) as soon as
- *             anything changes: a new client, an interrupt, a hang-up
+ *   decode    a quantum of tokens per call (--quantum, max_tokens of the
+ *             call) while other sessions have work; a greedy session alone
+ *             on the device gets one call for all it asked for, and yields
+ *             from the token callback as soon as anything changes (a new
+ *             client, an interrupt, a hang-up): an exact stop, the driver
+ *             rewinds what the device sampled past it
  *
- * Per-call overhead is what one token per call costs; a sampled session
- * always takes that path so that its random stream never skips a rewound
- * token, and a seed gives the same text as tessera run -s SEED, busy or
- * not.  Interrupts, steers and resets land between two tokens; during a
- * prompt's prefill they wait for the prompt to be in. */
+ * A call has a fixed cost (a kernel command; in the emulator a thread
+ * start and wake-ups), which the quantum spreads over its tokens.  A
+ * sampled session yields only at quantum boundaries, never by a rewind,
+ * so its random stream never skips a token and a seed gives the text of
+ * tessera run -s SEED, busy or not (an interrupted turn excepted).
+ * Interrupts, steers, resets and hang-ups stop any call at its next token;
+ * during a prompt's prefill they wait for the prompt to be in. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,7 +239,14 @@ static int on_token(tsr_seq *seq, int token, void *user)
     }
     post(c->s, c->ss, e);
     if (t->out.stopped) return 1;
-    return t->long_call && __atomic_load_n(&c->s->preempt, __ATOMIC_ACQUIRE);
+    if (!__atomic_load_n(&c->s->preempt, __ATOMIC_ACQUIRE)) return 0;
+    /* Something changed: a long call yields to whoever came; any call
+     * stops for its own session's interrupt, steer, reset or hang-up. */
+    if (t->long_call) return 1;
+    pthread_mutex_lock(&c->s->mu);
+    int stop = c->ss->stop_gen || c->ss->gone || c->s->closing;
+    pthread_mutex_unlock(&c->s->mu);
+    return stop;
 }
 
 static void decode(srv_sched *s, srv_session *ss, srv_turn *t, int solo)
@@ -248,8 +258,9 @@ static void decode(srv_sched *s, srv_session *ss, srv_turn *t, int solo)
         finish(s, ss, t, SRV_R_LENGTH);
         return;
     }
-    int n = solo && g->temperature == 0.0f ? remaining : 1;
-    t->long_call = n > 1;
+    int greedy = g->temperature == 0.0f;
+    int n = solo && greedy ? remaining : remaining < s->o.quantum ? remaining : s->o.quantum;
+    t->long_call = solo && greedy;
     tsr_gen_opts go = { .max_tokens = n, .temperature = g->temperature, .top_p = g->top_p,
                         .seed = g->seed };
     tok_ctx c = { .s = s, .ss = ss, .t = t };
@@ -442,6 +453,7 @@ srv_sched *srv_sched_start(tsr_device *dev, tsr_model *m, const srv_sched_opts *
     tsr_model_get_info(m, &s->info);
     if (s->o.slots <= 0 || s->o.slots > s->info.n_seqs) s->o.slots = s->info.n_seqs;
     if (s->o.prefill_chunk <= 0) s->o.prefill_chunk = 64;
+    if (s->o.quantum <= 0) s->o.quantum = 1;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->work, NULL);
     if (pthread_create(&s->thread, NULL, sched_main, s) != 0) {

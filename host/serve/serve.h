@@ -150,6 +150,7 @@ typedef struct srv_sched_opts {
     int slots;           /* sequences the device holds (tsr_model_opts.n_seqs) */
     int queue;           /* sessions that may wait for a slot                  */
     int prefill_chunk;   /* tokens per append call; other sessions run between */
+    int quantum;         /* tokens per generate call while others wait         */
 } srv_sched_opts;
 
 /* Start the scheduler thread over a loaded model (it takes over every
@@ -251,11 +252,13 @@ typedef struct srv_ctx {
     srv_sched        *sched;
     srv_metrics      *metrics;
     tsr_model_info    info;
-    volatile int      closing;   /* shutdown begun: 503 to new requests     */
+    int               closing;   /* atomic (srv_closing): shutdown begun    */
     int               inflight;  /* atomic: generations being answered and
                                     WebSocket connections open              */
 } srv_ctx;
 
+/* Has the shutdown begun?  (New requests get 503.) */
+int  srv_closing(const srv_ctx *ctx);
 /* Count a request or connection in and out of ctx->inflight. */
 void srv_inflight(srv_ctx *ctx, int delta);
 /* Shutdown: wait until nothing is in flight, at most seconds. */
@@ -287,6 +290,9 @@ int  srv_authorized(struct mg_connection *c, const srv_ctx *ctx, int allow_query
  * extra "Name: value" headers (NULL-terminated pairs, may be NULL). */
 int  srv_send(struct mg_connection *c, int status, const char *type, const char *body,
               size_t len, const char *const *headers);
+/* The Date header (RFC 9110), made here with gmtime_r: civetweb makes it
+ * with gmtime(), whose buffer its threads share, when a response has none. */
+void srv_date_header(struct mg_connection *c);
 /* An OpenAI-style error: {"error": {"message", "type", "param", "code"}}. */
 int  srv_send_error(struct mg_connection *c, int status, const char *code, const char *param,
                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
@@ -302,6 +308,9 @@ int  srv_read_body(struct mg_connection *c, size_t max, char **body, size_t *len
  * 2048 levels (civetweb's threads have 100 KB); returns when fn has.
  * -1 when no thread could be started (fn did not run). */
 int  srv_on_big_stack(void (*fn)(void *), void *arg);
+/* 1 when text (len bytes) cannot nest deep enough to need that: fewer
+ * than 128 '[' and '{' bytes in all, strings included. */
+int  srv_json_shallow(const char *text, size_t len);
 
 /* page.c: the playground page, built into the binary. */
 extern const char srv_page_html[];

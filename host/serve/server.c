@@ -107,8 +107,10 @@ srv_server *srv_server_start(srv_ctx *ctx, int threads, int *port)
         "max_request_size", "16384",
         NULL,
     };
+    /* No access log unless asked: civetweb formats it with localtime(),
+     * which is not thread-safe. */
     struct mg_callbacks cb = { .begin_request = begin_request, .log_message = log_message,
-                               .log_access = log_access };
+                               .log_access = verbose ? log_access : NULL };
     struct mg_init_data init = { .callbacks = &cb, .user_data = ctx, .configuration_options = opts };
     char err[256] = "";
     unsigned code = 0;

@@ -4,7 +4,12 @@
  *   serve_ref MODEL TOKENIZER [--ctx N] [--threads N] STEP...
  *     a:TEXT   append TEXT (BOS first when the sequence is empty)
  *     g:N      generate up to N tokens, greedy
+ *     t:N:TEXT a turn: append TEXT, then generate up to N (one step, so that
+ *              its time to first token has nothing else in it)
  *     r        empty the sequence
+ * With no STEP on the command line, steps are read from stdin, one a line,
+ * each answered as soon as it is done (a benchmark interleaves them with
+ * its other measurements).
  *
  * One JSON line per step on stdout, times in ms since the program started:
  *   {"step":"a","tokens":[...],"h2d":B,"t0":T,"t1":T}
@@ -79,8 +84,18 @@ int main(int argc, char **argv)
         fprintf(stderr, "serve_ref: %s: %s\n", tsr_strerror(rc), dev ? tsr_device_errmsg(dev) : "");
         return 1;
     }
-    for (int i = first; i < argc && rc == TSR_OK; i++) {
-        const char *step = argv[i];
+    char line[4096];
+    int from_stdin = first >= argc;
+    for (int i = first; rc == TSR_OK; i++) {
+        const char *step;
+        if (!from_stdin) {
+            if (i >= argc) break;
+            step = argv[i];
+        } else {
+            if (!fgets(line, sizeof line, stdin)) break;
+            line[strcspn(line, "\n")] = '\0';
+            step = line;
+        }
         double t0 = now_ms();
         if (!strncmp(step, "a:", 2)) {
             tsr_seq_stats a, b;
@@ -96,8 +111,13 @@ int main(int argc, char **argv)
             print_ints(h + len0, n - len0);
             printf(",\"h2d\":%llu,\"t0\":%.4f,\"t1\":%.4f}\n",
                    (unsigned long long)(b.prefill_h2d - a.prefill_h2d), t0, t1);
-        } else if (!strncmp(step, "g:", 2)) {
+        } else if (!strncmp(step, "g:", 2) || !strncmp(step, "t:", 2)) {
             int want = atoi(step + 2);
+            const char *text = step[0] == 't' ? strchr(step + 2, ':') : NULL;
+            if (step[0] == 't' && (!text || (rc = tsr_seq_append_text(s, text + 1)) != TSR_OK)) {
+                fprintf(stderr, "serve_ref: bad turn '%s'\n", step);
+                return 2;
+            }
             gen_log g = { .cap = want > 0 ? want : 1 };
             g.tokens = malloc((size_t)g.cap * sizeof *g.tokens);
             g.times = malloc((size_t)g.cap * sizeof *g.times);
@@ -105,7 +125,7 @@ int main(int argc, char **argv)
             tsr_gen_opts go = { .max_tokens = want };
             rc = tsr_seq_generate(s, &go, on_token, &g, NULL);
             double t1 = now_ms();
-            printf("{\"step\":\"g\",\"tokens\":");
+            printf("{\"step\":\"%c\",\"tokens\":", step[0]);
             print_ints(g.tokens, g.n);
             printf(",\"times\":[");
             for (int k = 0; k < g.n; k++) printf(k ? ",%.4f" : "%.4f", g.times[k]);
@@ -119,6 +139,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "serve_ref: unknown step '%s'\n", step);
             return 2;
         }
+        fflush(stdout);
     }
     if (rc != TSR_OK) fprintf(stderr, "serve_ref: %s: %s\n", tsr_strerror(rc), tsr_device_errmsg(dev));
     tsr_seq_close(s);

@@ -163,3 +163,24 @@ def test_killed_client_frees_its_slot():
         assert m["tessera_slots_busy"] == 0
     finally:
         assert srv.stop() == 0
+
+
+def test_seeded_clients_get_the_text_of_run_while_others_decode(four_slots):
+    """Sampled sessions advance a quantum at a time and never rewind, so a
+    seed gives tessera run's text however busy the device is."""
+    args = [(PROMPTS[i], 60, {"temperature": 0.8, "top_p": 0.9, "seed": 100 + i} if i % 2 else {})
+            for i in range(8)]
+
+    def one(prompt, n, sampling):
+        conn = http.client.HTTPConnection("127.0.0.1", four_slots.port, timeout=120)
+        body = dict({"prompt": prompt, "max_tokens": n, "temperature": 0}, **sampling)
+        conn.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
+        r = json.loads(conn.getresponse().read())
+        conn.close()
+        return r["choices"][0]["text"], r["usage"]
+
+    results = run_in_threads(one, args)
+    for (prompt, n, sampling), (text, usage) in zip(args, results):
+        extra = ("-t", "0.8", "--top-p", "0.9", "-s", str(sampling["seed"])) if sampling else ()
+        steps = usage["completion_tokens"] + usage["prompt_tokens"] - 1
+        assert prompt + text + "\n" == tsr_serve.run_text(prompt, steps, extra=extra), prompt
