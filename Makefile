@@ -22,6 +22,9 @@ BASEFLAGS := -std=c11 -D_GNU_SOURCE -fPIC $(WARN)
 EMU_CFLAGS ?= -O3 -march=native -g
 EMU_SIMD   ?= 1
 LDLIBS    := -lxxhash -lnuma -lpthread -lm
+# tessera serve: HTTP and WebSocket (civetweb), JSON (jansson); the program
+# links them, libtessera does not.
+SERVE_LIBS := -lcivetweb -ljansson
 
 ifeq ($(SANITIZE),1)
   SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -69,7 +72,7 @@ endif
 DRIVER_SRC := $(wildcard driver/*.c)
 KERNEL_SRC := $(wildcard kernels/*.c)
 EMU_SRC    := $(wildcard emu/*.c)
-HOST_SRC   := $(wildcard host/*.c)
+HOST_SRC   := $(wildcard host/*.c host/serve/*.c)
 # linked into every test: the golden reference and small test helpers
 REF_SRC    := $(wildcard tests/ref/*.c tests/support/*.c)
 TEST_SRC   := $(wildcard tests/test_*.c)
@@ -92,12 +95,14 @@ help:
 	@echo "tessera make targets:"
 	@echo "  make deps       apt-get install the Debian packages the project needs"
 	@echo "  make all        build libtessera (.a, .so) and the tessera program in $(BUILD)/"
-	@echo "  make test       build and run every CMocka test, plus lint-hls"
+	@echo "  make test       build and run every CMocka test, the Python server suites, lint-hls"
+	@echo "  make venv       the Python venv the server suites use ($(VENV), from PyPI)"
 	@echo "  make lint-hls   check kernels/ against the synthesizable C rules"
 	@echo "  make lint-hls-clang  the libclang HLS lint of kernels/ (hw/lint_hls.py; not yet in test)"
 	@echo "  make help-hw    the Vitis flow: csim, csynth, cosim, xclbin (hw/vitis.mk)"
 	@echo "  make run        decode 'Once upon a time' on stories260K in the emulator"
 	@echo "  make bench      benchmark stories260K and synthetic 15M/42M/110M, write docs/benchmarks.md"
+	@echo "  make bench-serve  TTFT and per-token overhead of HTTP+SSE and WebSocket, tokens/s (docs/server.md)"
 	@echo "  make examples   build host/examples/ into $(BUILD)/examples/"
 	@echo "  make install    install header, libraries, tessera.pc (PREFIX=$(PREFIX), DESTDIR=)"
 	@echo "  make clean      remove build outputs"
@@ -108,7 +113,8 @@ help:
 	@echo "           PYTHON_CLANG=$(PYTHON_CLANG) (a python with Debian's python3-clang)"
 
 DEPS_DEBIAN := build-essential pkg-config libcmocka-dev libnuma-dev libxxhash-dev libxrt-dev \
-               python3-clang libclang-dev
+               python3-clang libclang-dev \
+               libcivetweb-dev libjansson-dev curl python3-venv chromium chromium-driver
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 deps:
 	$(SUDO) apt-get update -qq
@@ -139,7 +145,12 @@ $(LIB_SO): $(DRIVER_OBJ) $(KERNEL_OBJ)
 	$(CC) -shared $(SANFLAGS) -o $@ $^ $(LDLIBS)
 
 $(TESSERA): $(HOST_OBJ) $(LIB_A)
-	$(CC) $(SANFLAGS) -o $@ $(HOST_OBJ) $(LIB_A) $(LDLIBS) $(XRT_LIBS)
+	$(CC) $(SANFLAGS) -o $@ $(HOST_OBJ) $(LIB_A) $(LDLIBS) $(SERVE_LIBS) $(XRT_LIBS)
+
+# The server's own header, and the playground page, assembled into the
+# binary (.incbin).
+$(HOST_OBJ): $(wildcard host/serve/*.h)
+$(BUILD)/host/serve/page.o: host/serve/playground.html
 
 # ------------------------------------------------------------------ tests ---
 TEST_DEFS := -DTSR_SHARED_DIR='"$(abspath $(SHARED))"' -DTSR_BUILD_DIR='"$(abspath $(BUILD))"' \
@@ -147,10 +158,45 @@ TEST_DEFS := -DTSR_SHARED_DIR='"$(abspath $(SHARED))"' -DTSR_BUILD_DIR='"$(abspa
 
 $(BUILD)/tests/%: tests/%.c $(REF_OBJ) $(LIB_A) $(TESSERA) $(wildcard tests/*.h tests/ref/*.h tests/support/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) -Itests -Itests/ref -Itests/support $(TEST_DEFS) -o $@ $< $(REF_OBJ) $(LIB_A) -lcmocka $(LDLIBS) $(XRT_TEST_LIBS)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) -Itests -Itests/ref -Itests/support -Ihost $(TEST_DEFS) -o $@ $< $(TEST_EXTRA) $(REF_OBJ) $(LIB_A) -lcmocka $(LDLIBS) $(XRT_TEST_LIBS)
 
-test: $(TEST_BIN) lint-hls emu-profiles
-	@sh tests/run_tests.sh $(TEST_BIN)
+# The server's tests: the pure parts linked in, JSON to read answers.
+SERVE_UNIT_OBJ := $(addprefix $(BUILD)/host/serve/,textout.o chat_template.o request.o http_util.o)
+$(BUILD)/tests/test_serve_text: $(SERVE_UNIT_OBJ)
+$(BUILD)/tests/test_serve_text: TEST_EXTRA = $(SERVE_UNIT_OBJ) $(SERVE_LIBS)
+$(BUILD)/tests/test_serve: TEST_EXTRA = -ljansson
+
+# The Python suites (tests/serve/) drive a real tessera serve with the
+# openai and websockets packages and a headless Chromium, from a venv under
+# build/ (PyPI packages in tests/serve/requirements.txt); serve_ref is the
+# driver API doing the same steps, their reference.
+VENV      := build/venv
+PYTHON    ?= /usr/bin/python3
+SERVE_REF := $(BUILD)/tests/serve_ref
+
+$(SERVE_REF): tests/serve/ref.c driver/include/tessera.h $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) -Idriver/include -o $@ $< $(LIB_A) $(LDLIBS)
+
+$(VENV)/.stamp: tests/serve/requirements.txt
+	rm -rf $(VENV)
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r tests/serve/requirements.txt
+	touch $@
+
+.PHONY: venv bench-serve
+venv: $(VENV)/.stamp
+
+# What HTTP+SSE and WebSocket cost against the in-process API, and
+# aggregate tokens/s with 1, 4, 8 clients (docs/server.md has the figures).
+bench-serve: $(TESSERA) $(SERVE_REF) $(VENV)/.stamp
+	TSR_BUILD_DIR=$(abspath $(BUILD)) TSR_SHARED_DIR=$(abspath $(SHARED)) PYTHONDONTWRITEBYTECODE=1 \
+	    $(VENV)/bin/python tests/serve/bench_serve.py $(BENCH_SERVE_ARGS)
+
+test: $(TEST_BIN) $(SERVE_REF) $(VENV)/.stamp lint-hls emu-profiles
+	@TSR_BUILD_DIR=$(abspath $(BUILD)) TSR_SHARED_DIR=$(abspath $(SHARED)) TSR_SOURCE_DIR=$(abspath .) \
+	    PYTHONDONTWRITEBYTECODE=1 PYTEST="$(VENV)/bin/python -m pytest -q tests/serve" \
+	    sh tests/run_tests.sh $(TEST_BIN)
 
 # The emulators tests/test_plan.c runs beside this one: the stories15m
 # synthesis profile's datapath and arrays, and the PE loops serialised.

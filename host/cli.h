@@ -16,6 +16,7 @@ int cmd_synth(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_plan(int argc, char **argv);    /* host/cmd_plan.c */
+int cmd_serve(int argc, char **argv);   /* host/cmd_serve.c, host/serve/ */
 
 /* Flush stdout; on a write error (a full disk, a closed pipe) print it and
  * return -1. */

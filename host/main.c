@@ -15,6 +15,7 @@ static const char usage[] =
     "commands:\n"
     "  run     decode a prompt on a device (the emulator by default)\n"
     "  chat    interactive: each line typed continues one sequence on the device\n"
+    "  serve   HTTP (OpenAI-compatible) and WebSocket server with a playground page\n"
     "  info    print a model file's header, parameter count and bytes per tensor group\n"
     "  synth   write a llama2.c checkpoint with deterministic pseudo-random weights\n"
     "  bench   measure decode/prefill tokens/s, time to first token, load GB/s, peak RSS\n"
@@ -135,6 +136,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "info"))  return cmd_info(argc - 2, argv + 2);
     if (!strcmp(cmd, "synth")) return cmd_synth(argc - 2, argv + 2);
     if (!strcmp(cmd, "chat"))  return cmd_chat(argc - 2, argv + 2);
+    if (!strcmp(cmd, "serve")) return cmd_serve(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
     if (!strcmp(cmd, "plan"))  return cmd_plan(argc - 2, argv + 2);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
@@ -144,9 +146,10 @@ int main(int argc, char **argv)
             if (!strcmp(argv[2], "info"))  return cmd_info(1, h);
             if (!strcmp(argv[2], "synth")) return cmd_synth(1, h);
             if (!strcmp(argv[2], "chat"))  return cmd_chat(1, h);
+            if (!strcmp(argv[2], "serve")) return cmd_serve(1, h);
             if (!strcmp(argv[2], "bench")) return cmd_bench(1, h);
             if (!strcmp(argv[2], "plan"))  return cmd_plan(1, h);
-            cli_error("help: unknown command '%s' (valid: run, chat, info, synth, bench, plan)", argv[2]);
+            cli_error("help: unknown command '%s' (valid: run, chat, serve, info, synth, bench, plan)", argv[2]);
             return 2;
         }
         fputs(usage, stdout);
@@ -156,6 +159,6 @@ int main(int argc, char **argv)
         printf("tessera %s\n", tsr_version());
         return 0;
     }
-    cli_error("unknown command '%s' (valid: run, chat, info, synth, bench, plan, help)", cmd);
+    cli_error("unknown command '%s' (valid: run, chat, serve, info, synth, bench, plan, help)", cmd);
     return 2;
 }

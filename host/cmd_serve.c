@@ -1,0 +1,188 @@
+/* cmd_serve.c - tessera serve: the model behind HTTP and WebSocket.
+ *
+ * Loads the model once, starts the scheduler (the one thread that calls
+ * the device, host/serve/sched.c) and civetweb (host/serve/server.c), and
+ * serves until SIGINT or SIGTERM.  Then it stops admitting, stops every
+ * generation within a token (streams end with finish_reason "shutdown"),
+ * waits for the connections to finish, frees the device and exits 0.
+ * The protocol and the design: docs/server.md. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "serve/serve.h"
+
+static const char usage[] =
+    "usage: tessera serve -m MODEL [-z TOKENIZER] [--host ADDR] [--port N] [--slots N]\n"
+    "                     [--api-key KEY] [options]\n"
+    "\n"
+    "Serve MODEL over HTTP (OpenAI-compatible /v1/completions and\n"
+    "/v1/chat/completions, streamed as server-sent events), a persistent WebSocket\n"
+    "session per client (/v1/realtime: generate, interrupt, steer, reset), a\n"
+    "playground page at /, /v1/models, /health and /metrics.  Stops on SIGINT or\n"
+    "SIGTERM.  Protocol and limits: docs/server.md.\n"
+    "\n"
+    "  -m, --model FILE      llama2.c checkpoint or GGUF (as tessera run)\n"
+    "  -z, --tokenizer FILE  llama2.c tokenizer.bin (GGUF files carry their own)\n"
+    "      --host ADDR       listening address (default 127.0.0.1: this machine only)\n"
+    "      --port N          listening port (default 8080; 0: any free port, printed)\n"
+    "      --slots N         sequence slots on the device, shared by requests and\n"
+    "                        WebSocket sessions (default 4; 0: as many as fit, <= 8)\n"
+    "      --queue N         requests that may wait for a slot; beyond them, HTTP 503\n"
+    "                        (default 16)\n"
+    "      --api-key KEY     require 'Authorization: Bearer KEY' (default: the\n"
+    "                        TESSERA_API_KEY environment variable, else none)\n"
+    "      --max-tokens N    most tokens one generation may ask for, and the default\n"
+    "                        for chat and WebSocket requests (default 256)\n"
+    "      --max-body BYTES  largest request body or WebSocket message (default 1048576)\n"
+    "      --prefill-chunk N prompt tokens per device call; other clients' tokens run\n"
+    "                        in between (default 64)\n"
+    "      --quantum N       tokens per device call while other clients wait their\n"
+    "                        turn (default 4; a call has a fixed cost)\n"
+    "  -v, --verbose         log requests and civetweb's messages to stderr\n"
+    "      --backend SPEC    device: emu (default), emu:part=u55c,pes=16, or xrt:0\n"
+    "      --xclbin FILE     xrt: the xclbin to load\n"
+    "      --part NAME       emulate a card's on-chip capacity: u55c, u280, u250, u200, vu9p\n"
+    CLI_PES_HELP
+    "      --threads N       emulator worker threads over the PEs\n"
+    "      --weights q8|f32  on-chip weight format (default q8 = Q8_0)\n"
+    "      --group-size N    Q8_0 group size (default 32)\n"
+    "      --seq-len N, --ctx N  context per sequence (default: the model's)\n"
+    "  -h, --help            this text\n";
+
+typedef struct serve_args {
+    const char *model, *tokenizer, *backend, *part, *xclbin;
+    int pes, threads, weights_f32, group_size, seq_len;
+    int slots, queue, prefill_chunk, quantum;
+    srv_config cfg;
+} serve_args;
+
+static int parse_args(int argc, char **argv, serve_args *a)
+{
+    for (int i = 0; i < argc; i++) {
+        const char *o = argv[i], *v;
+        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+            fputs(usage, stdout);
+            exit(0);
+        }
+#define IS(s, l) (!strcmp(o, s) || !strcmp(o, l))
+#define VAL() if (!(v = cli_value(argc, argv, &i))) return -1
+#define INT(lo, hi, dst) do { VAL(); if (cli_int(o, v, lo, hi, dst)) return -1; } while (0)
+        if (IS("-m", "--model"))              { VAL(); a->model = v; }
+        else if (IS("-z", "--tokenizer"))     { VAL(); a->tokenizer = v; }
+        else if (!strcmp(o, "--host"))        { VAL(); a->cfg.host = v; }
+        else if (!strcmp(o, "--port"))        INT(0, 65535, &a->cfg.port);
+        else if (!strcmp(o, "--slots"))       INT(0, 64, &a->slots);
+        else if (!strcmp(o, "--queue"))       INT(0, 4096, &a->queue);
+        else if (!strcmp(o, "--api-key"))     { VAL(); a->cfg.api_key = v; }
+        else if (!strcmp(o, "--max-tokens"))  INT(1, 1 << 20, &a->cfg.lim.max_tokens);
+        else if (!strcmp(o, "--max-body"))    { int n; INT(1024, 1 << 30, &n); a->cfg.lim.max_body = (size_t)n; }
+        else if (!strcmp(o, "--prefill-chunk")) INT(1, 1 << 20, &a->prefill_chunk);
+        else if (!strcmp(o, "--quantum"))     INT(1, 1 << 20, &a->quantum);
+        else if (IS("-v", "--verbose"))       a->cfg.verbose = 1;
+        else if (!strcmp(o, "--backend"))     { VAL(); a->backend = v; }
+        else if (!strcmp(o, "--xclbin"))      { VAL(); a->xclbin = v; }
+        else if (!strcmp(o, "--part"))        { VAL(); a->part = v; }
+        else if (!strcmp(o, "--pes"))         INT(1, 1 << 16, &a->pes);
+        else if (!strcmp(o, "--threads"))     INT(1, 1024, &a->threads);
+        else if (!strcmp(o, "--group-size"))  INT(1, 1 << 16, &a->group_size);
+        else if (IS("--seq-len", "--ctx"))    INT(1, 1 << 24, &a->seq_len);
+        else if (!strcmp(o, "--weights"))     { VAL(); if (cli_weights(o, v, &a->weights_f32)) return -1; }
+        else {
+            cli_error("serve: unknown option '%s' (see tessera serve --help)", o);
+            return -1;
+        }
+#undef INT
+#undef IS
+#undef VAL
+    }
+    if (!a->model) {
+        cli_error("serve: -m MODEL is required (see tessera serve --help)");
+        return -1;
+    }
+    return 0;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    serve_args a = { .backend = "emu", .slots = 4, .queue = 16, .prefill_chunk = 64, .quantum = 4,
+                     .cfg = { .host = "127.0.0.1", .port = 8080,
+                              .lim = { .max_body = 1 << 20, .max_tokens = 256 } } };
+    a.cfg.api_key = getenv("TESSERA_API_KEY");
+    if (parse_args(argc, argv, &a)) return 2;
+    char spec[600];
+    if (cli_device_spec("serve", spec, sizeof spec, a.backend, a.part, a.pes, a.threads, a.xclbin))
+        return 2;
+    const char *base = strrchr(a.model, '/');
+    a.cfg.model_id = base ? base + 1 : a.model;
+
+    /* SIGINT and SIGTERM are taken by sigwait below: blocked here, before
+     * any thread starts, so that every thread inherits the mask. */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);     /* a client gone mid-write is an error code */
+    json_object_seed(0);          /* before any thread uses jansson */
+
+    int rc, status = 1;
+    tsr_device *dev = NULL;
+    tsr_model *model = NULL;
+    srv_metrics *metrics = NULL;
+    srv_sched *sched = NULL;
+    srv_server *srv = NULL;
+    if ((rc = tsr_device_open(spec, &dev)) != TSR_OK) {
+        cli_error("%s", tsr_device_errmsg(dev));
+        status = rc == TSR_ERR_ARG ? 2 : 1;
+        goto out;
+    }
+    tsr_device_set_log(dev, cli_log_to_stderr, NULL);
+    tsr_model_opts mo = { .tokenizer = a.tokenizer, .weights_f32 = a.weights_f32,
+                          .group_size = a.group_size, .seq_len = a.seq_len, .n_seqs = a.slots };
+    if (tsr_model_load(dev, a.model, &mo, &model) != TSR_OK) {
+        cli_error("%s", tsr_device_errmsg(dev));
+        goto out;
+    }
+    srv_ctx ctx = { .cfg = &a.cfg };
+    tsr_model_get_info(model, &ctx.info);
+    a.cfg.lim.ctx = ctx.info.seq_len;
+    srv_sched_opts so = { .slots = ctx.info.n_seqs, .queue = a.queue,
+                          .prefill_chunk = a.prefill_chunk, .quantum = a.quantum };
+    if (!(metrics = srv_metrics_new()) || !(sched = srv_sched_start(dev, model, &so, metrics))) {
+        cli_error("serve: cannot start the scheduler");
+        goto out;
+    }
+    ctx.sched = sched;
+    ctx.metrics = metrics;
+    /* A thread per connection: every slot and waiting place, and spare
+     * ones so that /health and refusals are answered when all are taken. */
+    int port = 0;
+    if (!(srv = srv_server_start(&ctx, ctx.info.n_seqs + a.queue + 8, &port))) goto out;
+    printf("tessera: serving %s on http://%s:%d (%d slots, queue %d, context %d tokens%s)\n",
+           a.cfg.model_id, a.cfg.host, port, ctx.info.n_seqs, a.queue, ctx.info.seq_len,
+           a.cfg.api_key && *a.cfg.api_key ? ", API key required" : "");
+    if (cli_flush_stdout()) goto out;
+
+    int sig = 0;
+    sigwait(&stop, &sig);
+    fprintf(stderr, "tessera: serve: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    __atomic_store_n(&ctx.closing, 1, __ATOMIC_RELEASE);
+    srv_sched_close(sched);       /* generations end within a token, */
+    srv_drain(&ctx, 3.0);         /* their ends are written, sessions closed */
+    srv_server_stop(srv);
+    srv = NULL;
+    status = 0;
+out:
+    srv_server_stop(srv);
+    srv_sched_stop(sched);        /* the last sequences are closed */
+    srv_metrics_free(metrics);
+    tsr_model_close(model);
+    tsr_device_close(dev);
+    return status;
+}

@@ -1,0 +1,512 @@
+/* sched.c - the scheduler: one thread that owns every call on the device.
+ *
+ * Calls on one device must not overlap (docs/driver-api.md), so the
+ * connection threads never call the library; they queue commands on their
+ * sessions (session.c) and this thread runs them, one device call at a
+ * time, round robin over the sessions that have work:
+ *
+ *   start     open the session's sequence (first turn), tokenize the text,
+ *             check the context, post STARTED
+ *   prefill   append up to prefill_chunk tokens per call
+ *   decode    a quantum of tokens per call (--quantum, max_tokens of the
+ *             call) while other sessions have work; a greedy session alone
+ *             on the device gets one call for all it asked for, and yields
+ *             from the token callback as soon as anything changes (a new
+ *             client, an interrupt, a hang-up): an exact stop, the driver
+ *             rewinds what the device sampled past it
+ *
+ * A call has a fixed cost (a kernel command; in the emulator a thread
+ * start and wake-ups), which the quantum spreads over its tokens.  A
+ * sampled session yields only at quantum boundaries, never by a rewind,
+ * so its random stream never skips a token and a seed gives the text of
+ * tessera run -s SEED, busy or not (an interrupted turn excepted).
+ * Interrupts, steers, resets and hang-ups stop any call at its next token;
+ * during a prompt's prefill they wait for the prompt to be in. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched_private.h"
+
+#define TOK_BOS 1
+#define TOK_EOS 2
+
+/* ---------------------------------------------------------------- turns --- */
+
+static srv_turn *turn_new(srv_cmd *c)
+{
+    srv_turn *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->cmd = c;
+    t->last = -1;
+    srv_textout_init(&t->out, c->gen.stop, c->gen.n_stop);
+    return t;
+}
+
+static void turn_free(srv_turn *t)
+{
+    if (!t) return;
+    srv_cmd_free(t->cmd);
+    free(t->toks);
+    srv_textout_free(&t->out);
+    free(t);
+}
+
+static void post(srv_sched *s, srv_session *ss, srv_event *e)
+{
+    pthread_mutex_lock(&s->mu);
+    srv_post_locked(ss, e);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Post the event that ends a turn.  A one-shot (HTTP) session is done
+ * with the device then: its slot is free before the client has the
+ * answer, so the client's next request finds it free. */
+static void conclude(srv_sched *s, srv_session *ss, srv_event *last)
+{
+    if (!ss->persistent) {
+        tsr_seq_close(ss->seq);
+        ss->seq = NULL;
+    }
+    pthread_mutex_lock(&s->mu);
+    ss->active = NULL;
+    ss->stop_gen = 0;
+    if (!ss->persistent) srv_detach_locked(s, ss);
+    srv_post_locked(ss, last);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void end_turn(srv_sched *s, srv_session *ss, srv_turn *t, srv_event *last)
+{
+    turn_free(t);
+    conclude(s, ss, last);
+}
+
+/* The turn failed: an ERROR event ends it.  A device error may leave the
+ * sequence half-written, so it is closed (a persistent session gets a new,
+ * empty one with its next turn). */
+static void fail_turn(srv_sched *s, srv_session *ss, srv_turn *t, int status, const char *code,
+                      int close_seq, const char *fmt, const char *detail)
+{
+    srv_event *e = srv_event_new(SRV_EV_ERROR);
+    if (e) {
+        e->status = status;
+        e->code = code;
+        snprintf(e->message, sizeof e->message, fmt, detail);
+    }
+    if (close_seq) {
+        tsr_seq_close(ss->seq);
+        ss->seq = NULL;
+    }
+    end_turn(s, ss, t, e);
+}
+
+static void device_failed(srv_sched *s, srv_session *ss, srv_turn *t, int rc)
+{
+    char msg[200];
+    snprintf(msg, sizeof msg, "%s: %s", tsr_strerror(rc), tsr_device_errmsg(s->dev));
+    fail_turn(s, ss, t, 500, "device_error", 1, "%s", msg);
+}
+
+static void finish(srv_sched *s, srv_session *ss, srv_turn *t, srv_reason why)
+{
+    const char *p;
+    size_t n = srv_textout_finish(&t->out, &p);
+    if (n) {
+        srv_event *tail = srv_event_new(SRV_EV_TOKEN);
+        if (tail && (tail->text = strndup(p, n))) tail->len = n;
+        post(s, ss, tail);
+    }
+    t->st.completion_tokens = t->generated;
+    t->st.history_tokens = ss->seq ? tsr_seq_length(ss->seq) : 0;
+    if (t->generated > 0) {
+        t->st.ttft_ms = 1e3 * (t->t_first - t->cmd->t_recv);
+        t->st.decode_ms = 1e3 * (t->t_last - t->t_first);
+    }
+    srv_event *done = srv_event_new(SRV_EV_DONE);
+    if (done) {
+        done->reason = why;
+        done->stats = t->st;
+        if ((done->text = strndup(t->out.buf ? t->out.buf : "", t->out.len))) done->len = t->out.len;
+    }
+    srv_metrics_turn(s->metrics, &t->st);
+    end_turn(s, ss, t, done);
+}
+
+/* --------------------------------------------------------------- start --- */
+
+static void start(srv_sched *s, srv_session *ss, srv_turn *t)
+{
+    t->t_start = srv_now();
+    t->st.queue_ms = 1e3 * (t->t_start - t->cmd->t_recv);
+    int rc;
+    if (!ss->seq && (rc = tsr_seq_open(s->model, &ss->seq)) != TSR_OK) {
+        device_failed(s, ss, t, rc);
+        return;
+    }
+    const char *text = t->cmd->text ? t->cmd->text : "";
+    int len = tsr_seq_length(ss->seq), n = 0;
+    size_t cap = strlen(text) + 3;   /* BOS, the dummy space, a token per byte */
+    if (!(t->toks = malloc(cap * sizeof *t->toks))) {
+        fail_turn(s, ss, t, 500, "server_error", 0, "%s", "out of memory");
+        return;
+    }
+    if ((rc = tsr_model_tokenize(s->model, text, len == 0, t->toks, (int)cap, &n)) != TSR_OK) {
+        fail_turn(s, ss, t, 400, "invalid_prompt", 0, "cannot tokenize the text: %s",
+                  tsr_device_errmsg(s->dev));
+        return;
+    }
+    /* Every token but the newest takes a KV entry (tsr_seq_append_tokens). */
+    if (len + n - 1 > s->info.seq_len) {
+        char msg[200];
+        if (len)
+            snprintf(msg, sizeof msg, "%d more tokens after the session's %d pass the context "
+                     "of %d tokens", n, len, s->info.seq_len);
+        else
+            snprintf(msg, sizeof msg, "the prompt is %d tokens (BOS included), more than the "
+                     "context of %d tokens holds", n, s->info.seq_len);
+        fail_turn(s, ss, t, 400, "context_length_exceeded", 0, "%s", msg);
+        return;
+    }
+    t->n_toks = n;
+    t->st.prompt_tokens = n;
+    if (n > 0) {
+        t->prev = t->toks[n - 1];
+    } else {
+        const int *h;
+        int nh;
+        tsr_seq_tokens(ss->seq, &h, &nh);
+        t->prev = nh > 0 ? h[nh - 1] : TOK_BOS;
+    }
+    srv_event *e = srv_event_new(SRV_EV_STARTED);
+    if (e) e->stats.prompt_tokens = n;
+    post(s, ss, e);
+    t->phase = n > 0 ? SRV_PH_PREFILL : SRV_PH_DECODE;
+}
+
+/* ------------------------------------------------------------- prefill --- */
+
+static void prefill(srv_sched *s, srv_session *ss, srv_turn *t)
+{
+    int k = t->n_toks - t->n_in;
+    if (k > s->o.prefill_chunk) k = s->o.prefill_chunk;
+    tsr_seq_stats a, b;
+    tsr_seq_get_stats(ss->seq, &a);
+    int rc = tsr_seq_append_tokens(ss->seq, t->toks + t->n_in, k);
+    tsr_seq_get_stats(ss->seq, &b);
+    t->st.prefill_h2d += b.prefill_h2d - a.prefill_h2d;
+    if (rc != TSR_OK) {
+        device_failed(s, ss, t, rc);
+        return;
+    }
+    t->n_in += k;
+    if (t->n_in == t->n_toks) t->phase = SRV_PH_DECODE;
+}
+
+/* -------------------------------------------------------------- decode --- */
+
+typedef struct tok_ctx {
+    srv_sched   *s;
+    srv_session *ss;
+    srv_turn    *t;
+} tok_ctx;
+
+/* The token callback, on this thread inside tsr_seq_generate: text out to
+ * the client; non-zero to stop exactly here. */
+static int on_token(tsr_seq *seq, int token, void *user)
+{
+    (void)seq;
+    tok_ctx *c = user;
+    srv_turn *t = c->t;
+    double now = srv_now();
+    if (t->generated == 0) t->t_first = now;
+    else srv_metrics_token_gap(c->s->metrics, now - t->t_last);
+    t->t_last = now;
+    t->generated++;
+    t->last = token;
+    if (token != TOK_BOS && token != TOK_EOS) {   /* they end the text, unprinted */
+        size_t n = 0;
+        const char *piece = tsr_model_token_text(c->s->model, t->prev, token, &n);
+        srv_textout_push(&t->out, piece, n);
+    }
+    t->prev = token;
+    const char *p;
+    size_t n = srv_textout_take(&t->out, &p);
+    srv_event *e = srv_event_new(SRV_EV_TOKEN);
+    if (e) {
+        e->token = token;
+        if ((e->text = strndup(p, n))) e->len = n;
+    }
+    post(c->s, c->ss, e);
+    if (t->out.stopped) return 1;
+    if (!__atomic_load_n(&c->s->preempt, __ATOMIC_ACQUIRE)) return 0;
+    /* Something changed: a long call yields to whoever came; any call
+     * stops for its own session's interrupt, steer, reset or hang-up. */
+    if (t->long_call) return 1;
+    pthread_mutex_lock(&c->s->mu);
+    int stop = c->ss->stop_gen || c->ss->gone || c->s->closing;
+    pthread_mutex_unlock(&c->s->mu);
+    return stop;
+}
+
+static void decode(srv_sched *s, srv_session *ss, srv_turn *t, int solo)
+{
+    const srv_gen *g = &t->cmd->gen;
+    int remaining = g->max_tokens - t->generated;
+    int room = s->info.seq_len - (tsr_seq_length(ss->seq) - 1);
+    if (remaining <= 0 || room <= 0) {
+        finish(s, ss, t, SRV_R_LENGTH);
+        return;
+    }
+    int greedy = g->temperature == 0.0f;
+    int n = solo && greedy ? remaining : remaining < s->o.quantum ? remaining : s->o.quantum;
+    t->long_call = solo && greedy;
+    tsr_gen_opts go = { .max_tokens = n, .temperature = g->temperature, .top_p = g->top_p,
+                        .seed = g->seed };
+    tok_ctx c = { .s = s, .ss = ss, .t = t };
+    tsr_seq_stats a, b;
+    tsr_seq_get_stats(ss->seq, &a);
+    int got = 0, before = t->generated;
+    int rc = tsr_seq_generate(ss->seq, &go, on_token, &c, &got);
+    tsr_seq_get_stats(ss->seq, &b);
+    t->st.decode_h2d += b.decode_h2d - a.decode_h2d;
+    t->st.decode_d2h += b.decode_d2h - a.decode_d2h;
+    if (rc != TSR_OK) {
+        device_failed(s, ss, t, rc);
+        return;
+    }
+    if (t->out.stopped || (t->generated > before && (t->last == TOK_EOS || t->last == TOK_BOS)))
+        finish(s, ss, t, SRV_R_STOP);
+    else if (t->generated >= g->max_tokens || got == 0)
+        finish(s, ss, t, SRV_R_LENGTH);
+}
+
+/* ---------------------------------------------------------------- step --- */
+
+/* Close a hung-up session's sequence and let go of it. */
+static void cleanup(srv_sched *s, srv_session *ss)
+{
+    pthread_mutex_lock(&s->mu);
+    srv_turn *t = ss->active;
+    ss->active = NULL;
+    pthread_mutex_unlock(&s->mu);
+    turn_free(t);
+    tsr_seq_close(ss->seq);
+    ss->seq = NULL;
+    pthread_mutex_lock(&s->mu);
+    srv_detach_locked(s, ss);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* One unit of work for ss: at most one device call. */
+static void step(srv_sched *s, srv_session *ss, int solo)
+{
+    pthread_mutex_lock(&s->mu);
+    if (ss->gone) {
+        pthread_mutex_unlock(&s->mu);
+        cleanup(s, ss);
+        return;
+    }
+    int closing = s->closing;
+    srv_turn *t = ss->active;
+    int stop = t && t->phase == SRV_PH_DECODE && (ss->stop_gen || closing);
+    srv_reason why = closing ? SRV_R_SHUTDOWN
+                   : ss->cmds && ss->cmds->kind == SRV_STEER ? SRV_R_STEERED : SRV_R_INTERRUPTED;
+    srv_cmd *c = NULL;
+    if (!t) {
+        ss->stop_gen = 0;
+        if ((c = ss->cmds)) {
+            ss->cmds = c->next;
+            ss->n_cmds--;
+        } else if (closing && ss->persistent && !ss->bye_sent) {
+            srv_event *bye = srv_event_new(SRV_EV_CLOSE);
+            if (bye) {
+                bye->status = 1001;
+                snprintf(bye->message, sizeof bye->message, "the server is shutting down");
+            }
+            srv_post_locked(ss, bye);
+            ss->bye_sent = 1;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+
+    if (stop) {
+        finish(s, ss, t, why);
+        return;
+    }
+    if (c && c->kind == SRV_RESET) {
+        tsr_seq_close(ss->seq);     /* a new sequence also forgets the seed */
+        ss->seq = NULL;
+        srv_event *e = srv_event_new(SRV_EV_DONE);
+        if (e) e->reason = SRV_R_RESET;
+        post(s, ss, e);
+        srv_cmd_free(c);
+        return;
+    }
+    if (c && (c->cancelled || closing)) {
+        srv_event *e = srv_event_new(SRV_EV_DONE);
+        if (e) {
+            e->reason = closing ? SRV_R_SHUTDOWN : SRV_R_INTERRUPTED;
+            e->stats.history_tokens = ss->seq ? tsr_seq_length(ss->seq) : 0;
+        }
+        srv_cmd_free(c);
+        conclude(s, ss, e);
+        return;
+    }
+    if (c) {
+        if (!(t = turn_new(c))) {
+            srv_cmd_free(c);
+            srv_event *e = srv_event_new(SRV_EV_ERROR);
+            if (e) {
+                e->status = 500;
+                e->code = "server_error";
+                snprintf(e->message, sizeof e->message, "out of memory");
+            }
+            conclude(s, ss, e);
+            return;
+        }
+        pthread_mutex_lock(&s->mu);
+        ss->active = t;
+        pthread_mutex_unlock(&s->mu);
+    }
+    if (!t) return;
+    switch (t->phase) {
+    case SRV_PH_START:   start(s, ss, t); break;
+    case SRV_PH_PREFILL: prefill(s, ss, t); break;
+    case SRV_PH_DECODE:  decode(s, ss, t, solo); break;
+    }
+}
+
+/* ---------------------------------------------------------- the thread --- */
+
+static int has_work_locked(const srv_sched *s, const srv_session *ss)
+{
+    if (ss->admit != SRV_SLOTTED) return 0;
+    return ss->gone || ss->active || ss->cmds ||
+           (s->closing && ss->persistent && !ss->bye_sent);
+}
+
+/* The next session with work after s->rr (round robin); *n gets how many
+ * have work. */
+static srv_session *pick_locked(srv_sched *s, int *n)
+{
+    srv_session *first = NULL, *after = NULL;
+    int past = s->rr == NULL;
+    *n = 0;
+    for (srv_session *ss = s->live; ss; ss = ss->next) {
+        if (has_work_locked(s, ss)) {
+            (*n)++;
+            if (!first) first = ss;
+            if (past && !after) after = ss;
+        }
+        if (ss == s->rr) past = 1;
+    }
+    srv_session *pick = after ? after : first;
+    if (pick) s->rr = pick;
+    return pick;
+}
+
+static void *sched_main(void *arg)
+{
+    srv_sched *s = arg;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        int n = 0;
+        srv_session *ss = pick_locked(s, &n);
+        if (!ss) {
+            if (s->quit) break;
+            pthread_cond_wait(&s->work, &s->mu);
+            continue;
+        }
+        ss->refs++;
+        __atomic_store_n(&s->preempt, 0, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&s->mu);
+        step(s, ss, n == 1);
+        pthread_mutex_lock(&s->mu);
+        srv_unref_locked(ss);
+    }
+    /* Sessions left when told to quit (their clients are gone) give back
+     * their sequences before the device closes. */
+    while (s->live) {
+        srv_session *ss = s->live;
+        ss->refs++;
+        pthread_mutex_unlock(&s->mu);
+        cleanup(s, ss);
+        pthread_mutex_lock(&s->mu);
+        srv_unref_locked(ss);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* ------------------------------------------------------------ lifetime --- */
+
+srv_sched *srv_sched_start(tsr_device *dev, tsr_model *m, const srv_sched_opts *o,
+                           srv_metrics *metrics)
+{
+    srv_sched *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->dev = dev;
+    s->model = m;
+    s->metrics = metrics;
+    s->o = *o;
+    tsr_model_get_info(m, &s->info);
+    if (s->o.slots <= 0 || s->o.slots > s->info.n_seqs) s->o.slots = s->info.n_seqs;
+    if (s->o.prefill_chunk <= 0) s->o.prefill_chunk = 64;
+    if (s->o.quantum <= 0) s->o.quantum = 1;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->work, NULL);
+    if (pthread_create(&s->thread, NULL, sched_main, s) != 0) {
+        pthread_cond_destroy(&s->work);
+        pthread_mutex_destroy(&s->mu);
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void srv_sched_close(srv_sched *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->closing = 1;
+    for (srv_session *ss = s->live, *next; ss; ss = next) {
+        next = ss->next;
+        if (ss->admit == SRV_WAITING) {
+            srv_event *e = srv_event_new(SRV_EV_ERROR);
+            if (e) {
+                e->status = 503;
+                e->code = "shutting_down";
+                snprintf(e->message, sizeof e->message, "the server is shutting down");
+            }
+            srv_post_locked(ss, e);
+            srv_detach_locked(s, ss);
+        } else if (ss->active) {
+            ss->stop_gen = 1;
+        }
+    }
+    srv_kick_locked(s);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void srv_sched_stop(srv_sched *s)
+{
+    if (!s) return;
+    pthread_mutex_lock(&s->mu);
+    s->quit = 1;
+    pthread_cond_signal(&s->work);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->thread, NULL);
+    pthread_cond_destroy(&s->work);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+void srv_sched_gauges(srv_sched *s, int *slots, int *busy, int *queued, int *queue_cap)
+{
+    pthread_mutex_lock(&s->mu);
+    *slots = s->o.slots;
+    *busy = s->slots_used;
+    *queued = s->queue_len;
+    *queue_cap = s->o.queue;
+    pthread_mutex_unlock(&s->mu);
+}

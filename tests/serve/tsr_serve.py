@@ -1,0 +1,147 @@
+"""Helpers for the tessera serve suites: paths, a server process, the
+driver-API reference (build/tests/serve_ref), tessera run, /metrics.
+
+Every wait here is bounded; all traffic goes to 127.0.0.1."""
+import json
+import os
+import pathlib
+import re
+import select
+import signal
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+SRC = pathlib.Path(os.environ.get("TSR_SOURCE_DIR", pathlib.Path(__file__).resolve().parents[2]))
+BUILD = pathlib.Path(os.environ.get("TSR_BUILD_DIR", SRC / "build"))
+SHARED = pathlib.Path(os.environ.get("TSR_SHARED_DIR", SRC.parent / "shared"))
+TESSERA = BUILD / "tessera"
+REF = BUILD / "tests" / "serve_ref"
+M260K = SHARED / "models" / "stories260K.bin"
+TOK512 = SHARED / "models" / "tok512.bin"
+TOK32K = SHARED / "models" / "tokenizer.bin"
+ARTIFACTS = BUILD / "serve-test"
+
+
+def s15m_model():
+    """build/serve-test/s15m.bin, written once with tessera synth."""
+    path = ARTIFACTS / "s15m.bin"
+    if not path.exists():
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        subprocess.run([str(TESSERA), "synth", "--shape", "stories15M", "-o", str(tmp)],
+                       check=True, capture_output=True, timeout=120)
+        tmp.rename(path)
+    return path
+
+
+class Server:
+    """tessera serve ARGS --port 0, up until stop()."""
+
+    def __init__(self, args, timeout=60):
+        self.args = args
+        self._err = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen([str(TESSERA), "serve", *args, "--port", "0"],
+                                     stdout=subprocess.PIPE, stderr=self._err)
+        line, until = b"", time.monotonic() + timeout
+        while b"\n" not in line and time.monotonic() < until:
+            ready, _, _ = select.select([self.proc.stdout], [], [], 0.2)
+            if ready:
+                chunk = os.read(self.proc.stdout.fileno(), 4096)
+                if not chunk:
+                    break
+                line += chunk
+        m = re.search(rb"http://127\.0\.0\.1:(\d+)", line)
+        if not m:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+            raise RuntimeError("tessera serve did not start: %s" % self.stderr())
+        self.port = int(m.group(1))
+        self.host = "127.0.0.1:%d" % self.port
+        self.url = "http://" + self.host
+        self.ws_url = "ws://%s/v1/realtime" % self.host
+
+    def stderr(self):
+        self._err.seek(0)
+        return self._err.read().decode("utf-8", "replace")
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        """Send sig; the exit status (None when it had to be killed)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+            return None
+
+    # --- plain HTTP, for checks (urllib: no client of ours in between) ---
+
+    def get(self, path, headers=None, timeout=30):
+        """(status, body) of a GET."""
+        req = urllib.request.Request(self.url + path, headers=headers or {})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def post(self, path, body, headers=None, timeout=120):
+        """(status, headers, body) of a JSON POST."""
+        h = {"Content-Type": "application/json"}
+        h.update(headers or {})
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, headers=h)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return r.status, dict(r.headers), r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, dict(e.headers), e.read().decode()
+
+    def health(self):
+        status, body = self.get("/health", timeout=10)
+        return status, json.loads(body)
+
+    def metrics(self):
+        """/metrics as {"name{labels}": value}."""
+        status, body = self.get("/metrics")
+        assert status == 200
+        out = {}
+        for line in body.splitlines():
+            if line and not line.startswith("#"):
+                key, value = line.rsplit(" ", 1)
+                out[key] = float(value)
+        return out
+
+    def wait_for(self, pred, timeout=30, what="condition"):
+        """Poll /health until pred(health) holds (bounded)."""
+        until = time.monotonic() + timeout
+        while time.monotonic() < until:
+            _, h = self.health()
+            if pred(h):
+                return h
+            time.sleep(0.02)
+        raise AssertionError("timed out waiting for " + what)
+
+
+def run_text(prompt, steps, model=M260K, tok=TOK512, extra=()):
+    """tessera run -t 0 (or extra's sampler) stdout."""
+    r = subprocess.run([str(TESSERA), "run", "-m", str(model), "-z", str(tok), "-p", prompt,
+                        "-n", str(steps), "-t", "0", *extra],
+                       check=True, capture_output=True, timeout=120)
+    return r.stdout.decode()
+
+
+def reference(model, tok, *steps, ctx=None):
+    """build/tests/serve_ref: the driver API doing the same steps."""
+    args = [str(REF), str(model), str(tok)]
+    if ctx:
+        args += ["--ctx", str(ctx)]
+    r = subprocess.run(args + list(steps), check=True, capture_output=True, timeout=120)
+    return [json.loads(line) for line in r.stdout.decode().splitlines()]
