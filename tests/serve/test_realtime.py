@@ -12,6 +12,9 @@ import tsr_serve
 
 PROMPT = "Once upon a time"
 STEER = " The dog said"
+# A command on the host link: 16 uint32 words (kernels/tsr_kernel.h
+# TSR_CMD_WORDS), before its payload.
+CMD_BYTES = 64
 
 
 def turn(ws, msg, interrupt_after=None, timeout=60):
@@ -52,7 +55,7 @@ def test_interrupt_then_steer_equals_the_driver_api(s15m):
     n = len(ref[2]["tokens"])
     st = done2["stats"]
     assert st["prompt_tokens"] == n
-    assert st["prefill_h2d_bytes"] == ref[2]["h2d"] == 32 + 4 * n
+    assert st["prefill_h2d_bytes"] == ref[2]["h2d"] == CMD_BYTES + 4 * n
     assert st["history_tokens"] == len(ref[0]["tokens"]) + k + n + 20
 
 
@@ -66,7 +69,7 @@ def test_kv_cache_carries_over_between_turns(s260k):
     assert (a, b, c) == (ref[1]["tokens"], ref[3]["tokens"], ref[4]["tokens"])
     assert d1["stats"]["prompt_tokens"] == 5                  # BOS + 4
     assert d2["stats"]["prompt_tokens"] == len(ref[2]["tokens"])  # no BOS, no history resent
-    assert d2["stats"]["prefill_h2d_bytes"] == 32 + 4 * len(ref[2]["tokens"])
+    assert d2["stats"]["prefill_h2d_bytes"] == CMD_BYTES + 4 * len(ref[2]["tokens"])
     assert d3["stats"]["prompt_tokens"] == 0 and d3["stats"]["prefill_h2d_bytes"] == 0
     assert d3["stats"]["history_tokens"] == 5 + 10 + len(ref[2]["tokens"]) + 10 + 5
 
