@@ -109,7 +109,7 @@ int tsr_file_inspect(const char *path, tsr_file_info *info, char *err, size_t er
 int tsr_synth_file(const char *shape, const char *path, int group_size, uint64_t seed,
                    char *err, size_t errlen)
 {
-    if (!shape || !path || group_size < 0) return TSR_ERR_ARG;
+    if (!shape || !path || group_size < TSR_SYNTH_LEGACY) return TSR_ERR_ARG;
     tsr_err e = {0};
     tsr_config cfg;
     int rc = tsr_synth_shape(shape, &cfg, &e);

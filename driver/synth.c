@@ -266,13 +266,35 @@ static void put_matrix(writer *w, uint64_t id, size_t n)
     }
 }
 
+/* RoPE's table as llama2.c's legacy export wrote it (precompute_freqs_cis):
+ * cos (re 1) or sin (re 0) of t * theta^(-2j / head_size), (seq_len,
+ * head_size / 2).  Nothing reads it back (run.c skips it). */
+static void put_freq_cis(writer *w, int re)
+{
+    const tsr_config *c = w->c;
+    int hs = c->dim / c->n_heads, half = hs / 2;
+    size_t k = 0;
+    for (int t = 0; t < c->seq_len; t++)
+        for (int j = 0; j < half; j++) {
+            double f = pow(c->rope_theta > 0 ? c->rope_theta : 10000.0, -2.0 * j / hs);
+            w->buf[k++] = (float)(re ? cos(t * f) : sin(t * f));
+            if (k == w->chunk) {
+                put(w, w->buf, k * sizeof(float));
+                k = 0;
+            }
+        }
+    if (k) put(w, w->buf, k * sizeof(float));
+}
+
 int tsr_synth_write(const char *path, const tsr_config *cfg, int group_size,
                     uint64_t seed, tsr_err *e)
 {
-    if (group_size < 0)
+    if (group_size < TSR_SYNTH_LEGACY)
         return tsr_seterr(e, TSR_ERR_ARG, "%s: group size %d < 0", path, group_size);
     tsr_config c = *cfg;
-    c.format = group_size > 0 ? TSR_FMT_LLAMA2C_V2 : TSR_FMT_LLAMA2C_V1;
+    c.format = group_size > 0 ? TSR_FMT_LLAMA2C_V2
+             : group_size == TSR_SYNTH_LEGACY ? TSR_FMT_LLAMA2C_LEGACY : TSR_FMT_LLAMA2C_V1;
+    if (group_size < 0) group_size = 0;
     c.group_size = group_size;
     c.shared_classifier = cfg->shared_classifier ? 1 : 0;
     int rc = tsr_config_check(&c, path, TSR_ERR_ARG, e);
@@ -308,6 +330,33 @@ int tsr_synth_write(const char *path, const tsr_config *cfg, int group_size,
     struct stat sb;
     int regular = fstat(fileno(w.f), &sb) == 0 && S_ISREG(sb.st_mode);
 
+    size_t L = (size_t)c.n_layers, dim = (size_t)c.dim, hidden = (size_t)c.hidden_dim;
+    size_t kv_dim = (size_t)c.n_kv_heads * (dim / (size_t)c.n_heads);
+    size_t vocab = (size_t)c.vocab_size;
+    const size_t numel[7] = { dim * dim, kv_dim * dim, kv_dim * dim, dim * dim,
+                              hidden * dim, dim * hidden, hidden * dim };
+    if (c.format == TSR_FMT_LLAMA2C_LEGACY) {
+        /* 7 int32 (vocab negative: a classifier of its own), then
+         * tok_embeddings, rms_att, wq, wk, wv, wo, rms_ffn, w1, w2, w3,
+         * rms_final, freq_cis re and im, [wcls]: the same stream ids */
+        int32_t head[7] = { c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads,
+                            c.shared_classifier ? c.vocab_size : -c.vocab_size, c.seq_len };
+        put(&w, head, sizeof head);
+        put_matrix(&w, 0, vocab * dim);
+        put_ones(&w, L * dim);
+        for (size_t t = 0; t < 4; t++)        // wq, wk, wv, wo
+            for (size_t l = 0; l < L; l++) put_matrix(&w, 1 + t * L + l, numel[t]);
+        put_ones(&w, L * dim);
+        static const size_t ffn[3] = { 4, 5, 6 };   // w1, w2, w3
+        for (size_t k = 0; k < 3; k++)
+            for (size_t l = 0; l < L; l++) put_matrix(&w, 1 + ffn[k] * L + l, numel[ffn[k]]);
+        put_ones(&w, dim);
+        put_freq_cis(&w, 1);
+        put_freq_cis(&w, 0);
+        if (!c.shared_classifier) put_matrix(&w, 1 + 7 * L, vocab * dim);
+        goto written;
+    }
+
     // header: magic, version, 7 params, shared byte, [group], zeros to 256
     uint8_t hdr[TSR_LLAMA2C_HEADER] = { 0 };
     uint32_t magic = TSR_LLAMA2C_MAGIC;
@@ -322,17 +371,13 @@ int tsr_synth_write(const char *path, const tsr_config *cfg, int group_size,
     // fp32 norms, then the matrices; stream ids: tok_embedding 0,
     // wq[l] 1+l, wk 1+L+l, wv 1+2L+l, wo 1+3L+l, w1 1+4L+l, w2 1+5L+l,
     // w3 1+6L+l, wcls 1+7L
-    size_t L = (size_t)c.n_layers, dim = (size_t)c.dim, hidden = (size_t)c.hidden_dim;
-    size_t kv_dim = (size_t)c.n_kv_heads * (dim / (size_t)c.n_heads);
-    size_t vocab = (size_t)c.vocab_size;
     put_ones(&w, 2 * L * dim + dim);      // rms_att, rms_ffn, rms_final
     put_matrix(&w, 0, vocab * dim);
-    const size_t numel[7] = { dim * dim, kv_dim * dim, kv_dim * dim, dim * dim,
-                              hidden * dim, dim * hidden, hidden * dim };
     for (size_t t = 0; t < 7; t++)        // wq, wk, wv, wo, w1, w2, w3
         for (size_t l = 0; l < L; l++) put_matrix(&w, 1 + t * L + l, numel[t]);
     if (!c.shared_classifier) put_matrix(&w, 1 + 7 * L, vocab * dim);
 
+written:;
     int failed = w.failed, err = w.err;
     if (fclose(w.f) != 0 && !failed) { failed = 1; err = errno; }
     free(iobuf); free(w.buf); free(w.qbuf); free(w.sbuf);

@@ -5,7 +5,7 @@
 #include "cli.h"
 
 static const char usage[] =
-    "usage: tessera synth --shape SHAPE -o FILE [--q8] [--group-size N] [--seed S]\n"
+    "usage: tessera synth --shape SHAPE -o FILE [--q8 | --legacy] [--group-size N] [--seed S]\n"
     "\n"
     "Write a llama2.c checkpoint with deterministic pseudo-random weights\n"
     "(normal, std 0.02), for benchmarks on shapes whose real weights are not at hand.\n"
@@ -14,13 +14,16 @@ static const char usage[] =
     "                    (DIMxLAYERS may add :hidden=H,heads=N,kv=K,vocab=V,seq=S)\n"
     "  -o FILE           output path\n"
     "  --q8              write version 2 (Q8_0) instead of version 1 (fp32)\n"
+    "  --legacy          write llama2.c's legacy (version 0) fp32 layout, which\n"
+    "                    run.c and llama.cpp's llama-convert-llama2c-to-ggml read\n"
+    "                    (the same weights as version 1 for the same seed)\n"
     "  --group-size N    Q8_0 group size (default 32; implies --q8)\n"
     "  --seed S          RNG seed (default 42)\n";
 
 int cmd_synth(int argc, char **argv)
 {
     const char *shape = NULL, *out = NULL;
-    int q8 = 0, group = 0;
+    int q8 = 0, group = 0, legacy = 0;
     uint64_t seed = 42;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -33,6 +36,8 @@ int cmd_synth(int argc, char **argv)
             if (!(out = cli_value(argc, argv, &i))) return 2;
         } else if (!strcmp(a, "--q8")) {
             q8 = 1;
+        } else if (!strcmp(a, "--legacy")) {
+            legacy = 1;
         } else if (!strcmp(a, "--group-size")) {
             if (!(v = cli_value(argc, argv, &i)) || cli_int(a, v, 1, 1 << 16, &group)) return 2;
             q8 = 1;
@@ -47,7 +52,12 @@ int cmd_synth(int argc, char **argv)
         cli_error("synth: --shape and -o are required (see tessera synth --help)");
         return 2;
     }
+    if (legacy && q8) {
+        cli_error("synth: --legacy is fp32; it cannot be combined with --q8 or --group-size");
+        return 2;
+    }
     if (q8 && !group) group = 32;
+    if (legacy) group = TSR_SYNTH_LEGACY;
     char err[512];
     if (tsr_synth_file(shape, out, group, seed, err, sizeof err) != TSR_OK) {
         cli_error("%s", err);

@@ -310,8 +310,12 @@ int tsr_file_inspect(const char *path, tsr_file_info *info, char *err, size_t er
  * (normal, std 0.02; norm weights 1) of a named shape: "stories260K",
  * "stories15M", "stories42M", "stories110M", or "DIMxLAYERS" with optional
  * ":hidden=H,heads=N,kv=K,vocab=V,seq=S".  group_size 0 writes version 1
- * fp32; > 0 writes version 2 Q8_0 with that group size.
+ * fp32; > 0 writes version 2 Q8_0 with that group size; TSR_SYNTH_LEGACY
+ * writes llama2.c's legacy (version 0) fp32 layout, the one run.c and
+ * llama.cpp's llama-convert-llama2c-to-ggml read (the same weights as
+ * version 1 for the same seed).
  * Errors: TSR_ERR_ARG (bad shape), TSR_ERR_IO.  Thread-safe. */
+#define TSR_SYNTH_LEGACY (-1)
 int tsr_synth_file(const char *shape, const char *path, int group_size, uint64_t seed,
                    char *err, size_t errlen);
 
