@@ -109,7 +109,8 @@ typedef struct tsr_backend_iface {
                     tsr_err *e);
     /* Decode up to n tokens from the pending token; out[] gets the ids,
      * *n_out the count.  on_token (optional) sees each id as it appears;
-     * cancel (optional) is polled: non-zero stops within one token. */
+     * cancel (optional) is polled with an atomic load (tsr_seq_cancel()
+     * stores it from any thread): non-zero stops within one token. */
     int  (*decode)(tsr_backend *b, int slot, int n, const tsr_sampler *s,
                    int *out, int *n_out, tsr_token_fn on_token, void *user,
                    volatile int *cancel, tsr_err *e);

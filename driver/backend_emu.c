@@ -345,7 +345,7 @@ static int emu_decode(tsr_backend *b, int slot, int n, const tsr_sampler *s, int
             out[seen++] = tok;
             if (on_token && on_token(tok, user)) __atomic_store_n(&j.cancel, 1u, __ATOMIC_RELAXED);
         }
-        if (cancel && *cancel) __atomic_store_n(&j.cancel, 1u, __ATOMIC_RELAXED);
+        if (cancel && __atomic_load_n(cancel, __ATOMIC_ACQUIRE)) __atomic_store_n(&j.cancel, 1u, __ATOMIC_RELAXED);
         if (done) break;
         /* Sleep until the kernel publishes a token or tsr_seq_cancel()
          * interrupts us (both wake this word), at most 1 ms: no polling

@@ -632,7 +632,7 @@ static int xrt_decode(tsr_backend *b, int slot, int n, const tsr_sampler *s, int
         } else if (poll_ms < 64) {
             poll_ms *= 2;
         }
-        if (cancel && *cancel) want_cancel = 1;
+        if (cancel && __atomic_load_n(cancel, __ATOMIC_ACQUIRE)) want_cancel = 1;
         if (want_cancel && b->cancel_clear && !done) {
             b->map[TSR_XRT_ARG_CANCEL][0] = 1;
             if ((rc = bo_sync(b, TSR_XRT_ARG_CANCEL, TSR_XRT_H2D, 4, 0, ph, e))) goto stop;
