@@ -1,5 +1,7 @@
 #!/bin/sh
 # Run each CMocka test program; print one closing line with the totals.
+# The real model files first: without them, one line says so.
+sh "$(dirname "$0")/check_shared.sh" || exit 1
 passed=0; failed=0; bad=""
 for t in "$@"; do
     out=$("$t" 2>&1); rc=$?
