@@ -19,7 +19,9 @@
 #include "test_util.h"
 
 #define MODEL SHARED_MODEL("stories260K.bin")
+#define MODEL_SH SH_MODEL("stories260K.bin")
 #define TOK   SHARED_MODEL("tok512.bin")
+#define TOK_SH SH_MODEL("tok512.bin")
 
 
 static char out[1 << 16], err[1 << 16];
@@ -34,7 +36,7 @@ static void run_prints_reference_text(void **state)
     size_t n = fread(want, 1, sizeof want - 1, f);
     want[n] = '\0';
     fclose(f);
-    int rc = run_capture(TESSERA_BIN " run -m " MODEL " -z " TOK
+    int rc = run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH
                  " --weights f32 -t 0 -n 200 -p 'Once upon a time'", out, err, sizeof out);
     assert_int_equal(rc, 0);
     assert_string_equal(out, want);
@@ -45,7 +47,7 @@ static void run_prints_reference_text(void **state)
 static void run_missing_model_is_one_line_error(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " run -m /nonexistent/m.bin -z " TOK, out, err, sizeof out);
+    int rc = run_capture(TESSERA_BIN " run -m /nonexistent/m.bin -z " TOK_SH, out, err, sizeof out);
     assert_int_equal(rc, 1);
     assert_non_null(strstr(err, "/nonexistent/m.bin"));
     assert_int_equal(count_lines(err), 1);
@@ -54,7 +56,7 @@ static void run_missing_model_is_one_line_error(void **state)
 static void run_mismatched_tokenizer_is_refused(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " run -m " MODEL " -z " SHARED_MODEL("tokenizer.bin"),
+    int rc = run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " SH_MODEL("tokenizer.bin"),
                  out, err, sizeof out);
     assert_int_equal(rc, 1);
     assert_non_null(strstr(err, "tokenizer.bin"));
@@ -64,7 +66,7 @@ static void run_mismatched_tokenizer_is_refused(void **state)
 static void run_directory_tokenizer_is_refused(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " run -m " MODEL " -z /tmp", out, err, sizeof out);
+    int rc = run_capture(TESSERA_BIN " run -m " MODEL_SH " -z /tmp", out, err, sizeof out);
     assert_int_equal(rc, 1);
     assert_string_equal(err, "tessera: /tmp: is not a regular file (a directory)\n");
 }
@@ -73,7 +75,7 @@ static void run_directory_tokenizer_is_refused(void **state)
 static void run_directory_model_is_refused_cleanly(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " run -m /tmp -z " TOK, out, err, sizeof out);
+    int rc = run_capture(TESSERA_BIN " run -m /tmp -z " TOK_SH, out, err, sizeof out);
     assert_int_equal(rc, 1);
     assert_string_equal(err, "tessera: /tmp: is not a regular file (a directory)\n");
 }
@@ -91,10 +93,10 @@ static void fifo_model_or_tokenizer_is_refused(void **state)
     assert_int_equal(mkfifo(path, 0600), 0);
     char cmd[512], want[256];
     snprintf(want, sizeof want, "tessera: %s: is not a regular file (a named pipe)\n", path);
-    snprintf(cmd, sizeof cmd, "timeout 20 " TESSERA_BIN " run -m %s -z " TOK, path);
+    snprintf(cmd, sizeof cmd, "timeout 20 " TESSERA_BIN " run -m %s -z " TOK_SH, path);
     int rc1 = run_capture(cmd, out, err, sizeof out);
     int ok1 = !strcmp(err, want);
-    snprintf(cmd, sizeof cmd, "timeout 20 " TESSERA_BIN " run -m " MODEL " -z %s", path);
+    snprintf(cmd, sizeof cmd, "timeout 20 " TESSERA_BIN " run -m " MODEL_SH " -z %s", path);
     int rc2 = run_capture(cmd, out, err, sizeof out);
     int ok2 = !strcmp(err, want);
     snprintf(cmd, sizeof cmd, "timeout 20 " TESSERA_BIN " info -m %s", path);
@@ -113,7 +115,7 @@ static void fifo_model_or_tokenizer_is_refused(void **state)
 static void info_on_a_tokenizer_says_so(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " info -m " SHARED_MODEL("tokenizer.bin"), out, err, sizeof out);
+    int rc = run_capture(TESSERA_BIN " info -m " SH_MODEL("tokenizer.bin"), out, err, sizeof out);
     assert_int_equal(rc, 1);
     assert_int_equal(count_lines(err), 1);
     assert_non_null(strstr(err, "tokenizer.bin: not a model checkpoint (a llama2.c tokenizer file?"));
@@ -128,7 +130,7 @@ static void pes_limits_are_coherent(void **state)
     assert_int_equal(run_capture(TESSERA_BIN " run --help", out, err, sizeof out), 0);
     assert_non_null(strstr(out, "1..64 for the\n"));
     assert_non_null(strstr(out, "or GGUF"));
-    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL " -z " TOK " --pes 100", out, err,
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH " --pes 100", out, err,
                                  sizeof out), 2);
     assert_string_equal(err, "tessera: emu: pes=100 outside 1..64 (profile generic)\n");
     assert_int_equal(run_capture(TESSERA_BIN " chat --help", out, err, sizeof out), 0);
@@ -141,12 +143,12 @@ static void pes_limits_are_coherent(void **state)
 static void emu_refuses_an_xclbin(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " run -m " MODEL " -z " TOK " --xclbin /tmp/k.xclbin", out,
+    int rc = run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH " --xclbin /tmp/k.xclbin", out,
                          err, sizeof out);
     assert_int_equal(rc, 2);
     assert_int_equal(count_lines(err), 1);
     assert_non_null(strstr(err, "xclbin= is for the xrt backend"));
-    rc = run_capture(TESSERA_BIN " chat -m " MODEL " -z " TOK " --backend emu:xclbin=/tmp/k.xclbin"
+    rc = run_capture(TESSERA_BIN " chat -m " MODEL_SH " -z " TOK_SH " --backend emu:xclbin=/tmp/k.xclbin"
                      " </dev/null", out, err, sizeof out);
     assert_int_equal(rc, 2);
     assert_non_null(strstr(err, "xclbin= is for the xrt backend"));
@@ -155,7 +157,7 @@ static void emu_refuses_an_xclbin(void **state)
 static void gguf_info_names_the_format(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " info -m " SHARED_MODEL("stories260K-f32.gguf"), out, err,
+    int rc = run_capture(TESSERA_BIN " info -m " SH_MODEL("stories260K-f32.gguf"), out, err,
                  sizeof out);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "format:      GGUF"));
@@ -164,7 +166,7 @@ static void gguf_info_names_the_format(void **state)
 static void output_write_error_exits_nonzero(void **state)
 {
     (void)state;
-    int st = system(TESSERA_BIN " info -m " MODEL " >/dev/full 2>/dev/null");
+    int st = system(TESSERA_BIN " info -m " MODEL_SH " >/dev/full 2>/dev/null");
     assert_true(WIFEXITED(st));
     assert_int_equal(WEXITSTATUS(st), 1);
 }
@@ -172,7 +174,7 @@ static void output_write_error_exits_nonzero(void **state)
 static void run_prompt_longer_than_context_is_refused(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " run -m " MODEL " -z " TOK " --seq-len 8 -t 0"
+    int rc = run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH " --seq-len 8 -t 0"
                  " -p 'Once upon a time there was a little girl named Lily who loved to play'",
                  out, err, sizeof out);
     assert_int_equal(rc, 1);
@@ -182,7 +184,7 @@ static void run_prompt_longer_than_context_is_refused(void **state)
 static void run_steps_beyond_context_are_clamped(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " run -m " MODEL " -z " TOK " --seq-len 16 -n 100 -t 0"
+    int rc = run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH " --seq-len 16 -n 100 -t 0"
                  " -p 'Once upon a time'", out, err, sizeof out);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(err, "100 steps clamped to the context length 16"));
@@ -193,12 +195,12 @@ static void run_steps_beyond_context_are_clamped(void **state)
 static void run_bad_options_exit_2(void **state)
 {
     (void)state;
-    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL " -z " TOK " --weights q4", out, err,
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH " --weights q4", out, err,
                          sizeof out), 2);
     assert_non_null(strstr(err, "--weights"));
     assert_int_equal(run_capture(TESSERA_BIN " run --bogus", out, err, sizeof out), 2);
     assert_int_equal(run_capture(TESSERA_BIN " frobnicate", out, err, sizeof out), 2);
-    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL " -z " TOK " --backend gpu", out, err,
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH " --backend gpu", out, err,
                          sizeof out), 2);
     assert_non_null(strstr(err, "unknown backend 'gpu'"));
 }
@@ -208,8 +210,8 @@ static void run_bad_options_exit_2(void **state)
 static void chat_continues_one_sequence(void **state)
 {
     (void)state;
-    int rc = run_capture("printf 'Once upon a time\\nThe dog\\n' | " TESSERA_BIN " chat -m " MODEL
-                 " -z " TOK " -n 12 -t 0", out, err, sizeof out);
+    int rc = run_capture("printf 'Once upon a time\\nThe dog\\n' | " TESSERA_BIN " chat -m " MODEL_SH
+                 " -z " TOK_SH " -n 12 -t 0", out, err, sizeof out);
     assert_int_equal(rc, 0);
     /* "... She" + " The dog" typed -> " was very smart ..." */
     assert_string_equal(out, ", there was a little girl named Lily. She\n"
@@ -221,8 +223,7 @@ static void chat_continues_one_sequence(void **state)
 static void chat_gguf_without_tokenizer(void **state)
 {
     (void)state;
-    int rc = run_capture("printf 'Once upon a time\\nThe dog\\n' | " TESSERA_BIN " chat -m "
-                 SHARED_MODEL("stories260K-q8_0.gguf") " -n 12 -t 0 --ctx 512 --threads 2",
+    int rc = run_capture("printf 'Once upon a time\\nThe dog\\n' | " TESSERA_BIN " chat -m " SH_MODEL("stories260K-q8_0.gguf") " -n 12 -t 0 --ctx 512 --threads 2",
                  out, err, sizeof out);
     assert_int_equal(rc, 0);
     assert_string_equal(out, ", there was a little girl named Lily. She\n"
@@ -238,7 +239,7 @@ static void chat_full_context_starts_over(void **state)
     (void)state;
     int rc = run_capture("printf 'Once upon a time\\nThe dog\\nA cat\\n"
                  "Once upon a time there was a little girl named Lily who loved to play "
-                 "outside in the park\\nHi\\n' | " TESSERA_BIN " chat -m " MODEL " -z " TOK
+                 "outside in the park\\nHi\\n' | " TESSERA_BIN " chat -m " MODEL_SH " -z " TOK_SH
                  " -n 6 -t 0 --seq-len 16", out, err, sizeof out);
     assert_int_equal(rc, 0);
     assert_int_equal(count_lines(out), 4);   /* four replies; the long line had none */
@@ -252,7 +253,7 @@ static void chat_full_context_starts_over(void **state)
     assert_true(n < sizeof third);
     memcpy(third, l3, n);
     third[n] = '\0';
-    rc = run_capture("printf 'A cat\\n' | " TESSERA_BIN " chat -m " MODEL " -z " TOK
+    rc = run_capture("printf 'A cat\\n' | " TESSERA_BIN " chat -m " MODEL_SH " -z " TOK_SH
                      " -n 6 -t 0 --ctx 16", out, err, sizeof out);
     assert_int_equal(rc, 0);
     assert_string_equal(out, third);
@@ -262,7 +263,7 @@ static void chat_full_context_starts_over(void **state)
 static void info_reports_header_and_params(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " info -m " MODEL, out, err, sizeof out);
+    int rc = run_capture(TESSERA_BIN " info -m " MODEL_SH, out, err, sizeof out);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "dim:         64\n"));
     assert_non_null(strstr(out, "n_kv_heads:  4 (GQA)\n"));

@@ -29,6 +29,7 @@
 #include "test_util.h"
 
 #define M260K  SHARED_MODEL("stories260K.bin")
+#define M260K_SH SH_MODEL("stories260K.bin")
 #define TOK512 SHARED_MODEL("tok512.bin")
 #define TOK32K SHARED_MODEL("tokenizer.bin")
 
@@ -342,7 +343,7 @@ static void test_cli_errors(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char cmd[512];
-        snprintf(cmd, sizeof cmd, TESSERA_BIN " plan -m " M260K " %s", cases[i].args);
+        snprintf(cmd, sizeof cmd, TESSERA_BIN " plan -m " M260K_SH " %s", cases[i].args);
         int rc = run_capture(cmd, out, err, sizeof err);
         if (!strstr(err, cases[i].msg)) fprintf(stderr, "%s -> %s", cases[i].args, err);
         assert_int_equal(rc, 2);

@@ -34,7 +34,9 @@
 #include "xclbin_write.h"
 
 #define MODEL SHARED_MODEL("stories260K.bin")
+#define MODEL_SH SH_MODEL("stories260K.bin")
 #define TOK   SHARED_MODEL("tok512.bin")
+#define TOK_SH SH_MODEL("tok512.bin")
 
 /* What hw/profile_kv.c prints for the two synthesis profiles. */
 #define PROFILE_260K "name=stories260k,pes=4,rows=4,cols=4,dim=64,hidden=172,layers=5,heads=8," \
@@ -668,8 +670,8 @@ static void test_cli_no_card(void **state)
 {
     (void)state;
     static char out[8192], err[8192];
-    int rc = run_capture("env -u XRT_INI_PATH " TESSERA_BIN " run --backend xrt:0 -m " MODEL
-                         " -z " TOK " -p hi -n 4", out, err, sizeof out);
+    int rc = run_capture("env -u XRT_INI_PATH " TESSERA_BIN " run --backend xrt:0 -m " MODEL_SH
+                         " -z " TOK_SH " -p hi -n 4", out, err, sizeof out);
     assert_int_equal(rc, 1);
     assert_int_equal(count_lines(err), 1);
     assert_non_null(strstr(err, "tessera: no Xilinx device found (xrt:0)"));
@@ -678,7 +680,7 @@ static void test_cli_no_card(void **state)
     assert_string_equal(out, "");
     /* --xclbin goes into the spec; still no card. */
     rc = run_capture("env -u XRT_INI_PATH " TESSERA_BIN " run --backend xrt:1 --xclbin /tmp/x.xclbin -m "
-                     MODEL " -z " TOK, out, err, sizeof out);
+                     MODEL_SH " -z " TOK_SH, out, err, sizeof out);
     assert_int_equal(rc, 1);
     assert_int_equal(count_lines(err), 1);
     assert_non_null(strstr(err, "no Xilinx device found (xrt:1)"));
