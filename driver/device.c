@@ -598,8 +598,8 @@ int tsr_seq_open(tsr_model *m, tsr_seq **out)
         if (!dev->slots[i]) { slot = i; break; }
     if (slot < 0)
         return leave(&c, tsr_seterr(&dev->err, TSR_ERR_NOSLOT,
-                                    "all %d sequence slots are in use (the KV budget holds %d)",
-                                    m->n_slots, m->n_slots));
+                                    "all %d sequence slot%s in use (the KV budget holds %d)",
+                                    m->n_slots, m->n_slots == 1 ? " is" : "s are", m->n_slots));
     tsr_seq *s = calloc(1, sizeof *s);
     if (!s) return leave(&c, tsr_seterr(&dev->err, TSR_ERR_NOMEM, "out of memory"));
     s->cap = m->seq_len + 1;
@@ -668,8 +668,8 @@ static int append_tokens(tsr_seq *s, const int *tokens, int n)
      * than the array is refused before any token is read. */
     if (n > s->model->seq_len + 1 - s->n_hist)
         return tsr_seterr(&dev->err, TSR_ERR_RANGE,
-                          "append: %d tokens after %d would pass the context of %d tokens",
-                          n, s->n_hist, s->model->seq_len);
+                          "append: %d token%s after %d would pass the %d-token context",
+                          n, n == 1 ? "" : "s", s->n_hist, s->model->seq_len);
     int vocab = s->model->ck->cfg.vocab_size;
     for (int i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= vocab)

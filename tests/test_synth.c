@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "model.h"
+#include "tessera.h"
 #include "ref/golden.h"
 #include "test_util.h"
 
@@ -415,10 +416,60 @@ static void test_activations_finite(void **state)
     unlink(path);
 }
 
+/* tsr_synth_file with group size -1 says why (the message was left
+ * unwritten). */
+static void test_negative_group_has_a_message(void **state)
+{
+    (void)state;
+    char path[64], err[256] = "";
+    tmp_path(path);
+    assert_int_equal(tsr_synth_file("stories260K", path, -1, 1, err, sizeof err), TSR_ERR_ARG);
+    assert_non_null(strstr(err, "group size -1"));
+    assert_non_null(strstr(err, path));
+    err[0] = '\0';
+    assert_int_equal(tsr_synth_file("stories9000", path, 0, 1, err, sizeof err), TSR_ERR_ARG);
+    assert_true(err[0] != '\0');
+    err[0] = '\0';
+    assert_int_equal(tsr_synth_file(NULL, path, 0, 1, err, sizeof err), TSR_ERR_ARG);
+    assert_true(err[0] != '\0');
+    unlink(path);
+}
+
+/* The checkpoint is written beside its name and renamed when complete:
+ * nothing is left under a temporary name, and an interrupted synth leaves
+ * no partial file under the final name. */
+static void test_writes_through_a_temporary(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tsr_synth_dir_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256], cmd[1024];
+    snprintf(path, sizeof path, "%s/m.bin", dir);
+    char err[256];
+    assert_int_equal(tsr_synth_file("stories260K", path, 32, 1, err, sizeof err), TSR_OK);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -c .", dir);
+    FILE *p = popen(cmd, "r");
+    int entries = -1;
+    assert_int_equal(fscanf(p, "%d", &entries), 1);
+    pclose(p);
+    assert_int_equal(entries, 1);   /* m.bin only */
+    /* interrupted: a 110M-parameter fp32 file takes seconds to write */
+    snprintf(path, sizeof path, "%s/big.bin", dir);
+    snprintf(cmd, sizeof cmd, "timeout -s INT 0.3 %s synth --shape stories110M -o '%s'; "
+             "test ! -e '%s'", TESSERA_BIN, path, path);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_presets),
+        cmocka_unit_test(test_negative_group_has_a_message),
+        cmocka_unit_test(test_writes_through_a_temporary),
         cmocka_unit_test(test_dim_x_layers),
         cmocka_unit_test(test_bad_specs),
         cmocka_unit_test(test_write_error_keeps_device),
