@@ -13,11 +13,9 @@
  * mirrors it: n_kv == pos and, when n_hist > 0, hist[n_kv] is pending, so
  * n_kv == n_hist - 1 after every prefill and decode.
  *
- * Lifetimes and threads: see device.h and tessera.h.  A call is bracketed
- * by enter() and leave(): enter() takes dev->mu unless the calling thread
- * already holds it (a call from inside one of its callbacks), and leave()
- * records a failure in the calling thread's error record, drops the lock
- * and frees the device once nothing references it.
+ * Lifetimes and threads: see device.h and tessera.h.  Every call is
+ * bracketed by tsr_call_enter() and tsr_call_leave() (call.h): the
+ * device's lock, calls from callbacks, per-thread error records.
  */
 #include <assert.h>
 #include <limits.h>
@@ -30,6 +28,7 @@
 #include <time.h>
 
 #include "backend.h"
+#include "call.h"
 #include "device.h"
 #include "model.h"
 #include "tokenizer.h"
@@ -65,112 +64,6 @@ static const tsr_backend_iface *find_backend(const char *name)
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (!strcmp(all[i]->name, name)) return all[i];
     return NULL;
-}
-
-/* ------------------------------------------- per-thread error records --- */
-
-/* The calling thread's last failure, and the device it happened on (by id,
- * which is never reused, so a record cannot outlive its device's meaning). */
-static _Thread_local struct {
-    uint64_t dev_id;
-    int      code;
-    char     msg[TSR_ERRMSG_MAX];
-} last_err;
-
-static uint64_t next_dev_id = 1;   /* atomic */
-
-static void publish(const tsr_device *dev, int rc)
-{
-    last_err.dev_id = dev->id;
-    last_err.code = rc;
-    snprintf(last_err.msg, sizeof last_err.msg, "%s", dev->err.msg[0] ? dev->err.msg
-                                                                       : tsr_strerror(rc));
-}
-
-const char *tsr_device_errmsg(const tsr_device *dev)
-{
-    if (!dev) return "no device handle";
-    return last_err.dev_id == dev->id ? last_err.msg : "";
-}
-
-int tsr_errcode(const tsr_device *dev)
-{
-    return dev && last_err.dev_id == dev->id ? last_err.code : TSR_OK;
-}
-
-/* ------------------------------------------------------ one call at a time */
-
-/* The devices whose lock the calling thread holds, innermost first: a call
- * made from a callback finds its device here and runs under the lock its
- * caller already holds. */
-typedef struct held {
-    const tsr_device *dev;
-    struct held      *up;
-} held;
-
-static _Thread_local held *held_top;
-
-typedef struct call {
-    tsr_device *dev;
-    int         locked;   /* 1: this call took dev->mu; 0: nested in a callback */
-    held        h;
-} call;
-
-static int holds(const tsr_device *dev)
-{
-    for (const held *h = held_top; h; h = h->up)
-        if (h->dev == dev) return 1;
-    return 0;
-}
-
-static void enter(call *c, tsr_device *dev)
-{
-    c->dev = dev;
-    c->locked = !holds(dev);
-    if (c->locked) {
-        pthread_mutex_lock(&dev->mu);
-        c->h = (held){ dev, held_top };
-        held_top = &c->h;
-    }
-    tsr_clearerr(&dev->err);
-}
-
-/* Refuse a call that drives the device from inside a callback: the call
- * the callback belongs to is using the device. */
-static int drive(const call *c, const char *what)
-{
-    if (c->locked) return TSR_OK;
-    return tsr_seterr(&c->dev->err, TSR_ERR_STATE,
-                      "%s: called from a callback of a call on the same device", what);
-}
-
-static void device_free(tsr_device *dev)
-{
-    pthread_mutex_destroy(&dev->mu);
-    free(dev);
-}
-
-/* End a call with status rc: record a failure for the calling thread, drop
- * the lock, and free the device when no reference to it is left. */
-static int leave(call *c, int rc)
-{
-    tsr_device *dev = c->dev;
-    if (rc != TSR_OK) publish(dev, rc);
-    int dead = dev->refs == 0;
-    if (c->locked) {
-        held_top = c->h.up;
-        pthread_mutex_unlock(&dev->mu);
-    }
-    if (dead) device_free(dev);
-    return rc;
-}
-
-/* Closing from a callback of the same device would free what the running
- * call is using: a programmer error. */
-static void enter_close(call *c, tsr_device *dev)
-{
-    enter(c, dev);
-    assert(c->locked && "a tessera handle closed from a callback of a call on its device");
 }
 
 /* Zero words of a struct's reserved tail (tessera.h, "Growing structs"). */
@@ -250,11 +143,11 @@ int tsr_device_open(const char *spec, tsr_device **out)
         free(dev);
         return TSR_ERR_NOMEM;
     }
-    dev->id = __atomic_fetch_add(&next_dev_id, 1, __ATOMIC_RELAXED);
+    dev->id = tsr_call_new_id();
     dev->refs = 1;
     *out = dev;
-    call c;
-    enter(&c, dev);
+    tsr_call c;
+    tsr_call_enter(&c, dev);
     int rc = tsr_devspec_parse(spec, &dev->spec, &dev->err);
     if (rc == TSR_OK) {
         dev->be = find_backend(dev->spec.backend);
@@ -264,14 +157,14 @@ int tsr_device_open(const char *spec, tsr_device **out)
     }
     if (rc == TSR_OK) rc = dev->be->open(&dev->spec, &dev->b, &dev->err);
     if (rc == TSR_OK) __atomic_store_n(&dev->live, dev->b, __ATOMIC_SEQ_CST);
-    return leave(&c, rc);
+    return tsr_call_leave(&c, rc);
 }
 
 void tsr_device_close(tsr_device *dev)
 {
     if (!dev) return;
-    call c;
-    enter_close(&c, dev);
+    tsr_call c;
+    tsr_call_enter_close(&c, dev);
     dev->closed = 1;
     while (dev->models) model_release(dev->models);   /* slots go with them */
     if (dev->b) {
@@ -284,28 +177,28 @@ void tsr_device_close(tsr_device *dev)
         dev->b = NULL;
     }
     dev->refs--;   /* the caller's */
-    leave(&c, TSR_OK);
+    tsr_call_leave(&c, TSR_OK);
 }
 
 void tsr_device_set_log(tsr_device *dev, tsr_log_fn fn, void *user)
 {
     if (!dev) return;
-    call c;
-    enter(&c, dev);
+    tsr_call c;
+    tsr_call_enter(&c, dev);
     dev->log = fn;
     dev->log_user = user;
-    leave(&c, TSR_OK);
+    tsr_call_leave(&c, TSR_OK);
 }
 
 int tsr_device_traffic(const tsr_device *cdev, tsr_traffic *t)
 {
     if (!cdev || !t) return TSR_ERR_ARG;
     tsr_device *dev = (tsr_device *)cdev;   /* the lock and error record change */
-    call c;
-    enter(&c, dev);
+    tsr_call c;
+    tsr_call_enter(&c, dev);
     memset(t, 0, sizeof *t);
     if (!dev->b)
-        return leave(&c, tsr_seterr(&dev->err, TSR_ERR_STATE, "the device is not open"));
+        return tsr_call_leave(&c, tsr_seterr(&dev->err, TSR_ERR_STATE, "the device is not open"));
     tsr_link_counters lc;
     dev->be->link_counters(dev->b, &lc);
     t->load_h2d = lc.h2d[TSR_PHASE_LOAD];       t->load_d2h = lc.d2h[TSR_PHASE_LOAD];
@@ -314,23 +207,23 @@ int tsr_device_traffic(const tsr_device *cdev, tsr_traffic *t)
     t->debug_h2d = lc.h2d[TSR_PHASE_DEBUG];     t->debug_d2h = lc.d2h[TSR_PHASE_DEBUG];
     for (int p = 0; p < TSR_PHASE_COUNT; p++) t->invocations += lc.invocations[p];
     t->loads = dev->loads;
-    return leave(&c, TSR_OK);
+    return tsr_call_leave(&c, TSR_OK);
 }
 
 int tsr_device_kernel_counters(tsr_device *dev, char *buf, size_t len)
 {
     if (!dev || !buf || len == 0) return TSR_ERR_ARG;
-    call c;
-    enter(&c, dev);
+    tsr_call c;
+    tsr_call_enter(&c, dev);
     buf[0] = '\0';
-    int rc = drive(&c, "kernel counters");
+    int rc = tsr_call_drive(&c, "kernel counters");
     if (rc == TSR_OK && !dev->resident)
         rc = tsr_seterr(&dev->err, TSR_ERR_STATE, "no model loaded on the device");
     if (rc == TSR_OK && !dev->be->kernel_counters)
         rc = tsr_seterr(&dev->err, TSR_ERR_UNSUPPORTED,
                         "backend %s has no kernel counters", dev->be->name);
     if (rc == TSR_OK) rc = dev->be->kernel_counters(dev->b, buf, len, &dev->err);
-    return leave(&c, rc);
+    return tsr_call_leave(&c, rc);
 }
 
 /* -------------------------------------------------------------- model --- */
@@ -466,9 +359,9 @@ fail:
 }
 
 /* The checks every load and fit starts with. */
-static int load_ready(const call *c, tsr_device *dev)
+static int load_ready(const tsr_call *c, tsr_device *dev)
 {
-    int rc = drive(c, "model load");
+    int rc = tsr_call_drive(c, "model load");
     if (rc == TSR_OK && dev->closed)
         rc = tsr_seterr(&dev->err, TSR_ERR_STATE, "the device was closed");
     if (rc == TSR_OK && !dev->b)
@@ -481,15 +374,15 @@ int tsr_model_load(tsr_device *dev, const char *path, const tsr_model_opts *opts
 {
     if (!dev || !path || !out) return TSR_ERR_ARG;
     *out = NULL;
-    call c;
-    enter(&c, dev);
+    tsr_call c;
+    tsr_call_enter(&c, dev);
     tsr_model_opts o;
     tsr_checkpoint *ck = NULL;
     int rc = load_ready(&c, dev);
     if (rc == TSR_OK) rc = model_opts(dev, opts, &o);
     if (rc == TSR_OK) rc = tsr_checkpoint_open(path, &ck, &dev->err);
     if (rc == TSR_OK) rc = load_checkpoint(dev, ck, path, &o, out);
-    return leave(&c, rc);
+    return tsr_call_leave(&c, rc);
 }
 
 int tsr_model_load_memory(tsr_device *dev, const void *data, size_t len,
@@ -497,23 +390,23 @@ int tsr_model_load_memory(tsr_device *dev, const void *data, size_t len,
 {
     if (!dev || !data || !out) return TSR_ERR_ARG;
     *out = NULL;
-    call c;
-    enter(&c, dev);
+    tsr_call c;
+    tsr_call_enter(&c, dev);
     tsr_model_opts o;
     tsr_checkpoint *ck = NULL;
     int rc = load_ready(&c, dev);
     if (rc == TSR_OK) rc = model_opts(dev, opts, &o);
     if (rc == TSR_OK) rc = tsr_checkpoint_open_memory(data, len, "(memory)", &ck, &dev->err);
     if (rc == TSR_OK) rc = load_checkpoint(dev, ck, "(memory)", &o, out);
-    return leave(&c, rc);
+    return tsr_call_leave(&c, rc);
 }
 
 int tsr_model_fit(tsr_device *dev, const char *path, const tsr_model_opts *opts,
                   uint64_t *need_bytes, uint64_t *have_bytes)
 {
     if (!dev || !path) return TSR_ERR_ARG;
-    call c;
-    enter(&c, dev);
+    tsr_call c;
+    tsr_call_enter(&c, dev);
     tsr_model_opts o;
     tsr_checkpoint *ck = NULL;
     tsr_load_opts lo;
@@ -525,27 +418,27 @@ int tsr_model_fit(tsr_device *dev, const char *path, const tsr_model_opts *opts,
     tsr_checkpoint_close(ck);
     if (need_bytes) *need_bytes = need;
     if (have_bytes) *have_bytes = have;
-    return leave(&c, rc);
+    return tsr_call_leave(&c, rc);
 }
 
 void tsr_model_close(tsr_model *m)
 {
     if (!m) return;
-    call c;
-    enter_close(&c, m->dev);
+    tsr_call c;
+    tsr_call_enter_close(&c, m->dev);
     model_release(m);   /* a no-op when the device close did it */
     model_unref(m);     /* the caller's reference */
-    leave(&c, TSR_OK);
+    tsr_call_leave(&c, TSR_OK);
 }
 
 int tsr_model_get_info(const tsr_model *m, tsr_model_info *info)
 {
     if (!m || !info) return TSR_ERR_ARG;
-    call c;
-    enter(&c, m->dev);
+    tsr_call c;
+    tsr_call_enter(&c, m->dev);
     memset(info, 0, sizeof *info);
     if (m->released)
-        return leave(&c, tsr_seterr(&m->dev->err, TSR_ERR_STATE, "the model was closed"));
+        return tsr_call_leave(&c, tsr_seterr(&m->dev->err, TSR_ERR_STATE, "the model was closed"));
     const tsr_config *cf = &m->ck->cfg;
     info->dim = cf->dim;
     info->hidden_dim = cf->hidden_dim;
@@ -557,19 +450,19 @@ int tsr_model_get_info(const tsr_model *m, tsr_model_info *info)
     info->n_seqs = m->n_slots;
     info->n_params = tsr_checkpoint_param_count(m->ck);
     info->image_bytes = m->image_bytes;
-    return leave(&c, TSR_OK);
+    return tsr_call_leave(&c, TSR_OK);
 }
 
 int tsr_model_tokenize(tsr_model *m, const char *text, int bos, int *tokens,
                        int max_tokens, int *n_tokens)
 {
     if (!m || !text || !tokens || !n_tokens || max_tokens < 0) return TSR_ERR_ARG;
-    call c;
-    enter(&c, m->dev);
+    tsr_call c;
+    tsr_call_enter(&c, m->dev);
     int rc = m->released ? tsr_seterr(&m->dev->err, TSR_ERR_STATE, "the model was closed")
                          : tsr_tokenizer_encode(m->tok, text, bos, 0, tokens, max_tokens,
                                                 n_tokens, &m->dev->err);
-    return leave(&c, rc);
+    return tsr_call_leave(&c, rc);
 }
 
 /* Lock-free: the tokenizer is read-only while the model's host side lives,
@@ -588,25 +481,25 @@ int tsr_seq_open(tsr_model *m, tsr_seq **out)
     if (!m || !out) return TSR_ERR_ARG;
     *out = NULL;
     tsr_device *dev = m->dev;
-    call c;
-    enter(&c, dev);
-    int rc = drive(&c, "sequence open");
+    tsr_call c;
+    tsr_call_enter(&c, dev);
+    int rc = tsr_call_drive(&c, "sequence open");
     if (rc == TSR_OK) rc = check_model(m);
-    if (rc) return leave(&c, rc);
+    if (rc) return tsr_call_leave(&c, rc);
     int slot = -1;
     for (int i = 0; i < m->n_slots; i++)
         if (!dev->slots[i]) { slot = i; break; }
     if (slot < 0)
-        return leave(&c, tsr_seterr(&dev->err, TSR_ERR_NOSLOT,
+        return tsr_call_leave(&c, tsr_seterr(&dev->err, TSR_ERR_NOSLOT,
                                     "all %d sequence slot%s in use (the KV budget holds %d)",
                                     m->n_slots, m->n_slots == 1 ? " is" : "s are", m->n_slots));
     tsr_seq *s = calloc(1, sizeof *s);
-    if (!s) return leave(&c, tsr_seterr(&dev->err, TSR_ERR_NOMEM, "out of memory"));
+    if (!s) return tsr_call_leave(&c, tsr_seterr(&dev->err, TSR_ERR_NOMEM, "out of memory"));
     s->cap = m->seq_len + 1;
     s->hist = malloc((size_t)s->cap * sizeof *s->hist);
     if (!s->hist) {
         free(s);
-        return leave(&c, tsr_seterr(&dev->err, TSR_ERR_NOMEM, "out of memory"));
+        return tsr_call_leave(&c, tsr_seterr(&dev->err, TSR_ERR_NOMEM, "out of memory"));
     }
     s->model = m;
     s->slot = slot;
@@ -614,12 +507,12 @@ int tsr_seq_open(tsr_model *m, tsr_seq **out)
     if (rc) {
         free(s->hist);
         free(s);
-        return leave(&c, rc);
+        return tsr_call_leave(&c, rc);
     }
     dev->slots[slot] = s;
     m->refs++;   /* the sequence's reference */
     *out = s;
-    return leave(&c, TSR_OK);
+    return tsr_call_leave(&c, TSR_OK);
 }
 
 void tsr_seq_close(tsr_seq *s)
@@ -627,13 +520,13 @@ void tsr_seq_close(tsr_seq *s)
     if (!s) return;
     tsr_model *m = s->model;
     tsr_device *dev = m->dev;
-    call c;
-    enter_close(&c, dev);
+    tsr_call c;
+    tsr_call_enter_close(&c, dev);
     if (s->slot >= 0 && dev->slots[s->slot] == s) dev->slots[s->slot] = NULL;
     free(s->hist);
     free(s);
     model_unref(m);   /* may free m, and with it the last reference to dev */
-    leave(&c, TSR_OK);
+    tsr_call_leave(&c, TSR_OK);
 }
 
 /* Snapshot the device's link counters, to charge a call's traffic to s. */
@@ -691,47 +584,47 @@ static int append_tokens(tsr_seq *s, const int *tokens, int n)
 }
 
 /* The checks every call on a sequence that drives the device starts with. */
-static int seq_ready(const call *c, const tsr_seq *s, const char *what)
+static int seq_ready(const tsr_call *c, const tsr_seq *s, const char *what)
 {
-    int rc = drive(c, what);
+    int rc = tsr_call_drive(c, what);
     return rc ? rc : check_seq(s);
 }
 
 int tsr_seq_append_tokens(tsr_seq *s, const int *tokens, int n)
 {
     if (!s) return TSR_ERR_ARG;
-    call c;
-    enter(&c, s->model->dev);
+    tsr_call c;
+    tsr_call_enter(&c, s->model->dev);
     int rc = seq_ready(&c, s, "append");
     if (rc == TSR_OK) rc = append_tokens(s, tokens, n);
-    return leave(&c, rc);
+    return tsr_call_leave(&c, rc);
 }
 
 int tsr_seq_append_text(tsr_seq *s, const char *text)
 {
     if (!s) return TSR_ERR_ARG;
     tsr_device *dev = s->model->dev;
-    call c;
-    enter(&c, dev);
+    tsr_call c;
+    tsr_call_enter(&c, dev);
     int rc = seq_ready(&c, s, "append");
-    if (rc) return leave(&c, rc);
-    if (!text) return leave(&c, tsr_seterr(&dev->err, TSR_ERR_ARG, "append: NULL text"));
+    if (rc) return tsr_call_leave(&c, rc);
+    if (!text) return tsr_call_leave(&c, tsr_seterr(&dev->err, TSR_ERR_ARG, "append: NULL text"));
     /* Upper bound: BOS, the dummy space, one token per byte (byte fallback);
      * the encoder counts in int. */
     size_t len = strlen(text);
     if (len > (size_t)INT_MAX - 3)
-        return leave(&c, tsr_seterr(&dev->err, TSR_ERR_RANGE,
+        return tsr_call_leave(&c, tsr_seterr(&dev->err, TSR_ERR_RANGE,
                                     "append: %zu bytes of text is more than the tokenizer takes",
                                     len));
     size_t max = len + 3;
     int *toks = malloc(max * sizeof *toks);
-    if (!toks) return leave(&c, tsr_seterr(&dev->err, TSR_ERR_NOMEM, "out of memory"));
+    if (!toks) return tsr_call_leave(&c, tsr_seterr(&dev->err, TSR_ERR_NOMEM, "out of memory"));
     int n = 0;
     rc = tsr_tokenizer_encode(s->model->tok, text, s->n_hist == 0, 0, toks, (int)max, &n,
                               &dev->err);
     if (!rc) rc = append_tokens(s, toks, n);
     free(toks);
-    return leave(&c, rc);
+    return tsr_call_leave(&c, rc);
 }
 
 /* Bridges the backend's token callback to the public one, with timing. */
@@ -845,12 +738,12 @@ int tsr_seq_generate(tsr_seq *s, const tsr_gen_opts *opts, tsr_token_cb cb, void
     if (n_generated) *n_generated = 0;
     if (!s) return TSR_ERR_ARG;
     tsr_device *dev = s->model->dev;
-    call c;
-    enter(&c, dev);
+    tsr_call c;
+    tsr_call_enter(&c, dev);
     int rc = seq_ready(&c, s, "generate");
     if (rc == TSR_OK) rc = gen_opts_ok(dev, opts);
     if (rc == TSR_OK) rc = generate(s, opts, cb, user, n_generated);
-    return leave(&c, rc);
+    return tsr_call_leave(&c, rc);
 }
 
 /* Async-signal-safe: atomics and the backend's interrupt hook, no lock.
@@ -886,30 +779,30 @@ static int seq_readable(const tsr_seq *s)
 int tsr_seq_length(const tsr_seq *s)
 {
     if (!s) return 0;
-    call c;
-    enter(&c, s->model->dev);
+    tsr_call c;
+    tsr_call_enter(&c, s->model->dev);
     int rc = seq_readable(s), n = rc ? 0 : s->n_hist;
-    leave(&c, rc);
+    tsr_call_leave(&c, rc);
     return n;
 }
 
 int tsr_seq_tokens(const tsr_seq *s, const int **tokens, int *n)
 {
     if (!s || !tokens || !n) return TSR_ERR_ARG;
-    call c;
-    enter(&c, s->model->dev);
+    tsr_call c;
+    tsr_call_enter(&c, s->model->dev);
     int rc = seq_readable(s);
     *tokens = rc ? NULL : s->hist;
     *n = rc ? 0 : s->n_hist;
-    return leave(&c, rc);
+    return tsr_call_leave(&c, rc);
 }
 
 int tsr_seq_truncate(tsr_seq *s, int n)
 {
     if (!s) return TSR_ERR_ARG;
     tsr_device *dev = s->model->dev;
-    call c;
-    enter(&c, dev);
+    tsr_call c;
+    tsr_call_enter(&c, dev);
     int rc = seq_ready(&c, s, "truncate");
     if (rc == TSR_OK && (n < 1 || n > s->n_hist))
         rc = tsr_seterr(&dev->err, TSR_ERR_RANGE, "truncate: length %d outside 1..%d", n,
@@ -919,29 +812,29 @@ int tsr_seq_truncate(tsr_seq *s, int n)
         s->n_hist = n;
         s->n_kv = n - 1;
     }
-    return leave(&c, rc);
+    return tsr_call_leave(&c, rc);
 }
 
 int tsr_seq_reset(tsr_seq *s)
 {
     if (!s) return TSR_ERR_ARG;
     tsr_device *dev = s->model->dev;
-    call c;
-    enter(&c, dev);
+    tsr_call c;
+    tsr_call_enter(&c, dev);
     int rc = seq_ready(&c, s, "reset");
     if (rc == TSR_OK) rc = dev->be->reset(dev->b, s->slot, &dev->err);
     if (rc == TSR_OK) {
         s->n_hist = 0;
         s->n_kv = 0;
     }
-    return leave(&c, rc);
+    return tsr_call_leave(&c, rc);
 }
 
 int tsr_seq_get_stats(const tsr_seq *s, tsr_seq_stats *st)
 {
     if (!s || !st) return TSR_ERR_ARG;
-    call c;
-    enter(&c, s->model->dev);
+    tsr_call c;
+    tsr_call_enter(&c, s->model->dev);
     memset(st, 0, sizeof *st);
     int rc = seq_readable(s);
     if (rc == TSR_OK) {
@@ -957,17 +850,17 @@ int tsr_seq_get_stats(const tsr_seq *s, tsr_seq_stats *st)
         st->prefill_tok_s = s->st.prefill_seconds > 0
                                 ? (double)s->st.prefill_tokens / s->st.prefill_seconds : 0.0;
     }
-    return leave(&c, rc);
+    return tsr_call_leave(&c, rc);
 }
 
 int tsr_seq_read_logits(tsr_seq *s, float *logits, int n)
 {
     if (!s) return TSR_ERR_ARG;
     tsr_device *dev = s->model->dev;
-    call c;
-    enter(&c, dev);
+    tsr_call c;
+    tsr_call_enter(&c, dev);
     int rc = seq_ready(&c, s, "read logits");
-    if (rc) return leave(&c, rc);
+    if (rc) return tsr_call_leave(&c, rc);
     int vocab = s->model->ck->cfg.vocab_size;
     if (!logits || n < vocab)
         rc = tsr_seterr(&dev->err, TSR_ERR_ARG, "read_logits: need room for %d floats", vocab);
@@ -976,5 +869,5 @@ int tsr_seq_read_logits(tsr_seq *s, float *logits, int n)
                         dev->be->name);
     else
         rc = dev->be->read_logits(dev->b, logits, vocab, &dev->err);
-    return leave(&c, rc);
+    return tsr_call_leave(&c, rc);
 }

@@ -220,12 +220,29 @@ static void pes_beyond_the_profile_is_refused(void **state)
     assert_non_null(strstr(out, "\"backend\":\"emu:pes=4\""));
 }
 
+/* Counts of one are singular: "1 run after 1 warm-up", not "1 runs". */
+static void table_counts_are_singular_for_one(void **state)
+{
+    (void)state;
+    int rc = run_capture(TESSERA_BIN " bench -m " MODEL_SH " -z " TOK_SH
+                         " --repeat 1 --warmup 1 --prompt-tokens 1 --decode-tokens 4",
+                         out, err, sizeof out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "prompt 1 token, decode 4 tokens, 1 run after 1 warm-up\n"));
+    rc = run_capture(TESSERA_BIN " bench -m " MODEL_SH " -z " TOK_SH
+                     " --repeat 2 --warmup 0 --prompt-tokens 2 --decode-tokens 1",
+                     out, err, sizeof out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "prompt 2 tokens, decode 1 token, 2 runs after 0 warm-ups\n"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(json_lines_per_run),
         cmocka_unit_test(threads_option_reaches_spec),
         cmocka_unit_test(table_has_metrics),
+        cmocka_unit_test(table_counts_are_singular_for_one),
         cmocka_unit_test(bad_repeat_is_usage_error),
         cmocka_unit_test(unknown_option_is_usage_error),
         cmocka_unit_test(too_many_tokens_is_usage_error),
