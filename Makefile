@@ -94,6 +94,7 @@ ifeq ($(TSAN),1)
 endif
 
 LIB_A  := $(BUILD)/libtessera.a
+LIB_ALL := $(BUILD)/libtessera-all.a
 LIB_SO := $(BUILD)/libtessera.so
 TESSERA := $(BUILD)/tessera
 
@@ -151,7 +152,17 @@ $(BUILD)/%.o: %.c
 # and the non-finite scan in model.c.
 $(BUILD)/driver/weight_image.o $(BUILD)/driver/model.o: CFLAGS += -O3
 
+# The archive applications link: one relocatable object whose hidden
+# symbols (everything not TSR_API) are made local, so that a static link
+# sees only the public names, as the shared library exports only them.
 $(LIB_A): $(DRIVER_OBJ) $(KERNEL_OBJ)
+	@rm -f $@ $(BUILD)/libtessera.o
+	$(LD) -r -o $(BUILD)/libtessera.o $^
+	objcopy --localize-hidden $(BUILD)/libtessera.o
+	ar rcs $@ $(BUILD)/libtessera.o
+
+# Every object with its internal names, for the tests and the csim tools.
+$(LIB_ALL): $(DRIVER_OBJ) $(KERNEL_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
@@ -175,9 +186,9 @@ $(BUILD)/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(DEPFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) $(TEST_INC) $(TEST_DEFS) -c $< -o $@
 
-$(BUILD)/tests/%: tests/%.c $(REF_OBJ) $(LIB_A) $(TESSERA)
+$(BUILD)/tests/%: tests/%.c $(REF_OBJ) $(LIB_ALL) $(LIB_A) $(TESSERA)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(DEPFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) $(TEST_INC) $(TEST_DEFS) -o $@ $< $(REF_OBJ) $(LIB_A) -lcmocka $(LDLIBS) $(XRT_TEST_LIBS)
+	$(CC) $(BASEFLAGS) $(DEPFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) $(TEST_INC) $(TEST_DEFS) -o $@ $< $(REF_OBJ) $(LIB_ALL) -lcmocka $(LDLIBS) $(XRT_TEST_LIBS)
 
 # test_abi reads the shared library's exported symbols.
 $(BUILD)/tests/test_abi: $(LIB_SO)
@@ -189,9 +200,9 @@ FUZZ_REPLAY  := $(FUZZ_NAMES:%=$(BUILD)/tests/fuzz/fuzz_%.o)
 $(BUILD)/tests/fuzz/fuzz_%.o: tests/fuzz/fuzz_%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(DEPFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) $(TEST_INC) -DLLVMFuzzerTestOneInput=fuzz_$*_one -c $< -o $@
-$(BUILD)/tests/test_fuzz_regress: tests/test_fuzz_regress.c $(FUZZ_REPLAY) $(REF_OBJ) $(LIB_A)
+$(BUILD)/tests/test_fuzz_regress: tests/test_fuzz_regress.c $(FUZZ_REPLAY) $(REF_OBJ) $(LIB_ALL)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(DEPFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) $(TEST_INC) $(TEST_DEFS) -o $@ $< $(FUZZ_REPLAY) $(REF_OBJ) $(LIB_A) -lcmocka $(LDLIBS) $(XRT_TEST_LIBS)
+	$(CC) $(BASEFLAGS) $(DEPFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) $(TEST_INC) $(TEST_DEFS) -o $@ $< $(FUZZ_REPLAY) $(REF_OBJ) $(LIB_ALL) -lcmocka $(LDLIBS) $(XRT_TEST_LIBS)
 
 # TSan: the decode thread reads the kernel's cancel word with a plain load
 # (kernels/tsr_kernel.c) until the kernel side loads it atomically.
@@ -261,9 +272,9 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
 # Seeds: small fixtures written by make_seeds (built with the test
 # compiler), and links to the real model files.
 FUZZ_SEEDER := $(BUILD)/tests/fuzz/make_seeds
-$(FUZZ_SEEDER): tests/fuzz/make_seeds.c $(REF_OBJ) $(LIB_A)
+$(FUZZ_SEEDER): tests/fuzz/make_seeds.c $(REF_OBJ) $(LIB_ALL)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(DEPFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) $(TEST_INC) -o $@ $< $(REF_OBJ) $(LIB_A) -lcmocka $(LDLIBS) $(XRT_TEST_LIBS)
+	$(CC) $(BASEFLAGS) $(DEPFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) $(TEST_INC) -o $@ $< $(REF_OBJ) $(LIB_ALL) -lcmocka $(LDLIBS) $(XRT_TEST_LIBS)
 
 .PHONY: fuzz fuzz-build fuzz-seeds fuzz-smoke
 fuzz-seeds: $(FUZZ_SEEDER)
