@@ -21,8 +21,9 @@
  *   sequence until tsr_seq_close(), in any order.  Closing a device closes
  *   its models and sequences with it: the device and the models' host
  *   memory are released at once, and every later call on those model and
- *   sequence handles returns TSR_ERR_STATE (calls without a status return
- *   NULL or 0) until the caller closes them, which then only frees them.
+ *   sequence handles returns TSR_ERR_STATE (tsr_model_token_text returns
+ *   NULL, tsr_seq_length 0; tsr_seq_cancel does nothing) until the caller
+ *   closes them, which then only frees them.
  *   Closing a model does the same to its sequences.  A model that another
  *   load replaced keeps its handle until it is closed: it opens no more
  *   sequences and its sequences' calls that drive the device return
