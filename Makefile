@@ -1,25 +1,39 @@
 # tessera - top-level build.  `make help` lists the targets.
 #
 # Layout: kernels/ (HLS C, compiled into the emulator), driver/ (libtessera),
-# host/ (the tessera program), tests/ (CMocka tests + golden reference).
+# host/ (the tessera program), tests/ (CMocka tests + golden reference,
+# libFuzzer harnesses in tests/fuzz/).
 
 SHARED   ?= ../shared
 BUILD    ?= build
 PREFIX   ?= /usr/local
 CC       ?= cc
 SANITIZE ?= 0
+TSAN     ?= 0
+NATIVE   ?= 0
+DOCS     ?= 0
 # The system python: Debian's python3-clang is not in a pyenv's path.
 PYTHON_CLANG ?= /usr/bin/python3
 
+# The build folder as given; SANITIZE=1 and TSAN=1 build beside it.
+BUILD_ROOT := $(BUILD)
+
 # Warnings are errors everywhere; -O2 for the library and the program.
+# Only the calls tessera.h marks TSR_API leave libtessera.so.
 WARN      := -Wall -Wextra -Werror
 CFLAGS    ?= -O2 -g
-BASEFLAGS := -std=c11 -D_GNU_SOURCE -fPIC $(WARN)
-# The emulator's kernel build: same sources, optimised harder for the CPU
-# that builds them (override freely, e.g. EMU_CFLAGS='-O3 -g' for a portable
-# binary or for valgrind, which does not run AVX-512).  EMU_SIMD=0 leaves the
+BASEFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden $(WARN)
+# Each object also writes its header dependencies (BUILD/x.d, read below).
+DEPFLAGS  := -MMD -MP
+# The emulator's kernel build: same sources, optimised harder.  The default
+# runs on any x86-64 (the SIMD rows pick AVX2 at run time); NATIVE=1 adds
+# -march=native for the CPU that builds it (faster, but the objects, the
+# installed library included, then need that CPU).  EMU_SIMD=0 leaves the
 # emulator's SIMD rows (emu/tile_simd.c) out: same tokens, portable loops.
-EMU_CFLAGS ?= -O3 -march=native -g
+EMU_CFLAGS ?= -O3 -g
+ifeq ($(NATIVE),1)
+  EMU_CFLAGS += -march=native
+endif
 EMU_SIMD   ?= 1
 LDLIBS    := -lxxhash -lnuma -lpthread -lm
 # tessera serve: HTTP and WebSocket (civetweb), JSON (jansson); the program
@@ -27,8 +41,18 @@ LDLIBS    := -lxxhash -lnuma -lpthread -lm
 SERVE_LIBS := -lcivetweb -ljansson
 
 ifeq ($(SANITIZE),1)
-  SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+  # float-cast-overflow is not part of -fsanitize=undefined: it catches a
+  # NaN or huge float converted to an int (the Q8_0 quantizer's case).
+  SANFLAGS := -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer \
+              -fno-sanitize-recover=undefined,float-cast-overflow
   BUILD    := $(BUILD)-san
+endif
+ifeq ($(TSAN),1)
+  ifeq ($(SANITIZE),1)
+    $(error SANITIZE=1 and TSAN=1 do not combine: ThreadSanitizer runs alone)
+  endif
+  SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
+  BUILD    := $(BUILD)-tsan
 endif
 
 # The kernel profile the emulator (and so the whole library) is built with:
@@ -83,12 +107,19 @@ HOST_OBJ   := $(HOST_SRC:%.c=$(BUILD)/%.o)
 REF_OBJ    := $(REF_SRC:%.c=$(BUILD)/%.o)
 .SECONDARY: $(REF_OBJ)
 TEST_BIN   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+# Under ThreadSanitizer: the API concurrency tests (the calls tessera.h
+# says are thread-safe, and cancel from threads and signal handlers).
+TSAN_TESTS := test_threads test_api
+ifeq ($(TSAN),1)
+  TEST_BIN := $(TSAN_TESTS:%=$(BUILD)/tests/%)
+endif
 
 LIB_A  := $(BUILD)/libtessera.a
+LIB_ALL := $(BUILD)/libtessera-all.a
 LIB_SO := $(BUILD)/libtessera.so
 TESSERA := $(BUILD)/tessera
 
-.PHONY: all test run clean help deps lint-hls lint-hls-clang
+.PHONY: all test run clean help deps lint-hls lint-hls-clang install uninstall
 all: $(LIB_A) $(LIB_SO) $(TESSERA)
 
 help:
@@ -96,24 +127,32 @@ help:
 	@echo "  make deps       apt-get install the Debian packages the project needs"
 	@echo "  make all        build libtessera (.a, .so) and the tessera program in $(BUILD)/"
 	@echo "  make test       build and run every CMocka test, the Python server suites, lint-hls"
+	@echo "                  and a short run of each fuzzer"
 	@echo "  make venv       the Python venv the server suites use ($(VENV), from PyPI)"
+	@echo "  make fuzz       run each libFuzzer harness for FUZZ_SECONDS (default $(FUZZ_SECONDS)) s"
 	@echo "  make lint-hls   check kernels/ against the synthesizable C rules"
 	@echo "  make lint-hls-clang  the libclang HLS lint of kernels/ (hw/lint_hls.py; not yet in test)"
 	@echo "  make help-hw    the Vitis flow: csim, csynth, cosim, xclbin (hw/vitis.mk)"
 	@echo "  make run        decode 'Once upon a time' on stories260K in the emulator"
-	@echo "  make bench      benchmark stories260K and synthetic 15M/42M/110M, write docs/benchmarks.md"
+	@echo "  make bench      benchmark stories260K and synthetic 15M/42M/110M into $(BUILD)/bench/"
+	@echo "                  (DOCS=1: write docs/benchmarks.md instead)"
 	@echo "  make bench-serve  TTFT and per-token overhead of HTTP+SSE and WebSocket, tokens/s (docs/server.md)"
 	@echo "  make examples   build host/examples/ into $(BUILD)/examples/"
-	@echo "  make install    install header, libraries, tessera.pc (PREFIX=$(PREFIX), DESTDIR=)"
-	@echo "  make clean      remove build outputs"
-	@echo "Variables: SHARED=$(SHARED) (models, references)  SANITIZE=1 (ASan+UBSan)"
+	@echo "  make install    install tessera, the header, libraries, tessera.pc (PREFIX=$(PREFIX), DESTDIR=)"
+	@echo "  make uninstall  remove what make install installed (same PREFIX, DESTDIR)"
+	@echo "  make clean      remove $(BUILD_ROOT)/ and its -san, -tsan, -fuzz siblings"
+	@echo "Variables: SHARED=$(SHARED) (models, references; tests read it at run time as TSR_SHARED)"
+	@echo "           SANITIZE=1 (ASan+UBSan, in $(BUILD_ROOT)-san/)  TSAN=1 (ThreadSanitizer, $(BUILD_ROOT)-tsan/)"
+	@echo "           NATIVE=1 (emulator objects for this CPU: -march=native)"
 	@echo "           CFLAGS='$(CFLAGS)'  EMU_CFLAGS='$(EMU_CFLAGS)'"
 	@echo "           XRT=$(XRT) (1: xrt backend built against /usr/include/xrt; 0: stub)"
 	@echo "           EMU_SIMD=$(EMU_SIMD) (0: leave the emulator's SIMD rows out; same tokens)"
 	@echo "           PYTHON_CLANG=$(PYTHON_CLANG) (a python with Debian's python3-clang)"
 
+# clang and its runtime (libFuzzer) build tests/fuzz/; libedit is chat's
+# line editor; python3-clang and libclang-dev run hw/lint_hls.py.
 DEPS_DEBIAN := build-essential pkg-config libcmocka-dev libnuma-dev libxxhash-dev libxrt-dev \
-               python3-clang libclang-dev \
+               python3-clang libclang-dev libedit-dev clang libclang-rt-14-dev \
                libcivetweb-dev libjansson-dev curl python3-venv chromium chromium-driver
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 deps:
@@ -121,50 +160,86 @@ deps:
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(DEPS_DEBIAN)
 
 # ---------------------------------------------------------------- compile ---
-$(BUILD)/kernels/%.o: kernels/%.c $(wildcard kernels/*.h kernels/profiles/*.h emu/*.h)
+$(BUILD)/kernels/%.o: kernels/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(EMU_CFLAGS) $(SANFLAGS) $(INC) -DTSR_EMU -c $< -o $@
+	$(CC) $(BASEFLAGS) $(DEPFLAGS) $(EMU_CFLAGS) $(SANFLAGS) $(INC) -DTSR_EMU -c $< -o $@
 
-$(BUILD)/emu/%.o: emu/%.c $(wildcard emu/*.h kernels/*.h kernels/profiles/*.h)
+$(BUILD)/emu/%.o: emu/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(EMU_CFLAGS) $(SANFLAGS) $(INC) -DTSR_EMU -DTSR_EMU_SIMD=$(EMU_SIMD) -c $< -o $@
+	$(CC) $(BASEFLAGS) $(DEPFLAGS) $(EMU_CFLAGS) $(SANFLAGS) $(INC) -DTSR_EMU -DTSR_EMU_SIMD=$(EMU_SIMD) -c $< -o $@
 
-$(BUILD)/%.o: %.c $(wildcard driver/*.h driver/include/*.h kernels/*.h kernels/profiles/*.h tests/*.h tests/ref/*.h host/*.h)
+$(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) -DTSR_EMU -c $< -o $@
+	$(CC) $(BASEFLAGS) $(DEPFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) -DTSR_EMU -c $< -o $@
 
 # The weight image builder touches every weight once per load: -O3 lets
-# the compiler vectorize its dequantize and quantize loops (1 GB/s goal).
+# the compiler vectorize its dequantize and quantize loops (1 GB/s goal),
+# and the non-finite scan in model.c.
 $(BUILD)/driver/weight_image.o $(BUILD)/driver/model.o: CFLAGS += -O3
 
+# The archive applications link: one relocatable object whose hidden
+# symbols (everything not TSR_API) are made local, so that a static link
+# sees only the public names, as the shared library exports only them.
 $(LIB_A): $(DRIVER_OBJ) $(KERNEL_OBJ)
+	@rm -f $@ $(BUILD)/libtessera.o
+	$(LD) -r -o $(BUILD)/libtessera.o $^
+	objcopy --localize-hidden $(BUILD)/libtessera.o
+	ar rcs $@ $(BUILD)/libtessera.o
+
+# Every object with its internal names, for the tests and the csim tools.
+$(LIB_ALL): $(DRIVER_OBJ) $(KERNEL_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
 $(LIB_SO): $(DRIVER_OBJ) $(KERNEL_OBJ)
 	$(CC) -shared $(SANFLAGS) -o $@ $^ $(LDLIBS)
 
+# chat's line editing: libedit (BSD-licensed), the program only.
 $(TESSERA): $(HOST_OBJ) $(LIB_A)
-	$(CC) $(SANFLAGS) -o $@ $(HOST_OBJ) $(LIB_A) $(LDLIBS) $(SERVE_LIBS) $(XRT_LIBS)
+	$(CC) $(SANFLAGS) -o $@ $(HOST_OBJ) $(LIB_A) -ledit $(LDLIBS) $(SERVE_LIBS) $(XRT_LIBS)
 
-# The server's own header, and the playground page, assembled into the
-# binary (.incbin).
-$(HOST_OBJ): $(wildcard host/serve/*.h)
+# The playground page, assembled into the binary (.incbin).
 $(BUILD)/host/serve/page.o: host/serve/playground.html
 
 # ------------------------------------------------------------------ tests ---
-TEST_DEFS := -DTSR_SHARED_DIR='"$(abspath $(SHARED))"' -DTSR_BUILD_DIR='"$(abspath $(BUILD))"' \
-             -DTSR_SOURCE_DIR='"$(abspath .)"' -DTSR_PYTHON_CLANG='"$(PYTHON_CLANG)"'
+# The build and source folders are compiled in; the models are not: tests
+# read TSR_SHARED at run time (tests/support/paths.c), which `make test`
+# sets from SHARED.
+TEST_DEFS := -DTSR_BUILD_DIR='"$(abspath $(BUILD))"' -DTSR_SOURCE_DIR='"$(abspath .)"' \
+             -DTSR_PYTHON_CLANG='"$(PYTHON_CLANG)"'
+TEST_INC  := -Itests -Itests/ref -Itests/support -Ihost
 
-$(BUILD)/tests/%: tests/%.c $(REF_OBJ) $(LIB_A) $(TESSERA) $(wildcard tests/*.h tests/ref/*.h tests/support/*.h)
+# the golden reference and test helpers (tests/ref, tests/support)
+$(BUILD)/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) -Itests -Itests/ref -Itests/support -Ihost $(TEST_DEFS) -o $@ $< $(TEST_EXTRA) $(REF_OBJ) $(LIB_A) -lcmocka $(LDLIBS) $(XRT_TEST_LIBS)
+	$(CC) $(BASEFLAGS) $(DEPFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) $(TEST_INC) $(TEST_DEFS) -c $< -o $@
+
+$(BUILD)/tests/%: tests/%.c $(REF_OBJ) $(LIB_ALL) $(LIB_A) $(TESSERA)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(DEPFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) $(TEST_INC) $(TEST_DEFS) -o $@ $< $(TEST_EXTRA) $(REF_OBJ) $(LIB_ALL) -lcmocka $(LDLIBS) $(XRT_TEST_LIBS)
 
 # The server's tests: the pure parts linked in, JSON to read answers.
 SERVE_UNIT_OBJ := $(addprefix $(BUILD)/host/serve/,textout.o chat_template.o request.o http_util.o)
 $(BUILD)/tests/test_serve_text: $(SERVE_UNIT_OBJ)
 $(BUILD)/tests/test_serve_text: TEST_EXTRA = $(SERVE_UNIT_OBJ) $(SERVE_LIBS)
 $(BUILD)/tests/test_serve: TEST_EXTRA = -ljansson
+
+# test_abi reads the shared library's exported symbols.
+$(BUILD)/tests/test_abi: $(LIB_SO)
+
+# test_fuzz_regress replays tests/fuzz/ fixtures through the harnesses,
+# compiled here with the test compiler (each entry point renamed).
+FUZZ_NAMES   := llama2c gguf tokenizer xclbin devspec
+FUZZ_REPLAY  := $(FUZZ_NAMES:%=$(BUILD)/tests/fuzz/fuzz_%.o)
+$(BUILD)/tests/fuzz/fuzz_%.o: tests/fuzz/fuzz_%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(DEPFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) $(TEST_INC) -DLLVMFuzzerTestOneInput=fuzz_$*_one -c $< -o $@
+$(BUILD)/tests/test_fuzz_regress: tests/test_fuzz_regress.c $(FUZZ_REPLAY) $(REF_OBJ) $(LIB_ALL)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(DEPFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) $(TEST_INC) $(TEST_DEFS) -o $@ $< $(FUZZ_REPLAY) $(REF_OBJ) $(LIB_ALL) -lcmocka $(LDLIBS) $(XRT_TEST_LIBS)
+
+TSAN_ENV := $(if $(filter 1,$(TSAN)),TSAN_OPTIONS='halt_on_error=1 second_deadlock_stack=1 suppressions=$(abspath tests/tsan.supp)')
+
 
 # The Python suites (tests/serve/) drive a real tessera serve with the
 # openai and websockets packages and a headless Chromium, from a venv under
@@ -193,17 +268,26 @@ bench-serve: $(TESSERA) $(SERVE_REF) $(VENV)/.stamp
 	TSR_BUILD_DIR=$(abspath $(BUILD)) TSR_SHARED_DIR=$(abspath $(SHARED)) PYTHONDONTWRITEBYTECODE=1 \
 	    $(VENV)/bin/python tests/serve/bench_serve.py $(BENCH_SERVE_ARGS)
 
-test: $(TEST_BIN) $(SERVE_REF) $(VENV)/.stamp lint-hls emu-profiles
-	@TSR_BUILD_DIR=$(abspath $(BUILD)) TSR_SHARED_DIR=$(abspath $(SHARED)) TSR_SOURCE_DIR=$(abspath .) \
+# make test: every CMocka program, the server's Python suites, the HLS
+# lints, a short run of each fuzzer, and the emulator builds test_plan needs.
+# TSAN=1: the concurrency tests alone under ThreadSanitizer.
+ifeq ($(TSAN),1)
+test: $(TEST_BIN)
+	@TSR_SHARED='$(abspath $(SHARED))' $(TSAN_ENV) sh tests/run_tests.sh $(TEST_BIN)
+else
+test: $(TEST_BIN) $(SERVE_REF) $(VENV)/.stamp lint-hls fuzz-smoke emu-profiles
+	@TSR_SHARED='$(abspath $(SHARED))' TSR_BUILD_DIR=$(abspath $(BUILD)) \
+	    TSR_SHARED_DIR=$(abspath $(SHARED)) TSR_SOURCE_DIR=$(abspath .) \
 	    PYTHONDONTWRITEBYTECODE=1 PYTEST="$(VENV)/bin/python -m pytest -q tests/serve" \
 	    sh tests/run_tests.sh $(TEST_BIN)
+endif
 
 # The emulators tests/test_plan.c runs beside this one: the stories15m
 # synthesis profile's datapath and arrays, and the PE loops serialised.
 .PHONY: emu-profiles
 emu-profiles:
-	@$(MAKE) --no-print-directory EMU_PROFILE=stories15m EMU_SERIAL=0 SANITIZE=$(SANITIZE) all
-	@$(MAKE) --no-print-directory EMU_PROFILE=generic EMU_SERIAL=1 SANITIZE=$(SANITIZE) all
+	@$(MAKE) --no-print-directory EMU_PROFILE=stories15m EMU_SERIAL=0 SANITIZE=$(SANITIZE) NATIVE=$(NATIVE) all
+	@$(MAKE) --no-print-directory EMU_PROFILE=generic EMU_SERIAL=1 SANITIZE=$(SANITIZE) NATIVE=$(NATIVE) all
 
 # The HLS lints: the grep-level checks (symbols, call graph, pragma names)
 # and the libclang checker (hw/lint_hls.py) under every shipped profile,
@@ -229,13 +313,87 @@ run: $(TESSERA)
 	    -p "Once upon a time" -n 200 -t 0
 
 clean:
-	rm -rf build build-san
+	rm -rf $(BUILD_ROOT) $(BUILD_ROOT)-san $(BUILD_ROOT)-tsan $(BUILD_ROOT)-fuzz
+
+# ------------------------------------------------------------------- fuzz ---
+# libFuzzer harnesses (tests/fuzz/), built with clang under ASan + UBSan
+# into BUILD-fuzz/.  Each starts from its seeds: the real files in
+# $(SHARED)/models (linked, never copied into the tree) and the small
+# fixtures tests/fuzz/make_seeds writes, plus tests/fuzz/crashes/NAME/;
+# what it finds goes to BUILD-fuzz/corpus/NAME/, a crash to
+# BUILD-fuzz/artifacts/ (copy it into tests/fuzz/crashes/NAME/: the
+# regression test replays every file there).  `make test` runs each for
+# FUZZ_SMOKE_SECONDS, `make fuzz` for FUZZ_SECONDS.
+FUZZ_CC       ?= clang
+FUZZ_SECONDS  ?= 60
+FUZZ_SMOKE_SECONDS ?= 20
+FUZZ_BUILD    := $(BUILD_ROOT)-fuzz
+FUZZ_SAN      := -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all
+FUZZ_CFLAGS   := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer $(WARN) \
+                 -Wno-unknown-warning-option $(FUZZ_SAN) $(INC) $(TEST_INC) $(filter -DTSR_HAVE_XRT,$(BASEFLAGS))
+# the driver's parsers: model formats, tokenizer, xclbin reader, device spec
+FUZZ_LIB_SRC  := driver/error.c driver/model.c driver/format_llama2c.c driver/format_gguf.c \
+                 driver/weight_image.c \
+                 driver/tokenizer.c driver/xclbin_meta.c driver/devspec.c
+FUZZ_LIB_OBJ  := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
+FUZZ_BIN      := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
+.SECONDARY: $(FUZZ_LIB_OBJ) $(FUZZ_REPLAY)
+FUZZ_RUN       = ASAN_OPTIONS=detect_leaks=1 $(FUZZ_BUILD)/fuzz_$(1) -max_total_time=$(2) \
+                 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+                 -artifact_prefix=$(FUZZ_BUILD)/artifacts/$(1)- \
+                 $(FUZZ_BUILD)/corpus/$(1) $(FUZZ_BUILD)/seeds/$(1) tests/fuzz/crashes/$(1)
+
+$(FUZZ_BUILD)/driver/%.o: driver/%.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(DEPFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(DEPFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJ) -lxxhash -lm
+
+# Seeds: small fixtures written by make_seeds (built with the test
+# compiler), and links to the real model files.
+FUZZ_SEEDER := $(BUILD)/tests/fuzz/make_seeds
+$(FUZZ_SEEDER): tests/fuzz/make_seeds.c $(REF_OBJ) $(LIB_ALL)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(DEPFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) $(TEST_INC) -o $@ $< $(REF_OBJ) $(LIB_ALL) -lcmocka $(LDLIBS) $(XRT_TEST_LIBS)
+
+.PHONY: fuzz fuzz-build fuzz-seeds fuzz-smoke
+fuzz-seeds: $(FUZZ_SEEDER)
+	@mkdir -p $(FUZZ_NAMES:%=$(FUZZ_BUILD)/seeds/%) $(FUZZ_NAMES:%=$(FUZZ_BUILD)/corpus/%) \
+	    $(FUZZ_BUILD)/artifacts $(FUZZ_NAMES:%=tests/fuzz/crashes/%)
+	@$(FUZZ_SEEDER) $(FUZZ_BUILD)/seeds '$(abspath $(SHARED))'
+	@m='$(abspath $(SHARED))/models'; \
+	    [ ! -f $$m/stories260K.bin ] || ln -sf $$m/stories260K.bin $(FUZZ_BUILD)/seeds/llama2c/real-stories260K.bin; \
+	    for q in f32 f16 q8_0 q4_0; do [ ! -f $$m/stories260K-$$q.gguf ] || \
+	        ln -sf $$m/stories260K-$$q.gguf $(FUZZ_BUILD)/seeds/gguf/real-$$q.gguf; done
+
+fuzz-build: $(FUZZ_BIN)
+
+fuzz: fuzz-build fuzz-seeds
+	@for n in $(FUZZ_NAMES); do \
+	    echo "fuzz: $$n for $(FUZZ_SECONDS) s"; \
+	    $(call FUZZ_RUN,$$n,$(FUZZ_SECONDS)) > $(FUZZ_BUILD)/fuzz_$$n.log 2>&1 || \
+	        { tail -n 40 $(FUZZ_BUILD)/fuzz_$$n.log; echo "fuzz: $$n FAILED (log: $(FUZZ_BUILD)/fuzz_$$n.log)"; exit 1; }; \
+	    sh tests/fuzz/summary.sh $$n $(FUZZ_BUILD)/fuzz_$$n.log; \
+	done
+
+# make test: each harness briefly, from the same seeds and corpus.
+fuzz-smoke: fuzz-build fuzz-seeds
+	@TSR_SHARED='$(abspath $(SHARED))' sh tests/check_shared.sh
+	@for n in $(FUZZ_NAMES); do \
+	    $(call FUZZ_RUN,$$n,$(FUZZ_SMOKE_SECONDS)) > $(FUZZ_BUILD)/smoke_$$n.log 2>&1 || \
+	        { tail -n 40 $(FUZZ_BUILD)/smoke_$$n.log; echo "fuzz: $$n FAILED (log: $(FUZZ_BUILD)/smoke_$$n.log)"; exit 1; }; \
+	    sh tests/fuzz/summary.sh $$n $(FUZZ_BUILD)/smoke_$$n.log; \
+	done
 
 # ------------------------------------------------------------------ bench ---
-# Synthetic checkpoints go to $(BUILD)/bench/ (kept between runs).
+# Synthetic checkpoints and the report go to $(BUILD)/bench/ (kept between
+# runs); DOCS=1 writes the report to the tracked docs/benchmarks.md.
 .PHONY: bench
+BENCH_OUT := $(if $(filter 1,$(DOCS)),docs/benchmarks.md,$(BUILD)/bench/benchmarks.md)
 bench: $(TESSERA)
-	sh host/bench.sh $(TESSERA) $(SHARED) $(BUILD)/bench docs/benchmarks.md
+	sh host/bench.sh $(TESSERA) $(SHARED) $(BUILD)/bench $(BENCH_OUT)
 
 # --------------------------------------------------------------- examples ---
 # host/examples/*.c against the in-tree header and the static library.
@@ -249,11 +407,13 @@ $(BUILD)/examples/%: host/examples/%.c driver/include/tessera.h $(LIB_A)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) -Idriver/include -o $@ $< $(LIB_A) $(LDLIBS)
 
 # ---------------------------------------------------------------- install ---
-# make install [PREFIX=/usr/local] [DESTDIR=staging]: the header, the static
-# archive, the shared library (soname libtessera.so.MAJOR, with symlinks) and
-# lib/pkgconfig/tessera.pc.  The shared library is linked from the archive so
-# that installing never recompiles (tests/test_install.c relies on that and
-# sets LIB_SOVER to a temp path).
+# make install [PREFIX=/usr/local] [DESTDIR=staging]: the tessera program,
+# the header, the static archive, the shared library (soname
+# libtessera.so.MAJOR, with symlinks) and lib/pkgconfig/tessera.pc.  The
+# shared library is linked from the archive so that installing never
+# recompiles (tests/test_install.c relies on that and sets LIB_SOVER to a
+# temp path).  make uninstall removes exactly these files.
+BINDIR     ?= $(PREFIX)/bin
 LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 TSR_VERSION := $(shell sed -n 's/^\#define TSR_VERSION_STRING "\(.*\)"/\1/p' driver/include/tessera.h)
@@ -264,9 +424,9 @@ $(LIB_SOVER): $(LIB_A)
 	$(CC) -shared $(SANFLAGS) -Wl,-soname,libtessera.so.$(TSR_SOMAJOR) -o $@.tmp$$$$ \
 	    -Wl,--whole-archive $(LIB_A) -Wl,--no-whole-archive $(LDLIBS) && mv -f $@.tmp$$$$ $@
 
-.PHONY: install
-install: $(LIB_A) $(LIB_SOVER) driver/include/tessera.h tessera.pc.in
-	install -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR)/pkgconfig
+install: $(LIB_A) $(LIB_SOVER) $(TESSERA) driver/include/tessera.h tessera.pc.in
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR)/pkgconfig
+	install -m 755 $(TESSERA) $(DESTDIR)$(BINDIR)/tessera
 	install -m 644 driver/include/tessera.h $(DESTDIR)$(INCLUDEDIR)/tessera.h
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/libtessera.a
 	install -m 755 $(LIB_SOVER) $(DESTDIR)$(LIBDIR)/libtessera.so.$(TSR_VERSION)
@@ -275,6 +435,15 @@ install: $(LIB_A) $(LIB_SOVER) driver/include/tessera.h tessera.pc.in
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
 	    -e 's|@VERSION@|$(TSR_VERSION)|' tessera.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/tessera.pc
 
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/tessera $(DESTDIR)$(INCLUDEDIR)/tessera.h \
+	    $(DESTDIR)$(LIBDIR)/libtessera.a $(DESTDIR)$(LIBDIR)/libtessera.so \
+	    $(DESTDIR)$(LIBDIR)/libtessera.so.$(TSR_SOMAJOR) \
+	    $(DESTDIR)$(LIBDIR)/libtessera.so.$(TSR_VERSION) $(DESTDIR)$(LIBDIR)/pkgconfig/tessera.pc
+
 # ------------------------------------------------------------ Vitis flow ---
 # csim / csynth / cosim / xclbin and the gcc-built csim testbench.
 include hw/vitis.mk
+
+# Header dependencies written by -MMD (absent before the first build).
+-include $(shell find $(BUILD) $(FUZZ_BUILD) -name '*.d' 2>/dev/null)

@@ -1,16 +1,26 @@
 /*
  * device.c - the public API's dispatch layer (after ggml-backend.c).
  *
- * Every public call lands here: handles and arguments are checked, state
- * rules are enforced, and only then is a backend hook called, so a backend
- * never repeats those checks.  Host-side bookkeeping (each sequence's token
- * history, which token is pending on the device, timing) lives here too.
+ * Every public call lands here: the device's lock is taken, handles and
+ * arguments are checked, state rules are enforced, and only then is a
+ * backend hook called, so a backend never repeats those checks and never
+ * sees two calls at once.  Host-side bookkeeping (each sequence's token
+ * history, which token is pending on the device, timing, who references
+ * whom) lives here too.
  *
  * Device-side state per sequence slot: `pos` tokens in the KV cache and one
  * pending token (the newest, not yet fed through the model).  The host
  * mirrors it: n_kv == pos and, when n_hist > 0, hist[n_kv] is pending, so
  * n_kv == n_hist - 1 after every prefill and decode.
+ *
+ * Lifetimes and threads: see device.h and tessera.h.  Every call is
+ * bracketed by tsr_call_enter() and tsr_call_leave() (call.h): the
+ * device's lock, calls from callbacks, per-thread error records.
  */
+#include <assert.h>
+#include <limits.h>
+#include <math.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +28,7 @@
 #include <time.h>
 
 #include "backend.h"
+#include "call.h"
 #include "device.h"
 #include "model.h"
 #include "tokenizer.h"
@@ -55,20 +66,69 @@ static const tsr_backend_iface *find_backend(const char *name)
     return NULL;
 }
 
-/* A model handle is usable while it is the one resident on its device. */
+/* Zero words of a struct's reserved tail (tessera.h, "Growing structs"). */
+static int reserved_zero(const uint64_t *r, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (r[i]) return 0;
+    return 1;
+}
+
+#define RESERVED_OK(s) reserved_zero((s)->reserved, sizeof (s)->reserved / sizeof (s)->reserved[0])
+
+/* ------------------------------------------------------- references --- */
+
+/* Free the host side of m (its file and tokenizer) and take it off the
+ * device: its sequences lose their slots. */
+static void model_release(tsr_model *m)
+{
+    tsr_device *dev = m->dev;
+    if (m->released) return;
+    for (int i = 0; i < TSR_MAX_SEQ_SLOTS; i++)
+        if (dev->slots[i] && dev->slots[i]->model == m) {
+            dev->slots[i]->slot = -1;
+            dev->slots[i] = NULL;
+        }
+    for (tsr_model **p = &dev->models; *p; p = &(*p)->next)
+        if (*p == m) { *p = m->next; break; }
+    if (dev->resident == m) dev->resident = NULL;
+    tsr_tokenizer_free(m->tok);
+    tsr_checkpoint_close(m->ck);
+    m->tok = NULL;
+    m->ck = NULL;
+    m->released = 1;
+}
+
+static void model_unref(tsr_model *m)
+{
+    if (--m->refs > 0) return;
+    assert(m->released);
+    m->dev->refs--;
+    free(m);
+}
+
+/* A model handle is usable while its device is open and it is the one
+ * resident there. */
 static int check_model(const tsr_model *m)
 {
-    if (!m) return TSR_ERR_ARG;
-    if (m->dev->resident != m)
-        return tsr_seterr(&m->dev->err, TSR_ERR_STATE,
+    tsr_device *dev = m->dev;
+    if (dev->closed)
+        return tsr_seterr(&dev->err, TSR_ERR_STATE, "the model's device was closed");
+    if (m->released)
+        return tsr_seterr(&dev->err, TSR_ERR_STATE, "the model was closed");
+    if (dev->resident != m)
+        return tsr_seterr(&dev->err, TSR_ERR_STATE,
                           "model %s is no longer resident on the device", m->ck->path);
     return TSR_OK;
 }
 
 static int check_seq(const tsr_seq *s)
 {
-    if (!s) return TSR_ERR_ARG;
-    return check_model(s->model);
+    int rc = check_model(s->model);
+    if (rc) return rc;
+    if (s->slot < 0)   /* unreachable while the model is resident; defensive */
+        return tsr_seterr(&s->model->dev->err, TSR_ERR_STATE, "the sequence lost its slot");
+    return TSR_OK;
 }
 
 /* ------------------------------------------------------------- device --- */
@@ -79,196 +139,209 @@ int tsr_device_open(const char *spec, tsr_device **out)
     *out = NULL;
     tsr_device *dev = calloc(1, sizeof *dev);
     if (!dev) return TSR_ERR_NOMEM;
+    if (pthread_mutex_init(&dev->mu, NULL) != 0) {
+        free(dev);
+        return TSR_ERR_NOMEM;
+    }
+    dev->id = tsr_call_new_id();
+    dev->refs = 1;
     *out = dev;
+    tsr_call c;
+    tsr_call_enter(&c, dev);
     int rc = tsr_devspec_parse(spec, &dev->spec, &dev->err);
-    if (rc) return rc;
-    dev->be = find_backend(dev->spec.backend);
-    if (!dev->be)
-        return tsr_seterr(&dev->err, TSR_ERR_UNSUPPORTED,
-                          "backend '%s' is not built into this libtessera", dev->spec.backend);
-    return tsr_kcmd_open(&dev->k, dev->be, &dev->spec, &dev->err);
+    if (rc == TSR_OK) {
+        dev->be = find_backend(dev->spec.backend);
+        if (!dev->be)
+            rc = tsr_seterr(&dev->err, TSR_ERR_UNSUPPORTED,
+                            "backend '%s' is not built into this libtessera", dev->spec.backend);
+    }
+    if (rc == TSR_OK) rc = tsr_kcmd_open(&dev->k, dev->be, &dev->spec, &dev->err);
+    if (rc == TSR_OK) __atomic_store_n(&dev->live, dev->k.b, __ATOMIC_SEQ_CST);
+    return tsr_call_leave(&c, rc);
 }
 
 void tsr_device_close(tsr_device *dev)
 {
     if (!dev) return;
-    for (int i = 0; i < TSR_MAX_SEQ_SLOTS; i++)
-        if (dev->slots[i]) tsr_seq_close(dev->slots[i]);
-    /* Models stay caller-owned handles, but lose their device. */
-    for (tsr_model *m = dev->models; m; m = m->next) m->dev = NULL;
-    tsr_kcmd_close(&dev->k);
-    free(dev);
-}
-
-const char *tsr_device_errmsg(const tsr_device *dev)
-{
-    return dev ? dev->err.msg : "no device handle";
+    tsr_call c;
+    tsr_call_enter_close(&c, dev);
+    dev->closed = 1;
+    while (dev->models) model_release(dev->models);   /* slots go with them */
+    if (dev->k.b) {
+        /* No interrupt hook may run on the backend once it is freed: the
+         * hook is entered only after counting itself in, and sees `live`
+         * NULL after this store (both sequentially consistent). */
+        __atomic_store_n(&dev->live, NULL, __ATOMIC_SEQ_CST);
+        while (__atomic_load_n(&dev->cancels, __ATOMIC_SEQ_CST)) sched_yield();
+        tsr_kcmd_close(&dev->k);   /* EXIT, then the backend; k.b becomes NULL */
+    }
+    dev->refs--;   /* the caller's */
+    tsr_call_leave(&c, TSR_OK);
 }
 
 void tsr_device_set_log(tsr_device *dev, tsr_log_fn fn, void *user)
 {
     if (!dev) return;
+    tsr_call c;
+    tsr_call_enter(&c, dev);
     dev->log = fn;
     dev->log_user = user;
+    tsr_call_leave(&c, TSR_OK);
 }
 
-int tsr_device_traffic(const tsr_device *dev, tsr_traffic *t)
+int tsr_device_traffic(const tsr_device *cdev, tsr_traffic *t)
 {
-    if (!dev || !t) return TSR_ERR_ARG;
+    if (!cdev || !t) return TSR_ERR_ARG;
+    tsr_device *dev = (tsr_device *)cdev;   /* the lock and error record change */
+    tsr_call c;
+    tsr_call_enter(&c, dev);
     memset(t, 0, sizeof *t);
-    if (!dev->k.b) return TSR_OK;
-    tsr_link_counters c = dev->k.link;
-    t->load_h2d = c.h2d[TSR_PHASE_LOAD];       t->load_d2h = c.d2h[TSR_PHASE_LOAD];
-    t->prefill_h2d = c.h2d[TSR_PHASE_PREFILL]; t->prefill_d2h = c.d2h[TSR_PHASE_PREFILL];
-    t->decode_h2d = c.h2d[TSR_PHASE_DECODE];   t->decode_d2h = c.d2h[TSR_PHASE_DECODE];
-    t->debug_h2d = c.h2d[TSR_PHASE_DEBUG];     t->debug_d2h = c.d2h[TSR_PHASE_DEBUG];
-    for (int p = 0; p < TSR_PHASE_COUNT; p++) t->invocations += c.invocations[p];
+    if (!dev->k.b)
+        return tsr_call_leave(&c, tsr_seterr(&dev->err, TSR_ERR_STATE, "the device is not open"));
+    tsr_link_counters lc = dev->k.link;
+    t->load_h2d = lc.h2d[TSR_PHASE_LOAD];       t->load_d2h = lc.d2h[TSR_PHASE_LOAD];
+    t->prefill_h2d = lc.h2d[TSR_PHASE_PREFILL]; t->prefill_d2h = lc.d2h[TSR_PHASE_PREFILL];
+    t->decode_h2d = lc.h2d[TSR_PHASE_DECODE];   t->decode_d2h = lc.d2h[TSR_PHASE_DECODE];
+    t->debug_h2d = lc.h2d[TSR_PHASE_DEBUG];     t->debug_d2h = lc.d2h[TSR_PHASE_DEBUG];
+    for (int p = 0; p < TSR_PHASE_COUNT; p++) t->invocations += lc.invocations[p];
     t->loads = dev->loads;
-    return TSR_OK;
+    return tsr_call_leave(&c, TSR_OK);
 }
 
 int tsr_device_kernel_counters(tsr_device *dev, char *buf, size_t len)
 {
     if (!dev || !buf || len == 0) return TSR_ERR_ARG;
+    tsr_call c;
+    tsr_call_enter(&c, dev);
     buf[0] = '\0';
-    if (!dev->resident)
-        return tsr_seterr(&dev->err, TSR_ERR_STATE, "no model loaded on the device");
-    return tsr_kcmd_counters_text(&dev->k, buf, len, &dev->err);
+    int rc = tsr_call_drive(&c, "kernel counters");
+    if (rc == TSR_OK && !dev->resident)
+        rc = tsr_seterr(&dev->err, TSR_ERR_STATE, "no model loaded on the device");
+    if (rc == TSR_OK) rc = tsr_kcmd_counters_text(&dev->k, buf, len, &dev->err);
+    return tsr_call_leave(&c, rc);
 }
 
 /* -------------------------------------------------------------- model --- */
 
-static void detach_model(tsr_device *dev, tsr_model *m)
+/* The options a caller passed, checked; zero options when opts is NULL. */
+static int model_opts(tsr_device *dev, const tsr_model_opts *opts, tsr_model_opts *o)
 {
-    for (tsr_model **p = &dev->models; *p; p = &(*p)->next)
-        if (*p == m) { *p = m->next; break; }
-    if (dev->resident == m) dev->resident = NULL;
+    memset(o, 0, sizeof *o);
+    if (opts) *o = *opts;
+    if (!RESERVED_OK(o))
+        return tsr_seterr(&dev->err, TSR_ERR_UNSUPPORTED,
+                          "model options: reserved fields are not zero (built against a newer "
+                          "tessera.h?)");
+    if (o->group_size < 0 || o->seq_len < 0 || o->n_seqs < 0 || o->n_seqs > TSR_MAX_SEQ_SLOTS)
+        return tsr_seterr(&dev->err, TSR_ERR_ARG,
+                          "model options: group_size, seq_len must be >= 0, n_seqs in 0..%d",
+                          TSR_MAX_SEQ_SLOTS);
+    return TSR_OK;
+}
+
+/* Place ck on dev with options o: fill *lo and pick the sequence slots, as
+ * many as asked, or (n_seqs 0) as many as the on-chip budget allows, up to
+ * TSR_MAX_SEQ_SLOTS.  tsr_model_fit and tsr_model_load share it, so both
+ * report the same placement. */
+static int place(tsr_device *dev, const tsr_checkpoint *ck, const tsr_model_opts *o,
+                 tsr_load_opts *lo, uint64_t *need, uint64_t *have)
+{
+    memset(lo, 0, sizeof *lo);
+    lo->weights_f32 = o->weights_f32;
+    lo->group_size = o->group_size ? o->group_size : TSR_DEFAULT_GROUP;
+    lo->seq_len = o->seq_len ? o->seq_len : ck->cfg.seq_len;
+    int slots = o->n_seqs ? o->n_seqs : TSR_MAX_SEQ_SLOTS;
+    int rc;
+    for (;;) {
+        lo->n_slots = slots;
+        rc = tsr_kcmd_fit(&dev->k, ck, lo, need, have, &dev->err);
+        if (rc != TSR_ERR_CAPACITY || o->n_seqs || slots == 1) break;
+        slots--;
+    }
+    return rc;
+}
+
+/* Captures the image size from the backend's progress calls on the way to
+ * the caller's callback. */
+typedef struct progress_tap {
+    void   (*fn)(uint64_t sent, uint64_t total, void *user);
+    void    *user;
+    uint64_t total;
+    int      called;
+} progress_tap;
+
+static void tap_progress(uint64_t sent, uint64_t total, void *user)
+{
+    progress_tap *t = user;
+    t->total = total;
+    t->called = 1;
+    if (t->fn) t->fn(sent, total, t->user);
 }
 
 /* Place an opened checkpoint (path or memory) on dev; takes ck. */
 static int load_checkpoint(tsr_device *dev, tsr_checkpoint *ck, const char *path,
-                           const tsr_model_opts *opts, tsr_model **out);
-
-int tsr_model_load(tsr_device *dev, const char *path, const tsr_model_opts *opts,
-                   tsr_model **out)
-{
-    if (!dev || !path || !out) return TSR_ERR_ARG;
-    *out = NULL;
-    tsr_checkpoint *ck = NULL;
-    int rc = tsr_checkpoint_open(path, &ck, &dev->err);
-    return rc ? rc : load_checkpoint(dev, ck, path, opts, out);
-}
-
-int tsr_model_fit(tsr_device *dev, const char *path, const tsr_model_opts *opts,
-                  uint64_t *need_bytes, uint64_t *have_bytes)
-{
-    if (!dev || !path) return TSR_ERR_ARG;
-    if (!dev->k.b) return tsr_seterr(&dev->err, TSR_ERR_STATE, "device is not open");
-    tsr_model_opts o = {0};
-    if (opts) o = *opts;
-    tsr_checkpoint *ck = NULL;
-    int rc = tsr_checkpoint_open(path, &ck, &dev->err);
-    if (rc) return rc;
-    tsr_load_opts lo = {
-        .weights_f32 = o.weights_f32,
-        .group_size = o.group_size ? o.group_size : TSR_DEFAULT_GROUP,
-        .seq_len = o.seq_len ? o.seq_len : ck->cfg.seq_len,
-        .n_slots = o.n_seqs ? o.n_seqs : 1,
-    };
-    uint64_t need = 0, have = 0;
-    rc = tsr_kcmd_fit(&dev->k, ck, &lo, &need, &have, &dev->err);
-    tsr_checkpoint_close(ck);
-    if (need_bytes) *need_bytes = need;
-    if (have_bytes) *have_bytes = have;
-    return rc;
-}
-
-int tsr_model_load_memory(tsr_device *dev, const void *data, size_t len,
-                          const tsr_model_opts *opts, tsr_model **out)
-{
-    if (!dev || !data || !out) return TSR_ERR_ARG;
-    *out = NULL;
-    tsr_checkpoint *ck = NULL;
-    int rc = tsr_checkpoint_open_memory(data, len, "(memory)", &ck, &dev->err);
-    return rc ? rc : load_checkpoint(dev, ck, "(memory)", opts, out);
-}
-
-static int load_checkpoint(tsr_device *dev, tsr_checkpoint *ck, const char *path,
-                           const tsr_model_opts *opts, tsr_model **out)
+                           const tsr_model_opts *o, tsr_model **out)
 {
     int rc;
-    if (!dev->k.b) {
-        tsr_checkpoint_close(ck);
-        return tsr_seterr(&dev->err, TSR_ERR_STATE, "device is not open");
-    }
-    tsr_model_opts o = {0};
-    if (opts) o = *opts;
-    if (o.group_size < 0 || o.seq_len < 0 || o.n_seqs < 0 || o.n_seqs > TSR_MAX_SEQ_SLOTS) {
-        tsr_checkpoint_close(ck);
-        return tsr_seterr(&dev->err, TSR_ERR_ARG,
-                          "model options: group_size, seq_len must be >= 0, n_seqs in 0..%d",
-                          TSR_MAX_SEQ_SLOTS);
-    }
     tsr_model *m = calloc(1, sizeof *m);
     if (!m) {
         tsr_checkpoint_close(ck);
         return tsr_seterr(&dev->err, TSR_ERR_NOMEM, "out of memory");
     }
     m->ck = ck;
+    m->dev = dev;
+    m->refs = 1;
     const tsr_config *c = &m->ck->cfg;
-    if (!o.tokenizer && ck->tok) {
+    /* A NaN or Inf weight is undefined behaviour in the quantizer and
+     * garbage in F32 mode: refused in every format, before anything else. */
+    if ((rc = tsr_checkpoint_check_finite(ck, &dev->err))) goto fail;
+    if (!o->tokenizer && ck->tok) {
         m->tok = ck->tok;   // the file's own tokenizer (GGUF); the model takes it
         ck->tok = NULL;
-    } else if (!o.tokenizer) {
+    } else if (!o->tokenizer) {
         rc = tsr_seterr(&dev->err, TSR_ERR_ARG,
                         "%s: a tokenizer file is needed for llama2.c checkpoints", path);
         goto fail;
     } else {
-        rc = tsr_tokenizer_load(o.tokenizer, c->vocab_size, &m->tok, &dev->err);
+        rc = tsr_tokenizer_load(o->tokenizer, c->vocab_size, &m->tok, &dev->err);
         if (rc) goto fail;
     }
 
-    m->dev = dev;
-    m->seq_len = o.seq_len ? o.seq_len : c->seq_len;
+    uint64_t need = 0, have = 0;
+    if ((rc = place(dev, m->ck, o, &m->lo, &need, &have))) goto fail;
+    m->seq_len = m->lo.seq_len;
+    m->n_slots = m->lo.n_slots;
     if (m->seq_len > c->seq_len && c->format == TSR_FMT_GGUF)
         tsr_log(dev, TSR_LOG_WARN, "%s: context %d exceeds the file's llama.context_length %d "
                 "(fine if the model was trained longer; converters may write less)",
                 path, m->seq_len, c->seq_len);
-    m->lo.weights_f32 = o.weights_f32;
-    m->lo.group_size = o.group_size ? o.group_size : TSR_DEFAULT_GROUP;
-    m->lo.seq_len = m->seq_len;
-    m->lo.progress = o.progress;
-    m->lo.progress_user = o.progress_user;
-
-    /* Sequence slots: as many as asked, or as many as the KV budget allows. */
-    uint64_t need = 0, have = 0;
-    int slots = o.n_seqs ? o.n_seqs : TSR_MAX_SEQ_SLOTS;
-    for (;;) {
-        m->lo.n_slots = slots;
-        rc = tsr_kcmd_fit(&dev->k, m->ck, &m->lo, &need, &have, &dev->err);
-        if (rc != TSR_ERR_CAPACITY || o.n_seqs || slots == 1) break;
-        slots--;
-    }
-    if (rc) goto fail;
-    m->n_slots = slots;
 
     /* Another model's sequences lose their slots. */
     for (int i = 0; i < TSR_MAX_SEQ_SLOTS; i++)
         if (dev->slots[i]) { dev->slots[i]->slot = -1; dev->slots[i] = NULL; }
-    if (dev->resident) dev->resident = NULL;
+    dev->resident = NULL;
 
     /* The backend streams nothing when the same image (content hash) is
      * already resident; count only images that crossed the link. */
+    progress_tap tap = { .fn = o->progress, .user = o->progress_user };
+    m->lo.progress = tap_progress;
+    m->lo.progress_user = &tap;
     uint64_t before = dev->k.link.h2d[TSR_PHASE_LOAD];
     rc = tsr_kcmd_load(&dev->k, m->ck, &m->lo, &dev->err);
+    m->lo.progress = NULL;          /* tap lives on this stack only */
+    m->lo.progress_user = NULL;
     if (rc) goto fail;
     if (dev->k.link.h2d[TSR_PHASE_LOAD] != before) dev->loads++;
+    if (tap.called) dev->image_bytes = tap.total;   /* else: the resident image */
+    m->image_bytes = dev->image_bytes;
     m->next = dev->models;
     dev->models = m;
     dev->resident = m;
-    tsr_log(dev, TSR_LOG_INFO, "%s: resident on %s, %d sequence slot(s) of %d tokens, "
-            "%llu of %llu on-chip bytes", path, dev->be->name, m->n_slots, m->seq_len,
-            (unsigned long long)need, (unsigned long long)have);
+    dev->refs++;   /* the model's reference */
+    tsr_log(dev, TSR_LOG_INFO, "%s: resident on %s, %d sequence slot%s of %d tokens, "
+            "%llu of %llu on-chip bytes", path, dev->be->name, m->n_slots,
+            m->n_slots == 1 ? "" : "s", m->seq_len, (unsigned long long)need,
+            (unsigned long long)have);
     *out = m;
     return TSR_OK;
 fail:
@@ -278,49 +351,119 @@ fail:
     return rc;
 }
 
+/* The checks every load and fit starts with. */
+static int load_ready(const tsr_call *c, tsr_device *dev)
+{
+    int rc = tsr_call_drive(c, "model load");
+    if (rc == TSR_OK && dev->closed)
+        rc = tsr_seterr(&dev->err, TSR_ERR_STATE, "the device was closed");
+    if (rc == TSR_OK && !dev->k.b)
+        rc = tsr_seterr(&dev->err, TSR_ERR_STATE, "device is not open");
+    return rc;
+}
+
+int tsr_model_load(tsr_device *dev, const char *path, const tsr_model_opts *opts,
+                   tsr_model **out)
+{
+    if (!dev || !path || !out) return TSR_ERR_ARG;
+    *out = NULL;
+    tsr_call c;
+    tsr_call_enter(&c, dev);
+    tsr_model_opts o;
+    tsr_checkpoint *ck = NULL;
+    int rc = load_ready(&c, dev);
+    if (rc == TSR_OK) rc = model_opts(dev, opts, &o);
+    if (rc == TSR_OK) rc = tsr_checkpoint_open(path, &ck, &dev->err);
+    if (rc == TSR_OK) rc = load_checkpoint(dev, ck, path, &o, out);
+    return tsr_call_leave(&c, rc);
+}
+
+int tsr_model_load_memory(tsr_device *dev, const void *data, size_t len,
+                          const tsr_model_opts *opts, tsr_model **out)
+{
+    if (!dev || !data || !out) return TSR_ERR_ARG;
+    *out = NULL;
+    tsr_call c;
+    tsr_call_enter(&c, dev);
+    tsr_model_opts o;
+    tsr_checkpoint *ck = NULL;
+    int rc = load_ready(&c, dev);
+    if (rc == TSR_OK) rc = model_opts(dev, opts, &o);
+    if (rc == TSR_OK) rc = tsr_checkpoint_open_memory(data, len, "(memory)", &ck, &dev->err);
+    if (rc == TSR_OK) rc = load_checkpoint(dev, ck, "(memory)", &o, out);
+    return tsr_call_leave(&c, rc);
+}
+
+int tsr_model_fit(tsr_device *dev, const char *path, const tsr_model_opts *opts,
+                  uint64_t *need_bytes, uint64_t *have_bytes)
+{
+    if (!dev || !path) return TSR_ERR_ARG;
+    tsr_call c;
+    tsr_call_enter(&c, dev);
+    tsr_model_opts o;
+    tsr_checkpoint *ck = NULL;
+    tsr_load_opts lo;
+    uint64_t need = 0, have = 0;
+    int rc = load_ready(&c, dev);
+    if (rc == TSR_OK) rc = model_opts(dev, opts, &o);
+    if (rc == TSR_OK) rc = tsr_checkpoint_open(path, &ck, &dev->err);
+    if (rc == TSR_OK) rc = place(dev, ck, &o, &lo, &need, &have);
+    tsr_checkpoint_close(ck);
+    if (need_bytes) *need_bytes = need;
+    if (have_bytes) *have_bytes = have;
+    return tsr_call_leave(&c, rc);
+}
+
 void tsr_model_close(tsr_model *m)
 {
     if (!m) return;
-    if (m->dev) {
-        for (int i = 0; i < TSR_MAX_SEQ_SLOTS; i++)
-            if (m->dev->slots[i] && m->dev->slots[i]->model == m)
-                tsr_seq_close(m->dev->slots[i]);
-        detach_model(m->dev, m);
-    }
-    tsr_tokenizer_free(m->tok);
-    tsr_checkpoint_close(m->ck);
-    free(m);
+    tsr_call c;
+    tsr_call_enter_close(&c, m->dev);
+    model_release(m);   /* a no-op when the device close did it */
+    model_unref(m);     /* the caller's reference */
+    tsr_call_leave(&c, TSR_OK);
 }
 
 int tsr_model_get_info(const tsr_model *m, tsr_model_info *info)
 {
     if (!m || !info) return TSR_ERR_ARG;
-    const tsr_config *c = &m->ck->cfg;
+    tsr_call c;
+    tsr_call_enter(&c, m->dev);
     memset(info, 0, sizeof *info);
-    info->dim = c->dim;
-    info->hidden_dim = c->hidden_dim;
-    info->n_layers = c->n_layers;
-    info->n_heads = c->n_heads;
-    info->n_kv_heads = c->n_kv_heads;
-    info->vocab_size = c->vocab_size;
+    if (m->released)
+        return tsr_call_leave(&c, tsr_seterr(&m->dev->err, TSR_ERR_STATE, "the model was closed"));
+    const tsr_config *cf = &m->ck->cfg;
+    info->dim = cf->dim;
+    info->hidden_dim = cf->hidden_dim;
+    info->n_layers = cf->n_layers;
+    info->n_heads = cf->n_heads;
+    info->n_kv_heads = cf->n_kv_heads;
+    info->vocab_size = cf->vocab_size;
     info->seq_len = m->seq_len;
     info->n_seqs = m->n_slots;
     info->n_params = tsr_checkpoint_param_count(m->ck);
-    return TSR_OK;
+    info->image_bytes = m->image_bytes;
+    return tsr_call_leave(&c, TSR_OK);
 }
 
 int tsr_model_tokenize(tsr_model *m, const char *text, int bos, int *tokens,
                        int max_tokens, int *n_tokens)
 {
     if (!m || !text || !tokens || !n_tokens || max_tokens < 0) return TSR_ERR_ARG;
-    tsr_err *e = m->dev ? &m->dev->err : NULL;
-    return tsr_tokenizer_encode(m->tok, text, bos, 0, tokens, max_tokens, n_tokens, e);
+    tsr_call c;
+    tsr_call_enter(&c, m->dev);
+    int rc = m->released ? tsr_seterr(&m->dev->err, TSR_ERR_STATE, "the model was closed")
+                         : tsr_tokenizer_encode(m->tok, text, bos, 0, tokens, max_tokens,
+                                                n_tokens, &m->dev->err);
+    return tsr_call_leave(&c, rc);
 }
 
+/* Lock-free: the tokenizer is read-only while the model's host side lives,
+ * and only a close (never concurrent with a use) releases it. */
 const char *tsr_model_token_text(const tsr_model *m, int prev, int token, size_t *len)
 {
     if (len) *len = 0;
-    if (!m || !len || token < 0 || token >= m->ck->cfg.vocab_size) return NULL;
+    if (!m || !len || m->released || token < 0 || token >= m->ck->cfg.vocab_size) return NULL;
     return tsr_tokenizer_piece(m->tok, prev, token, len);
 }
 
@@ -330,43 +473,59 @@ int tsr_seq_open(tsr_model *m, tsr_seq **out)
 {
     if (!m || !out) return TSR_ERR_ARG;
     *out = NULL;
-    int rc = check_model(m);
-    if (rc) return rc;
     tsr_device *dev = m->dev;
+    tsr_call c;
+    tsr_call_enter(&c, dev);
+    int rc = tsr_call_drive(&c, "sequence open");
+    if (rc == TSR_OK) rc = check_model(m);
+    if (rc) return tsr_call_leave(&c, rc);
     int slot = -1;
     for (int i = 0; i < m->n_slots; i++)
         if (!dev->slots[i]) { slot = i; break; }
     if (slot < 0)
-        return tsr_seterr(&dev->err, TSR_ERR_NOSLOT,
-                          "all %d sequence slots are in use (the KV budget holds %d)",
-                          m->n_slots, m->n_slots);
+        return tsr_call_leave(&c, tsr_seterr(&dev->err, TSR_ERR_NOSLOT,
+                                    "all %d sequence slot%s in use (the KV budget holds %d)",
+                                    m->n_slots, m->n_slots == 1 ? " is" : "s are", m->n_slots));
     tsr_seq *s = calloc(1, sizeof *s);
-    if (!s) return tsr_seterr(&dev->err, TSR_ERR_NOMEM, "out of memory");
+    if (!s) return tsr_call_leave(&c, tsr_seterr(&dev->err, TSR_ERR_NOMEM, "out of memory"));
     s->cap = m->seq_len + 1;
     s->hist = malloc((size_t)s->cap * sizeof *s->hist);
-    if (!s->hist) { free(s); return tsr_seterr(&dev->err, TSR_ERR_NOMEM, "out of memory"); }
+    if (!s->hist) {
+        free(s);
+        return tsr_call_leave(&c, tsr_seterr(&dev->err, TSR_ERR_NOMEM, "out of memory"));
+    }
     s->model = m;
     s->slot = slot;
     rc = tsr_kcmd_reset(&dev->k, slot, &dev->err);
-    if (rc) { free(s->hist); free(s); return rc; }
+    if (rc) {
+        free(s->hist);
+        free(s);
+        return tsr_call_leave(&c, rc);
+    }
     dev->slots[slot] = s;
+    m->refs++;   /* the sequence's reference */
     *out = s;
-    return TSR_OK;
+    return tsr_call_leave(&c, TSR_OK);
 }
 
 void tsr_seq_close(tsr_seq *s)
 {
     if (!s) return;
-    if (s->slot >= 0 && s->model->dev && s->model->dev->slots[s->slot] == s)
-        s->model->dev->slots[s->slot] = NULL;
+    tsr_model *m = s->model;
+    tsr_device *dev = m->dev;
+    tsr_call c;
+    tsr_call_enter_close(&c, dev);
+    if (s->slot >= 0 && dev->slots[s->slot] == s) dev->slots[s->slot] = NULL;
     free(s->hist);
     free(s);
+    model_unref(m);   /* may free m, and with it the last reference to dev */
+    tsr_call_leave(&c, TSR_OK);
 }
 
 /* Snapshot the device's link counters, to charge a call's traffic to s. */
-static void link_snapshot(const tsr_seq *s, tsr_link_counters *c)
+static void link_snapshot(const tsr_seq *s, tsr_link_counters *lc)
 {
-    *c = s->model->dev->k.link;
+    *lc = s->model->dev->k.link;
 }
 
 static void charge(tsr_seq *s, const tsr_link_counters *before)
@@ -381,29 +540,31 @@ static void charge(tsr_seq *s, const tsr_link_counters *before)
         s->st.invocations += now.invocations[p] - before->invocations[p];
 }
 
-int tsr_seq_append_tokens(tsr_seq *s, const int *tokens, int n)
+/* Prefill n tokens (lock held, s checked). */
+static int append_tokens(tsr_seq *s, const int *tokens, int n)
 {
-    int rc = check_seq(s);
-    if (rc) return rc;
     tsr_device *dev = s->model->dev;
     if (!tokens || n < 0)
         return tsr_seterr(&dev->err, TSR_ERR_ARG, "append: NULL tokens or negative count");
     if (n == 0) return TSR_OK;
+    /* Every token but the newest gets a KV entry and seq_len bounds the KV:
+     * n_hist + n - 1 <= seq_len, written so that no int can overflow
+     * (0 <= n_hist <= seq_len + 1).  Checked first, so that a count larger
+     * than the array is refused before any token is read. */
+    if (n > s->model->seq_len + 1 - s->n_hist)
+        return tsr_seterr(&dev->err, TSR_ERR_RANGE,
+                          "append: %d token%s after %d would pass the %d-token context",
+                          n, n == 1 ? "" : "s", s->n_hist, s->model->seq_len);
     int vocab = s->model->ck->cfg.vocab_size;
     for (int i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= vocab)
             return tsr_seterr(&dev->err, TSR_ERR_ARG,
                               "append: token %d at index %d is outside the vocab (0..%d)",
                               tokens[i], i, vocab - 1);
-    /* Every token but the newest gets a KV entry; seq_len bounds the KV. */
-    if (s->n_hist + n - 1 > s->model->seq_len)
-        return tsr_seterr(&dev->err, TSR_ERR_RANGE,
-                          "append: %d tokens after %d would pass the context of %d tokens",
-                          n, s->n_hist, s->model->seq_len);
     tsr_link_counters before;
     link_snapshot(s, &before);
     double t0 = now_s();
-    rc = tsr_kcmd_prefill(&dev->k, s->slot, tokens, n, &dev->err);
+    int rc = tsr_kcmd_prefill(&dev->k, s->slot, tokens, n, &dev->err);
     s->st.prefill_seconds += now_s() - t0;
     charge(s, &before);
     if (rc) return rc;
@@ -414,22 +575,48 @@ int tsr_seq_append_tokens(tsr_seq *s, const int *tokens, int n)
     return TSR_OK;
 }
 
+/* The checks every call on a sequence that drives the device starts with. */
+static int seq_ready(const tsr_call *c, const tsr_seq *s, const char *what)
+{
+    int rc = tsr_call_drive(c, what);
+    return rc ? rc : check_seq(s);
+}
+
+int tsr_seq_append_tokens(tsr_seq *s, const int *tokens, int n)
+{
+    if (!s) return TSR_ERR_ARG;
+    tsr_call c;
+    tsr_call_enter(&c, s->model->dev);
+    int rc = seq_ready(&c, s, "append");
+    if (rc == TSR_OK) rc = append_tokens(s, tokens, n);
+    return tsr_call_leave(&c, rc);
+}
+
 int tsr_seq_append_text(tsr_seq *s, const char *text)
 {
-    int rc = check_seq(s);
-    if (rc) return rc;
+    if (!s) return TSR_ERR_ARG;
     tsr_device *dev = s->model->dev;
-    if (!text) return tsr_seterr(&dev->err, TSR_ERR_ARG, "append: NULL text");
-    /* Upper bound: BOS, the dummy space, one token per byte (byte fallback). */
-    size_t max = strlen(text) + 3;
+    tsr_call c;
+    tsr_call_enter(&c, dev);
+    int rc = seq_ready(&c, s, "append");
+    if (rc) return tsr_call_leave(&c, rc);
+    if (!text) return tsr_call_leave(&c, tsr_seterr(&dev->err, TSR_ERR_ARG, "append: NULL text"));
+    /* Upper bound: BOS, the dummy space, one token per byte (byte fallback);
+     * the encoder counts in int. */
+    size_t len = strlen(text);
+    if (len > (size_t)INT_MAX - 3)
+        return tsr_call_leave(&c, tsr_seterr(&dev->err, TSR_ERR_RANGE,
+                                    "append: %zu bytes of text is more than the tokenizer takes",
+                                    len));
+    size_t max = len + 3;
     int *toks = malloc(max * sizeof *toks);
-    if (!toks) return tsr_seterr(&dev->err, TSR_ERR_NOMEM, "out of memory");
+    if (!toks) return tsr_call_leave(&c, tsr_seterr(&dev->err, TSR_ERR_NOMEM, "out of memory"));
     int n = 0;
     rc = tsr_tokenizer_encode(s->model->tok, text, s->n_hist == 0, 0, toks, (int)max, &n,
                               &dev->err);
-    if (!rc) rc = tsr_seq_append_tokens(s, toks, n);
+    if (!rc) rc = append_tokens(s, toks, n);
     free(toks);
-    return rc;
+    return tsr_call_leave(&c, rc);
 }
 
 /* Bridges the backend's token callback to the public one, with timing. */
@@ -454,24 +641,38 @@ static int on_token(int token, void *user)
     return g->stopped;
 }
 
-int tsr_seq_generate(tsr_seq *s, const tsr_gen_opts *opts, tsr_token_cb cb, void *user,
-                     int *n_generated)
+static int gen_opts_ok(tsr_device *dev, const tsr_gen_opts *o)
 {
-    if (n_generated) *n_generated = 0;
-    int rc = check_seq(s);
-    if (rc) return rc;
-    tsr_device *dev = s->model->dev;
-    if (!opts) return tsr_seterr(&dev->err, TSR_ERR_ARG, "generate: NULL options");
-    if (opts->max_tokens < 0 || opts->temperature < 0.0f || opts->top_p < 0.0f)
+    if (!o) return tsr_seterr(&dev->err, TSR_ERR_ARG, "generate: NULL options");
+    if (!RESERVED_OK(o))
+        return tsr_seterr(&dev->err, TSR_ERR_UNSUPPORTED,
+                          "generate: reserved option fields are not zero (built against a "
+                          "newer tessera.h?)");
+    /* !(x >= 0) also refuses NaN, which every comparison fails */
+    if (o->max_tokens < 0 || !(o->temperature >= 0.0f) || !isfinite(o->temperature) ||
+        !(o->top_p >= 0.0f) || !isfinite(o->top_p))
         return tsr_seterr(&dev->err, TSR_ERR_ARG,
-                          "generate: max_tokens, temperature and top_p must be >= 0");
+                          "generate: max_tokens, temperature and top_p must be finite and >= 0 "
+                          "(temperature %g, top_p %g)", (double)o->temperature, (double)o->top_p);
+    return TSR_OK;
+}
+
+/* Generate (lock held, s and opts checked). */
+static int generate(tsr_seq *s, const tsr_gen_opts *opts, tsr_token_cb cb, void *user,
+                    int *n_generated)
+{
+    tsr_device *dev = s->model->dev;
     if (s->n_hist == 0)
         return tsr_seterr(&dev->err, TSR_ERR_STATE,
                           "generate: the sequence is empty; append a prompt first");
+    /* A cancel that came before this call is kept: it stops this one. */
+    if (__atomic_exchange_n(&s->cancel, 0, __ATOMIC_SEQ_CST)) {
+        __atomic_store_n(&s->cancelled, 1, __ATOMIC_RELEASE);
+        return TSR_OK;
+    }
+    __atomic_store_n(&s->cancelled, 0, __ATOMIC_RELEASE);
     int room = s->model->seq_len - s->n_kv;
     int n = opts->max_tokens < room ? opts->max_tokens : room;
-    s->cancel = 0;
-    s->cancelled = 0;
     if (n <= 0) return TSR_OK;
 
     tsr_sampler smp = {
@@ -491,8 +692,8 @@ int tsr_seq_generate(tsr_seq *s, const tsr_gen_opts *opts, tsr_token_cb cb, void
     link_snapshot(s, &before);
     int got = 0;
     int n_hist0 = s->n_hist;
-    rc = tsr_kcmd_decode(&dev->k, s->slot, n, &smp, out, &got, on_token, &g, (int *)&s->cancel,
-                         &dev->err);
+    int rc = tsr_kcmd_decode(&dev->k, s->slot, n, &smp, out, &got, on_token, &g, &s->cancel,
+                             &dev->err);
     charge(s, &before);
     /* The device may have sampled past the token whose callback asked to
      * stop: rewind it, so the history is exactly what the caller saw. */
@@ -508,7 +709,9 @@ int tsr_seq_generate(tsr_seq *s, const tsr_gen_opts *opts, tsr_token_cb cb, void
         s->n_hist = n_hist0;
     }
     free(out);
-    s->cancelled = s->cancel != 0;
+    /* This generate takes the cancel that stopped it (or came as it ended). */
+    int cancelled = __atomic_exchange_n(&s->cancel, 0, __ATOMIC_SEQ_CST) != 0;
+    __atomic_store_n(&s->cancelled, cancelled, __ATOMIC_RELEASE);
     s->st.decode_tokens += (uint64_t)got;
     if (g.n > 0) {
         s->st.ttft_ms = 1e3 * (g.t_first - g.t_start);
@@ -521,83 +724,139 @@ int tsr_seq_generate(tsr_seq *s, const tsr_gen_opts *opts, tsr_token_cb cb, void
     return rc;
 }
 
+int tsr_seq_generate(tsr_seq *s, const tsr_gen_opts *opts, tsr_token_cb cb, void *user,
+                     int *n_generated)
+{
+    if (n_generated) *n_generated = 0;
+    if (!s) return TSR_ERR_ARG;
+    tsr_device *dev = s->model->dev;
+    tsr_call c;
+    tsr_call_enter(&c, dev);
+    int rc = seq_ready(&c, s, "generate");
+    if (rc == TSR_OK) rc = gen_opts_ok(dev, opts);
+    if (rc == TSR_OK) rc = generate(s, opts, cb, user, n_generated);
+    return tsr_call_leave(&c, rc);
+}
+
+/* Async-signal-safe: atomics and the backend's interrupt hook, no lock.
+ * The device's backend cannot be freed under the hook (tsr_device_close
+ * waits for `cancels` to drain after clearing `live`). */
 void tsr_seq_cancel(tsr_seq *s)
 {
     if (!s) return;
-    __atomic_store_n(&s->cancel, 1, __ATOMIC_RELEASE);   /* kcmd polls it (acquire) */
-    tsr_kcmd_interrupt(&s->model->dev->k);   /* async-signal-safe */
+    __atomic_store_n(&s->cancel, 1, __ATOMIC_SEQ_CST);
+    tsr_device *dev = s->model->dev;
+    __atomic_add_fetch(&dev->cancels, 1, __ATOMIC_SEQ_CST);
+    tsr_backend *b = __atomic_load_n(&dev->live, __ATOMIC_SEQ_CST);
+    if (b && dev->be->interrupt) dev->be->interrupt(b);
+    __atomic_sub_fetch(&dev->cancels, 1, __ATOMIC_SEQ_CST);
 }
 
 int tsr_seq_was_cancelled(const tsr_seq *s)
 {
-    return s ? s->cancelled : 0;
+    return s ? __atomic_load_n(&s->cancelled, __ATOMIC_ACQUIRE) : 0;
+}
+
+/* Calls that only read a sequence: its model and device need not be open,
+ * only its own history must still be there. */
+static int seq_readable(const tsr_seq *s)
+{
+    tsr_device *dev = s->model->dev;
+    if (dev->closed) return tsr_seterr(&dev->err, TSR_ERR_STATE, "the sequence's device was closed");
+    if (s->model->released)
+        return tsr_seterr(&dev->err, TSR_ERR_STATE, "the sequence's model was closed");
+    return TSR_OK;
 }
 
 int tsr_seq_length(const tsr_seq *s)
 {
-    return s ? s->n_hist : 0;
+    if (!s) return 0;
+    tsr_call c;
+    tsr_call_enter(&c, s->model->dev);
+    int rc = seq_readable(s), n = rc ? 0 : s->n_hist;
+    tsr_call_leave(&c, rc);
+    return n;
 }
 
 int tsr_seq_tokens(const tsr_seq *s, const int **tokens, int *n)
 {
     if (!s || !tokens || !n) return TSR_ERR_ARG;
-    *tokens = s->hist;
-    *n = s->n_hist;
-    return TSR_OK;
+    tsr_call c;
+    tsr_call_enter(&c, s->model->dev);
+    int rc = seq_readable(s);
+    *tokens = rc ? NULL : s->hist;
+    *n = rc ? 0 : s->n_hist;
+    return tsr_call_leave(&c, rc);
 }
 
 int tsr_seq_truncate(tsr_seq *s, int n)
 {
-    int rc = check_seq(s);
-    if (rc) return rc;
+    if (!s) return TSR_ERR_ARG;
     tsr_device *dev = s->model->dev;
-    if (n < 1 || n > s->n_hist)
-        return tsr_seterr(&dev->err, TSR_ERR_RANGE,
-                          "truncate: length %d outside 1..%d", n, s->n_hist);
-    rc = tsr_kcmd_truncate(&dev->k, s->slot, n - 1, s->hist[n - 1], &dev->err);
-    if (rc) return rc;
-    s->n_hist = n;
-    s->n_kv = n - 1;
-    return TSR_OK;
+    tsr_call c;
+    tsr_call_enter(&c, dev);
+    int rc = seq_ready(&c, s, "truncate");
+    if (rc == TSR_OK && (n < 1 || n > s->n_hist))
+        rc = tsr_seterr(&dev->err, TSR_ERR_RANGE, "truncate: length %d outside 1..%d", n,
+                        s->n_hist);
+    if (rc == TSR_OK) rc = tsr_kcmd_truncate(&dev->k, s->slot, n - 1, s->hist[n - 1], &dev->err);
+    if (rc == TSR_OK) {
+        s->n_hist = n;
+        s->n_kv = n - 1;
+    }
+    return tsr_call_leave(&c, rc);
 }
 
 int tsr_seq_reset(tsr_seq *s)
 {
-    int rc = check_seq(s);
-    if (rc) return rc;
+    if (!s) return TSR_ERR_ARG;
     tsr_device *dev = s->model->dev;
-    rc = tsr_kcmd_reset(&dev->k, s->slot, &dev->err);
-    if (rc) return rc;
-    s->n_hist = 0;
-    s->n_kv = 0;
-    return TSR_OK;
+    tsr_call c;
+    tsr_call_enter(&c, dev);
+    int rc = seq_ready(&c, s, "reset");
+    if (rc == TSR_OK) rc = tsr_kcmd_reset(&dev->k, s->slot, &dev->err);
+    if (rc == TSR_OK) {
+        s->n_hist = 0;
+        s->n_kv = 0;
+    }
+    return tsr_call_leave(&c, rc);
 }
 
 int tsr_seq_get_stats(const tsr_seq *s, tsr_seq_stats *st)
 {
     if (!s || !st) return TSR_ERR_ARG;
+    tsr_call c;
+    tsr_call_enter(&c, s->model->dev);
     memset(st, 0, sizeof *st);
-    st->prefill_tokens = s->st.prefill_tokens;
-    st->decode_tokens = s->st.decode_tokens;
-    st->prefill_h2d = s->st.prefill_h2d;
-    st->prefill_d2h = s->st.prefill_d2h;
-    st->decode_h2d = s->st.decode_h2d;
-    st->decode_d2h = s->st.decode_d2h;
-    st->invocations = s->st.invocations;
-    st->ttft_ms = s->st.ttft_ms;
-    st->decode_tok_s = s->st.decode_tok_s;
-    st->prefill_tok_s = s->st.prefill_seconds > 0
-                            ? (double)s->st.prefill_tokens / s->st.prefill_seconds : 0.0;
-    return TSR_OK;
+    int rc = seq_readable(s);
+    if (rc == TSR_OK) {
+        st->prefill_tokens = s->st.prefill_tokens;
+        st->decode_tokens = s->st.decode_tokens;
+        st->prefill_h2d = s->st.prefill_h2d;
+        st->prefill_d2h = s->st.prefill_d2h;
+        st->decode_h2d = s->st.decode_h2d;
+        st->decode_d2h = s->st.decode_d2h;
+        st->invocations = s->st.invocations;
+        st->ttft_ms = s->st.ttft_ms;
+        st->decode_tok_s = s->st.decode_tok_s;
+        st->prefill_tok_s = s->st.prefill_seconds > 0
+                                ? (double)s->st.prefill_tokens / s->st.prefill_seconds : 0.0;
+    }
+    return tsr_call_leave(&c, rc);
 }
 
 int tsr_seq_read_logits(tsr_seq *s, float *logits, int n)
 {
-    int rc = check_seq(s);
-    if (rc) return rc;
+    if (!s) return TSR_ERR_ARG;
     tsr_device *dev = s->model->dev;
-    if (!logits || n < s->model->ck->cfg.vocab_size)
-        return tsr_seterr(&dev->err, TSR_ERR_ARG, "read_logits: need room for %d floats",
-                          s->model->ck->cfg.vocab_size);
-    return tsr_kcmd_read_logits(&dev->k, logits, s->model->ck->cfg.vocab_size, &dev->err);
+    tsr_call c;
+    tsr_call_enter(&c, dev);
+    int rc = seq_ready(&c, s, "read logits");
+    if (rc) return tsr_call_leave(&c, rc);
+    int vocab = s->model->ck->cfg.vocab_size;
+    if (!logits || n < vocab)
+        rc = tsr_seterr(&dev->err, TSR_ERR_ARG, "read_logits: need room for %d floats", vocab);
+    else
+        rc = tsr_kcmd_read_logits(&dev->k, logits, vocab, &dev->err);
+    return tsr_call_leave(&c, rc);
 }

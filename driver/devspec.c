@@ -46,7 +46,10 @@ int tsr_devspec_parse(const char *spec, tsr_devspec *out, tsr_err *e)
     static const char *const keys[] = { "part", "pes", "threads", "xclbin", "index", "simd",
                                         "cols", "kvsplit" };
     unsigned seen = 0;   /* bit k: keys[k] given (a bare number is "index") */
-    for (char *tok = opts ? strtok(opts, ",") : NULL; tok; tok = strtok(NULL, ",")) {
+    // strtok_r: tsr_device_open is thread-safe, so no parser state is shared
+    char *save = NULL;
+    for (char *tok = opts ? strtok_r(opts, ",", &save) : NULL; tok;
+         tok = strtok_r(NULL, ",", &save)) {
         char *val = strchr(tok, '=');
         if (!val) {
             /* A bare number is the device index: "xrt:0". */

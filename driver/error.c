@@ -6,6 +6,8 @@
 
 const char *tsr_version(void) { return TSR_VERSION_STRING; }
 
+int tsr_version_number(void) { return TSR_VERSION_NUMBER; }
+
 const char *tsr_strerror(int status)
 {
     switch (status) {
@@ -24,6 +26,10 @@ int tsr_seterr(tsr_err *e, int code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(e->msg, sizeof e->msg, fmt, ap);
     va_end(ap);
+    /* One line, whatever the message quotes (a spec or a file name may hold
+     * a newline): control bytes become '?'. */
+    for (char *p = e->msg; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
     return code;
 }
 

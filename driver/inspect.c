@@ -12,6 +12,7 @@ static void copy_err(const tsr_err *e, char *err, size_t errlen)
     if (err && errlen) snprintf(err, errlen, "%s", e->msg);
 }
 
+
 /* Stored bytes of a tensor: 4 per F32 element; 1 per Q8_0 element plus a
  * 4-byte scale per group. */
 static uint64_t tensor_bytes(const tsr_tensor *t)
@@ -38,9 +39,13 @@ static const char *format_name(const tsr_config *c)
 
 int tsr_file_inspect(const char *path, tsr_file_info *info, char *err, size_t errlen)
 {
-    if (!path || !info) return TSR_ERR_ARG;
-    memset(info, 0, sizeof *info);
     tsr_err e = {0};
+    if (!path || !info) {
+        tsr_seterr(&e, TSR_ERR_ARG, "inspect: NULL path or info");
+        copy_err(&e, err, errlen);
+        return TSR_ERR_ARG;
+    }
+    memset(info, 0, sizeof *info);
     tsr_checkpoint *ck = NULL;
     int rc = tsr_checkpoint_open(path, &ck, &e);
     if (rc) { copy_err(&e, err, errlen); return rc; }
@@ -109,10 +114,19 @@ int tsr_file_inspect(const char *path, tsr_file_info *info, char *err, size_t er
 int tsr_synth_file(const char *shape, const char *path, int group_size, uint64_t seed,
                    char *err, size_t errlen)
 {
-    if (!shape || !path || group_size < TSR_SYNTH_LEGACY) return TSR_ERR_ARG;
     tsr_err e = {0};
+    int rc = TSR_OK;
+    if (!shape || !path)
+        rc = tsr_seterr(&e, TSR_ERR_ARG, "synth: NULL shape or path");
+    else if (group_size < TSR_SYNTH_LEGACY)
+        rc = tsr_seterr(&e, TSR_ERR_ARG, "%s: group size %d: 0 writes fp32, > 0 Q8_0, "
+                        "TSR_SYNTH_LEGACY (-1) the legacy fp32 layout", path, group_size);
+    if (rc) {
+        copy_err(&e, err, errlen);
+        return rc;
+    }
     tsr_config cfg;
-    int rc = tsr_synth_shape(shape, &cfg, &e);
+    rc = tsr_synth_shape(shape, &cfg, &e);
     if (!rc) rc = tsr_synth_write(path, &cfg, group_size, seed, &e);
     if (rc) copy_err(&e, err, errlen);
     return rc;

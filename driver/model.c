@@ -1,10 +1,15 @@
 /*
  * model.c - format-independent parts of a loaded model: tensor access
- * (dequantizing Q8_0 on the fly), parameter count, shape checks, close.
+ * (dequantizing Q8_0 on the fly), parameter count, the non-finite weight
+ * check, shape checks, close.
  * The file formats themselves live in format_*.c.
  */
 #include <assert.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include "model.h"
@@ -59,6 +64,95 @@ uint64_t tsr_checkpoint_param_count(const tsr_checkpoint *m)
                + dim;                            // rms_final
     if (!p->shared_classifier) n += (uint64_t)p->vocab_size * dim;
     return n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Non-finite weights                                                         */
+
+/* Values of x[0..n) outside [-lim, lim], NaN included; *first gets the
+ * first one's index.  The first pass is branch-free so that it
+ * vectorizes: a clean model costs one read of its fp32 data. */
+static uint64_t count_out_of_range(const float *x, size_t n, float lim, size_t *first)
+{
+    int any = 0;
+    for (size_t i = 0; i < n; i++) any |= !(fabsf(x[i]) <= lim);   /* NaN fails <= */
+    if (!any) return 0;
+    uint64_t count = 0;
+    for (size_t i = n; i-- > 0;)
+        if (!(fabsf(x[i]) <= lim)) { count++; *first = i; }
+    return count;
+}
+
+/* Tensor kinds, in the order of the name tables below. */
+enum { T_EMB, T_RMS_ATT, T_WQ, T_WK, T_WV, T_WO, T_RMS_FFN, T_W1, T_W2, T_W3, T_RMS_FINAL,
+       T_WCLS, T_KINDS };
+
+/* The tensor's name in the file: llama2.c model.py's state_dict keys (what
+ * export.py writes), or the GGUF names llama.cpp's converter writes. */
+static void tensor_name(const tsr_checkpoint *m, int kind, int layer, char *buf, size_t cap)
+{
+    static const char *const l2c[T_KINDS] = {
+        "tok_embeddings.weight", "layers.%d.attention_norm.weight",
+        "layers.%d.attention.wq.weight", "layers.%d.attention.wk.weight",
+        "layers.%d.attention.wv.weight", "layers.%d.attention.wo.weight",
+        "layers.%d.ffn_norm.weight", "layers.%d.feed_forward.w1.weight",
+        "layers.%d.feed_forward.w2.weight", "layers.%d.feed_forward.w3.weight",
+        "norm.weight", "output.weight",
+    };
+    static const char *const gguf[T_KINDS] = {
+        "token_embd.weight", "blk.%d.attn_norm.weight", "blk.%d.attn_q.weight",
+        "blk.%d.attn_k.weight", "blk.%d.attn_v.weight", "blk.%d.attn_output.weight",
+        "blk.%d.ffn_norm.weight", "blk.%d.ffn_gate.weight", "blk.%d.ffn_down.weight",
+        "blk.%d.ffn_up.weight", "output_norm.weight", "output.weight",
+    };
+    const char *fmt = (m->cfg.format == TSR_FMT_GGUF ? gguf : l2c)[kind];
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+    snprintf(buf, cap, fmt, layer);   /* names without %d ignore the layer */
+#pragma GCC diagnostic pop
+}
+
+/* An F32 tensor must hold finite values; a Q8_0 tensor finite scales
+ * small enough that every q * s (|q| <= 128) is finite too: a larger one
+ * dequantizes to an infinity. */
+static int check_tensor(const tsr_checkpoint *m, const tsr_tensor *t, int kind, int layer,
+                        tsr_err *e)
+{
+    size_t numel = (size_t)t->rows * (size_t)t->cols, first = 0;
+    int f32 = t->type == TSR_DT_F32;
+    const float *v = f32 ? t->f : t->s;
+    uint64_t bad = f32 ? count_out_of_range(v, numel, FLT_MAX, &first)
+                       : count_out_of_range(v, numel / (size_t)t->group, FLT_MAX / 128.0f, &first);
+    if (!bad) return TSR_OK;
+    char name[64];
+    tensor_name(m, kind, layer, name, sizeof name);
+    const char *what = isnan(v[first]) ? "NaN" : isinf(v[first]) ? "Inf" : "too large";
+    if (f32)
+        return tsr_seterr(e, TSR_ERR_FORMAT,
+                          "%s: tensor %s holds %llu non-finite weight%s (the first, %s, at "
+                          "element %zu): refused", m->path, name, (unsigned long long)bad,
+                          bad == 1 ? "" : "s", what, first);
+    return tsr_seterr(e, TSR_ERR_FORMAT,
+                      "%s: tensor %s holds %llu Q8_0 scale%s that %s not finite or too large to "
+                      "dequantize (the first, %s, of group %zu): refused", m->path, name,
+                      (unsigned long long)bad, bad == 1 ? "" : "s", bad == 1 ? "is" : "are",
+                      what, first);
+}
+
+int tsr_checkpoint_check_finite(const tsr_checkpoint *m, tsr_err *e)
+{
+    int rc;
+    if ((rc = check_tensor(m, &m->tok_embedding, T_EMB, 0, e))) return rc;
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        const tsr_tensor *per[9] = { &m->rms_att[l], &m->wq[l], &m->wk[l], &m->wv[l],
+                                     &m->wo[l], &m->rms_ffn[l], &m->w1[l], &m->w2[l],
+                                     &m->w3[l] };
+        for (int k = 0; k < 9; k++)
+            if ((rc = check_tensor(m, per[k], T_RMS_ATT + k, l, e))) return rc;
+    }
+    if ((rc = check_tensor(m, &m->rms_final, T_RMS_FINAL, 0, e))) return rc;
+    if (!m->cfg.shared_classifier && (rc = check_tensor(m, &m->wcls, T_WCLS, 0, e))) return rc;
+    return TSR_OK;
 }
 
 void tsr_checkpoint_close(tsr_checkpoint *m)

@@ -119,6 +119,16 @@ int  tsr_gguf_open_memory(const void *data, size_t len, const char *name,
 /* Unmap and free (the tokenizer too); NULL is a no-op. */
 void tsr_checkpoint_close(tsr_checkpoint *m);
 
+/* Refuse a model with a NaN or infinite weight: every fp32 value, and every
+ * Q8_0 scale (int8 values are always finite; a scale above FLT_MAX / 128
+ * dequantizes some q * s to an infinity, so it is refused too), of every
+ * tensor.  Such a weight is undefined behaviour in the Q8_0 quantizer's
+ * float-to-int conversion and garbage in F32 mode.  Errors: TSR_ERR_FORMAT, one line
+ * naming the file and the tensor (its name in the file's own format:
+ * llama2.c model.py names, GGUF tensor names), the count of non-finite
+ * values and the first one's element index. */
+int  tsr_checkpoint_check_finite(const tsr_checkpoint *m, tsr_err *e);
+
 /* Number of weight parameters (elements), counting a shared classifier once. */
 uint64_t tsr_checkpoint_param_count(const tsr_checkpoint *m);
 
@@ -178,8 +188,11 @@ int tsr_synth_shape(const char *spec, tsr_config *cfg, tsr_err *e);
  * (seeded xorshift, normal with std 0.02; norm weights 1): version 1 fp32,
  * or version 2 Q8_0 when group_size > 0.  Each tensor has its own stream
  * derived from (seed, tensor), so v1 and v2 files of one seed hold the same
- * weights up to quantization.  Streams to disk; a failed write removes the
- * file.  Errors: TSR_ERR_IO, TSR_ERR_ARG (bad shape, or group size does not
+ * weights up to quantization.  Streams to disk: a regular file goes to
+ * "path.tmp.PID.N" first and is renamed to path when complete (a failed or
+ * interrupted write never leaves a partial file under path; a failed one
+ * removes its temporary file); a device or pipe is written directly.
+ * Errors: TSR_ERR_IO, TSR_ERR_ARG (bad shape, or group size does not
  * divide some tensor's element count). */
 int tsr_synth_write(const char *path, const tsr_config *cfg, int group_size,
                     uint64_t seed, tsr_err *e);

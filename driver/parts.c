@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "parts.h"
+#include "tessera.h"
 
 #define TSR_BRAM36_BYTES 4096u   /* 36 Kb block: 32 Kb of data + 4 Kb parity */
 #define TSR_URAM_BYTES   32768u  /* 288 Kb block: 256 Kb of data + ECC       */
@@ -38,6 +39,8 @@ const char *tsr_part_names(void)
         ;
     return names + 2;   /* skip the first ", " */
 }
+
+const char *tsr_part_list(void) { return tsr_part_names(); }
 
 int tsr_part_count(void) { return N_PARTS; }
 

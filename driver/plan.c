@@ -1044,6 +1044,12 @@ int tsr_plan_report(const char *path, const tsr_plan_opts *o, int json, char *bu
         rc = tsr_seterr(&e, TSR_ERR_ARG, "plan: -m MODEL or --shape SHAPE is required");
         goto out;
     }
+    for (size_t i = 0; i < sizeof o->reserved / sizeof o->reserved[0]; i++)
+        if (o->reserved[i]) {
+            rc = tsr_seterr(&e, TSR_ERR_UNSUPPORTED, "plan: reserved option fields are not zero "
+                            "(built against a newer tessera.h?)");
+            goto out;
+        }
     if (!o->part || !o->part[0]) {
         rc = tsr_seterr(&e, TSR_ERR_ARG, "plan: --part is required (valid: %s)", tsr_part_names());
         goto out;

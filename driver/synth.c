@@ -8,6 +8,7 @@
  * sits in memory.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -286,6 +287,21 @@ static void put_freq_cis(writer *w, int re)
     if (k) put(w, w->buf, k * sizeof(float));
 }
 
+/* Create "PATH.tmp.PID.N" exclusively (N counts up, so that threads and
+ * processes writing the same path never share a file); name gets it
+ * (strlen(path) + 48 bytes).  Returns the descriptor, or -1 with errno. */
+static int open_temp(const char *path, char *name)
+{
+    static unsigned counter;   /* atomic */
+    for (int tries = 0; tries < 100; tries++) {
+        unsigned n = __atomic_fetch_add(&counter, 1u, __ATOMIC_RELAXED);
+        sprintf(name, "%s.tmp.%ld.%u", path, (long)getpid(), n);
+        int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0 || errno != EEXIST) return fd;
+    }
+    return -1;
+}
+
 int tsr_synth_write(const char *path, const tsr_config *cfg, int group_size,
                     uint64_t seed, tsr_err *e)
 {
@@ -317,18 +333,35 @@ int tsr_synth_write(const char *path, const tsr_config *cfg, int group_size,
         free(iobuf); free(w.buf); free(w.qbuf); free(w.sbuf);
         return tsr_seterr(e, TSR_ERR_NOMEM, "%s: out of memory for write buffers", path);
     }
-    w.f = fopen(path, "wb");
+    /* A regular file is written under a temporary name and renamed when
+     * complete, so that an interrupted write never leaves a partial
+     * checkpoint under the final name; a device or pipe named by path is
+     * written directly. */
+    char *tmp = NULL;
+    struct stat sb;
+    int direct = stat(path, &sb) == 0 && !S_ISREG(sb.st_mode);
+    if (direct) {
+        w.f = fopen(path, "wb");
+    } else {
+        w.f = NULL;
+        errno = ENOMEM;
+        tmp = malloc(strlen(path) + 48);
+        if (tmp) {
+            int fd = open_temp(path, tmp);
+            if (fd >= 0 && !(w.f = fdopen(fd, "wb"))) {
+                int err = errno;
+                close(fd);
+                unlink(tmp);
+                errno = err;
+            }
+        }
+    }
     if (!w.f) {
         int err = errno;
-        free(iobuf); free(w.buf); free(w.qbuf); free(w.sbuf);
+        free(tmp); free(iobuf); free(w.buf); free(w.qbuf); free(w.sbuf);
         return tsr_seterr(e, TSR_ERR_IO, "%s: cannot create: %s", path, strerror(err));
     }
     setvbuf(w.f, iobuf, _IOFBF, iobuf_len);
-    /* On failure only a regular file is removed (a half-written checkpoint
-     * must not look like a model); a device or pipe named by -o is left
-     * alone. */
-    struct stat sb;
-    int regular = fstat(fileno(w.f), &sb) == 0 && S_ISREG(sb.st_mode);
 
     size_t L = (size_t)c.n_layers, dim = (size_t)c.dim, hidden = (size_t)c.hidden_dim;
     size_t kv_dim = (size_t)c.n_kv_heads * (dim / (size_t)c.n_heads);
@@ -381,14 +414,18 @@ written:;
     int failed = w.failed, err = w.err;
     if (fclose(w.f) != 0 && !failed) { failed = 1; err = errno; }
     free(iobuf); free(w.buf); free(w.qbuf); free(w.sbuf);
-    if (failed) {
-        if (regular) unlink(path);
-        return tsr_seterr(e, TSR_ERR_IO, "%s: write failed: %s", path, strerror(err));
-    }
-    if (w.written != implied) {   // the writer and tsr_llama2c_size disagree: a bug
-        if (regular) unlink(path);
+    if (!failed && w.written != implied) {   // the writer and tsr_llama2c_size disagree: a bug
+        if (tmp) unlink(tmp);
+        free(tmp);
         return tsr_seterr(e, TSR_ERR_IO, "%s: internal: wrote %llu bytes, layout says %llu",
                           path, (unsigned long long)w.written, (unsigned long long)implied);
     }
+    if (!failed && tmp && rename(tmp, path) != 0) { failed = 1; err = errno; }
+    if (failed) {
+        if (tmp) unlink(tmp);
+        free(tmp);
+        return tsr_seterr(e, TSR_ERR_IO, "%s: write failed: %s", path, strerror(err));
+    }
+    free(tmp);
     return TSR_OK;
 }

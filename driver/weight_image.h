@@ -69,8 +69,8 @@ typedef struct tsr_wimage {
     int          n_chunks;
     uint64_t     bytes;        /* payload bytes: every chunk + the 64-byte
                                   CONFIGURE block                            */
-    uint64_t     hash;         /* XXH3-64 over config, chunk headers and
-                                  payloads                                   */
+    uint64_t     hash;         /* XXH3-64 (libxxhash) over the config, chunk
+                                  headers and payloads                       */
 } tsr_wimage;
 
 /* How a placement is asked for: the PEs, and (0: the default) mesh columns

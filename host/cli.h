@@ -49,6 +49,25 @@ void cli_log_to_stderr(int level, const char *msg, void *user);
 int cli_device_spec(const char *cmd, char *buf, size_t cap, const char *backend,
                     const char *part, int pes, int threads, const char *xclbin);
 
+/* Read a whole prompt from path ("-": stdin) into *out (NUL-terminated,
+ * malloc'd; one trailing newline dropped).  Returns 0, or -1 after
+ * printing an error naming cmd. */
+int cli_read_prompt(const char *cmd, const char *path, char **out);
+
+/* "s" unless n is 1: printf("%d token%s", n, cli_s(n)). */
+const char *cli_s(long long n);
+
+/* Help text for --part, the same in every command: the list is the parts
+ * table's (tsr_part_list(), printed through the usage's one %s). */
+#define CLI_PART_HELP \
+    "      --part NAME       emulate the on-chip capacity of a part: %s\n" \
+    "                        (parts whose block counts hw/parts.def lacks are refused)\n"
+
+/* Help text for --ctx, the same in every command. */
+#define CLI_CTX_HELP \
+    "      --ctx N           context length on the device (default: the model's;\n" \
+    "                        --seq-len N is the same)\n"
+
 /* Help text for --pes, the same in every command: the option takes what a
  * device spec can say; the emulator's kernel profile sets the real cap and
  * the device refuses more when it opens. */

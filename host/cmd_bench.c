@@ -35,13 +35,15 @@ static const char usage[] =
     "      --prompt-tokens P  prompt length in tokens, BOS included (default 32)\n"
     "      --decode-tokens N  tokens generated per run (default 256, or what the\n"
     "                         context leaves after the prompt if that is less)\n"
-    "      --ctx N, --seq-len N  context length on the device (default: the\n"
-    "                         model's; GGUF context_length may understate it)\n"
+    "      --ctx N            context length on the device (default: the model's;\n"
+    "                         GGUF context_length may understate it; --seq-len N\n"
+    "                         is the same)\n"
     "      --repeat K         measured runs (default 3)\n"
     "      --warmup W         unmeasured runs first (default 1)\n"
     "      --backend SPEC     device spec (default emu)\n"
     "      --xclbin FILE      xrt: the xclbin to load (appends xclbin=FILE to the spec)\n"
-    "      --part NAME        emulate a card's on-chip capacity (appends part=NAME)\n"
+    "      --part NAME        emulate the on-chip capacity of a part: %s\n"
+    "                         (parts whose block counts hw/parts.def lacks are refused)\n"
     "      --pes N            processing elements in the mesh (default 16; the\n"
     "                         emulator's kernel profile caps it: 1..64 for the\n"
     "                         generic profile, checked when the device opens)\n"
@@ -70,7 +72,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
     for (int i = 0; i < argc; i++) {
         const char *o = argv[i], *v;
         if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
-            fputs(usage, stdout);
+            printf(usage, tsr_part_list());
             exit(0);
         }
 #define IS(s, l) (!strcmp(o, s) || !strcmp(o, l))
@@ -277,7 +279,8 @@ int cmd_bench(int argc, char **argv)
             goto out;
         }
         if (got != a.decode_tokens) {
-            cli_error("%s: generated %d tokens, expected %d", a.model, got, a.decode_tokens);
+            cli_error("%s: generated %d token%s, expected %d", a.model, got, cli_s(got),
+                      a.decode_tokens);
             goto out;
         }
         if (k < 0) continue; // warm-up: not measured
@@ -309,8 +312,9 @@ int cmd_bench(int argc, char **argv)
                                               "time to first token, ms" };
         printf("model %s  backend %s  threads %d  weights %s", a.model, spec, threads, wname);
         if (gs) printf(" (group size %d)", gs);
-        printf("\nprompt %d tokens, decode %d tokens, %d runs after %d warm-up\n\n",
-               a.prompt_tokens, a.decode_tokens, a.repeat, a.warmup);
+        printf("\nprompt %d token%s, decode %d token%s, %d run%s after %d warm-up%s\n\n",
+               a.prompt_tokens, cli_s(a.prompt_tokens), a.decode_tokens, cli_s(a.decode_tokens),
+               a.repeat, cli_s(a.repeat), a.warmup, cli_s(a.warmup));
         printf("%-26s %12s %25s\n", "metric", "median", "min..max");
         for (int m = 0; m < 3; m++) {
             double med, lo, hi;

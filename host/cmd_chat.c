@@ -1,24 +1,31 @@
 /* cmd_chat.c - tessera chat: an interactive loop over one sequence.
  *
  * Each line typed is appended to the same sequence (its KV cache stays on
- * the device) and a reply is generated.  Ctrl-C cancels the reply being
- * generated, not the program; Ctrl-D (end of input) ends the program. */
+ * the device) and a reply is generated.  On a terminal, lines are read
+ * with libedit (line editing, history of the session); otherwise plain
+ * lines from stdin.  Ctrl-C cancels the reply being generated, or the line
+ * being typed, not the program; Ctrl-D (end of input) ends the program.
+ * /reset, /stats, /help and /quit are commands, not text. */
 #include <errno.h>
+#include <histedit.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
 static const char usage[] =
     "usage: tessera chat -m MODEL [-z TOKENIZER] [-n TOKENS] [-t TEMP] [-s SEED] [options]\n"
     "\n"
-    "Read lines from stdin; each is appended to one sequence on the device and\n"
-    "the model continues it for up to TOKENS tokens.  When the context is full\n"
-    "a new conversation starts (the sequence is emptied); a line too long for\n"
-    "the context on its own is skipped.  Ctrl-C stops the current reply;\n"
-    "Ctrl-D quits.\n"
+    "Read lines (with line editing and history on a terminal); each is appended\n"
+    "to one sequence on the device and the model continues it for up to TOKENS\n"
+    "tokens.  A reply that reaches the end of the context says so; the next line\n"
+    "then starts a new conversation (the sequence is emptied); a line too long\n"
+    "for the context on its own is skipped.  Ctrl-C stops the current reply (or\n"
+    "drops the line being typed); Ctrl-D quits.  Commands: /reset (a new\n"
+    "conversation), /stats (tokens, context and speed so far), /help, /quit.\n"
     "\n"
     "  -m, --model FILE      llama2.c checkpoint (legacy, v1 fp32, v2 Q8_0) or GGUF\n"
     "  -z, --tokenizer FILE  llama2.c tokenizer.bin matching the model's vocab\n"
@@ -29,21 +36,26 @@ static const char usage[] =
     "  -s, --seed S          sampler seed (default 42)\n"
     "      --backend SPEC    device spec (default emu)\n"
     "      --xclbin FILE     xrt: the xclbin to load (appends xclbin=FILE to the spec)\n"
-    "      --part NAME       emulate a card's on-chip capacity: u55c, u280, u250, u200, vu9p\n"
+    CLI_PART_HELP
     CLI_PES_HELP
     "      --threads N       emulator worker threads over the PEs (default: the CPUs\n"
     "                        this process may use; tokens do not depend on it)\n"
     "      --weights q8|f32  on-chip weight format (default q8)\n"
-    "      --seq-len N, --ctx N  context length on the device (default: the model's)\n"
+    CLI_CTX_HELP
     "  -h, --help            this text\n";
 
-static tsr_seq *volatile active;   /* the sequence Ctrl-C cancels */
+/* The sequence Ctrl-C cancels while a reply is generated; otherwise Ctrl-C
+ * only marks the line being typed as dropped.  tsr_seq_cancel() is
+ * async-signal-safe (an atomic store and a wake-up). */
+static tsr_seq *volatile active;
+static volatile sig_atomic_t interrupted;
 
 static void on_sigint(int sig)
 {
     (void)sig;
     tsr_seq *s = active;
-    if (s) tsr_seq_cancel(s);       /* writes one volatile int: signal-safe */
+    if (s) tsr_seq_cancel(s);
+    else interrupted = 1;
 }
 
 typedef struct chat_ctx {
@@ -62,6 +74,90 @@ static int print_token(tsr_seq *s, int token, void *user)
     c->prev = token;
     return 0;
 }
+
+/* ---------------------------------------------------------------- input --- */
+
+/* Lines from libedit on a terminal, from stdin otherwise. */
+typedef struct input {
+    EditLine *el;        /* NULL: not a terminal           */
+    History  *hist;
+    char     *line;      /* (cap,) the line, without '\n'  */
+    size_t    cap;
+} input;
+
+static const char *prompt(EditLine *el) { (void)el; return "> "; }
+
+static void input_open(input *in)
+{
+    memset(in, 0, sizeof *in);
+    if (!isatty(STDIN_FILENO) || !isatty(STDERR_FILENO)) return;
+    /* The prompt and the editing go to stderr; stdout carries replies. */
+    in->el = el_init("tessera", stdin, stderr, stderr);
+    in->hist = history_init();
+    if (!in->el || !in->hist) {
+        if (in->el) el_end(in->el);
+        if (in->hist) history_end(in->hist);
+        in->el = NULL;
+        in->hist = NULL;
+        return;
+    }
+    HistEvent ev;
+    history(in->hist, &ev, H_SETSIZE, 500);
+    el_set(in->el, EL_EDITOR, "emacs");
+    el_set(in->el, EL_PROMPT, prompt);
+    el_set(in->el, EL_HIST, history, in->hist);
+    el_set(in->el, EL_SIGNAL, 1);   /* libedit restores the terminal around signals */
+    el_source(in->el, NULL);        /* ~/.editrc, as other libedit programs read it */
+}
+
+static void input_close(input *in)
+{
+    if (in->el) el_end(in->el);
+    if (in->hist) history_end(in->hist);
+    free(in->line);
+}
+
+/* Next line into in->line: 1, or 0 at end of input (Ctrl-D), or -1 when
+ * Ctrl-C dropped the line being typed. */
+static int input_line(input *in)
+{
+    const char *got = NULL;
+    size_t len = 0;
+    interrupted = 0;
+    if (in->el) {
+        int count = 0;
+        got = el_gets(in->el, &count);
+        if (interrupted || (!got && count < 0 && errno == EINTR)) return -1;
+        if (!got || count <= 0) return 0;
+        len = (size_t)count;
+    } else {
+        fputs("> ", stderr);
+        errno = 0;
+        ssize_t n = getline(&in->line, &in->cap, stdin);
+        if (n < 0) {
+            if (errno == EINTR || interrupted) { clearerr(stdin); return -1; }
+            return 0;
+        }
+        len = (size_t)n;
+        got = in->line;
+    }
+    if (got != in->line) {   /* copy out of libedit's buffer */
+        char *p = realloc(in->line, len + 1);
+        if (!p) return 0;
+        memcpy(p, got, len);
+        in->line = p;
+        in->cap = len + 1;
+    }
+    in->line[len] = '\0';
+    while (len > 0 && (in->line[len - 1] == '\n' || in->line[len - 1] == '\r')) in->line[--len] = '\0';
+    if (in->el && len > 0) {
+        HistEvent ev;
+        history(in->hist, &ev, H_ENTER, in->line);
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------- sequence --- */
 
 /* Append line to seq; when the context is full, empty the sequence (a new
  * conversation) and append it there.  Returns 0 when the line is in, 1 when
@@ -87,7 +183,7 @@ static int append_line(tsr_device *dev, tsr_model *m, tsr_seq *seq, const char *
     }
     free(t);
     if (nt <= mi.seq_len && tsr_seq_length(seq) > 0) {
-        cli_error("chat: the context of %d tokens is full: starting a new conversation",
+        cli_error("chat: the %d-token context is full: starting a new conversation",
                   mi.seq_len);
         if ((rc = tsr_seq_reset(seq)) == TSR_OK) rc = tsr_seq_append_text(seq, line);
         if (rc == TSR_OK) return 0;
@@ -96,9 +192,49 @@ static int append_line(tsr_device *dev, tsr_model *m, tsr_seq *seq, const char *
             return -1;
         }
     }
-    cli_error("chat: this line is %d tokens (BOS included), more than the context of %d "
-              "tokens: skipped", nt, mi.seq_len);
+    cli_error("chat: this line is %d tokens (BOS included), more than the %d-token context: "
+              "skipped", nt, mi.seq_len);
     return 1;
+}
+
+static void print_stats(tsr_model *m, tsr_seq *seq, int replies)
+{
+    tsr_model_info mi;
+    tsr_seq_stats st;
+    tsr_model_get_info(m, &mi);
+    tsr_seq_get_stats(seq, &st);
+    int len = tsr_seq_length(seq);
+    fprintf(stderr,
+            "tessera: %d token%s of the %d-token context in use; %d repl%s so far: %llu "
+            "prompt token%s, %llu generated; last reply %.1f tokens/s, first token after %.2f ms\n",
+            len, cli_s(len), mi.seq_len, replies, replies == 1 ? "y" : "ies",
+            (unsigned long long)st.prefill_tokens, cli_s((long long)st.prefill_tokens),
+            (unsigned long long)st.decode_tokens, st.decode_tok_s, st.ttft_ms);
+}
+
+/* A slash command: 1 handled, 0 quit, -1 not a command (text), -2 error. */
+static int command(const char *line, tsr_device *dev, tsr_model *m, tsr_seq *seq, int *replies)
+{
+    if (!strcmp(line, "/quit") || !strcmp(line, "/exit")) return 0;
+    if (!strcmp(line, "/help")) {
+        fputs("tessera: /reset starts a new conversation, /stats shows the context and speed, "
+              "/quit (or Ctrl-D) ends; Ctrl-C stops a reply\n", stderr);
+        return 1;
+    }
+    if (!strcmp(line, "/stats")) {
+        print_stats(m, seq, *replies);
+        return 1;
+    }
+    if (!strcmp(line, "/reset")) {
+        if (tsr_seq_reset(seq) != TSR_OK) {
+            cli_error("%s", tsr_device_errmsg(dev));
+            return -2;
+        }
+        *replies = 0;
+        fputs("tessera: a new conversation\n", stderr);
+        return 1;
+    }
+    return -1;
 }
 
 int cmd_chat(int argc, char **argv)
@@ -110,7 +246,7 @@ int cmd_chat(int argc, char **argv)
     uint64_t seed = 42;
     for (int i = 0; i < argc; i++) {
         const char *o = argv[i], *v;
-        if (!strcmp(o, "-h") || !strcmp(o, "--help")) { fputs(usage, stdout); return 0; }
+        if (!strcmp(o, "-h") || !strcmp(o, "--help")) { printf(usage, tsr_part_list()); return 0; }
 #define IS(s, l) (!strcmp(o, s) || !strcmp(o, l))
 #define VAL() if (!(v = cli_value(argc, argv, &i))) return 2
         if (IS("-m", "--model"))            { VAL(); model = v; }
@@ -124,7 +260,7 @@ int cmd_chat(int argc, char **argv)
         else if (!strcmp(o, "--part"))      { VAL(); part = v; }
         else if (!strcmp(o, "--pes"))       { VAL(); if (cli_int(o, v, 1, 1 << 16, &pes)) return 2; }
         else if (!strcmp(o, "--threads"))   { VAL(); if (cli_int(o, v, 1, 1024, &threads)) return 2; }
-        else if (IS("--seq-len", "--ctx"))  { VAL(); if (cli_int(o, v, 1, 1 << 24, &seq_len)) return 2; }
+        else if (IS("--ctx", "--seq-len"))  { VAL(); if (cli_int(o, v, 1, 1 << 24, &seq_len)) return 2; }
         else if (!strcmp(o, "--weights")) { VAL(); if (cli_weights(o, v, &f32)) return 2; }
         else {
             cli_error("chat: unknown option '%s' (see tessera chat --help)", o);
@@ -145,8 +281,8 @@ int cmd_chat(int argc, char **argv)
     tsr_device *dev = NULL;
     tsr_model *m = NULL;
     tsr_seq *seq = NULL;
-    char *line = NULL;
-    size_t cap = 0;
+    input in;
+    input_open(&in);
     /* The tokenizer is optional here: GGUF files carry theirs, and the
      * library says when a llama2.c checkpoint needs one. */
     tsr_model_opts mo = { .tokenizer = tok, .weights_f32 = f32, .seq_len = seq_len, .n_seqs = 1 };
@@ -161,22 +297,28 @@ int cmd_chat(int argc, char **argv)
         cli_error("%s", tsr_device_errmsg(dev));
         goto out;
     }
-    struct sigaction sa = { .sa_handler = on_sigint };
+    tsr_model_info mi;
+    tsr_model_get_info(m, &mi);
+    struct sigaction sa = { .sa_handler = on_sigint };   /* no SA_RESTART: reads return */
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
 
     chat_ctx cc = { .model = m, .prev = 1 };
     tsr_gen_opts go = { .max_tokens = n, .temperature = temp, .top_p = top_p, .seed = seed };
+    int replies = 0, done = 0;
     for (;;) {
-        fputs("> ", stderr);
-        errno = 0;
-        ssize_t len = getline(&line, &cap, stdin);
-        if (len < 0) {
-            if (errno == EINTR) { clearerr(stdin); fputc('\n', stderr); continue; }
-            break;                                  /* Ctrl-D: done */
+        int got = input_line(&in);
+        if (got < 0) { fputc('\n', stderr); continue; }   /* Ctrl-C: the line is dropped */
+        if (got == 0) {                                     /* Ctrl-D: done */
+            if (isatty(STDIN_FILENO)) fputc('\n', stderr);   /* the shell's prompt on its own line */
+            done = 1;
+            break;
         }
-        if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
-        int added = append_line(dev, m, seq, line);
+        int c = command(in.line, dev, m, seq, &replies);
+        if (c == 0) { done = 1; break; }
+        if (c == -2) break;
+        if (c == 1) continue;
+        int added = append_line(dev, m, seq, in.line);
         if (added < 0) break;
         if (added > 0) continue;                    /* skipped: too long */
         /* The typed text is in the history; the reply continues it. */
@@ -192,12 +334,16 @@ int cmd_chat(int argc, char **argv)
             cli_error("%s", tsr_device_errmsg(dev));
             break;
         }
+        replies++;
         if (tsr_seq_was_cancelled(seq)) fputs("[cancelled]\n", stderr);
+        else if (tsr_seq_length(seq) >= mi.seq_len + 1)   /* cut by the context */
+            fprintf(stderr, "[the reply reached the end of the %d-token context: the next line "
+                    "starts a new conversation]\n", mi.seq_len);
         if (cli_flush_stdout()) break;
     }
-    status = feof(stdin) ? 0 : 1;
+    status = done ? 0 : 1;
 out:
-    free(line);
+    input_close(&in);
     tsr_seq_close(seq);
     tsr_model_close(m);
     tsr_device_close(dev);

@@ -27,12 +27,12 @@ static const char usage[] =
     "  -m, --model FILE      llama2.c checkpoint or GGUF file (only the header is read)\n"
     "      --shape SHAPE     plan a shape instead of a file: stories15M, stories42M,\n"
     "                        stories110M, DIMxLAYERS[:hidden=H,...] (as tessera synth)\n"
-    "      --part PART       u55c, u280, u250, u200, vu9p (AWS F1), v80, vck5000\n"
+    "      --part PART       one of the parts table's (hw/parts.def): %s\n"
     "      --weights q8|f32  on-chip weight format (default q8 = Q8_0)\n"
     "      --group-size N    Q8_0 group size (default 32)\n"
     "      --kv f32|f16|int8 KV cache precision (default f32; f16/int8 are projections:\n"
     "                        the kernel stores fp32 today)\n"
-    "      --seq N           context length (default: the model's)\n"
+    "      --ctx N           context length (default: the model's; --seq N is the same)\n"
     "      --pes N           PEs per card, 1..4096 (default: the power of two up to 256\n"
     "                        with the fastest projection that fits; 16 if none fits)\n"
     "      --cols C          mesh columns: each matrix row is split over C PEs\n"
@@ -60,7 +60,7 @@ int cmd_plan(int argc, char **argv)
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(usage, stdout);
+            printf(usage, tsr_part_list());
             return 0;
         }
 #define VAL() if (!(v = cli_value(argc, argv, &i))) return 2
@@ -69,7 +69,8 @@ int cmd_plan(int argc, char **argv)
         else if (!strcmp(a, "--part"))       { VAL(); o.part = v; }
         else if (!strcmp(a, "--weights"))    { VAL(); if (cli_weights(a, v, &o.weights_f32)) return 2; }
         else if (!strcmp(a, "--group-size")) { VAL(); if (cli_int(a, v, 1, 1 << 16, &o.group_size)) return 2; }
-        else if (!strcmp(a, "--seq"))        { VAL(); if (cli_int(a, v, 1, 1 << 24, &o.seq_len)) return 2; }
+        else if (!strcmp(a, "--ctx") || !strcmp(a, "--seq"))
+                                             { VAL(); if (cli_int(a, v, 1, 1 << 24, &o.seq_len)) return 2; }
         else if (!strcmp(a, "--pes"))        { VAL(); if (cli_int(a, v, 1, 4096, &o.pes)) return 2; }
         else if (!strcmp(a, "--cols"))       { VAL(); if (cli_int(a, v, 1, 64, &o.cols)) return 2; }
         else if (!strcmp(a, "--kv-split"))   { VAL(); if (cli_int(a, v, 1, 4096, &o.kv_split)) return 2; }

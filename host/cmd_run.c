@@ -2,9 +2,11 @@
  *
  * Steps follow llama2.c run.c: -n STEPS counts positions, prompt included,
  * so the sequence ends with STEPS + 1 tokens (BOS first) unless BOS/EOS
- * stops it early.  The text of every token after BOS is printed, the
+ * or Ctrl-C stops it early (Ctrl-C: the summary, then exit status 130, as
+ * a shell reports a SIGINT).  The text of every token after BOS is printed, the
  * prompt's too, then a newline. */
 #include <ctype.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,38 +16,42 @@
 #include "cli.h"
 
 static const char usage[] =
-    "usage: tessera run -m MODEL [-z TOKENIZER] [-p PROMPT] [-n STEPS] [-t TEMP] [-s SEED] [options]\n"
+    "usage: tessera run -m MODEL [-z TOKENIZER] [-p PROMPT | -f FILE] [-n STEPS] [-t TEMP] [-s SEED] [options]\n"
     "\n"
     "Load MODEL onto a device (weights streamed once into on-chip SRAM), then\n"
     "decode on the device and stream the text to stdout.  A summary (tokens,\n"
-    "tokens/s, time to first token) goes to stderr.\n"
+    "tokens/s, time to first token) goes to stderr, also after Ctrl-C, which\n"
+    "stops the decode (exit status 130).\n"
     "\n"
     "  -m, --model FILE      llama2.c checkpoint (legacy, v1 fp32, v2 Q8_0) or GGUF\n"
     "                        (llama architecture; F32, F16, Q8_0, Q4_0 tensors)\n"
     "  -z, --tokenizer FILE  llama2.c tokenizer.bin matching the model's vocab\n"
     "                        (GGUF files carry their own; required for llama2.c)\n"
-    "  -p, --prompt TEXT     prompt (default: empty, i.e. BOS only)\n"
+    "  -p, --prompt TEXT     prompt (default: empty, i.e. BOS only); - reads it from stdin\n"
+    "  -f, --file FILE       read the prompt from FILE (- for stdin); one trailing\n"
+    "                        newline is dropped\n"
     "  -n, --steps N         positions to run, prompt included (default 256; 0 = the\n"
     "                        whole context; clamped to the context with a warning)\n"
     "  -t, --temperature T   0 = greedy (default 1.0)\n"
     "      --top-p P         nucleus sampling threshold in (0,1] (default 0.9; 1 = off)\n"
-    "  -s, --seed S          sampler seed (default or 0: time-based)\n"
+    "  -s, --seed S          sampler seed (default or 0: time-based, printed on stderr)\n"
     "      --backend SPEC    device: emu (default), emu:part=u55c,pes=16, or xrt:0 (Alveo card 0)\n"
     "      --xclbin FILE     xrt: the xclbin to load (default: the one in bitstreams/ for the card)\n"
-    "      --part NAME       emulate a card's on-chip capacity: u55c, u280, u250, u200, vu9p\n"
+    CLI_PART_HELP
     CLI_PES_HELP
     "      --threads N       emulator worker threads over the PEs (default: the CPUs\n"
     "                        this process may use; tokens do not depend on it)\n"
     "      --weights q8|f32  on-chip weight format (default q8 = Q8_0)\n"
     "      --group-size N    Q8_0 group size (default 32)\n"
-    "      --seq-len N, --ctx N  context length on the device (default: the model's)\n"
+    CLI_CTX_HELP
     "      --stats           print off-chip traffic per phase and kernel counters\n"
     "  -h, --help            this text\n";
 
 typedef struct run_args {
-    const char *model, *tokenizer, *prompt, *backend, *part;
+    const char *model, *tokenizer, *prompt, *prompt_file, *backend, *part;
     const char *xclbin;   /* xrt: --xclbin FILE */
     int steps, pes, threads, weights_f32, group_size, seq_len, stats;
+    int prompt_given;     /* -p was passed */
     float temperature, top_p;
     uint64_t seed;
 } run_args;
@@ -57,6 +63,17 @@ static void print_piece(const char *p, size_t n)
     if (!p || n == 0) return;
     if (n == 1 && !isprint((unsigned char)p[0]) && !isspace((unsigned char)p[0])) return;
     fwrite(p, 1, n, stdout);
+}
+
+/* The sequence Ctrl-C cancels while it generates.  tsr_seq_cancel is
+ * async-signal-safe (an atomic store and a wake-up). */
+static tsr_seq *volatile cancel_target;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    tsr_seq *s = cancel_target;
+    if (s) tsr_seq_cancel(s);
 }
 
 typedef struct stream_ctx {
@@ -130,14 +147,15 @@ static int parse_args(int argc, char **argv, run_args *a)
     for (int i = 0; i < argc; i++) {
         const char *o = argv[i], *v;
         if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
-            fputs(usage, stdout);
+            printf(usage, tsr_part_list());
             exit(0);
         }
 #define IS(s, l) (!strcmp(o, s) || !strcmp(o, l))
 #define VAL() if (!(v = cli_value(argc, argv, &i))) return -1
         if (IS("-m", "--model"))            { VAL(); a->model = v; }
         else if (IS("-z", "--tokenizer"))   { VAL(); a->tokenizer = v; }
-        else if (IS("-p", "--prompt"))      { VAL(); a->prompt = v; }
+        else if (IS("-p", "--prompt"))      { VAL(); a->prompt = v; a->prompt_given = 1; }
+        else if (IS("-f", "--file"))        { VAL(); a->prompt_file = v; }
         else if (IS("-n", "--steps"))       { VAL(); if (cli_int(o, v, 0, 1 << 30, &a->steps)) return -1; }
         else if (IS("-t", "--temperature")) { VAL(); if (cli_float(o, v, 0.0f, 100.0f, &a->temperature)) return -1; }
         else if (IS("-s", "--seed"))        { VAL(); if (cli_u64(o, v, &a->seed)) return -1; }
@@ -148,7 +166,7 @@ static int parse_args(int argc, char **argv, run_args *a)
         else if (!strcmp(o, "--pes"))       { VAL(); if (cli_int(o, v, 1, 1 << 16, &a->pes)) return -1; }
         else if (!strcmp(o, "--threads"))   { VAL(); if (cli_int(o, v, 1, 1024, &a->threads)) return -1; }
         else if (!strcmp(o, "--group-size")) { VAL(); if (cli_int(o, v, 1, 1 << 16, &a->group_size)) return -1; }
-        else if (!strcmp(o, "--seq-len") || !strcmp(o, "--ctx"))   { VAL(); if (cli_int(o, v, 1, 1 << 24, &a->seq_len)) return -1; }
+        else if (IS("--ctx", "--seq-len"))  { VAL(); if (cli_int(o, v, 1, 1 << 24, &a->seq_len)) return -1; }
         else if (!strcmp(o, "--stats"))     { a->stats = 1; }
         else if (!strcmp(o, "--weights")) { VAL(); if (cli_weights(o, v, &a->weights_f32)) return -1; }
         else {
@@ -162,6 +180,10 @@ static int parse_args(int argc, char **argv, run_args *a)
         cli_error("run: -m MODEL is required (see tessera run --help)");
         return -1;
     }
+    if (a->prompt_file && a->prompt_given) {
+        cli_error("run: give the prompt as -p TEXT or -f FILE, not both");
+        return -1;
+    }
     return 0;
 }
 
@@ -171,7 +193,18 @@ int cmd_run(int argc, char **argv)
                    .top_p = 0.9f };
     a.seed = 0;
     if (parse_args(argc, argv, &a)) return 2;
-    if (a.seed == 0) a.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    /* -f FILE, or -p - for stdin */
+    char *prompt_text = NULL;
+    const char *from = a.prompt_file ? a.prompt_file : !strcmp(a.prompt, "-") ? "-" : NULL;
+    if (from) {
+        if (cli_read_prompt("run", from, &prompt_text)) return 2;
+        a.prompt = prompt_text;
+    }
+    int time_seed = a.seed == 0;
+    if (time_seed) {
+        a.seed = ((uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32)) & ((1ull << 53) - 1);
+        if (a.seed == 0) a.seed = 1;
+    }
 
     /* The device spec: --backend, refined by --part, --pes, --threads and
      * --xclbin. */
@@ -231,9 +264,21 @@ int cmd_run(int argc, char **argv)
 
     int n_gen = a.steps - n_prompt + 1, got = 0;
     if (n_gen > 0) {
+        /* A sampled run says its seed, so that -s repeats it. */
+        if (time_seed && a.temperature > 0.0f)
+            fprintf(stderr, "tessera: seed %llu (time-based; -s %llu repeats this run)\n",
+                    (unsigned long long)a.seed, (unsigned long long)a.seed);
         tsr_gen_opts go = { .max_tokens = n_gen, .temperature = a.temperature,
                             .top_p = a.top_p, .seed = a.seed };
-        if ((rc = tsr_seq_generate(seq, &go, on_token, &sc, &got)) != TSR_OK) {
+        /* Ctrl-C stops the decode; the summary still follows. */
+        struct sigaction sa = { .sa_handler = on_sigint }, old_sa;
+        sigemptyset(&sa.sa_mask);
+        cancel_target = seq;
+        sigaction(SIGINT, &sa, &old_sa);
+        rc = tsr_seq_generate(seq, &go, on_token, &sc, &got);
+        sigaction(SIGINT, &old_sa, NULL);
+        cancel_target = NULL;
+        if (rc != TSR_OK) {
             printf("\n");
             cli_error("%s", tsr_device_errmsg(dev));
             goto out;
@@ -243,13 +288,15 @@ int cmd_run(int argc, char **argv)
     if (cli_flush_stdout()) goto out;
     tsr_seq_stats st;
     tsr_seq_get_stats(seq, &st);
-    fprintf(stderr, "tessera: %d tokens generated, %.1f tokens/s, time to first token %.2f ms\n",
-            got, st.decode_tok_s, st.ttft_ms);
+    int stopped = tsr_seq_was_cancelled(seq);
+    fprintf(stderr, "tessera: %d token%s generated%s, %.1f tokens/s, time to first token %.2f ms\n",
+            got, cli_s(got), stopped ? " (stopped by Ctrl-C)" : "", st.decode_tok_s, st.ttft_ms);
     if (a.stats) print_stats(dev, seq);
-    status = 0;
+    status = stopped ? 128 + SIGINT : 0;
 out:
     tsr_seq_close(seq);
     tsr_model_close(model);
     tsr_device_close(dev);
+    free(prompt_text);
     return status;
 }

@@ -102,6 +102,48 @@ int cli_u64(const char *opt, const char *val, uint64_t *out)
     return 0;
 }
 
+const char *cli_s(long long n) { return n == 1 ? "" : "s"; }
+
+int cli_read_prompt(const char *cmd, const char *path, char **out)
+{
+    int from_stdin = !strcmp(path, "-");
+    FILE *f = from_stdin ? stdin : fopen(path, "rb");
+    if (!f) {
+        cli_error("%s: cannot open the prompt file %s: %s", cmd, path, strerror(errno));
+        return -1;
+    }
+    size_t len = 0, cap = 4096;
+    char *buf = malloc(cap);
+    for (size_t got = 1; buf && got > 0;) {
+        if (len + 1 == cap) {
+            char *p = realloc(buf, cap *= 2);
+            if (!p) { free(buf); buf = NULL; break; }
+            buf = p;
+        }
+        got = fread(buf + len, 1, cap - 1 - len, f);
+        len += got;
+    }
+    int failed = !buf || ferror(f);
+    int err = errno;
+    if (!from_stdin) fclose(f);
+    if (failed) {
+        free(buf);
+        cli_error("%s: cannot read the prompt from %s: %s", cmd, from_stdin ? "stdin" : path,
+                  buf ? strerror(err) : "out of memory");
+        return -1;
+    }
+    if (len > 0 && buf[len - 1] == '\n') len--;
+    if (len > 0 && buf[len - 1] == '\r') len--;
+    buf[len] = '\0';
+    if (strlen(buf) != len) {
+        free(buf);
+        cli_error("%s: the prompt from %s holds a NUL byte", cmd, from_stdin ? "stdin" : path);
+        return -1;
+    }
+    *out = buf;
+    return 0;
+}
+
 void cli_log_to_stderr(int level, const char *msg, void *user)
 {
     (void)user;

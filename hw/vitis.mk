@@ -119,9 +119,9 @@ TB_IMAGE     := $(BUILD)/csim/stories260k.timg
 TB_BIN       := $(BUILD)/csim/tb_tessera_top
 TB_IMAGER    := $(BUILD)/csim/tsr_csim_image
 
-$(TB_IMAGER): tests/csim/make_image.c $(LIB_A)
+$(TB_IMAGER): tests/csim/make_image.c $(LIB_ALL)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) -DTSR_EMU -o $@ $< $(LIB_A) $(LDLIBS)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) -DTSR_EMU -o $@ $< $(LIB_ALL) $(LDLIBS)
 
 $(TB_IMAGE): $(TB_IMAGER) $(TB_MODEL) $(TB_TOKENIZER)
 	$(TB_IMAGER) $(TB_MODEL) $(TB_TOKENIZER) "$(TB_PROMPT)" $@

@@ -2,6 +2,8 @@
 # Run each CMocka test program, then the Python suites when PYTEST names
 # the pytest command for them (make test sets it); print the totals of
 # each, and one closing line with the sum.  Any failure fails the run.
+# The real model files first: without them, one line says so.
+sh "$(dirname "$0")/check_shared.sh" || exit 1
 passed=0; failed=0; bad=""
 for t in "$@"; do
     out=$("$t" 2>&1); rc=$?

@@ -253,24 +253,24 @@ static void replaced_model_is_stale(void **state)
 /* Cancel on a long decode of a stories15M-shape model stops within about
  * one token: counted in tokens, not in wall-clock time. */
 typedef struct cancel15 {
-    tsr_seq     *s;
-    int seen;                /* tokens the callback has seen (atomic)    */
-    int at_cancel;           /* seen when the cancel was issued (read after join) */
+    tsr_seq *s;
+    int      seen;       /* atomic: tokens the callback has seen        */
+    int      at_cancel;  /* seen when the cancel was issued (read after join) */
 } cancel15;
 
 static int count_token(tsr_seq *s, int token, void *user)
 {
     (void)s;
     (void)token;
-    __atomic_add_fetch(&((cancel15 *)user)->seen, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&((cancel15 *)user)->seen, 1, __ATOMIC_RELEASE);
     return 0;
 }
 
 static void *cancel_later(void *arg)
 {
     cancel15 *c = arg;
-    while (__atomic_load_n(&c->seen, __ATOMIC_RELAXED) < 8) usleep(200);
-    c->at_cancel = __atomic_load_n(&c->seen, __ATOMIC_RELAXED);
+    while (__atomic_load_n(&c->seen, __ATOMIC_ACQUIRE) < 8) usleep(200);
+    c->at_cancel = __atomic_load_n(&c->seen, __ATOMIC_ACQUIRE);
     tsr_seq_cancel(c->s);
     return NULL;
 }

@@ -20,7 +20,9 @@
 #include "test_util.h"
 
 #define MODEL SHARED_MODEL("stories260K.bin")
+#define MODEL_SH SH_MODEL("stories260K.bin")
 #define TOK   SHARED_MODEL("tok512.bin")
+#define TOK_SH SH_MODEL("tok512.bin")
 
 
 /* The number after "key": in line (which ends at '\n'); asserts it is there. */
@@ -49,7 +51,7 @@ static int cpus_available(void)
 static void json_lines_per_run(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " bench -m " MODEL " -z " TOK
+    int rc = run_capture(TESSERA_BIN " bench -m " MODEL_SH " -z " TOK_SH
                  " --prompt-tokens 8 --decode-tokens 16 --repeat 2 --warmup 1 --json",
                  out, err, sizeof out);
     assert_int_equal(rc, 0);
@@ -82,7 +84,7 @@ static void json_lines_per_run(void **state)
 static void threads_option_reaches_spec(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " bench -m " MODEL " -z " TOK
+    int rc = run_capture(TESSERA_BIN " bench -m " MODEL_SH " -z " TOK_SH
                  " --decode-tokens 4 --repeat 1 --warmup 0 --threads 2 --json",
                  out, err, sizeof out);
     assert_int_equal(rc, 0);
@@ -96,7 +98,7 @@ static void threads_option_reaches_spec(void **state)
 static void table_has_metrics(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " bench -m " MODEL " -z " TOK
+    int rc = run_capture(TESSERA_BIN " bench -m " MODEL_SH " -z " TOK_SH
                  " --decode-tokens 8 --repeat 3 --warmup 0", out, err, sizeof out);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "decode tokens/s"));
@@ -111,7 +113,7 @@ static void table_has_metrics(void **state)
 static void bad_repeat_is_usage_error(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " bench -m " MODEL " -z " TOK " --repeat 0", out, err, sizeof out);
+    int rc = run_capture(TESSERA_BIN " bench -m " MODEL_SH " -z " TOK_SH " --repeat 0", out, err, sizeof out);
     assert_int_equal(rc, 2);
     assert_int_equal(count_lines(err), 1);
     assert_non_null(strstr(err, "--repeat"));
@@ -121,7 +123,7 @@ static void bad_repeat_is_usage_error(void **state)
 static void unknown_option_is_usage_error(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " bench -m " MODEL " -z " TOK " --frobnicate", out, err, sizeof out);
+    int rc = run_capture(TESSERA_BIN " bench -m " MODEL_SH " -z " TOK_SH " --frobnicate", out, err, sizeof out);
     assert_int_equal(rc, 2);
     assert_int_equal(count_lines(err), 1);
     assert_non_null(strstr(err, "--frobnicate"));
@@ -131,7 +133,7 @@ static void unknown_option_is_usage_error(void **state)
 static void too_many_tokens_is_usage_error(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " bench -m " MODEL " -z " TOK
+    int rc = run_capture(TESSERA_BIN " bench -m " MODEL_SH " -z " TOK_SH
                  " --prompt-tokens 500 --decode-tokens 100", out, err, sizeof out);
     assert_int_equal(rc, 2);
     assert_int_equal(count_lines(err), 1);
@@ -142,7 +144,7 @@ static void too_many_tokens_is_usage_error(void **state)
 static void llama2c_without_tokenizer_fails(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " bench -m " MODEL " --decode-tokens 4", out, err, sizeof out);
+    int rc = run_capture(TESSERA_BIN " bench -m " MODEL_SH " --decode-tokens 4", out, err, sizeof out);
     assert_int_equal(rc, 1);
     assert_int_equal(count_lines(err), 1);
     assert_non_null(strstr(err, "tokenizer"));
@@ -151,13 +153,14 @@ static void llama2c_without_tokenizer_fails(void **state)
 /* ---- the context: default decode count clamped, --ctx ---------------- */
 
 #define GGUF SHARED_MODEL("stories260K-q8_0.gguf")
+#define GGUF_SH SH_MODEL("stories260K-q8_0.gguf")
 
 /* No --decode-tokens: the default 256 shrinks to what the context leaves
  * (64 - 32 prompt = 32), with one stderr line saying so. */
 static void default_decode_clamped_to_context(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " bench -m " MODEL " -z " TOK
+    int rc = run_capture(TESSERA_BIN " bench -m " MODEL_SH " -z " TOK_SH
                  " --ctx 64 --repeat 1 --warmup 0 --json", out, err, sizeof out);
     assert_int_equal(rc, 0);
     assert_int_equal(count_lines(out), 1);
@@ -171,7 +174,7 @@ static void default_decode_clamped_to_context(void **state)
 static void gguf_defaults_fit_its_context(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " bench -m " GGUF " --threads 2 --repeat 1 --warmup 0 --json",
+    int rc = run_capture(TESSERA_BIN " bench -m " GGUF_SH " --threads 2 --repeat 1 --warmup 0 --json",
                  out, err, sizeof out);
     assert_int_equal(rc, 0);
     assert_int_equal((int)json_num(out, "decode_tokens"), 96);
@@ -183,7 +186,7 @@ static void gguf_defaults_fit_its_context(void **state)
 static void gguf_ctx_512_runs_the_default(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " bench -m " GGUF " --seq-len 512 --repeat 1 --warmup 0 --json",
+    int rc = run_capture(TESSERA_BIN " bench -m " GGUF_SH " --seq-len 512 --repeat 1 --warmup 0 --json",
                  out, err, sizeof out);
     assert_int_equal(rc, 0);
     assert_int_equal((int)json_num(out, "decode_tokens"), 256);
@@ -195,7 +198,7 @@ static void gguf_ctx_512_runs_the_default(void **state)
 static void explicit_counts_are_not_clamped(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " bench -m " MODEL " -z " TOK
+    int rc = run_capture(TESSERA_BIN " bench -m " MODEL_SH " -z " TOK_SH
                  " --ctx 64 --prompt-tokens 32 --decode-tokens 256", out, err, sizeof out);
     assert_int_equal(rc, 2);
     assert_int_equal(count_lines(err), 1);
@@ -207,14 +210,30 @@ static void explicit_counts_are_not_clamped(void **state)
 static void pes_beyond_the_profile_is_refused(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " bench -m " MODEL " -z " TOK " --pes 100", out, err, sizeof out);
+    int rc = run_capture(TESSERA_BIN " bench -m " MODEL_SH " -z " TOK_SH " --pes 100", out, err, sizeof out);
     assert_int_equal(rc, 2);
     assert_int_equal(count_lines(err), 1);
     assert_non_null(strstr(err, "pes=100 outside 1..64"));
-    rc = run_capture(TESSERA_BIN " bench -m " MODEL " -z " TOK " --pes 4 --decode-tokens 4"
+    rc = run_capture(TESSERA_BIN " bench -m " MODEL_SH " -z " TOK_SH " --pes 4 --decode-tokens 4"
                      " --repeat 1 --warmup 0 --json", out, err, sizeof out);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "\"backend\":\"emu:pes=4\""));
+}
+
+/* Counts of one are singular: "1 run after 1 warm-up", not "1 runs". */
+static void table_counts_are_singular_for_one(void **state)
+{
+    (void)state;
+    int rc = run_capture(TESSERA_BIN " bench -m " MODEL_SH " -z " TOK_SH
+                         " --repeat 1 --warmup 1 --prompt-tokens 1 --decode-tokens 4",
+                         out, err, sizeof out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "prompt 1 token, decode 4 tokens, 1 run after 1 warm-up\n"));
+    rc = run_capture(TESSERA_BIN " bench -m " MODEL_SH " -z " TOK_SH
+                     " --repeat 2 --warmup 0 --prompt-tokens 2 --decode-tokens 1",
+                     out, err, sizeof out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "prompt 2 tokens, decode 1 token, 2 runs after 0 warm-ups\n"));
 }
 
 int main(void)
@@ -223,6 +242,7 @@ int main(void)
         cmocka_unit_test(json_lines_per_run),
         cmocka_unit_test(threads_option_reaches_spec),
         cmocka_unit_test(table_has_metrics),
+        cmocka_unit_test(table_counts_are_singular_for_one),
         cmocka_unit_test(bad_repeat_is_usage_error),
         cmocka_unit_test(unknown_option_is_usage_error),
         cmocka_unit_test(too_many_tokens_is_usage_error),

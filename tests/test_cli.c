@@ -8,18 +8,24 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "run_capture.h"
 #include "test_util.h"
 
 #define MODEL SHARED_MODEL("stories260K.bin")
+#define MODEL_SH SH_MODEL("stories260K.bin")
 #define TOK   SHARED_MODEL("tok512.bin")
+#define TOK_SH SH_MODEL("tok512.bin")
 
 
 static char out[1 << 16], err[1 << 16];
@@ -34,7 +40,7 @@ static void run_prints_reference_text(void **state)
     size_t n = fread(want, 1, sizeof want - 1, f);
     want[n] = '\0';
     fclose(f);
-    int rc = run_capture(TESSERA_BIN " run -m " MODEL " -z " TOK
+    int rc = run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH
                  " --weights f32 -t 0 -n 200 -p 'Once upon a time'", out, err, sizeof out);
     assert_int_equal(rc, 0);
     assert_string_equal(out, want);
@@ -45,7 +51,7 @@ static void run_prints_reference_text(void **state)
 static void run_missing_model_is_one_line_error(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " run -m /nonexistent/m.bin -z " TOK, out, err, sizeof out);
+    int rc = run_capture(TESSERA_BIN " run -m /nonexistent/m.bin -z " TOK_SH, out, err, sizeof out);
     assert_int_equal(rc, 1);
     assert_non_null(strstr(err, "/nonexistent/m.bin"));
     assert_int_equal(count_lines(err), 1);
@@ -54,7 +60,7 @@ static void run_missing_model_is_one_line_error(void **state)
 static void run_mismatched_tokenizer_is_refused(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " run -m " MODEL " -z " SHARED_MODEL("tokenizer.bin"),
+    int rc = run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " SH_MODEL("tokenizer.bin"),
                  out, err, sizeof out);
     assert_int_equal(rc, 1);
     assert_non_null(strstr(err, "tokenizer.bin"));
@@ -64,7 +70,7 @@ static void run_mismatched_tokenizer_is_refused(void **state)
 static void run_directory_tokenizer_is_refused(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " run -m " MODEL " -z /tmp", out, err, sizeof out);
+    int rc = run_capture(TESSERA_BIN " run -m " MODEL_SH " -z /tmp", out, err, sizeof out);
     assert_int_equal(rc, 1);
     assert_string_equal(err, "tessera: /tmp: is not a regular file (a directory)\n");
 }
@@ -73,7 +79,7 @@ static void run_directory_tokenizer_is_refused(void **state)
 static void run_directory_model_is_refused_cleanly(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " run -m /tmp -z " TOK, out, err, sizeof out);
+    int rc = run_capture(TESSERA_BIN " run -m /tmp -z " TOK_SH, out, err, sizeof out);
     assert_int_equal(rc, 1);
     assert_string_equal(err, "tessera: /tmp: is not a regular file (a directory)\n");
 }
@@ -91,10 +97,10 @@ static void fifo_model_or_tokenizer_is_refused(void **state)
     assert_int_equal(mkfifo(path, 0600), 0);
     char cmd[512], want[256];
     snprintf(want, sizeof want, "tessera: %s: is not a regular file (a named pipe)\n", path);
-    snprintf(cmd, sizeof cmd, "timeout 20 " TESSERA_BIN " run -m %s -z " TOK, path);
+    snprintf(cmd, sizeof cmd, "timeout 20 " TESSERA_BIN " run -m %s -z " TOK_SH, path);
     int rc1 = run_capture(cmd, out, err, sizeof out);
     int ok1 = !strcmp(err, want);
-    snprintf(cmd, sizeof cmd, "timeout 20 " TESSERA_BIN " run -m " MODEL " -z %s", path);
+    snprintf(cmd, sizeof cmd, "timeout 20 " TESSERA_BIN " run -m " MODEL_SH " -z %s", path);
     int rc2 = run_capture(cmd, out, err, sizeof out);
     int ok2 = !strcmp(err, want);
     snprintf(cmd, sizeof cmd, "timeout 20 " TESSERA_BIN " info -m %s", path);
@@ -113,7 +119,7 @@ static void fifo_model_or_tokenizer_is_refused(void **state)
 static void info_on_a_tokenizer_says_so(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " info -m " SHARED_MODEL("tokenizer.bin"), out, err, sizeof out);
+    int rc = run_capture(TESSERA_BIN " info -m " SH_MODEL("tokenizer.bin"), out, err, sizeof out);
     assert_int_equal(rc, 1);
     assert_int_equal(count_lines(err), 1);
     assert_non_null(strstr(err, "tokenizer.bin: not a model checkpoint (a llama2.c tokenizer file?"));
@@ -128,7 +134,7 @@ static void pes_limits_are_coherent(void **state)
     assert_int_equal(run_capture(TESSERA_BIN " run --help", out, err, sizeof out), 0);
     assert_non_null(strstr(out, "1..64 for the\n"));
     assert_non_null(strstr(out, "or GGUF"));
-    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL " -z " TOK " --pes 100", out, err,
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH " --pes 100", out, err,
                                  sizeof out), 2);
     assert_string_equal(err, "tessera: emu: pes=100 outside 1..64 (profile generic)\n");
     assert_int_equal(run_capture(TESSERA_BIN " chat --help", out, err, sizeof out), 0);
@@ -141,12 +147,12 @@ static void pes_limits_are_coherent(void **state)
 static void emu_refuses_an_xclbin(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " run -m " MODEL " -z " TOK " --xclbin /tmp/k.xclbin", out,
+    int rc = run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH " --xclbin /tmp/k.xclbin", out,
                          err, sizeof out);
     assert_int_equal(rc, 2);
     assert_int_equal(count_lines(err), 1);
     assert_non_null(strstr(err, "xclbin= is for the xrt backend"));
-    rc = run_capture(TESSERA_BIN " chat -m " MODEL " -z " TOK " --backend emu:xclbin=/tmp/k.xclbin"
+    rc = run_capture(TESSERA_BIN " chat -m " MODEL_SH " -z " TOK_SH " --backend emu:xclbin=/tmp/k.xclbin"
                      " </dev/null", out, err, sizeof out);
     assert_int_equal(rc, 2);
     assert_non_null(strstr(err, "xclbin= is for the xrt backend"));
@@ -155,7 +161,7 @@ static void emu_refuses_an_xclbin(void **state)
 static void gguf_info_names_the_format(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " info -m " SHARED_MODEL("stories260K-f32.gguf"), out, err,
+    int rc = run_capture(TESSERA_BIN " info -m " SH_MODEL("stories260K-f32.gguf"), out, err,
                  sizeof out);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "format:      GGUF"));
@@ -164,7 +170,7 @@ static void gguf_info_names_the_format(void **state)
 static void output_write_error_exits_nonzero(void **state)
 {
     (void)state;
-    int st = system(TESSERA_BIN " info -m " MODEL " >/dev/full 2>/dev/null");
+    int st = system(TESSERA_BIN " info -m " MODEL_SH " >/dev/full 2>/dev/null");
     assert_true(WIFEXITED(st));
     assert_int_equal(WEXITSTATUS(st), 1);
 }
@@ -172,7 +178,7 @@ static void output_write_error_exits_nonzero(void **state)
 static void run_prompt_longer_than_context_is_refused(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " run -m " MODEL " -z " TOK " --seq-len 8 -t 0"
+    int rc = run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH " --seq-len 8 -t 0"
                  " -p 'Once upon a time there was a little girl named Lily who loved to play'",
                  out, err, sizeof out);
     assert_int_equal(rc, 1);
@@ -182,7 +188,7 @@ static void run_prompt_longer_than_context_is_refused(void **state)
 static void run_steps_beyond_context_are_clamped(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " run -m " MODEL " -z " TOK " --seq-len 16 -n 100 -t 0"
+    int rc = run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH " --seq-len 16 -n 100 -t 0"
                  " -p 'Once upon a time'", out, err, sizeof out);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(err, "100 steps clamped to the context length 16"));
@@ -193,12 +199,12 @@ static void run_steps_beyond_context_are_clamped(void **state)
 static void run_bad_options_exit_2(void **state)
 {
     (void)state;
-    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL " -z " TOK " --weights q4", out, err,
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH " --weights q4", out, err,
                          sizeof out), 2);
     assert_non_null(strstr(err, "--weights"));
     assert_int_equal(run_capture(TESSERA_BIN " run --bogus", out, err, sizeof out), 2);
     assert_int_equal(run_capture(TESSERA_BIN " frobnicate", out, err, sizeof out), 2);
-    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL " -z " TOK " --backend gpu", out, err,
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH " --backend gpu", out, err,
                          sizeof out), 2);
     assert_non_null(strstr(err, "unknown backend 'gpu'"));
 }
@@ -208,8 +214,8 @@ static void run_bad_options_exit_2(void **state)
 static void chat_continues_one_sequence(void **state)
 {
     (void)state;
-    int rc = run_capture("printf 'Once upon a time\\nThe dog\\n' | " TESSERA_BIN " chat -m " MODEL
-                 " -z " TOK " -n 12 -t 0", out, err, sizeof out);
+    int rc = run_capture("printf 'Once upon a time\\nThe dog\\n' | " TESSERA_BIN " chat -m " MODEL_SH
+                 " -z " TOK_SH " -n 12 -t 0", out, err, sizeof out);
     assert_int_equal(rc, 0);
     /* "... She" + " The dog" typed -> " was very smart ..." */
     assert_string_equal(out, ", there was a little girl named Lily. She\n"
@@ -221,8 +227,7 @@ static void chat_continues_one_sequence(void **state)
 static void chat_gguf_without_tokenizer(void **state)
 {
     (void)state;
-    int rc = run_capture("printf 'Once upon a time\\nThe dog\\n' | " TESSERA_BIN " chat -m "
-                 SHARED_MODEL("stories260K-q8_0.gguf") " -n 12 -t 0 --ctx 512 --threads 2",
+    int rc = run_capture("printf 'Once upon a time\\nThe dog\\n' | " TESSERA_BIN " chat -m " SH_MODEL("stories260K-q8_0.gguf") " -n 12 -t 0 --ctx 512 --threads 2",
                  out, err, sizeof out);
     assert_int_equal(rc, 0);
     assert_string_equal(out, ", there was a little girl named Lily. She\n"
@@ -238,31 +243,243 @@ static void chat_full_context_starts_over(void **state)
     (void)state;
     int rc = run_capture("printf 'Once upon a time\\nThe dog\\nA cat\\n"
                  "Once upon a time there was a little girl named Lily who loved to play "
-                 "outside in the park\\nHi\\n' | " TESSERA_BIN " chat -m " MODEL " -z " TOK
+                 "outside in the park\\nHi\\n' | " TESSERA_BIN " chat -m " MODEL_SH " -z " TOK_SH
                  " -n 6 -t 0 --seq-len 16", out, err, sizeof out);
     assert_int_equal(rc, 0);
     assert_int_equal(count_lines(out), 4);   /* four replies; the long line had none */
-    assert_int_equal(lines_containing(err, "the context of 16 tokens is full: starting a new "
+    assert_int_equal(lines_containing(err, "the 16-token context is full: starting a new "
                                            "conversation"), 1);
     assert_int_equal(lines_containing(err, "this line is 31 tokens (BOS included), more than the "
-                                           "context of 16 tokens: skipped"), 1);
+                                           "16-token context: skipped"), 1);
+    /* the reply the context cut says so */
+    assert_int_equal(lines_containing(err, "[the reply reached the end of the 16-token context"), 2);
     const char *l3 = strchr(strchr(out, '\n') + 1, '\n') + 1;   /* third reply */
     char third[256];
     size_t n = (size_t)(strchr(l3, '\n') - l3 + 1);
     assert_true(n < sizeof third);
     memcpy(third, l3, n);
     third[n] = '\0';
-    rc = run_capture("printf 'A cat\\n' | " TESSERA_BIN " chat -m " MODEL " -z " TOK
+    rc = run_capture("printf 'A cat\\n' | " TESSERA_BIN " chat -m " MODEL_SH " -z " TOK_SH
                      " -n 6 -t 0 --ctx 16", out, err, sizeof out);
     assert_int_equal(rc, 0);
     assert_string_equal(out, third);
     assert_null(strstr(err, "full"));
 }
 
+
+/* ------------------------------------------------------- prompt input --- */
+
+/* -p - reads the prompt from stdin and -f FILE from a file (one trailing
+ * newline dropped): the same tokens as -p TEXT. */
+static void run_prompt_from_stdin_and_file(void **state)
+{
+    (void)state;
+    static char want[1 << 12];
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH
+                                 " -t 0 -n 30 -p 'Once upon a time'", want, err, sizeof want), 0);
+    assert_int_equal(run_capture("printf 'Once upon a time\\n' | " TESSERA_BIN " run -m " MODEL_SH
+                                 " -z " TOK_SH " -t 0 -n 30 -p -", out, err, sizeof out), 0);
+    assert_string_equal(out, want);
+    char path[] = "/tmp/tsr_cli_prompt_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "Once upon a time\n", 17), 17);
+    close(fd);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH " -t 0 -n 30 -f %s",
+             path);
+    assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
+    assert_string_equal(out, want);
+    snprintf(cmd, sizeof cmd, "cat %s | " TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH
+             " -t 0 -n 30 -f -", path);
+    assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
+    assert_string_equal(out, want);
+    /* both, or a file that is not there: usage errors */
+    snprintf(cmd, sizeof cmd, TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH " -p hi -f %s", path);
+    assert_int_equal(run_capture(cmd, out, err, sizeof out), 2);
+    assert_non_null(strstr(err, "not both"));
+    unlink(path);
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH
+                                 " -f /nonexistent/prompt.txt", out, err, sizeof out), 2);
+    assert_string_equal(err, "tessera: run: cannot open the prompt file /nonexistent/prompt.txt: "
+                             "No such file or directory\n");
+}
+
+/* A sampled run without -s prints its time-based seed, and -s with that
+ * seed repeats the run; greedy runs and -s runs print none. */
+static void run_prints_a_time_based_seed(void **state)
+{
+    (void)state;
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH
+                                 " -t 1 -n 40 -p 'Once upon a time'", out, err, sizeof out), 0);
+    const char *p = strstr(err, "tessera: seed ");
+    assert_non_null(p);
+    unsigned long long seed = strtoull(p + 14, NULL, 10);
+    assert_true(seed > 0);
+    char line[128];
+    snprintf(line, sizeof line, "(time-based; -s %llu repeats this run)", seed);
+    assert_non_null(strstr(err, line));
+    static char first[sizeof out];
+    memcpy(first, out, sizeof out);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH
+             " -t 1 -n 40 -p 'Once upon a time' -s %llu", seed);
+    assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
+    assert_string_equal(out, first);
+    assert_null(strstr(err, "seed"));
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH
+                                 " -t 0 -n 10", out, err, sizeof out), 0);
+    assert_null(strstr(err, "seed"));
+}
+
+/* One token: "1 token generated", not "1 tokens". */
+static void run_summary_plural(void **state)
+{
+    (void)state;
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH
+                                 " -t 0 -n 5 -p 'Once upon a time'", out, err, sizeof out), 0);
+    assert_non_null(strstr(err, "tessera: 1 token generated, "));
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH
+                                 " -t 0 -n 6 -p 'Once upon a time'", out, err, sizeof out), 0);
+    assert_non_null(strstr(err, "tessera: 2 tokens generated, "));
+}
+
+/* Ctrl-C in run stops the decode, prints the summary and exits 130.  The
+ * model is a synthetic stories15M shape with a 1024-token context, so the
+ * decode outlasts the wait for its first tokens. */
+static void run_ctrl_c_prints_summary(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/tsr_cli_int_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, TESSERA_BIN " synth --shape 288x6:hidden=768,heads=6,seq=1024 --q8 -o %s",
+             path);
+    assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
+    /* start, wait until generated text appears, then SIGINT */
+    snprintf(cmd, sizeof cmd,
+             "(o=%s.out; : > $o; " TESSERA_BIN " run -m %s -z " SH_MODEL("tokenizer.bin")
+             " -p Once -n 1024 --threads 1 > $o & pid=$!; "
+             "while [ $(wc -c < $o) -lt 40 ] && kill -0 $pid 2>/dev/null; do sleep 0.02; done; "
+             "kill -INT $pid; wait $pid; echo \"exit $?\"; rm -f $o)", path, path);
+    assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
+    if (!strstr(out, "exit 130\n") || !strstr(err, "stopped by Ctrl-C"))
+        print_error("stdout: %s\nstderr: %s\n", out, err);
+    assert_non_null(strstr(out, "exit 130\n"));
+    assert_non_null(strstr(err, "generated (stopped by Ctrl-C), "));
+    assert_non_null(strstr(err, "time to first token"));
+    unlink(path);
+}
+
+/* ---------------------------------------------------------------- help --- */
+
+/* One option name and one list of parts in every command's help. */
+static void help_is_consistent(void **state)
+{
+    (void)state;
+    const char *cmds[] = { "run", "chat", "bench", "plan" };
+    for (int i = 0; i < 4; i++) {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, TESSERA_BIN " %s --help", cmds[i]);
+        assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
+        assert_non_null(strstr(out, "--ctx N"));
+        assert_non_null(strstr(out, "u55c, u280, u250, u200, vu9p, v80, vck5000"));
+    }
+    /* plan's old --seq stays an alias of --ctx */
+    static char a[1 << 14];
+    assert_int_equal(run_capture(TESSERA_BIN " plan -m " MODEL_SH " --part u55c --ctx 128", a, err,
+                                 sizeof a), 0);
+    assert_int_equal(run_capture(TESSERA_BIN " plan -m " MODEL_SH " --part u55c --seq 128", out,
+                                 err, sizeof out), 0);
+    assert_string_equal(out, a);
+}
+
+/* ---------------------------------------------------------------- chat --- */
+
+/* /stats and /reset are commands: /reset empties the sequence, so the
+ * reply after it is a fresh session's. */
+static void chat_commands(void **state)
+{
+    (void)state;
+    static char fresh[1 << 12];
+    assert_int_equal(run_capture("printf 'The dog\\n' | " TESSERA_BIN " chat -m " MODEL_SH " -z "
+                                 TOK_SH " -n 8 -t 0", fresh, err, sizeof fresh), 0);
+    assert_int_equal(run_capture("printf 'Once upon a time\\n/stats\\n/reset\\nThe dog\\n/quit\\nA\\n' | "
+                                 TESSERA_BIN " chat -m " MODEL_SH " -z " TOK_SH " -n 8 -t 0",
+                                 out, err, sizeof out), 0);
+    const char *second = strchr(out, '\n') + 1;
+    assert_string_equal(second, fresh);     /* and /quit ended it before "A" */
+    assert_non_null(strstr(err, "tessera: 13 tokens of the 512-token context in use; 1 reply so "
+                                "far: 5 prompt tokens, 8 generated"));
+    assert_non_null(strstr(err, "tessera: a new conversation"));
+}
+
+/* Run chat on a pseudo-terminal: keys go through libedit.  Returns what
+ * the terminal showed (escapes included) in buf. */
+static void chat_on_a_terminal(const char *keys[], int n_keys, char *buf, size_t cap, int *status)
+{
+    int master;
+    pid_t pid = forkpty(&master, NULL, NULL, NULL);
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        execl(TESSERA_BIN, "tessera", "chat", "-m", MODEL, "-z", TOK, "-n", "8", "-t", "0",
+              (char *)NULL);
+        _exit(127);
+    }
+    size_t len = 0;
+    for (int k = 0; k <= n_keys; k++) {
+        /* read until the terminal is quiet for 300 ms (the reply is done) */
+        for (;;) {
+            struct pollfd pf = { master, POLLIN, 0 };
+            if (poll(&pf, 1, 300) <= 0) break;
+            ssize_t r = read(master, buf + len, cap - 1 - len);
+            if (r <= 0) break;
+            len += (size_t)r;
+        }
+        if (k < n_keys) assert_int_equal(write(master, keys[k], strlen(keys[k])),
+                                         (ssize_t)strlen(keys[k]));
+    }
+    buf[len] = '\0';
+    assert_int_equal(waitpid(pid, status, 0), pid);
+    close(master);
+}
+
+/* On a terminal, arrow keys edit the line (they used to reach the model as
+ * ^[[D), the history recalls it, Ctrl-C drops a half-typed line, and Ctrl-D
+ * ends with a newline and exit 0. */
+static void chat_line_editing(void **state)
+{
+    (void)state;
+    /* "Ht" left-arrow "e" -> "Het"... typed as H, e, y, left, left, " " gives "H ey" */
+    const char *keys[] = { "Hey", "\x1b[D\x1b[D ", "\r", "junk\x03", "\x1b[A\x15/stats\r",
+                           "\x04" };
+    static char screen[1 << 16];
+    int status = 0;
+    chat_on_a_terminal(keys, 6, screen, sizeof screen, &status);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_null(strstr(screen, "^[[D"));
+    /* the model saw "H ey": the same reply as a pipe gives for that line */
+    assert_int_equal(run_capture("printf 'H ey\\n/stats\\n' | " TESSERA_BIN " chat -m " MODEL_SH
+                                 " -z " TOK_SH " -n 8 -t 0", out, err, sizeof out), 0);
+    out[strcspn(out, "\n")] = '\0';
+    assert_true(strlen(out) > 0);
+    assert_non_null(strstr(screen, out));
+    const char *st = strstr(err, "tessera: ");
+    assert_non_null(st);
+    char want[128];
+    snprintf(want, sizeof want, "%.*s", (int)strcspn(st, ";"), st);
+    assert_non_null(strstr(screen, want));                  /* same token counts */
+    size_t n = strlen(screen);
+    assert_true(n >= 2 && screen[n - 2] == '\r' && screen[n - 1] == '\n');   /* Ctrl-D */
+}
+
 static void info_reports_header_and_params(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " info -m " MODEL, out, err, sizeof out);
+    int rc = run_capture(TESSERA_BIN " info -m " MODEL_SH, out, err, sizeof out);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "dim:         64\n"));
     assert_non_null(strstr(out, "n_kv_heads:  4 (GQA)\n"));
@@ -307,6 +524,13 @@ int main(void)
         cmocka_unit_test(chat_continues_one_sequence),
         cmocka_unit_test(chat_gguf_without_tokenizer),
         cmocka_unit_test(chat_full_context_starts_over),
+        cmocka_unit_test(run_prompt_from_stdin_and_file),
+        cmocka_unit_test(run_prints_a_time_based_seed),
+        cmocka_unit_test(run_summary_plural),
+        cmocka_unit_test(run_ctrl_c_prints_summary),
+        cmocka_unit_test(help_is_consistent),
+        cmocka_unit_test(chat_commands),
+        cmocka_unit_test(chat_line_editing),
         cmocka_unit_test(info_reports_header_and_params),
         cmocka_unit_test(synth_writes_a_model_info_reads),
     };

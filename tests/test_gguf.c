@@ -18,6 +18,7 @@
 #include "model.h"
 #include "tessera.h"
 #include "greedy.h"
+#include "gguf_write.h"
 #include "test_util.h"
 #include "tokenizer.h"
 
@@ -222,7 +223,7 @@ static void cli_runs_gguf_without_tokenizer(void **state)
     close(fo);
     close(fe);
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, TESSERA_BIN " run -m " SHARED_MODEL("stories260K-f16.gguf")
+    snprintf(cmd, sizeof cmd, TESSERA_BIN " run -m " SH_MODEL("stories260K-f16.gguf")
              " -p 'Once upon a time' -n %d -t 0 --weights f32 --ctx 512 >%s 2>%s",
              STEPS, out, err);
     int st = system(cmd);
@@ -258,155 +259,10 @@ static void llama2c_without_tokenizer_is_refused(void **state)
 
 /* ------------------------------------------------ small GGUF files ------- */
 
-/* A growable byte buffer. */
-typedef struct buf { uint8_t *p; size_t n, cap; } buf;
-
-static void put(buf *b, const void *d, size_t n)
-{
-    if (b->n + n > b->cap) {
-        b->cap = (b->n + n) * 2 + 64;
-        b->p = realloc(b->p, b->cap);
-        assert_non_null(b->p);
-    }
-    memcpy(b->p + b->n, d, n);
-    b->n += n;
-}
-static void put_u8(buf *b, uint8_t v) { put(b, &v, 1); }
-static void put_u32(buf *b, uint32_t v) { put(b, &v, 4); }
-static void put_u64(buf *b, uint64_t v) { put(b, &v, 8); }
-static void put_f32(buf *b, float v) { put(b, &v, 4); }
-static void put_str(buf *b, const char *s) { put_u64(b, strlen(s)); put(b, s, strlen(s)); }
-
-/* Corruptions of the tiny model (zero: a valid file). */
-typedef struct spec {
-    uint32_t version;          // 0: 3
-    const char *arch;          // NULL: "llama"
-    uint64_t arch_len;         // nonzero: claimed length of the arch string
-    uint64_t tok_count;        // nonzero: claimed count of the tokens array
-    const char *omit;          // tensor left out
-    const char *bad_name;      // tensor whose offset or type changes
-    int64_t off_delta;         // added to bad_name's offset
-    int overlap;               // bad_name gets the previous tensor's offset
-    uint32_t bad_type;         // nonzero: bad_name's type id
-    uint32_t emb_type;         // token_embd type: 0 F32, 1 F16, 2 Q4_0, 8 Q8_0
-    int64_t alignment;         // nonzero: general.alignment
-    int with_output;           // 1: a separate output.weight
-} spec;
-
-enum { TD = 32, TH = 32, TV = 4 };   // dim, hidden, vocab of the tiny model
-
-/* Bytes of n elements of a type. */
-static size_t type_bytes(uint32_t t, size_t n)
-{
-    switch (t) {
-    case 1: return 2 * n;
-    case 2: return n / 32 * 18;
-    case 8: return n / 32 * 34;
-    default: return 4 * n;
-    }
-}
-
-/* Write the tensor data of one tensor: value i is (i % 7 - 3) / 4 for F32;
- * the quantized embedding is a fixed pattern checked in dequant tests. */
-static void put_data(buf *b, uint32_t t, size_t n)
-{
-    if (t == 0) { for (size_t i = 0; i < n; i++) put_f32(b, (float)((int)(i % 7) - 3) / 4); return; }
-    if (t == 1) { for (size_t i = 0; i < n; i++) put(b, &(uint16_t){ 0x3c00 }, 2); return; }  // 1.0
-    for (size_t k = 0; k < n / 32; k++) {
-        put(b, &(uint16_t){ 0x3800 }, 2);   // d = 0.5
-        if (t == 8) for (int j = 0; j < 32; j++) put_u8(b, (uint8_t)(int8_t)(j - 16));
-        else for (int j = 0; j < 16; j++) put_u8(b, (uint8_t)(j | ((15 - j) << 4)));
-    }
-}
-
-/* Build the tiny GGUF of sp into b. */
-static void build(buf *b, const spec *sp)
-{
-    struct tdesc { const char *name; uint64_t ne0, ne1; uint32_t type; } ts[16];
-    int nt = 0;
-#define T(nm, a, c, ty) ts[nt++] = (struct tdesc){ nm, a, c, ty }
-    T("token_embd.weight", TD, TV, sp->emb_type);
-    T("output_norm.weight", TD, 1, 0);
-    if (sp->with_output) T("output.weight", TD, TV, 0);
-    T("blk.0.attn_norm.weight", TD, 1, 0);
-    T("blk.0.attn_q.weight", TD, TD, 0);
-    T("blk.0.attn_k.weight", TD, TD / 2, 0);   // kv_dim: 1 kv head of 2
-    T("blk.0.attn_v.weight", TD, TD / 2, 0);
-    T("blk.0.attn_output.weight", TD, TD, 0);
-    T("blk.0.ffn_norm.weight", TD, 1, 0);
-    T("blk.0.ffn_gate.weight", TD, TH, 0);
-    T("blk.0.ffn_down.weight", TH, TD, 0);
-    T("blk.0.ffn_up.weight", TD, TH, 0);
-#undef T
-    int n_out = nt - (sp->omit ? 1 : 0);
-    int n_kv = 17 + (sp->alignment ? 1 : 0);
-
-    put(b, "GGUF", 4);
-    put_u32(b, sp->version ? sp->version : 3);
-    put_u64(b, (uint64_t)n_out);
-    put_u64(b, (uint64_t)n_kv);
-    // metadata (every value type appears at least once)
-    const char *arch = sp->arch ? sp->arch : "llama";
-    put_str(b, "general.architecture"); put_u32(b, 8);
-    if (sp->arch_len) { put_u64(b, sp->arch_len); put(b, arch, strlen(arch)); }
-    else put_str(b, arch);
-    const struct { const char *k; uint32_t v; } u32s[] = {
-        { "llama.embedding_length", TD }, { "llama.feed_forward_length", TH },
-        { "llama.block_count", 1 }, { "llama.attention.head_count", 2 },
-        { "llama.attention.head_count_kv", 1 }, { "llama.context_length", 64 },
-    };
-    for (int i = 0; i < 6; i++) { put_str(b, u32s[i].k); put_u32(b, 4); put_u32(b, u32s[i].v); }
-    put_str(b, "llama.attention.layer_norm_rms_epsilon"); put_u32(b, 6); put_f32(b, 1e-6f);
-    put_str(b, "llama.rope.freq_base"); put_u32(b, 12); { double d = 5e5; put(b, &d, 8); }
-    put_str(b, "tokenizer.ggml.model"); put_u32(b, 8); put_str(b, "llama");
-    const char *toks[TV] = { "<unk>", "<s>", "</s>", "\xe2\x96\x81" "a\xe2\x96\x81" "b" };
-    put_str(b, "tokenizer.ggml.tokens"); put_u32(b, 9); put_u32(b, 8);
-    put_u64(b, sp->tok_count ? sp->tok_count : TV);
-    for (int i = 0; i < TV; i++) put_str(b, toks[i]);
-    put_str(b, "tokenizer.ggml.scores"); put_u32(b, 9); put_u32(b, 6); put_u64(b, TV);
-    for (int i = 0; i < TV; i++) put_f32(b, (float)-i);
-    put_str(b, "tokenizer.ggml.token_type"); put_u32(b, 9); put_u32(b, 5); put_u64(b, TV);
-    for (int i = 0; i < TV; i++) put_u32(b, i < 3 ? 3 : 1);
-    // unknown keys of the other types, skipped: u8 i8 u16 i16 i32 bool u64
-    // i64, and an array of arrays of strings
-    put_str(b, "x.small"); put_u32(b, 0); put_u8(b, 1);
-    put_str(b, "x.mixed"); put_u32(b, 9); put_u32(b, 9); put_u64(b, 2);
-    for (int i = 0; i < 2; i++) { put_u32(b, 8); put_u64(b, 1); put_str(b, "zz"); }
-    put_str(b, "x.many"); put_u32(b, 9); put_u32(b, 11); put_u64(b, 3);
-    for (int i = 0; i < 3; i++) put_u64(b, (uint64_t)i);
-    put_str(b, "x.flags"); put_u32(b, 9); put_u32(b, 7); put_u64(b, 2); put_u8(b, 1); put_u8(b, 0);
-    if (sp->alignment) { put_str(b, "general.alignment"); put_u32(b, 4); put_u32(b, (uint32_t)sp->alignment); }
-
-    uint64_t align = sp->alignment > 0 ? (uint64_t)sp->alignment : 32;
-    uint64_t off = 0, offs[16], prev = 0;
-    for (int i = 0; i < nt; i++) {
-        offs[i] = off;
-        off += type_bytes(ts[i].type, ts[i].ne0 * ts[i].ne1);
-        off = (off + align - 1) / align * align;
-    }
-    for (int i = 0; i < nt; i++) {
-        if (sp->omit && !strcmp(ts[i].name, sp->omit)) continue;
-        int bad = sp->bad_name && !strcmp(ts[i].name, sp->bad_name);
-        put_str(b, ts[i].name);
-        int nd = ts[i].ne1 == 1 ? 1 : 2;
-        put_u32(b, (uint32_t)nd);
-        put_u64(b, ts[i].ne0);
-        if (nd == 2) put_u64(b, ts[i].ne1);
-        put_u32(b, bad && sp->bad_type ? sp->bad_type : ts[i].type);
-        uint64_t o = offs[i];
-        if (bad && sp->overlap) o = prev;
-        if (bad) o += (uint64_t)sp->off_delta;
-        put_u64(b, o);
-        prev = offs[i];
-    }
-    while (b->n % align) put_u8(b, 0);
-    size_t data0 = b->n;
-    for (int i = 0; i < nt; i++) {
-        while (b->n < data0 + offs[i]) put_u8(b, 0);
-        put_data(b, ts[i].type, ts[i].ne0 * ts[i].ne1);
-    }
-    while ((b->n - data0) % align) put_u8(b, 0);
-}
+typedef tsr_gbuf buf;
+typedef tsr_gguf_spec spec;
+#define build tsr_gguf_build
+enum { TD = TSR_GGUF_TD, TH = TSR_GGUF_TH, TV = TSR_GGUF_TV };
 
 /* Write b to a temp file, open it by path and from memory: both must give
  * code with a one-line message containing want (when code != TSR_OK).

@@ -85,9 +85,9 @@ static void test_install_and_build_minimal(void **state)
     /* 1. Install.  MAKEFLAGS/MAKELEVEL of the enclosing `make test` (jobserver
      *    descriptors) must not leak into the recursive make. */
     int rc = run("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C '%s' BUILD='%s'%s "
-                 "-o '%s/libtessera.a' LIB_SOVER='%s/libtessera.so.%s' PREFIX='%s' install "
-                 "> '%s/make.log' 2>&1",
-                 TSR_SOURCE_DIR, TSR_BUILD_DIR, SAN_MAKE, TSR_BUILD_DIR, dir,
+                 "-o '%s/libtessera.a' -o '%s/tessera' LIB_SOVER='%s/libtessera.so.%s' "
+                 "PREFIX='%s' install > '%s/make.log' 2>&1",
+                 TSR_SOURCE_DIR, TSR_BUILD_DIR, SAN_MAKE, TSR_BUILD_DIR, TSR_BUILD_DIR, dir,
                  TSR_VERSION_STRING, dir, dir);
     if (rc != 0) {
         snprintf(path, sizeof path, "%s/make.log", dir);
@@ -98,8 +98,8 @@ static void test_install_and_build_minimal(void **state)
     assert_int_equal(rc, 0);
 
     /* The files, and the soname chain lib.so -> lib.so.0 -> lib.so.0.1.0. */
-    const char *files[] = { "include/tessera.h", "lib/libtessera.a", "lib/libtessera.so",
-                            "lib/libtessera.so.0", "lib/pkgconfig/tessera.pc" };
+    const char *files[] = { "bin/tessera", "include/tessera.h", "lib/libtessera.a",
+                            "lib/libtessera.so", "lib/libtessera.so.0", "lib/pkgconfig/tessera.pc" };
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
         struct stat st;
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
@@ -153,7 +153,30 @@ static void test_install_and_build_minimal(void **state)
     free(out);
     free(ref);
 
-    /* 5. Clean up (dir is our own mkdtemp directory). */
+    /* 5. The installed program runs. */
+    assert_int_equal(run("'%s/bin/tessera' --version > '%s/version.txt'", dir, dir), 0);
+    snprintf(path, sizeof path, "%s/version.txt", dir);
+    char *version = slurp(path);
+    assert_non_null(version);
+    assert_string_equal(version, "tessera " TSR_VERSION_STRING "\n");
+    free(version);
+
+    /* 6. make uninstall removes every installed file, and only those: what
+     *    the test wrote in the prefix itself stays. */
+    rc = run("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C '%s' BUILD='%s'%s PREFIX='%s' "
+             "uninstall >> '%s/make.log' 2>&1", TSR_SOURCE_DIR, TSR_BUILD_DIR, SAN_MAKE, dir, dir);
+    assert_int_equal(rc, 0);
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        assert_int_not_equal(lstat(path, &st), 0);
+    }
+    snprintf(path, sizeof path, "%s/lib/libtessera.so.%s", dir, TSR_VERSION_STRING);
+    struct stat st;
+    assert_int_not_equal(lstat(path, &st), 0);
+    assert_int_equal(run("test -f '%s/out.txt' && test -f '%s/minimal'", dir, dir), 0);
+
+    /* 7. Clean up (dir is our own mkdtemp directory). */
     assert_int_equal(run("rm -rf '%s'", dir), 0);
 }
 

@@ -44,8 +44,11 @@
 #include "test_util.h"
 
 #define M260K  SHARED_MODEL("stories260K.bin")
+#define M260K_SH SH_MODEL("stories260K.bin")
 #define TOK512 SHARED_MODEL("tok512.bin")
 #define TOK32K SHARED_MODEL("tokenizer.bin")
+#define TOK512_SH SH_MODEL("tok512.bin")
+#define TOK32K_SH SH_MODEL("tokenizer.bin")
 
 /* The emulators built with another kernel profile or with serial PE loops
  * (Makefile: emu-profiles). */
@@ -202,7 +205,7 @@ static void test_15m_regions_and_projection(void **state)
     char path[64], cmd[512];
     static char out[1 << 17], err[1 << 17];
     synth_15m(path, sizeof path);
-    snprintf(cmd, sizeof cmd, TESSERA_15M " run -m %s -z " TOK32K " -n 256 -t 0 --stats", path);
+    snprintf(cmd, sizeof cmd, TESSERA_15M " run -m %s -z " TOK32K_SH " -n 256 -t 0 --stats", path);
     int rc = run_capture(cmd, out, err, sizeof err);
     if (rc) fprintf(stderr, "%s\n%s", cmd, err);
     assert_int_equal(rc, 0);
@@ -232,7 +235,7 @@ static void test_serial_pes_change_the_projection(void **state)
 {
     (void)state;
     static char out[1 << 16], err1[1 << 16], err2[1 << 16];
-    const char *args = " run -m " M260K " -z " TOK512 " -n 40 -t 0 --pes 8 --stats";
+    const char *args = " run -m " M260K_SH " -z " TOK512_SH " -n 40 -t 0 --pes 8 --stats";
     char cmd[512];
     snprintf(cmd, sizeof cmd, TESSERA_BIN "%s", args);
     assert_int_equal(run_capture(cmd, out, err1, sizeof err1), 0);
@@ -489,7 +492,7 @@ static void test_cli_errors(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char cmd[512];
-        snprintf(cmd, sizeof cmd, TESSERA_BIN " plan -m " M260K " %s", cases[i].args);
+        snprintf(cmd, sizeof cmd, TESSERA_BIN " plan -m " M260K_SH " %s", cases[i].args);
         int rc = run_capture(cmd, out, err, sizeof err);
         if (!strstr(err, cases[i].msg)) fprintf(stderr, "%s -> %s", cases[i].args, err);
         assert_int_equal(rc, 2);

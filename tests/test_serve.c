@@ -23,8 +23,8 @@
 #include "serve_proc.h"
 #include "test_util.h"
 
-#define MODEL SHARED_MODEL("stories260K.bin")
-#define TOK   SHARED_MODEL("tok512.bin")
+#define MODEL SH_MODEL("stories260K.bin")   /* for shell command lines */
+#define TOK   SH_MODEL("tok512.bin")
 #define CURL  "curl -s -m 60 "
 #define JSON_HDR " -H 'Content-Type: application/json' "
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "model.h"
+#include "tessera.h"
 #include "ref/golden.h"
 #include "test_util.h"
 
@@ -162,7 +163,7 @@ static void test_write_errors(void **state)
     assert_int_equal(tsr_synth_write(path, &c, 48, 1, &e), TSR_ERR_ARG);
     assert_non_null(strstr(e.msg, path));
     assert_non_null(strstr(e.msg, "group_size 48 does not divide"));
-    assert_int_equal(tsr_synth_write(path, &c, -1, 1, &e), TSR_ERR_ARG);
+    assert_int_equal(tsr_synth_write(path, &c, -2, 1, &e), TSR_ERR_ARG);
     assert_non_null(strstr(e.msg, path));
     const char *nodir = "/tmp/tsr_no_such_dir/x.bin";
     assert_int_equal(tsr_synth_write(nodir, &c, 0, 1, &e), TSR_ERR_IO);
@@ -232,6 +233,52 @@ static void test_deterministic(void **state)
 /* Round trips                                                                */
 
 /* v1 fp32 of a small shape: header, sizes, norm weights, value statistics. */
+/* The legacy (version 0) layout: what run.c and llama.cpp's converter
+ * read.  Same weights as version 1 for the same seed, in the legacy order
+ * with RoPE's table (seq_len x head_size / 2, cos then sin) before the
+ * classifier; a separate classifier is announced by a negative vocab. */
+static void test_roundtrip_legacy(void **state)
+{
+    (void)state;
+    char p0[32], p1[32];
+    tsr_checkpoint *m0 = synth_open(p0, "64x2:vocab=256,seq=32,shared=0", TSR_SYNTH_LEGACY, 5);
+    tsr_checkpoint *m1 = synth_open(p1, "64x2:vocab=256,seq=32,shared=0", 0, 5);
+    const tsr_config *c = &m0->cfg;
+    assert_int_equal(c->format, TSR_FMT_LLAMA2C_LEGACY);
+    assert_int_equal(c->shared_classifier, 0);
+    expect_cfg(c, 64, 192, 2, 1, 1, 256, 32);
+    uint64_t sz;
+    assert_int_equal(tsr_llama2c_size(c, &sz), TSR_OK);
+    assert_int_equal(file_size(p0), (long)sz);
+    /* 7 int32, the parameters, and RoPE's two tables of 32 x 32 */
+    assert_int_equal(sz, 28 + 4 * params(c) + 4 * 2 * 32 * 32);
+    const tsr_tensor *a[] = { &m0->tok_embedding, &m0->wq[1], &m0->w2[0], &m0->w3[1], &m0->wcls };
+    const tsr_tensor *b[] = { &m1->tok_embedding, &m1->wq[1], &m1->w2[0], &m1->w3[1], &m1->wcls };
+    for (int k = 0; k < 5; k++) {
+        size_t n = (size_t)a[k]->rows * a[k]->cols;
+        assert_int_equal(n, (size_t)b[k]->rows * b[k]->cols);
+        assert_memory_equal(a[k]->f, b[k]->f, n * sizeof(float));
+    }
+    assert_true(m0->rms_final.f[63] == 1.0f);
+    /* RoPE's table: position 1, pair 0 is cos(1) then, 32 x 32 floats on,
+     * sin(1); it sits right after rms_final */
+    FILE *f = fopen(p0, "rb");
+    assert_non_null(f);
+    float cs[2];
+    long table = 28 + 4L * (256 * 64 + 2 * (64 + 4 * 64 * 64 + 64 + 3 * 64 * 192) + 64);
+    assert_int_equal(fseek(f, table + 4L * 32, SEEK_SET), 0);   /* t = 1, j = 0 */
+    assert_int_equal(fread(&cs[0], 4, 1, f), 1);
+    assert_int_equal(fseek(f, table + 4L * (32 * 32 + 32), SEEK_SET), 0);
+    assert_int_equal(fread(&cs[1], 4, 1, f), 1);
+    fclose(f);
+    assert_true(fabsf(cs[0] - cosf(1.0f)) < 1e-6f);
+    assert_true(fabsf(cs[1] - sinf(1.0f)) < 1e-6f);
+    tsr_checkpoint_close(m0);
+    tsr_checkpoint_close(m1);
+    unlink(p0);
+    unlink(p1);
+}
+
 static void test_roundtrip_v1(void **state)
 {
     (void)state;
@@ -415,15 +462,66 @@ static void test_activations_finite(void **state)
     unlink(path);
 }
 
+/* tsr_synth_file with a negative group size other than TSR_SYNTH_LEGACY
+ * says why (the message was left unwritten). */
+static void test_negative_group_has_a_message(void **state)
+{
+    (void)state;
+    char path[64], err[256] = "";
+    tmp_path(path);
+    assert_int_equal(tsr_synth_file("stories260K", path, -2, 1, err, sizeof err), TSR_ERR_ARG);
+    assert_non_null(strstr(err, "group size -2"));
+    assert_non_null(strstr(err, path));
+    err[0] = '\0';
+    assert_int_equal(tsr_synth_file("stories9000", path, 0, 1, err, sizeof err), TSR_ERR_ARG);
+    assert_true(err[0] != '\0');
+    err[0] = '\0';
+    assert_int_equal(tsr_synth_file(NULL, path, 0, 1, err, sizeof err), TSR_ERR_ARG);
+    assert_true(err[0] != '\0');
+    unlink(path);
+}
+
+/* The checkpoint is written beside its name and renamed when complete:
+ * nothing is left under a temporary name, and an interrupted synth leaves
+ * no partial file under the final name. */
+static void test_writes_through_a_temporary(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tsr_synth_dir_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256], cmd[1024];
+    snprintf(path, sizeof path, "%s/m.bin", dir);
+    char err[256];
+    assert_int_equal(tsr_synth_file("stories260K", path, 32, 1, err, sizeof err), TSR_OK);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -c .", dir);
+    FILE *p = popen(cmd, "r");
+    int entries = -1;
+    assert_int_equal(fscanf(p, "%d", &entries), 1);
+    pclose(p);
+    assert_int_equal(entries, 1);   /* m.bin only */
+    /* interrupted: a 110M-parameter fp32 file takes seconds to write */
+    snprintf(path, sizeof path, "%s/big.bin", dir);
+    snprintf(cmd, sizeof cmd, "timeout -s INT 0.3 %s synth --shape stories110M -o '%s'; "
+             "test ! -e '%s'", TESSERA_BIN, path, path);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_presets),
+        cmocka_unit_test(test_negative_group_has_a_message),
+        cmocka_unit_test(test_writes_through_a_temporary),
         cmocka_unit_test(test_dim_x_layers),
         cmocka_unit_test(test_bad_specs),
         cmocka_unit_test(test_write_error_keeps_device),
         cmocka_unit_test(test_write_errors),
         cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_roundtrip_legacy),
         cmocka_unit_test(test_roundtrip_v1),
         cmocka_unit_test(test_roundtrip_v2),
         cmocka_unit_test(test_v2_groups_cross_rows),

@@ -60,6 +60,10 @@
 /* generated at build time by hw/vitis.mk from hw/profile_kv */
 #include "profile_kv.h"
 #endif
+#define MODEL SHARED_MODEL("stories260K.bin")
+#define MODEL_SH SH_MODEL("stories260K.bin")
+#define TOK   SHARED_MODEL("tok512.bin")
+#define TOK_SH SH_MODEL("tok512.bin")
 
 #define MODEL  SHARED_MODEL("stories260K.bin")
 #define TOK    SHARED_MODEL("tok512.bin")
@@ -1157,8 +1161,8 @@ static void test_cli_no_card(void **state)
 {
     (void)state;
     static char out[8192], err[8192];
-    int rc = run_capture("env -u XRT_INI_PATH " TESSERA_BIN " run --backend xrt:0 -m " MODEL
-                         " -z " TOK " -p hi -n 4", out, err, sizeof out);
+    int rc = run_capture("env -u XRT_INI_PATH " TESSERA_BIN " run --backend xrt:0 -m " MODEL_SH
+                         " -z " TOK_SH " -p hi -n 4", out, err, sizeof out);
     assert_int_equal(rc, 1);
     assert_int_equal(count_lines(err), 1);
     assert_non_null(strstr(err, "tessera: no Xilinx device found (xrt:0)"));
@@ -1167,7 +1171,7 @@ static void test_cli_no_card(void **state)
     assert_string_equal(out, "");
     /* --xclbin goes into the spec; still no card. */
     rc = run_capture("env -u XRT_INI_PATH " TESSERA_BIN " run --backend xrt:1 --xclbin /tmp/x.xclbin -m "
-                     MODEL " -z " TOK, out, err, sizeof out);
+                     MODEL_SH " -z " TOK_SH, out, err, sizeof out);
     assert_int_equal(rc, 1);
     assert_int_equal(count_lines(err), 1);
     assert_non_null(strstr(err, "no Xilinx device found (xrt:1)"));

@@ -6,12 +6,68 @@
  * SRAM, tiled across a mesh of processing elements (PEs).
  *
  * Conventions (after SQLite's C API):
- *   - Handles are opaque.  Destroying NULL is a no-op.
+ *   - Handles are opaque.  Closing NULL is a no-op.
  *   - Every call that can fail returns an int status (TSR_OK == 0);
- *     tsr_strerror() names a status, and tsr_*_errmsg() on a handle gives the
- *     detail of the last failure on that handle.
+ *     tsr_strerror() names a status, and tsr_device_errmsg() and
+ *     tsr_errcode() give the detail and the code of the calling thread's
+ *     last failure on a device (or on one of its models or sequences).
  *   - The library never prints and never exits; it logs only through the
- *     optional callback set with tsr_set_log().
+ *     optional callback set with tsr_device_set_log().
+ *   - Only the calls marked TSR_API are exported from libtessera.so.
+ *
+ * Lifetimes (one rule, after sqlite3_close_v2):
+ *   A handle is valid from the call that opens it until the caller closes
+ *   it, whatever is closed before: a model until tsr_model_close(), a
+ *   sequence until tsr_seq_close(), in any order.  Closing a device closes
+ *   its models and sequences with it: the device and the models' host
+ *   memory are released at once, and every later call on those model and
+ *   sequence handles returns TSR_ERR_STATE (tsr_model_token_text returns
+ *   NULL, tsr_seq_length 0; tsr_seq_cancel does nothing) until the caller
+ *   closes them, which then only frees them.
+ *   Closing a model does the same to its sequences.  A model that another
+ *   load replaced keeps its handle until it is closed: it opens no more
+ *   sequences and its sequences' calls that drive the device return
+ *   TSR_ERR_STATE, while host-side calls (the model's info, tokenize and
+ *   token text; the sequences' history and stats) still answer.  So tsr_seq_close() after tsr_device_close() or
+ *   tsr_model_close() is defined, and so is closing in any order; closing
+ *   the same handle twice, or any call on a handle after its own close,
+ *   is a use after free, as with free().
+ *
+ * Threads:
+ *   - No shared state, callable from any thread at any time:
+ *     tsr_version, tsr_version_number, tsr_strerror, tsr_part_list,
+ *     tsr_device_open, tsr_file_inspect, tsr_synth_file, tsr_plan_report.
+ *   - tsr_seq_cancel and tsr_seq_was_cancelled: from any thread at any time
+ *     while the sequence is open, and from a signal handler (they take no
+ *     lock and allocate nothing).
+ *   - tsr_device_errmsg and tsr_errcode read the calling thread's own
+ *     record, so threads sharing a device do not see each other's failures.
+ *   - Every other call on a device, its models and its sequences may come
+ *     from any thread, also while other threads make calls on the same
+ *     device: the library holds one lock per device for the length of each
+ *     call, since a device has one kernel state.  Two threads generating on
+ *     two sequences of one model therefore take turns (the second generate
+ *     starts when the first returns); different devices never wait for
+ *     each other.
+ *   - Callbacks (token, progress, log) run on the calling thread while it
+ *     holds its device's lock.  From inside one, calls on the same device
+ *     that only read (tsr_model_token_text, tsr_model_tokenize,
+ *     tsr_model_get_info, tsr_seq_length, tsr_seq_tokens, tsr_seq_get_stats,
+ *     tsr_device_traffic, tsr_device_errmsg, tsr_errcode, tsr_seq_cancel,
+ *     tsr_seq_was_cancelled, tsr_device_set_log) work; calls that drive the
+ *     device (load, fit, open, append, generate, truncate, reset, read
+ *     logits, kernel counters) return TSR_ERR_STATE; closing a handle of
+ *     that device from a callback is a programmer error (it asserts).
+ *   - Never close a handle while another thread uses it, or uses something
+ *     opened from it: that is a use after free.
+ *
+ * Growing structs: every struct below ends in `reserved` words.  Zero-
+ * initialise a struct you pass in ({0}, or memset) and set the fields you
+ * need; a later version gives reserved words meanings whose zero is this
+ * version's behaviour, so such code keeps working unchanged.  A struct
+ * passed in with a non-zero reserved word (a program built against a newer
+ * tessera.h) is refused with TSR_ERR_UNSUPPORTED.  Structs the library
+ * fills are zeroed first, reserved words included.
  */
 #ifndef TESSERA_H
 #define TESSERA_H
@@ -21,6 +77,14 @@
 
 #ifdef __cplusplus
 extern "C" {
+#endif
+
+/* The library is built with -fvisibility=hidden: TSR_API marks what it
+ * exports, and nothing else is (tests/test_abi.c holds the two equal). */
+#if defined(__GNUC__) || defined(__clang__)
+#define TSR_API __attribute__((visibility("default")))
+#else
+#define TSR_API
 #endif
 
 /* ------------------------------------------------------------------------ */
@@ -35,11 +99,19 @@ extern "C" {
 
 /* The library's version string, e.g. "0.1.0"; compare with TSR_VERSION_STRING
  * to check that the header matches the library.  Thread-safe. */
-const char *tsr_version(void);
+TSR_API const char *tsr_version(void);
+
+/* The library's TSR_VERSION_NUMBER (MAJOR * 10000 + MINOR * 100 + PATCH),
+ * e.g. to require at least a version at run time:
+ * tsr_version_number() >= 100.  Thread-safe. */
+TSR_API int tsr_version_number(void);
 
 /* ------------------------------------------------------------------------ */
 /* Status codes: one X-macro list makes both the enum and tsr_strerror().   */
 
+/* 11 and 13 (TSR_ERR_MISMATCH, TSR_ERR_CANCELLED in 0.1.0 drafts) were
+ * never returned and are retired; their numbers are not reused.  A
+ * cancelled generation returns TSR_OK (see tsr_seq_generate). */
 #define TSR_STATUS_LIST(X)                                                   \
     X(TSR_OK,              0, "ok")                                          \
     X(TSR_ERR_ARG,         1, "invalid argument")                            \
@@ -52,9 +124,7 @@ const char *tsr_version(void);
     X(TSR_ERR_NODEV,       8, "no device found")                             \
     X(TSR_ERR_DEVICE,      9, "device error")                                \
     X(TSR_ERR_STATE,      10, "call not valid in this state")                \
-    X(TSR_ERR_MISMATCH,   11, "handles belong to different devices or models") \
-    X(TSR_ERR_NOSLOT,     12, "no free sequence slot")                       \
-    X(TSR_ERR_CANCELLED,  13, "cancelled")
+    X(TSR_ERR_NOSLOT,     12, "no free sequence slot")
 
 #define TSR_STATUS_ENUM_(name, value, text) name = value,
 typedef enum { TSR_STATUS_LIST(TSR_STATUS_ENUM_) } tsr_status;
@@ -62,8 +132,13 @@ typedef enum { TSR_STATUS_LIST(TSR_STATUS_ENUM_) } tsr_status;
 
 /* A static English string for a status code ("unknown status" for others).
  * Thread-safe. */
-const char *tsr_strerror(int status);
+TSR_API const char *tsr_strerror(int status);
 
+/* The FPGA parts the library knows (the table hw/parts.def), comma-
+ * separated in table order, e.g. "u55c, u280, u250, u200, vu9p, v80,
+ * vck5000": the names "part=" of a device spec and tsr_plan_opts.part
+ * take.  A static string.  Thread-safe. */
+TSR_API const char *tsr_part_list(void);
 
 /* ------------------------------------------------------------------------ */
 /* Handles                                                                   */
@@ -76,7 +151,7 @@ typedef struct tsr_seq    tsr_seq;    /* a sequence: one KV slot on a device */
 enum { TSR_LOG_ERROR = 0, TSR_LOG_WARN = 1, TSR_LOG_INFO = 2, TSR_LOG_DEBUG = 3 };
 
 /* Log hook: msg is one line without a newline.  Called on the thread that
- * made the call that logs. */
+ * made the call that logs, with the device's lock held (see Threads). */
 typedef void (*tsr_log_fn)(int level, const char *msg, void *user);
 
 /* ------------------------------------------------------------------------ */
@@ -84,27 +159,37 @@ typedef void (*tsr_log_fn)(int level, const char *msg, void *user);
 
 /* Open a device from a spec string:
  *   "emu"                          the emulator with its default generic part
- *   "emu:part=u55c,pes=16,threads=2"  on-chip capacity of an Alveo U55C
- *                                  (u55c, u280, u250, u200), 16 PEs, 2
- *                                  worker threads (default: the cores this
- *                                  process may run on); "simd=0" keeps to
- *                                  the portable kernel loops (same tokens)
+ *   "emu:part=u55c,pes=16,threads=2"  the on-chip capacity of a part
+ *                                  (tsr_part_list(); parts whose block
+ *                                  counts the table lacks are refused), 16
+ *                                  PEs, 2 worker threads (default: the
+ *                                  cores this process may run on); "simd=0"
+ *                                  keeps to the portable kernel loops (same
+ *                                  tokens)
  *   "xrt:0" / "xrt:0,xclbin=FILE"  Alveo card 0 through XRT
  * *out is set to a handle even when the call fails (except TSR_ERR_NOMEM),
  * so that tsr_device_errmsg() can tell why; close it with tsr_device_close().
  * Errors: TSR_ERR_ARG (bad spec), TSR_ERR_NODEV, TSR_ERR_UNSUPPORTED
- * (backend not built in), TSR_ERR_NOMEM.  Thread-safe (no shared state). */
-int  tsr_device_open(const char *spec, tsr_device **out);
+ * (backend not built in), TSR_ERR_NOMEM.  Thread-safe. */
+TSR_API int  tsr_device_open(const char *spec, tsr_device **out);
 
-/* Close the device, its models and sequences.  NULL is a no-op. */
-void tsr_device_close(tsr_device *dev);
+/* Close the device and, with it, its models and sequences (see Lifetimes:
+ * their handles stay until closed, and their calls return TSR_ERR_STATE).
+ * NULL is a no-op. */
+TSR_API void tsr_device_close(tsr_device *dev);
 
-/* The detail of the last failure on dev (or on a model or sequence of dev):
- * one line, valid until the next call on dev.  "" when none. */
-const char *tsr_device_errmsg(const tsr_device *dev);
+/* The detail of the calling thread's last failure on dev (or on a model or
+ * sequence of dev): one line, "" when there is none.  Valid until the
+ * thread's next failing call.  Lock-free. */
+TSR_API const char *tsr_device_errmsg(const tsr_device *dev);
+
+/* The status of the calling thread's last failure on dev (or on a model or
+ * sequence of dev), TSR_OK when there is none: the code that
+ * tsr_device_errmsg() describes.  Lock-free. */
+TSR_API int  tsr_errcode(const tsr_device *dev);
 
 /* Route the library's log lines to fn (NULL: drop them, the default). */
-void tsr_device_set_log(tsr_device *dev, tsr_log_fn fn, void *user);
+TSR_API void tsr_device_set_log(tsr_device *dev, tsr_log_fn fn, void *user);
 
 /* Bytes that crossed the host link (host->device, device->host) per phase,
  * and kernel invocations, since the device was opened. */
@@ -115,16 +200,18 @@ typedef struct tsr_traffic {
     uint64_t debug_h2d, debug_d2h;       /* logits, counters read back     */
     uint64_t invocations;                /* kernel runs, all phases        */
     uint64_t loads;                      /* weight images streamed         */
+    uint64_t reserved[8];                /* zeroed                         */
 } tsr_traffic;
 
-/* Fill *t with dev's counters.  Errors: TSR_ERR_ARG (NULL). */
-int  tsr_device_traffic(const tsr_device *dev, tsr_traffic *t);
+/* Fill *t with dev's counters.  Errors: TSR_ERR_ARG (NULL), TSR_ERR_STATE
+ * (the device failed to open). */
+TSR_API int  tsr_device_traffic(const tsr_device *dev, tsr_traffic *t);
 
 /* The kernel's own counters as "name value" lines (MACs, fabric bytes,
  * per-PE SRAM bytes, ...) written into buf (NUL-terminated, truncated to
  * len).  Reading them crosses the host link (debug phase).
- * Errors: TSR_ERR_ARG, TSR_ERR_STATE (no model loaded). */
-int  tsr_device_kernel_counters(tsr_device *dev, char *buf, size_t len);
+ * Errors: TSR_ERR_ARG, TSR_ERR_STATE (no model loaded), TSR_ERR_UNSUPPORTED. */
+TSR_API int  tsr_device_kernel_counters(tsr_device *dev, char *buf, size_t len);
 
 /* ------------------------------------------------------------------------ */
 /* Model                                                                     */
@@ -132,80 +219,101 @@ int  tsr_device_kernel_counters(tsr_device *dev, char *buf, size_t len);
 /* How to place a model on a device.  Zero-initialise, then set fields. */
 typedef struct tsr_model_opts {
     const char *tokenizer;   /* llama2.c tokenizer.bin path (required for
-                                llama2.c checkpoints)                         */
+                                llama2.c checkpoints; NULL for GGUF, whose
+                                metadata holds the tokenizer)                */
     int  weights_f32;        /* 1: F32 validation mode; 0: Q8_0 (default)    */
     int  group_size;         /* Q8_0 group size in elements; 0: 32           */
     int  seq_len;            /* context per sequence, tokens; 0: the model's */
     int  n_seqs;             /* sequence slots; 0: as many as fit (<= 8)     */
     /* Progress of the weight stream: bytes sent of total, called once with
      * sent = 0 as streaming starts (the image is built and the device
-     * configured), then after every chunk.  Optional. */
+     * configured), then after every chunk.  Optional; not called when the
+     * same image is already resident (nothing streams). */
     void (*progress)(uint64_t sent, uint64_t total, void *user);
     void *progress_user;
+    uint64_t reserved[8];    /* zero                                          */
 } tsr_model_opts;
 
-/* Open the model file at path (llama2.c legacy / v1 / v2 checkpoint), check
- * it fits the device, and stream its weight image to the device once.
+/* Open the model file at path, check that it fits the device, and stream
+ * its weight image to the device once.  Formats: llama2.c checkpoints
+ * (legacy, version 1 fp32, version 2 Q8_0) with a tokenizer.bin, and GGUF
+ * v2/v3 files of the llama architecture (F32, F16, Q8_0, Q4_0 tensors,
+ * converted on load; tokenizer from the metadata).  Paths must name regular
+ * files (a FIFO or directory is refused with TSR_ERR_IO before it is
+ * opened).  A model with a NaN or infinite weight is refused with
+ * TSR_ERR_FORMAT naming the tensor.  A seq_len above a GGUF file's
+ * llama.context_length is allowed with a warning through the log hook.
  * Loading a model whose weight image equals the one already resident (same
- * content hash) streams nothing.  The model replaces any other model on dev;
- * sequences of a replaced model fail with TSR_ERR_STATE.
+ * content hash) streams nothing.  The model replaces any other model on
+ * dev; sequences of a replaced model fail with TSR_ERR_STATE.
  * Errors: TSR_ERR_IO, TSR_ERR_FORMAT, TSR_ERR_UNSUPPORTED, TSR_ERR_CAPACITY
  * (message: bytes needed against bytes available), TSR_ERR_ARG,
- * TSR_ERR_DEVICE, TSR_ERR_NOMEM.  Not thread-safe against other calls on dev. */
-int  tsr_model_load(tsr_device *dev, const char *path,
-                    const tsr_model_opts *opts, tsr_model **out);
+ * TSR_ERR_STATE (device closed or failed to open), TSR_ERR_DEVICE,
+ * TSR_ERR_NOMEM. */
+TSR_API int  tsr_model_load(tsr_device *dev, const char *path,
+                            const tsr_model_opts *opts, tsr_model **out);
 
 /* Would the model at path fit dev with these options?  Reads the file's
- * header, streams nothing.  *need_bytes and *have_bytes (optional) get the
- * on-chip bytes the placement needs and the device has.  Returns TSR_OK
- * when it fits, TSR_ERR_CAPACITY (message: the figures) when it does not,
- * or the errors of tsr_model_load for a bad file or options. */
-int  tsr_model_fit(tsr_device *dev, const char *path, const tsr_model_opts *opts,
-                   uint64_t *need_bytes, uint64_t *have_bytes);
+ * header, streams nothing, and places the same number of sequence slots
+ * tsr_model_load() would (n_seqs 0: as many as fit, up to 8).
+ * *need_bytes and *have_bytes (optional) get the on-chip bytes the
+ * placement needs and the device has.  Returns TSR_OK when it fits,
+ * TSR_ERR_CAPACITY (message: the figures) when it does not, or the errors
+ * of tsr_model_load for a bad file or options. */
+TSR_API int  tsr_model_fit(tsr_device *dev, const char *path, const tsr_model_opts *opts,
+                           uint64_t *need_bytes, uint64_t *have_bytes);
 
-/* The same from memory: data (len bytes) holds a whole model file.  The
- * caller owns data; it must stay valid and unchanged until
+/* The same as tsr_model_load from memory: data (len bytes) holds a whole
+ * model file.  The caller owns data; it must stay valid and unchanged until
  * tsr_model_close(*out).  Errors as tsr_model_load, without TSR_ERR_IO for
  * the model. */
-int  tsr_model_load_memory(tsr_device *dev, const void *data, size_t len,
-                           const tsr_model_opts *opts, tsr_model **out);
+TSR_API int  tsr_model_load_memory(tsr_device *dev, const void *data, size_t len,
+                                   const tsr_model_opts *opts, tsr_model **out);
 
-/* Release the host side of a model (the device keeps its weights until
- * another model is loaded).  NULL is a no-op. */
-void tsr_model_close(tsr_model *m);
+/* Release the host side of a model and close its sequences with it (see
+ * Lifetimes).  The device keeps the weights until another model is loaded.
+ * NULL is a no-op. */
+TSR_API void tsr_model_close(tsr_model *m);
 
-/* Hyperparameters of a model, as read from its file. */
+/* Hyperparameters of a model, as read from its file, and its placement. */
 typedef struct tsr_model_info {
     int dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size;
     int seq_len;             /* context per sequence on the device          */
     int n_seqs;              /* sequence slots on the device                */
     uint64_t n_params;       /* weight elements                             */
-    uint64_t image_bytes;    /* weight image size on the device, bytes      */
+    uint64_t image_bytes;    /* the weight image streamed to the device, bytes:
+                                weights as placed (int8 tiles and scales, or
+                                fp32 tiles), norms and the configuration
+                                block; the `total` of the progress callback.
+                                The KV cache is not part of it.             */
+    uint64_t reserved[8];    /* zeroed                                      */
 } tsr_model_info;
 
-int  tsr_model_get_info(const tsr_model *m, tsr_model_info *info);
+/* Fill *info.  Errors: TSR_ERR_ARG, TSR_ERR_STATE (model closed). */
+TSR_API int  tsr_model_get_info(const tsr_model *m, tsr_model_info *info);
 
 /* Tokenize text: BOS first when bos != 0.  *n_tokens gets the count.
- * Errors: TSR_ERR_ARG, TSR_ERR_RANGE (more than max_tokens). */
-int  tsr_model_tokenize(tsr_model *m, const char *text, int bos, int *tokens,
-                        int max_tokens, int *n_tokens);
+ * Errors: TSR_ERR_ARG, TSR_ERR_RANGE (more than max_tokens), TSR_ERR_STATE. */
+TSR_API int  tsr_model_tokenize(tsr_model *m, const char *text, int bos, int *tokens,
+                                int max_tokens, int *n_tokens);
 
 /* The text bytes of token following prev ("<0xNN>" gives one raw byte; the
  * leading space after BOS is dropped).  *len gets the byte count.  The
- * pointer lives as long as m.  NULL for an out-of-range token. */
-const char *tsr_model_token_text(const tsr_model *m, int prev, int token,
-                                 size_t *len);
+ * pointer lives as long as m's host side.  NULL for an out-of-range token
+ * or a closed model.  Lock-free. */
+TSR_API const char *tsr_model_token_text(const tsr_model *m, int prev, int token,
+                                         size_t *len);
 
 /* ------------------------------------------------------------------------ */
 /* Sequences                                                                 */
 
-/* Open a sequence on a free KV slot of m's device.
+/* Open a sequence on a free KV slot of m's device and reset the slot.
  * Errors: TSR_ERR_NOSLOT (all slots in use), TSR_ERR_STATE (m no longer
- * resident), TSR_ERR_ARG, TSR_ERR_NOMEM. */
-int  tsr_seq_open(tsr_model *m, tsr_seq **out);
+ * resident, or closed), TSR_ERR_ARG, TSR_ERR_NOMEM. */
+TSR_API int  tsr_seq_open(tsr_model *m, tsr_seq **out);
 
-/* Free the sequence's slot.  NULL is a no-op. */
-void tsr_seq_close(tsr_seq *s);
+/* Free the sequence and its slot.  NULL is a no-op. */
+TSR_API void tsr_seq_close(tsr_seq *s);
 
 /* Append text (tokenized; BOS first when the sequence is empty) or tokens to
  * the sequence, running them through the model into the device's KV cache
@@ -213,17 +321,19 @@ void tsr_seq_close(tsr_seq *s);
  * the device: nothing earlier is sent again.
  * Errors: TSR_ERR_RANGE (would pass seq_len; nothing is appended),
  * TSR_ERR_ARG, TSR_ERR_STATE, TSR_ERR_DEVICE. */
-int  tsr_seq_append_text(tsr_seq *s, const char *text);
-int  tsr_seq_append_tokens(tsr_seq *s, const int *tokens, int n);
+TSR_API int  tsr_seq_append_text(tsr_seq *s, const char *text);
+TSR_API int  tsr_seq_append_tokens(tsr_seq *s, const int *tokens, int n);
 
 /* Sampler settings.  Zero-initialised = greedy, stop at BOS/EOS. */
 typedef struct tsr_gen_opts {
     int      max_tokens;   /* tokens to generate; clamped to what seq_len
                               leaves                                         */
-    float    temperature;  /* 0: greedy (argmax)                             */
-    float    top_p;        /* nucleus sampling when in (0,1); else off       */
+    float    temperature;  /* 0: greedy (argmax); finite, >= 0              */
+    float    top_p;        /* nucleus sampling when in (0,1); else off;
+                              finite, >= 0                                   */
     uint64_t seed;         /* xorshift RNG seed; 0: a fixed default          */
     int      ignore_stop;  /* 1: do not stop at BOS/EOS                      */
+    uint64_t reserved[8];  /* zero                                           */
 } tsr_gen_opts;
 
 /* Called for each token as soon as the device has sampled it; return
@@ -231,29 +341,39 @@ typedef struct tsr_gen_opts {
 typedef int (*tsr_token_cb)(tsr_seq *s, int token, void *user);
 
 /* Generate up to opts->max_tokens tokens on the device, streaming each to cb
- * (optional).  Stops early at BOS/EOS, at seq_len, or on tsr_seq_cancel().
- * *n_generated (optional) gets the count.  Returns TSR_OK also when
- * cancelled (then tsr_seq_was_cancelled() is 1).
- * Errors: TSR_ERR_STATE (nothing appended yet), TSR_ERR_ARG,
+ * (optional).  Stops early at BOS/EOS (unless ignore_stop), at seq_len,
+ * when cb returns non-zero, or on tsr_seq_cancel().  *n_generated
+ * (optional) gets the count.  Returns TSR_OK also when cancelled (then
+ * tsr_seq_was_cancelled() is 1).
+ * Errors: TSR_ERR_STATE (nothing appended yet; closed or replaced model),
+ * TSR_ERR_ARG (NaN, infinite or negative temperature or top_p),
  * TSR_ERR_DEVICE. */
-int  tsr_seq_generate(tsr_seq *s, const tsr_gen_opts *opts, tsr_token_cb cb,
-                      void *user, int *n_generated);
+TSR_API int  tsr_seq_generate(tsr_seq *s, const tsr_gen_opts *opts, tsr_token_cb cb,
+                              void *user, int *n_generated);
 
-/* Ask a running tsr_seq_generate() to stop; it returns within one token.
- * Safe from any thread, and from a signal handler. */
-void tsr_seq_cancel(tsr_seq *s);
-int  tsr_seq_was_cancelled(const tsr_seq *s);
+/* Ask s's generation to stop; a running one returns within one token (the
+ * device may sample ahead of a cancel).  A cancel that arrives while no
+ * generate runs on s is kept: the next tsr_seq_generate(s) returns at once
+ * with no tokens, and tsr_seq_was_cancelled(s) is 1.  Each generate
+ * consumes the cancel it returns for.  Safe from any thread and from a
+ * signal handler (one atomic store and a wake-up, no lock). */
+TSR_API void tsr_seq_cancel(tsr_seq *s);
+/* 1 when the last generate on s ended because of tsr_seq_cancel().  Safe
+ * from any thread and from a signal handler. */
+TSR_API int  tsr_seq_was_cancelled(const tsr_seq *s);
 
-/* Tokens in the sequence's history (prompt and generated). */
-int  tsr_seq_length(const tsr_seq *s);
-/* The history: *tokens points into s (valid until the next call on s). */
-int  tsr_seq_tokens(const tsr_seq *s, const int **tokens, int *n);
+/* Tokens in the sequence's history (prompt and generated); 0 for NULL or a
+ * closed sequence. */
+TSR_API int  tsr_seq_length(const tsr_seq *s);
+/* The history: *tokens points into s (valid until the next call on s).
+ * Errors: TSR_ERR_ARG, TSR_ERR_STATE. */
+TSR_API int  tsr_seq_tokens(const tsr_seq *s, const int **tokens, int *n);
 
 /* Rewind to the first n tokens of the history, keeping their KV cache.
- * Errors: TSR_ERR_RANGE (n > length or n < 1). */
-int  tsr_seq_truncate(tsr_seq *s, int n);
-/* Empty the sequence. */
-int  tsr_seq_reset(tsr_seq *s);
+ * Errors: TSR_ERR_RANGE (n > length or n < 1), TSR_ERR_STATE. */
+TSR_API int  tsr_seq_truncate(tsr_seq *s, int n);
+/* Empty the sequence.  Errors: TSR_ERR_ARG, TSR_ERR_STATE, TSR_ERR_DEVICE. */
+TSR_API int  tsr_seq_reset(tsr_seq *s);
 
 /* Timing and traffic of one sequence, accumulated since it was opened. */
 typedef struct tsr_seq_stats {
@@ -263,14 +383,16 @@ typedef struct tsr_seq_stats {
     uint64_t prefill_tokens, decode_tokens;
     uint64_t prefill_h2d, prefill_d2h, decode_h2d, decode_d2h; /* bytes    */
     uint64_t invocations;      /* kernel runs for this sequence            */
+    uint64_t reserved[8];      /* zeroed                                   */
 } tsr_seq_stats;
 
-int  tsr_seq_get_stats(const tsr_seq *s, tsr_seq_stats *st);
+/* Fill *st.  Errors: TSR_ERR_ARG, TSR_ERR_STATE (closed). */
+TSR_API int  tsr_seq_get_stats(const tsr_seq *s, tsr_seq_stats *st);
 
 /* Logits (vocab floats) of the last forward pass on the device, e.g. after
  * a generate of one token.  Debug traffic.  Errors: TSR_ERR_ARG,
  * TSR_ERR_STATE, TSR_ERR_UNSUPPORTED. */
-int  tsr_seq_read_logits(tsr_seq *s, float *logits, int n);
+TSR_API int  tsr_seq_read_logits(tsr_seq *s, float *logits, int n);
 
 /* ------------------------------------------------------------------------ */
 /* Model files without a device                                              */
@@ -298,13 +420,15 @@ typedef struct tsr_file_info {
      * PEs, one sequence of seq_len tokens, fp32 KV cache): weights as Q8_0
      * at group size 32, and as F32. */
     uint64_t onchip_q8_bytes, onchip_f32_bytes;
+    uint64_t reserved[8];      /* zeroed                                   */
 } tsr_file_info;
 
 /* Read the header and tensor table of a model file (all checks of
- * tsr_model_load apply).  On failure err (if not NULL) gets a one-line
- * message naming the file.  Errors: TSR_ERR_IO, TSR_ERR_FORMAT,
- * TSR_ERR_UNSUPPORTED, TSR_ERR_NOMEM.  Thread-safe. */
-int tsr_file_inspect(const char *path, tsr_file_info *info, char *err, size_t errlen);
+ * tsr_model_load apply, except the scan for non-finite weights, which
+ * needs every weight).  On failure err (if not NULL) gets a one-line
+ * message naming the file.  Errors: TSR_ERR_ARG, TSR_ERR_IO,
+ * TSR_ERR_FORMAT, TSR_ERR_UNSUPPORTED, TSR_ERR_NOMEM.  Thread-safe. */
+TSR_API int tsr_file_inspect(const char *path, tsr_file_info *info, char *err, size_t errlen);
 
 /* Write a llama2.c checkpoint with deterministic pseudo-random weights
  * (normal, std 0.02; norm weights 1) of a named shape: "stories260K",
@@ -313,19 +437,23 @@ int tsr_file_inspect(const char *path, tsr_file_info *info, char *err, size_t er
  * fp32; > 0 writes version 2 Q8_0 with that group size; TSR_SYNTH_LEGACY
  * writes llama2.c's legacy (version 0) fp32 layout, the one run.c and
  * llama.cpp's llama-convert-llama2c-to-ggml read (the same weights as
- * version 1 for the same seed).
- * Errors: TSR_ERR_ARG (bad shape), TSR_ERR_IO.  Thread-safe. */
+ * version 1 for the same seed).  A regular file is written under a
+ * temporary name beside path (path.tmp.*) and renamed to path when
+ * complete, so path never holds a partial checkpoint; a device or pipe
+ * named by path is written directly.  On failure err (if not NULL) gets a
+ * one-line message.
+ * Errors: TSR_ERR_ARG (bad shape or group size), TSR_ERR_IO.  Thread-safe. */
 #define TSR_SYNTH_LEGACY (-1)
-int tsr_synth_file(const char *shape, const char *path, int group_size, uint64_t seed,
-                   char *err, size_t errlen);
+TSR_API int tsr_synth_file(const char *shape, const char *path, int group_size, uint64_t seed,
+                           char *err, size_t errlen);
 
 /* ------------------------------------------------------------------------ */
 /* Planning for a real FPGA part (tessera plan)                              */
 
 /* What to plan.  Zero-initialise, then set part (required). */
 typedef struct tsr_plan_opts {
-    const char *part;      /* "u55c", "u280", "u250", "u200", "vu9p", "v80",
-                              "vck5000" (the table in hw/parts.def)          */
+    const char *part;      /* one of tsr_part_list() (the table in
+                              hw/parts.def)                                  */
     const char *shape;     /* plan a synth shape ("stories110M", "DIMxLAYERS:...",
                               as tsr_synth_file) instead of a file; or NULL  */
     int  weights_f32;      /* 1: F32 weights; 0: Q8_0                        */
@@ -343,9 +471,12 @@ typedef struct tsr_plan_opts {
                               "stories15m"): its datapath, limits and arrays;
                               NULL: the stories15m datapath with arrays sized
                               for the model                                  */
-    int  cols;             /* mesh columns (a power of two); 0: 1            */
+    int  cols;             /* mesh columns (a power of two); 0: the profile's
+                              default (1 when its sums keep run.c's order,
+                              else its most)                                 */
     int  kv_split;         /* PEs per KV head (a power of two); 0: the
                               profile's default                              */
+    uint64_t reserved[8];  /* zero                                           */
 } tsr_plan_opts;
 
 /* Plan the model file at path (or o->shape) on a part: on-chip bytes
@@ -354,7 +485,7 @@ typedef struct tsr_plan_opts {
  * whether it fits and, if not, the smallest change that does (a shorter
  * context, an int8 KV cache, a split over K cards); projected cycles per
  * decoded token and tokens/s, with the cycle model's assumptions.  Every
- * speed is a projection from a cycle model (docs/architecture.md), never a
+ * speed is a projection from a cycle model (docs/cycle-model.md), never a
  * measurement.  Writes text (json 0) or one JSON object (json 1) into buf
  * (NUL-terminated, truncated to len); *fits (optional) gets 1 (fits), 0
  * (does not fit) or -1 (cannot decide: hw/parts.def lacks the part's block
@@ -363,8 +494,8 @@ typedef struct tsr_plan_opts {
  * message.  Errors: TSR_ERR_ARG (no or unknown part: the message lists the
  * valid ones; bad kv, pes, clock, step, cards, group, seq_len), TSR_ERR_IO,
  * TSR_ERR_FORMAT, TSR_ERR_UNSUPPORTED.  Thread-safe. */
-int tsr_plan_report(const char *path, const tsr_plan_opts *o, int json, char *buf, size_t len,
-                    int *fits, char *err, size_t errlen);
+TSR_API int tsr_plan_report(const char *path, const tsr_plan_opts *o, int json, char *buf,
+                            size_t len, int *fits, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -44,7 +44,8 @@ static int phase(tsr_seq *s, stream *st, const char *label, int max_tokens, int 
     st->cancel_at = cancel_at;
     printf("[%s] ", label);
     int rc = tsr_seq_generate(s, &go, on_token, st, &got);
-    printf("\n  (%d tokens%s)\n", got, tsr_seq_was_cancelled(s) ? ", cancelled" : "");
+    printf("\n  (%d token%s%s)\n", got, got == 1 ? "" : "s",
+           tsr_seq_was_cancelled(s) ? ", cancelled" : "");
     return rc;
 }
 
