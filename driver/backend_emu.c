@@ -206,8 +206,10 @@ static int emu_read(tsr_backend *b, int buf, uint32_t off, void *dst, uint32_t w
 {
     int rc = check_range(b, buf, off, words, e);
     if (rc) return rc;
-    /* the words after one the kernel published: acquire, then copy */
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    /* A single word may be one the kernel publishes (a sequence or count
+     * word): an acquire load.  The command layer reads a payload only
+     * after such a word, so its plain copy is ordered after the kernel's
+     * writes (release before the publish). */
     if (words == 1) {
         uint32_t v = __atomic_load_n(b->buf[buf] + off, __ATOMIC_ACQUIRE);
         memcpy(dst, &v, 4);
