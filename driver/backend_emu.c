@@ -83,12 +83,13 @@ static void emu_close(tsr_backend *b)
     free(b);
 }
 
-/* Each PE's slice of a [TSR_PES][...] array on its owner's NUMA node, on
- * 2 MB pages where the kernel has them (a GEMV streams every tile; 4 KB
- * pages cost a TLB miss every 4 KB). */
-static void place_slices(tsr_backend *b, void *base, size_t per_pe)
+/* Each PE's slice of an [n][...] array over the first n PEs (TSR_PES, or
+ * TSR_ATT_PES for the attention PEs') on its owner's NUMA node, on 2 MB
+ * pages where the kernel has them (a GEMV streams every tile; 4 KB pages
+ * cost a TLB miss every 4 KB). */
+static void place_slices(tsr_backend *b, void *base, size_t per_pe, int n)
 {
-    for (int p = 0; p < TSR_PES; p++) {
+    for (int p = 0; p < n; p++) {
         char *s = (char *)base + (size_t)p * per_pe;
         if (per_pe >= (2u << 20)) madvise(s, per_pe, MADV_HUGEPAGE);
         if (b->numa && b->nodes > 1 && per_pe % 4096u == 0 && ((uintptr_t)s & 4095u) == 0) {
@@ -143,9 +144,9 @@ static int emu_open(const tsr_devspec *spec, tsr_backend **out, tsr_devinfo *inf
     }
     b->st->simd = !spec->no_simd;
     tsr_kstate *s = b->st;
-    place_slices(b, s->w8, sizeof s->w8[0]);
-    place_slices(b, s->f32, sizeof s->f32[0]);
-    place_slices(b, s->kv, sizeof s->kv[0]);
+    place_slices(b, s->w8, sizeof s->w8[0], TSR_PES);
+    place_slices(b, s->f32, sizeof s->f32[0], TSR_PES);
+    place_slices(b, s->kv, sizeof s->kv[0], TSR_ATT_PES);
     /* the link buffers */
     b->words[TSR_BUF_CTL] = TSR_CTL_WORDS(EMU_RING_N);
     b->words[TSR_BUF_IN] = TSR_IN_WORDS;

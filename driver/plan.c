@@ -91,9 +91,9 @@ static tsr_tile tile_of(const layout *L, uint32_t m, uint32_t p)
     return tsr_lay_tile(L->kc, m, L->rot[m], p);
 }
 
-/* tsr_mesh_gemv of matrix m (mesh.c): the PE tiles (W13 with SwiGLU when
- * C_m == 1), the column tree and SwiGLU on the roots (C_m > 1), the roots'
- * best rows (argmax). */
+/* tsr_mesh_gemv of matrix m (mesh.c): the PE tiles, the column tree (C_m >
+ * 1), then on the mesh rows' roots SwiGLU (W13) or the best rows
+ * (argmax). */
 static void step_gemv(const layout *L, uint32_t m, int argmax, uint64_t *rg)
 {
     const tsr_kconfig *kc = L->kc;
@@ -104,7 +104,6 @@ static void step_gemv(const layout *L, uint32_t m, int argmax, uint64_t *rg)
         if (t.rows == 0) continue;
         uint32_t cy = t.ngroups == 0 ? tsr_cy_zero((pair ? 2u : 1u) * t.rows)
                                      : (pair ? 2u : 1u) * tsr_cy_tile(tsr_lay_tile_steps(kc, t.rows, t.ngroups));
-        if (pair && C == 1u) cy += tsr_cy_swiglu(t.rows);
         if (cy > worst) worst = cy;
     }
     rg[TSR_RG_GEMV] += worst;
@@ -121,15 +120,15 @@ static void step_gemv(const layout *L, uint32_t m, int argmax, uint64_t *rg)
             }
             rg[TSR_RG_TREE] += worst;
         }
-        if (pair) {
-            worst = 0;
-            for (uint32_t p = 0; p < L->P; p += C) {
-                tsr_tile t = tile_of(L, m, p);
-                uint32_t cy = t.rows ? tsr_cy_swiglu(t.rows) : 0u;
-                if (cy > worst) worst = cy;
-            }
-            rg[TSR_RG_GEMV] += worst;
+    }
+    if (pair) {
+        worst = 0;
+        for (uint32_t p = 0; p < L->P; p += C) {
+            tsr_tile t = tile_of(L, m, p);
+            uint32_t cy = t.rows ? tsr_cy_swiglu(t.rows) : 0u;
+            if (cy > worst) worst = cy;
         }
+        rg[TSR_RG_GEMV] += worst;
     }
     if (argmax) {
         worst = 0;
@@ -190,11 +189,12 @@ void tsr_plan_step(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_p
     uint64_t *rg = c->rg;
     memset(c, 0, sizeof *c);
 
-    /* embed: each mesh column's groups of the row, a chunk a cycle */
-    uint32_t cpg = G > TSR_LANES ? G / TSR_LANES : 1u;
+    /* embed: each mesh column's groups of the row */
     for (uint32_t cc = 0; cc < L.cols[TSR_MAT_EMB]; cc++) {
         tsr_tile t = tile_of(&L, TSR_MAT_EMB, cc);
-        rg[TSR_RG_EMBED] += tsr_cy_loop(t.ngroups * cpg, 1u, TSR_D_BUS);
+        uint32_t c0 = t.g0 * G, c1 = c0 + t.ngroups * G;
+        c1 = c1 < kc->dim ? c1 : kc->dim;
+        rg[TSR_RG_EMBED] += tsr_cy_embed(t.ngroups, G, c1 > c0 ? c1 - c0 : 0u, q8);
     }
     /* this token's RoPE angles */
     rg[TSR_RG_ROPE] += tsr_cy_rope_angles(hs);
@@ -249,12 +249,16 @@ static long banked_bram(uint64_t n, uint32_t bytes, uint32_t banks)
 }
 
 /* The blocks of one PE's memories: int8 tiles, fp32 array, KV cache,
- * partial sums, attention scores (kernels/tsr_kernel.c tessera_top's
- * partitions). */
+ * partial sums, the input's scales, and on an attention PE its scores,
+ * head outputs, copy of q | k | v and pe_att's accumulators and
+ * coefficients (kernels/tsr_kernel.c tessera_top's partitions and
+ * BIND_STORAGE, attention.c pe_att's locals). */
 typedef struct pe_arrays {
-    uint64_t w8_bytes, f32_words, kv_bytes, rows, att_words, in_bytes;
-    uint64_t acc_words;   /* attention: pe_att's accumulators, one row of them */
+    uint64_t w8_bytes, f32_words, kv_bytes, rows, att_words, in_bytes, xs_words;
+    uint64_t acc_words;   /* attention: pe_att's accumulators, one row of them,
+                             and its coefficients */
     uint32_t acc_parts;   /* and its rows (TSR_ATT_PARTS) */
+    uint64_t ao_words, qkv_words;   /* attention: head outputs, q | k | v copy */
     int f32_uram, kv_uram;
 } pe_arrays;
 
@@ -267,9 +271,14 @@ static void pe_blocks(const pe_arrays *a, long *uram, long *bram)
     uint64_t kv_bank = cdiv64(a->kv_bytes, TSR_ATT_LANES);
     if (a->kv_uram) u += a->kv_bytes ? (long)TSR_ATT_LANES * uram_of(kv_bank) : 0;
     else b += a->kv_bytes ? (long)TSR_ATT_LANES * bram_of(kv_bank) : 0;
-    b += banked_bram(a->rows, 4u, TSR_VEC) + banked_bram(a->att_words, 4u, TSR_ATT_LANES);
-    if (a->att_words)   /* pe_att's acc: parts rows, each TSR_ATT_LANES banks */
-        b += (long)a->acc_parts * banked_bram(a->acc_words, 4u, TSR_ATT_LANES);
+    b += banked_bram(a->rows, 4u, TSR_VEC) + banked_bram(a->xs_words, 4u, 1u);
+    if (a->att_words) {
+        b += banked_bram(a->att_words, 4u, TSR_ATT_LANES) + banked_bram(a->ao_words, 4u, TSR_ATT_LANES) +
+             banked_bram(a->qkv_words, 4u, TSR_VEC);
+        /* pe_att's acc: parts rows, each TSR_ATT_LANES banks; coef: one */
+        b += (long)a->acc_parts * banked_bram(a->acc_words, 4u, TSR_ATT_LANES) +
+             banked_bram(a->acc_words, 4u, 1u);
+    }
     /* the broadcast input: TSR_LANES-byte words, 512 x 72-bit BRAM36 deep */
     uint64_t in_words = cdiv64(a->in_bytes, TSR_LANES);
     if (in_words > LUTRAM_WORDS) b += 4 * (long)cdiv64(in_words, 512);
@@ -277,16 +286,19 @@ static void pe_blocks(const pe_arrays *a, long *uram, long *bram)
     *bram = b;
 }
 
-/* The controller's memories: norm weights and vectors, TSR_VEC banks each
- * (the sampler's candidates too); the quantizer's scratch and the tables
- * are LUTRAM-small. */
-static long ctrl_blocks(uint64_t dim, uint64_t kvd, uint64_t hid, uint64_t vocab, uint64_t layers,
-                        uint64_t nmax)
+static uint64_t pad32(uint64_t n) { return (n + 31u) / 32u * 32u; }
+
+/* The controller's memories: the norm weights as rows and its vectors (x,
+ * xn, q | k | v, the logits) in one memory, TSR_VEC banks each; the
+ * sampler's copy in TSR_SUM_E banks, its candidates in one memory each;
+ * the quantizer's scratch and the tables are LUTRAM-small. */
+static long ctrl_blocks(uint64_t dim, uint64_t kvd, uint64_t vocab, uint64_t layers, uint64_t nmax,
+                        uint32_t sum_lanes)
 {
-    (void)hid;   /* the FFN's hidden vector goes straight into xn */
-    return banked_bram((2u * layers + 1u) * dim, 4u, TSR_VEC) + banked_bram(dim, 4u, TSR_VEC) +
-           banked_bram(nmax, 4u, TSR_LANES) + banked_bram(dim + 2u * kvd, 4u, TSR_VEC) +
-           4 * banked_bram(vocab, 4u, TSR_VEC);
+    uint32_t E = sum_lanes >= TSR_FADD_LAT ? sum_lanes / TSR_FADD_LAT : 1u;
+    uint64_t cv = pad32(dim) + pad32(nmax + TSR_LANES) + pad32(dim + 2u * kvd) + pad32(vocab);
+    return banked_bram((2u * layers + 1u) * pad32(dim), 4u, TSR_VEC) + banked_bram(cv, 4u, TSR_VEC) +
+           banked_bram(vocab, 4u, E) + 2 * banked_bram(vocab, 4u, 1u);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -303,22 +315,35 @@ static long dsp_pe(int with_f32)
     return d;
 }
 
-/* A PE that receives in the column tree (an even column of a mesh with
- * more than one): TSR_TREE_LANES adds (mesh.c tree_pe). */
+/* Tree-step instances: a level s < C's receivers p < P (p % 2s == 0, p + s
+ * < P), one instance each, as the unrolled tree levels place them (mesh.c
+ * TSR_TREE_RECV, attention.c TSR_ATT_UP_RECV). */
+static long tree_instances(uint32_t P, uint32_t C)
+{
+    long n = 0;
+    for (uint32_t s = 1; s < C; s *= 2u)
+        for (uint32_t p = 0; p + s < P; p += 2u * s) n++;
+    return n;
+}
+
+/* A column-tree step (mesh.c pe_tree_add): TSR_TREE_LANES adds
+ * (ALLOCATION). */
 static long dsp_tree(void) { return (long)TSR_TREE_LANES * DSP_FADD; }
 
 /* A PE with attention (attention.c): TSR_ATT_LANES multiply-adds shared by
  * the scores and the values (pe_att_mac, ALLOCATION limit=1), the score
  * partials' tree (TSR_ATT_PARTS - 1 adds), the local sum's add and its
- * levels' add (pe_reduce_sum), expf in LUTs; with heads split over PEs the
- * group trees' TSR_ATT_LANES value adds and one sum add (att_tree_pe). */
-static long dsp_att(int split, uint32_t parts, uint32_t pe_sum_lanes)
+ * levels' add (pe_reduce_sum), expf in LUTs. */
+static long dsp_att(uint32_t parts, uint32_t pe_sum_lanes)
 {
-    long d = (long)TSR_ATT_LANES * (DSP_FMUL + DSP_FADD) + (long)(parts - 1u) * DSP_FADD +
-             DSP_FADD + (pe_sum_lanes > 1u ? DSP_FADD : 0);
-    if (split) d += (long)TSR_ATT_LANES * DSP_FADD + DSP_FADD;
-    return d;
+    return (long)TSR_ATT_LANES * (DSP_FMUL + DSP_FADD) + (long)(parts - 1u) * DSP_FADD +
+           DSP_FADD + (pe_sum_lanes > 1u ? DSP_FADD : 0);
 }
+
+/* An up step of a KV head group's tree (attention.c pe_att_tree): the
+ * weighted sums' TSR_ATT_LANES adds and the sum's one (the max compares
+ * and the down steps' copies use none). */
+static long dsp_att_tree(void) { return (long)(TSR_ATT_LANES + 1) * DSP_FADD; }
 
 /* The controller: the reduction's E lanes (a multiply-add each) and its
  * levels' E adds (ops.c), the Q8 input's two multiplies per TSR_LANES lane
@@ -336,17 +361,21 @@ static long dsp_ctrl(uint32_t sum_lanes)
            DSP_EXP;
 }
 
-/* The DSPs of P PEs (att_pes of them with attention, C mesh columns), the
- * busiest PE's in *per_pe. */
-static long dsp_count(uint32_t P, uint32_t att_pes, uint32_t C, int with_f32, int split,
+/* The DSPs of P PEs (att_pes of them with attention, trees over C mesh
+ * columns and Q PEs a KV head), the busiest PE's in *per_pe (PE 0: a
+ * receiver at every level). */
+static long dsp_count(uint32_t P, uint32_t att_pes, uint32_t C, uint32_t Q, int with_f32,
                       uint32_t sum_lanes, long *per_pe)
 {
     uint32_t parts = sum_lanes >= TSR_FADD_LAT ? TSR_FADD_LAT : 1u;
     uint32_t pe_sum = sum_lanes >= TSR_FADD_LAT ? TSR_FADD_LAT : sum_lanes;
-    long receivers = C > 1u ? (long)P / 2 : 0, att = dsp_att(split, parts, pe_sum);
-    *per_pe = dsp_pe(with_f32) + (C > 1u ? dsp_tree() : 0) + (att_pes ? att : 0);
-    return (long)P * dsp_pe(with_f32) + receivers * dsp_tree() + (long)att_pes * att +
-           dsp_ctrl(sum_lanes);
+    long att = dsp_att(parts, pe_sum), levels = 0, split_levels = 0;
+    for (uint32_t s = 1; s < C; s *= 2u) levels++;
+    for (uint32_t s = 1; s < Q; s *= 2u) split_levels++;
+    *per_pe = dsp_pe(with_f32) + levels * dsp_tree() +
+              (att_pes ? att + split_levels * dsp_att_tree() : 0);
+    return (long)P * dsp_pe(with_f32) + tree_instances(P, C) * dsp_tree() + (long)att_pes * att +
+           tree_instances(att_pes, Q) * dsp_att_tree() + dsp_ctrl(sum_lanes);
 }
 
 void tsr_plan_profile_resources(const tsr_kprofile *p, tsr_plan_res *r)
@@ -357,8 +386,11 @@ void tsr_plan_profile_resources(const tsr_kprofile *p, tsr_plan_res *r)
         .kv_bytes = 4ull * p->kv_words, .rows = p->pe_rows,
         .att_words = p->att_words,
         .in_bytes = (uint64_t)(p->hidden > p->dim ? p->hidden : p->dim) + p->group_max,
+        .xs_words = ((uint64_t)(p->hidden > p->dim ? p->hidden : p->dim) + p->group_max + TSR_LANES) /
+                    p->group_min,
         .acc_words = p->seq > p->head_size ? p->seq : p->head_size,
         .acc_parts = p->sum_lanes >= TSR_FADD_LAT ? TSR_FADD_LAT : 1u,
+        .ao_words = p->dim, .qkv_words = (3u * (uint64_t)p->dim + TSR_VEC - 1u) / TSR_VEC * TSR_VEC,
         .f32_uram = (int)p->f32_uram, .kv_uram = (int)p->kv_uram,
     };
     long u, b;
@@ -373,10 +405,10 @@ void tsr_plan_profile_resources(const tsr_kprofile *p, tsr_plan_res *r)
     r->bram_pe = b;
     r->uram = (long)p->att_pes * u + (long)(p->pes - p->att_pes) * un;
     r->bram = (long)p->att_pes * b + (long)(p->pes - p->att_pes) * bn +
-              ctrl_blocks(p->dim, p->dim, p->hidden, p->vocab, p->layers,
-                          (p->hidden > p->dim ? p->hidden : p->dim) + p->group_max);
+              ctrl_blocks(p->dim, p->dim, p->vocab, p->layers,
+                          (p->hidden > p->dim ? p->hidden : p->dim) + p->group_max, p->sum_lanes);
     r->kv_in_uram = (int)p->kv_uram;
-    r->dsp = dsp_count(p->pes, p->att_pes, p->mesh_cols, (int)p->with_f32, p->kv_split_max > 1,
+    r->dsp = dsp_count(p->pes, p->att_pes, p->mesh_cols, p->kv_split_max, (int)p->with_f32,
                        p->sum_lanes, &r->dsp_pe);
 }
 
@@ -476,6 +508,10 @@ static void eval_card(const tsr_kconfig *kc, int kv, int K, int k, int kv_in_ura
                         .att_words = (uint64_t)nh * tsr_lay_kv_mul(kc) * sl,
                         .acc_words = sl > tsr_lay_head_size(kc) ? sl : tsr_lay_head_size(kc),
                         .acc_parts = pf->sum_lanes >= TSR_FADD_LAT ? TSR_FADD_LAT : 1u,
+                        .xs_words = ((uint64_t)nmax + kc->group + TSR_LANES) / kc->group,
+                        .ao_words = nh ? (uint64_t)nh * tsr_lay_kv_mul(kc) * tsr_lay_head_size(kc) : 0u,
+                        .qkv_words = nh ? (uint64_t)(kc->dim + 2u * tsr_lay_kv_dim(kc) + TSR_VEC - 1u) /
+                                              TSR_VEC * TSR_VEC : 0u,
                         .in_bytes = (uint64_t)nmax + kc->group, .f32_uram = (int)pf->f32_uram,
                         .kv_uram = kv_in_uram };
         long u, b;
@@ -485,18 +521,18 @@ static void eval_card(const tsr_kconfig *kc, int kv, int K, int k, int kv_in_ura
         r->res.uram += u;
         r->res.bram += b;
     }
-    uint64_t dim = kc->dim, kvd = tsr_lay_kv_dim(kc), hid = kc->hidden_dim, V = kc->vocab_size;
+    uint64_t dim = kc->dim, kvd = tsr_lay_kv_dim(kc), V = kc->vocab_size;
     uint64_t norms = 4u * (2u * (uint64_t)(l1 - l0) + (last ? 1u : 0u)) * dim;
     r->bytes.norms = norms;
     r->bytes.activations = 4u * (dim + (nmax + kc->group) + dim + 2u * kvd + (last ? V : 0u));
     r->bytes.scratch += last ? 12u * V : 0u;   /* the sampler's copy and candidates */
-    r->res.bram += ctrl_blocks(dim, kvd, hid, last ? V : 0u, l1 - l0, nmax + kc->group);
+    r->res.bram += ctrl_blocks(dim, kvd, last ? V : 0u, l1 - l0, nmax + kc->group, pf->sum_lanes);
     r->res.kv_in_uram = kv_in_uram;
     r->bytes.stationary = r->bytes.weights + r->bytes.scales + r->bytes.kv + r->bytes.norms;
     r->bytes.total = r->bytes.stationary + r->bytes.activations + r->bytes.scratch;
     /* a profile's datapath has F32 tiles whatever the model's weights */
-    r->res.dsp = dsp_count(P, kc->att_pes, kc->mesh_cols, with_profile ? (int)pf->with_f32 : !q8,
-                           kc->kv_split > 1, pf->sum_lanes, &r->res.dsp_pe);
+    r->res.dsp = dsp_count(P, kc->att_pes, kc->mesh_cols, kc->kv_split,
+                           with_profile ? (int)pf->with_f32 : !q8, pf->sum_lanes, &r->res.dsp_pe);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -23,7 +23,7 @@ typedef struct pes_step {
 static void run_pe(void *ctx, uint32_t p)
 {
     const pes_step *s = ctx;
-    s->st->pe_cy[p] = s->fn(s->st, p, s->job);
+    s->st->pe_cy[p] = s->fn(s->st, p, s->job, 1u);
 }
 
 uint32_t tsr_emu_run_pes(tsr_kstate *st, uint32_t P, tsr_emu_pe_task fn, const tsr_pe_job *job)

@@ -95,11 +95,12 @@ struct tsr_kstate;
 struct tsr_pe_job;
 
 /* A PE task of the kernel (kernels/tsr_hls.h TSR_RUN_PES): PE p's share of
- * a mesh step; returns the cycles it charged. */
+ * a mesh step, active 1 for a configured PE; returns the cycles it
+ * charged. */
 typedef uint32_t (*tsr_emu_pe_task)(struct tsr_kstate *st, uint32_t p,
-                                    const struct tsr_pe_job *job);
+                                    const struct tsr_pe_job *job, uint32_t active);
 
-/* fn(st, p, job) for p = 0..P-1 on the pool of st (worker w the PE block
+/* fn(st, p, job, 1) for p = 0..P-1 on the pool of st (worker w the PE block
  * [w*P/n, (w+1)*P/n)), or on the calling thread when the pool is NULL or
  * job->work says the step is too small to share; returns the largest
  * cycle count (st->pe_cy[] holds each PE's). */

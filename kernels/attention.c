@@ -27,84 +27,110 @@
 
 /* ------------------------------------------------------------------------ */
 /* One PE's share                                                             */
+/*
+ * An attention PE's memories are word-major, so a lane is a bank and
+ * every base and stride is in words: the KV cache kv[word][TSR_ATT_LANES]
+ * (per (slot, layer, head) block K^T as hs rows of slw = sl / 8 words,
+ * then V as sl rows of hsw = hs / 8 words), the scores att[word][lane]
+ * (query head h from word h * slw), the head outputs ao[word][lane]
+ * (query head h from word h * hsw), and its copy of this token's
+ * q | k | v, qkvw[word][TSR_VEC], latched off the QKV gather.
+ */
 
-/* Store this position's k, v (kin, vin) at local index t: a column of K^T
- * (two words a cycle: a BRAM's two ports), a row of V. */
-static void pe_att_store(float kv[TSR_PE_KV_WORDS], uint32_t kb, uint32_t vb,
-                         const float kin[TSR_MAX_HEAD_SIZE], const float vin[TSR_MAX_HEAD_SIZE],
-                         uint32_t hs, uint32_t sl, uint32_t t)
+/* Store this position's k, v (qkvw from element k0, v0) at local index t:
+ * a column of K^T and a row of V, one value of each a cycle (two writes,
+ * at run-time banks: the KV memory is true dual-port). */
+static void pe_att_store(float kv[TSR_PE_KV_AW][TSR_ATT_LANES],
+                         const float qkvw[TSR_PE_QKV_VW][TSR_VEC], uint32_t kbw, uint32_t vbw,
+                         uint32_t k0, uint32_t v0, uint32_t hs, uint32_t slw, uint32_t hsw,
+                         uint32_t t)
 {
-#pragma HLS INLINE off
+    uint32_t tw = t / TSR_ATT_LANES, tl = t % TSR_ATT_LANES;
 att_store:
-    for (uint32_t i = 0; i < hs; i += 2u) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_HALF_HS
+    for (uint32_t i = 0; i < hs; i++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_HEAD_SIZE
 #pragma HLS PIPELINE II=1
-att_store_pair:
-        for (uint32_t u = 0; u < 2u; u++) {
-#pragma HLS UNROLL
-            kv[kb + (i + u) * sl + t] = kin[i + u];
-            kv[vb + t * hs + i + u] = vin[i + u];
-        }
+        uint32_t ki = k0 + i, vi = v0 + i;
+        kv[kbw + i * slw + tw][tl] = qkvw[ki / TSR_VEC][ki % TSR_VEC];
+        kv[vbw + t * hsw + i / TSR_ATT_LANES][i % TSR_ATT_LANES] = qkvw[vi / TSR_VEC][vi % TSR_VEC];
+    }
+}
+
+/* Query head slice q[q0, q0 + hs) of qkvw into coef, one a cycle: the
+ * scores' coefficients. */
+static void pe_att_qcopy(const float qkvw[TSR_PE_QKV_VW][TSR_VEC], float coef[TSR_ATT_ACC],
+                         uint32_t q0, uint32_t hs)
+{
+att_qcopy:
+    for (uint32_t i = 0; i < hs; i++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_HEAD_SIZE
+#pragma HLS PIPELINE II=1
+        uint32_t qi = q0 + i;
+        coef[i] = qkvw[qi / TSR_VEC][qi % TSR_VEC];
     }
 }
 
 /* The attention PE's multiply-add lanes, shared by the scores and the
- * weighted sum of V (one instance a PE: ALLOCATION in pe_att), so a PE has
- * TSR_ATT_LANES fp32 multiply-adds, not twice that.  For o < no, over the
- * words of j < nj, TSR_ATT_LANES lanes a cycle:
+ * weighted sum of V (one instance a PE: ALLOCATION in pe_att; both calls
+ * bind the same kv, coef and acc), so a PE has TSR_ATT_LANES fp32
+ * multiply-adds, not twice that.  For o < no, over the words w of j < nj,
+ * TSR_ATT_LANES lanes a cycle:
  *   acc[o % parts][j] = (o < parts ? 0 : acc[o % parts][j])
- *                       + s[s0 + o] * kv[base + o * stride + j]
- * parts 1: o ascending into one accumulator per j (run.c's order), each
- * pass over the words padded to TSR_FADD_LAT so an accumulator is added to
- * once every TSR_FADD_LAT cycles; parts TSR_ATT_PARTS > 1: o into partial
- * o % parts, each added to once every parts passes, so nothing is padded.
- * Scores: o a head dimension, j a position (K^T rows); values: o a
- * position, j a head dimension (V rows). */
-static void pe_att_mac(const float kv[TSR_PE_KV_WORDS], uint32_t base, uint32_t stride,
-                       const float *s, uint32_t s0, uint32_t no, uint32_t nj,
+ *                       + coef[o] * kv[basew + o * stridew + w][l]
+ * (j = w * TSR_ATT_LANES + l).  parts 1: o ascending into one accumulator
+ * per j (run.c's order), each pass over the words padded to TSR_FADD_LAT
+ * so an accumulator is added to once every TSR_FADD_LAT cycles; parts
+ * TSR_ATT_PARTS > 1: o into partial o % parts, each added to once every
+ * parts passes, so nothing is padded.  Scores: o a head dimension, j a
+ * position (K^T rows); values: o a position, j a head dimension (V
+ * rows). */
+static void pe_att_mac(const float kv[TSR_PE_KV_AW][TSR_ATT_LANES], uint32_t basew,
+                       uint32_t stridew, const float coef[TSR_ATT_ACC], uint32_t no, uint32_t nj,
                        uint32_t parts, float acc[TSR_ATT_PARTS][TSR_ATT_ACC])
 {
 #pragma HLS INLINE off
-    uint32_t nw = tsr_cdiv(nj, TSR_ATT_LANES), nwp = parts > 1u ? nw : tsr_cy_padded(nw);
+    uint32_t nw = (nj + TSR_ATT_LANES - 1u) / TSR_ATT_LANES, nwp = parts > 1u ? nw : tsr_cy_padded(nw);
 #ifdef TSR_EMU
     /* the emulator's unpadded loops (emu/att_rows.c), the same sums */
-    tsr_emu_att_mac(kv + base, stride, s + s0, no, nj, parts, &acc[0][0], TSR_ATT_ACC);
+    tsr_emu_att_mac(&kv[basew][0], stridew * TSR_ATT_LANES, coef, no, nj, parts, &acc[0][0],
+                    TSR_ATT_ACC);
     nwp = 0;
 #endif
-    uint32_t o = 0, w = 0, r = 0, ob = base;
+    uint32_t o = 0, w = 0, r = 0, ob = basew;
 att_mac_steps:
     for (uint32_t k = 0; k < no * nwp; k++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_ATT_STEPS
 #pragma HLS PIPELINE II=1
 #pragma HLS DEPENDENCE variable=acc type=inter dependent=true distance=TSR_FADD_LAT
         if (w < nw) {
-            float sv = s[s0 + o];
+            float sv = coef[o];
 att_mac_lanes:
             for (uint32_t l = 0; l < TSR_ATT_LANES; l++) {
 #pragma HLS UNROLL
                 uint32_t jj = w * TSR_ATT_LANES + l;
                 if (jj < nj) {
                     float prev = o < parts ? 0.0f : acc[r][jj];
-                    acc[r][jj] = prev + sv * kv[ob + jj];
+                    acc[r][jj] = prev + sv * kv[ob + w][l];
                 }
             }
         }
         if (++w == nwp) {
             w = 0;
             o++;
-            ob += stride;
+            ob += stridew;
             r = r + 1u == parts ? 0u : r + 1u;
         }
     }
 }
 
-/* The scores of query head hq from acc (pe_att_mac over K^T): att[t] = (the
- * sum of t's partials, a tree over TSR_ATT_PARTS) / sqrt(head_size), one
- * position a cycle; then their max (*am), TSR_ATT_LANES a cycle. */
-static void pe_att_scale_max(const float acc[TSR_ATT_PARTS][TSR_ATT_ACC], float att[TSR_PE_ATT],
-                             float *am, uint32_t hs, uint32_t nl, uint32_t a0, float sqrt_hs)
+/* The scores of a query head from acc (pe_att_mac over K^T): score t =
+ * (the sum of t's partials, a tree over TSR_ATT_PARTS) / sqrt(head_size),
+ * one position a cycle, into att from word a0w; then their max (*am),
+ * TSR_ATT_LANES a cycle. */
+static void pe_att_scale_max(const float acc[TSR_ATT_PARTS][TSR_ATT_ACC],
+                             float att[TSR_PE_ATT_AW][TSR_ATT_LANES], float *am, uint32_t hs,
+                             uint32_t nl, uint32_t a0w, float sqrt_hs)
 {
-#pragma HLS INLINE off
 att_score_scale:
     for (uint32_t t = 0; t < nl; t++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_SEQ
@@ -127,7 +153,7 @@ att_score_part_pairs:
             }
         }
 #endif
-        att[a0 + t] = v[0] / sqrt_hs;
+        att[a0w + t / TSR_ATT_LANES][t % TSR_ATT_LANES] = v[0] / sqrt_hs;
     }
     float lm[TSR_ATT_LANES];
 #pragma HLS ARRAY_PARTITION variable=lm type=complete
@@ -136,15 +162,16 @@ att_max_init:
 #pragma HLS UNROLL
         lm[l] = -FLT_MAX;
     }
+    uint32_t nw = (nl + TSR_ATT_LANES - 1u) / TSR_ATT_LANES;
 att_max_words:
-    for (uint32_t w = 0; w < tsr_cdiv(nl, TSR_ATT_LANES); w++) {
+    for (uint32_t w = 0; w < nw; w++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_SEQ
 #pragma HLS PIPELINE II=TSR_D_CMP
 att_max_lanes:
         for (uint32_t l = 0; l < TSR_ATT_LANES; l++) {
 #pragma HLS UNROLL
             uint32_t t = w * TSR_ATT_LANES + l;
-            if (t < nl && att[a0 + t] > lm[l]) lm[l] = att[a0 + t];
+            if (t < nl && att[a0w + w][l] > lm[l]) lm[l] = att[a0w + w][l];
         }
     }
 att_max_tree:
@@ -159,10 +186,11 @@ att_max_pairs:
     *am = lm[0];
 }
 
-/* sum of x (n,) over TSR_PE_SUM_LANES partials, one element a cycle, then
- * the pairwise levels: tsr_reduce_sum's order with fewer partials (the
- * same when TSR_SUM_LANES is 1). */
-static float pe_reduce_sum(const float *x, uint32_t n)
+/* The sum of a query head's nl exponentials (att from word a0w) over
+ * TSR_PE_SUM_LANES partials, one element a cycle, then the pairwise
+ * levels: tsr_reduce_sum's order with fewer partials (the same when
+ * TSR_SUM_LANES is 1). */
+static float pe_reduce_sum(const float att[TSR_PE_ATT_AW][TSR_ATT_LANES], uint32_t a0w, uint32_t n)
 {
     float part[TSR_PE_SUM_LANES];
 #pragma HLS ARRAY_PARTITION variable=part type=complete
@@ -177,7 +205,7 @@ pe_sum_pass:
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_SEQ
 #pragma HLS PIPELINE II=TSR_PE_SUM_II
 #pragma HLS DEPENDENCE variable=part type=inter dependent=true distance=TSR_PE_SUM_LANES
-        part[k] += x[i];
+        part[k] += att[a0w + i / TSR_ATT_LANES][i % TSR_ATT_LANES];
         k = k + 1u == TSR_PE_SUM_LANES ? 0u : k + 1u;
     }
 #if TSR_PE_SUM_LANES > 1
@@ -195,91 +223,94 @@ pe_sum_level_adds:
     return part[0];
 }
 
-/* att[t] = expf(att[t] - m) over the nl local positions, one a cycle; their
- * pe_reduce_sum into *sum. */
-static void pe_att_exp(float att[TSR_PE_ATT], uint32_t a0, uint32_t nl, float m, float *sum)
+/* score t = expf(score t - m) over the nl local positions (att from word
+ * a0w), one a cycle; their pe_reduce_sum into *sum. */
+static void pe_att_exp(float att[TSR_PE_ATT_AW][TSR_ATT_LANES], uint32_t a0w, uint32_t nl, float m,
+                       float *sum)
 {
-#pragma HLS INLINE off
 att_exp:
     for (uint32_t t = 0; t < nl; t++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_SEQ
 #pragma HLS PIPELINE II=1
-        float e = expf(att[a0 + t] - m);   /* in LUTs: a DSP-free expf per PE */
+        uint32_t w = a0w + t / TSR_ATT_LANES, l = t % TSR_ATT_LANES;
+        float e = expf(att[w][l] - m);   /* in LUTs: a DSP-free expf per PE */
 #pragma HLS BIND_OP variable=e op=fexp impl=fabric
-        att[a0 + t] = e;
+        att[w][l] = e;
     }
-    *sum = pe_reduce_sum(att + a0, nl);
+    *sum = pe_reduce_sum(att, a0w, nl);
 }
 
-/* att[t] /= sum over the nl local positions (one divider), one a cycle. */
-static void pe_att_norm(float att[TSR_PE_ATT], uint32_t a0, uint32_t nl, float sum)
+/* coef[t] = score t / sum over the nl local positions (one divider), one
+ * a cycle: the weighted sum's coefficients. */
+static void pe_att_norm(const float att[TSR_PE_ATT_AW][TSR_ATT_LANES], float coef[TSR_ATT_ACC],
+                        uint32_t a0w, uint32_t nl, float sum)
 {
-#pragma HLS INLINE off
 att_norm:
     for (uint32_t t = 0; t < nl; t++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_SEQ
 #pragma HLS PIPELINE II=1
-        att[a0 + t] /= sum;
+        coef[t] = att[a0w + t / TSR_ATT_LANES][t % TSR_ATT_LANES] / sum;
     }
 }
 
-/* ao[o0 + i] = acc[0][i] (the weighted sum of V, pe_att_mac), or zeros
- * when the PE holds no position yet (the tree adds them);
- * TSR_ATT_LANES a cycle. */
-static void pe_att_out(const float acc[TSR_ATT_PARTS][TSR_ATT_ACC], float ao[TSR_MAX_QGROUP],
-                       uint32_t o0, uint32_t hs, uint32_t nl)
+/* Head output words [o0w, o0w + hsw) of ao = acc[0] (the weighted sum of V,
+ * pe_att_mac), or zeros when the PE holds no position yet (the tree adds
+ * them); a word a cycle. */
+static void pe_att_out(const float acc[TSR_ATT_PARTS][TSR_ATT_ACC],
+                       float ao[TSR_PE_AO_AW][TSR_ATT_LANES], uint32_t o0w, uint32_t hsw, uint32_t nl)
 {
-#pragma HLS INLINE off
 att_out_words:
-    for (uint32_t i = 0; i < hs; i += TSR_ATT_LANES) {
+    for (uint32_t w = 0; w < hsw; w++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_HEAD_SIZE
 #pragma HLS PIPELINE II=1
 att_out_lanes:
         for (uint32_t l = 0; l < TSR_ATT_LANES; l++) {
 #pragma HLS UNROLL
-            if (i + l < hs) ao[o0 + i + l] = nl ? acc[0][i + l] : 0.0f;
+            ao[o0w + w][l] = nl ? acc[0][w * TSR_ATT_LANES + l] : 0.0f;
         }
     }
 }
 
-/* One attention PE's phases (job flags) over its KV heads, one after
- * another, and per KV head its kv_mul query heads: query head (j, hq) uses
- * q slice, scores and output slot h = j * kv_mul + hq.  All of it on the
- * PE's own memories; one multiply-add datapath (pe_att_mac) for the
- * scores and the values.  Returns its cycles. */
-static uint32_t pe_att(float kv[TSR_PE_KV_WORDS], const float qh[TSR_MAX_QGROUP],
-                       const float kin[TSR_MAX_DIM], const float vin[TSR_MAX_DIM],
-                       float att[TSR_PE_ATT], float ao[TSR_MAX_QGROUP],
-                       float am[TSR_MAX_HEADS], float asum[TSR_MAX_HEADS], uint32_t flags,
-                       uint32_t nh, uint32_t km, uint32_t hs, uint32_t sl, uint32_t b0,
-                       uint32_t nl, int store, uint32_t t_store, float sqrt_hs)
+/* One attention PE's phases (flags) over its nh KV heads, one after
+ * another, and per KV head its km query heads: query head (j, hq) uses q
+ * slice, scores and output slot h = j * km + hq.  q0, k0, v0: its first
+ * head's q, k, v in qkvw; b0w: the (slot, layer) KV blocks' first word;
+ * store: this position's k, v go to local index t_store.  All of it on
+ * the PE's own memories; one multiply-add datapath (pe_att_mac) for the
+ * scores and the values, through one coefficient array. */
+static void pe_att(float kv[TSR_PE_KV_AW][TSR_ATT_LANES], const float qkvw[TSR_PE_QKV_VW][TSR_VEC],
+                   float att[TSR_PE_ATT_AW][TSR_ATT_LANES], float ao[TSR_PE_AO_AW][TSR_ATT_LANES],
+                   float am[TSR_MAX_HEADS], float asum[TSR_MAX_HEADS], uint32_t flags, uint32_t nh,
+                   uint32_t km, uint32_t hs, uint32_t slw, uint32_t b0w, uint32_t q0, uint32_t k0,
+                   uint32_t v0, uint32_t nl, uint32_t store, uint32_t t_store, float sqrt_hs,
+                   uint32_t active)
 {
 #pragma HLS INLINE off
 #pragma HLS ALLOCATION function instances=pe_att_mac limit=1
     float acc[TSR_ATT_PARTS][TSR_ATT_ACC];
+    float coef[TSR_ATT_ACC];
 #pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=acc type=cyclic factor=TSR_ATT_LANES dim=2
-    uint32_t blk = 2u * hs * sl, cy = 0;
+#pragma HLS BIND_STORAGE variable=acc type=ram_2p impl=TSR_ACC_IMPL
+    if (!active) return;
+    uint32_t hsw = hs / TSR_ATT_LANES, blkw = 2u * hs * slw;
 att_heads:
     for (uint32_t j = 0; j < nh; j++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_KV_HEADS
-        uint32_t kb = b0 + j * blk, vb = kb + hs * sl;
+        uint32_t kbw = b0w + j * blkw, vbw = kbw + hs * slw;
         if (flags & TSR_JOB_SCORES) {
-            if (store) {
-                pe_att_store(kv, kb, vb, kin + j * hs, vin + j * hs, hs, sl, t_store);
-                cy += tsr_cy_att_store(hs);
-            }
+            if (store) pe_att_store(kv, qkvw, kbw, vbw, k0 + j * hs, v0 + j * hs, hs, slw, hsw, t_store);
 att_heads_scores:
             for (uint32_t hq = 0; hq < km; hq++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_KV_MUL
                 uint32_t h = j * km + hq;
                 if (nl) {
-                    pe_att_mac(kv, kb, sl, qh, h * hs, hs, nl, TSR_ATT_PARTS, acc);
-                    pe_att_scale_max(acc, att, &am[h], hs, nl, h * sl, sqrt_hs);
+                    pe_att_qcopy(qkvw, coef, q0 + h * hs, hs);
+                    pe_att_mac(kv, kbw, slw, coef, hs, nl, TSR_ATT_PARTS, acc);
+                    pe_att_scale_max(acc, att, &am[h], hs, nl, h * slw, sqrt_hs);
                 } else {
                     am[h] = -FLT_MAX;
                 }
-                cy += tsr_cy_att_scores(hs, nl, TSR_ATT_PARTS);
             }
         }
         if (flags & TSR_JOB_EXP) {
@@ -287,9 +318,8 @@ att_heads_exp:
             for (uint32_t hq = 0; hq < km; hq++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_KV_MUL
                 uint32_t h = j * km + hq;
-                if (nl) pe_att_exp(att, h * sl, nl, am[h], &asum[h]);
+                if (nl) pe_att_exp(att, h * slw, nl, am[h], &asum[h]);
                 else asum[h] = 0.0f;
-                cy += tsr_cy_att_exp_s(nl, TSR_PE_SUM_LANES);
             }
         }
         if (flags & TSR_JOB_VALUES) {
@@ -298,17 +328,75 @@ att_heads_values:
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_KV_MUL
                 uint32_t h = j * km + hq;
                 if (nl) {
-                    pe_att_norm(att, h * sl, nl, asum[h]);
-                    pe_att_mac(kv, vb, hs, att, h * sl, nl, hs, 1u, acc);
+                    pe_att_norm(att, coef, h * slw, nl, asum[h]);
+                    pe_att_mac(kv, vbw, hsw, coef, nl, hs, 1u, acc);
                 }
-                pe_att_out(acc, ao, h * hs, hs, nl);
-                cy += tsr_cy_att_values(hs, nl);
+                pe_att_out(acc, ao, h * hsw, hsw, nl);
             }
         }
     }
-    return cy;
 }
 
+#ifndef __SYNTHESIS__
+/* The same phases' cycles, as pe_att's loops charge them (tsr_cycles.h;
+ * the emulator's and C simulation's accounting only, TSR_CY). */
+static uint32_t att_cycles(uint32_t flags, uint32_t nh, uint32_t km, uint32_t hs, uint32_t nl,
+                           uint32_t store)
+{
+    uint32_t cy = 0;
+    if (flags & TSR_JOB_SCORES)
+        cy += (store ? tsr_cy_att_store(hs) : 0u) + km * tsr_cy_att_scores(hs, nl, TSR_ATT_PARTS);
+    if (flags & TSR_JOB_EXP) cy += km * tsr_cy_att_exp_s(nl, TSR_PE_SUM_LANES);
+    if (flags & TSR_JOB_VALUES) cy += km * tsr_cy_att_values(hs, nl);
+    return nh * cy;
+}
+#endif
+
+#if TSR_MAX_SPLIT_LEVELS > 0
+/* A tree step of a KV head group (Q > 1): up (combine the partner's into
+ * its own) or down (take the partner's), of the max per query head
+ * (TSR_JOB_SCORES), the sum (TSR_JOB_EXP) or, up only, the weighted sums
+ * (TSR_JOB_VALUES, km x hs values). */
+static void pe_att_tree(float am[TSR_MAX_HEADS], const float am_o[TSR_MAX_HEADS],
+                        float asum[TSR_MAX_HEADS], const float asum_o[TSR_MAX_HEADS],
+                        float ao[TSR_PE_AO_AW][TSR_ATT_LANES],
+                        const float ao_o[TSR_PE_AO_AW][TSR_ATT_LANES], uint32_t what, uint32_t up,
+                        uint32_t km, uint32_t hsw, uint32_t active)
+{
+#pragma HLS INLINE off
+    if (!active) return;
+    if (what & TSR_JOB_SCORES) {
+att_tree_max:
+        for (uint32_t hq = 0; hq < km; hq++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_KV_MUL
+#pragma HLS PIPELINE II=1
+            float v = am_o[hq];
+            am[hq] = up ? (v > am[hq] ? v : am[hq]) : v;
+        }
+    } else if (what & TSR_JOB_EXP) {
+att_tree_sum:
+        for (uint32_t hq = 0; hq < km; hq++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_KV_MUL
+#pragma HLS PIPELINE II=1
+            float v = asum_o[hq];
+            asum[hq] = up ? asum[hq] + v : v;
+        }
+    } else {
+att_tree_values:
+        for (uint32_t w = 0; w < km * hsw; w++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PE_AO_AW
+#pragma HLS PIPELINE II=1
+att_tree_value_lanes:
+            for (uint32_t l = 0; l < TSR_ATT_LANES; l++) {
+#pragma HLS UNROLL
+                ao[w][l] += ao_o[w][l];
+            }
+        }
+    }
+}
+
+
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* PE tasks                                                                   */
@@ -321,67 +409,56 @@ static uint32_t local_positions(const tsr_kstate *st, uint32_t p, uint32_t slot)
 }
 
 /* PE p's share of an attention step: pe_att on its own memories. */
-static uint32_t att_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job)
+static uint32_t att_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint32_t active)
 {
 #pragma HLS INLINE
-    uint32_t nh = st->kv_nh[p];
-    if (nh == 0) return 0;
-    uint32_t slot = job->slot, hs = st->hs, sl = st->seq_local;
-    uint32_t b0 = (slot * st->cfg.n_layers + job->layer) * nh * 2u * hs * sl;
-    return pe_att(st->kv[p], st->qh[p], st->kin[p], st->vin[p], st->att[p], st->ao[p], st->am[p],
-                  st->asum[p], job->flags, nh, st->kv_mul, hs, sl, b0,
-                  local_positions(st, p, slot), st->kv_q[p] == st->pos_q[slot],
-                  st->pos_div[slot], st->sqrt_hs);
+    uint32_t nh = st->kv_nh[p], h0 = st->kv_h0[p], slot = job->slot;
+    uint32_t hs = st->hs, slw = st->seq_local / TSR_ATT_LANES, km = st->kv_mul;
+    uint32_t b0w = (slot * st->cfg.n_layers + job->layer) * nh * 2u * hs * slw;
+    uint32_t nl = local_positions(st, p, slot), store = st->kv_q[p] == st->pos_q[slot];
+    uint32_t q0 = h0 * km * hs, k0 = st->cfg.dim + h0 * hs, v0 = k0 + st->kv_dim;
+    uint32_t run = active && nh != 0;
+    pe_att(st->kv[p], st->qkvw[p], st->att[p], st->ao[p], st->am[p], st->asum[p], job->flags, nh,
+           km, hs, slw, b0w, q0, k0, v0, nl, store, st->pos_div[slot], st->sqrt_hs, run);
+    return run ? TSR_CY(att_cycles(job->flags, nh, km, hs, nl, store)) : 0u;
 }
 
-/* The group trees (Q > 1, a power of two).  Up: a PE at place q with
- * q % 2s == 0 combines its partner q + s (level s = 2^job->level).  Down:
- * the PE at q with q % 2s == s takes q - s's value, so after log2 Q
- * levels every place holds the root's.  job->flags: TSR_JOB_SCORES the
- * max, TSR_JOB_EXP the sum (up, then down), TSR_JOB_VALUES the weighted
- * sums (up only: the root gathers).  job->down: 0 up, 1 down. */
-static uint32_t att_tree_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job)
+/* The group trees (Q > 1, a power of two; a group's PEs are [g Q, g Q +
+ * Q), so p % 2s equals the place q % 2s for 2s <= Q).  Up, level s = 2^l:
+ * the PE at place q with q % 2s == 0 combines q + s's; down: the PE at q
+ * with q % 2s == s takes q - s's, so after log2 Q levels every place holds
+ * the root's.  The receivers, at compile time: */
+#define TSR_ATT_UP_RECV(p, s)   (((p) & (2u * (s) - 1u)) == 0 && (p) + (s) < TSR_ATT_PES)
+#define TSR_ATT_DOWN_RECV(p, s) (((p) & (2u * (s) - 1u)) == (s))
+
+#if TSR_MAX_SPLIT_LEVELS > 0   /* a profile that never splits a head has no trees */
+
+static uint32_t att_up_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint32_t active)
 {
 #pragma HLS INLINE
-    if (st->kv_nh[p] == 0) return 0;
     uint32_t s = 1u << job->level, q = st->kv_q[p], km = st->kv_mul;
-    int up = job->down == 0;
-    if (up ? (q & (2u * s - 1u)) != 0 || q + s >= st->cfg.kv_split : (q & (2u * s - 1u)) != s)
-        return 0;
-    uint32_t o = up ? p + s : p - s;   /* the partner */
-    if (job->flags & TSR_JOB_SCORES) {
-att_tree_max:
-        for (uint32_t hq = 0; hq < km; hq++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_KV_MUL
-#pragma HLS PIPELINE II=1
-            float v = st->am[o][hq];
-            st->am[p][hq] = up ? (v > st->am[p][hq] ? v : st->am[p][hq]) : v;
-        }
-        return tsr_cy_att_tree_max(km);
-    }
-    if (job->flags & TSR_JOB_EXP) {
-att_tree_sum:
-        for (uint32_t hq = 0; hq < km; hq++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_KV_MUL
-#pragma HLS PIPELINE II=1
-            float v = st->asum[o][hq];
-            st->asum[p][hq] = up ? st->asum[p][hq] + v : v;
-        }
-        return tsr_cy_att_tree_sum(km);
-    }
-    uint32_t n = km * st->hs;
-att_tree_values:
-    for (uint32_t i = 0; i < n; i += TSR_ATT_LANES) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_QGROUP
-#pragma HLS PIPELINE II=1
-att_tree_value_lanes:
-        for (uint32_t l = 0; l < TSR_ATT_LANES; l++) {
-#pragma HLS UNROLL
-            if (i + l < n) st->ao[p][i + l] += st->ao[o][i + l];
-        }
-    }
-    return tsr_cy_att_tree_values(km, st->hs);
+    uint32_t o = p + s < TSR_ATT_PES ? p + s : p;   /* constant where placed */
+    uint32_t run = active && st->kv_nh[p] != 0 && (q & (2u * s - 1u)) == 0 && q + s < st->cfg.kv_split;
+    pe_att_tree(st->am[p], st->am[o], st->asum[p], st->asum[o], st->ao[p], st->ao[o], job->flags, 1u,
+                km, st->hs / TSR_ATT_LANES, run);
+    if (!run) return 0;
+    return job->flags & TSR_JOB_SCORES ? TSR_CY(tsr_cy_att_tree_max(km))
+           : job->flags & TSR_JOB_EXP  ? TSR_CY(tsr_cy_att_tree_sum(km))
+                                       : TSR_CY(tsr_cy_att_tree_values(km, st->hs));
 }
+
+static uint32_t att_down_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint32_t active)
+{
+#pragma HLS INLINE
+    uint32_t s = 1u << job->level, q = st->kv_q[p], km = st->kv_mul;
+    uint32_t o = p >= s ? p - s : p;                  /* constant where placed */
+    uint32_t run = active && st->kv_nh[p] != 0 && (q & (2u * s - 1u)) == s;
+    pe_att_tree(st->am[p], st->am[o], st->asum[p], st->asum[o], st->ao[p], st->ao[o], job->flags, 0u,
+                km, st->hs / TSR_ATT_LANES, run);
+    if (!run) return 0;
+    return job->flags & TSR_JOB_SCORES ? TSR_CY(tsr_cy_att_tree_max(km)) : TSR_CY(tsr_cy_att_tree_sum(km));
+}
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* The controller's side                                                      */
@@ -389,25 +466,30 @@ att_tree_value_lanes:
 #ifdef TSR_EMU
 void tsr_att_latch_qkv(tsr_kstate *st, uint32_t slot)
 {
+    /* what the QKV gather latches word by word into every attention PE's
+     * copy (mesh.c), as far as each PE reads it: its heads' q slices, and
+     * this position's k, v on the PE storing it */
     uint32_t dim = st->cfg.dim, kvd = st->kv_dim, hs = st->hs, qg = st->kv_mul * hs;
+    const float *qkv = st->cv + TSR_CV_QKV;
     for (uint32_t p = 0; p < st->cfg.att_pes; p++) {
         uint32_t h0 = st->kv_h0[p], nh = st->kv_nh[p];
+        float *w = &st->qkvw[p][0][0];
         if (nh == 0) continue;
-        for (uint32_t i = 0; i < nh * qg; i++) st->qh[p][i] = st->qkv[h0 * qg + i];
+        for (uint32_t i = h0 * qg; i < (h0 + nh) * qg; i++) w[i] = qkv[i];
         if (st->kv_q[p] != st->pos_q[slot]) continue;
-        for (uint32_t i = 0; i < nh * hs; i++) {
-            st->kin[p][i] = st->qkv[dim + h0 * hs + i];
-            st->vin[p][i] = st->qkv[dim + kvd + h0 * hs + i];
+        for (uint32_t i = dim + h0 * hs; i < dim + (h0 + nh) * hs; i++) {
+            w[i] = qkv[i];
+            w[kvd + i] = qkv[kvd + i];
         }
     }
 }
 #endif
 
-/* The head outputs into xn (dim,), the WO GEMV's input: head h's words
+/* The head outputs into xn (dim,), the WO GEMV's input: KV head h's words
  * xn[h * qg, (h + 1) * qg), qg = kv_mul * head_size a multiple of TSR_VEC
  * (CONFIGURE checks it), from its group's first PE, at its index among
- * that PE's heads; zeros up to the group padding; each word's max |v| for
- * the quantizer (tsr_mesh_input_ready). */
+ * that PE's heads (two attention words a bus word); zeros up to the group
+ * padding; each word's max |v| for the quantizer (tsr_mesh_input_ready). */
 static void att_collect(tsr_kstate *st)
 {
     uint32_t dim = st->cfg.dim, gw = st->kv_mul * st->hs / TSR_VEC, h = 0, k = 0;
@@ -419,13 +501,14 @@ att_collect_words:
 #pragma HLS PIPELINE II=1
         int in = w * TSR_VEC < dim;
         uint32_t hi = in ? h : 0u;   /* past dim: padding, no head */
-        uint32_t src = st->kv_pe[hi], o = (st->kv_j[hi] * gw + k) * TSR_VEC;
+        uint32_t src = st->kv_pe[hi];
+        uint32_t ow = (st->kv_j[hi] * gw + k) * (TSR_VEC / TSR_ATT_LANES);
         float m = 0.0f;
 att_collect_lanes:
         for (uint32_t l = 0; l < TSR_VEC; l++) {
 #pragma HLS UNROLL
-            float v = in ? st->ao[src][o + l] : 0.0f;
-            st->xn[w * TSR_VEC + l] = v;
+            float v = in ? st->ao[src][ow + l / TSR_ATT_LANES][l % TSR_ATT_LANES] : 0.0f;
+            st->cv[TSR_CV_XN + w * TSR_VEC + l] = v;
             float a = fabsf(v);
             m = a > m ? a : m;
         }
@@ -435,62 +518,59 @@ att_collect_lanes:
             h++;
         }
     }
-    st->wmax_fresh = 1;
 }
 
-/* One tree over every group (up, or up then down), each level a step of
- * all PEs at once, charged to ATT_TREE. */
-static void att_tree(tsr_kstate *st, tsr_pe_job *job, uint32_t what, int down)
+/* One tree over every group (up, then, when down, down), each level a
+ * step of its receivers at once, charged to ATT_TREE. */
+static void att_tree(tsr_kstate *st, tsr_pe_job *job, uint32_t down)
 {
+#if TSR_MAX_SPLIT_LEVELS > 0
     uint32_t Q = st->cfg.kv_split, worst;
-    job->flags = what;
-    job->down = 0;
 att_tree_up:
-    for (uint32_t lvl = 0; lvl < TSR_MAX_LEVELS; lvl++) {
+    for (uint32_t lvl = 0; lvl < TSR_MAX_SPLIT_LEVELS; lvl++) {
 #pragma HLS UNROLL
-        if ((1u << lvl) < Q) {
+        const uint32_t s = 1u << lvl;
+        if (s < Q) {
             job->level = lvl;
-            TSR_RUN_ATT_PES(worst, st, att_tree_pe, job);
+            TSR_RUN_PES_WHERE(worst, st, att_up_pe, job, TSR_ATT_PES, st->cfg.att_pes,
+                              TSR_ATT_UP_RECV, s);
             TSR_CHARGE(st, TSR_RG_ATT_TREE, worst);
         }
     }
     if (!down) return;
-    job->down = 1;
 att_tree_down:
-    for (uint32_t k = 0; k < TSR_MAX_LEVELS; k++) {
+    for (uint32_t k = 0; k < TSR_MAX_SPLIT_LEVELS; k++) {
 #pragma HLS UNROLL
-        uint32_t lvl = TSR_MAX_LEVELS - 1u - k;
-        if ((1u << lvl) < Q) {
+        const uint32_t lvl = TSR_MAX_SPLIT_LEVELS - 1u - k, s = 1u << lvl;
+        if (s < Q) {
             job->level = lvl;
-            TSR_RUN_ATT_PES(worst, st, att_tree_pe, job);
+            TSR_RUN_PES_WHERE(worst, st, att_down_pe, job, TSR_ATT_PES, st->cfg.att_pes,
+                              TSR_ATT_DOWN_RECV, s);
             TSR_CHARGE(st, TSR_RG_ATT_TREE, worst);
         }
     }
+#else
+    (void)st;
+    (void)job;
+    (void)down;
+#endif
 }
 
 void tsr_attention(tsr_kstate *st, uint32_t slot, uint32_t l, uint32_t pos)
 {
     tsr_pe_job job = { .slot = slot, .layer = l,
                        .work = 2u * st->cfg.n_heads * (pos + 1u) * st->hs };
-    uint32_t worst;
-    if (st->cfg.kv_split == 1u) {
-        /* one PE per KV head: the whole of run.c's attention in one step */
-        job.flags = TSR_JOB_SCORES | TSR_JOB_EXP | TSR_JOB_VALUES;
+    uint32_t worst, split = st->cfg.kv_split > 1u;
+    /* Q == 1: one PE per KV head, the whole of run.c's attention in one
+     * step; else the three phases, each followed by its tree (the max and
+     * the sum up and down, the weighted sums up to the group's root) */
+att_phases:
+    for (uint32_t ph = 0; ph < (split ? 3u : 1u); ph++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=3
+        job.flags = split ? TSR_JOB_SCORES << ph : TSR_JOB_SCORES | TSR_JOB_EXP | TSR_JOB_VALUES;
         TSR_RUN_ATT_PES(worst, st, att_pe, &job);
         TSR_CHARGE(st, TSR_RG_ATTN, worst);
-    } else {
-        job.flags = TSR_JOB_SCORES;
-        TSR_RUN_ATT_PES(worst, st, att_pe, &job);
-        TSR_CHARGE(st, TSR_RG_ATTN, worst);
-        att_tree(st, &job, TSR_JOB_SCORES, 1);
-        job.flags = TSR_JOB_EXP;
-        TSR_RUN_ATT_PES(worst, st, att_pe, &job);
-        TSR_CHARGE(st, TSR_RG_ATTN, worst);
-        att_tree(st, &job, TSR_JOB_EXP, 1);
-        job.flags = TSR_JOB_VALUES;
-        TSR_RUN_ATT_PES(worst, st, att_pe, &job);
-        TSR_CHARGE(st, TSR_RG_ATTN, worst);
-        att_tree(st, &job, TSR_JOB_VALUES, 0);
+        if (split) att_tree(st, &job, ph < 2u);
     }
     att_collect(st);
 

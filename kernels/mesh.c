@@ -42,7 +42,7 @@ static void pe_tile_q8(const int8_t w8[TSR_PE_W8_WORDS][TSR_LANES], const float 
 #pragma HLS INLINE off
     float acc[TSR_ROW_SLOTS];
 #pragma HLS ARRAY_PARTITION variable=acc type=complete
-    uint32_t nb = tsr_cdiv(rows, TSR_ROW_SLOTS), tail = rows - (nb - 1u) * TSR_ROW_SLOTS;
+    uint32_t nb = (rows + TSR_ROW_SLOTS - 1u) / TSR_ROW_SLOTS, tail = rows - (nb - 1u) * TSR_ROW_SLOTS;
     uint32_t chunk = G < TSR_LANES ? G : TSR_LANES;        /* lanes in use   */
     uint32_t cpg = G < TSR_LANES ? 1u : G / TSR_LANES;     /* chunks a group */
     uint32_t steps = (nb - b0) * ng * TSR_ROW_SLOTS * cpg;
@@ -50,7 +50,7 @@ static void pe_tile_q8(const int8_t w8[TSR_PE_W8_WORDS][TSR_LANES], const float 
     uint32_t kb = b == nb - 1u ? tail : TSR_ROW_SLOTS;     /* rows of block b */
     uint32_t wa = wb + b0 * TSR_ROW_SLOTS * ng * G;         /* weight byte     */
     uint32_t sa = fs + b0 * TSR_ROW_SLOTS * ng;             /* weight scale    */
-    uint32_t xg = g0 * G;                                   /* group's first input byte */
+    uint32_t x0 = g0 * G, xg = x0;                          /* group's first input byte */
     int32_t isum = 0;
 q8_steps:
     for (uint32_t s = 0; s < steps; s++) {
@@ -93,7 +93,7 @@ q8_lanes:
                     b++;
                     kb = b == nb - 1u ? tail : TSR_ROW_SLOTS;
                 }
-                xg = (g0 + g) * G;
+                xg = g == 0 ? x0 : xg + G;
             }
         }
     }
@@ -110,7 +110,7 @@ static void pe_tile_f32(const float wf[TSR_PE_F32_WORDS], const float xf[TSR_PE_
 #pragma HLS INLINE off
     float acc[TSR_ROW_SLOTS];
 #pragma HLS ARRAY_PARTITION variable=acc type=complete
-    uint32_t nb = tsr_cdiv(rows, TSR_ROW_SLOTS), tail = rows - (nb - 1u) * TSR_ROW_SLOTS;
+    uint32_t nb = (rows + TSR_ROW_SLOTS - 1u) / TSR_ROW_SLOTS, tail = rows - (nb - 1u) * TSR_ROW_SLOTS;
     uint32_t steps = (nb - b0) * cols * TSR_ROW_SLOTS;
     uint32_t b = b0, col = 0, j = 0, kb = b == nb - 1u ? tail : TSR_ROW_SLOTS;
     uint32_t fa = fo + b0 * TSR_ROW_SLOTS * cols;
@@ -139,14 +139,15 @@ f32_steps:
 #endif
 
 /* SwiGLU on a W13 tile's partial sums: psum[i] = silu(w1 row) * w3 row,
- * rows (i < rows) and their w3 halves at rows + i; one row a cycle. */
+ * rows (i < rows) and their w3 halves at rows + i; one row a cycle.  The
+ * halves are disjoint, so the loop carries no dependence through psum. */
 static void pe_swiglu(float psum[TSR_PE_ROWS], uint32_t rows)
 {
-#pragma HLS INLINE off
 pe_swiglu_rows:
     for (uint32_t i = 0; i < rows; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PE_ROWS
 #pragma HLS PIPELINE II=1
+#pragma HLS DEPENDENCE variable=psum type=inter dependent=false
         float val = psum[i];
         float e = expf(-val);   /* in LUTs: a DSP-free expf per PE */
 #pragma HLS BIND_OP variable=e op=fexp impl=fabric
@@ -163,7 +164,6 @@ pe_swiglu_rows:
 static void pe_best(const float psum[TSR_PE_ROWS], uint32_t rows, uint32_t row0, float *bv,
                     uint32_t *bi)
 {
-#pragma HLS INLINE off
     float lv[TSR_VEC];
     uint32_t li[TSR_VEC];
 #pragma HLS ARRAY_PARTITION variable=lv type=complete
@@ -205,115 +205,154 @@ best_tree_pairs:
     *bi = row0 + li[0];
 }
 
-/* ------------------------------------------------------------------------ */
-/* PE tasks (TSR_RUN_PES): PE p's share of a mesh step                        */
 
-/* GEMV of job->mat: the tile (both halves of W13), and, when nothing has
- * to be added across columns first (C_m == 1), SwiGLU of W13. */
-static uint32_t gemv_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job)
+/* ------------------------------------------------------------------------ */
+/* PE steps: one non-inlined function per kind of mesh step                   */
+/*
+ * Each holds every loop of its step and tests `active` first; the PE
+ * tasks below make exactly one unconditional call to one of them, so the
+ * unrolled PE loop (TSR_RUN_PES) places one instance per PE, all starting
+ * together (tsr_hls.h).
+ */
+
+/* A GEMV step: PE p's tile of the matrix (halves 2: W13's two halves, one
+ * after the other; the entries of half h start h * rows * ng entries in),
+ * or zeros when the tile has rows but no groups (a mesh column past the
+ * matrix's groups: the column tree still adds it).  emu_simd: the
+ * emulator's SIMD rows (0 in hardware). */
+static void pe_gemv(const int8_t w8[TSR_PE_W8_WORDS][TSR_LANES], const float f32[TSR_PE_F32_WORDS],
+                    const int8_t xq[TSR_PE_XQ_WORDS][TSR_LANES], const float xs[TSR_PE_XS],
+                    const float xf[TSR_PE_XF], float psum[TSR_PE_ROWS], uint32_t w_off,
+                    uint32_t f_off, uint32_t rows, uint32_t ng, uint32_t g0, uint32_t G,
+                    uint32_t halves, uint32_t q8, uint32_t emu_simd, uint32_t active)
 {
-#pragma HLS INLINE
-    tsr_ktab t = st->tab[p][job->mat];
-    uint32_t G = st->cfg.group, pair = job->mat != TSR_MAT_EMB &&
-                                       job->mat != tsr_lay_mat_wcls(&st->cfg) &&
-                                       (job->mat - 1u) % TSR_W_COUNT == TSR_W_13;
-    uint32_t halves = pair ? 2u : 1u, cy = 0;
-    if (t.rows == 0) return 0;
-    if (t.ngroups == 0) {
-        /* a mesh column with no groups of this matrix (ng < C): its partial
-         * sums are zeros, for the column tree */
+#pragma HLS INLINE off
+    if (!active) return;
+    if (ng == 0) {
+        uint32_t n = halves * rows;
 pe_zero:
-        for (uint32_t i = 0; i < halves * t.rows; i += TSR_VEC) {
+        for (uint32_t i = 0; i < n; i += TSR_VEC) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PE_ROWS
 #pragma HLS PIPELINE II=1
 pe_zero_lanes:
             for (uint32_t l = 0; l < TSR_VEC; l++) {
 #pragma HLS UNROLL
-                if (i + l < halves * t.rows) st->psum[p][i + l] = 0.0f;
+                if (i + l < n) psum[i + l] = 0.0f;
             }
         }
-        return tsr_cy_zero(halves * t.rows);
+        return;
     }
+    (void)emu_simd;
+    (void)xf;
+    (void)q8;
 gemv_halves:
     for (uint32_t h = 0; h < halves; h++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=2
-        uint32_t po = h * t.rows, ent = h * t.rows * t.ngroups;
-        if (st->cfg.dtype == TSR_KDT_Q8) {
-            uint32_t b0 = 0;
+        uint32_t po = h * rows, ent = h * rows * ng, b0 = 0;
+#if TSR_WITH_F32
+        if (q8) {
+#endif
 #ifdef TSR_EMU
             /* the emulator's SIMD rows (emu/), bit-identical to the loop */
-            if (st->simd)
-                b0 = tsr_emu_tile_q8(&st->w8[p][0][0] + t.w_off + ent * G, st->f32[p] + t.f_off + ent,
-                                     t.rows, t.ngroups, G, &st->xq[p][0][0] + t.g0 * G,
-                                     st->xs[p] + t.g0, st->psum[p] + po);
+            if (emu_simd)
+                b0 = tsr_emu_tile_q8(&w8[0][0] + w_off + ent * G, f32 + f_off + ent, rows, ng, G,
+                                     &xq[0][0] + g0 * G, xs + g0, psum + po);
 #endif
-            pe_tile_q8(st->w8[p], st->f32[p], st->xq[p], st->xs[p], st->psum[p], t.w_off + ent * G,
-                       t.f_off + ent, t.rows, t.ngroups, t.g0, G, po, b0);
-        }
+            pe_tile_q8(w8, f32, xq, xs, psum, w_off + ent * G, f_off + ent, rows, ng, g0, G, po, b0);
 #if TSR_WITH_F32
-        else {
-            uint32_t b0 = 0;
+        } else {
 #ifdef TSR_EMU
-            if (st->simd)
-                b0 = tsr_emu_tile_f32(st->f32[p] + t.f_off + ent * G, t.rows, t.ngroups * G,
-                                      st->xf[p] + t.g0 * G, st->psum[p] + po);
+            if (emu_simd)
+                b0 = tsr_emu_tile_f32(f32 + f_off + ent * G, rows, ng * G, xf + g0 * G, psum + po);
 #endif
-            pe_tile_f32(st->f32[p], st->xf[p], st->psum[p], t.f_off + ent * G, t.rows,
-                        t.ngroups * G, t.g0 * G, po, b0);
+            pe_tile_f32(f32, xf, psum, f_off + ent * G, rows, ng * G, g0 * G, po, b0);
         }
 #endif
-        cy += tsr_cy_tile(tsr_lay_tile_steps(&st->cfg, t.rows, t.ngroups));
     }
-    if (pair && t.cols == 1u) {
-        pe_swiglu(st->psum[p], t.rows);
-        cy += tsr_cy_swiglu(t.rows);
-    }
-    return cy;
 }
 
-/* One level of the column adder tree: PE (r, c) with c % 2s == 0 adds PE
- * (r, c + s)'s partial sums into its own (s = 2^level), TSR_TREE_LANES a
- * cycle. */
-static uint32_t tree_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job)
+/* A column-tree step: psum += from (the partner's partial sums), rows of
+ * them, a TSR_VEC word every TSR_TREE_II cycles on TSR_TREE_LANES adders,
+ * so every lane is a constant bank of both. */
+static void pe_tree_add(float psum[TSR_PE_ROWS], const float from[TSR_PE_ROWS], uint32_t rows,
+                        uint32_t active)
+{
+#pragma HLS INLINE off
+#pragma HLS ALLOCATION operation instances=fadd limit=TSR_TREE_LANES
+    if (!active) return;
+tree_words:
+    for (uint32_t i = 0; i < rows; i += TSR_VEC) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PE_ROWS
+#pragma HLS PIPELINE II=TSR_TREE_II
+tree_lanes:
+        for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+            if (i + l < rows) psum[i + l] += from[i + l];
+        }
+    }
+}
+
+/* A mesh row's root after the tree: SwiGLU of W13's rows (mode
+ * TSR_JOB_SWIGLU), or its best row (greedy) into *bv, *bi. */
+static void pe_root(float psum[TSR_PE_ROWS], uint32_t rows, uint32_t row0, uint32_t mode,
+                    float *bv, uint32_t *bi, uint32_t active)
+{
+#pragma HLS INLINE off
+    if (!active) return;
+    if (mode & TSR_JOB_SWIGLU) pe_swiglu(psum, rows);
+    else pe_best(psum, rows, row0, bv, bi);
+}
+
+/* ------------------------------------------------------------------------ */
+/* PE tasks (TSR_RUN_PES): PE p's share of a mesh step                        */
+
+/* GEMV of job->mat (TSR_JOB_PAIR: W13's two halves). */
+static uint32_t gemv_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint32_t active)
+{
+#pragma HLS INLINE
+    tsr_ktab t = st->tab[p][job->mat];
+    uint32_t halves = job->flags & TSR_JOB_PAIR ? 2u : 1u, run = active && t.rows != 0;
+#ifdef TSR_EMU
+    uint32_t simd = st->simd;
+#else
+    uint32_t simd = 0;
+#endif
+    pe_gemv(st->w8[p], st->f32[p], st->xq[p], st->xs[p], st->xf[p], st->psum[p], t.w_off, t.f_off,
+            t.rows, t.ngroups, t.g0, st->cfg.group, halves, st->cfg.dtype == TSR_KDT_Q8, simd, run);
+    if (!run) return 0;
+    return t.ngroups == 0 ? TSR_CY(tsr_cy_zero(halves * t.rows))
+                          : TSR_CY(halves * tsr_cy_tile(tsr_lay_tile_steps(&st->cfg, t.rows, t.ngroups)));
+}
+
+/* The PEs that may receive at column-tree level s: a compile-time test
+ * of the unrolled p.  At run time PE (r, c) with c % 2s == 0 and c + s <
+ * C_m adds PE (r, c + s)'s partial sums into its own; since p = r C_m + c,
+ * p % 2s equals c % 2s whenever C_m >= 2s, and no PE receives when C_m <
+ * 2s, so every run-time receiver is among these. */
+#define TSR_TREE_RECV(p, s) (((p) & (2u * (s) - 1u)) == 0 && (p) + (s) < TSR_PES)
+
+/* Column-tree level job->level. */
+static uint32_t tree_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint32_t active)
 {
 #pragma HLS INLINE
     tsr_ktab t = st->tab[p][job->mat];
     uint32_t s = 1u << job->level, c = p & (t.cols - 1u);
-    if ((c & (2u * s - 1u)) != 0 || c + s >= t.cols) return 0;
-    uint32_t d, n, pair;
-    tsr_lay_mat_shape(&st->cfg, job->mat, &d, &n, &pair);
-    uint32_t rows = (pair ? 2u : 1u) * t.rows;
-tree_words:
-    for (uint32_t i = 0; i < rows; i += TSR_TREE_LANES) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PE_ROWS
-#pragma HLS PIPELINE II=1
-tree_lanes:
-        for (uint32_t l = 0; l < TSR_TREE_LANES; l++) {
-#pragma HLS UNROLL
-            if (i + l < rows) st->psum[p][i + l] += st->psum[p + s][i + l];
-        }
-    }
-    return tsr_cy_tree_level(rows);
+    uint32_t rows = (job->flags & TSR_JOB_PAIR ? 2u : 1u) * t.rows;
+    uint32_t run = active && (c & (2u * s - 1u)) == 0 && c + s < t.cols && rows != 0;
+    /* the partner: a constant index wherever TSR_TREE_RECV placed the call */
+    pe_tree_add(st->psum[p], st->psum[p + s < TSR_PES ? p + s : p], rows, run);
+    return run ? TSR_CY(tsr_cy_tree_level(rows)) : 0u;
 }
 
-/* After the tree, on each mesh row's root: SwiGLU of W13 (C_m > 1). */
-static uint32_t swiglu_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job)
+/* Each mesh row's root: SwiGLU of W13, or its best row (greedy). */
+static uint32_t root_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint32_t active)
 {
 #pragma HLS INLINE
     tsr_ktab t = st->tab[p][job->mat];
-    if ((p & (t.cols - 1u)) != 0 || t.rows == 0) return 0;
-    pe_swiglu(st->psum[p], t.rows);
-    return tsr_cy_swiglu(t.rows);
-}
-
-/* Greedy: each mesh row's root finds its best row. */
-static uint32_t best_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job)
-{
-#pragma HLS INLINE
-    tsr_ktab t = st->tab[p][job->mat];
-    if ((p & (t.cols - 1u)) != 0 || t.rows == 0) return 0;
-    pe_best(st->psum[p], t.rows, t.row0, &st->best_v[p], &st->best_i[p]);
-    return tsr_cy_best(t.rows);
+    uint32_t run = active && (p & (t.cols - 1u)) == 0 && t.rows != 0;
+    pe_root(st->psum[p], t.rows, t.row0, job->flags, &st->best_v[p], &st->best_i[p], run);
+    if (!run) return 0;
+    return job->flags & TSR_JOB_SWIGLU ? TSR_CY(tsr_cy_swiglu(t.rows)) : TSR_CY(tsr_cy_best(t.rows));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -323,42 +362,37 @@ void tsr_mesh_gemv(tsr_kstate *st, uint32_t mat, uint32_t flags)
 {
     uint32_t d, n, pair, worst, C = st->mat_cols[mat];
     tsr_lay_mat_shape(&st->cfg, mat, &d, &n, &pair);
-    uint32_t npad = tsr_cdiv(n, st->cfg.group) * st->cfg.group, halves = pair ? 2u : 1u;
-    tsr_pe_job job = { .mat = mat, .flags = flags, .work = halves * d * npad };
+    uint32_t npad = ((n + st->cfg.group - 1u) >> st->g_log2) << st->g_log2, halves = pair ? 2u : 1u;
+    tsr_pe_job job = { .mat = mat, .flags = pair ? TSR_JOB_PAIR : 0u, .work = halves * d * npad };
 
     TSR_RUN_PES(worst, st, gemv_pe, &job);
     TSR_CHARGE(st, TSR_RG_GEMV, worst);
-    if (C > 1u) {
 gemv_tree_levels:
-        for (uint32_t lvl = 0; lvl < TSR_MAX_TREE_LEVELS; lvl++) {
+    for (uint32_t lvl = 0; lvl < TSR_MAX_TREE_LEVELS; lvl++) {
 #pragma HLS UNROLL
-            if ((1u << lvl) < C) {
-                job.level = lvl;
-                job.work = halves * d * C;
-                TSR_RUN_PES(worst, st, tree_pe, &job);
-                TSR_CHARGE(st, TSR_RG_TREE, worst);
-            }
+        const uint32_t s = 1u << lvl;
+        if (s < C) {
+            job.level = lvl;
+            job.work = halves * d * C;
+            TSR_RUN_PES_WHERE(worst, st, tree_pe, &job, TSR_PES, st->P, TSR_TREE_RECV, s);
+            TSR_CHARGE(st, TSR_RG_TREE, worst);
         }
-        if (pair) {
-            TSR_RUN_PES(worst, st, swiglu_pe, &job);
-            TSR_CHARGE(st, TSR_RG_GEMV, worst);
-        }
-        st->cnt.fabric_reduce_bytes += 4ull * halves * d * (C - 1u);
     }
-    if (flags & TSR_JOB_ARGMAX) {
+    if (C > 1u) st->cnt.fabric_reduce_bytes += 4ull * halves * d * (C - 1u);
+    if (pair || (flags & TSR_JOB_ARGMAX)) {
+        job.flags = pair ? TSR_JOB_PAIR | TSR_JOB_SWIGLU : TSR_JOB_ARGMAX;
         job.work = d;
-        TSR_RUN_PES(worst, st, best_pe, &job);
-        TSR_CHARGE(st, TSR_RG_ARGMAX, worst);
+        TSR_RUN_PES(worst, st, root_pe, &job);
+        TSR_CHARGE(st, pair ? TSR_RG_GEMV : TSR_RG_ARGMAX, worst);
     }
     st->cnt.macs += (uint64_t)halves * d * npad;
 }
 
 static void quantize_broadcast(tsr_kstate *st, uint32_t npad);
 
-void tsr_mesh_input(tsr_kstate *st, const float *x, uint32_t n, const float *w, float ss)
+void tsr_mesh_input(tsr_kstate *st, uint32_t n, uint32_t row, float ss)
 {
     uint32_t G = st->cfg.group, npad = ((n + G - 1u) >> st->g_log2) << st->g_log2;
-    st->wmax_fresh = 0;
 #if TSR_WITH_F32
     if (st->cfg.dtype == TSR_KDT_F32) {
         uint32_t P = st->P;
@@ -374,8 +408,8 @@ in_f32_lanes:
 #pragma HLS UNROLL
                 uint32_t i = i0 + l;
                 if (i < npad) {
-                    float v = i >= n ? 0.0f : w ? w[i] * (ss * x[i]) : x[i];
-                    st->xn[i] = v;
+                    float v = i >= n ? 0.0f : st->rms[row][i] * (ss * st->cv[TSR_CV_X + i]);
+                    st->cv[TSR_CV_XN + i] = v;
 in_f32_pes:
                     for (uint32_t p = 0; p < TSR_PES; p++) {
 #pragma HLS UNROLL
@@ -404,8 +438,8 @@ in_q8_norm_lanes:
             for (uint32_t l = 0; l < TSR_VEC; l++) {
 #pragma HLS UNROLL
                 uint32_t i = ch * TSR_LANES + h * TSR_VEC + l;
-                float v = i >= n ? 0.0f : w ? w[i] * (ss * x[i]) : x[i];
-                st->xn[i] = v;
+                float v = i >= n ? 0.0f : st->rms[row][i] * (ss * st->cv[TSR_CV_X + i]);
+                st->cv[TSR_CV_XN + i] = v;
                 float a = fabsf(v);
                 m = a > m ? a : m;
             }
@@ -419,7 +453,6 @@ void tsr_mesh_input_ready(tsr_kstate *st, uint32_t n)
 {
     uint32_t G = st->cfg.group, npad = ((n + G - 1u) >> st->g_log2) << st->g_log2;
     TSR_CHARGE(st, TSR_RG_INPUT, tsr_cy_input_ready(n, G, st->cfg.dtype == TSR_KDT_Q8));
-    st->wmax_fresh = 0;
 #if TSR_WITH_F32
     if (st->cfg.dtype == TSR_KDT_F32) {
         uint32_t P = st->P;
@@ -432,7 +465,7 @@ in_ready_f32_lanes:
 #pragma HLS UNROLL
                 uint32_t i = i0 + l;
                 if (i < npad) {
-                    float v = st->xn[i];
+                    float v = st->cv[TSR_CV_XN + i];
 in_ready_f32_pes:
                     for (uint32_t p = 0; p < TSR_PES; p++) {
 #pragma HLS UNROLL
@@ -488,7 +521,7 @@ in_q8_scale_lanes:
 in_q8_seg_abs:
             for (uint32_t l = 0; l < TSR_LANES; l++) {
 #pragma HLS UNROLL
-                sm[l] = fabsf(st->xn[ch * TSR_LANES + l]);
+                sm[l] = fabsf(st->cv[TSR_CV_XN + ch * TSR_LANES + l]);
             }
 in_q8_seg_levels:
             for (uint32_t h = 1; h < TSR_LANES; h *= 2u) {
@@ -514,7 +547,7 @@ in_q8_seg_scales:
 in_q8_values:
         for (uint32_t l = 0; l < TSR_LANES; l++) {
 #pragma HLS UNROLL
-            float v = st->xn[ch * TSR_LANES + l];
+            float v = st->cv[TSR_CV_XN + ch * TSR_LANES + l];
             qw[l] = sc[l] != 0.0f ? (int8_t)tsr_round_q8(v / sc[l]) : (int8_t)0;
         }
         /* the group(s) starting in this chunk: their scales */
@@ -545,37 +578,7 @@ in_q8_pe_scales:
     st->cnt.fabric_bcast_bytes += (uint64_t)P * (npad + 4u * (npad >> st->g_log2));
 }
 
-#ifndef TSR_EMU
-/* The QKV gather's word w (values v, RoPE applied) into the attention PEs'
- * latches: each PE its heads' query slices, and, on the PE that stores this
- * position, their k and v.  (The emulator copies the same values after the
- * gather, tsr_mesh_gather.) */
-static void latch_qkv_word(tsr_kstate *st, uint32_t slot, uint32_t w, const float v[TSR_VEC])
-{
-#pragma HLS INLINE
-    uint32_t dim = st->cfg.dim, kvd = st->kv_dim, hs = st->hs, qg = st->kv_mul * hs;
-latch_pes:
-    for (uint32_t p = 0; p < TSR_ATT_PES; p++) {
-#pragma HLS UNROLL
-        uint32_t nh = st->kv_nh[p];
-        if (p < st->cfg.att_pes && nh != 0) {
-            uint32_t h0 = st->kv_h0[p];
-            int store = st->kv_q[p] == st->pos_q[slot];
-            uint32_t q0 = h0 * qg, k0 = dim + h0 * hs, v0 = dim + kvd + h0 * hs;
-latch_lanes:
-            for (uint32_t l = 0; l < TSR_VEC; l++) {
-#pragma HLS UNROLL
-                uint32_t i = w * TSR_VEC + l;
-                if (i >= q0 && i < q0 + nh * qg) st->qh[p][i - q0] = v[l];
-                if (store && i >= k0 && i < k0 + nh * hs) st->kin[p][i - k0] = v[l];
-                if (store && i >= v0 && i < v0 + nh * hs) st->vin[p][i - v0] = v[l];
-            }
-        }
-    }
-}
-#endif
-
-void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, float *y, uint32_t flags, uint32_t slot)
+void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, uint32_t yw, uint32_t flags, uint32_t slot)
 {
     uint32_t d, n, pair;
     tsr_lay_mat_shape(&st->cfg, mat, &d, &n, &pair);
@@ -603,6 +606,7 @@ gather_ssq_zero:
     TSR_CHARGE(st, TSR_RG_GATHER, qkv ? tsr_cy_gather_vec(d)
                                   : input ? tsr_cy_gather_input(nout) : tsr_cy_gather(d));
 #endif
+    (void)slot;
 gather_words:
     for (uint32_t w = 0; w < dw; w++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_OUT_WORDS
@@ -646,8 +650,9 @@ gather_out:
 #pragma HLS UNROLL
             uint32_t i = w * TSR_VEC + l;
             if (i < nout) {
-                float o = add ? y[i] + v[l] : v[l];
-                y[i] = o;
+                /* word yw + w of the controller's vectors: lane l, bank l */
+                float o = add ? st->cv[(yw + w) * TSR_VEC + l] + v[l] : v[l];
+                st->cv[(yw + w) * TSR_VEC + l] = o;
 #if TSR_SSQ_FUSED
                 if (add) ssq[sb + l] += o * o;
 #endif
@@ -660,7 +665,19 @@ gather_out:
         sb = sb + TSR_VEC == TSR_SUM_LANES ? 0u : sb + TSR_VEC;
 #endif
 #ifndef TSR_EMU
-        if (qkv) latch_qkv_word(st, slot, w, v);
+        /* q | k | v word by word into every attention PE's copy: constant
+         * lanes, one write a bank (attention.c reads its slices) */
+        if (qkv) {
+latch_pes:
+            for (uint32_t p = 0; p < TSR_ATT_PES; p++) {
+#pragma HLS UNROLL
+latch_lanes:
+                for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+                    st->qkvw[p][w][l] = v[l];
+                }
+            }
+        }
 #endif
     }
 #if TSR_SSQ_FUSED
@@ -673,11 +690,8 @@ gather_ssq_out:
         st->ssq_fresh = 1;
     }
 #endif
-    st->wmax_fresh = input ? 1u : 0u;
 #ifdef TSR_EMU
     if (qkv) tsr_att_latch_qkv(st, slot);
-#else
-    (void)slot;
 #endif
     st->cnt.fabric_gather_bytes += 4ull * d;
 }
@@ -717,7 +731,7 @@ best_pairs:
     return (int32_t)bi[0];
 }
 
-void tsr_mesh_embed(tsr_kstate *st, uint32_t token, float *x)
+void tsr_mesh_embed(tsr_kstate *st, uint32_t token)
 {
     const tsr_kconfig *c = &st->cfg;
     uint32_t G = c->group, dim = c->dim, C = st->mat_cols[TSR_MAT_EMB], r0 = 0;
@@ -729,29 +743,47 @@ embed_find:
         tsr_ktab t = st->tab[p][TSR_MAT_EMB];
         if (p < st->P && (p & (C - 1u)) == 0 && token >= t.row0 && token < t.row0 + t.rows) r0 = p;
     }
-    /* each column's PE streams its groups of the row, dequantized, onto
-     * the bus: one TSR_LANES-chunk a cycle */
+    /* each column's PE streams its groups of the row onto the bus */
     uint32_t cpg = G < TSR_LANES ? 1u : G / TSR_LANES, chunk = G < TSR_LANES ? G : TSR_LANES;
 embed_cols:
     for (uint32_t cc = 0; cc < C; cc++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_MESH_COLS
         uint32_t p = r0 + cc;
         tsr_ktab t = st->tab[p][TSR_MAT_EMB];
-        uint32_t i = token - t.row0, nb = tsr_cdiv(t.rows, TSR_ROW_SLOTS);
+        uint32_t i = token - t.row0, nb = (t.rows + TSR_ROW_SLOTS - 1u) / TSR_ROW_SLOTS;
         uint32_t b = i / TSR_ROW_SLOTS, j = i % TSR_ROW_SLOTS;
         uint32_t kb = b == nb - 1u ? t.rows - b * TSR_ROW_SLOTS : TSR_ROW_SLOTS;
         uint32_t e0 = b * TSR_ROW_SLOTS * t.ngroups + j;   /* entry of group 0 */
-        TSR_CHARGE(st, TSR_RG_EMBED, tsr_cy_loop(t.ngroups * cpg, 1u, TSR_D_BUS));
+        uint32_t c0 = t.g0 * G, c1 = c0 + t.ngroups * G;  /* the column's columns */
+        c1 = c1 < dim ? c1 : dim;
+        TSR_CHARGE(st, TSR_RG_EMBED, tsr_cy_embed(t.ngroups, G, c1 > c0 ? c1 - c0 : 0u, q8));
+#if TSR_WITH_F32
+        if (!q8) {
+            /* F32: values (block, column, row), one a cycle */
+            uint32_t f0 = t.f_off + b * TSR_ROW_SLOTS * t.ngroups * G + j;
+embed_f32_cols:
+            for (uint32_t col = c0; col < c1; col++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_DIM
+#pragma HLS PIPELINE II=1
+                st->cv[TSR_CV_X + col] = st->f32[p][f0 + (col - c0) * kb];
+            }
+            continue;
+        }
+#endif
+        /* Q8: one TSR_LANES-chunk a cycle, dequantized (q * scale), written
+         * as TSR_VEC words (two a cycle into the vectors' TSR_VEC banks: one
+         * write port a bank, hence TSR_EMBED_II) */
 embed_chunks:
         for (uint32_t k = 0; k < t.ngroups * cpg; k++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_CHUNKS
-#pragma HLS PIPELINE II=1
+#pragma HLS PIPELINE II=TSR_EMBED_II
             uint32_t g = k >> st->cpg_log2, part = k & (cpg - 1u);
             uint32_t e = e0 + g * kb;
             uint32_t col0 = (t.g0 + g) * G + part * TSR_LANES;
             uint32_t a0 = t.w_off + e * G + part * TSR_LANES;   /* the chunk's first byte */
+            float sc = st->f32[p][t.f_off + e];
 #if TSR_MIN_GROUP >= TSR_LANES
-            uint32_t off = 0;
+            uint32_t off = 0, cw = col0 / TSR_VEC;   /* col0 is a whole word */
 #else
             uint32_t off = a0 % TSR_LANES;
 #endif
@@ -760,11 +792,12 @@ embed_lanes:
 #pragma HLS UNROLL
                 uint32_t col = col0 + l;
                 if (l < chunk && col < dim) {
-                    if (q8)
-                        x[col] = (float)st->w8[p][a0 / TSR_LANES][off + l] * st->f32[p][t.f_off + e];
-                    else   /* F32: values (block, column, row) */
-                        x[col] = st->f32[p][t.f_off + b * TSR_ROW_SLOTS * t.ngroups * G +
-                                            (col - t.g0 * G) * kb + j];
+                    float v = (float)st->w8[p][a0 / TSR_LANES][off + l] * sc;
+#if TSR_MIN_GROUP >= TSR_LANES
+                    st->cv[TSR_CV_X + (cw + l / TSR_VEC) * TSR_VEC + l % TSR_VEC] = v;
+#else
+                    st->cv[TSR_CV_X + col] = v;
+#endif
                 }
             }
         }

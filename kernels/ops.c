@@ -82,7 +82,7 @@ float tsr_reduce_sumsq(const float *x, uint32_t n) { return reduce(x, n, 1); }
 /* ------------------------------------------------------------------------ */
 /* RMSNorm                                                                    */
 
-float tsr_rms_scale(tsr_kstate *st, const float *x, uint32_t n)
+float tsr_rms_scale(tsr_kstate *st, uint32_t n)
 {
     float ss;
 #if TSR_SSQ_FUSED
@@ -96,7 +96,7 @@ float tsr_rms_scale(tsr_kstate *st, const float *x, uint32_t n)
 #endif
     {
         TSR_CHARGE(st, TSR_RG_NORM, tsr_cy_norm_s(n, TSR_SUM_LANES, 0));
-        ss = tsr_reduce_sumsq(x, n);
+        ss = tsr_reduce_sumsq(st->cv + TSR_CV_X, n);
     }
     ss /= (float)n;
     ss += st->cfg.norm_eps;
@@ -129,6 +129,7 @@ void tsr_softmax(float *x, uint32_t n)
 softmax_max:
     for (uint32_t i = 1; i < n; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
+#pragma HLS PIPELINE II=TSR_D_CMP
         if (x[i] > max_val) max_val = x[i];
     }
 softmax_exp:
@@ -200,6 +201,7 @@ uint32_t tsr_argmax(const float *v, uint32_t n)
 argmax:
     for (uint32_t i = 1; i < n; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
+#pragma HLS PIPELINE II=TSR_D_CMP
         if (v[i] > max_p) {
             max_p = v[i];
             best = i;

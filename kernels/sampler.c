@@ -71,6 +71,7 @@ static int32_t sample_mult(const float *probs, uint32_t n, float coin, uint32_t 
 mult_scan:
     for (uint32_t i = 0; i < n; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
+#pragma HLS PIPELINE II=TSR_FADD_LAT
         cdf += probs[i];
         if (coin < cdf) {
             *it = i + 1u;
@@ -92,6 +93,7 @@ static int32_t sample_topp(const float *probs, uint32_t n, float top_p, float co
 topp_filter:
     for (uint32_t i = 0; i < n; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
+#pragma HLS PIPELINE II=1
         if (probs[i] >= cutoff) {
             cp[n0] = probs[i];
             ci[n0] = (int32_t)i;

@@ -35,6 +35,12 @@
 /* fp32 adders of a PE's column-tree step (its partner's partial sums into
  * its own): TSR_TREE_LANES rows a cycle. */
 #define TSR_TREE_LANES  4
+/* ... one TSR_VEC word of them every TSR_TREE_II cycles (a literal for the
+ * pragma: TSR_VEC / TSR_TREE_LANES), so each lane is a constant bank. */
+#define TSR_TREE_II     4
+/* The embedding row into the controller's vectors: a TSR_LANES chunk is
+ * two TSR_VEC words, and a bank has one write port (TSR_LANES / TSR_VEC). */
+#define TSR_EMBED_II    2
 /* fp32 lanes of a PE's attention datapath (positions of K^T per cycle in
  * the scores, head dimensions per cycle in the weighted sum of V). */
 #define TSR_ATT_LANES   8

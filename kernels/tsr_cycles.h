@@ -115,10 +115,11 @@ static inline uint32_t tsr_cy_swiglu(uint32_t rows)
     return tsr_cy_loop(rows, 1u, TSR_D_EXP + TSR_D_DIV);
 }
 
-/* One column-tree level over `rows` partial sums, TSR_TREE_LANES a cycle. */
+/* One column-tree level over `rows` partial sums: a TSR_VEC word every
+ * TSR_TREE_II cycles (TSR_TREE_LANES adders). */
 static inline uint32_t tsr_cy_tree_level(uint32_t rows)
 {
-    return tsr_cy_loop(tsr_cdiv(rows, TSR_TREE_LANES), 1u, TSR_D_TREE);
+    return tsr_cy_loop(tsr_cdiv(rows, TSR_VEC), TSR_TREE_II, TSR_D_TREE);
 }
 /* A root's best row over `rows` (mesh.c pe_best): TSR_VEC lanes a word at
  * II TSR_D_CMP, then the lanes' tree. */
@@ -144,6 +145,15 @@ static inline uint32_t tsr_cy_gather_input(uint32_t npad)
     return tsr_cy_loop(tsr_cdiv(npad, TSR_VEC), 1u, TSR_D_BUS + tsr_cy_log2(TSR_VEC) * TSR_D_CMP);
 }
 
+/* A mesh column's share of the embedding row (mesh.c tsr_mesh_embed): Q8
+ * its ng groups' TSR_LANES chunks at II TSR_EMBED_II, F32 its `cols`
+ * values one a cycle. */
+static inline uint32_t tsr_cy_embed(uint32_t ng, uint32_t G, uint32_t cols, int q8)
+{
+    if (!q8) return tsr_cy_loop(cols, 1u, TSR_D_BUS);
+    return tsr_cy_loop(ng * (G > TSR_LANES ? G / TSR_LANES : 1u), TSR_EMBED_II, TSR_D_BUS);
+}
+
 /* This token's RoPE angles (ops.c tsr_rope_angles): one cos/sin a cycle. */
 static inline uint32_t tsr_cy_rope_angles(uint32_t hs)
 {
@@ -151,13 +161,14 @@ static inline uint32_t tsr_cy_rope_angles(uint32_t hs)
 }
 
 /* Attention on one PE (attention.c), per query head over its nl local
- * positions: the scores (a pass per head dimension, padded) with their
- * scale and max; exp and their sum; normalise and the weighted sum of V
- * (a pass per position, padded; zeros when nl is 0).  The store of this
- * position's k, v: two words a cycle. */
+ * positions: the head's q slice into the multiply-add's coefficients, the
+ * scores (a pass per head dimension, padded) with their scale and max;
+ * exp and their sum; normalise and the weighted sum of V (a pass per
+ * position, padded; zeros when nl is 0).  The store of this position's k,
+ * v: one value of each a cycle. */
 static inline uint32_t tsr_cy_att_store(uint32_t hs)
 {
-    return tsr_cy_loop(tsr_cdiv(hs, 2u), 1u, TSR_D_ATT);
+    return tsr_cy_loop(hs, 1u, TSR_D_ATT);
 }
 /* parts: TSR_ATT_PARTS of the profile (1: one accumulator a position, the
  * pass padded; more: that many partials, unpadded, and their tree in the
@@ -168,7 +179,8 @@ static inline uint32_t tsr_cy_att_scores(uint32_t hs, uint32_t nl, uint32_t part
     if (nl == 0) return 0;
     uint32_t pass = parts > 1u ? hs * tw : hs * tsr_cy_padded(tw);
     uint32_t tree = parts > 1u ? tsr_cy_log2(parts) * TSR_D_TREE : 0u;
-    return tsr_cy_loop(pass, 1u, TSR_D_ATT) + tsr_cy_loop(nl, 1u, tree + TSR_D_DIV) +
+    return tsr_cy_loop(hs, 1u, TSR_D_BUS) + tsr_cy_loop(pass, 1u, TSR_D_ATT) +
+           tsr_cy_loop(nl, 1u, tree + TSR_D_DIV) +
            tsr_cy_loop(tw, TSR_D_CMP, 0u) + tsr_cy_log2(TSR_ATT_LANES) * TSR_D_CMP;
 }
 static inline uint32_t tsr_cy_att_exp_s(uint32_t nl, uint32_t S)
@@ -196,6 +208,17 @@ static inline uint32_t tsr_cy_att_collect(uint32_t npad)
     return tsr_cy_gather_input(npad);
 }
 
+/* Charge cy cycles to region rg; TSR_CY(cy): a PE step's cycles, for its
+ * task's return value.  In the emulator and C simulation only: under
+ * __SYNTHESIS__ both are nothing, so no adder, divider or table of the
+ * model reaches the hardware, and a card's READ_COUNTERS reports zero
+ * cycles (measure a card with XRT's profiling, docs/hls-flow.md). */
+#ifdef __SYNTHESIS__
+#define TSR_CHARGE(st, rg, cy) ((void)0)
+#define TSR_CY(cy)             0u
+#else
 #define TSR_CHARGE(st, rg, cy) ((st)->cnt.cyc[(rg)] += (uint64_t)(cy))
+#define TSR_CY(cy)             (cy)
+#endif
 
 #endif

@@ -39,18 +39,29 @@
 #define TSR_WAIT_WORD(p, old) ((void)0)
 #endif
 
-/* TSR_RUN_PES(worst, st, task, job): task(st, p, job) for every configured
- * PE p; worst gets the largest cycle count a task returned.
+/* TSR_RUN_PES(worst, st, task, job): task(st, p, job, active) for every
+ * PE p of the profile, active = 1 for the configured ones; worst gets the
+ * largest cycle count a task returned.
  *
- * Hardware: a loop over the profile's TSR_PES PEs, fully unrolled, so each
- * task (an inlined wrapper) calls its per-PE function with PE p's own
- * memories at a constant index; those functions are not inlined, so each
- * PE is its own instance and the instances run concurrently (UG1399, "Loop
+ * Hardware: a loop over the profile's TSR_PES PEs, fully unrolled.  Each
+ * task is an inlined wrapper that makes exactly one call, unconditionally,
+ * to its per-PE step function with PE p's own memories at a constant
+ * index; the step function is not inlined, holds all of the step's loops
+ * and tests `active` first.  So each PE is one instance, the calls sit in
+ * one basic block and the instances run concurrently (UG1399, "Loop
  * Parallelism": functions, not loops, are scheduled in parallel).  The
  * region's latency is the slowest instance: hence the maximum.
  * TSR_RUN_ATT_PES: the same over the PEs that have attention datapaths.
+ *
+ * TSR_RUN_PES_WHERE(worst, st, task, job, NPES, n, RECV, k): only the PEs
+ * p for which RECV(p, k) holds get an instance: a condition on the unrolled,
+ * constant p that folds at compile time (a tree level's receivers, whose
+ * partner is then a constant index too).  The task still tests the run-time
+ * part itself.
+ *
  * Emulator: the worker pool runs the PE blocks on its threads (emu/pool.c)
- * and returns the same maximum.
+ * and returns the same maximum; tasks of PEs that are not receivers return
+ * 0 by their run-time test.
  *
  * Built with TSR_SERIAL_PES (a check, never a profile): the loop is not
  * unrolled, one PE after another, and the region charges the sum of its
@@ -63,29 +74,29 @@
 #define TSR_PES_COMBINE(worst, c) ((worst) = (c) > (worst) ? (c) : (worst))
 #define TSR_PES_UNROLL _Pragma("HLS UNROLL")
 #endif
+#define TSR_RECV_ALL(p, k) 1
 #if defined(TSR_EMU) && !defined(__SYNTHESIS__)
-#define TSR_RUN_PES(worst, st, task, job) \
-    ((worst) = tsr_emu_run_pes((st), (st)->P, (task), (job)))
-#define TSR_RUN_ATT_PES(worst, st, task, job) \
-    ((worst) = tsr_emu_run_pes((st), (st)->cfg.att_pes, (task), (job)))
+#define TSR_RUN_PES_WHERE(worst, st, task, job, NPES, n, RECV, k) \
+    ((worst) = tsr_emu_run_pes((st), (n), (task), (job)))
 #else
 /* (A braced block, not a do-while(0): it is a loop to the lint.) */
-#define TSR_RUN_PES_OF(worst, st, task, job, NPES, n)                          \
+#define TSR_RUN_PES_WHERE(worst, st, task, job, NPES, n, RECV, k)              \
     {                                                                          \
         (worst) = 0;                                                           \
         for (uint32_t p_ = 0; p_ < (NPES); p_++) {                             \
             TSR_PES_UNROLL                                                     \
-            if (p_ < (n)) {                                                    \
-                uint32_t c_ = task((st), p_, (job));                           \
+            if (RECV(p_, k)) {                                                 \
+                uint32_t c_ = task((st), p_, (job), p_ < (n));                 \
                 TSR_PES_COMBINE(worst, c_);                                    \
             }                                                                  \
         }                                                                      \
     }
-#define TSR_RUN_PES(worst, st, task, job) TSR_RUN_PES_OF(worst, st, task, job, TSR_PES, (st)->P)
+#endif
+#define TSR_RUN_PES(worst, st, task, job) \
+    TSR_RUN_PES_WHERE(worst, st, task, job, TSR_PES, (st)->P, TSR_RECV_ALL, 0)
 /* The PEs with attention datapaths: [0, TSR_ATT_PES), the configured
  * att_pes of them. */
 #define TSR_RUN_ATT_PES(worst, st, task, job) \
-    TSR_RUN_PES_OF(worst, st, task, job, TSR_ATT_PES, (st)->cfg.att_pes)
-#endif
+    TSR_RUN_PES_WHERE(worst, st, task, job, TSR_ATT_PES, (st)->cfg.att_pes, TSR_RECV_ALL, 0)
 
 #endif

@@ -119,11 +119,11 @@ static int check_shape(const tsr_kconfig *c)
         c->mesh_cols > TSR_MAX_MESH_COLS || P > TSR_PES || c->kv_split > TSR_MAX_KV_SPLIT ||
         c->att_pes > TSR_ATT_PES || c->att_pes > P)
         return TSR_K_ESHAPE;
-    /* a KV head group per head; a group's query slice in whole bus words */
-    /* Q > 1: one KV head a group of Q; a group's query slice in whole bus words */
+    /* Q > 1: one KV head a group of Q; a group's query slice in whole bus
+     * words; a head in whole attention words (V rows, head outputs) */
     if (c->att_pes % c->kv_split != 0 ||
         (c->kv_split > 1u && c->n_kv_heads > c->att_pes / c->kv_split) ||
-        (c->dim / c->n_kv_heads) % TSR_VEC != 0)
+        (c->dim / c->n_kv_heads) % TSR_VEC != 0 || (c->dim / c->n_heads) % TSR_ATT_LANES != 0)
         return TSR_K_ESHAPE;
     if (c->dtype == TSR_KDT_F32 && !TSR_WITH_F32) return TSR_K_ESHAPE;
     return TSR_K_OK;
@@ -199,9 +199,11 @@ cfg_pe_mats:
             if (tsr_lay_att_words(&c, p) > max_att) max_att = tsr_lay_att_words(&c, p);
             uint64_t kvw64 = tsr_lay_kv_words(&c, p);
             uint32_t kvw = kvw64 > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)kvw64;
-            st->kv_h0[p] = h0;
-            st->kv_nh[p] = nh;
-            st->kv_q[p] = q;
+            if (p < TSR_ATT_PES) {   /* nh is 0 past att_pes <= TSR_ATT_PES */
+                st->kv_h0[p] = h0;
+                st->kv_nh[p] = nh;
+                st->kv_q[p] = q;
+            }
             st->w8_used[p] = wb;
             st->f32_used[p] = fw;
             st->cnt.pe_sram_bytes[p] = wb + 4ull * fw + 4ull * kvw;
@@ -296,16 +298,23 @@ static int op_load(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32
     if (!st->configured) return TSR_K_ESTATE;
     if (len == 0) return TSR_K_OK;
     if (region == TSR_REG_W8) {
-        if (p >= st->P || off > st->w8_used[p] || len > st->w8_used[p] - off ||
-            tsr_cdiv(len, 4u) > in_n)
+        if (p >= st->P || off > st->w8_used[p] || len > st->w8_used[p] - off || off % 4u != 0 ||
+            (len + 3u) / 4u > in_n)
             return TSR_K_EARG;
-        /* four bytes a word, little-endian, into TSR_LANES-byte words */
+        /* a payload word (four bytes, little-endian) a cycle into the
+         * TSR_LANES-byte words: off is a multiple of 4, so the four land in
+         * one word */
 load_w8:
-        for (uint32_t i = 0; i < len; i++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LOAD_MAX
+        for (uint32_t i = 0; i < (len + 3u) / 4u; i++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LOAD_WORDS
 #pragma HLS PIPELINE II=1
-            uint32_t a = off + i;
-            st->w8[p][a / TSR_LANES][a % TSR_LANES] = (int8_t)(uint8_t)(in_w[i / 4u] >> (8u * (i % 4u)));
+            uint32_t v = in_w[i], a = off + 4u * i;
+load_w8_bytes:
+            for (uint32_t k = 0; k < 4u; k++) {
+#pragma HLS UNROLL
+                if (4u * i + k < len)
+                    st->w8[p][a / TSR_LANES][a % TSR_LANES + k] = (int8_t)(uint8_t)(v >> (8u * k));
+            }
         }
         st->cnt.load_bytes += len;
         return TSR_K_OK;
@@ -315,7 +324,7 @@ load_w8:
             return TSR_K_EARG;
 load_f32:
         for (uint32_t i = 0; i < len; i++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LOAD_MAX
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LOAD_WORDS
 #pragma HLS PIPELINE II=1
             st->f32[p][off + i] = in_f[i];
         }
@@ -323,13 +332,20 @@ load_f32:
         return TSR_K_OK;
     }
     if (region == TSR_REG_CTRL) {
-        uint32_t cw = tsr_lay_ctrl_words(&st->cfg);
+        /* the norm weights, (2L + 1) rows of dim in the payload's order,
+         * into their rows: one division a command, then counters */
+        uint32_t cw = tsr_lay_ctrl_words(&st->cfg), dim = st->cfg.dim;
         if (p != 0 || off > cw || len > cw - off || len > in_n) return TSR_K_EARG;
+        uint32_t row = off / dim, col = off % dim;
 load_ctrl:
         for (uint32_t i = 0; i < len; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_CTRL_WORDS
 #pragma HLS PIPELINE II=1
-            st->ctrl[off + i] = in_f[i];
+            st->rms[row][col] = in_f[i];
+            if (++col == dim) {
+                col = 0;
+                row++;
+            }
         }
         st->cnt.load_bytes += 4ull * len;
         return TSR_K_OK;
@@ -340,104 +356,110 @@ load_ctrl:
 /* ------------------------------------------------------------------------ */
 /* Sequence ops                                                               */
 
-static int op_prefill(tsr_kstate *st, uint32_t s, uint32_t n, const uint32_t *in_w, uint32_t in_n)
-{
-    const tsr_kconfig *c = &st->cfg;
-    if (n == 0 || n > in_n) return TSR_K_EARG;
-prefill_check:
-    for (uint32_t i = 0; i < n; i++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_SEQ
-        if (in_w[i] >= c->vocab_size) return TSR_K_EARG;
-    }
-    /* positions this run fills: the pending token plus all but the last */
-    uint32_t feed = n - 1u + (st->pending[s] >= 0 ? 1u : 0u);
-    if ((uint64_t)st->pos[s] + feed > c->seq_len) return TSR_K_ERANGE;
-    if (st->pending[s] >= 0) {
-        tsr_forward(st, s, (uint32_t)st->pending[s], (uint32_t)st->pos[s], TSR_FWD_NONE);
-        slot_step(st, s);
-    }
-prefill_tokens:
-    for (uint32_t i = 0; i + 1u < n; i++) {
-#pragma HLS LOOP_TRIPCOUNT min=0 max=TSR_MAX_SEQ
-        tsr_forward(st, s, in_w[i], (uint32_t)st->pos[s], TSR_FWD_NONE);
-        slot_step(st, s);
-    }
-    st->pending[s] = (int32_t)in_w[n - 1u];
-    st->logits_valid = 0;
-    return TSR_K_OK;
-}
-
-static int op_decode(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const float *in_f,
-                     uint32_t in_n, volatile uint32_t *out, uint32_t room,
-                     volatile const uint32_t *cancel, uint32_t *out_n)
+/* PREFILL, DECODE and READ_LOGITS: the commands that run the model, in one
+ * function around one call of tsr_forward, so the forward pass is one
+ * instance in hardware (UG1399, "pragma HLS allocation").
+ *   PREFILL:     feed the pending token (if any) and all prompt tokens but
+ *                the last, which becomes pending.
+ *   DECODE:      loop: feed the pending token -> the greedy token on the
+ *                mesh, or the logits sampled here -> out[1 + i], out[0] =
+ *                i + 1 -> pending; stop at n, BOS/EOS, seq_len or the
+ *                cancel word.
+ *   READ_LOGITS: the last full pass's logits -> out; a greedy pass left
+ *                them on the mesh (the classifier's partial sums at the
+ *                roots), so gather them first (a debug read, not charged
+ *                to the token). */
+static int op_forward(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32_t *in_w,
+                      const float *in_f, uint32_t in_n, volatile uint32_t *out_w,
+                      volatile float *out_f, uint32_t room, volatile const uint32_t *cancel,
+                      uint32_t *out_n)
 {
     const tsr_kconfig *cf = &st->cfg;
-    uint32_t s = c[TSR_CMD_SLOT], n = c[TSR_CMD_A0], flags = c[TSR_CMD_A3];
-    if (in_n < 2u || room < 1u) return TSR_K_EARG;
-    float temperature = in_f[0], top_p = in_f[1];
-    if (n > room - 1u) n = room - 1u;
-    if (st->pending[s] < 0) return TSR_K_ESTATE;
-    if (flags & TSR_DEC_RESEED) {
-        uint64_t seed = (uint64_t)c[TSR_CMD_A1] | ((uint64_t)c[TSR_CMD_A2] << 32);
-        st->rng[s] = seed ? seed : TSR_RNG_DEFAULT;
-    }
-    int greedy = temperature <= 0.0f || top_p <= 0.0f;
-    uint32_t done = 0;
-    TSR_PUBLISH(&out[0], 0u);
-decode_tokens:
-    for (uint32_t i = 0; i < n; i++) {
+    uint32_t op = c[TSR_CMD_OP], s = c[TSR_CMD_SLOT], n = c[TSR_CMD_A0], flags = c[TSR_CMD_A3];
+    int prefill = op == TSR_OP_PREFILL, decode = op == TSR_OP_DECODE;
+    float temperature = 0.0f, top_p = 0.0f;
+    uint32_t steps = 0, hp = 0, done = 0;
+    int mode;
+    if (prefill) {
+        if (n == 0 || n > in_n) return TSR_K_EARG;
+prefill_check:
+        for (uint32_t i = 0; i < n; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_SEQ
-        if (TSR_OBSERVE(cancel)) break;
-        if ((uint32_t)st->pos[s] >= cf->seq_len) break;
-        int32_t next = tsr_forward(st, s, (uint32_t)st->pending[s], (uint32_t)st->pos[s],
-                                   greedy ? TSR_FWD_GREEDY : TSR_FWD_LOGITS);
-        if (!greedy) {
+            if (in_w[i] >= cf->vocab_size) return TSR_K_EARG;
+        }
+        /* positions this run fills: the pending token plus all but the last */
+        hp = st->pending[s] >= 0 ? 1u : 0u;
+        steps = n - 1u + hp;
+        if ((uint64_t)st->pos[s] + steps > cf->seq_len) return TSR_K_ERANGE;
+        mode = TSR_FWD_NONE;
+    } else if (decode) {
+        if (in_n < 2u || room < 1u) return TSR_K_EARG;
+        temperature = in_f[0];
+        top_p = in_f[1];
+        steps = n > room - 1u ? room - 1u : n;
+        if (st->pending[s] < 0) return TSR_K_ESTATE;
+        if (flags & TSR_DEC_RESEED) {
+            uint64_t seed = (uint64_t)c[TSR_CMD_A1] | ((uint64_t)c[TSR_CMD_A2] << 32);
+            st->rng[s] = seed ? seed : TSR_RNG_DEFAULT;
+        }
+        mode = temperature <= 0.0f || top_p <= 0.0f ? TSR_FWD_GREEDY : TSR_FWD_LOGITS;
+        TSR_PUBLISH(&out_w[0], 0u);
+    } else {
+        if (!st->logits_valid) return TSR_K_ESTATE;
+        steps = st->logits_on_pes ? 1u : 0u;
+        mode = TSR_FWD_GATHER;
+    }
+    uint64_t g_cy = st->cnt.cyc[TSR_RG_GATHER], g_bytes = st->cnt.fabric_gather_bytes;
+fwd_tokens:
+    for (uint32_t i = 0; i < steps; i++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_SEQ
+        if (decode && (TSR_OBSERVE(cancel) || (uint32_t)st->pos[s] >= cf->seq_len)) break;
+        uint32_t tok = prefill && i >= hp ? in_w[i - hp] : (uint32_t)st->pending[s];
+        int32_t next = tsr_forward(st, s, tok, (uint32_t)st->pos[s], mode);
+        if (mode == TSR_FWD_GATHER) break;
+        slot_step(st, s);
+        if (!decode) continue;
+        if (mode == TSR_FWD_LOGITS) {
             uint32_t cy = 0;
 decode_copy:
             for (uint32_t v = 0; v < cf->vocab_size; v++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
 #pragma HLS PIPELINE II=1
-                st->probs[v] = st->logits[v];
+                st->probs[v] = st->cv[TSR_CV_LOGITS + v];
             }
             next = tsr_sample(st->probs, cf->vocab_size, temperature, top_p, &st->rng[s],
                               st->cand_p, st->cand_i, &cy);
             TSR_CHARGE(st, TSR_RG_SAMPLE, cy);
         }
         TSR_CHARGE(st, TSR_RG_SAMPLE, TSR_D_BUS);   /* the id to the host */
-        out[1u + i] = (uint32_t)next;
+        out_w[1u + i] = (uint32_t)next;
         done = i + 1u;
-        TSR_PUBLISH(&out[0], done);
-        slot_step(st, s);
+        TSR_PUBLISH(&out_w[0], done);
         st->pending[s] = next;
         st->cnt.tokens_sampled++;
         if (!(flags & TSR_DEC_IGNORE_STOP) && (next == TSR_TOKEN_BOS || next == TSR_TOKEN_EOS))
             break;
     }
-    *out_n = 1u + done;
-    return TSR_K_OK;
-}
-
-/* READ_LOGITS: the last full pass's logits.  A greedy pass left them on the
- * mesh (the classifier's partial sums at the roots): gather them now (a
- * debug read, not charged to the token). */
-static int op_read_logits(tsr_kstate *st, volatile float *out, uint32_t room, uint32_t *out_n)
-{
-    if (!st->logits_valid) return TSR_K_ESTATE;
-    if (st->logits_on_pes) {
-        uint64_t g = st->cnt.cyc[TSR_RG_GATHER], gb = st->cnt.fabric_gather_bytes;
-        tsr_mesh_gather(st, tsr_lay_mat_wcls(&st->cfg), st->logits, 0, 0);
-        st->cnt.cyc[TSR_RG_GATHER] = g;
-        st->cnt.fabric_gather_bytes = gb;
-        st->logits_on_pes = 0;
+    if (prefill) {
+        st->pending[s] = (int32_t)in_w[n - 1u];
+        st->logits_valid = 0;
+        return TSR_K_OK;
     }
-    uint32_t n = room < st->cfg.vocab_size ? room : st->cfg.vocab_size;
+    if (decode) {
+        *out_n = 1u + done;
+        return TSR_K_OK;
+    }
+    /* READ_LOGITS: the gather is not the token's */
+    st->cnt.cyc[TSR_RG_GATHER] = g_cy;
+    st->cnt.fabric_gather_bytes = g_bytes;
+    uint32_t nv = room < cf->vocab_size ? room : cf->vocab_size;
 read_logits:
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < nv; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
 #pragma HLS PIPELINE II=1
-        out[i] = st->logits[i];
+        out_f[i] = st->cv[TSR_CV_LOGITS + i];
     }
-    *out_n = n;
+    *out_n = nv;
     return TSR_K_OK;
 }
 
@@ -518,11 +540,9 @@ int tsr_kernel_exec(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint3
         return TSR_K_OK;
     }
     case TSR_OP_PREFILL:
-        return op_prefill(st, s, c[TSR_CMD_A0], in_w, in_n);
     case TSR_OP_DECODE:
-        return op_decode(st, c, in_f, in_n, out_w, room, cancel, out_n);
     case TSR_OP_READ_LOGITS:
-        return op_read_logits(st, out_f, room, out_n);
+        return op_forward(st, c, in_w, in_f, in_n, out_w, out_f, room, cancel, out_n);
     default:
         return TSR_K_EOP;
     }
@@ -593,34 +613,46 @@ void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f
 #pragma HLS BIND_STORAGE variable=st.w8 type=ram_1p impl=uram
 #pragma HLS ARRAY_PARTITION variable=st.f32 type=complete dim=1
 #pragma HLS BIND_STORAGE variable=st.f32 type=ram_2p impl=TSR_F32_IMPL
-#pragma HLS ARRAY_PARTITION variable=st.kv type=complete dim=1
-#pragma HLS ARRAY_PARTITION variable=st.kv type=cyclic factor=TSR_ATT_LANES dim=2
-#pragma HLS BIND_STORAGE variable=st.kv type=ram_2p impl=TSR_KV_IMPL
 #pragma HLS ARRAY_PARTITION variable=st.psum type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=st.psum type=cyclic factor=TSR_VEC dim=2
+#pragma HLS BIND_STORAGE variable=st.psum type=ram_2p impl=TSR_PSUM_IMPL
 #pragma HLS ARRAY_PARTITION variable=st.xq type=complete dim=1
 #pragma HLS ARRAY_RESHAPE variable=st.xq type=complete dim=3
 #pragma HLS ARRAY_PARTITION variable=st.xs type=complete dim=1
+#pragma HLS BIND_STORAGE variable=st.xs type=ram_2p impl=TSR_XS_IMPL
 #pragma HLS ARRAY_PARTITION variable=st.xf type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=st.xf type=cyclic factor=TSR_VEC dim=2
-#pragma HLS ARRAY_PARTITION variable=st.qh type=complete dim=1
-#pragma HLS ARRAY_PARTITION variable=st.kin type=complete dim=1
-#pragma HLS ARRAY_PARTITION variable=st.vin type=complete dim=1
+    /* the attention PEs': word-major, a lane a bank (dim 3, or dim 2 for
+     * the per-head scalars) */
+#pragma HLS ARRAY_PARTITION variable=st.kv type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=st.kv type=complete dim=3
+#pragma HLS BIND_STORAGE variable=st.kv type=ram_t2p impl=TSR_KV_IMPL
+#pragma HLS ARRAY_PARTITION variable=st.qkvw type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=st.qkvw type=complete dim=3
+#pragma HLS BIND_STORAGE variable=st.qkvw type=ram_2p impl=TSR_QKVW_IMPL
 #pragma HLS ARRAY_PARTITION variable=st.att type=complete dim=1
-#pragma HLS ARRAY_PARTITION variable=st.att type=cyclic factor=TSR_ATT_LANES dim=2
+#pragma HLS ARRAY_PARTITION variable=st.att type=complete dim=3
+#pragma HLS BIND_STORAGE variable=st.att type=ram_2p impl=TSR_ATT_IMPL
 #pragma HLS ARRAY_PARTITION variable=st.ao type=complete dim=1
-#pragma HLS ARRAY_PARTITION variable=st.ao type=cyclic factor=TSR_ATT_LANES dim=2
-#pragma HLS ARRAY_PARTITION variable=st.tab type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=st.ao type=complete dim=3
+#pragma HLS BIND_STORAGE variable=st.ao type=ram_2p impl=TSR_AO_IMPL
 #pragma HLS ARRAY_PARTITION variable=st.am type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=st.asum type=complete dim=1
+    /* per-PE scalars and tables, read by every PE task at once: registers */
+#pragma HLS ARRAY_PARTITION variable=st.tab type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=st.best_v type=complete
 #pragma HLS ARRAY_PARTITION variable=st.best_i type=complete
-    /* the controller's vectors, TSR_VEC words (the quantizer reads 2) */
-#pragma HLS ARRAY_PARTITION variable=st.x type=cyclic factor=TSR_VEC
-#pragma HLS ARRAY_PARTITION variable=st.xn type=cyclic factor=TSR_LANES
-#pragma HLS ARRAY_PARTITION variable=st.qkv type=cyclic factor=TSR_VEC
-#pragma HLS ARRAY_PARTITION variable=st.logits type=cyclic factor=TSR_VEC
-#pragma HLS ARRAY_PARTITION variable=st.ctrl type=cyclic factor=TSR_VEC
+#pragma HLS ARRAY_PARTITION variable=st.kv_h0 type=complete
+#pragma HLS ARRAY_PARTITION variable=st.kv_nh type=complete
+#pragma HLS ARRAY_PARTITION variable=st.kv_q type=complete
+#pragma HLS ARRAY_PARTITION variable=st.pos_q type=complete
+#pragma HLS ARRAY_PARTITION variable=st.pos_div type=complete
+    /* the controller's memories: its vectors and the norm weights in
+     * TSR_VEC banks (a word's lane l in bank l), the sampler's copy in
+     * TSR_SUM_E banks (its reduction reads that many a cycle) */
+#pragma HLS ARRAY_PARTITION variable=st.cv type=cyclic factor=TSR_VEC
+#pragma HLS ARRAY_PARTITION variable=st.rms type=cyclic factor=TSR_VEC dim=2
+#pragma HLS ARRAY_PARTITION variable=st.probs type=cyclic factor=TSR_SUM_E
 #pragma HLS ARRAY_PARTITION variable=st.wmax type=cyclic factor=TSR_WMAX_PORTS
 #pragma HLS ARRAY_PARTITION variable=st.ssq type=complete
 #pragma HLS ARRAY_PARTITION variable=st.rope_pj type=cyclic factor=TSR_VEC_PAIRS

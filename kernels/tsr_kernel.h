@@ -249,9 +249,9 @@ typedef struct tsr_kstate {
     uint32_t root_w1[TSR_MAX_MATS][TSR_PES];
     uint32_t w8_used[TSR_PES];            /* int8 bytes per PE              */
     uint32_t f32_used[TSR_PES];           /* fp32 words per PE              */
-    uint32_t kv_h0[TSR_PES];              /* the PE's first KV head          */
-    uint32_t kv_nh[TSR_PES];              /* its KV heads (0: none)          */
-    uint32_t kv_q[TSR_PES];               /* its place in its head group    */
+    uint32_t kv_h0[TSR_ATT_PES];          /* an attention PE's first KV head  */
+    uint32_t kv_nh[TSR_ATT_PES];          /* its KV heads (0: none)          */
+    uint32_t kv_q[TSR_ATT_PES];           /* its place in its head group    */
     uint32_t kv_pe[TSR_MAX_KV_HEADS];     /* each KV head's first PE        */
     uint32_t kv_j[TSR_MAX_KV_HEADS];      /* its index among that PE's heads */
     uint32_t g_log2;                      /* log2(group)                    */
@@ -267,15 +267,15 @@ typedef struct tsr_kstate {
     uint32_t logits_valid;
     uint32_t logits_on_pes;               /* the last pass left them on the PEs */
     /* --- controller memories --- */
-    float    ctrl[TSR_CTRL_WORDS];        /* rms_att (L,dim), rms_ffn (L,dim), rms_final (dim,) */
-    float    x[TSR_MAX_DIM];              /* (dim,) residual stream         */
-    float    xn[TSR_MAX_IN];              /* (n,) the next GEMV input (zero padded to its groups) */
-    float    qkv[TSR_MAX_QKV];            /* (dim + 2 kv_dim,) q | k | v    */
-    float    logits[TSR_MAX_VOCAB];       /* (vocab,)                       */
+    /* norm weights: rms_att of layer l at row l, rms_ffn at L + l,
+     * rms_final at 2L */
+    float    rms[TSR_RMS_ROWS][TSR_PAD32(TSR_MAX_DIM)];
+    /* the vectors: x at TSR_CV_X, xn at TSR_CV_XN, q | k | v at
+     * TSR_CV_QKV, logits at TSR_CV_LOGITS (tsr_profile.h) */
+    float    cv[TSR_CV_WORDS];
     float    rope_cos[TSR_MAX_HEAD_SIZE / 2]; /* (head_size / 2,) this token */
     float    rope_sin[TSR_MAX_HEAD_SIZE / 2];
     float    wmax[TSR_MAX_IN_VWORDS];     /* quantizer: max |xn| per TSR_VEC word */
-    uint32_t wmax_fresh;                  /* 1: the gather into xn left wmax */
     float    ssq[TSR_SUM_LANES];          /* RMSNorm: sum-of-squares partials */
     uint32_t ssq_fresh;                   /* 1: the residual gather left them (x unchanged since) */
     float    probs[TSR_MAX_VOCAB];        /* (vocab,) the sampler's copy    */
@@ -287,21 +287,21 @@ typedef struct tsr_kstate {
     uint32_t pe_cy[TSR_PES];              /* cycles of the last PE task     */
     float    best_v[TSR_PES];             /* greedy: best logit, its row    */
     uint32_t best_i[TSR_PES];
-    float    am[TSR_PES][TSR_MAX_HEADS];  /* attention: max score, per query head */
-    float    asum[TSR_PES][TSR_MAX_HEADS]; /* sum of exp(score - max)       */
+    float    am[TSR_ATT_PES][TSR_MAX_HEADS];  /* attention: max score, per query head */
+    float    asum[TSR_ATT_PES][TSR_MAX_HEADS]; /* sum of exp(score - max)    */
     /* --- PE memories --- */
     int8_t   w8[TSR_PES][TSR_PE_W8_WORDS][TSR_LANES]; /* int8 tiles          */
     float    f32[TSR_PES][TSR_PE_F32_WORDS];          /* scales / F32 tiles  */
-    float    kv[TSR_PES][TSR_PE_KV_WORDS];            /* KV cache            */
+    /* the attention PEs' memories, in words of TSR_ATT_LANES (a lane is a
+     * bank) or TSR_VEC (their copy of q | k | v, latched off the bus) */
+    float    kv[TSR_ATT_PES][TSR_PE_KV_AW][TSR_ATT_LANES];  /* KV cache       */
+    float    qkvw[TSR_ATT_PES][TSR_PE_QKV_VW][TSR_VEC];     /* q | k | v      */
+    float    att[TSR_ATT_PES][TSR_PE_ATT_AW][TSR_ATT_LANES]; /* scores         */
+    float    ao[TSR_ATT_PES][TSR_PE_AO_AW][TSR_ATT_LANES];  /* head outputs   */
     float    psum[TSR_PES][TSR_PE_ROWS];              /* a tile's outputs    */
     int8_t   xq[TSR_PES][TSR_PE_XQ_WORDS][TSR_LANES]; /* broadcast input, Q8 */
     float    xs[TSR_PES][TSR_PE_XS];                  /* its group scales    */
     float    xf[TSR_PES][TSR_PE_XF];                  /* broadcast input, F32 */
-    float    qh[TSR_PES][TSR_MAX_QGROUP];             /* the head group's q  */
-    float    kin[TSR_PES][TSR_MAX_DIM];               /* k, v of this position, */
-    float    vin[TSR_PES][TSR_MAX_DIM];               /* for the PE storing it */
-    float    att[TSR_PES][TSR_PE_ATT];                /* scores, per query head */
-    float    ao[TSR_PES][TSR_MAX_QGROUP];             /* weighted sums of V  */
 #ifdef TSR_EMU
     struct tsr_emu_pool *pool;   /* emulator: worker threads over the PEs
                                     (emu/tsr_emu.h); NULL: one thread       */

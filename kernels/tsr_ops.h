@@ -30,6 +30,15 @@ typedef struct tsr_pe_job {
 #define TSR_JOB_SCORES  2u   /* attention: store K/V, scores, local max     */
 #define TSR_JOB_EXP     4u   /* attention: exp(score - max), local sum      */
 #define TSR_JOB_VALUES  8u   /* attention: normalise, weighted sum of V     */
+#define TSR_JOB_PAIR    16u  /* GEMV: W13, two halves a tile                */
+#define TSR_JOB_SWIGLU  32u  /* GEMV, the roots after the tree: SwiGLU      */
+
+/* The controller's vectors (tsr_kstate.cv, tsr_profile.h TSR_CV_*) as
+ * words of TSR_VEC: the word offsets a gather writes at. */
+#define TSR_CVW_X       (TSR_CV_X / TSR_VEC)
+#define TSR_CVW_XN      (TSR_CV_XN / TSR_VEC)
+#define TSR_CVW_QKV     (TSR_CV_QKV / TSR_VEC)
+#define TSR_CVW_LOGITS  (TSR_CV_LOGITS / TSR_VEC)
 
 /* ---- controller vector ops (ops.c) ------------------------------------- */
 
@@ -41,11 +50,12 @@ float tsr_reduce_sum(const float *x, uint32_t n);
 /* sum of x[i]^2 (n,), the same order; for RMSNorm.  tsr_cy_sum(n). */
 float tsr_reduce_sumsq(const float *x, uint32_t n);
 
-/* RMSNorm's scale of x (n,): 1 / sqrtf(sumsq / n + eps), charged to NORM.
- * The sum of squares from its own pass over x, or (TSR_SSQ_FUSED) from the
- * partials the residual gather that wrote x left in st->ssq: the same
- * partials, so the same value. */
-float tsr_rms_scale(tsr_kstate *st, const float *x, uint32_t n);
+/* RMSNorm's scale of the residual stream x (n,, st->cv at TSR_CV_X): 1 /
+ * sqrtf(sumsq / n + eps), charged to NORM.  The sum of squares from its
+ * own pass over x, or (TSR_SSQ_FUSED) from the partials the residual
+ * gather that wrote x left in st->ssq: the same partials, so the same
+ * value. */
+float tsr_rms_scale(tsr_kstate *st, uint32_t n);
 
 /* This token's RoPE angles at position pos (run.c: frequency
  * theta^(-(2j) / head_size), precomputed at CONFIGURE, times pos; cosf,
@@ -92,26 +102,28 @@ int32_t tsr_sample(float *logits, uint32_t n, float temperature, float top_p, ui
 
 /* ---- the mesh (mesh.c) ------------------------------------------------- */
 
-/* The input of the next GEMVs: xn = w * (ss * x) (w NULL: xn = x), (n,);
- * then quantized (Q8, in groups of G, as tsr_quantize) or zero padded (F32)
- * and broadcast into every PE's copy (xq/xs or xf).  Charged to INPUT. */
-void tsr_mesh_input(tsr_kstate *st, const float *x, uint32_t n, const float *w, float ss);
+/* The input of the next GEMVs: xn = w * (ss * x), (n,), x the residual
+ * stream (TSR_CV_X), w norm weight row `row` of st->rms (rms_att of layer
+ * l at row l, rms_ffn at L + l, rms_final at 2L), into TSR_CV_XN; then
+ * quantized (Q8, in groups of G, as tsr_quantize) or zero padded (F32) and
+ * broadcast into every PE's copy (xq/xs or xf).  Charged to INPUT. */
+void tsr_mesh_input(tsr_kstate *st, uint32_t n, uint32_t row, float ss);
 
-/* The same for an xn (n,) a gather (TSR_GATHER_INPUT) or the attention's
- * collect already wrote, zero padded, with its word maxima: only the
+/* The same for an xn (n,, TSR_CV_XN) a gather (TSR_GATHER_INPUT) or the
+ * attention's collect already wrote, zero padded, with its word maxima: only the
  * quantize (F32: pad) and broadcast pass.  Charged to INPUT. */
 void tsr_mesh_input_ready(tsr_kstate *st, uint32_t n);
 
 /* W (d, n) @ input -> each PE's psum, for matrix mat: every PE its tile
- * (W13: both halves, then SwiGLU on the PE), then the column adder trees
- * when C_m > 1.  flags TSR_JOB_ARGMAX: the mesh rows' roots also find
- * their best row (greedy).  Charged to GEMV (busiest PE) and TREE. */
+ * (W13: both halves), then the column adder trees when C_m > 1, then on
+ * each mesh row's root SwiGLU (W13) or, flags TSR_JOB_ARGMAX, its best
+ * row (greedy).  Charged to GEMV (busiest PE), TREE and ARGMAX. */
 void tsr_mesh_gemv(tsr_kstate *st, uint32_t mat, uint32_t flags);
 
 /* How tsr_mesh_gather treats each word on its way in. */
 #define TSR_GATHER_ADD    1u  /* y += out (the residual); with TSR_SSQ_FUSED
                                  also RMSNorm's partials of the new y    */
-#define TSR_GATHER_INPUT  2u  /* y is st->xn, the next GEMV input: its word
+#define TSR_GATHER_INPUT  2u  /* y is xn, the next GEMV input: its word
                                  maxima, zeros up to the group padding    */
 #define TSR_GATHER_QKV    4u  /* q | k | v: RoPE on q and k (this token's
                                  angles), each word on to the attention
@@ -119,46 +131,53 @@ void tsr_mesh_gemv(tsr_kstate *st, uint32_t mat, uint32_t flags);
                                  to the PE storing it)                   */
 
 /* The GEMV outputs of mat (d rows; W13: the SwiGLU outputs) from the mesh
- * rows' roots into y (d,), TSR_VEC a cycle: y = out, or as flags say
- * (TSR_GATHER_*; slot: the sequence, for QKV).  Charged to GATHER. */
-void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, float *y, uint32_t flags, uint32_t slot);
+ * rows' roots into y (d,), the controller's vectors from word yw
+ * (TSR_CVW_*), TSR_VEC a cycle: y = out, or as flags say (TSR_GATHER_*;
+ * slot: the sequence, for QKV).  Charged to GATHER. */
+void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, uint32_t yw, uint32_t flags, uint32_t slot);
 
 /* The greedy token after tsr_mesh_gemv(mat, TSR_JOB_ARGMAX): the roots'
  * bests reduced by a tree (the first maximum, as tsr_argmax).  Charged to
  * ARGMAX. */
 int32_t tsr_mesh_best(tsr_kstate *st, uint32_t mat);
 
-/* x (dim,) = row `token` of the embedding table, gathered from the PEs of
- * its row block (dequantized in Q8 mode: q * scale).  Charged to EMBED. */
-void tsr_mesh_embed(tsr_kstate *st, uint32_t token, float *x);
+/* x (dim,, TSR_CV_X) = row `token` of the embedding table, gathered from
+ * the PEs of its row block (dequantized in Q8 mode: q * scale).  Charged
+ * to EMBED. */
+void tsr_mesh_embed(tsr_kstate *st, uint32_t token);
 
 /* ---- attention (attention.c) ------------------------------------------- */
 
 /* Layer l of slot at position pos, after the QKV gather (TSR_GATHER_QKV)
- * gave each KV head group's PEs their q slices and the storing PE its k,
- * v: they store k, v at pos and run their query heads over positions
- * 0..pos (GQA); then the head outputs into st->xn (dim,, zero padded to
- * the group, with its word maxima: the WO input, tsr_mesh_input_ready).
+ * latched q | k | v into every attention PE's copy (qkvw): they store
+ * this position's k, v on the PE that holds pos and run their query heads
+ * over positions 0..pos (GQA); then the head outputs into xn (TSR_CV_XN,
+ * dim, zero padded to the group, with its word maxima: the WO input,
+ * tsr_mesh_input_ready).
  * Charged to ATT_IO, ATTN and ATT_TREE. */
 void tsr_attention(tsr_kstate *st, uint32_t slot, uint32_t l, uint32_t pos);
 
 #ifdef TSR_EMU
 /* The emulator's stand-in for the QKV gather's per-word latches (mesh.c):
- * st->qkv's query slices, and this position's k, v for the PE storing it,
- * copied into each attention PE's own arrays for slot.  Also for tests
- * that set st->qkv themselves. */
+ * of q | k | v (TSR_CV_QKV), what each attention PE reads of its copy
+ * (its heads' q slices; this position's k, v on the PE storing it for
+ * slot).  Also for tests that write q | k | v themselves. */
 void tsr_att_latch_qkv(tsr_kstate *st, uint32_t slot);
 #endif
 
 /* ---- forward pass (forward.c) ------------------------------------------ */
 
 /* What a forward pass leaves: nothing (prefill), the greedy token (the
- * argmax on the mesh), or the logits in st->logits (sampling, READ_LOGITS). */
-enum { TSR_FWD_NONE = 0, TSR_FWD_GREEDY, TSR_FWD_LOGITS };
+ * argmax on the mesh), or the logits at TSR_CV_LOGITS (sampling,
+ * READ_LOGITS).  TSR_FWD_GATHER runs no pass: it gathers the logits a
+ * greedy pass left on the mesh (READ_LOGITS). */
+enum { TSR_FWD_NONE = 0, TSR_FWD_GREEDY, TSR_FWD_LOGITS, TSR_FWD_GATHER };
 
 /* Run token at pos through the model for slot (its KV cache at pos gets the
- * token's keys and values).  Returns the greedy token for TSR_FWD_GREEDY,
- * else 0. */
+ * token's keys and values): the embedding, then one stage per matrix (4
+ * per layer, the classifier last unless mode is TSR_FWD_NONE), each its
+ * input, GEMV, gather and, after QKV, attention.  Returns the greedy token
+ * for TSR_FWD_GREEDY, else 0. */
 int32_t tsr_forward(tsr_kstate *st, uint32_t slot, uint32_t token, uint32_t pos, int mode);
 
 #endif

@@ -21,6 +21,8 @@ TSR_STATIC_CHECK(vec_pairs, TSR_VEC_PAIRS * 2 == TSR_VEC);
 TSR_STATIC_CHECK(sum_lanes_pow2, (TSR_SUM_LANES & (TSR_SUM_LANES - 1)) == 0);
 TSR_STATIC_CHECK(mesh_cols_pow2, (TSR_MAX_MESH_COLS & (TSR_MAX_MESH_COLS - 1)) == 0);
 TSR_STATIC_CHECK(min_group_pow2, (TSR_MIN_GROUP & (TSR_MIN_GROUP - 1)) == 0);
+TSR_STATIC_CHECK(tree_ii, TSR_TREE_II * TSR_TREE_LANES == TSR_VEC);
+TSR_STATIC_CHECK(embed_ii, TSR_EMBED_II * TSR_VEC == TSR_LANES);
 
 /* Whether a PE's fp32 array (scales / F32 tiles) and its KV cache go to
  * UltraRAM (1) or block RAM (0, the default): BIND_STORAGE impl=. */
@@ -40,7 +42,6 @@ TSR_STATIC_CHECK(min_group_pow2, (TSR_MIN_GROUP & (TSR_MIN_GROUP - 1)) == 0);
 #else
 #define TSR_KV_IMPL         bram
 #endif
-/* Chunk maxima the quantizer reads a cycle (the largest group's chunks). */
 /* The quantizer reads a group's word maxima (TSR_VEC words) in one cycle. */
 #define TSR_WMAX_PORTS      (TSR_MAX_GROUP / TSR_VEC > 1 ? TSR_MAX_GROUP / TSR_VEC : 1)
 
@@ -50,6 +51,8 @@ TSR_STATIC_CHECK(min_group_pow2, (TSR_MIN_GROUP & (TSR_MIN_GROUP - 1)) == 0);
 /* Weight matrices: tok_embedding, 4 per layer (QKV, WO, W13, W2), an
  * unshared classifier. */
 #define TSR_MAX_MATS        (2 + 4 * TSR_MAX_LAYERS)
+/* A forward pass's stages: one a matrix after the embedding. */
+#define TSR_MAX_STAGES      (4 * TSR_MAX_LAYERS + 1)
 /* Longest GEMV input (dim or hidden) padded to whole groups, and to whole
  * TSR_LANES words. */
 #define TSR_MAX_N           (TSR_MAX_HIDDEN > TSR_MAX_DIM ? TSR_MAX_HIDDEN : TSR_MAX_DIM)
@@ -79,6 +82,61 @@ TSR_STATIC_CHECK(min_group_pow2, (TSR_MIN_GROUP & (TSR_MIN_GROUP - 1)) == 0);
 #define TSR_ATT_ACC         (TSR_MAX_SEQ > TSR_MAX_HEAD_SIZE ? TSR_MAX_SEQ : TSR_MAX_HEAD_SIZE)
 /* Controller fp32 words: rms_att, rms_ffn per layer + rms_final. */
 #define TSR_CTRL_WORDS      ((2 * TSR_MAX_LAYERS + 1) * TSR_MAX_DIM)
+/* ... held as rows (one row a norm), so a pass reads a row at a constant
+ * bank per lane. */
+#define TSR_RMS_ROWS        (2 * TSR_MAX_LAYERS + 1)
+/* Whole TSR_LANES words of n floats. */
+#define TSR_PAD32(n)        (((n) + 31) / 32 * 32)
+/* The controller's vectors, one memory of TSR_LANES banks, each at a whole
+ * word: the residual stream x (dim), the next GEMV input xn (padded to its
+ * groups), q | k | v (dim + 2 kv_dim), the logits (vocab). */
+#define TSR_CV_X            0
+#define TSR_CV_XN           (TSR_CV_X + TSR_PAD32(TSR_MAX_DIM))
+#define TSR_CV_QKV          (TSR_CV_XN + TSR_PAD32(TSR_MAX_IN))
+#define TSR_CV_LOGITS       (TSR_CV_QKV + TSR_PAD32(TSR_MAX_QKV))
+#define TSR_CV_WORDS        (TSR_CV_LOGITS + TSR_PAD32(TSR_MAX_VOCAB))
+/* An attention PE's memories in words of TSR_ATT_LANES (KV cache, scores,
+ * outputs) or TSR_VEC (its copy of q | k | v), so that a lane is a bank. */
+#define TSR_PE_KV_AW        (TSR_PE_KV_WORDS / TSR_ATT_LANES)
+#define TSR_PE_ATT_AW       ((TSR_PE_ATT + TSR_ATT_LANES - 1) / TSR_ATT_LANES)
+#define TSR_PE_AO_AW        (TSR_MAX_QGROUP / TSR_ATT_LANES)
+#define TSR_PE_QKV_VW       ((TSR_MAX_QKV + TSR_VEC - 1) / TSR_VEC)
+TSR_STATIC_CHECK(kv_words_whole, TSR_PE_KV_WORDS % TSR_ATT_LANES == 0);
+TSR_STATIC_CHECK(qgroup_whole, TSR_MAX_QGROUP % TSR_ATT_LANES == 0);
+/* Small memories go to LUTs, larger ones to block RAM: a bank of at most
+ * TSR_LUTRAM_WORDS words (BIND_STORAGE impl=, one literal per array for
+ * the pragma; driver/plan.c packs by the same rule). */
+#define TSR_LUTRAM_WORDS    64
+#if TSR_PE_ROWS / TSR_VEC <= TSR_LUTRAM_WORDS
+#define TSR_PSUM_IMPL       lutram
+#else
+#define TSR_PSUM_IMPL       bram
+#endif
+#if TSR_PE_XS <= TSR_LUTRAM_WORDS
+#define TSR_XS_IMPL         lutram
+#else
+#define TSR_XS_IMPL         bram
+#endif
+#if TSR_PE_QKV_VW <= TSR_LUTRAM_WORDS
+#define TSR_QKVW_IMPL       lutram
+#else
+#define TSR_QKVW_IMPL       bram
+#endif
+#if TSR_PE_ATT_AW <= TSR_LUTRAM_WORDS
+#define TSR_ATT_IMPL        lutram
+#else
+#define TSR_ATT_IMPL        bram
+#endif
+#if TSR_PE_AO_AW <= TSR_LUTRAM_WORDS
+#define TSR_AO_IMPL         lutram
+#else
+#define TSR_AO_IMPL         bram
+#endif
+#if TSR_ATT_ACC / TSR_ATT_LANES <= TSR_LUTRAM_WORDS
+#define TSR_ACC_IMPL        lutram
+#else
+#define TSR_ACC_IMPL        bram
+#endif
 /* Quantizer: TSR_LANES chunks of the input; one max per TSR_VEC word. */
 #define TSR_MAX_CHUNKS      (TSR_MAX_IN / TSR_LANES)
 #define TSR_MAX_IN_VWORDS   (TSR_MAX_IN / TSR_VEC + 1)
@@ -93,8 +151,42 @@ TSR_STATIC_CHECK(min_group_pow2, (TSR_MIN_GROUP & (TSR_MIN_GROUP - 1)) == 0);
 #define TSR_MAX_ATT_STEPS   (TSR_MAX_HEAD_SIZE * TSR_MAX_SEQ)
 /* Sift-down depth bound for the top-p heap: > log2(TSR_MAX_VOCAB). */
 #define TSR_HEAP_DEPTH      32
-/* Levels of the column adder tree: >= log2(TSR_MAX_MESH_COLS). */
-#define TSR_MAX_TREE_LEVELS 8
+/* Levels of the column adder tree: log2(TSR_MAX_MESH_COLS), a literal (a
+ * tree level is code of its own: its receivers are known at compile
+ * time, mesh.c). */
+#if TSR_MAX_MESH_COLS >= 64
+#define TSR_MAX_TREE_LEVELS 6
+#elif TSR_MAX_MESH_COLS >= 32
+#define TSR_MAX_TREE_LEVELS 5
+#elif TSR_MAX_MESH_COLS >= 16
+#define TSR_MAX_TREE_LEVELS 4
+#elif TSR_MAX_MESH_COLS >= 8
+#define TSR_MAX_TREE_LEVELS 3
+#elif TSR_MAX_MESH_COLS >= 4
+#define TSR_MAX_TREE_LEVELS 2
+#elif TSR_MAX_MESH_COLS >= 2
+#define TSR_MAX_TREE_LEVELS 1
+#else
+#define TSR_MAX_TREE_LEVELS 0
+#endif
+TSR_STATIC_CHECK(tree_levels, (1 << TSR_MAX_TREE_LEVELS) == TSR_MAX_MESH_COLS);
+/* Levels of a KV head group's trees: log2(TSR_MAX_KV_SPLIT), likewise. */
+#if TSR_MAX_KV_SPLIT >= 64
+#define TSR_MAX_SPLIT_LEVELS 6
+#elif TSR_MAX_KV_SPLIT >= 32
+#define TSR_MAX_SPLIT_LEVELS 5
+#elif TSR_MAX_KV_SPLIT >= 16
+#define TSR_MAX_SPLIT_LEVELS 4
+#elif TSR_MAX_KV_SPLIT >= 8
+#define TSR_MAX_SPLIT_LEVELS 3
+#elif TSR_MAX_KV_SPLIT >= 4
+#define TSR_MAX_SPLIT_LEVELS 2
+#elif TSR_MAX_KV_SPLIT >= 2
+#define TSR_MAX_SPLIT_LEVELS 1
+#else
+#define TSR_MAX_SPLIT_LEVELS 0
+#endif
+TSR_STATIC_CHECK(split_levels, (1 << TSR_MAX_SPLIT_LEVELS) == TSR_MAX_KV_SPLIT);
 /* Levels of a reduction tree over the PEs or the partial sums. */
 #define TSR_MAX_LEVELS      16
 

@@ -56,7 +56,7 @@
 /* Resource estimate: what tessera plan --profile stories15m computes for these
  * arrays and this datapath (tests/test_plan.c holds them equal). */
 #define TSR_EST_URAM          640
-#define TSR_EST_BRAM36        1296
-#define TSR_EST_DSP           6894
+#define TSR_EST_BRAM36        1360
+#define TSR_EST_DSP           7042
 
 #endif

@@ -44,7 +44,7 @@
 /* Resource estimate: what tessera plan --profile stories260k computes for these
  * arrays and this datapath (tests/test_plan.c holds them equal). */
 #define TSR_EST_URAM          16
-#define TSR_EST_BRAM36        736
-#define TSR_EST_DSP           657
+#define TSR_EST_BRAM36        759
+#define TSR_EST_DSP           665
 
 #endif

@@ -5,7 +5,7 @@
  *   IMAGE (make_image.c) -> the command ring, as the driver's command layer
  *   (driver/kcmd.c) writes it: CONFIGURE, LOAD x n_chunks, RESET, PREFILL
  *   the prompt, DECODE greedy, READ_COUNTERS, EXIT
- *   -> tessera_top(ctl, in, in, out, out) serves the ring, returns at EXIT
+ *   -> tessera_top(ctl, in, in, out, out_f) serves the ring, returns at EXIT
  *   -> every response (sequence number, status), the fit, the decoded ids
  *   against REF (llama2.c run.c's ids, BOS first, one decimal a line), the
  *   kernel's counters -> exit 0 on a match, 1 otherwise
@@ -42,12 +42,18 @@
 #define TB_SEED      0x9E3779B97F4A7C15ull   /* DECODE's RNG seed (greedy: unused) */
 
 /* The link buffers, at the m_axi depths of tessera_top: cosim moves exactly
- * `depth` words behind each pointer.  `in` and `out` are one buffer each,
- * bound to both of their ports (uint32 and fp32), as the host binds one
- * buffer object to in_w and in_f, and one to out_w and out_f. */
+ * `depth` words behind each pointer.  `in` is bound to both of its ports
+ * (uint32 and fp32), as the host binds one buffer object to in_w and in_f:
+ * the kernel only reads it.  The answers get two buffers, out for out_w and
+ * out_f for out_f (no command here writes floats): cosim keeps one memory
+ * image per pointer argument and copies each back after the run, so one
+ * buffer behind both would have out_f's untouched image written over
+ * out_w's tokens (UG1399, "pragma HLS alias": pointers are independent
+ * channels). */
 static uint32_t ctl[TSR_CTL_DEPTH];
 static uint32_t in[TSR_IN_DEPTH];
 static uint32_t out[TSR_OUT_DEPTH];
+static float out_f[TSR_OUT_DEPTH];
 
 /* ------------------------------------------------------------------------ */
 /* Input                                                                      */
@@ -217,7 +223,7 @@ int main(int argc, char **argv)
     ctl[TSR_CTL_RING_N] = r.n;   /* the header, before the start */
 
     /* ---- the card: started once, returns at EXIT ---- */
-    tessera_top(ctl, in, (const float *)(const void *)in, out, (float *)(void *)out);
+    tessera_top(ctl, in, (const float *)(const void *)in, out, out_f);
 
     if (ctl[TSR_CTL_SERVING] != 1u) return fail("the kernel never served its ring", NULL, w);
     static const char *const names[TSR_OP_COUNT] = { "NOP", "LOAD", "CONFIGURE", "RESET",
