@@ -147,6 +147,8 @@ static int emu_open(const tsr_devspec *spec, tsr_backend **out, tsr_devinfo *inf
     place_slices(b, s->w8, sizeof s->w8[0], TSR_PES);
     place_slices(b, s->f32, sizeof s->f32[0], TSR_PES);
     place_slices(b, s->kv, sizeof s->kv[0], TSR_ATT_PES);
+    place_slices(b, s->psum, sizeof s->psum[0], TSR_PES);
+    place_slices(b, s->xq, sizeof s->xq[0], TSR_PES);
     /* the link buffers */
     b->words[TSR_BUF_CTL] = TSR_CTL_WORDS(EMU_RING_N);
     b->words[TSR_BUF_IN] = TSR_IN_WORDS;

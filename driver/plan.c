@@ -288,16 +288,19 @@ static void pe_blocks(const pe_arrays *a, long *uram, long *bram)
 
 static uint64_t pad32(uint64_t n) { return (n + 31u) / 32u * 32u; }
 
-/* The controller's memories: the norm weights as rows and its vectors (x,
- * xn, q | k | v, the logits) in one memory, TSR_VEC banks each; the
+/* The controller's memories: the norm weights as rows, each item's vectors
+ * (x, xn, q | k | v) in one memory and a batch's logits in another,
+ * TSR_VEC banks each; the
  * sampler's copy in TSR_SUM_E banks, its candidates in one memory each;
  * the quantizer's scratch and the tables are LUTRAM-small. */
 static long ctrl_blocks(uint64_t dim, uint64_t kvd, uint64_t vocab, uint64_t layers, uint64_t nmax,
-                        uint32_t sum_lanes)
+                        uint32_t sum_lanes, uint32_t block, uint32_t batch)
 {
     uint32_t E = sum_lanes >= TSR_FADD_LAT ? sum_lanes / TSR_FADD_LAT : 1u;
-    uint64_t cv = pad32(dim) + pad32(nmax + TSR_LANES) + pad32(dim + 2u * kvd) + pad32(vocab);
-    return banked_bram((2u * layers + 1u) * pad32(dim), 4u, TSR_VEC) + banked_bram(cv, 4u, TSR_VEC) +
+    /* per item of a pass: x, xn, q | k | v; per batch item: the logits */
+    uint64_t cv = pad32(dim) + pad32(nmax + TSR_LANES) + pad32(dim + 2u * kvd);
+    return banked_bram((2u * layers + 1u) * pad32(dim), 4u, TSR_VEC) +
+           banked_bram(cv * block, 4u, TSR_VEC) + banked_bram(pad32(vocab) * batch, 4u, TSR_VEC) +
            banked_bram(vocab, 4u, E) + 2 * banked_bram(vocab, 4u, 1u);
 }
 
@@ -381,13 +384,14 @@ static long dsp_count(uint32_t P, uint32_t att_pes, uint32_t C, uint32_t Q, int 
 void tsr_plan_profile_resources(const tsr_kprofile *p, tsr_plan_res *r)
 {
     memset(r, 0, sizeof *r);
+    uint32_t B = p->block ? p->block : 1u;   /* items a pass: the per-item arrays */
     pe_arrays a = {
         .w8_bytes = (uint64_t)p->w8_words * TSR_LANES, .f32_words = p->f32_words,
-        .kv_bytes = 4ull * p->kv_words, .rows = p->pe_rows,
+        .kv_bytes = 4ull * p->kv_words, .rows = (uint64_t)p->pe_rows * B,
         .att_words = p->att_words,
-        .in_bytes = (uint64_t)(p->hidden > p->dim ? p->hidden : p->dim) + p->group_max,
+        .in_bytes = ((uint64_t)(p->hidden > p->dim ? p->hidden : p->dim) + p->group_max) * B,
         .xs_words = ((uint64_t)(p->hidden > p->dim ? p->hidden : p->dim) + p->group_max + TSR_LANES) /
-                    p->group_min,
+                    p->group_min * B,
         .acc_words = p->seq > p->head_size ? p->seq : p->head_size,
         .acc_parts = p->sum_lanes >= TSR_FADD_LAT ? TSR_FADD_LAT : 1u,
         .ao_words = p->dim, .qkv_words = (3u * (uint64_t)p->dim + TSR_VEC - 1u) / TSR_VEC * TSR_VEC,
@@ -406,7 +410,8 @@ void tsr_plan_profile_resources(const tsr_kprofile *p, tsr_plan_res *r)
     r->uram = (long)p->att_pes * u + (long)(p->pes - p->att_pes) * un;
     r->bram = (long)p->att_pes * b + (long)(p->pes - p->att_pes) * bn +
               ctrl_blocks(p->dim, p->dim, p->vocab, p->layers,
-                          (p->hidden > p->dim ? p->hidden : p->dim) + p->group_max, p->sum_lanes);
+                          (p->hidden > p->dim ? p->hidden : p->dim) + p->group_max, p->sum_lanes, B,
+                          p->slots < B ? p->slots : B);
     r->kv_in_uram = (int)p->kv_uram;
     r->dsp = dsp_count(p->pes, p->att_pes, p->mesh_cols, p->kv_split_max, (int)p->with_f32,
                        p->sum_lanes, &r->dsp_pe);
@@ -481,6 +486,7 @@ static void eval_card(const tsr_kconfig *kc, int kv, int K, int k, int kv_in_ura
     memset(r, 0, sizeof *r);
     uint64_t sl = tsr_lay_seq_words(kc);
     uint32_t nmax = kc->dim > kc->hidden_dim ? kc->dim : kc->hidden_dim;
+    uint32_t B = pf->block ? pf->block : 1u;   /* items a pass (TSR_MAX_BLOCK) */
     for (uint32_t p = 0; p < P; p++) {
         uint64_t w8 = 0, f32w = 0;
         uint32_t rows = 0, rot = 0;
@@ -504,15 +510,15 @@ static void eval_card(const tsr_kconfig *kc, int kv, int K, int k, int kv_in_ura
         r->bytes.kv += kvb;
         r->bytes.scratch += 4u * (uint64_t)rows + (nmax + kc->group) + 4u * (nmax / kc->group + 1u);
         if (w + s + kvb > r->bytes.pe_max) r->bytes.pe_max = w + s + kvb;
-        pe_arrays a = { .w8_bytes = w8, .f32_words = f32w, .kv_bytes = kvb, .rows = rows,
+        pe_arrays a = { .w8_bytes = w8, .f32_words = f32w, .kv_bytes = kvb, .rows = (uint64_t)rows * B,
                         .att_words = (uint64_t)nh * tsr_lay_kv_mul(kc) * sl,
                         .acc_words = sl > tsr_lay_head_size(kc) ? sl : tsr_lay_head_size(kc),
                         .acc_parts = pf->sum_lanes >= TSR_FADD_LAT ? TSR_FADD_LAT : 1u,
-                        .xs_words = ((uint64_t)nmax + kc->group + TSR_LANES) / kc->group,
+                        .xs_words = ((uint64_t)nmax + kc->group + TSR_LANES) / kc->group * B,
                         .ao_words = nh ? (uint64_t)nh * tsr_lay_kv_mul(kc) * tsr_lay_head_size(kc) : 0u,
                         .qkv_words = nh ? (uint64_t)(kc->dim + 2u * tsr_lay_kv_dim(kc) + TSR_VEC - 1u) /
                                               TSR_VEC * TSR_VEC : 0u,
-                        .in_bytes = (uint64_t)nmax + kc->group, .f32_uram = (int)pf->f32_uram,
+                        .in_bytes = ((uint64_t)nmax + kc->group) * B, .f32_uram = (int)pf->f32_uram,
                         .kv_uram = kv_in_uram };
         long u, b;
         pe_blocks(&a, &u, &b);
@@ -526,7 +532,8 @@ static void eval_card(const tsr_kconfig *kc, int kv, int K, int k, int kv_in_ura
     r->bytes.norms = norms;
     r->bytes.activations = 4u * (dim + (nmax + kc->group) + dim + 2u * kvd + (last ? V : 0u));
     r->bytes.scratch += last ? 12u * V : 0u;   /* the sampler's copy and candidates */
-    r->res.bram += ctrl_blocks(dim, kvd, last ? V : 0u, l1 - l0, nmax + kc->group, pf->sum_lanes);
+    r->res.bram += ctrl_blocks(dim, kvd, last ? V : 0u, l1 - l0, nmax + kc->group, pf->sum_lanes, B,
+                               kc->n_slots < B ? kc->n_slots : B);
     r->res.kv_in_uram = kv_in_uram;
     r->bytes.stationary = r->bytes.weights + r->bytes.scales + r->bytes.kv + r->bytes.norms;
     r->bytes.total = r->bytes.stationary + r->bytes.activations + r->bytes.scratch;

@@ -94,6 +94,16 @@ int tsr_xprofile_parse(const char *text, tsr_xprofile *p, tsr_err *e)
     }
     if (!have_name)
         return tsr_seterr(e, TSR_ERR_FORMAT, "tessera_profile '%s': no name", text);
+    /* optional (older xclbins predate blocked passes): one item a pass */
+    const char *bk = strstr(text, "block=");
+    k->block = 1;
+    if (bk && (bk == text || bk[-1] == ',')) {
+        char *stop;
+        unsigned long v = strtoul(bk + 6, &stop, 10);
+        if (v == 0 || v > 4096 || (*stop && *stop != ','))
+            return tsr_seterr(e, TSR_ERR_FORMAT, "tessera_profile '%s': bad value for block", text);
+        k->block = (uint32_t)v;
+    }
     for (unsigned i = 0; i < NK; i++)
         if (!(seen & (1u << i)) || (*dst[i] == 0 && dst[i] != &k->with_f32 &&
                                             dst[i] != &k->f32_uram && dst[i] != &k->kv_uram))

@@ -12,6 +12,16 @@
 
 #include "tsr_emu.h"
 
+/* Built for AVX-512, AVX2 and the baseline, picked at load time (GCC's
+ * target_clones): the same operations, wider lanes (C11 mode: no FMA
+ * contraction in any clone). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define ATT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define ATT_CLONES
+#endif
+
+ATT_CLONES
 void tsr_emu_att_mac(const float *kv, uint32_t stride, const float *s, uint32_t no, uint32_t nj,
                      uint32_t parts, float *acc, uint32_t acc_stride)
 {

@@ -19,8 +19,17 @@
  * kernels/mesh.c pe_tile_q8 (built without -ffp-contract: no FMA).
  */
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "tsr_emu.h"
+
+int32_t tsr_emu_wcorr(const int8_t *w, uint32_t G)
+{
+    int32_t sum = 0;
+    for (uint32_t i = 0; i < G; i++) sum += w[i];
+    return 128 * sum;
+}
 
 #if defined(TSR_EMU_SIMD) && TSR_EMU_SIMD && defined(__x86_64__)
 #include <immintrin.h>
@@ -116,12 +125,157 @@ static int vnni_available(void)
     return cpu_has(&have, "avxvnni");
 }
 
-uint32_t tsr_emu_tile_q8(const int8_t *w8, const float *ws, uint32_t rows, uint32_t ng,
-                         uint32_t G, const int8_t *xq, const float *xs, float *psum)
+static uint32_t tile_q8_one(const int8_t *w8, const float *ws, uint32_t rows, uint32_t ng,
+                            uint32_t G, const int8_t *xq, const float *xs, float *psum)
 {
-    if ((G != 32 && G != 64) || !tsr_emu_simd_available()) return 0;
     if (vnni_available()) return tile_q8_vnni(w8, ws, rows, ng, G, xq, xs, psum);
     return tile_q8_avx2(w8, ws, rows, ng, G, xq, xs, psum);
+}
+
+/* ---- several items: a GEMM of the tile and up to 16 inputs (AVX-512) ---- */
+
+#define GEMM __attribute__((target("avx512f,avx512bw,avx512vnni")))
+#define GEMM_ITEMS 16u   /* one item a 32-bit lane of a zmm register */
+
+/* The tile's full 8-row blocks times nx <= 16 items, G = 32 or 64.
+ *
+ *   per group g: the items' input words transposed, xt[c] (16 items,) the
+ *                c-th 4 bytes of each item's group, as u8 = x + 128
+ *   per row j of a block, per group:
+ *                isum (16 items,) = sum over c of xt[c] . w[j, g, 4c..4c+3]
+ *                (vpdpbusd: u8 x s8, the weight dword broadcast)  = w . (x + 128)
+ *                isum -= 128 * sum(w[j, g, :])                   = w . x  (exact)
+ *                acc[j] (16 items,) += ((float)isum * ws) * xs[g, items]
+ *
+ * x in -127..127 makes x + 128 a byte, the int32 sums cannot overflow (G *
+ * 255 * 128 < 2^31), and each lane's fp32 operations are the portable
+ * loop's, groups ascending: bit-identical to pe_tile_q8 for every item. */
+/* The GEMM's transposed inputs, per thread (a worker runs one tile at a
+ * time): grown as needed, kept for the thread's life. */
+static __thread void *gemm_scratch;
+static __thread size_t gemm_scratch_bytes;
+
+static void *scratch(size_t bytes)
+{
+    if (bytes > gemm_scratch_bytes) {
+        void *p = aligned_alloc(64, (bytes + 63u) & ~(size_t)63u);
+        if (!p) return NULL;
+        free(gemm_scratch);
+        gemm_scratch = p;
+        gemm_scratch_bytes = bytes;
+    }
+    return gemm_scratch;
+}
+
+/* The items' inputs for the GEMM: xt[g * nc + c] holds the c-th dword of
+ * group g of each item (16 items,) as u8 = x + 128 (padding items: x =
+ * 0), by masked gathers; xsv[g] the items' scales of group g. */
+static GEMM void gemm_inputs(const int8_t *xq, size_t xq_stride, const float *xs,
+                             size_t xs_stride, uint32_t nx, uint32_t ng, uint32_t G, __m512i *xt,
+                             __m512 *xsv)
+{
+    uint32_t nc = G / 4u;
+    __mmask16 m = (__mmask16)((1u << nx) - 1u);
+    __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    __m512i xi = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)xq_stride));   /* bytes */
+    __m512i si = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)xs_stride));   /* floats */
+    const __m512i bias = _mm512_set1_epi32((int)0x80808080u);
+    for (uint32_t g = 0; g < ng; g++) {
+        for (uint32_t c = 0; c < nc; c++) {
+            __m512i d = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, xi,
+                                                    xq + (size_t)g * G + 4u * c, 1);
+            xt[(size_t)g * nc + c] = _mm512_xor_si512(d, bias);
+        }
+        xsv[g] = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, si, xs + g, 4);
+    }
+}
+
+/* One block of 8 rows, NC dwords a group (8: G 32, 16: G 64): the 8 rows'
+ * sums are independent chains, each input dword loaded once for the 8. */
+#define GEMM_BLOCK(NC)                                                                      \
+    for (uint32_t g = 0; g < ng; g++) {                                                     \
+        const int32_t *e = (const int32_t *)(const void *)(wb + (size_t)g * 8u * G);        \
+        const __m512i *x = xt + (size_t)g * (NC);                                           \
+        __m512i is[8];                                                                      \
+        for (uint32_t j = 0; j < 8u; j++) is[j] = _mm512_set1_epi32(-cb[(size_t)g * 8u + j]); \
+        for (uint32_t c = 0; c < (NC); c++) {                                               \
+            __m512i xc = _mm512_load_si512(x + c);                                          \
+            for (uint32_t j = 0; j < 8u; j++)                                               \
+                is[j] = _mm512_dpbusd_epi32(is[j], xc, _mm512_set1_epi32(e[j * (NC) + c])); \
+        }                                                                                   \
+        __m512 xsg = xsv[g];                                                                \
+        for (uint32_t j = 0; j < 8u; j++) {                                                 \
+            __m512 v = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(is[j]),               \
+                                                   _mm512_set1_ps(sb[(size_t)g * 8u + j])), \
+                                     xsg);                                                  \
+            acc[j] = _mm512_add_ps(acc[j], v);                                              \
+        }                                                                                   \
+    }
+
+static GEMM uint32_t tile_q8_gemm(const int8_t *w8, const float *ws, const int32_t *wcorr,
+                                  uint32_t rows, uint32_t ng, uint32_t G, const int8_t *xq,
+                                  size_t xq_stride, const float *xs, size_t xs_stride, uint32_t nx,
+                                  float *psum, size_t psum_stride)
+{
+    uint32_t nb = rows / 8u, nc = G / 4u;   /* dwords a group: 8 or 16 */
+    __m512i *xt = scratch((size_t)ng * (nc + 1u) * sizeof(__m512i));
+    if (!xt) return 0;
+    __m512 *xsv = (__m512 *)(void *)(xt + (size_t)ng * nc);
+    gemm_inputs(xq, xq_stride, xs, xs_stride, nx, ng, G, xt, xsv);
+    __mmask16 m = (__mmask16)((1u << nx) - 1u);
+    __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    __m512i pi = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)psum_stride));
+    for (uint32_t b = 0; b < nb; b++) {
+        const int8_t *wb = w8 + (size_t)b * 8u * ng * G;   /* (ng, 8, G) */
+        const float *sb = ws + (size_t)b * 8u * ng;        /* (ng, 8)    */
+        const int32_t *cb = wcorr + (size_t)b * 8u * ng;
+        __m512 acc[8];
+        for (uint32_t j = 0; j < 8u; j++) acc[j] = _mm512_setzero_ps();
+        if (nc == 8u) {
+            GEMM_BLOCK(8u)
+        } else {
+            GEMM_BLOCK(16u)
+        }
+        for (uint32_t j = 0; j < 8u; j++)
+            _mm512_mask_i32scatter_ps(psum + (size_t)b * 8u + j, m, pi, acc[j], 4);
+    }
+    return nb;
+}
+
+static int gemm_available(void)
+{
+    static int have = -1;
+    int h = __atomic_load_n(&have, __ATOMIC_RELAXED);
+    if (h < 0) {
+        __builtin_cpu_init();
+        h = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512vnni");
+        __atomic_store_n(&have, h, __ATOMIC_RELAXED);
+    }
+    return h;
+}
+
+uint32_t tsr_emu_tile_q8(const int8_t *w8, const float *ws, const int32_t *wcorr, uint32_t rows,
+                         uint32_t ng, uint32_t G, const int8_t *xq, size_t xq_stride,
+                         const float *xs, size_t xs_stride, uint32_t nx, float *psum,
+                         size_t psum_stride)
+{
+    if ((G != 32 && G != 64) || !tsr_emu_simd_available()) return 0;
+    uint32_t done = 0;
+    if (nx >= 2u && wcorr && gemm_available()) {
+        for (uint32_t k = 0; k < nx; k += GEMM_ITEMS) {
+            uint32_t m = nx - k < GEMM_ITEMS ? nx - k : GEMM_ITEMS;
+            done = tile_q8_gemm(w8, ws, wcorr, rows, ng, G, xq + k * xq_stride, xq_stride,
+                                xs + k * xs_stride, xs_stride, m, psum + k * psum_stride,
+                                psum_stride);
+            if (done == 0 && rows >= 8u) break;   /* out of memory: the portable loop does it */
+        }
+        if (done == rows / 8u) return done;
+    }
+    for (uint32_t k = 0; k < nx; k++)
+        done = tile_q8_one(w8, ws, rows, ng, G, xq + k * xq_stride, xs + k * xs_stride,
+                           psum + k * psum_stride);
+    return done;
 }
 
 static AVX2 uint32_t tile_f32_avx2(const float *wf, uint32_t rows, uint32_t cols,
@@ -140,27 +294,34 @@ static AVX2 uint32_t tile_f32_avx2(const float *wf, uint32_t rows, uint32_t cols
 }
 
 uint32_t tsr_emu_tile_f32(const float *wf, uint32_t rows, uint32_t cols, const float *xf,
-                          float *psum)
+                          size_t xf_stride, uint32_t nx, float *psum, size_t psum_stride)
 {
     if (!tsr_emu_simd_available()) return 0;
-    return tile_f32_avx2(wf, rows, cols, xf, psum);
+    uint32_t done = 0;
+    for (uint32_t k = 0; k < nx; k++)
+        done = tile_f32_avx2(wf, rows, cols, xf + k * xf_stride, psum + k * psum_stride);
+    return done;
 }
 
 #else /* built without the SIMD rows */
 
 int tsr_emu_simd_available(void) { return 0; }
 
-uint32_t tsr_emu_tile_q8(const int8_t *w8, const float *ws, uint32_t rows, uint32_t ng,
-                         uint32_t G, const int8_t *xq, const float *xs, float *psum)
+uint32_t tsr_emu_tile_q8(const int8_t *w8, const float *ws, const int32_t *wcorr, uint32_t rows,
+                         uint32_t ng, uint32_t G, const int8_t *xq, size_t xq_stride,
+                         const float *xs, size_t xs_stride, uint32_t nx, float *psum,
+                         size_t psum_stride)
 {
-    (void)w8; (void)ws; (void)rows; (void)ng; (void)G; (void)xq; (void)xs; (void)psum;
+    (void)w8; (void)ws; (void)wcorr; (void)rows; (void)ng; (void)G; (void)xq; (void)xq_stride; (void)xs;
+    (void)xs_stride; (void)nx; (void)psum; (void)psum_stride;
     return 0;
 }
 
 uint32_t tsr_emu_tile_f32(const float *wf, uint32_t rows, uint32_t cols, const float *xf,
-                          float *psum)
+                          size_t xf_stride, uint32_t nx, float *psum, size_t psum_stride)
 {
-    (void)wf; (void)rows; (void)cols; (void)xf; (void)psum;
+    (void)wf; (void)rows; (void)cols; (void)xf; (void)xf_stride; (void)nx; (void)psum;
+    (void)psum_stride;
     return 0;
 }
 

@@ -17,6 +17,7 @@
 #ifndef TSR_EMU_H
 #define TSR_EMU_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* ------------------------------------------------------------------------ */
@@ -123,23 +124,36 @@ void tsr_emu_att_mac(const float *kv, uint32_t stride, const float *s, uint32_t 
  * in (EMU_SIMD=1); 0 otherwise. */
 int tsr_emu_simd_available(void);
 
-/* The Q8_0 tile product of kernels/mesh.c pe_tile_q8 for a tile's full
- * blocks of TSR_ROW_SLOTS (8) rows, in the layout of tsr_layout.h: w8 the
- * tile's first byte (entries (block, group, row), G bytes each), ws its
- * first scale, xq/xs the input from the tile's first group; psum (rows,).
- * The same per-group int32 sums (exact) and, per row, the same fp32
- * operations in the same order, ((float)isum * ws) * xs added groups
- * ascending, so the result is bit-identical.  Handles G 32 and 64 only;
- * returns the blocks done (0 when the CPU or G is not supported).  xq
- * values must lie in -127..127 (the quantizer's range); w8 any int8. */
-uint32_t tsr_emu_tile_q8(const int8_t *w8, const float *ws, uint32_t rows, uint32_t ng,
-                         uint32_t G, const int8_t *xq, const float *xs, float *psum);
+/* 128 x the sum of the G int8 weights at w: the correction the GEMM rows
+ * subtract after multiplying the weights by x + 128 (tsr_emu_tile_q8).
+ * Kept per entry by the kernel's LOAD. */
+int32_t tsr_emu_wcorr(const int8_t *w, uint32_t G);
 
-/* The F32 tile product of pe_tile_f32 for the full 8-row blocks: wf the
- * tile's first value (entries (block, column, row)), xf the input from its
- * first column, cols columns; psum (rows,).  Per row v = v + w * x,
+/* The Q8_0 tile product of kernels/mesh.c pe_tile_q8 for a tile's full
+ * blocks of TSR_ROW_SLOTS (8) rows, for nx items, in the layout of
+ * tsr_layout.h: w8 the tile's first byte (entries (block, group, row), G
+ * bytes each), ws its first scale, wcorr its first entry's tsr_emu_wcorr
+ * (in ws's order); item k's input from the tile's first
+ * group at xq + k * xq_stride (bytes) and xs + k * xs_stride (scales), its
+ * outputs at psum + k * psum_stride (rows,).  The same per-group int32 sums
+ * (exact) and, per row and item, the same fp32 operations in the same
+ * order, ((float)isum * ws) * xs added groups ascending, so the result is
+ * bit-identical.  Two or more items on a CPU with AVX-512 VNNI: one pass
+ * over the tile for up to 16 items (a GEMM); otherwise a pass an item.
+ * Handles G 32 and 64 only; returns the blocks done (0 when the CPU or G
+ * is not supported).  xq values must lie in -127..127 (the quantizer's
+ * range); w8 any int8. */
+uint32_t tsr_emu_tile_q8(const int8_t *w8, const float *ws, const int32_t *wcorr, uint32_t rows,
+                         uint32_t ng, uint32_t G, const int8_t *xq, size_t xq_stride,
+                         const float *xs, size_t xs_stride, uint32_t nx, float *psum,
+                         size_t psum_stride);
+
+/* The F32 tile product of pe_tile_f32 for the full 8-row blocks, for nx
+ * items: wf the tile's first value (entries (block, column, row)), item k's
+ * input from its first column at xf + k * xf_stride, cols columns, its
+ * outputs at psum + k * psum_stride (rows,).  Per row v = v + w * x,
  * columns ascending, no FMA: bit-identical.  Returns the blocks done. */
 uint32_t tsr_emu_tile_f32(const float *wf, uint32_t rows, uint32_t cols, const float *xf,
-                          float *psum);
+                          size_t xf_stride, uint32_t nx, float *psum, size_t psum_stride);
 
 #endif

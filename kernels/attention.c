@@ -402,10 +402,11 @@ att_tree_value_lanes:
 /* PE tasks                                                                   */
 
 /* Positions 0..pos that PE p's place q in its group holds: those t <= pos
- * with t % Q == q (pos = pos_div * Q + pos_q, kept by counting). */
-static uint32_t local_positions(const tsr_kstate *st, uint32_t p, uint32_t slot)
+ * with t % Q == q (Q a power of two: pos = (pos >> log2 Q) Q + (pos & (Q -
+ * 1))). */
+static uint32_t local_positions(const tsr_kstate *st, uint32_t p, uint32_t pos)
 {
-    return st->pos_div[slot] + (st->kv_q[p] <= st->pos_q[slot] ? 1u : 0u);
+    return (pos >> st->q_log2) + (st->kv_q[p] <= (pos & (st->cfg.kv_split - 1u)) ? 1u : 0u);
 }
 
 /* PE p's share of an attention step: pe_att on its own memories. */
@@ -415,11 +416,12 @@ static uint32_t att_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint32
     uint32_t nh = st->kv_nh[p], h0 = st->kv_h0[p], slot = job->slot;
     uint32_t hs = st->hs, slw = st->seq_local / TSR_ATT_LANES, km = st->kv_mul;
     uint32_t b0w = (slot * st->cfg.n_layers + job->layer) * nh * 2u * hs * slw;
-    uint32_t nl = local_positions(st, p, slot), store = st->kv_q[p] == st->pos_q[slot];
+    uint32_t pos = job->pos, nl = local_positions(st, p, pos);
+    uint32_t store = st->kv_q[p] == (pos & (st->cfg.kv_split - 1u));
     uint32_t q0 = h0 * km * hs, k0 = st->cfg.dim + h0 * hs, v0 = k0 + st->kv_dim;
     uint32_t run = active && nh != 0;
     pe_att(st->kv[p], st->qkvw[p], st->att[p], st->ao[p], st->am[p], st->asum[p], job->flags, nh,
-           km, hs, slw, b0w, q0, k0, v0, nl, store, st->pos_div[slot], st->sqrt_hs, run);
+           km, hs, slw, b0w, q0, k0, v0, nl, store, pos >> st->q_log2, st->sqrt_hs, run);
     return run ? TSR_CY(att_cycles(job->flags, nh, km, hs, nl, store)) : 0u;
 }
 
@@ -464,19 +466,19 @@ static uint32_t att_down_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, u
 /* The controller's side                                                      */
 
 #ifdef TSR_EMU
-void tsr_att_latch_qkv(tsr_kstate *st, uint32_t slot)
+void tsr_att_latch_qkv(tsr_kstate *st, uint32_t it, uint32_t pos)
 {
     /* what the QKV gather latches word by word into every attention PE's
      * copy (mesh.c), as far as each PE reads it: its heads' q slices, and
      * this position's k, v on the PE storing it */
     uint32_t dim = st->cfg.dim, kvd = st->kv_dim, hs = st->hs, qg = st->kv_mul * hs;
-    const float *qkv = st->cv + TSR_CV_QKV;
+    const float *qkv = st->cv[it] + TSR_CV_QKV;
     for (uint32_t p = 0; p < st->cfg.att_pes; p++) {
         uint32_t h0 = st->kv_h0[p], nh = st->kv_nh[p];
         float *w = &st->qkvw[p][0][0];
         if (nh == 0) continue;
         for (uint32_t i = h0 * qg; i < (h0 + nh) * qg; i++) w[i] = qkv[i];
-        if (st->kv_q[p] != st->pos_q[slot]) continue;
+        if (st->kv_q[p] != (pos & (st->cfg.kv_split - 1u))) continue;
         for (uint32_t i = dim + h0 * hs; i < dim + (h0 + nh) * hs; i++) {
             w[i] = qkv[i];
             w[kvd + i] = qkv[kvd + i];
@@ -490,7 +492,7 @@ void tsr_att_latch_qkv(tsr_kstate *st, uint32_t slot)
  * (CONFIGURE checks it), from its group's first PE, at its index among
  * that PE's heads (two attention words a bus word); zeros up to the group
  * padding; each word's max |v| for the quantizer (tsr_mesh_input_ready). */
-static void att_collect(tsr_kstate *st)
+static void att_collect(tsr_kstate *st, uint32_t it)
 {
     uint32_t dim = st->cfg.dim, gw = st->kv_mul * st->hs / TSR_VEC, h = 0, k = 0;
     uint32_t npad = ((dim + st->cfg.group - 1u) >> st->g_log2) << st->g_log2;
@@ -508,11 +510,11 @@ att_collect_lanes:
         for (uint32_t l = 0; l < TSR_VEC; l++) {
 #pragma HLS UNROLL
             float v = in ? st->ao[src][ow + l / TSR_ATT_LANES][l % TSR_ATT_LANES] : 0.0f;
-            st->cv[TSR_CV_XN + w * TSR_VEC + l] = v;
+            st->cv[it][TSR_CV_XN + w * TSR_VEC + l] = v;
             float a = fabsf(v);
             m = a > m ? a : m;
         }
-        st->wmax[w] = m;
+        st->wmax[it][w] = m;
         if (in && ++k == gw) {
             k = 0;
             h++;
@@ -556,9 +558,9 @@ att_tree_down:
 #endif
 }
 
-void tsr_attention(tsr_kstate *st, uint32_t slot, uint32_t l, uint32_t pos)
+void tsr_attention(tsr_kstate *st, uint32_t it, uint32_t slot, uint32_t l, uint32_t pos)
 {
-    tsr_pe_job job = { .slot = slot, .layer = l,
+    tsr_pe_job job = { .slot = slot, .layer = l, .pos = pos,
                        .work = 2u * st->cfg.n_heads * (pos + 1u) * st->hs };
     uint32_t worst, split = st->cfg.kv_split > 1u;
     /* Q == 1: one PE per KV head, the whole of run.c's attention in one
@@ -572,7 +574,7 @@ att_phases:
         TSR_CHARGE(st, TSR_RG_ATTN, worst);
         if (split) att_tree(st, &job, ph < 2u);
     }
-    att_collect(st);
+    att_collect(st, it);
 
     /* fabric traffic and work: per kv head its k, v in and its query heads
      * broadcast; per query head pos + 1 scores and weighted values, its

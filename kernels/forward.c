@@ -20,72 +20,95 @@
 /* A layer's four stages, in order (the matrices TSR_MAT_LAYER(l, w)). */
 enum { STAGE_QKV = 0, STAGE_WO, STAGE_W13, STAGE_W2 };
 
-int32_t tsr_forward(tsr_kstate *st, uint32_t slot, uint32_t token, uint32_t pos, int mode)
+void tsr_forward(tsr_kstate *st, tsr_item *items, uint32_t nx)
 {
     const tsr_kconfig *c = &st->cfg;
     uint32_t dim = c->dim, hidden = c->hidden_dim, L = c->n_layers, cls = tsr_lay_mat_wcls(c);
-    int greedy = mode == TSR_FWD_GREEDY;
-    /* the stages: 4 per layer, then the classifier's (not for a prefill);
-     * READ_LOGITS after a greedy pass: only the classifier's gather */
-    uint32_t k0 = mode == TSR_FWD_GATHER ? 4u * L : 0u;
-    uint32_t nst = 4u * L + (mode == TSR_FWD_NONE ? 0u : 1u);
-    if (mode != TSR_FWD_GATHER) {
+    uint32_t gather_only = items[0].mode == TSR_FWD_GATHER, any_out = 0, any_greedy = 0;
+fwd_modes:
+    for (uint32_t b = 0; b < nx; b++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
+        any_out |= items[b].mode != TSR_FWD_NONE;
+        any_greedy |= items[b].mode == TSR_FWD_GREEDY;
+    }
+    /* the stages: 4 per layer, then the classifier's (not for a prefill
+     * block); READ_LOGITS after a greedy pass: only the classifier's
+     * gather */
+    uint32_t k0 = gather_only ? 4u * L : 0u, nst = 4u * L + (any_out ? 1u : 0u);
+    if (!gather_only) {
         /* cycle accounting: this pass starts here */
 fwd_mark:
         for (uint32_t r = 0; r < TSR_RG_COUNT; r++) {
 #pragma HLS UNROLL
             st->cnt.cyc_mark[r] = st->cnt.cyc[r];
         }
-        st->cnt.last_pos = pos;
-        tsr_mesh_embed(st, token);
-        st->ssq_fresh = 0;
-        tsr_rope_angles(st, pos);
+        st->cnt.last_pos = items[nx - 1u].pos;
+fwd_embed:
+        for (uint32_t b = 0; b < nx; b++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
+            tsr_mesh_embed(st, b, items[b].token);
+            st->ssq_fresh[b] = 0;
+            tsr_rope_angles(st, b, items[b].pos);
+        }
     }
 
-    int32_t next = 0;
     uint32_t l = 0, w = 0;   /* the stage's layer and its place in the layer */
 fwd_stages:
     for (uint32_t k = k0; k < nst; k++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_STAGES
         int last = k == 4u * L;   /* the classifier */
         uint32_t mat = last ? cls : 1u + k;
-        if (mode != TSR_FWD_GATHER) {
-            /* the input: RMSNorm of x (rms_att, rms_ffn, rms_final), or the
-             * xn that attention / the W13 gather left */
-            if (last || w == STAGE_QKV || w == STAGE_W13) {
-                uint32_t row = last ? 2u * L : w == STAGE_QKV ? l : L + l;
-                float ss = tsr_rms_scale(st, dim);
-                tsr_mesh_input(st, dim, row, ss);
-            } else {
-                tsr_mesh_input_ready(st, w == STAGE_WO ? dim : hidden);
+        if (!gather_only) {
+            /* each item's input: RMSNorm of x (rms_att, rms_ffn,
+             * rms_final), or the xn that attention / the W13 gather left */
+fwd_inputs:
+            for (uint32_t b = 0; b < nx; b++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
+                if (last || w == STAGE_QKV || w == STAGE_W13) {
+                    uint32_t row = last ? 2u * L : w == STAGE_QKV ? l : L + l;
+                    float ss = tsr_rms_scale(st, b, dim);
+                    tsr_mesh_input(st, b, dim, row, ss);
+                } else {
+                    tsr_mesh_input_ready(st, b, w == STAGE_WO ? dim : hidden);
+                }
             }
-            tsr_mesh_gemv(st, mat, last && greedy ? TSR_JOB_ARGMAX : 0u);   /* W13: SwiGLU on the PEs */
+            /* one pass over the weights for every item; W13: SwiGLU on the
+             * PEs; the classifier: each item's best row (greedy) */
+            tsr_mesh_gemv(st, mat, nx, last && any_greedy ? TSR_JOB_ARGMAX : 0u);
         }
-        if (last && greedy) {
-            next = tsr_mesh_best(st, cls);   /* the logits stay on the mesh */
-        } else {
-            /* q | k | v with RoPE on to the KV PEs; x += wo xb, x += w2 hb;
-             * silu(w1 xb) * w3 xb straight into the W2 input; the logits */
-            uint32_t yw = last ? TSR_CVW_LOGITS : w == STAGE_QKV ? TSR_CVW_QKV
-                        : w == STAGE_W13 ? TSR_CVW_XN : TSR_CVW_X;
-            uint32_t gf = last ? 0u : w == STAGE_QKV ? TSR_GATHER_QKV
+        /* each item's outputs: q | k | v with RoPE on to the KV PEs, then
+         * its attention; x += wo xb, x += w2 hb; silu(w1 xb) * w3 xb
+         * straight into the W2 input; the logits, or the greedy token */
+fwd_outputs:
+        for (uint32_t b = 0; b < nx; b++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
+            uint32_t mode = items[b].mode;
+            if (last && mode == TSR_FWD_GREEDY) {
+                items[b].next = tsr_mesh_best(st, cls, b);   /* the logits stay on the mesh */
+                continue;
+            }
+            if (last && mode == TSR_FWD_NONE) continue;
+            uint32_t yw = w == STAGE_QKV ? TSR_CVW_QKV : w == STAGE_W13 ? TSR_CVW_XN : TSR_CVW_X;
+            uint32_t gf = last ? TSR_GATHER_LOGITS : w == STAGE_QKV ? TSR_GATHER_QKV
                         : w == STAGE_W13 ? TSR_GATHER_INPUT : TSR_GATHER_ADD;
-            tsr_mesh_gather(st, mat, yw, gf, slot);
+            tsr_mesh_gather(st, mat, b, yw, gf, items[b].pos);
+            /* head outputs -> xn; an earlier item of the same slot (a prompt
+             * block) has stored its k, v already */
+            if (!last && w == STAGE_QKV) tsr_attention(st, b, items[b].slot, l, items[b].pos);
         }
-        if (!last && w == STAGE_QKV) tsr_attention(st, slot, l, pos);   /* head outputs -> xn */
         if (++w == 4u) {
             w = 0;
             l++;
         }
     }
-    if (mode == TSR_FWD_GATHER) {
+    if (gather_only) {
         st->logits_on_pes = 0;
-        return 0;
+        return;
     }
-    st->cnt.tokens_fed++;
-    if (mode != TSR_FWD_NONE) {
+    st->cnt.tokens_fed += nx;
+    if (any_out) {
         st->logits_valid = 1;
-        st->logits_on_pes = greedy ? 1u : 0u;   /* READ_LOGITS gathers them if asked */
+        /* READ_LOGITS: item 0's, gathered if the pass left them on the mesh */
+        st->logits_on_pes = items[0].mode == TSR_FWD_GREEDY ? 1u : 0u;
     }
-    return next;
 }

@@ -19,39 +19,59 @@
  * emulator's worker threads with the same result for any thread count.
  */
 #include <math.h>
+#ifdef TSR_EMU
+#include <string.h>
+#endif
 
 #include "tsr_hls.h"
+
+/* The PEs a broadcast writes as it goes: in hardware every PE latches each
+ * word off the bus; the emulator writes PE 0's copy and then copies it to
+ * the others (bcast_copy), the same bytes, without a PE loop in every
+ * word's step. */
+#ifdef TSR_EMU
+#define TSR_BCAST_PES 1u
+#else
+#define TSR_BCAST_PES TSR_PES
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* One PE's tile                                                              */
 
 /* Q8: rows x ng entries of the layout (tsr_layout.h), from byte wb of w8
- * and scale fs of ws, times the input groups [g0, g0 + ng) of xq/xs ->
- * psum[po + row].  Block b0 onwards (the emulator's SIMD rows did the
- * first ones).  One TSR_LANES-chunk of one entry a cycle: its int8
- * products summed exactly in int32 (over the entry's chunks when G >
- * TSR_LANES), then times both scales and added into its row's fp32
- * accumulator, groups ascending: the order of runq.c's matmul per row.
- * Rows interleave, so an accumulator is added to once every TSR_ROW_SLOTS
- * steps: the DEPENDENCE distance that lets the loop run at II=1. */
+ * and scale fs of ws, times the input groups [g0, g0 + ng) of nx items'
+ * inputs (item x's in xq[x], xs[x]) -> psum[x][po + row].  Block b0
+ * onwards (the emulator's SIMD rows did the first ones).  One
+ * TSR_LANES-chunk of one entry for one item a cycle: the weight word is
+ * read once and held while the nx items pass it (a prompt block's tokens,
+ * or a batch's sequences), so the lanes stay full and a block reads its
+ * tile once.  The chunk's int8 products are summed exactly in int32 (over
+ * the entry's chunks when G > TSR_LANES), then times both scales and added
+ * into that row's and item's fp32 accumulator, groups ascending: runq.c's
+ * matmul order per row, for every item alike (an item's result does not
+ * depend on the others).  Rows interleave, so an accumulator is added to
+ * once every TSR_ROW_SLOTS x nx steps: the DEPENDENCE distance (at least
+ * TSR_ROW_SLOTS) that lets the loop run at II=1. */
 static void pe_tile_q8(const int8_t w8[TSR_PE_W8_WORDS][TSR_LANES], const float ws[TSR_PE_F32_WORDS],
-                       const int8_t xq[TSR_PE_XQ_WORDS][TSR_LANES], const float xs[TSR_PE_XS],
-                       float psum[TSR_PE_ROWS], uint32_t wb, uint32_t fs, uint32_t rows,
-                       uint32_t ng, uint32_t g0, uint32_t G, uint32_t po, uint32_t b0)
+                       const int8_t xq[TSR_MAX_BLOCK][TSR_PE_XQ_WORDS][TSR_LANES],
+                       const float xs[TSR_MAX_BLOCK][TSR_PE_XS],
+                       float psum[TSR_MAX_BLOCK][TSR_PE_ROWS], uint32_t wb, uint32_t fs,
+                       uint32_t rows, uint32_t ng, uint32_t g0, uint32_t G, uint32_t po,
+                       uint32_t b0, uint32_t nx)
 {
 #pragma HLS INLINE off
-    float acc[TSR_ROW_SLOTS];
-#pragma HLS ARRAY_PARTITION variable=acc type=complete
+    float acc[TSR_ROW_SLOTS][TSR_MAX_BLOCK];
+    int32_t isum[TSR_MAX_BLOCK];
+#pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
     uint32_t nb = (rows + TSR_ROW_SLOTS - 1u) / TSR_ROW_SLOTS, tail = rows - (nb - 1u) * TSR_ROW_SLOTS;
     uint32_t chunk = G < TSR_LANES ? G : TSR_LANES;        /* lanes in use   */
     uint32_t cpg = G < TSR_LANES ? 1u : G / TSR_LANES;     /* chunks a group */
-    uint32_t steps = (nb - b0) * ng * TSR_ROW_SLOTS * cpg;
-    uint32_t b = b0, g = 0, j = 0, c = 0;
+    uint32_t steps = (nb - b0) * ng * TSR_ROW_SLOTS * cpg * nx;
+    uint32_t b = b0, g = 0, j = 0, c = 0, x = 0;
     uint32_t kb = b == nb - 1u ? tail : TSR_ROW_SLOTS;     /* rows of block b */
     uint32_t wa = wb + b0 * TSR_ROW_SLOTS * ng * G;         /* weight byte     */
     uint32_t sa = fs + b0 * TSR_ROW_SLOTS * ng;             /* weight scale    */
     uint32_t x0 = g0 * G, xg = x0;                          /* group's first input byte */
-    int32_t isum = 0;
 q8_steps:
     for (uint32_t s = 0; s < steps; s++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_TILE_STEPS
@@ -69,50 +89,58 @@ q8_lanes:
             for (uint32_t l = 0; l < TSR_LANES; l++) {
 #pragma HLS UNROLL
                 /* an 8 x 8-bit product: LUTs, not a DSP (plan.c counts none) */
-                int32_t prod = (int32_t)w8[wa / TSR_LANES][wo + l] * (int32_t)xq[xa / TSR_LANES][xo + l];
+                int32_t prod = (int32_t)w8[wa / TSR_LANES][wo + l] * (int32_t)xq[x][xa / TSR_LANES][xo + l];
 #pragma HLS BIND_OP variable=prod op=mul impl=fabric
                 if (l < chunk) d += prod;
             }
-            isum = c == 0 ? d : isum + d;
+            int32_t is = c == 0 ? d : isum[x] + d;
+            isum[x] = is;
             if (c + 1u == cpg) {
-                float prev = g == 0 ? 0.0f : acc[j];
-                float v = prev + (float)isum * ws[sa] * xs[g0 + g];
-                acc[j] = v;
-                if (g + 1u == ng) psum[po + b * TSR_ROW_SLOTS + j] = v;
-                sa++;
+                float prev = g == 0 ? 0.0f : acc[j][x];
+                float v = prev + (float)is * ws[sa] * xs[x][g0 + g];
+                acc[j][x] = v;
+                if (g + 1u == ng) psum[x][po + b * TSR_ROW_SLOTS + j] = v;
             }
-            wa += chunk;
         }
-        /* next (chunk, row slot, group, block) */
-        if (++c == cpg) {
-            c = 0;
-            if (++j == TSR_ROW_SLOTS) {
-                j = 0;
-                if (++g == ng) {
-                    g = 0;
-                    b++;
-                    kb = b == nb - 1u ? tail : TSR_ROW_SLOTS;
+        /* next (item, chunk, row slot, group, block): the weight word moves
+         * on once every item has passed it */
+        if (++x == nx) {
+            x = 0;
+            if (j < kb) {
+                if (c + 1u == cpg) sa++;
+                wa += chunk;
+            }
+            if (++c == cpg) {
+                c = 0;
+                if (++j == TSR_ROW_SLOTS) {
+                    j = 0;
+                    if (++g == ng) {
+                        g = 0;
+                        b++;
+                        kb = b == nb - 1u ? tail : TSR_ROW_SLOTS;
+                    }
+                    xg = g == 0 ? x0 : xg + G;
                 }
-                xg = g == 0 ? x0 : xg + G;
             }
         }
     }
 }
 
 #if TSR_WITH_F32
-/* F32: rows x (ng * G) values of the layout from word fo of wf, times xf
- * columns [g0 * G, ...) -> psum[po + row], one column of one row a cycle,
- * columns ascending: run.c's matmul order per row. */
-static void pe_tile_f32(const float wf[TSR_PE_F32_WORDS], const float xf[TSR_PE_XF],
-                        float psum[TSR_PE_ROWS], uint32_t fo, uint32_t rows, uint32_t cols,
-                        uint32_t x0, uint32_t po, uint32_t b0)
+/* F32: rows x (ng * G) values of the layout from word fo of wf, times nx
+ * items' inputs (item x's columns [x0, ...) of xf[x]) -> psum[x][po +
+ * row], one column of one row for one item a cycle (the weight read once
+ * for the nx items), columns ascending: run.c's matmul order per row. */
+static void pe_tile_f32(const float wf[TSR_PE_F32_WORDS], const float xf[TSR_MAX_BLOCK][TSR_PE_XF],
+                        float psum[TSR_MAX_BLOCK][TSR_PE_ROWS], uint32_t fo, uint32_t rows,
+                        uint32_t cols, uint32_t x0, uint32_t po, uint32_t b0, uint32_t nx)
 {
 #pragma HLS INLINE off
-    float acc[TSR_ROW_SLOTS];
-#pragma HLS ARRAY_PARTITION variable=acc type=complete
+    float acc[TSR_ROW_SLOTS][TSR_MAX_BLOCK];
+#pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
     uint32_t nb = (rows + TSR_ROW_SLOTS - 1u) / TSR_ROW_SLOTS, tail = rows - (nb - 1u) * TSR_ROW_SLOTS;
-    uint32_t steps = (nb - b0) * cols * TSR_ROW_SLOTS;
-    uint32_t b = b0, col = 0, j = 0, kb = b == nb - 1u ? tail : TSR_ROW_SLOTS;
+    uint32_t steps = (nb - b0) * cols * TSR_ROW_SLOTS * nx;
+    uint32_t b = b0, col = 0, j = 0, x = 0, kb = b == nb - 1u ? tail : TSR_ROW_SLOTS;
     uint32_t fa = fo + b0 * TSR_ROW_SLOTS * cols;
 f32_steps:
     for (uint32_t s = 0; s < steps; s++) {
@@ -120,18 +148,21 @@ f32_steps:
 #pragma HLS PIPELINE II=1
 #pragma HLS DEPENDENCE variable=acc type=inter dependent=true distance=TSR_ROW_SLOTS
         if (j < kb) {
-            float prev = col == 0 ? 0.0f : acc[j];
-            float v = prev + wf[fa] * xf[x0 + col];
-            acc[j] = v;
-            if (col + 1u == cols) psum[po + b * TSR_ROW_SLOTS + j] = v;
-            fa++;
+            float prev = col == 0 ? 0.0f : acc[j][x];
+            float v = prev + wf[fa] * xf[x][x0 + col];
+            acc[j][x] = v;
+            if (col + 1u == cols) psum[x][po + b * TSR_ROW_SLOTS + j] = v;
         }
-        if (++j == TSR_ROW_SLOTS) {
-            j = 0;
-            if (++col == cols) {
-                col = 0;
-                b++;
-                kb = b == nb - 1u ? tail : TSR_ROW_SLOTS;
+        if (++x == nx) {
+            x = 0;
+            if (j < kb) fa++;
+            if (++j == TSR_ROW_SLOTS) {
+                j = 0;
+                if (++col == cols) {
+                    col = 0;
+                    b++;
+                    kb = b == nb - 1u ? tail : TSR_ROW_SLOTS;
+                }
             }
         }
     }
@@ -215,92 +246,96 @@ best_tree_pairs:
  * together (tsr_hls.h).
  */
 
-/* A GEMV step: PE p's tile of the matrix (halves 2: W13's two halves, one
- * after the other; the entries of half h start h * rows * ng entries in),
- * or zeros when the tile has rows but no groups (a mesh column past the
- * matrix's groups: the column tree still adds it).  emu_simd: the
- * emulator's SIMD rows (0 in hardware). */
+/* A GEMV step: PE p's tile of the matrix for nx items (halves 2: W13's
+ * two halves, one after the other; the entries of half h start h * rows *
+ * ng entries in), or zeros when the tile has rows but no groups (a mesh
+ * column past the matrix's groups: the column tree still adds it).
+ * done0, done1: row blocks of each half the emulator's SIMD rows did
+ * already (0 in hardware). */
 static void pe_gemv(const int8_t w8[TSR_PE_W8_WORDS][TSR_LANES], const float f32[TSR_PE_F32_WORDS],
-                    const int8_t xq[TSR_PE_XQ_WORDS][TSR_LANES], const float xs[TSR_PE_XS],
-                    const float xf[TSR_PE_XF], float psum[TSR_PE_ROWS], uint32_t w_off,
-                    uint32_t f_off, uint32_t rows, uint32_t ng, uint32_t g0, uint32_t G,
-                    uint32_t halves, uint32_t q8, uint32_t emu_simd, uint32_t active)
+                    const int8_t xq[TSR_MAX_BLOCK][TSR_PE_XQ_WORDS][TSR_LANES],
+                    const float xs[TSR_MAX_BLOCK][TSR_PE_XS], const float xf[TSR_MAX_BLOCK][TSR_PE_XF],
+                    float psum[TSR_MAX_BLOCK][TSR_PE_ROWS], uint32_t w_off, uint32_t f_off,
+                    uint32_t rows, uint32_t ng, uint32_t g0, uint32_t G, uint32_t halves,
+                    uint32_t nx, uint32_t q8, uint32_t done0, uint32_t done1, uint32_t active)
 {
 #pragma HLS INLINE off
     if (!active) return;
     if (ng == 0) {
         uint32_t n = halves * rows;
+pe_zero_items:
+        for (uint32_t x = 0; x < nx; x++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
 pe_zero:
-        for (uint32_t i = 0; i < n; i += TSR_VEC) {
+            for (uint32_t i = 0; i < n; i += TSR_VEC) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PE_ROWS
 #pragma HLS PIPELINE II=1
 pe_zero_lanes:
-            for (uint32_t l = 0; l < TSR_VEC; l++) {
+                for (uint32_t l = 0; l < TSR_VEC; l++) {
 #pragma HLS UNROLL
-                if (i + l < n) psum[i + l] = 0.0f;
+                    if (i + l < n) psum[x][i + l] = 0.0f;
+                }
             }
         }
         return;
     }
-    (void)emu_simd;
     (void)xf;
     (void)q8;
 gemv_halves:
     for (uint32_t h = 0; h < halves; h++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=2
-        uint32_t po = h * rows, ent = h * rows * ng, b0 = 0;
+        uint32_t po = h * rows, ent = h * rows * ng, b0 = h ? done1 : done0;
 #if TSR_WITH_F32
-        if (q8) {
-#endif
-#ifdef TSR_EMU
-            /* the emulator's SIMD rows (emu/), bit-identical to the loop */
-            if (emu_simd)
-                b0 = tsr_emu_tile_q8(&w8[0][0] + w_off + ent * G, f32 + f_off + ent, rows, ng, G,
-                                     &xq[0][0] + g0 * G, xs + g0, psum + po);
-#endif
-            pe_tile_q8(w8, f32, xq, xs, psum, w_off + ent * G, f_off + ent, rows, ng, g0, G, po, b0);
-#if TSR_WITH_F32
-        } else {
-#ifdef TSR_EMU
-            if (emu_simd)
-                b0 = tsr_emu_tile_f32(f32 + f_off + ent * G, rows, ng * G, xf + g0 * G, psum + po);
-#endif
-            pe_tile_f32(f32, xf, psum, f_off + ent * G, rows, ng * G, g0 * G, po, b0);
-        }
+        if (q8)
+            pe_tile_q8(w8, f32, xq, xs, psum, w_off + ent * G, f_off + ent, rows, ng, g0, G, po, b0, nx);
+        else
+            pe_tile_f32(f32, xf, psum, f_off + ent * G, rows, ng * G, g0 * G, po, b0, nx);
+#else
+        pe_tile_q8(w8, f32, xq, xs, psum, w_off + ent * G, f_off + ent, rows, ng, g0, G, po, b0, nx);
 #endif
     }
 }
 
 /* A column-tree step: psum += from (the partner's partial sums), rows of
- * them, a TSR_VEC word every TSR_TREE_II cycles on TSR_TREE_LANES adders,
- * so every lane is a constant bank of both. */
-static void pe_tree_add(float psum[TSR_PE_ROWS], const float from[TSR_PE_ROWS], uint32_t rows,
+ * them for each of nx items, a TSR_VEC word every TSR_TREE_II cycles on
+ * TSR_TREE_LANES adders, so every lane is a constant bank of both. */
+static void pe_tree_add(float psum[TSR_MAX_BLOCK][TSR_PE_ROWS],
+                        const float from[TSR_MAX_BLOCK][TSR_PE_ROWS], uint32_t rows, uint32_t nx,
                         uint32_t active)
 {
 #pragma HLS INLINE off
 #pragma HLS ALLOCATION operation instances=fadd limit=TSR_TREE_LANES
     if (!active) return;
+tree_items:
+    for (uint32_t x = 0; x < nx; x++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
 tree_words:
-    for (uint32_t i = 0; i < rows; i += TSR_VEC) {
+        for (uint32_t i = 0; i < rows; i += TSR_VEC) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PE_ROWS
 #pragma HLS PIPELINE II=TSR_TREE_II
 tree_lanes:
-        for (uint32_t l = 0; l < TSR_VEC; l++) {
+            for (uint32_t l = 0; l < TSR_VEC; l++) {
 #pragma HLS UNROLL
-            if (i + l < rows) psum[i + l] += from[i + l];
+                if (i + l < rows) psum[x][i + l] += from[x][i + l];
+            }
         }
     }
 }
 
-/* A mesh row's root after the tree: SwiGLU of W13's rows (mode
- * TSR_JOB_SWIGLU), or its best row (greedy) into *bv, *bi. */
-static void pe_root(float psum[TSR_PE_ROWS], uint32_t rows, uint32_t row0, uint32_t mode,
-                    float *bv, uint32_t *bi, uint32_t active)
+/* A mesh row's root after the tree, for each of nx items: SwiGLU of W13's
+ * rows (mode TSR_JOB_SWIGLU), or its best row (greedy) into bv[x], bi[x]. */
+static void pe_root(float psum[TSR_MAX_BLOCK][TSR_PE_ROWS], uint32_t rows, uint32_t row0,
+                    uint32_t mode, uint32_t nx, float bv[TSR_MAX_BLOCK], uint32_t bi[TSR_MAX_BLOCK],
+                    uint32_t active)
 {
 #pragma HLS INLINE off
     if (!active) return;
-    if (mode & TSR_JOB_SWIGLU) pe_swiglu(psum, rows);
-    else pe_best(psum, rows, row0, bv, bi);
+root_items:
+    for (uint32_t x = 0; x < nx; x++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
+        if (mode & TSR_JOB_SWIGLU) pe_swiglu(psum[x], rows);
+        else pe_best(psum[x], rows, row0, &bv[x], &bi[x]);
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -312,16 +347,30 @@ static uint32_t gemv_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint3
 #pragma HLS INLINE
     tsr_ktab t = st->tab[p][job->mat];
     uint32_t halves = job->flags & TSR_JOB_PAIR ? 2u : 1u, run = active && t.rows != 0;
+    uint32_t G = st->cfg.group, q8 = st->cfg.dtype == TSR_KDT_Q8, done[2] = { 0, 0 };
 #ifdef TSR_EMU
-    uint32_t simd = st->simd;
-#else
-    uint32_t simd = 0;
+    /* the emulator's SIMD rows (emu/), bit-identical to the loop: the full
+     * row blocks of each half, for all items at once */
+    for (uint32_t h = 0; run && st->simd && t.ngroups && h < halves; h++) {
+        uint32_t po = h * t.rows, ent = h * t.rows * t.ngroups;
+        if (q8)
+            done[h] = tsr_emu_tile_q8(&st->w8[p][0][0] + t.w_off + ent * G, st->f32[p] + t.f_off + ent,
+                                      st->emu_wcorr[p] + t.f_off + ent, t.rows, t.ngroups, G,
+                                      &st->xq[p][0][0][0] + t.g0 * G, TSR_PE_XQ_WORDS * TSR_LANES,
+                                      &st->xs[p][0][0] + t.g0, TSR_PE_XS, job->nx,
+                                      &st->psum[p][0][0] + po, TSR_PE_ROWS);
+        else
+            done[h] = tsr_emu_tile_f32(st->f32[p] + t.f_off + ent * G, t.rows, t.ngroups * G,
+                                       &st->xf[p][0][0] + t.g0 * G, TSR_PE_XF, job->nx,
+                                       &st->psum[p][0][0] + po, TSR_PE_ROWS);
+    }
 #endif
     pe_gemv(st->w8[p], st->f32[p], st->xq[p], st->xs[p], st->xf[p], st->psum[p], t.w_off, t.f_off,
-            t.rows, t.ngroups, t.g0, st->cfg.group, halves, st->cfg.dtype == TSR_KDT_Q8, simd, run);
+            t.rows, t.ngroups, t.g0, G, halves, job->nx, q8, done[0], done[1], run);
     if (!run) return 0;
-    return t.ngroups == 0 ? TSR_CY(tsr_cy_zero(halves * t.rows))
-                          : TSR_CY(halves * tsr_cy_tile(tsr_lay_tile_steps(&st->cfg, t.rows, t.ngroups)));
+    return t.ngroups == 0
+               ? TSR_CY(job->nx * tsr_cy_zero(halves * t.rows))
+               : TSR_CY(halves * tsr_cy_tile(job->nx * tsr_lay_tile_steps(&st->cfg, t.rows, t.ngroups)));
 }
 
 /* The PEs that may receive at column-tree level s: a compile-time test
@@ -340,8 +389,8 @@ static uint32_t tree_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint3
     uint32_t rows = (job->flags & TSR_JOB_PAIR ? 2u : 1u) * t.rows;
     uint32_t run = active && (c & (2u * s - 1u)) == 0 && c + s < t.cols && rows != 0;
     /* the partner: a constant index wherever TSR_TREE_RECV placed the call */
-    pe_tree_add(st->psum[p], st->psum[p + s < TSR_PES ? p + s : p], rows, run);
-    return run ? TSR_CY(tsr_cy_tree_level(rows)) : 0u;
+    pe_tree_add(st->psum[p], st->psum[p + s < TSR_PES ? p + s : p], rows, job->nx, run);
+    return run ? TSR_CY(job->nx * tsr_cy_tree_level(rows)) : 0u;
 }
 
 /* Each mesh row's root: SwiGLU of W13, or its best row (greedy). */
@@ -350,20 +399,22 @@ static uint32_t root_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint3
 #pragma HLS INLINE
     tsr_ktab t = st->tab[p][job->mat];
     uint32_t run = active && (p & (t.cols - 1u)) == 0 && t.rows != 0;
-    pe_root(st->psum[p], t.rows, t.row0, job->flags, &st->best_v[p], &st->best_i[p], run);
+    pe_root(st->psum[p], t.rows, t.row0, job->flags, job->nx, st->best_v[p], st->best_i[p], run);
     if (!run) return 0;
-    return job->flags & TSR_JOB_SWIGLU ? TSR_CY(tsr_cy_swiglu(t.rows)) : TSR_CY(tsr_cy_best(t.rows));
+    return job->flags & TSR_JOB_SWIGLU ? TSR_CY(job->nx * tsr_cy_swiglu(t.rows))
+                                       : TSR_CY(job->nx * tsr_cy_best(t.rows));
 }
 
 /* ------------------------------------------------------------------------ */
 /* Mesh operations                                                            */
 
-void tsr_mesh_gemv(tsr_kstate *st, uint32_t mat, uint32_t flags)
+void tsr_mesh_gemv(tsr_kstate *st, uint32_t mat, uint32_t nx, uint32_t flags)
 {
     uint32_t d, n, pair, worst, C = st->mat_cols[mat];
     tsr_lay_mat_shape(&st->cfg, mat, &d, &n, &pair);
     uint32_t npad = ((n + st->cfg.group - 1u) >> st->g_log2) << st->g_log2, halves = pair ? 2u : 1u;
-    tsr_pe_job job = { .mat = mat, .flags = pair ? TSR_JOB_PAIR : 0u, .work = halves * d * npad };
+    tsr_pe_job job = { .mat = mat, .flags = pair ? TSR_JOB_PAIR : 0u, .nx = nx,
+                       .work = halves * d * npad * nx };
 
     TSR_RUN_PES(worst, st, gemv_pe, &job);
     TSR_CHARGE(st, TSR_RG_GEMV, worst);
@@ -373,24 +424,47 @@ gemv_tree_levels:
         const uint32_t s = 1u << lvl;
         if (s < C) {
             job.level = lvl;
-            job.work = halves * d * C;
+            job.work = halves * d * C * nx;
             TSR_RUN_PES_WHERE(worst, st, tree_pe, &job, TSR_PES, st->P, TSR_TREE_RECV, s);
             TSR_CHARGE(st, TSR_RG_TREE, worst);
         }
     }
-    if (C > 1u) st->cnt.fabric_reduce_bytes += 4ull * halves * d * (C - 1u);
+    if (C > 1u) st->cnt.fabric_reduce_bytes += 4ull * halves * d * (C - 1u) * nx;
     if (pair || (flags & TSR_JOB_ARGMAX)) {
         job.flags = pair ? TSR_JOB_PAIR | TSR_JOB_SWIGLU : TSR_JOB_ARGMAX;
-        job.work = d;
+        job.work = d * nx;
         TSR_RUN_PES(worst, st, root_pe, &job);
         TSR_CHARGE(st, pair ? TSR_RG_GEMV : TSR_RG_ARGMAX, worst);
     }
-    st->cnt.macs += (uint64_t)halves * d * npad;
+    st->cnt.macs += (uint64_t)halves * d * npad * nx;
 }
 
-static void quantize_broadcast(tsr_kstate *st, uint32_t npad);
+static void quantize_broadcast(tsr_kstate *st, uint32_t it, uint32_t npad);
 
-void tsr_mesh_input(tsr_kstate *st, uint32_t n, uint32_t row, float ss)
+/* The emulator's rest of a broadcast: PE 0's copy of item it's input
+ * (npad values; Q8: the int8 words and the group scales, else fp32) to
+ * PEs 1..P-1.  Nothing in hardware, where every PE latched it. */
+static void bcast_copy(tsr_kstate *st, uint32_t it, uint32_t npad, int q8)
+{
+#ifdef TSR_EMU
+    uint32_t nw = npad / TSR_LANES + (npad % TSR_LANES != 0u), ng = npad >> st->g_log2;
+    for (uint32_t p = 1; p < st->P; p++) {
+        if (q8) {
+            memcpy(&st->xq[p][it][0][0], &st->xq[0][it][0][0], (size_t)nw * TSR_LANES);
+            memcpy(st->xs[p][it], st->xs[0][it], (size_t)ng * sizeof(float));
+        } else {
+            memcpy(st->xf[p][it], st->xf[0][it], (size_t)npad * sizeof(float));
+        }
+    }
+#else
+    (void)st;
+    (void)it;
+    (void)npad;
+    (void)q8;
+#endif
+}
+
+void tsr_mesh_input(tsr_kstate *st, uint32_t it, uint32_t n, uint32_t row, float ss)
 {
     uint32_t G = st->cfg.group, npad = ((n + G - 1u) >> st->g_log2) << st->g_log2;
 #if TSR_WITH_F32
@@ -408,16 +482,17 @@ in_f32_lanes:
 #pragma HLS UNROLL
                 uint32_t i = i0 + l;
                 if (i < npad) {
-                    float v = i >= n ? 0.0f : st->rms[row][i] * (ss * st->cv[TSR_CV_X + i]);
-                    st->cv[TSR_CV_XN + i] = v;
+                    float v = i >= n ? 0.0f : st->rms[row][i] * (ss * st->cv[it][TSR_CV_X + i]);
+                    st->cv[it][TSR_CV_XN + i] = v;
 in_f32_pes:
-                    for (uint32_t p = 0; p < TSR_PES; p++) {
+                    for (uint32_t p = 0; p < TSR_BCAST_PES; p++) {
 #pragma HLS UNROLL
-                        if (p < P) st->xf[p][i] = v;
+                        if (p < P) st->xf[p][it][i] = v;
                     }
                 }
             }
         }
+        bcast_copy(st, it, npad, 0);
         st->cnt.fabric_bcast_bytes += 4ull * P * npad;
         return;
     }
@@ -438,18 +513,18 @@ in_q8_norm_lanes:
             for (uint32_t l = 0; l < TSR_VEC; l++) {
 #pragma HLS UNROLL
                 uint32_t i = ch * TSR_LANES + h * TSR_VEC + l;
-                float v = i >= n ? 0.0f : st->rms[row][i] * (ss * st->cv[TSR_CV_X + i]);
-                st->cv[TSR_CV_XN + i] = v;
+                float v = i >= n ? 0.0f : st->rms[row][i] * (ss * st->cv[it][TSR_CV_X + i]);
+                st->cv[it][TSR_CV_XN + i] = v;
                 float a = fabsf(v);
                 m = a > m ? a : m;
             }
-            st->wmax[ch * (TSR_LANES / TSR_VEC) + h] = m;
+            st->wmax[it][ch * (TSR_LANES / TSR_VEC) + h] = m;
         }
     }
-    quantize_broadcast(st, npad);
+    quantize_broadcast(st, it, npad);
 }
 
-void tsr_mesh_input_ready(tsr_kstate *st, uint32_t n)
+void tsr_mesh_input_ready(tsr_kstate *st, uint32_t it, uint32_t n)
 {
     uint32_t G = st->cfg.group, npad = ((n + G - 1u) >> st->g_log2) << st->g_log2;
     TSR_CHARGE(st, TSR_RG_INPUT, tsr_cy_input_ready(n, G, st->cfg.dtype == TSR_KDT_Q8));
@@ -465,26 +540,27 @@ in_ready_f32_lanes:
 #pragma HLS UNROLL
                 uint32_t i = i0 + l;
                 if (i < npad) {
-                    float v = st->cv[TSR_CV_XN + i];
+                    float v = st->cv[it][TSR_CV_XN + i];
 in_ready_f32_pes:
-                    for (uint32_t p = 0; p < TSR_PES; p++) {
+                    for (uint32_t p = 0; p < TSR_BCAST_PES; p++) {
 #pragma HLS UNROLL
-                        if (p < P) st->xf[p][i] = v;
+                        if (p < P) st->xf[p][it][i] = v;
                     }
                 }
             }
         }
+        bcast_copy(st, it, npad, 0);
         st->cnt.fabric_bcast_bytes += 4ull * P * npad;
         return;
     }
 #endif
-    quantize_broadcast(st, npad);
+    quantize_broadcast(st, it, npad);
 }
 
 /* Q8 pass B over xn (npad,) and its word maxima: the group's scale, the
  * int8 values; every PE latches the chunk's word and the group's
  * scale(s). */
-static void quantize_broadcast(tsr_kstate *st, uint32_t npad)
+static void quantize_broadcast(tsr_kstate *st, uint32_t it, uint32_t npad)
 {
     uint32_t G = st->cfg.group, P = st->P;
     uint32_t nch = npad / TSR_LANES + (npad % TSR_LANES != 0u);
@@ -505,7 +581,7 @@ in_q8_group_max:
             for (uint32_t k = 0; k < TSR_WMAX_PORTS; k++) {
 #pragma HLS UNROLL
                 if (k < cpg * (TSR_LANES / TSR_VEC))
-                    gm = st->wmax[first + k] > gm ? st->wmax[first + k] : gm;
+                    gm = st->wmax[it][first + k] > gm ? st->wmax[it][first + k] : gm;
             }
 in_q8_scale_lanes:
             for (uint32_t l = 0; l < TSR_LANES; l++) {
@@ -521,7 +597,7 @@ in_q8_scale_lanes:
 in_q8_seg_abs:
             for (uint32_t l = 0; l < TSR_LANES; l++) {
 #pragma HLS UNROLL
-                sm[l] = fabsf(st->cv[TSR_CV_XN + ch * TSR_LANES + l]);
+                sm[l] = fabsf(st->cv[it][TSR_CV_XN + ch * TSR_LANES + l]);
             }
 in_q8_seg_levels:
             for (uint32_t h = 1; h < TSR_LANES; h *= 2u) {
@@ -547,43 +623,45 @@ in_q8_seg_scales:
 in_q8_values:
         for (uint32_t l = 0; l < TSR_LANES; l++) {
 #pragma HLS UNROLL
-            float v = st->cv[TSR_CV_XN + ch * TSR_LANES + l];
+            float v = st->cv[it][TSR_CV_XN + ch * TSR_LANES + l];
             qw[l] = sc[l] != 0.0f ? (int8_t)tsr_round_q8(v / sc[l]) : (int8_t)0;
         }
         /* the group(s) starting in this chunk: their scales */
 in_q8_pes:
-        for (uint32_t p = 0; p < TSR_PES; p++) {
+        for (uint32_t p = 0; p < TSR_BCAST_PES; p++) {
 #pragma HLS UNROLL
             if (p < P) {
 in_q8_pe_lanes:
                 for (uint32_t l = 0; l < TSR_LANES; l++) {
 #pragma HLS UNROLL
-                    st->xq[p][ch][l] = qw[l];
+                    st->xq[p][it][ch][l] = qw[l];
                 }
                 if (G >= TSR_LANES) {
-                    if ((ch & (cpg - 1u)) == 0) st->xs[p][ch >> st->cpg_log2] = sc[0];
+                    if ((ch & (cpg - 1u)) == 0) st->xs[p][it][ch >> st->cpg_log2] = sc[0];
                 }
 #if TSR_MIN_GROUP < TSR_LANES
                 else {
 in_q8_pe_scales:
                     for (uint32_t l = 0; l < TSR_LANES; l += TSR_MIN_GROUP) {
 #pragma HLS UNROLL
-                        if ((l & (G - 1u)) == 0) st->xs[p][(ch * TSR_LANES + l) >> st->g_log2] = sc[l];
+                        if ((l & (G - 1u)) == 0) st->xs[p][it][(ch * TSR_LANES + l) >> st->g_log2] = sc[l];
                     }
                 }
 #endif
             }
         }
     }
+    bcast_copy(st, it, npad, 1);
     st->cnt.fabric_bcast_bytes += (uint64_t)P * (npad + 4u * (npad >> st->g_log2));
 }
 
-void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, uint32_t yw, uint32_t flags, uint32_t slot)
+void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, uint32_t flags,
+                     uint32_t pos)
 {
     uint32_t d, n, pair;
     tsr_lay_mat_shape(&st->cfg, mat, &d, &n, &pair);
     uint32_t add = flags & TSR_GATHER_ADD, input = flags & TSR_GATHER_INPUT;
-    uint32_t qkv = flags & TSR_GATHER_QKV;
+    uint32_t qkv = flags & TSR_GATHER_QKV, lg = flags & TSR_GATHER_LOGITS;
     /* the words: d's, or (into xn) up to the next GEMV's group padding */
     uint32_t nout = input ? ((d + st->cfg.group - 1u) >> st->g_log2) << st->g_log2 : d;
     uint32_t dw = (nout + TSR_VEC - 1u) / TSR_VEC, rope_n = qkv ? st->cfg.dim + st->kv_dim : 0u;
@@ -606,7 +684,7 @@ gather_ssq_zero:
     TSR_CHARGE(st, TSR_RG_GATHER, qkv ? tsr_cy_gather_vec(d)
                                   : input ? tsr_cy_gather_input(nout) : tsr_cy_gather(d));
 #endif
-    (void)slot;
+    (void)pos;
 gather_words:
     for (uint32_t w = 0; w < dw; w++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_OUT_WORDS
@@ -627,7 +705,7 @@ gather_lanes:
         for (uint32_t l = 0; l < TSR_VEC; l++) {
 #pragma HLS UNROLL
             uint32_t i = w * TSR_VEC + l;
-            v[l] = i < d ? st->psum[src][(w - start) * TSR_VEC + l] : 0.0f;
+            v[l] = i < d ? st->psum[src][it][(w - start) * TSR_VEC + l] : 0.0f;
         }
         if (qkv) {
             /* RoPE as run.c: q[i], and k[i] for i < kv_dim, pairwise */
@@ -637,7 +715,7 @@ gather_rope_pairs:
                 uint32_t i = w * TSR_VEC + 2u * k;
                 if (i < rope_n) {
                     uint32_t j = st->rope_pj[i / 2u];
-                    float fcr = st->rope_cos[j], fci = st->rope_sin[j];
+                    float fcr = st->rope_cos[it][j], fci = st->rope_sin[it][j];
                     float v0 = v[2u * k], v1 = v[2u * k + 1u];
                     v[2u * k] = v0 * fcr - v1 * fci;
                     v[2u * k + 1u] = v0 * fci + v1 * fcr;
@@ -650,9 +728,11 @@ gather_out:
 #pragma HLS UNROLL
             uint32_t i = w * TSR_VEC + l;
             if (i < nout) {
-                /* word yw + w of the controller's vectors: lane l, bank l */
-                float o = add ? st->cv[(yw + w) * TSR_VEC + l] + v[l] : v[l];
-                st->cv[(yw + w) * TSR_VEC + l] = o;
+                /* word yw + w of the item's vectors (or of its logits):
+                 * lane l, bank l */
+                float o = add ? st->cv[it][(yw + w) * TSR_VEC + l] + v[l] : v[l];
+                if (lg) st->logits[it][w * TSR_VEC + l] = o;
+                else st->cv[it][(yw + w) * TSR_VEC + l] = o;
 #if TSR_SSQ_FUSED
                 if (add) ssq[sb + l] += o * o;
 #endif
@@ -660,7 +740,7 @@ gather_out:
                 m = a > m ? a : m;
             }
         }
-        if (input) st->wmax[w] = m;
+        if (input) st->wmax[it][w] = m;
 #if TSR_SSQ_FUSED
         sb = sb + TSR_VEC == TSR_SUM_LANES ? 0u : sb + TSR_VEC;
 #endif
@@ -685,18 +765,18 @@ latch_lanes:
 gather_ssq_out:
         for (uint32_t k = 0; k < TSR_SUM_LANES; k++) {
 #pragma HLS UNROLL
-            st->ssq[k] = ssq[k];
+            st->ssq[it][k] = ssq[k];
         }
-        st->ssq_fresh = 1;
+        st->ssq_fresh[it] = 1;
     }
 #endif
 #ifdef TSR_EMU
-    if (qkv) tsr_att_latch_qkv(st, slot);
+    if (qkv) tsr_att_latch_qkv(st, it, pos);
 #endif
     st->cnt.fabric_gather_bytes += 4ull * d;
 }
 
-int32_t tsr_mesh_best(tsr_kstate *st, uint32_t mat)
+int32_t tsr_mesh_best(tsr_kstate *st, uint32_t mat, uint32_t it)
 {
     /* the roots' bests, pairwise over the profile's PEs (log2 TSR_PES
      * levels): the larger value, or the same value at a lower row */
@@ -711,8 +791,8 @@ best_leaves:
 #pragma HLS UNROLL
         tsr_ktab t = st->tab[p][mat];
         ok[p] = p < st->P && (p & (t.cols - 1u)) == 0 && t.rows != 0;
-        bv[p] = st->best_v[p];
-        bi[p] = st->best_i[p];
+        bv[p] = st->best_v[p][it];
+        bi[p] = st->best_i[p][it];
     }
 best_levels:
     for (uint32_t h = 1; h < TSR_PES; h *= 2u) {
@@ -731,7 +811,7 @@ best_pairs:
     return (int32_t)bi[0];
 }
 
-void tsr_mesh_embed(tsr_kstate *st, uint32_t token)
+void tsr_mesh_embed(tsr_kstate *st, uint32_t it, uint32_t token)
 {
     const tsr_kconfig *c = &st->cfg;
     uint32_t G = c->group, dim = c->dim, C = st->mat_cols[TSR_MAT_EMB], r0 = 0;
@@ -765,7 +845,7 @@ embed_f32_cols:
             for (uint32_t col = c0; col < c1; col++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_DIM
 #pragma HLS PIPELINE II=1
-                st->cv[TSR_CV_X + col] = st->f32[p][f0 + (col - c0) * kb];
+                st->cv[it][TSR_CV_X + col] = st->f32[p][f0 + (col - c0) * kb];
             }
             continue;
         }
@@ -794,9 +874,9 @@ embed_lanes:
                 if (l < chunk && col < dim) {
                     float v = (float)st->w8[p][a0 / TSR_LANES][off + l] * sc;
 #if TSR_MIN_GROUP >= TSR_LANES
-                    st->cv[TSR_CV_X + (cw + l / TSR_VEC) * TSR_VEC + l % TSR_VEC] = v;
+                    st->cv[it][TSR_CV_X + (cw + l / TSR_VEC) * TSR_VEC + l % TSR_VEC] = v;
 #else
-                    st->cv[TSR_CV_X + col] = v;
+                    st->cv[it][TSR_CV_X + col] = v;
 #endif
                 }
             }

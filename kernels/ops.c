@@ -82,21 +82,21 @@ float tsr_reduce_sumsq(const float *x, uint32_t n) { return reduce(x, n, 1); }
 /* ------------------------------------------------------------------------ */
 /* RMSNorm                                                                    */
 
-float tsr_rms_scale(tsr_kstate *st, uint32_t n)
+float tsr_rms_scale(tsr_kstate *st, uint32_t it, uint32_t n)
 {
     float ss;
 #if TSR_SSQ_FUSED
-    if (st->ssq_fresh) {
+    if (st->ssq_fresh[it]) {
         /* the residual gather that wrote x left its partials (mesh.c) */
         TSR_CHARGE(st, TSR_RG_NORM, tsr_cy_norm_s(n, TSR_SUM_LANES, 1));
-        sum_levels(st->ssq);
-        ss = st->ssq[0];
-        st->ssq_fresh = 0;
+        sum_levels(st->ssq[it]);
+        ss = st->ssq[it][0];
+        st->ssq_fresh[it] = 0;
     } else
 #endif
     {
         TSR_CHARGE(st, TSR_RG_NORM, tsr_cy_norm_s(n, TSR_SUM_LANES, 0));
-        ss = tsr_reduce_sumsq(st->cv + TSR_CV_X, n);
+        ss = tsr_reduce_sumsq(st->cv[it] + TSR_CV_X, n);
     }
     ss /= (float)n;
     ss += st->cfg.norm_eps;
@@ -106,7 +106,7 @@ float tsr_rms_scale(tsr_kstate *st, uint32_t n)
 /* ------------------------------------------------------------------------ */
 /* RoPE                                                                       */
 
-void tsr_rope_angles(tsr_kstate *st, uint32_t pos)
+void tsr_rope_angles(tsr_kstate *st, uint32_t it, uint32_t pos)
 {
     uint32_t half = st->hs / 2u;
     TSR_CHARGE(st, TSR_RG_ROPE, tsr_cy_rope_angles(st->hs));
@@ -115,8 +115,8 @@ rope_angles:
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_HALF_HS
 #pragma HLS PIPELINE II=1
         float val = (float)pos * st->rope_freq[j];
-        st->rope_cos[j] = cosf(val);
-        st->rope_sin[j] = sinf(val);
+        st->rope_cos[it][j] = cosf(val);
+        st->rope_sin[it][j] = sinf(val);
     }
 }
 

@@ -32,27 +32,7 @@ static void slot_reset(tsr_kstate *st, uint32_t s)
 {
     st->pos[s] = 0;
     st->pending[s] = -1;
-    st->pos_q[s] = 0;
-    st->pos_div[s] = 0;
     st->rng[s] = TSR_RNG_DEFAULT + s;
-}
-
-/* pos -> (pos % Q, pos / Q): on commands only, never per token. */
-static void slot_set_pos(tsr_kstate *st, uint32_t s, uint32_t pos)
-{
-    st->pos[s] = (int32_t)pos;
-    st->pos_q[s] = pos % st->cfg.kv_split;
-    st->pos_div[s] = pos / st->cfg.kv_split;
-}
-
-/* The slot advanced one position: the same, by counting. */
-static void slot_step(tsr_kstate *st, uint32_t s)
-{
-    st->pos[s]++;
-    if (++st->pos_q[s] == st->cfg.kv_split) {
-        st->pos_q[s] = 0;
-        st->pos_div[s]++;
-    }
 }
 
 void tsr_kernel_init(tsr_kstate *st)
@@ -255,6 +235,7 @@ cfg_roots_rows:
             st->sqrt_hs = sqrtf((float)hs);
             st->g_log2 = log2u(c.group);
             st->cpg_log2 = c.group > TSR_LANES ? log2u(c.group / TSR_LANES) : 0u;
+            st->q_log2 = log2u(c.kv_split);
 cfg_kv_home:
             for (uint32_t k = 0; k < c.n_kv_heads; k++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_KV_HEADS
@@ -316,6 +297,15 @@ load_w8_bytes:
                     st->w8[p][a / TSR_LANES][a % TSR_LANES + k] = (int8_t)(uint8_t)(v >> (8u * k));
             }
         }
+#ifdef TSR_EMU
+        /* the emulator's per-entry weight sums of the entries this touched
+         * (an entry split over two chunks is summed again by the second) */
+        if (st->cfg.dtype == TSR_KDT_Q8) {
+            uint32_t G = st->cfg.group, e1 = (off + len - 1u) >> st->g_log2;
+            for (uint32_t e = off >> st->g_log2; e <= e1 && e < TSR_PE_F32_WORDS; e++)
+                st->emu_wcorr[p][e] = tsr_emu_wcorr(&st->w8[p][0][0] + (size_t)e * G, G);
+        }
+#endif
         st->cnt.load_bytes += len;
         return TSR_K_OK;
     }
@@ -356,30 +346,69 @@ load_ctrl:
 /* ------------------------------------------------------------------------ */
 /* Sequence ops                                                               */
 
-/* PREFILL, DECODE and READ_LOGITS: the commands that run the model, in one
- * function around one call of tsr_forward, so the forward pass is one
- * instance in hardware (UG1399, "pragma HLS allocation").
- *   PREFILL:     feed the pending token (if any) and all prompt tokens but
- *                the last, which becomes pending.
- *   DECODE:      loop: feed the pending token -> the greedy token on the
- *                mesh, or the logits sampled here -> out[1 + i], out[0] =
- *                i + 1 -> pending; stop at n, BOS/EOS, seq_len or the
- *                cancel word.
- *   READ_LOGITS: the last full pass's logits -> out; a greedy pass left
- *                them on the mesh (the classifier's partial sums at the
- *                roots), so gather them first (a debug read, not charged
- *                to the token). */
+/* The sequences of a DECODE or DECODE_BATCH. */
+typedef struct dec_seqs {
+    uint32_t m, stride;                     /* sequences; answer words each */
+    uint32_t slot[TSR_MAX_BATCH], n[TSR_MAX_BATCH], flags[TSR_MAX_BATCH];
+    uint32_t done[TSR_MAX_BATCH], live[TSR_MAX_BATCH];
+    float    temp[TSR_MAX_BATCH], top_p[TSR_MAX_BATCH];
+} dec_seqs;
+
+/* A decode sequence's setup: its checks, its RNG. */
+static int dec_seq(tsr_kstate *st, dec_seqs *d, uint32_t k, uint32_t slot, uint32_t n,
+                   uint32_t flags, uint32_t seed_lo, uint32_t seed_hi, float temp, float top_p)
+{
+    if (slot >= st->cfg.n_slots) return TSR_K_EARG;
+dec_seq_distinct:
+    for (uint32_t j = 0; j < k; j++) {
+#pragma HLS LOOP_TRIPCOUNT min=0 max=TSR_MAX_BATCH
+        if (d->slot[j] == slot) return TSR_K_EARG;
+    }
+    if (st->pending[slot] < 0) return TSR_K_ESTATE;
+    if (flags & TSR_DEC_RESEED) {
+        uint64_t seed = (uint64_t)seed_lo | ((uint64_t)seed_hi << 32);
+        st->rng[slot] = seed ? seed : TSR_RNG_DEFAULT;
+    }
+    d->slot[k] = slot;
+    d->n[k] = n;
+    d->flags[k] = flags;
+    d->temp[k] = temp;
+    d->top_p[k] = top_p;
+    d->done[k] = 0;
+    d->live[k] = 1;
+    return TSR_K_OK;
+}
+
+/* PREFILL, DECODE, DECODE_BATCH and READ_LOGITS: the commands that run the
+ * model, in one function around one call of tsr_forward, so the forward
+ * pass is one instance in hardware (UG1399, "pragma HLS allocation").
+ * Each pass runs up to TSR_MAX_BLOCK items:
+ *   PREFILL:      the pending token (if any) and all prompt tokens but the
+ *                 last (which becomes pending), a block of consecutive
+ *                 positions a pass.
+ *   DECODE(_BATCH): a step a pass, one item per sequence still going:
+ *                 feed its pending token -> the greedy token on the mesh,
+ *                 or its logits sampled here -> its answer region, its
+ *                 count published -> pending; it stops at its n, BOS/EOS,
+ *                 seq_len or a cancel word.
+ *   READ_LOGITS:  the last full pass's logits -> out; a greedy pass left
+ *                 them on the mesh (the classifier's partial sums at the
+ *                 roots), so gather them first (a debug read, not charged
+ *                 to the token). */
 static int op_forward(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32_t *in_w,
                       const float *in_f, uint32_t in_n, volatile uint32_t *out_w,
-                      volatile float *out_f, uint32_t room, volatile const uint32_t *cancel,
+                      volatile float *out_f, uint32_t room, volatile const uint32_t *hdr,
                       uint32_t *out_n)
 {
     const tsr_kconfig *cf = &st->cfg;
-    uint32_t op = c[TSR_CMD_OP], s = c[TSR_CMD_SLOT], n = c[TSR_CMD_A0], flags = c[TSR_CMD_A3];
-    int prefill = op == TSR_OP_PREFILL, decode = op == TSR_OP_DECODE;
-    float temperature = 0.0f, top_p = 0.0f;
-    uint32_t steps = 0, hp = 0, done = 0;
-    int mode;
+    uint32_t op = c[TSR_CMD_OP], s = c[TSR_CMD_SLOT], n = c[TSR_CMD_A0];
+    int prefill = op == TSR_OP_PREFILL, gather = op == TSR_OP_READ_LOGITS;
+    int decode = !prefill && !gather;
+    uint32_t feed = 0, hp = 0, fed = 0, gathered = 0;
+    dec_seqs d;
+    d.m = 0;
+    d.stride = 0;
+    int rc = TSR_K_OK;
     if (prefill) {
         if (n == 0 || n > in_n) return TSR_K_EARG;
 prefill_check:
@@ -389,56 +418,124 @@ prefill_check:
         }
         /* positions this run fills: the pending token plus all but the last */
         hp = st->pending[s] >= 0 ? 1u : 0u;
-        steps = n - 1u + hp;
-        if ((uint64_t)st->pos[s] + steps > cf->seq_len) return TSR_K_ERANGE;
-        mode = TSR_FWD_NONE;
-    } else if (decode) {
+        feed = n - 1u + hp;
+        if ((uint64_t)st->pos[s] + feed > cf->seq_len) return TSR_K_ERANGE;
+    } else if (op == TSR_OP_DECODE) {
         if (in_n < 2u || room < 1u) return TSR_K_EARG;
-        temperature = in_f[0];
-        top_p = in_f[1];
-        steps = n > room - 1u ? room - 1u : n;
-        if (st->pending[s] < 0) return TSR_K_ESTATE;
-        if (flags & TSR_DEC_RESEED) {
-            uint64_t seed = (uint64_t)c[TSR_CMD_A1] | ((uint64_t)c[TSR_CMD_A2] << 32);
-            st->rng[s] = seed ? seed : TSR_RNG_DEFAULT;
+        d.m = 1;
+        d.stride = room;
+        rc = dec_seq(st, &d, 0, s, n > room - 1u ? room - 1u : n, c[TSR_CMD_A3], c[TSR_CMD_A1],
+                     c[TSR_CMD_A2], in_f[0], in_f[1]);
+    } else if (op == TSR_OP_DECODE_BATCH) {
+        d.m = in_n ? in_w[0] : 0u;
+        d.stride = n;
+        if (d.m == 0 || d.m > TSR_MAX_BATCH || in_n < 1u + d.m * TSR_BATCH_WORDS || d.stride < 1u ||
+            (uint64_t)d.m * d.stride > room)
+            return TSR_K_EARG;
+dec_batch_seqs:
+        for (uint32_t k = 0; k < d.m && rc == TSR_K_OK; k++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BATCH
+            const uint32_t *r = in_w + 1u + k * TSR_BATCH_WORDS;
+            const float *rf = in_f + 1u + k * TSR_BATCH_WORDS;
+            uint32_t nk = r[TSR_BATCH_N] > d.stride - 1u ? d.stride - 1u : r[TSR_BATCH_N];
+            rc = dec_seq(st, &d, k, r[TSR_BATCH_SLOT], nk, r[TSR_BATCH_FLAGS], r[TSR_BATCH_SEED_LO],
+                         r[TSR_BATCH_SEED_HI], rf[TSR_BATCH_TEMP], rf[TSR_BATCH_TOP_P]);
         }
-        mode = temperature <= 0.0f || top_p <= 0.0f ? TSR_FWD_GREEDY : TSR_FWD_LOGITS;
-        TSR_PUBLISH(&out_w[0], 0u);
-    } else {
-        if (!st->logits_valid) return TSR_K_ESTATE;
-        steps = st->logits_on_pes ? 1u : 0u;
-        mode = TSR_FWD_GATHER;
+    } else if (!st->logits_valid) {
+        return TSR_K_ESTATE;
     }
+    if (rc != TSR_K_OK) return rc;
+dec_publish0:
+    for (uint32_t k = 0; k < d.m; k++) {
+#pragma HLS LOOP_TRIPCOUNT min=0 max=TSR_MAX_BATCH
+        TSR_PUBLISH(&out_w[k * d.stride], 0u);
+    }
+
     uint64_t g_cy = st->cnt.cyc[TSR_RG_GATHER], g_bytes = st->cnt.fabric_gather_bytes;
-fwd_tokens:
-    for (uint32_t i = 0; i < steps; i++) {
+    tsr_item items[TSR_MAX_BLOCK];
+    uint32_t seq_of[TSR_MAX_BLOCK];   /* decode: the sequence of each item */
+fwd_passes:
+    for (;;) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_SEQ
-        if (decode && (TSR_OBSERVE(cancel) || (uint32_t)st->pos[s] >= cf->seq_len)) break;
-        uint32_t tok = prefill && i >= hp ? in_w[i - hp] : (uint32_t)st->pending[s];
-        int32_t next = tsr_forward(st, s, tok, (uint32_t)st->pos[s], mode);
-        if (mode == TSR_FWD_GATHER) break;
-        slot_step(st, s);
-        if (!decode) continue;
-        if (mode == TSR_FWD_LOGITS) {
-            uint32_t cy = 0;
+        /* this pass's items */
+        uint32_t nx = 0;
+        if (prefill) {
+            uint32_t left = feed - fed;
+            nx = left < TSR_MAX_BLOCK ? left : TSR_MAX_BLOCK;
+fwd_prefill_items:
+            for (uint32_t b = 0; b < nx; b++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
+                uint32_t k = fed + b;
+                items[b].slot = s;
+                items[b].token = k < hp ? (uint32_t)st->pending[s] : in_w[k - hp];
+                items[b].pos = (uint32_t)st->pos[s] + b;
+                items[b].mode = TSR_FWD_NONE;
+            }
+        } else if (gather) {
+            nx = st->logits_on_pes && !gathered ? 1u : 0u;
+            items[0].slot = 0;
+            items[0].token = 0;
+            items[0].pos = 0;
+            items[0].mode = TSR_FWD_GATHER;
+            gathered = 1;
+        } else {
+            int stop_all = TSR_OBSERVE(&hdr[TSR_CTL_CANCEL]) != 0;
+fwd_decode_items:
+            for (uint32_t k = 0; k < d.m; k++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BATCH
+                uint32_t sl = d.slot[k];
+                if (!d.live[k]) continue;
+                if (stop_all || TSR_OBSERVE(&hdr[TSR_CTL_CANCEL_SLOT(sl)]) ||
+                    d.done[k] >= d.n[k] || (uint32_t)st->pos[sl] >= cf->seq_len) {
+                    d.live[k] = 0;
+                    continue;
+                }
+                items[nx].slot = sl;
+                items[nx].token = (uint32_t)st->pending[sl];
+                items[nx].pos = (uint32_t)st->pos[sl];
+                items[nx].mode = d.temp[k] <= 0.0f || d.top_p[k] <= 0.0f ? TSR_FWD_GREEDY
+                                                                         : TSR_FWD_LOGITS;
+                seq_of[nx] = k;
+                nx++;
+            }
+        }
+        if (nx == 0) break;
+
+        tsr_forward(st, items, nx);
+
+        if (prefill) {
+            st->pos[s] += (int32_t)nx;
+            fed += nx;
+            continue;
+        }
+        if (gather) continue;
+fwd_decode_out:
+        for (uint32_t b = 0; b < nx; b++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BATCH
+            uint32_t k = seq_of[b], sl = d.slot[k];
+            int32_t next = items[b].next;
+            if (items[b].mode == TSR_FWD_LOGITS) {
+                uint32_t cy = 0;
 decode_copy:
-            for (uint32_t v = 0; v < cf->vocab_size; v++) {
+                for (uint32_t v = 0; v < cf->vocab_size; v++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
 #pragma HLS PIPELINE II=1
-                st->probs[v] = st->cv[TSR_CV_LOGITS + v];
+                    st->probs[v] = st->logits[b][v];
+                }
+                next = tsr_sample(st->probs, cf->vocab_size, d.temp[k], d.top_p[k], &st->rng[sl],
+                                  st->cand_p, st->cand_i, &cy);
+                TSR_CHARGE(st, TSR_RG_SAMPLE, cy);
             }
-            next = tsr_sample(st->probs, cf->vocab_size, temperature, top_p, &st->rng[s],
-                              st->cand_p, st->cand_i, &cy);
-            TSR_CHARGE(st, TSR_RG_SAMPLE, cy);
+            TSR_CHARGE(st, TSR_RG_SAMPLE, TSR_D_BUS);   /* the id to the host */
+            st->pos[sl]++;
+            out_w[k * d.stride + 1u + d.done[k]] = (uint32_t)next;
+            d.done[k]++;
+            TSR_PUBLISH(&out_w[k * d.stride], d.done[k]);
+            st->pending[sl] = next;
+            st->cnt.tokens_sampled++;
+            if (!(d.flags[k] & TSR_DEC_IGNORE_STOP) && (next == TSR_TOKEN_BOS || next == TSR_TOKEN_EOS))
+                d.live[k] = 0;
         }
-        TSR_CHARGE(st, TSR_RG_SAMPLE, TSR_D_BUS);   /* the id to the host */
-        out_w[1u + i] = (uint32_t)next;
-        done = i + 1u;
-        TSR_PUBLISH(&out_w[0], done);
-        st->pending[s] = next;
-        st->cnt.tokens_sampled++;
-        if (!(flags & TSR_DEC_IGNORE_STOP) && (next == TSR_TOKEN_BOS || next == TSR_TOKEN_EOS))
-            break;
     }
     if (prefill) {
         st->pending[s] = (int32_t)in_w[n - 1u];
@@ -446,7 +543,7 @@ decode_copy:
         return TSR_K_OK;
     }
     if (decode) {
-        *out_n = 1u + done;
+        *out_n = op == TSR_OP_DECODE ? 1u + d.done[0] : d.m * d.stride;
         return TSR_K_OK;
     }
     /* READ_LOGITS: the gather is not the token's */
@@ -457,7 +554,7 @@ read_logits:
     for (uint32_t i = 0; i < nv; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
 #pragma HLS PIPELINE II=1
-        out_f[i] = st->cv[TSR_CV_LOGITS + i];
+        out_f[i] = st->logits[0][i];
     }
     *out_n = nv;
     return TSR_K_OK;
@@ -504,7 +601,7 @@ cnt_pes:
 
 int tsr_kernel_exec(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32_t *in_w,
                     const float *in_f, volatile uint32_t *out_w, volatile float *out_f,
-                    volatile const uint32_t *cancel, uint32_t *out_n)
+                    volatile const uint32_t *hdr, uint32_t *out_n)
 {
     uint32_t op = c[TSR_CMD_OP], s = c[TSR_CMD_SLOT];
     uint32_t in_n = c[TSR_CMD_IN_WORDS], room = c[TSR_CMD_OUT_WORDS];
@@ -526,7 +623,8 @@ int tsr_kernel_exec(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint3
     }
     /* the rest need a configured device and a valid slot */
     if (!st->configured) return TSR_K_ESTATE;
-    if (op != TSR_OP_READ_LOGITS && s >= st->cfg.n_slots) return TSR_K_EARG;
+    if (op != TSR_OP_READ_LOGITS && op != TSR_OP_DECODE_BATCH && s >= st->cfg.n_slots)
+        return TSR_K_EARG;
     switch (op) {
     case TSR_OP_RESET:
         slot_reset(st, s);
@@ -535,14 +633,15 @@ int tsr_kernel_exec(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint3
         int32_t pos = (int32_t)c[TSR_CMD_A0], pending = (int32_t)c[TSR_CMD_A1];
         if (pos < 0 || pos > st->pos[s]) return TSR_K_ERANGE;
         if (pending < -1 || pending >= (int32_t)st->cfg.vocab_size) return TSR_K_EARG;
-        slot_set_pos(st, s, (uint32_t)pos);
+        st->pos[s] = pos;
         st->pending[s] = pending;
         return TSR_K_OK;
     }
     case TSR_OP_PREFILL:
     case TSR_OP_DECODE:
+    case TSR_OP_DECODE_BATCH:
     case TSR_OP_READ_LOGITS:
-        return op_forward(st, c, in_w, in_f, in_n, out_w, out_f, room, cancel, out_n);
+        return op_forward(st, c, in_w, in_f, in_n, out_w, out_f, room, hdr, out_n);
     default:
         return TSR_K_EOP;
     }
@@ -574,7 +673,7 @@ serve_read:
         uint32_t out_n = 0;
         int status = tsr_kernel_exec(st, c, in_w + c[TSR_CMD_IN_OFF], in_f + c[TSR_CMD_IN_OFF],
                                      out_w + c[TSR_CMD_OUT_OFF], out_f + c[TSR_CMD_OUT_OFF],
-                                     &ctl[TSR_CTL_CANCEL], &out_n);
+                                     ctl, &out_n);
         uint32_t r = resp0 + k * TSR_RESP_WORDS;
         ctl[r + TSR_RESP_STATUS] = (uint32_t)status;
         ctl[r + TSR_RESP_OUT_WORDS] = out_n;
@@ -614,14 +713,16 @@ void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f
 #pragma HLS ARRAY_PARTITION variable=st.f32 type=complete dim=1
 #pragma HLS BIND_STORAGE variable=st.f32 type=ram_2p impl=TSR_F32_IMPL
 #pragma HLS ARRAY_PARTITION variable=st.psum type=complete dim=1
-#pragma HLS ARRAY_PARTITION variable=st.psum type=cyclic factor=TSR_VEC dim=2
+#pragma HLS ARRAY_PARTITION variable=st.psum type=cyclic factor=TSR_VEC dim=3
 #pragma HLS BIND_STORAGE variable=st.psum type=ram_2p impl=TSR_PSUM_IMPL
 #pragma HLS ARRAY_PARTITION variable=st.xq type=complete dim=1
-#pragma HLS ARRAY_RESHAPE variable=st.xq type=complete dim=3
+#pragma HLS ARRAY_RESHAPE variable=st.xq type=complete dim=4
 #pragma HLS ARRAY_PARTITION variable=st.xs type=complete dim=1
 #pragma HLS BIND_STORAGE variable=st.xs type=ram_2p impl=TSR_XS_IMPL
 #pragma HLS ARRAY_PARTITION variable=st.xf type=complete dim=1
-#pragma HLS ARRAY_PARTITION variable=st.xf type=cyclic factor=TSR_VEC dim=2
+#if TSR_WITH_F32
+#pragma HLS ARRAY_PARTITION variable=st.xf type=cyclic factor=TSR_VEC dim=3
+#endif
     /* the attention PEs': word-major, a lane a bank (dim 3, or dim 2 for
      * the per-head scalars) */
 #pragma HLS ARRAY_PARTITION variable=st.kv type=complete dim=1
@@ -640,24 +741,25 @@ void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f
 #pragma HLS ARRAY_PARTITION variable=st.asum type=complete dim=1
     /* per-PE scalars and tables, read by every PE task at once: registers */
 #pragma HLS ARRAY_PARTITION variable=st.tab type=complete dim=1
-#pragma HLS ARRAY_PARTITION variable=st.best_v type=complete
-#pragma HLS ARRAY_PARTITION variable=st.best_i type=complete
+#pragma HLS ARRAY_PARTITION variable=st.best_v type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=st.best_i type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=st.kv_h0 type=complete
 #pragma HLS ARRAY_PARTITION variable=st.kv_nh type=complete
 #pragma HLS ARRAY_PARTITION variable=st.kv_q type=complete
-#pragma HLS ARRAY_PARTITION variable=st.pos_q type=complete
-#pragma HLS ARRAY_PARTITION variable=st.pos_div type=complete
     /* the controller's memories: its vectors and the norm weights in
      * TSR_VEC banks (a word's lane l in bank l), the sampler's copy in
      * TSR_SUM_E banks (its reduction reads that many a cycle) */
-#pragma HLS ARRAY_PARTITION variable=st.cv type=cyclic factor=TSR_VEC
+#pragma HLS ARRAY_PARTITION variable=st.cv type=cyclic factor=TSR_VEC dim=2
+#pragma HLS ARRAY_PARTITION variable=st.logits type=cyclic factor=TSR_VEC dim=2
 #pragma HLS ARRAY_PARTITION variable=st.rms type=cyclic factor=TSR_VEC dim=2
+#if TSR_SUM_E > 1
 #pragma HLS ARRAY_PARTITION variable=st.probs type=cyclic factor=TSR_SUM_E
-#pragma HLS ARRAY_PARTITION variable=st.wmax type=cyclic factor=TSR_WMAX_PORTS
-#pragma HLS ARRAY_PARTITION variable=st.ssq type=complete
+#endif
+#pragma HLS ARRAY_PARTITION variable=st.wmax type=cyclic factor=TSR_WMAX_PORTS dim=2
+#pragma HLS ARRAY_PARTITION variable=st.ssq type=complete dim=2
 #pragma HLS ARRAY_PARTITION variable=st.rope_pj type=cyclic factor=TSR_VEC_PAIRS
-#pragma HLS ARRAY_PARTITION variable=st.rope_cos type=complete
-#pragma HLS ARRAY_PARTITION variable=st.rope_sin type=complete
+#pragma HLS ARRAY_PARTITION variable=st.rope_cos type=complete dim=2
+#pragma HLS ARRAY_PARTITION variable=st.rope_sin type=complete dim=2
     tsr_kernel_init(&st);
     tsr_kernel_serve(&st, ctl, in_w, in_f, out_w, out_f);
 }

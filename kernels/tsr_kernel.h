@@ -48,6 +48,7 @@ enum {
     TSR_OP_READ_LOGITS,   /* logits of the last full forward pass -> out   */
     TSR_OP_READ_COUNTERS, /* tsr_kcounters -> out                          */
     TSR_OP_EXIT,          /* leave tsr_kernel_serve (tessera_top returns)  */
+    TSR_OP_DECODE_BATCH,  /* generate for several slots, one pass a step  */
     TSR_OP_COUNT
 };
 
@@ -76,12 +77,22 @@ enum {
  *   RESET:         SLOT.
  *   TRUNCATE:      SLOT, A0 pos (0..current pos), A1 pending token (int32,
  *                  -1: none).
- *   PREFILL:       SLOT, A0 n (>= 1); payload: n token ids.
+ *   PREFILL:       SLOT, A0 n (>= 1); payload: n token ids.  Fed in
+ *                  blocks of up to TSR_MAX_BLOCK positions a pass.
  *   DECODE:        SLOT, A0 n, A1/A2 seed low/high words, A3 TSR_DEC_*
  *                  flags; payload: fp32 temperature, fp32 top_p; answer:
  *                  word 0 the tokens written so far (published as each is
  *                  sampled), word 1 + i token i.
- *   READ_LOGITS:   answer: the logits (vocab fp32, at most OUT_WORDS).
+ *   DECODE_BATCH:  A0 stride; payload: word 0 the sequences m (1 ..
+ *                  TSR_MAX_BATCH, distinct slots), then m records of
+ *                  TSR_BATCH_WORDS (TSR_BATCH_*); every step one pass for
+ *                  the sequences still going; answer: sequence k's region
+ *                  at word k * stride, as DECODE's (its count, published
+ *                  per token, then its tokens, at most stride - 1).  A
+ *                  sequence stops at its n, BOS/EOS, seq_len, the cancel
+ *                  word or its slot's cancel word; the others go on.
+ *   READ_LOGITS:   answer: the logits (vocab fp32, at most OUT_WORDS) of
+ *                  the last full pass (its first item's).
  *   READ_COUNTERS: answer: tsr_kcounters as (low, high) word pairs, in
  *                  field order, at most OUT_WORDS words.
  *   EXIT:          none.                                                */
@@ -96,6 +107,10 @@ enum { TSR_REG_W8 = 0,   /* a PE's int8 array (bytes)                      */
 #define TSR_DEC_RESEED      1u  /* restart the slot's RNG from the seed     */
 #define TSR_DEC_IGNORE_STOP 2u  /* do not stop at BOS (1) / EOS (2)         */
 
+/* A DECODE_BATCH record (words; temperature and top_p read as fp32). */
+enum { TSR_BATCH_SLOT = 0, TSR_BATCH_N, TSR_BATCH_FLAGS, TSR_BATCH_SEED_LO, TSR_BATCH_SEED_HI,
+       TSR_BATCH_TEMP, TSR_BATCH_TOP_P, TSR_BATCH_RESERVED, TSR_BATCH_WORDS };
+
 #define TSR_TOKEN_BOS 1
 #define TSR_TOKEN_EOS 2
 
@@ -104,6 +119,9 @@ enum { TSR_REG_W8 = 0,   /* a PE's int8 array (bytes)                      */
 #define TSR_CTL_RING_N   0u    /* entries in the ring, 1..TSR_RING_MAX (host, before start) */
 #define TSR_CTL_CANCEL   1u    /* non-zero: the running DECODE stops          */
 #define TSR_CTL_SERVING  2u    /* the kernel writes 1 when it starts serving  */
+/* Slot s's cancel word (s < 8): non-zero stops that slot's sequence of a
+ * running DECODE or DECODE_BATCH. */
+#define TSR_CTL_CANCEL_SLOT(s) (8u + (uint32_t)(s))
 #define TSR_CTL_CMD0     16u   /* entry k at TSR_CTL_CMD0 + k * TSR_CMD_WORDS */
 /* Response k at TSR_CTL_RESP(n) + k * TSR_RESP_WORDS. */
 #define TSR_CTL_RESP(n)  (TSR_CTL_CMD0 + (uint32_t)(n) * TSR_CMD_WORDS)
@@ -256,13 +274,12 @@ typedef struct tsr_kstate {
     uint32_t kv_j[TSR_MAX_KV_HEADS];      /* its index among that PE's heads */
     uint32_t g_log2;                      /* log2(group)                    */
     uint32_t cpg_log2;                    /* log2(chunks a group), 0 for G <= TSR_LANES */
+    uint32_t q_log2;                      /* log2(kv_split)                 */
     float    rope_freq[TSR_MAX_HEAD_SIZE / 2]; /* theta^(-2j / head_size)   */
     uint32_t rope_pj[TSR_MAX_QKV / 2];    /* pair i/2 of q|k -> (i % head_size) / 2 */
     /* --- per slot --- */
     int32_t  pos[TSR_MAX_SLOTS];          /* tokens in the KV cache         */
     int32_t  pending[TSR_MAX_SLOTS];      /* next token to feed, -1 none    */
-    uint32_t pos_q[TSR_MAX_SLOTS];        /* pos % kv_split, kept by counting */
-    uint32_t pos_div[TSR_MAX_SLOTS];      /* pos / kv_split, likewise       */
     uint64_t rng[TSR_MAX_SLOTS];          /* xorshift64* state              */
     uint32_t logits_valid;
     uint32_t logits_on_pes;               /* the last pass left them on the PEs */
@@ -270,14 +287,15 @@ typedef struct tsr_kstate {
     /* norm weights: rms_att of layer l at row l, rms_ffn at L + l,
      * rms_final at 2L */
     float    rms[TSR_RMS_ROWS][TSR_PAD32(TSR_MAX_DIM)];
-    /* the vectors: x at TSR_CV_X, xn at TSR_CV_XN, q | k | v at
-     * TSR_CV_QKV, logits at TSR_CV_LOGITS (tsr_profile.h) */
-    float    cv[TSR_CV_WORDS];
-    float    rope_cos[TSR_MAX_HEAD_SIZE / 2]; /* (head_size / 2,) this token */
-    float    rope_sin[TSR_MAX_HEAD_SIZE / 2];
-    float    wmax[TSR_MAX_IN_VWORDS];     /* quantizer: max |xn| per TSR_VEC word */
-    float    ssq[TSR_SUM_LANES];          /* RMSNorm: sum-of-squares partials */
-    uint32_t ssq_fresh;                   /* 1: the residual gather left them (x unchanged since) */
+    /* each item's vectors: x at TSR_CV_X, xn at TSR_CV_XN, q | k | v at
+     * TSR_CV_QKV (tsr_profile.h); a batch item's logits */
+    float    cv[TSR_MAX_BLOCK][TSR_CV_WORDS];
+    float    logits[TSR_MAX_BATCH][TSR_LOGIT_WORDS];
+    float    rope_cos[TSR_MAX_BLOCK][TSR_MAX_HEAD_SIZE / 2]; /* (head_size / 2,) an item's position */
+    float    rope_sin[TSR_MAX_BLOCK][TSR_MAX_HEAD_SIZE / 2];
+    float    wmax[TSR_MAX_BLOCK][TSR_MAX_IN_VWORDS]; /* quantizer: max |xn| per TSR_VEC word */
+    float    ssq[TSR_MAX_BLOCK][TSR_SUM_LANES];      /* RMSNorm: sum-of-squares partials */
+    uint32_t ssq_fresh[TSR_MAX_BLOCK];    /* 1: the residual gather left them (x unchanged since) */
     float    probs[TSR_MAX_VOCAB];        /* (vocab,) the sampler's copy    */
     float    cand_p[TSR_MAX_VOCAB];       /* top-p candidates: probabilities */
     int32_t  cand_i[TSR_MAX_VOCAB];       /* top-p candidates: token ids    */
@@ -285,8 +303,8 @@ typedef struct tsr_kstate {
     /* --- per PE (small) --- */
     tsr_ktab tab[TSR_PES][TSR_MAX_MATS];  /* tile of each matrix            */
     uint32_t pe_cy[TSR_PES];              /* cycles of the last PE task     */
-    float    best_v[TSR_PES];             /* greedy: best logit, its row    */
-    uint32_t best_i[TSR_PES];
+    float    best_v[TSR_PES][TSR_MAX_BLOCK]; /* greedy: a root's best logit, its row, per item */
+    uint32_t best_i[TSR_PES][TSR_MAX_BLOCK];
     float    am[TSR_ATT_PES][TSR_MAX_HEADS];  /* attention: max score, per query head */
     float    asum[TSR_ATT_PES][TSR_MAX_HEADS]; /* sum of exp(score - max)    */
     /* --- PE memories --- */
@@ -298,14 +316,20 @@ typedef struct tsr_kstate {
     float    qkvw[TSR_ATT_PES][TSR_PE_QKV_VW][TSR_VEC];     /* q | k | v      */
     float    att[TSR_ATT_PES][TSR_PE_ATT_AW][TSR_ATT_LANES]; /* scores         */
     float    ao[TSR_ATT_PES][TSR_PE_AO_AW][TSR_ATT_LANES];  /* head outputs   */
-    float    psum[TSR_PES][TSR_PE_ROWS];              /* a tile's outputs    */
-    int8_t   xq[TSR_PES][TSR_PE_XQ_WORDS][TSR_LANES]; /* broadcast input, Q8 */
-    float    xs[TSR_PES][TSR_PE_XS];                  /* its group scales    */
-    float    xf[TSR_PES][TSR_PE_XF];                  /* broadcast input, F32 */
+    /* per item of the pass: a tile's outputs, the broadcast input (Q8:
+     * int8 words and group scales; F32: values) */
+    float    psum[TSR_PES][TSR_MAX_BLOCK][TSR_PE_ROWS];
+    int8_t   xq[TSR_PES][TSR_MAX_BLOCK][TSR_PE_XQ_WORDS][TSR_LANES];
+    float    xs[TSR_PES][TSR_MAX_BLOCK][TSR_PE_XS];
+    float    xf[TSR_PES][TSR_MAX_BLOCK][TSR_PE_XF];
 #ifdef TSR_EMU
     struct tsr_emu_pool *pool;   /* emulator: worker threads over the PEs
                                     (emu/tsr_emu.h); NULL: one thread       */
     uint32_t simd;               /* emulator: 1 = SIMD rows (emu/)          */
+    /* emulator: 128 x the sum of each Q8 entry's int8 weights, in the
+     * order of its scales (f32), kept by LOAD: the GEMM rows' correction
+     * for their unsigned inputs (emu/tile_simd.c) */
+    int32_t  emu_wcorr[TSR_PES][TSR_PE_F32_WORDS];
 #endif
 } tsr_kstate;
 
@@ -316,11 +340,12 @@ void tsr_kernel_init(tsr_kstate *st);
 /* Run one command c (TSR_CMD_WORDS words; TSR_CMD_SEQ ignored) on st.
  * in_w/in_f: the payload (the same words, read as uint32 / fp32; the
  * command's IN_OFF already applied), out_w/out_f: the answer (OUT_OFF
- * applied).  cancel is polled once per decoded token.  Returns TSR_K_*;
- * *out_n gets the answer words written. */
+ * applied).  hdr: the ring's header, TSR_CTL_CMD0 words, whose cancel
+ * words (TSR_CTL_CANCEL, TSR_CTL_CANCEL_SLOT) are polled once per decode
+ * step.  Returns TSR_K_*; *out_n gets the answer words written. */
 int tsr_kernel_exec(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32_t *in_w,
                     const float *in_f, volatile uint32_t *out_w, volatile float *out_f,
-                    volatile const uint32_t *cancel, uint32_t *out_n);
+                    volatile const uint32_t *hdr, uint32_t *out_n);
 
 /* Serve the ring in ctl until EXIT: the body of tessera_top.  ctl holds
  * TSR_CTL_WORDS(ctl[TSR_CTL_RING_N]) words. */
@@ -350,6 +375,8 @@ typedef struct tsr_kprofile {
     uint32_t att_words;               /* a PE's attention scores (TSR_PE_ATT) */
     uint32_t f32_uram, kv_uram;       /* 1: that array in UltraRAM          */
     uint32_t lanes, vec, row_slots;   /* the datapath (tsr_arch.h)          */
+    uint32_t block;                   /* items a pass (TSR_MAX_BLOCK); an
+                                         xclbin that does not say: 1     */
 } tsr_kprofile;
 
 /* The figures of the profile this file is compiled with. */
@@ -358,6 +385,7 @@ typedef struct tsr_kprofile {
       TSR_MAX_LAYERS, TSR_MAX_HEADS, TSR_MAX_KV_HEADS, TSR_MAX_HEAD_SIZE, TSR_MAX_VOCAB,   \
       TSR_MAX_SEQ, TSR_MAX_SLOTS, TSR_MIN_GROUP, TSR_MAX_GROUP, TSR_SUM_LANES,            \
       TSR_MAX_KV_SPLIT, TSR_ATT_PES, TSR_WITH_F32, TSR_PE_W8_WORDS, TSR_PE_F32_WORDS, TSR_PE_KV_WORDS, \
-      TSR_PE_ROWS, TSR_PE_ATT, TSR_F32_URAM, TSR_KV_URAM, TSR_LANES, TSR_VEC, TSR_ROW_SLOTS }
+      TSR_PE_ROWS, TSR_PE_ATT, TSR_F32_URAM, TSR_KV_URAM, TSR_LANES, TSR_VEC, TSR_ROW_SLOTS, \
+      TSR_MAX_BLOCK }
 
 #endif

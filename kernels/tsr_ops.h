@@ -19,9 +19,10 @@
 typedef struct tsr_pe_job {
     uint32_t mat;       /* matrix of a GEMV                                 */
     uint32_t flags;     /* TSR_JOB_*                                        */
-    uint32_t slot, layer;
+    uint32_t slot, layer, pos;
     uint32_t level;     /* tree level (stride 2^level) of a tree step       */
     uint32_t down;      /* attention trees: 0 up (combine), 1 down (spread) */
+    uint32_t nx;        /* GEMV: the pass's items (inputs a PE's tile meets) */
     uint32_t work;      /* the step's multiply-accumulates, roughly: the
                            emulator shares only big steps among threads */
 } tsr_pe_job;
@@ -38,7 +39,6 @@ typedef struct tsr_pe_job {
 #define TSR_CVW_X       (TSR_CV_X / TSR_VEC)
 #define TSR_CVW_XN      (TSR_CV_XN / TSR_VEC)
 #define TSR_CVW_QKV     (TSR_CV_QKV / TSR_VEC)
-#define TSR_CVW_LOGITS  (TSR_CV_LOGITS / TSR_VEC)
 
 /* ---- controller vector ops (ops.c) ------------------------------------- */
 
@@ -50,18 +50,19 @@ float tsr_reduce_sum(const float *x, uint32_t n);
 /* sum of x[i]^2 (n,), the same order; for RMSNorm.  tsr_cy_sum(n). */
 float tsr_reduce_sumsq(const float *x, uint32_t n);
 
-/* RMSNorm's scale of the residual stream x (n,, st->cv at TSR_CV_X): 1 /
+/* RMSNorm's scale of item it's residual stream x (n,, st->cv[it] at
+ * TSR_CV_X): 1 /
  * sqrtf(sumsq / n + eps), charged to NORM.  The sum of squares from its
  * own pass over x, or (TSR_SSQ_FUSED) from the partials the residual
  * gather that wrote x left in st->ssq: the same partials, so the same
  * value. */
-float tsr_rms_scale(tsr_kstate *st, uint32_t n);
+float tsr_rms_scale(tsr_kstate *st, uint32_t it, uint32_t n);
 
-/* This token's RoPE angles at position pos (run.c: frequency
+/* Item it's RoPE angles at position pos (run.c: frequency
  * theta^(-(2j) / head_size), precomputed at CONFIGURE, times pos; cosf,
- * sinf) into st->rope_cos/rope_sin (head_size / 2,), once a token; the QKV
+ * sinf) into st->rope_cos/rope_sin[it] (head_size / 2,), once a token; the QKV
  * gather rotates q and k with them.  Charged to ROPE. */
-void tsr_rope_angles(tsr_kstate *st, uint32_t pos);
+void tsr_rope_angles(tsr_kstate *st, uint32_t it, uint32_t pos);
 
 /* In-place softmax of x (n,), n >= 1: subtract the max, expf, divide by
  * the tsr_reduce_sum of the exponentials. */
@@ -102,23 +103,27 @@ int32_t tsr_sample(float *logits, uint32_t n, float temperature, float top_p, ui
 
 /* ---- the mesh (mesh.c) ------------------------------------------------- */
 
-/* The input of the next GEMVs: xn = w * (ss * x), (n,), x the residual
- * stream (TSR_CV_X), w norm weight row `row` of st->rms (rms_att of layer
- * l at row l, rms_ffn at L + l, rms_final at 2L), into TSR_CV_XN; then
- * quantized (Q8, in groups of G, as tsr_quantize) or zero padded (F32) and
- * broadcast into every PE's copy (xq/xs or xf).  Charged to INPUT. */
-void tsr_mesh_input(tsr_kstate *st, uint32_t n, uint32_t row, float ss);
+/* Item it's input of the next GEMV: xn = w * (ss * x), (n,), x its
+ * residual stream (TSR_CV_X), w norm weight row `row` of st->rms (rms_att
+ * of layer l at row l, rms_ffn at L + l, rms_final at 2L), into its
+ * TSR_CV_XN; then quantized (Q8, in groups of G, as tsr_quantize) or zero
+ * padded (F32) and broadcast into every PE's copy for item it (xq/xs or
+ * xf [p][it]).  Charged to INPUT. */
+void tsr_mesh_input(tsr_kstate *st, uint32_t it, uint32_t n, uint32_t row, float ss);
 
 /* The same for an xn (n,, TSR_CV_XN) a gather (TSR_GATHER_INPUT) or the
  * attention's collect already wrote, zero padded, with its word maxima: only the
  * quantize (F32: pad) and broadcast pass.  Charged to INPUT. */
-void tsr_mesh_input_ready(tsr_kstate *st, uint32_t n);
+void tsr_mesh_input_ready(tsr_kstate *st, uint32_t it, uint32_t n);
 
-/* W (d, n) @ input -> each PE's psum, for matrix mat: every PE its tile
- * (W13: both halves), then the column adder trees when C_m > 1, then on
- * each mesh row's root SwiGLU (W13) or, flags TSR_JOB_ARGMAX, its best
- * row (greedy).  Charged to GEMV (busiest PE), TREE and ARGMAX. */
-void tsr_mesh_gemv(tsr_kstate *st, uint32_t mat, uint32_t flags);
+/* W (d, n) @ input -> each PE's psum, for matrix mat and the nx items of
+ * the pass (item x's input in the PEs' copies [x], its outputs in psum[p]
+ * [x]; each weight word read once for all of them: a GEMM of nx columns):
+ * every PE its tile (W13: both halves), then the column adder trees when
+ * C_m > 1, then on each mesh row's root SwiGLU (W13) or, flags
+ * TSR_JOB_ARGMAX, its best row per item (greedy).  Charged to GEMV
+ * (busiest PE), TREE and ARGMAX. */
+void tsr_mesh_gemv(tsr_kstate *st, uint32_t mat, uint32_t nx, uint32_t flags);
 
 /* How tsr_mesh_gather treats each word on its way in. */
 #define TSR_GATHER_ADD    1u  /* y += out (the residual); with TSR_SSQ_FUSED
@@ -129,55 +134,71 @@ void tsr_mesh_gemv(tsr_kstate *st, uint32_t mat, uint32_t flags);
                                  angles), each word on to the attention
                                  PEs (query slices; k, v of this position
                                  to the PE storing it)                   */
+#define TSR_GATHER_LOGITS 8u  /* y is the item's logits (st->logits[it],
+                                 it < TSR_MAX_BATCH), not its vectors    */
 
-/* The GEMV outputs of mat (d rows; W13: the SwiGLU outputs) from the mesh
- * rows' roots into y (d,), the controller's vectors from word yw
- * (TSR_CVW_*), TSR_VEC a cycle: y = out, or as flags say (TSR_GATHER_*;
- * slot: the sequence, for QKV).  Charged to GATHER. */
-void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, uint32_t yw, uint32_t flags, uint32_t slot);
+/* Item it's GEMV outputs of mat (d rows; W13: the SwiGLU outputs) from the
+ * mesh rows' roots into y (d,), its vectors from word yw (TSR_CVW_*), or
+ * its logits, TSR_VEC a cycle: y = out, or as flags say (TSR_GATHER_*;
+ * pos: its position, for QKV).  Charged to GATHER. */
+void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, uint32_t flags,
+                     uint32_t pos);
 
-/* The greedy token after tsr_mesh_gemv(mat, TSR_JOB_ARGMAX): the roots'
- * bests reduced by a tree (the first maximum, as tsr_argmax).  Charged to
- * ARGMAX. */
-int32_t tsr_mesh_best(tsr_kstate *st, uint32_t mat);
+/* Item it's greedy token after tsr_mesh_gemv(mat, .., TSR_JOB_ARGMAX): the
+ * roots' bests reduced by a tree (the first maximum, as tsr_argmax).
+ * Charged to ARGMAX. */
+int32_t tsr_mesh_best(tsr_kstate *st, uint32_t mat, uint32_t it);
 
-/* x (dim,, TSR_CV_X) = row `token` of the embedding table, gathered from
- * the PEs of its row block (dequantized in Q8 mode: q * scale).  Charged
- * to EMBED. */
-void tsr_mesh_embed(tsr_kstate *st, uint32_t token);
+/* Item it's x (dim,, TSR_CV_X) = row `token` of the embedding table,
+ * gathered from the PEs of its row block (dequantized in Q8 mode: q *
+ * scale).  Charged to EMBED. */
+void tsr_mesh_embed(tsr_kstate *st, uint32_t it, uint32_t token);
 
 /* ---- attention (attention.c) ------------------------------------------- */
 
-/* Layer l of slot at position pos, after the QKV gather (TSR_GATHER_QKV)
+/* Layer l of item it (slot at position pos), after its QKV gather
+ * (TSR_GATHER_QKV)
  * latched q | k | v into every attention PE's copy (qkvw): they store
  * this position's k, v on the PE that holds pos and run their query heads
  * over positions 0..pos (GQA); then the head outputs into xn (TSR_CV_XN,
  * dim, zero padded to the group, with its word maxima: the WO input,
  * tsr_mesh_input_ready).
  * Charged to ATT_IO, ATTN and ATT_TREE. */
-void tsr_attention(tsr_kstate *st, uint32_t slot, uint32_t l, uint32_t pos);
+void tsr_attention(tsr_kstate *st, uint32_t it, uint32_t slot, uint32_t l, uint32_t pos);
 
 #ifdef TSR_EMU
 /* The emulator's stand-in for the QKV gather's per-word latches (mesh.c):
  * of q | k | v (TSR_CV_QKV), what each attention PE reads of its copy
- * (its heads' q slices; this position's k, v on the PE storing it for
- * slot).  Also for tests that write q | k | v themselves. */
-void tsr_att_latch_qkv(tsr_kstate *st, uint32_t slot);
+ * (its heads' q slices; the k, v of position pos on the PE storing it).  Also for tests that write q | k | v themselves. */
+void tsr_att_latch_qkv(tsr_kstate *st, uint32_t it, uint32_t pos);
 #endif
 
 /* ---- forward pass (forward.c) ------------------------------------------ */
 
-/* What a forward pass leaves: nothing (prefill), the greedy token (the
- * argmax on the mesh), or the logits at TSR_CV_LOGITS (sampling,
- * READ_LOGITS).  TSR_FWD_GATHER runs no pass: it gathers the logits a
- * greedy pass left on the mesh (READ_LOGITS). */
+/* What a forward pass leaves for an item: nothing (prefill), the greedy
+ * token (the argmax on the mesh), or the logits in st->logits[item]
+ * (sampling, READ_LOGITS).  TSR_FWD_GATHER runs no pass: it gathers the
+ * logits a greedy pass left on the mesh for item 0 (READ_LOGITS). */
 enum { TSR_FWD_NONE = 0, TSR_FWD_GREEDY, TSR_FWD_LOGITS, TSR_FWD_GATHER };
 
-/* Run token at pos through the model for slot (its KV cache at pos gets the
- * token's keys and values): the embedding, then one stage per matrix (4
- * per layer, the classifier last unless mode is TSR_FWD_NONE), each its
- * input, GEMV, gather and, after QKV, attention.  Returns the greedy token
- * for TSR_FWD_GREEDY, else 0. */
-int32_t tsr_forward(tsr_kstate *st, uint32_t slot, uint32_t token, uint32_t pos, int mode);
+/* One item of a forward pass: a token of slot at pos (its KV cache at pos
+ * gets the token's keys and values), and what the pass leaves for it. */
+typedef struct tsr_item {
+    uint32_t slot, token, pos;
+    uint32_t mode;      /* TSR_FWD_*; the same for every item of a prefill block */
+    int32_t  next;      /* out: the greedy token (TSR_FWD_GREEDY)            */
+} tsr_item;
+
+/* Run the nx items (1..TSR_MAX_BLOCK) through the model in one pass: the
+ * embeddings, then one stage per matrix (4 per layer, the classifier last
+ * unless every item's mode is TSR_FWD_NONE), each the items' inputs, one
+ * GEMV for all of them (each weight word read once), their gathers and,
+ * after QKV, each item's attention in item order (a prompt block's later
+ * positions see the earlier ones: causal).  Each item's arithmetic is the
+ * one of a pass of its own, so a block or a batch gives bit for bit the
+ * tokens, logits and KV cache of its items run one by one.  A batch has
+ * at most one item a slot and nx <= TSR_MAX_BATCH when any item wants
+ * its logits. */
+void tsr_forward(tsr_kstate *st, tsr_item *items, uint32_t nx);
 
 #endif

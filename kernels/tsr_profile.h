@@ -45,6 +45,18 @@ TSR_STATIC_CHECK(embed_ii, TSR_EMBED_II * TSR_VEC == TSR_LANES);
 /* The quantizer reads a group's word maxima (TSR_VEC words) in one cycle. */
 #define TSR_WMAX_PORTS      (TSR_MAX_GROUP / TSR_VEC > 1 ? TSR_MAX_GROUP / TSR_VEC : 1)
 
+/* A forward pass runs up to TSR_MAX_BLOCK items (tokens of one prompt
+ * block, or one token each of a batch of sequences): every PE reads each
+ * weight word once for all of them.  A batch has at most one item a slot;
+ * only a batch's items need their logits. */
+#ifndef TSR_MAX_BLOCK
+#define TSR_MAX_BLOCK       1
+#endif
+#define TSR_MAX_BATCH       (TSR_MAX_SLOTS < TSR_MAX_BLOCK ? TSR_MAX_SLOTS : TSR_MAX_BLOCK)
+TSR_STATIC_CHECK(block_pow2, (TSR_MAX_BLOCK & (TSR_MAX_BLOCK - 1)) == 0);
+/* Per-slot cancel words live in the ring's header (tsr_kernel.h). */
+TSR_STATIC_CHECK(slots_cancel_words, TSR_MAX_SLOTS <= 8);
+
 /* PEs of the profile: the unrolled PE loops run over this many instances. */
 #define TSR_PES             TSR_MAX_PES
 
@@ -87,14 +99,15 @@ TSR_STATIC_CHECK(embed_ii, TSR_EMBED_II * TSR_VEC == TSR_LANES);
 #define TSR_RMS_ROWS        (2 * TSR_MAX_LAYERS + 1)
 /* Whole TSR_LANES words of n floats. */
 #define TSR_PAD32(n)        (((n) + 31) / 32 * 32)
-/* The controller's vectors, one memory of TSR_LANES banks, each at a whole
- * word: the residual stream x (dim), the next GEMV input xn (padded to its
- * groups), q | k | v (dim + 2 kv_dim), the logits (vocab). */
+/* An item's controller vectors, one memory of TSR_VEC banks, each at a
+ * whole word: the residual stream x (dim), the next GEMV input xn (padded
+ * to its groups), q | k | v (dim + 2 kv_dim).  (The logits, for a batch's
+ * items only, have a memory of their own.) */
 #define TSR_CV_X            0
 #define TSR_CV_XN           (TSR_CV_X + TSR_PAD32(TSR_MAX_DIM))
 #define TSR_CV_QKV          (TSR_CV_XN + TSR_PAD32(TSR_MAX_IN))
-#define TSR_CV_LOGITS       (TSR_CV_QKV + TSR_PAD32(TSR_MAX_QKV))
-#define TSR_CV_WORDS        (TSR_CV_LOGITS + TSR_PAD32(TSR_MAX_VOCAB))
+#define TSR_CV_WORDS        (TSR_CV_QKV + TSR_PAD32(TSR_MAX_QKV))
+#define TSR_LOGIT_WORDS     TSR_PAD32(TSR_MAX_VOCAB)
 /* An attention PE's memories in words of TSR_ATT_LANES (KV cache, scores,
  * outputs) or TSR_VEC (its copy of q | k | v), so that a lane is a bank. */
 #define TSR_PE_KV_AW        (TSR_PE_KV_WORDS / TSR_ATT_LANES)

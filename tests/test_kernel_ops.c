@@ -56,9 +56,9 @@ static uint64_t charged(const tsr_kstate *st, int rg) { return st->cnt.cyc[rg]; 
 
 /* The controller's vectors (tsr_kstate.cv): the residual stream x, the
  * GEMV input xn, q | k | v. */
-static float *cv_x(tsr_kstate *st) { return st->cv + TSR_CV_X; }
-static float *cv_xn(tsr_kstate *st) { return st->cv + TSR_CV_XN; }
-static float *cv_qkv(tsr_kstate *st) { return st->cv + TSR_CV_QKV; }
+static float *cv_x(tsr_kstate *st) { return st->cv[0] + TSR_CV_X; }
+static float *cv_xn(tsr_kstate *st) { return st->cv[0] + TSR_CV_XN; }
+static float *cv_qkv(tsr_kstate *st) { return st->cv[0] + TSR_CV_QKV; }
 
 /* tsr_mesh_input of x (n,) with norm weights w (NULL: ones) and scale ss:
  * x goes into the residual stream, w into norm row 0 for the call (the
@@ -70,23 +70,25 @@ static void input_of(tsr_kstate *st, const float *x, uint32_t n, const float *w,
     memcpy(keep, st->rms[0], sizeof keep);
     memcpy(cv_x(st), x, n * sizeof *x);
     for (uint32_t i = 0; i < n; i++) st->rms[0][i] = w ? w[i] : 1.0f;
-    tsr_mesh_input(st, n, 0, w ? ss : 1.0f);
+    tsr_mesh_input(st, 0, n, 0, w ? ss : 1.0f);
     memcpy(st->rms[0], keep, sizeof keep);
 }
 static void input_raw(tsr_kstate *st, const float *x, uint32_t n) { input_of(st, x, n, NULL, 1.0f); }
 
-/* tsr_mesh_gather of mat into y (d,): through q | k | v for TSR_GATHER_QKV
- * (where the attention PEs' latch reads it), xn for TSR_GATHER_INPUT, else
- * the logits' words; y's values first for TSR_GATHER_ADD. */
-static void gather_to(tsr_kstate *st, uint32_t mat, float *y, uint32_t flags, uint32_t slot)
+/* tsr_mesh_gather of item 0's outputs of mat into y (d,): through q | k |
+ * v for TSR_GATHER_QKV (where the attention PEs' latch reads it), xn for
+ * TSR_GATHER_INPUT, x for TSR_GATHER_ADD (y's values first), else the
+ * logits. */
+static void gather_to(tsr_kstate *st, uint32_t mat, float *y, uint32_t flags, uint32_t pos)
 {
     uint32_t d, n, pair;
     tsr_lay_mat_shape(&st->cfg, mat, &d, &n, &pair);
     uint32_t yw = flags & TSR_GATHER_QKV ? TSR_CVW_QKV : flags & TSR_GATHER_INPUT ? TSR_CVW_XN
-                                                                                 : TSR_CVW_LOGITS;
-    float *v = st->cv + yw * TSR_VEC;
+                                                                                 : TSR_CVW_X;
+    if (!(flags & (TSR_GATHER_QKV | TSR_GATHER_INPUT | TSR_GATHER_ADD))) flags |= TSR_GATHER_LOGITS;
+    float *v = flags & TSR_GATHER_LOGITS ? st->logits[0] : st->cv[0] + yw * TSR_VEC;
     if (flags & TSR_GATHER_ADD) memcpy(v, y, d * sizeof *y);
-    tsr_mesh_gather(st, mat, yw, flags, slot);
+    tsr_mesh_gather(st, mat, 0, yw, flags, pos);
     memcpy(y, v, d * sizeof *y);
 }
 
@@ -168,7 +170,7 @@ static void rms_scale_in_runc_order(void **state)
         ss = 1.0f / sqrtf(ss);
         uint64_t before = charged(st, TSR_RG_NORM);
         memcpy(cv_x(st), x, (size_t)n * sizeof *x);
-        float got = tsr_rms_scale(st, (uint32_t)n);
+        float got = tsr_rms_scale(st, 0, (uint32_t)n);
         assert_memory_equal(&got, &ss, sizeof got);
         uint64_t cy = charged(st, TSR_RG_NORM) - before;
         assert_int_equal(cy, tsr_cy_norm_s((uint32_t)n, TSR_SUM_LANES, 0));
@@ -253,7 +255,7 @@ static void rope_matches_runc(void **state)
             float x[DIM], want[QKVD];
             for (int i = 0; i < DIM; i++) x[i] = tm_rand();
             input_raw(st, x, DIM);
-            tsr_mesh_gemv(st, mat, 0);
+            tsr_mesh_gemv(st, mat, 1, 0);
             gather_to(st, mat, want, 0, 0);   /* q | k | v as they come */
             float *q = want, *kk = want + DIM;
             for (int i = 0; i < DIM; i += 2) {   /* run.c forward(), RoPE */
@@ -272,9 +274,9 @@ static void rope_matches_runc(void **state)
                 }
             }
             uint64_t r0 = charged(st, TSR_RG_ROPE), g0 = charged(st, TSR_RG_GATHER);
-            tsr_rope_angles(st, pos);
+            tsr_rope_angles(st, 0, pos);
             assert_int_equal(charged(st, TSR_RG_ROPE) - r0, tsr_cy_rope_angles(HS));
-            tsr_mesh_gather(st, mat, TSR_CVW_QKV, TSR_GATHER_QKV, 0);
+            tsr_mesh_gather(st, mat, 0, TSR_CVW_QKV, TSR_GATHER_QKV, pos);
             assert_int_equal(charged(st, TSR_RG_GATHER) - g0, tsr_cy_gather_vec(QKVD));
             assert_bits_equal(cv_qkv(st), want, QKVD, "rope (v unrotated)");
             /* and the attention PEs latched the rotated values */
@@ -285,9 +287,9 @@ static void rope_matches_runc(void **state)
         }
         /* the angle of pair 1 at position 1 is theta^(-2/8): a rotation that
          * must actually happen */
-        tsr_rope_angles(st, 1);
-        assert_float_equal(st->rope_cos[1], cos(pow(thetas[th], -2.0 / HS)), 1e-6);
-        assert_float_equal(st->rope_sin[1], sin(pow(thetas[th], -2.0 / HS)), 1e-6);
+        tsr_rope_angles(st, 0, 1);
+        assert_float_equal(st->rope_cos[0][1], cos(pow(thetas[th], -2.0 / HS)), 1e-6);
+        assert_float_equal(st->rope_sin[0][1], sin(pow(thetas[th], -2.0 / HS)), 1e-6);
         rig_state_free(st);
         tm_free(fx);
     }
@@ -389,8 +391,8 @@ static void mesh_input_matches_runq(void **state)
         input_raw(st, x, HID);
         assert_int_equal(charged(st, TSR_RG_INPUT) - before, tsr_cy_input(HID, (uint32_t)G, 1));
         for (int p = 0; p < P; p++) {
-            assert_memory_equal(&st->xq[p][0][0], q, (size_t)ng * G);
-            assert_bits_equal(st->xs[p], s, ng, "xs");
+            assert_memory_equal(&st->xq[p][0][0][0], q, (size_t)ng * G);
+            assert_bits_equal(st->xs[p][0], s, ng, "xs");
         }
         assert_bits_equal(cv_xn(st), x, HID, "xn");
         /* normalised input: xn = w * (ss * x), then quantized */
@@ -401,8 +403,8 @@ static void mesh_input_matches_runq(void **state)
         input_of(st, x, HID, w, ss);
         assert_bits_equal(cv_xn(st), xn, HID, "xn");
         for (int p = 0; p < P; p++) {
-            assert_memory_equal(&st->xq[p][0][0], q, (size_t)ng * G);
-            assert_bits_equal(st->xs[p], s, ng, "xs");
+            assert_memory_equal(&st->xq[p][0][0][0], q, (size_t)ng * G);
+            assert_bits_equal(st->xs[p][0], s, ng, "xs");
         }
         rig_state_free(st);
     }
@@ -410,9 +412,9 @@ static void mesh_input_matches_runq(void **state)
     tsr_kstate *st = tm_configured(fx, (tm_mesh){ 4, 1 }, 1, 32, 0);
     float x[HID], pad[160] = { 0 };
     for (int i = 0; i < HID; i++) pad[i] = x[i] = tm_rand();
-    for (int p = 0; p < 4; p++) st->xf[p][HID] = 9.0f;   /* must be padded over */
+    for (int p = 0; p < 4; p++) st->xf[p][0][HID] = 9.0f;   /* must be padded over */
     input_raw(st, x, HID);
-    for (int p = 0; p < 4; p++) assert_bits_equal(st->xf[p], pad, 160, "xf");
+    for (int p = 0; p < 4; p++) assert_bits_equal(st->xf[p][0], pad, 160, "xf");
     rig_state_free(st);
 #endif
     tm_free(fx);
@@ -519,7 +521,7 @@ static void check_gemv(tsr_kstate *st, const golden *g, int k, int C, int G, int
     for (int j = 0; j < n; j++) x[j] = tm_rand();
     if (q8) golden_quantize(x, n, G, xq, xs);
     input_raw(st, x, (uint32_t)n);
-    tsr_mesh_gemv(st, mat, 0);
+    tsr_mesh_gemv(st, mat, 1, 0);
     gather_to(st, mat, y, 0, 0);
     for (int i = 0; i < d; i++) {
         int r;
@@ -597,7 +599,7 @@ static void mesh_embed_gathers_the_row(void **state)
                                            g.tok_emb.s[tok * g.tok_emb.n_groups + j / G]
                                      : fx->emb[tok * DIM + j];
                     uint64_t before = charged(st, TSR_RG_EMBED);
-                    tsr_mesh_embed(st, tok);
+                    tsr_mesh_embed(st, 0, tok);
                     memcpy(x, cv_x(st), sizeof x);
                     assert_bits_equal(x, want, DIM, "embedding");
                     assert_true(charged(st, TSR_RG_EMBED) > before);
@@ -634,8 +636,8 @@ static void mesh_argmax_lowest_index_wins(void **state)
             float logits[VOCAB];
             uint64_t before = charged(st, TSR_RG_ARGMAX);
             input_raw(st, u, DIM);
-            tsr_mesh_gemv(st, cls, TSR_JOB_ARGMAX);
-            int32_t best = tsr_mesh_best(st, cls);
+            tsr_mesh_gemv(st, cls, 1, TSR_JOB_ARGMAX);
+            int32_t best = tsr_mesh_best(st, cls, 0);
             assert_true(charged(st, TSR_RG_ARGMAX) > before);
             gather_to(st, cls, logits, 0, 0);
             assert_memory_equal(&logits[3], &logits[50], sizeof(float));   /* a real tie */
@@ -651,7 +653,9 @@ static void mesh_argmax_lowest_index_wins(void **state)
 /* tsr_emu_tile_q8 / tsr_emu_tile_f32 (emu/tile_simd.c) against the
  * layout's per-row loop, bit for bit, on weights the quantizer never
  * makes (-128) and inputs at its limits (-127..127): the tile's full
- * 8-row blocks, entries (block, group, row) of G bytes (tsr_layout.h). */
+ * 8-row blocks, entries (block, group, row) of G bytes (tsr_layout.h),
+ * for 1, 3, 16 and 21 items (one pass an item, and the GEMM of up to 16
+ * items a pass where the CPU has AVX-512 VNNI). */
 static void simd_rows_bit_identical(void **state)
 {
     (void)state;
@@ -661,51 +665,63 @@ static void simd_rows_bit_identical(void **state)
     }
     static const uint32_t shapes[][3] = { { 32, 3, 27 }, { 32, 17, 16 }, { 32, 40, 13 },
                                           { 64, 1, 8 },  { 64, 20, 21 } };   /* G, ng, rows */
+    static const uint32_t items[] = { 1, 3, 16, 21 };
     uint64_t r = 12345;
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
-        uint32_t G = shapes[k][0], ng = shapes[k][1], rows = shapes[k][2], n = ng * G;
-        uint32_t nb = rows / 8u;
-        int8_t *w = malloc((size_t)rows * n), *x = malloc(n);     // layout order, (n,)
-        float *ws = malloc(sizeof(float) * rows * ng), *xs = malloc(sizeof(float) * ng);
-        float *got = calloc(rows, sizeof(float)), *wf = malloc(sizeof(float) * rows * n);
-        float *xf = malloc(sizeof(float) * n);
-        assert_non_null(w); assert_non_null(x); assert_non_null(ws); assert_non_null(xs);
-        assert_non_null(got); assert_non_null(wf); assert_non_null(xf);
-        for (uint32_t i = 0; i < rows * n; i++) {
-            r ^= r << 13; r ^= r >> 7; r ^= r << 17;
-            w[i] = (int8_t)(r >> 24);
-            wf[i] = (float)w[i] / 64.0f;
-        }
-        w[0] = -128;
-        for (uint32_t j = 0; j < n; j++) {
-            r ^= r << 13; r ^= r >> 7; r ^= r << 17;
-            x[j] = (int8_t)((int)(r % 255u) - 127);
-            xf[j] = (float)x[j] / 32.0f;
-        }
-        for (uint32_t i = 0; i < rows * ng; i++) ws[i] = 1e-3f * (float)(1 + i % 97);
-        for (uint32_t g = 0; g < ng; g++) xs[g] = 3e-2f / (float)(1 + g % 13);
-        assert_int_equal(tsr_emu_tile_q8(w, ws, rows, ng, G, x, xs, got), nb);
-        for (uint32_t b = 0; b < nb; b++)
-            for (uint32_t j = 0; j < 8; j++) {
-                float acc = 0.0f;   /* groups ascending, ((float)isum * ws) * xs */
-                for (uint32_t g = 0; g < ng; g++) {
-                    size_t e = ((size_t)b * ng + g) * 8u + j;   /* the entry */
-                    int32_t isum = 0;
-                    for (uint32_t l = 0; l < G; l++) isum += (int32_t)w[e * G + l] * (int32_t)x[g * G + l];
-                    acc += (float)isum * ws[e] * xs[g];
-                }
-                assert_memory_equal(&got[b * 8 + j], &acc, sizeof acc);
+        for (size_t q = 0; q < sizeof items / sizeof items[0]; q++) {
+            uint32_t G = shapes[k][0], ng = shapes[k][1], rows = shapes[k][2], n = ng * G;
+            uint32_t nb = rows / 8u, nx = items[q], xst = n + 32u, sst = ng + 3u, pst = rows + 5u;
+            int8_t *w = malloc((size_t)rows * n), *x = malloc((size_t)nx * xst);   // layout order
+            float *ws = malloc(sizeof(float) * rows * ng), *xs = malloc(sizeof(float) * nx * sst);
+            float *got = calloc((size_t)nx * pst, sizeof(float)), *wf = malloc(sizeof(float) * rows * n);
+            float *xf = malloc(sizeof(float) * nx * xst);
+            assert_non_null(w); assert_non_null(x); assert_non_null(ws); assert_non_null(xs);
+            assert_non_null(got); assert_non_null(wf); assert_non_null(xf);
+            for (uint32_t i = 0; i < rows * n; i++) {
+                r ^= r << 13; r ^= r >> 7; r ^= r << 17;
+                w[i] = (int8_t)(r >> 24);
+                wf[i] = (float)w[i] / 64.0f;
             }
-        assert_int_equal(tsr_emu_tile_q8(w, ws, rows, ng, 16, x, xs, got), 0);   /* G 16: not its job */
-        assert_int_equal(tsr_emu_tile_f32(wf, rows, n, xf, got), nb);
-        for (uint32_t b = 0; b < nb; b++)
-            for (uint32_t j = 0; j < 8; j++) {
-                float acc = 0.0f;   /* values (block, column, row), columns ascending */
-                for (uint32_t col = 0; col < n; col++)
-                    acc += wf[((size_t)b * n + col) * 8u + j] * xf[col];
-                assert_memory_equal(&got[b * 8 + j], &acc, sizeof acc);
+            w[0] = -128;
+            for (uint32_t j = 0; j < nx * xst; j++) {
+                r ^= r << 13; r ^= r >> 7; r ^= r << 17;
+                x[j] = (int8_t)((int)(r % 255u) - 127);
+                xf[j] = (float)x[j] / 32.0f;
             }
-        free(w); free(x); free(ws); free(xs); free(got); free(wf); free(xf);
+            x[0] = 127;
+            x[1] = -127;
+            for (uint32_t i = 0; i < rows * ng; i++) ws[i] = 1e-3f * (float)(1 + i % 97);
+            for (uint32_t i = 0; i < nx * sst; i++) xs[i] = 3e-2f / (float)(1 + i % 13);
+            int32_t *wc = malloc(sizeof(int32_t) * rows * ng);
+            assert_non_null(wc);
+            for (uint32_t e = 0; e < rows * ng; e++) wc[e] = tsr_emu_wcorr(w + (size_t)e * G, G);
+            assert_int_equal(tsr_emu_tile_q8(w, ws, wc, rows, ng, G, x, xst, xs, sst, nx, got, pst), nb);
+            for (uint32_t t = 0; t < nx; t++)
+                for (uint32_t b = 0; b < nb; b++)
+                    for (uint32_t j = 0; j < 8; j++) {
+                        float acc = 0.0f;   /* groups ascending, ((float)isum * ws) * xs */
+                        for (uint32_t g = 0; g < ng; g++) {
+                            size_t e = ((size_t)b * ng + g) * 8u + j;   /* the entry */
+                            int32_t isum = 0;
+                            for (uint32_t l = 0; l < G; l++)
+                                isum += (int32_t)w[e * G + l] * (int32_t)x[t * xst + g * G + l];
+                            acc += (float)isum * ws[e] * xs[t * sst + g];
+                        }
+                        assert_memory_equal(&got[t * pst + b * 8 + j], &acc, sizeof acc);
+                    }
+            assert_int_equal(tsr_emu_tile_q8(w, ws, wc, rows, ng, 16, x, xst, xs, sst, nx, got, pst), 0);
+            free(wc);
+            assert_int_equal(tsr_emu_tile_f32(wf, rows, n, xf, xst, nx, got, pst), nb);
+            for (uint32_t t = 0; t < nx; t++)
+                for (uint32_t b = 0; b < nb; b++)
+                    for (uint32_t j = 0; j < 8; j++) {
+                        float acc = 0.0f;   /* values (block, column, row), columns ascending */
+                        for (uint32_t col = 0; col < n; col++)
+                            acc += wf[((size_t)b * n + col) * 8u + j] * xf[t * xst + col];
+                        assert_memory_equal(&got[t * pst + b * 8 + j], &acc, sizeof acc);
+                    }
+            free(w); free(x); free(ws); free(xs); free(got); free(wf); free(xf);
+        }
     }
 }
 
@@ -789,11 +805,9 @@ static void attention_matches_runc(void **state)
                 for (int i = 0; i < KVD; i++) qkv[DIM + KVD + i] = V[s][pos][i] = VMAX * tm_rand();
                 /* the slot's position as the commands keep it */
                 st->pos[s] = pos;
-                st->pos_q[s] = (uint32_t)(pos % Q);
-                st->pos_div[s] = (uint32_t)(pos / Q);
                 uint64_t att0 = st->cnt.attended, tree0 = charged(st, TSR_RG_ATT_TREE);
-                tsr_att_latch_qkv(st, (uint32_t)s);   /* as the QKV gather does */
-                tsr_attention(st, (uint32_t)s, (uint32_t)s, (uint32_t)pos);
+                tsr_att_latch_qkv(st, 0, (uint32_t)pos);   /* as the QKV gather does */
+                tsr_attention(st, 0, (uint32_t)s, (uint32_t)s, (uint32_t)pos);
                 assert_int_equal(st->cnt.attended - att0, HEADS * (pos + 1));
                 assert_true(Q > 1 ? charged(st, TSR_RG_ATT_TREE) > tree0
                                   : charged(st, TSR_RG_ATT_TREE) == tree0);
@@ -984,7 +998,7 @@ static void gemv_charges_the_slowest_pe(void **state)
             tsr_lay_mat_shape(c, mat, &d, &n, &pair);
             input_raw(st, x, n);
             uint64_t g0 = charged(st, TSR_RG_GEMV), t0 = charged(st, TSR_RG_TREE), macs = st->cnt.macs;
-            tsr_mesh_gemv(st, mat, 0);
+            tsr_mesh_gemv(st, mat, 1, 0);
             assert_int_equal(st->cnt.macs - macs, (pair ? 2u : 1u) * d * tsr_cdiv(n, 32) * 32);
             uint64_t cy = charged(st, TSR_RG_GEMV) - g0, tree = charged(st, TSR_RG_TREE) - t0;
             uint32_t Cm = tsr_lay_mat_cols(c, mat);   /* the matrix's own columns */
@@ -1039,11 +1053,9 @@ static void attention_charges_the_busiest_pe(void **state)
     for (int pos = 0; pos < 12; pos++) {
         for (int i = 0; i < QKVD; i++) cv_qkv(st)[i] = tm_rand();
         st->pos[0] = pos;
-        st->pos_q[0] = 0;
-        st->pos_div[0] = (uint32_t)pos;
         uint64_t a0 = charged(st, TSR_RG_ATTN), io0 = charged(st, TSR_RG_ATT_IO);
-        tsr_att_latch_qkv(st, 0);   /* as the QKV gather does */
-        tsr_attention(st, 0, 0, (uint32_t)pos);
+        tsr_att_latch_qkv(st, 0, (uint32_t)pos);   /* as the QKV gather does */
+        tsr_attention(st, 0, 0, 0, (uint32_t)pos);
         uint64_t cy = charged(st, TSR_RG_ATTN) - a0;
         uint32_t nl = (uint32_t)pos + 1;
         uint32_t one = tsr_cy_att_store(HS) +

@@ -37,6 +37,7 @@
 #define TSR_MAX_VOCAB         32000
 #define TSR_MAX_SEQ           256
 #define TSR_MAX_SLOTS         1
+#define TSR_MAX_BLOCK         2    /* a prompt block a pass (the input copies stay LUTRAM) */
 
 #define TSR_MIN_GROUP         32
 #define TSR_MAX_GROUP         32   /* at 64 the fullest PE needs 144 KiB of int8 tiles */

@@ -27,6 +27,7 @@
 #define TSR_MAX_VOCAB         512
 #define TSR_MAX_SEQ           512
 #define TSR_MAX_SLOTS         2
+#define TSR_MAX_BLOCK         4    /* a prompt block through one pass over the weights */
 
 #define TSR_MIN_GROUP         32
 #define TSR_MAX_GROUP         64
@@ -44,7 +45,7 @@
 /* Resource estimate: what tessera plan --profile stories260k computes for these
  * arrays and this datapath (tests/test_plan.c holds them equal). */
 #define TSR_EST_URAM          16
-#define TSR_EST_BRAM36        759
+#define TSR_EST_BRAM36        823
 #define TSR_EST_DSP           665
 
 #endif

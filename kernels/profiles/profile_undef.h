@@ -17,6 +17,7 @@
 #undef TSR_MAX_VOCAB
 #undef TSR_MAX_SEQ
 #undef TSR_MAX_SLOTS
+#undef TSR_MAX_BLOCK
 #undef TSR_MIN_GROUP
 #undef TSR_MAX_GROUP
 #undef TSR_SUM_LANES

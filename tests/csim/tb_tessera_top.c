@@ -228,7 +228,8 @@ int main(int argc, char **argv)
     if (ctl[TSR_CTL_SERVING] != 1u) return fail("the kernel never served its ring", NULL, w);
     static const char *const names[TSR_OP_COUNT] = { "NOP", "LOAD", "CONFIGURE", "RESET",
                                                      "TRUNCATE", "PREFILL", "DECODE",
-                                                     "READ_LOGITS", "READ_COUNTERS", "EXIT" };
+                                                     "READ_LOGITS", "READ_COUNTERS", "EXIT",
+                                                     "DECODE_BATCH" };
     for (uint32_t k = 0; k < r.n; k++) {
         uint32_t op = ctl[TSR_CTL_CMD0 + k * TSR_CMD_WORDS + TSR_CMD_OP];
         int st = response(r.n, k, NULL);

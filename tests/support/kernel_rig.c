@@ -37,7 +37,7 @@ void rig_state_free(tsr_kstate *st)
 int rig_cmd(tsr_kstate *st, uint32_t op, uint32_t slot, const uint32_t a[6], const void *in,
             uint32_t in_words, void *out, uint32_t out_words, uint32_t *out_n)
 {
-    uint32_t c[TSR_CMD_WORDS] = { 0 }, n = 0, cancel = 0, none = 0;
+    uint32_t c[TSR_CMD_WORDS] = { 0 }, n = 0, hdr[TSR_CTL_CMD0] = { 0 }, none = 0;
     c[TSR_CMD_OP] = op;
     c[TSR_CMD_SLOT] = slot;
     c[TSR_CMD_IN_WORDS] = in_words;
@@ -47,7 +47,7 @@ int rig_cmd(tsr_kstate *st, uint32_t op, uint32_t slot, const uint32_t a[6], con
     const uint32_t *in_w = in ? in : &none;
     uint32_t *out_w = out ? out : &none;
     int rc = tsr_kernel_exec(st, c, in_w, (const float *)(const void *)in_w, out_w,
-                             (float *)(void *)out_w, &cancel, &n);
+                             (float *)(void *)out_w, hdr, &n);
     if (out_n) *out_n = n;
     return rc;
 }
