@@ -17,18 +17,19 @@ typedef struct pes_step {
     tsr_kstate        *st;
     tsr_emu_pe_task    fn;
     const tsr_pe_job  *job;
-    uint32_t           P;
+    uint32_t           P, k;
 } pes_step;
 
 static void run_pe(void *ctx, uint32_t p)
 {
     const pes_step *s = ctx;
-    s->st->pe_cy[p] = s->fn(s->st, p, s->job, 1u);
+    s->st->pe_cy[p] = s->fn(s->st, p, s->job, 1u, s->k);
 }
 
-uint32_t tsr_emu_run_pes(tsr_kstate *st, uint32_t P, tsr_emu_pe_task fn, const tsr_pe_job *job)
+uint32_t tsr_emu_run_pes(tsr_kstate *st, uint32_t P, tsr_emu_pe_task fn, const tsr_pe_job *job,
+                         uint32_t k)
 {
-    pes_step s = { st, fn, job, P };
+    pes_step s = { st, fn, job, P, k };
     uint32_t nw = tsr_emu_pool_size(st->pool);
     if (job->work < PARALLEL_MIN_WORK) nw = 1;
     tsr_emu_pool_run(st->pool, P, nw, run_pe, &s);

@@ -99,14 +99,14 @@ struct tsr_pe_job;
  * a mesh step, active 1 for a configured PE; returns the cycles it
  * charged. */
 typedef uint32_t (*tsr_emu_pe_task)(struct tsr_kstate *st, uint32_t p,
-                                    const struct tsr_pe_job *job, uint32_t active);
+                                    const struct tsr_pe_job *job, uint32_t active, uint32_t k);
 
-/* fn(st, p, job, 1) for p = 0..P-1 on the pool of st (worker w the PE block
+/* fn(st, p, job, 1, k) for p = 0..P-1 on the pool of st (worker w the PE block
  * [w*P/n, (w+1)*P/n)), or on the calling thread when the pool is NULL or
  * job->work says the step is too small to share; returns the largest
  * cycle count (st->pe_cy[] holds each PE's). */
 uint32_t tsr_emu_run_pes(struct tsr_kstate *st, uint32_t P, tsr_emu_pe_task fn,
-                         const struct tsr_pe_job *job);
+                         const struct tsr_pe_job *job, uint32_t k);
 
 /* ------------------------------------------------------------------------ */
 /* Attention passes (att_rows.c)                                              */

@@ -45,14 +45,17 @@ static void pe_att_store(float kv[TSR_PE_KV_AW][TSR_ATT_LANES],
                          uint32_t k0, uint32_t v0, uint32_t hs, uint32_t slw, uint32_t hsw,
                          uint32_t t)
 {
-    uint32_t tw = t / TSR_ATT_LANES, tl = t % TSR_ATT_LANES;
+    uint32_t tl = t % TSR_ATT_LANES;
+    uint32_t ka = kbw + t / TSR_ATT_LANES;                       /* K^T row i's word */
+    uint32_t va = vbw + TSR_MUL_SMALL(hsw, t, TSR_BITS(TSR_MAX_SEQ));   /* V row t */
 att_store:
     for (uint32_t i = 0; i < hs; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_HEAD_SIZE
 #pragma HLS PIPELINE II=1
         uint32_t ki = k0 + i, vi = v0 + i;
-        kv[kbw + i * slw + tw][tl] = qkvw[ki / TSR_VEC][ki % TSR_VEC];
-        kv[vbw + t * hsw + i / TSR_ATT_LANES][i % TSR_ATT_LANES] = qkvw[vi / TSR_VEC][vi % TSR_VEC];
+        kv[ka][tl] = qkvw[ki / TSR_VEC][ki % TSR_VEC];
+        kv[va + i / TSR_ATT_LANES][i % TSR_ATT_LANES] = qkvw[vi / TSR_VEC][vi % TSR_VEC];
+        ka += slw;
     }
 }
 
@@ -97,8 +100,9 @@ static void pe_att_mac(const float kv[TSR_PE_KV_AW][TSR_ATT_LANES], uint32_t bas
     nwp = 0;
 #endif
     uint32_t o = 0, w = 0, r = 0, ob = basew;
+    uint32_t steps = TSR_MUL_SMALL(no, nwp, TSR_BITS(TSR_ATT_ACC));
 att_mac_steps:
-    for (uint32_t k = 0; k < no * nwp; k++) {
+    for (uint32_t k = 0; k < steps; k++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_ATT_STEPS
 #pragma HLS PIPELINE II=1
 #pragma HLS DEPENDENCE variable=acc type=inter dependent=true distance=TSR_FADD_LAT
@@ -232,6 +236,7 @@ att_exp:
     for (uint32_t t = 0; t < nl; t++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_SEQ
 #pragma HLS PIPELINE II=1
+#pragma HLS DEPENDENCE variable=att type=inter dependent=false
         uint32_t w = a0w + t / TSR_ATT_LANES, l = t % TSR_ATT_LANES;
         float e = expf(att[w][l] - m);   /* in LUTs: a DSP-free expf per PE */
 #pragma HLS BIND_OP variable=e op=fexp impl=fabric
@@ -291,49 +296,80 @@ static void pe_att(float kv[TSR_PE_KV_AW][TSR_ATT_LANES], const float qkvw[TSR_P
     float coef[TSR_ATT_ACC];
 #pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=acc type=cyclic factor=TSR_ATT_LANES dim=2
-#pragma HLS BIND_STORAGE variable=acc type=ram_2p impl=TSR_ACC_IMPL
+#if TSR_ACC_LUT
+#pragma HLS BIND_STORAGE variable=acc type=ram_2p impl=lutram
+#else
+#pragma HLS BIND_STORAGE variable=acc type=ram_2p impl=bram
+#endif
+#if TSR_COEF_LUT
+#pragma HLS BIND_STORAGE variable=coef type=ram_2p impl=lutram
+#else
+#pragma HLS BIND_STORAGE variable=coef type=ram_2p impl=bram
+#endif
     if (!active) return;
-    uint32_t hsw = hs / TSR_ATT_LANES, blkw = 2u * hs * slw;
+    /* the per-head offsets as running sums (adders, no multiplier): KV
+     * head j's block at kbw, its query head h's q at qh, scores at aw,
+     * output at ow */
+    uint32_t hsw = hs / TSR_ATT_LANES, halfw = TSR_MUL_SMALL(slw, hs, TSR_BITS(TSR_MAX_HEAD_SIZE));
+    uint32_t kbw = b0w, kj = k0, vj = v0, h = 0, qh = q0, aw = 0, ow = 0;
+    uint32_t kmhs = TSR_MUL_SMALL(hs, km, TSR_BITS(TSR_MAX_KV_MUL));
+    uint32_t kmslw = TSR_MUL_SMALL(slw, km, TSR_BITS(TSR_MAX_KV_MUL));
+    uint32_t kmhsw = TSR_MUL_SMALL(hsw, km, TSR_BITS(TSR_MAX_KV_MUL));
 att_heads:
     for (uint32_t j = 0; j < nh; j++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_KV_HEADS
-        uint32_t kbw = b0w + j * blkw, vbw = kbw + hs * slw;
+        uint32_t vbw = kbw + halfw;
         if (flags & TSR_JOB_SCORES) {
-            if (store) pe_att_store(kv, qkvw, kbw, vbw, k0 + j * hs, v0 + j * hs, hs, slw, hsw, t_store);
+            if (store) pe_att_store(kv, qkvw, kbw, vbw, kj, vj, hs, slw, hsw, t_store);
+            uint32_t hh = h, qq = qh, a = aw;
 att_heads_scores:
             for (uint32_t hq = 0; hq < km; hq++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_KV_MUL
-                uint32_t h = j * km + hq;
                 if (nl) {
-                    pe_att_qcopy(qkvw, coef, q0 + h * hs, hs);
+                    pe_att_qcopy(qkvw, coef, qq, hs);
                     pe_att_mac(kv, kbw, slw, coef, hs, nl, TSR_ATT_PARTS, acc);
-                    pe_att_scale_max(acc, att, &am[h], hs, nl, h * slw, sqrt_hs);
+                    pe_att_scale_max(acc, att, &am[hh], hs, nl, a, sqrt_hs);
                 } else {
-                    am[h] = -FLT_MAX;
+                    am[hh] = -FLT_MAX;
                 }
+                hh++;
+                qq += hs;
+                a += slw;
             }
         }
         if (flags & TSR_JOB_EXP) {
+            uint32_t hh = h, a = aw;
 att_heads_exp:
             for (uint32_t hq = 0; hq < km; hq++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_KV_MUL
-                uint32_t h = j * km + hq;
-                if (nl) pe_att_exp(att, h * slw, nl, am[h], &asum[h]);
-                else asum[h] = 0.0f;
+                if (nl) pe_att_exp(att, a, nl, am[hh], &asum[hh]);
+                else asum[hh] = 0.0f;
+                hh++;
+                a += slw;
             }
         }
         if (flags & TSR_JOB_VALUES) {
+            uint32_t hh = h, a = aw, o = ow;
 att_heads_values:
             for (uint32_t hq = 0; hq < km; hq++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_KV_MUL
-                uint32_t h = j * km + hq;
                 if (nl) {
-                    pe_att_norm(att, coef, h * slw, nl, asum[h]);
+                    pe_att_norm(att, coef, a, nl, asum[hh]);
                     pe_att_mac(kv, vbw, hsw, coef, nl, hs, 1u, acc);
                 }
-                pe_att_out(acc, ao, h * hsw, hsw, nl);
+                pe_att_out(acc, ao, o, hsw, nl);
+                hh++;
+                a += slw;
+                o += hsw;
             }
         }
+        kbw += halfw + halfw;
+        kj += hs;
+        vj += hs;
+        h += km;
+        qh += kmhs;
+        aw += kmslw;
+        ow += kmhsw;
     }
 }
 
@@ -353,15 +389,15 @@ static uint32_t att_cycles(uint32_t flags, uint32_t nh, uint32_t km, uint32_t hs
 #endif
 
 #if TSR_MAX_SPLIT_LEVELS > 0
-/* A tree step of a KV head group (Q > 1): up (combine the partner's into
- * its own) or down (take the partner's), of the max per query head
- * (TSR_JOB_SCORES), the sum (TSR_JOB_EXP) or, up only, the weighted sums
- * (TSR_JOB_VALUES, km x hs values). */
-static void pe_att_tree(float am[TSR_MAX_HEADS], const float am_o[TSR_MAX_HEADS],
-                        float asum[TSR_MAX_HEADS], const float asum_o[TSR_MAX_HEADS],
-                        float ao[TSR_PE_AO_AW][TSR_ATT_LANES],
-                        const float ao_o[TSR_PE_AO_AW][TSR_ATT_LANES], uint32_t what, uint32_t up,
-                        uint32_t km, uint32_t hsw, uint32_t active)
+/* An up step of a KV head group's tree (Q > 1): combine the partner's
+ * into its own, the max per query head (TSR_JOB_SCORES), the sum
+ * (TSR_JOB_EXP) or the weighted sums (TSR_JOB_VALUES, km x hs values): 9
+ * adders, the down steps have none (pe_att_tree_down). */
+static void pe_att_tree_up(float am[TSR_MAX_HEADS], const float am_o[TSR_MAX_HEADS],
+                           float asum[TSR_MAX_HEADS], const float asum_o[TSR_MAX_HEADS],
+                           float ao[TSR_PE_AO_AW][TSR_ATT_LANES],
+                           const float ao_o[TSR_PE_AO_AW][TSR_ATT_LANES], uint32_t what,
+                           uint32_t km, uint32_t hsw, uint32_t active)
 {
 #pragma HLS INLINE off
     if (!active) return;
@@ -371,15 +407,14 @@ att_tree_max:
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_KV_MUL
 #pragma HLS PIPELINE II=1
             float v = am_o[hq];
-            am[hq] = up ? (v > am[hq] ? v : am[hq]) : v;
+            am[hq] = v > am[hq] ? v : am[hq];
         }
     } else if (what & TSR_JOB_EXP) {
 att_tree_sum:
         for (uint32_t hq = 0; hq < km; hq++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_KV_MUL
 #pragma HLS PIPELINE II=1
-            float v = asum_o[hq];
-            asum[hq] = up ? asum[hq] + v : v;
+            asum[hq] = asum[hq] + asum_o[hq];
         }
     } else {
 att_tree_values:
@@ -395,7 +430,22 @@ att_tree_value_lanes:
     }
 }
 
-
+/* A down step: take the partner's max (TSR_JOB_SCORES) or sum per query
+ * head.  Copies only. */
+static void pe_att_tree_down(float am[TSR_MAX_HEADS], const float am_o[TSR_MAX_HEADS],
+                             float asum[TSR_MAX_HEADS], const float asum_o[TSR_MAX_HEADS],
+                             uint32_t what, uint32_t km, uint32_t active)
+{
+#pragma HLS INLINE off
+    if (!active) return;
+att_tree_copy:
+    for (uint32_t hq = 0; hq < km; hq++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_KV_MUL
+#pragma HLS PIPELINE II=1
+        if (what & TSR_JOB_SCORES) am[hq] = am_o[hq];
+        else asum[hq] = asum_o[hq];
+    }
+}
 #endif
 
 /* ------------------------------------------------------------------------ */
@@ -410,15 +460,18 @@ static uint32_t local_positions(const tsr_kstate *st, uint32_t p, uint32_t pos)
 }
 
 /* PE p's share of an attention step: pe_att on its own memories. */
-static uint32_t att_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint32_t active)
+static uint32_t att_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint32_t active,
+                       uint32_t k)
 {
 #pragma HLS INLINE
-    uint32_t nh = st->kv_nh[p], h0 = st->kv_h0[p], slot = job->slot;
-    uint32_t hs = st->hs, slw = st->seq_local / TSR_ATT_LANES, km = st->kv_mul;
-    uint32_t b0w = (slot * st->cfg.n_layers + job->layer) * nh * 2u * hs * slw;
+    (void)k;
+    uint32_t nh = st->kv_nh[p], hs = st->hs, slw = st->seq_local / TSR_ATT_LANES, km = st->kv_mul;
+    /* block (slot, layer) = job->blk of this PE's KV: CONFIGURE's per-PE
+     * block words times a bounded index (shift-and-add) */
+    uint32_t b0w = TSR_MUL_SMALL(st->kv_blkw[p], job->blk, TSR_BITS(TSR_MAX_SLOTS * TSR_MAX_LAYERS));
     uint32_t pos = job->pos, nl = local_positions(st, p, pos);
     uint32_t store = st->kv_q[p] == (pos & (st->cfg.kv_split - 1u));
-    uint32_t q0 = h0 * km * hs, k0 = st->cfg.dim + h0 * hs, v0 = k0 + st->kv_dim;
+    uint32_t q0 = st->kv_q0[p], k0 = st->kv_k0[p], v0 = k0 + st->kv_dim;
     uint32_t run = active && nh != 0;
     pe_att(st->kv[p], st->qkvw[p], st->att[p], st->ao[p], st->am[p], st->asum[p], job->flags, nh,
            km, hs, slw, b0w, q0, k0, v0, nl, store, pos >> st->q_log2, st->sqrt_hs, run);
@@ -435,30 +488,34 @@ static uint32_t att_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint32
 
 #if TSR_MAX_SPLIT_LEVELS > 0   /* a profile that never splits a head has no trees */
 
-static uint32_t att_up_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint32_t active)
+/* Level of stride s (the level loop's literal) up, and down. */
+static uint32_t att_up_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint32_t active,
+                          uint32_t s)
 {
 #pragma HLS INLINE
-    uint32_t s = 1u << job->level, q = st->kv_q[p], km = st->kv_mul;
+    uint32_t q = st->kv_q[p], km = st->kv_mul;
     uint32_t o = p + s < TSR_ATT_PES ? p + s : p;   /* constant where placed */
-    uint32_t run = active && st->kv_nh[p] != 0 && (q & (2u * s - 1u)) == 0 && q + s < st->cfg.kv_split;
-    pe_att_tree(st->am[p], st->am[o], st->asum[p], st->asum[o], st->ao[p], st->ao[o], job->flags, 1u,
-                km, st->hs / TSR_ATT_LANES, run);
+    uint32_t run = active && st->kv_nh[p] != 0 && (q & (2u * s - 1u)) == 0 &&
+                   q + s < st->cfg.kv_split;
+    pe_att_tree_up(st->am[p], st->am[o], st->asum[p], st->asum[o], st->ao[p], st->ao[o], job->flags,
+                   km, st->hs / TSR_ATT_LANES, run);
     if (!run) return 0;
     return job->flags & TSR_JOB_SCORES ? TSR_CY(tsr_cy_att_tree_max(km))
            : job->flags & TSR_JOB_EXP  ? TSR_CY(tsr_cy_att_tree_sum(km))
                                        : TSR_CY(tsr_cy_att_tree_values(km, st->hs));
 }
 
-static uint32_t att_down_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint32_t active)
+static uint32_t att_down_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint32_t active,
+                            uint32_t s)
 {
 #pragma HLS INLINE
-    uint32_t s = 1u << job->level, q = st->kv_q[p], km = st->kv_mul;
+    uint32_t q = st->kv_q[p], km = st->kv_mul;
     uint32_t o = p >= s ? p - s : p;                  /* constant where placed */
     uint32_t run = active && st->kv_nh[p] != 0 && (q & (2u * s - 1u)) == s;
-    pe_att_tree(st->am[p], st->am[o], st->asum[p], st->asum[o], st->ao[p], st->ao[o], job->flags, 0u,
-                km, st->hs / TSR_ATT_LANES, run);
+    pe_att_tree_down(st->am[p], st->am[o], st->asum[p], st->asum[o], job->flags, km, run);
     if (!run) return 0;
-    return job->flags & TSR_JOB_SCORES ? TSR_CY(tsr_cy_att_tree_max(km)) : TSR_CY(tsr_cy_att_tree_sum(km));
+    return job->flags & TSR_JOB_SCORES ? TSR_CY(tsr_cy_att_tree_max(km))
+                                       : TSR_CY(tsr_cy_att_tree_sum(km));
 }
 #endif
 
@@ -491,7 +548,7 @@ void tsr_att_latch_qkv(tsr_kstate *st, uint32_t it, uint32_t pos)
  * xn[h * qg, (h + 1) * qg), qg = kv_mul * head_size a multiple of TSR_VEC
  * (CONFIGURE checks it), from its group's first PE, at its index among
  * that PE's heads (two attention words a bus word); zeros up to the group
- * padding; each word's max |v| for the quantizer (tsr_mesh_input_ready). */
+ * padding; each word's max |v| for the quantizer (tsr_mesh_input, ready). */
 static void att_collect(tsr_kstate *st, uint32_t it)
 {
     uint32_t dim = st->cfg.dim, gw = st->kv_mul * st->hs / TSR_VEC, h = 0, k = 0;
@@ -504,7 +561,7 @@ att_collect_words:
         int in = w * TSR_VEC < dim;
         uint32_t hi = in ? h : 0u;   /* past dim: padding, no head */
         uint32_t src = st->kv_pe[hi];
-        uint32_t ow = (st->kv_j[hi] * gw + k) * (TSR_VEC / TSR_ATT_LANES);
+        uint32_t ow = st->kv_ow[hi] + k * (TSR_VEC / TSR_ATT_LANES);   /* CONFIGURE's kv_j x gw */
         float m = 0.0f;
 att_collect_lanes:
         for (uint32_t l = 0; l < TSR_VEC; l++) {
@@ -533,7 +590,6 @@ att_tree_up:
 #pragma HLS UNROLL
         const uint32_t s = 1u << lvl;
         if (s < Q) {
-            job->level = lvl;
             TSR_RUN_PES_WHERE(worst, st, att_up_pe, job, TSR_ATT_PES, st->cfg.att_pes,
                               TSR_ATT_UP_RECV, s);
             TSR_CHARGE(st, TSR_RG_ATT_TREE, worst);
@@ -545,7 +601,6 @@ att_tree_down:
 #pragma HLS UNROLL
         const uint32_t lvl = TSR_MAX_SPLIT_LEVELS - 1u - k, s = 1u << lvl;
         if (s < Q) {
-            job->level = lvl;
             TSR_RUN_PES_WHERE(worst, st, att_down_pe, job, TSR_ATT_PES, st->cfg.att_pes,
                               TSR_ATT_DOWN_RECV, s);
             TSR_CHARGE(st, TSR_RG_ATT_TREE, worst);
@@ -560,7 +615,7 @@ att_tree_down:
 
 void tsr_attention(tsr_kstate *st, uint32_t it, uint32_t slot, uint32_t l, uint32_t pos)
 {
-    tsr_pe_job job = { .slot = slot, .layer = l, .pos = pos,
+    tsr_pe_job job = { .slot = slot, .layer = l, .pos = pos, .blk = slot * st->cfg.n_layers + l,
                        .work = 2u * st->cfg.n_heads * (pos + 1u) * st->hs };
     uint32_t worst, split = st->cfg.kv_split > 1u;
     /* Q == 1: one PE per KV head, the whole of run.c's attention in one
@@ -580,10 +635,11 @@ att_phases:
      * broadcast; per query head pos + 1 scores and weighted values, its
      * output back */
     uint32_t hs = st->hs;
-    st->cnt.fabric_gather_bytes += (uint64_t)st->cfg.n_kv_heads * 8u * hs +
-                                   (uint64_t)st->cfg.n_heads * 4u * hs;
-    st->cnt.fabric_bcast_bytes += (uint64_t)st->cfg.n_kv_heads * st->cfg.kv_split * 4u *
-                                  st->kv_mul * hs;
-    st->cnt.macs += (uint64_t)st->cfg.n_heads * 2u * (pos + 1u) * hs;
-    st->cnt.attended += (uint64_t)st->cfg.n_heads * (pos + 1u);
+    (void)hs;
+    TSR_COUNT(st, fabric_gather_bytes, (uint64_t)st->cfg.n_kv_heads * 8u * hs +
+                                   (uint64_t)st->cfg.n_heads * 4u * hs);
+    TSR_COUNT(st, fabric_bcast_bytes, (uint64_t)st->cfg.n_kv_heads * st->cfg.kv_split * 4u *
+                                  st->kv_mul * hs);
+    TSR_COUNT(st, macs, (uint64_t)st->cfg.n_heads * 2u * (pos + 1u) * hs);
+    TSR_COUNT(st, attended, (uint64_t)st->cfg.n_heads * (pos + 1u));
 }

@@ -64,13 +64,10 @@ fwd_stages:
 fwd_inputs:
             for (uint32_t b = 0; b < nx; b++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
-                if (last || w == STAGE_QKV || w == STAGE_W13) {
-                    uint32_t row = last ? 2u * L : w == STAGE_QKV ? l : L + l;
-                    float ss = tsr_rms_scale(st, b, dim);
-                    tsr_mesh_input(st, b, dim, row, ss);
-                } else {
-                    tsr_mesh_input_ready(st, b, w == STAGE_WO ? dim : hidden);
-                }
+                uint32_t norm = last || w == STAGE_QKV || w == STAGE_W13;
+                uint32_t row = last ? 2u * L : w == STAGE_QKV ? l : L + l;
+                float ss = norm ? tsr_rms_scale(st, b, dim) : 0.0f;
+                tsr_mesh_input(st, b, norm || w == STAGE_WO ? dim : hidden, row, ss, !norm);
             }
             /* one pass over the weights for every item; W13: SwiGLU on the
              * PEs; the classifier: each item's best row (greedy) */

@@ -56,8 +56,8 @@ static void pe_tile_q8(const int8_t w8[TSR_PE_W8_WORDS][TSR_LANES], const float 
                        const int8_t xq[TSR_MAX_BLOCK][TSR_PE_XQ_WORDS][TSR_LANES],
                        const float xs[TSR_MAX_BLOCK][TSR_PE_XS],
                        float psum[TSR_MAX_BLOCK][TSR_PE_ROWS], uint32_t wb, uint32_t fs,
-                       uint32_t rows, uint32_t ng, uint32_t g0, uint32_t G, uint32_t po,
-                       uint32_t b0, uint32_t nx)
+                       uint32_t rows, uint32_t ng, uint32_t g0, uint32_t G, uint32_t x0,
+                       uint32_t po, uint32_t b0, uint32_t steps1, uint32_t nx)
 {
 #pragma HLS INLINE off
     float acc[TSR_ROW_SLOTS][TSR_MAX_BLOCK];
@@ -66,12 +66,15 @@ static void pe_tile_q8(const int8_t w8[TSR_PE_W8_WORDS][TSR_LANES], const float 
     uint32_t nb = (rows + TSR_ROW_SLOTS - 1u) / TSR_ROW_SLOTS, tail = rows - (nb - 1u) * TSR_ROW_SLOTS;
     uint32_t chunk = G < TSR_LANES ? G : TSR_LANES;        /* lanes in use   */
     uint32_t cpg = G < TSR_LANES ? 1u : G / TSR_LANES;     /* chunks a group */
-    uint32_t steps = (nb - b0) * ng * TSR_ROW_SLOTS * cpg * nx;
+    /* steps1: one item's steps from block b0 (CONFIGURE's table, less the
+     * emulator's blocks; b0 is 0 in hardware) */
+    uint32_t steps = TSR_MUL_SMALL(steps1, nx, TSR_BLOCK_BITS);
     uint32_t b = b0, g = 0, j = 0, c = 0, x = 0;
     uint32_t kb = b == nb - 1u ? tail : TSR_ROW_SLOTS;     /* rows of block b */
     uint32_t wa = wb + b0 * TSR_ROW_SLOTS * ng * G;         /* weight byte     */
     uint32_t sa = fs + b0 * TSR_ROW_SLOTS * ng;             /* weight scale    */
-    uint32_t x0 = g0 * G, xg = x0;                          /* group's first input byte */
+    uint32_t xg = x0;                                       /* group's first input byte */
+    (void)g0;
 q8_steps:
     for (uint32_t s = 0; s < steps; s++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_TILE_STEPS
@@ -133,13 +136,14 @@ q8_lanes:
  * for the nx items), columns ascending: run.c's matmul order per row. */
 static void pe_tile_f32(const float wf[TSR_PE_F32_WORDS], const float xf[TSR_MAX_BLOCK][TSR_PE_XF],
                         float psum[TSR_MAX_BLOCK][TSR_PE_ROWS], uint32_t fo, uint32_t rows,
-                        uint32_t cols, uint32_t x0, uint32_t po, uint32_t b0, uint32_t nx)
+                        uint32_t cols, uint32_t x0, uint32_t po, uint32_t b0, uint32_t steps1,
+                        uint32_t nx)
 {
 #pragma HLS INLINE off
     float acc[TSR_ROW_SLOTS][TSR_MAX_BLOCK];
 #pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
     uint32_t nb = (rows + TSR_ROW_SLOTS - 1u) / TSR_ROW_SLOTS, tail = rows - (nb - 1u) * TSR_ROW_SLOTS;
-    uint32_t steps = (nb - b0) * cols * TSR_ROW_SLOTS * nx;
+    uint32_t steps = TSR_MUL_SMALL(steps1, nx, TSR_BLOCK_BITS);
     uint32_t b = b0, col = 0, j = 0, x = 0, kb = b == nb - 1u ? tail : TSR_ROW_SLOTS;
     uint32_t fa = fo + b0 * TSR_ROW_SLOTS * cols;
 f32_steps:
@@ -170,14 +174,15 @@ f32_steps:
 #endif
 
 /* SwiGLU on a W13 tile's partial sums: psum[i] = silu(w1 row) * w3 row,
- * rows (i < rows) and their w3 halves at rows + i; one row a cycle.  The
+ * rows (i < rows) and their w3 halves at rows + i; a row every
+ * TSR_SWIGLU_II cycles (three accesses to 2-port banks).  The
  * halves are disjoint, so the loop carries no dependence through psum. */
 static void pe_swiglu(float psum[TSR_PE_ROWS], uint32_t rows)
 {
 pe_swiglu_rows:
     for (uint32_t i = 0; i < rows; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PE_ROWS
-#pragma HLS PIPELINE II=1
+#pragma HLS PIPELINE II=TSR_SWIGLU_II
 #pragma HLS DEPENDENCE variable=psum type=inter dependent=false
         float val = psum[i];
         float e = expf(-val);   /* in LUTs: a DSP-free expf per PE */
@@ -247,22 +252,29 @@ best_tree_pairs:
  */
 
 /* A GEMV step: PE p's tile of the matrix for nx items (halves 2: W13's
- * two halves, one after the other; the entries of half h start h * rows *
- * ng entries in), or zeros when the tile has rows but no groups (a mesh
- * column past the matrix's groups: the column tree still adds it).
- * done0, done1: row blocks of each half the emulator's SIMD rows did
- * already (0 in hardware). */
+ * two halves, one after the other; half h's entries start h * ent in,
+ * ent = rows x ng from CONFIGURE, steps its pipeline steps for one item),
+ * or zeros when the tile has rows but no groups (a mesh column past the
+ * matrix's groups: the column tree still adds it).  Offsets by shifts
+ * (G = 2^g_log2).  done0, done1: row blocks of each half the emulator's
+ * SIMD rows did already (the literal 0 in hardware, TSR_EMU_DONE). */
+#ifdef TSR_EMU
+#define TSR_EMU_DONE(d) (d)
+#else
+#define TSR_EMU_DONE(d) 0u
+#endif
 static void pe_gemv(const int8_t w8[TSR_PE_W8_WORDS][TSR_LANES], const float f32[TSR_PE_F32_WORDS],
                     const int8_t xq[TSR_MAX_BLOCK][TSR_PE_XQ_WORDS][TSR_LANES],
                     const float xs[TSR_MAX_BLOCK][TSR_PE_XS], const float xf[TSR_MAX_BLOCK][TSR_PE_XF],
                     float psum[TSR_MAX_BLOCK][TSR_PE_ROWS], uint32_t w_off, uint32_t f_off,
-                    uint32_t rows, uint32_t ng, uint32_t g0, uint32_t G, uint32_t halves,
-                    uint32_t nx, uint32_t q8, uint32_t done0, uint32_t done1, uint32_t active)
+                    uint32_t rows, uint32_t ng, uint32_t g0, uint32_t G, uint32_t g_log2,
+                    uint32_t ent, uint32_t steps, uint32_t halves, uint32_t nx, uint32_t q8,
+                    uint32_t done0, uint32_t done1, uint32_t active)
 {
 #pragma HLS INLINE off
     if (!active) return;
     if (ng == 0) {
-        uint32_t n = halves * rows;
+        uint32_t n = rows << (halves - 1u);
 pe_zero_items:
         for (uint32_t x = 0; x < nx; x++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
@@ -281,17 +293,26 @@ pe_zero_lanes:
     }
     (void)xf;
     (void)q8;
+    (void)done0;
+    (void)done1;
 gemv_halves:
     for (uint32_t h = 0; h < halves; h++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=2
-        uint32_t po = h * rows, ent = h * rows * ng, b0 = h ? done1 : done0;
+        uint32_t po = h ? rows : 0u, e0 = h ? ent : 0u, b0 = TSR_EMU_DONE(h ? done1 : done0);
+        /* one item's steps from block b0 (the emulator's: fewer; b0 is 0
+         * in hardware) */
+        uint32_t s1 = b0 ? steps - b0 * (steps / ((rows + TSR_ROW_SLOTS - 1u) / TSR_ROW_SLOTS))
+                         : steps;
 #if TSR_WITH_F32
         if (q8)
-            pe_tile_q8(w8, f32, xq, xs, psum, w_off + ent * G, f_off + ent, rows, ng, g0, G, po, b0, nx);
+            pe_tile_q8(w8, f32, xq, xs, psum, w_off + (e0 << g_log2), f_off + e0, rows, ng, g0, G,
+                       g0 << g_log2, po, b0, s1, nx);
         else
-            pe_tile_f32(f32, xf, psum, f_off + ent * G, rows, ng * G, g0 * G, po, b0, nx);
+            pe_tile_f32(f32, xf, psum, f_off + (e0 << g_log2), rows, ng << g_log2, g0 << g_log2,
+                        po, b0, s1, nx);
 #else
-        pe_tile_q8(w8, f32, xq, xs, psum, w_off + ent * G, f_off + ent, rows, ng, g0, G, po, b0, nx);
+        pe_tile_q8(w8, f32, xq, xs, psum, w_off + (e0 << g_log2), f_off + e0, rows, ng, g0, G,
+                   g0 << g_log2, po, b0, s1, nx);
 #endif
     }
 }
@@ -342,10 +363,12 @@ root_items:
 /* PE tasks (TSR_RUN_PES): PE p's share of a mesh step                        */
 
 /* GEMV of job->mat (TSR_JOB_PAIR: W13's two halves). */
-static uint32_t gemv_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint32_t active)
+static uint32_t gemv_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint32_t active,
+                        uint32_t k)
 {
 #pragma HLS INLINE
-    tsr_ktab t = st->tab[p][job->mat];
+    tsr_ktab t = tsr_ktab_of(st, p, job->mat);
+    (void)k;
     uint32_t halves = job->flags & TSR_JOB_PAIR ? 2u : 1u, run = active && t.rows != 0;
     uint32_t G = st->cfg.group, q8 = st->cfg.dtype == TSR_KDT_Q8, done[2] = { 0, 0 };
 #ifdef TSR_EMU
@@ -366,7 +389,8 @@ static uint32_t gemv_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint3
     }
 #endif
     pe_gemv(st->w8[p], st->f32[p], st->xq[p], st->xs[p], st->xf[p], st->psum[p], t.w_off, t.f_off,
-            t.rows, t.ngroups, t.g0, G, halves, job->nx, q8, done[0], done[1], run);
+            t.rows, t.ngroups, t.g0, G, st->g_log2, st->tab_ent[p][job->mat],
+            st->tab_steps[p][job->mat], halves, job->nx, q8, done[0], done[1], run);
     if (!run) return 0;
     return t.ngroups == 0
                ? TSR_CY(job->nx * tsr_cy_zero(halves * t.rows))
@@ -380,24 +404,28 @@ static uint32_t gemv_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint3
  * 2s, so every run-time receiver is among these. */
 #define TSR_TREE_RECV(p, s) (((p) & (2u * (s) - 1u)) == 0 && (p) + (s) < TSR_PES)
 
-/* Column-tree level job->level. */
-static uint32_t tree_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint32_t active)
+/* Column-tree level of stride s (the level loop's literal 2^level). */
+static uint32_t tree_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint32_t active,
+                        uint32_t s)
 {
 #pragma HLS INLINE
-    tsr_ktab t = st->tab[p][job->mat];
-    uint32_t s = 1u << job->level, c = p & (t.cols - 1u);
+    tsr_ktab t = tsr_ktab_of(st, p, job->mat);
+    uint32_t c = p & (t.cols - 1u);
     uint32_t rows = (job->flags & TSR_JOB_PAIR ? 2u : 1u) * t.rows;
     uint32_t run = active && (c & (2u * s - 1u)) == 0 && c + s < t.cols && rows != 0;
-    /* the partner: a constant index wherever TSR_TREE_RECV placed the call */
+    /* the partner: a constant index wherever TSR_TREE_RECV placed the call
+     * (p and s both literals there) */
     pe_tree_add(st->psum[p], st->psum[p + s < TSR_PES ? p + s : p], rows, job->nx, run);
     return run ? TSR_CY(job->nx * tsr_cy_tree_level(rows)) : 0u;
 }
 
 /* Each mesh row's root: SwiGLU of W13, or its best row (greedy). */
-static uint32_t root_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint32_t active)
+static uint32_t root_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint32_t active,
+                        uint32_t k)
 {
 #pragma HLS INLINE
-    tsr_ktab t = st->tab[p][job->mat];
+    tsr_ktab t = tsr_ktab_of(st, p, job->mat);
+    (void)k;
     uint32_t run = active && (p & (t.cols - 1u)) == 0 && t.rows != 0;
     pe_root(st->psum[p], t.rows, t.row0, job->flags, job->nx, st->best_v[p], st->best_i[p], run);
     if (!run) return 0;
@@ -410,8 +438,8 @@ static uint32_t root_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint3
 
 void tsr_mesh_gemv(tsr_kstate *st, uint32_t mat, uint32_t nx, uint32_t flags)
 {
-    uint32_t d, n, pair, worst, C = st->mat_cols[mat];
-    tsr_lay_mat_shape(&st->cfg, mat, &d, &n, &pair);
+    uint32_t d = st->mat_d[mat], n = st->mat_n[mat], pair = st->mat_pair[mat], worst;
+    uint32_t C = st->mat_cols[mat];
     uint32_t npad = ((n + st->cfg.group - 1u) >> st->g_log2) << st->g_log2, halves = pair ? 2u : 1u;
     tsr_pe_job job = { .mat = mat, .flags = pair ? TSR_JOB_PAIR : 0u, .nx = nx,
                        .work = halves * d * npad * nx };
@@ -423,20 +451,19 @@ gemv_tree_levels:
 #pragma HLS UNROLL
         const uint32_t s = 1u << lvl;
         if (s < C) {
-            job.level = lvl;
             job.work = halves * d * C * nx;
             TSR_RUN_PES_WHERE(worst, st, tree_pe, &job, TSR_PES, st->P, TSR_TREE_RECV, s);
             TSR_CHARGE(st, TSR_RG_TREE, worst);
         }
     }
-    if (C > 1u) st->cnt.fabric_reduce_bytes += 4ull * halves * d * (C - 1u) * nx;
+    if (C > 1u) TSR_COUNT(st, fabric_reduce_bytes, 4ull * halves * d * (C - 1u) * nx);
     if (pair || (flags & TSR_JOB_ARGMAX)) {
         job.flags = pair ? TSR_JOB_PAIR | TSR_JOB_SWIGLU : TSR_JOB_ARGMAX;
         job.work = d * nx;
         TSR_RUN_PES(worst, st, root_pe, &job);
         TSR_CHARGE(st, pair ? TSR_RG_GEMV : TSR_RG_ARGMAX, worst);
     }
-    st->cnt.macs += (uint64_t)halves * d * npad * nx;
+    TSR_COUNT(st, macs, (uint64_t)halves * d * npad * nx);
 }
 
 static void quantize_broadcast(tsr_kstate *st, uint32_t it, uint32_t npad);
@@ -464,15 +491,17 @@ static void bcast_copy(tsr_kstate *st, uint32_t it, uint32_t npad, int q8)
 #endif
 }
 
-void tsr_mesh_input(tsr_kstate *st, uint32_t it, uint32_t n, uint32_t row, float ss)
+void tsr_mesh_input(tsr_kstate *st, uint32_t it, uint32_t n, uint32_t row, float ss,
+                    uint32_t ready)
 {
     uint32_t G = st->cfg.group, npad = ((n + G - 1u) >> st->g_log2) << st->g_log2;
+    uint32_t q8 = st->cfg.dtype == TSR_KDT_Q8;
+    TSR_CHARGE(st, TSR_RG_INPUT, ready ? tsr_cy_input_ready(n, G, q8) : tsr_cy_input(n, G, q8));
 #if TSR_WITH_F32
-    if (st->cfg.dtype == TSR_KDT_F32) {
+    if (!q8) {
         uint32_t P = st->P;
-        /* normalise and zero-pad, TSR_VEC values a cycle onto the bus; every
-         * PE latches each word */
-        TSR_CHARGE(st, TSR_RG_INPUT, tsr_cy_input(n, G, 0));
+        /* normalise (unless a gather or attention wrote xn) and zero-pad,
+         * TSR_VEC values a cycle onto the bus; every PE latches each word */
 in_f32_words:
         for (uint32_t i0 = 0; i0 < npad; i0 += TSR_VEC) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_IN_WORDS
@@ -482,8 +511,9 @@ in_f32_lanes:
 #pragma HLS UNROLL
                 uint32_t i = i0 + l;
                 if (i < npad) {
-                    float v = i >= n ? 0.0f : st->rms[row][i] * (ss * st->cv[it][TSR_CV_X + i]);
-                    st->cv[it][TSR_CV_XN + i] = v;
+                    float v = ready ? st->cv[it][TSR_CV_XN + i]
+                            : i >= n ? 0.0f : st->rms[row][i] * (ss * st->cv[it][TSR_CV_X + i]);
+                    if (!ready) st->cv[it][TSR_CV_XN + i] = v;
 in_f32_pes:
                     for (uint32_t p = 0; p < TSR_BCAST_PES; p++) {
 #pragma HLS UNROLL
@@ -493,67 +523,36 @@ in_f32_pes:
             }
         }
         bcast_copy(st, it, npad, 0);
-        st->cnt.fabric_bcast_bytes += 4ull * P * npad;
+        TSR_COUNT(st, fabric_bcast_bytes, 4ull * P * npad);
         return;
     }
 #endif
-    /* Q8, pass A: normalise, TSR_LANES values a cycle; each TSR_VEC word's
-     * max |v| */
-    uint32_t nch = npad / TSR_LANES + (npad % TSR_LANES != 0u);
-    TSR_CHARGE(st, TSR_RG_INPUT, tsr_cy_input(n, G, 1));
+    if (!ready) {
+        /* Q8, pass A: normalise, TSR_LANES values a cycle; each TSR_VEC
+         * word's max |v| */
+        uint32_t nch = npad / TSR_LANES + (npad % TSR_LANES != 0u);
 in_q8_norm:
-    for (uint32_t ch = 0; ch < nch; ch++) {
+        for (uint32_t ch = 0; ch < nch; ch++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_CHUNKS
-#pragma HLS PIPELINE II=1
+#pragma HLS PIPELINE II=TSR_NORM_II
 in_q8_norm_words:
-        for (uint32_t h = 0; h < TSR_LANES / TSR_VEC; h++) {
+            for (uint32_t h = 0; h < TSR_LANES / TSR_VEC; h++) {
 #pragma HLS UNROLL
-            float m = 0.0f;
+                float m = 0.0f;
 in_q8_norm_lanes:
-            for (uint32_t l = 0; l < TSR_VEC; l++) {
+                for (uint32_t l = 0; l < TSR_VEC; l++) {
 #pragma HLS UNROLL
-                uint32_t i = ch * TSR_LANES + h * TSR_VEC + l;
-                float v = i >= n ? 0.0f : st->rms[row][i] * (ss * st->cv[it][TSR_CV_X + i]);
-                st->cv[it][TSR_CV_XN + i] = v;
-                float a = fabsf(v);
-                m = a > m ? a : m;
-            }
-            st->wmax[it][ch * (TSR_LANES / TSR_VEC) + h] = m;
-        }
-    }
-    quantize_broadcast(st, it, npad);
-}
-
-void tsr_mesh_input_ready(tsr_kstate *st, uint32_t it, uint32_t n)
-{
-    uint32_t G = st->cfg.group, npad = ((n + G - 1u) >> st->g_log2) << st->g_log2;
-    TSR_CHARGE(st, TSR_RG_INPUT, tsr_cy_input_ready(n, G, st->cfg.dtype == TSR_KDT_Q8));
-#if TSR_WITH_F32
-    if (st->cfg.dtype == TSR_KDT_F32) {
-        uint32_t P = st->P;
-in_ready_f32_words:
-        for (uint32_t i0 = 0; i0 < npad; i0 += TSR_VEC) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_IN_WORDS
-#pragma HLS PIPELINE II=1
-in_ready_f32_lanes:
-            for (uint32_t l = 0; l < TSR_VEC; l++) {
-#pragma HLS UNROLL
-                uint32_t i = i0 + l;
-                if (i < npad) {
-                    float v = st->cv[it][TSR_CV_XN + i];
-in_ready_f32_pes:
-                    for (uint32_t p = 0; p < TSR_BCAST_PES; p++) {
-#pragma HLS UNROLL
-                        if (p < P) st->xf[p][it][i] = v;
-                    }
+                    uint32_t i = ch * TSR_LANES + h * TSR_VEC + l;
+                    float v = i >= n ? 0.0f : st->rms[row][i] * (ss * st->cv[it][TSR_CV_X + i]);
+                    st->cv[it][TSR_CV_XN + i] = v;
+                    float a = fabsf(v);
+                    m = a > m ? a : m;
                 }
+                st->wmax[it][ch * (TSR_LANES / TSR_VEC) + h] = m;
             }
         }
-        bcast_copy(st, it, npad, 0);
-        st->cnt.fabric_bcast_bytes += 4ull * P * npad;
-        return;
     }
-#endif
+    /* Q8, pass B: quantize and broadcast (one call site: one quantizer) */
     quantize_broadcast(st, it, npad);
 }
 
@@ -652,14 +651,13 @@ in_q8_pe_scales:
         }
     }
     bcast_copy(st, it, npad, 1);
-    st->cnt.fabric_bcast_bytes += (uint64_t)P * (npad + 4u * (npad >> st->g_log2));
+    TSR_COUNT(st, fabric_bcast_bytes, (uint64_t)P * (npad + 4u * (npad >> st->g_log2)));
 }
 
 void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, uint32_t flags,
                      uint32_t pos)
 {
-    uint32_t d, n, pair;
-    tsr_lay_mat_shape(&st->cfg, mat, &d, &n, &pair);
+    uint32_t d = st->mat_d[mat];
     uint32_t add = flags & TSR_GATHER_ADD, input = flags & TSR_GATHER_INPUT;
     uint32_t qkv = flags & TSR_GATHER_QKV, lg = flags & TSR_GATHER_LOGITS;
     /* the words: d's, or (into xn) up to the next GEMV's group padding */
@@ -669,16 +667,16 @@ void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, uin
     uint32_t k = 0;                         /* the next root, in row order */
 #if TSR_SSQ_FUSED
     /* RMSNorm's partials of the new x: element i into partial i % S, as
-     * tsr_reduce_sumsq; sb is the partial of the word's lane 0 */
-    float ssq[TSR_SUM_LANES];
-#pragma HLS ARRAY_PARTITION variable=ssq type=complete
-    uint32_t sb = 0;
+     * tsr_reduce_sumsq; word w's into row sr = w % (S / TSR_VEC) */
+    float ssq[TSR_SSQ_DIST][TSR_VEC];   /* partial r * TSR_VEC + l: word r's lane l */
+#pragma HLS ARRAY_PARTITION variable=ssq type=complete dim=0
+    uint32_t sr = 0;
     TSR_CHARGE(st, TSR_RG_GATHER, qkv || add ? tsr_cy_gather_vec(d)
                                   : input ? tsr_cy_gather_input(nout) : tsr_cy_gather(d));
 gather_ssq_zero:
     for (uint32_t k = 0; k < TSR_SUM_LANES; k++) {
 #pragma HLS UNROLL
-        ssq[k] = 0.0f;
+        ssq[k / TSR_VEC][k % TSR_VEC] = 0.0f;
     }
 #else
     TSR_CHARGE(st, TSR_RG_GATHER, qkv ? tsr_cy_gather_vec(d)
@@ -734,7 +732,7 @@ gather_out:
                 if (lg) st->logits[it][w * TSR_VEC + l] = o;
                 else st->cv[it][(yw + w) * TSR_VEC + l] = o;
 #if TSR_SSQ_FUSED
-                if (add) ssq[sb + l] += o * o;
+                if (add) ssq[sr][l] += o * o;
 #endif
                 float a = fabsf(o);
                 m = a > m ? a : m;
@@ -742,7 +740,7 @@ gather_out:
         }
         if (input) st->wmax[it][w] = m;
 #if TSR_SSQ_FUSED
-        sb = sb + TSR_VEC == TSR_SUM_LANES ? 0u : sb + TSR_VEC;
+        sr = sr + 1u == TSR_SSQ_DIST ? 0u : sr + 1u;
 #endif
 #ifndef TSR_EMU
         /* q | k | v word by word into every attention PE's copy: constant
@@ -765,7 +763,7 @@ latch_lanes:
 gather_ssq_out:
         for (uint32_t k = 0; k < TSR_SUM_LANES; k++) {
 #pragma HLS UNROLL
-            st->ssq[it][k] = ssq[k];
+            st->ssq[it][k] = ssq[k / TSR_VEC][k % TSR_VEC];
         }
         st->ssq_fresh[it] = 1;
     }
@@ -773,7 +771,7 @@ gather_ssq_out:
 #ifdef TSR_EMU
     if (qkv) tsr_att_latch_qkv(st, it, pos);
 #endif
-    st->cnt.fabric_gather_bytes += 4ull * d;
+    TSR_COUNT(st, fabric_gather_bytes, 4ull * d);
 }
 
 int32_t tsr_mesh_best(tsr_kstate *st, uint32_t mat, uint32_t it)
@@ -789,7 +787,7 @@ int32_t tsr_mesh_best(tsr_kstate *st, uint32_t mat, uint32_t it)
 best_leaves:
     for (uint32_t p = 0; p < TSR_PES; p++) {
 #pragma HLS UNROLL
-        tsr_ktab t = st->tab[p][mat];
+        tsr_ktab t = tsr_ktab_of(st, p, mat);
         ok[p] = p < st->P && (p & (t.cols - 1u)) == 0 && t.rows != 0;
         bv[p] = st->best_v[p][it];
         bi[p] = st->best_i[p][it];
@@ -820,7 +818,7 @@ void tsr_mesh_embed(tsr_kstate *st, uint32_t it, uint32_t token)
 embed_find:
     for (uint32_t p = 0; p < TSR_PES; p++) {
 #pragma HLS UNROLL
-        tsr_ktab t = st->tab[p][TSR_MAT_EMB];
+        tsr_ktab t = tsr_ktab_of(st, p, TSR_MAT_EMB);
         if (p < st->P && (p & (C - 1u)) == 0 && token >= t.row0 && token < t.row0 + t.rows) r0 = p;
     }
     /* each column's PE streams its groups of the row onto the bus */
@@ -829,7 +827,7 @@ embed_cols:
     for (uint32_t cc = 0; cc < C; cc++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_MESH_COLS
         uint32_t p = r0 + cc;
-        tsr_ktab t = st->tab[p][TSR_MAT_EMB];
+        tsr_ktab t = tsr_ktab_of(st, p, TSR_MAT_EMB);
         uint32_t i = token - t.row0, nb = (t.rows + TSR_ROW_SLOTS - 1u) / TSR_ROW_SLOTS;
         uint32_t b = i / TSR_ROW_SLOTS, j = i % TSR_ROW_SLOTS;
         uint32_t kb = b == nb - 1u ? t.rows - b * TSR_ROW_SLOTS : TSR_ROW_SLOTS;
@@ -882,5 +880,5 @@ embed_lanes:
             }
         }
     }
-    st->cnt.fabric_gather_bytes += 4ull * dim;
+    TSR_COUNT(st, fabric_gather_bytes, 4ull * dim);
 }

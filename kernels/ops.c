@@ -22,22 +22,21 @@
  * partial k += partial k + half for half = S/2, S/4, ..., 1, TSR_SUM_E
  * additions a cycle.  With S = 1: ((x0 + x1) + x2) + ..., run.c's order.
  * tsr_cycles.h tsr_cy_sum_s is what this costs. */
-/* The pairwise levels over the partials (nothing when S = 1). */
+/* The pairwise levels over the partials (nothing when S = 1): fully
+ * unrolled, so every index is a constant (no run-time selection among the
+ * S registers), on TSR_SUM_E adders. */
 static void sum_levels(float part[TSR_SUM_LANES])
 {
+#pragma HLS INLINE off
+#pragma HLS ALLOCATION operation instances=fadd limit=TSR_SUM_E
 #if TSR_SUM_LANES > 1
 sum_level:
     for (uint32_t half = TSR_SUM_LANES / 2u; half >= 1u; half /= 2u) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=16
-sum_level_adds:
-        for (uint32_t k = 0; k < half; k += TSR_SUM_E) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_SUM_LANES
-#pragma HLS PIPELINE II=1
-sum_level_lanes:
-            for (uint32_t e = 0; e < TSR_SUM_E; e++) {
 #pragma HLS UNROLL
-                if (k + e < half) part[k + e] += part[k + e + half];
-            }
+sum_level_adds:
+        for (uint32_t k = 0; k < TSR_SUM_LANES / 2u; k++) {
+#pragma HLS UNROLL
+            if (k < half) part[k] += part[k + half];
         }
     }
 #else
@@ -45,17 +44,25 @@ sum_level_lanes:
 #endif
 }
 
-/* sum of x[i] (square 0) or of x[i]^2 (square 1). */
+/* sum of x[i] (square 0) or of x[i]^2 (square 1).  Inlined, so each caller
+ * has its own, on its own array.  The partials as rows of TSR_SUM_E: a
+ * pass adds into one row, the next row the next pass. */
 static float reduce(const float *x, uint32_t n, int square)
 {
-    float part[TSR_SUM_LANES];
-#pragma HLS ARRAY_PARTITION variable=part type=complete
+#pragma HLS INLINE
+    float part[TSR_SUM_ROWS][TSR_SUM_E], flat[TSR_SUM_LANES];
+#pragma HLS ARRAY_PARTITION variable=part type=complete dim=0
+#pragma HLS ARRAY_PARTITION variable=flat type=complete
 sum_zero:
-    for (uint32_t k = 0; k < TSR_SUM_LANES; k++) {
+    for (uint32_t k = 0; k < TSR_SUM_ROWS; k++) {
 #pragma HLS UNROLL
-        part[k] = 0.0f;
+sum_zero_lanes:
+        for (uint32_t e = 0; e < TSR_SUM_E; e++) {
+#pragma HLS UNROLL
+            part[k][e] = 0.0f;
+        }
     }
-    uint32_t base = 0;
+    uint32_t row = 0;
 sum_pass:
     for (uint32_t i = 0; i < n; i += TSR_SUM_E) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
@@ -66,18 +73,31 @@ sum_lanes:
 #pragma HLS UNROLL
             if (i + e < n) {
                 float v = x[i + e];
-                part[base + e] += square ? v * v : v;
+                part[row][e] += square ? v * v : v;
             }
         }
-        base = base + TSR_SUM_E == TSR_SUM_LANES ? 0u : base + TSR_SUM_E;
+        row = row + 1u == TSR_SUM_ROWS ? 0u : row + 1u;
     }
-    sum_levels(part);
-    return part[0];
+sum_flat:
+    for (uint32_t k = 0; k < TSR_SUM_LANES; k++) {
+#pragma HLS UNROLL
+        flat[k] = part[k / TSR_SUM_E][k % TSR_SUM_E];
+    }
+    sum_levels(flat);
+    return flat[0];
 }
 
-float tsr_reduce_sum(const float *x, uint32_t n) { return reduce(x, n, 0); }
+float tsr_reduce_sum(const float *x, uint32_t n)
+{
+#pragma HLS INLINE
+    return reduce(x, n, 0);
+}
 
-float tsr_reduce_sumsq(const float *x, uint32_t n) { return reduce(x, n, 1); }
+float tsr_reduce_sumsq(const float *x, uint32_t n)
+{
+#pragma HLS INLINE
+    return reduce(x, n, 1);
+}
 
 /* ------------------------------------------------------------------------ */
 /* RMSNorm                                                                    */
@@ -88,9 +108,16 @@ float tsr_rms_scale(tsr_kstate *st, uint32_t it, uint32_t n)
 #if TSR_SSQ_FUSED
     if (st->ssq_fresh[it]) {
         /* the residual gather that wrote x left its partials (mesh.c) */
+        float part[TSR_SUM_LANES];
+#pragma HLS ARRAY_PARTITION variable=part type=complete
         TSR_CHARGE(st, TSR_RG_NORM, tsr_cy_norm_s(n, TSR_SUM_LANES, 1));
-        sum_levels(st->ssq[it]);
-        ss = st->ssq[it][0];
+norm_ssq_in:
+        for (uint32_t k = 0; k < TSR_SUM_LANES; k++) {
+#pragma HLS UNROLL
+            part[k] = st->ssq[it][k];
+        }
+        sum_levels(part);
+        ss = part[0];
         st->ssq_fresh[it] = 0;
     } else
 #endif
@@ -136,6 +163,7 @@ softmax_exp:
     for (uint32_t i = 0; i < n; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
 #pragma HLS PIPELINE II=1
+#pragma HLS DEPENDENCE variable=x type=inter dependent=false
         x[i] = expf(x[i] - max_val);
     }
     float sum = tsr_reduce_sum(x, n);

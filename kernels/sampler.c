@@ -100,13 +100,14 @@ topp_filter:
             n0++;
         }
     }
-    *cy = tsr_cy_loop(n, 1u, TSR_D_CMP);
+    *cy = TSR_CY(tsr_cy_loop(n, 1u, TSR_D_CMP));
     if (n0 == 0) {
-        *cy += tsr_cy_loop(n, TSR_D_CMP, 0u);
+        *cy += TSR_CY(tsr_cy_loop(n, TSR_D_CMP, 0u));
         return (int32_t)tsr_argmax(probs, n);
     }
-    uint32_t sift = (tsr_cy_log2(n0) + 1u) * 2u * TSR_D_CMP;   /* one sift-down */
-    *cy += (n0 / 2u) * sift;
+    uint32_t sift = TSR_CY((tsr_cy_log2(n0) + 1u) * 2u * TSR_D_CMP);   /* one sift-down */
+    (void)sift;
+    *cy += TSR_CY((n0 / 2u) * sift);
 topp_heapify:
     for (uint32_t k = n0 / 2u; k > 0; k--) {
 #pragma HLS LOOP_TRIPCOUNT min=0 max=TSR_MAX_VOCAB/2
@@ -126,7 +127,7 @@ topp_pop:
         taken = m + 1u;
         if (cum > top_p) break;
     }
-    *cy += taken * sift + tsr_cy_loop(taken, TSR_FADD_LAT, 0u) * 2u;
+    *cy += TSR_CY(taken * sift + tsr_cy_loop(taken, TSR_FADD_LAT, 0u) * 2u);
     float r = coin * cum;
     float cdf = 0.0f;
 topp_pick:
@@ -145,7 +146,7 @@ int32_t tsr_sample(float *logits, uint32_t n, float temperature, float top_p, ui
     int32_t tok;
     if (temperature <= 0.0f || top_p <= 0.0f) {
         tok = (int32_t)tsr_argmax(logits, n);
-        c = tsr_cy_loop(n, TSR_D_CMP, 0u);
+        c = TSR_CY(tsr_cy_loop(n, TSR_D_CMP, 0u));
     } else {
 sample_temp:
         for (uint32_t i = 0; i < n; i++) {
@@ -156,12 +157,12 @@ sample_temp:
         tsr_softmax(logits, n);
         /* temperature, the softmax's max (a compare recurrence), exp, sum,
          * normalise */
-        c = tsr_cy_loop(n, 1u, TSR_D_DIV) + tsr_cy_loop(n, TSR_D_CMP, 0u) +
-            tsr_cy_loop(n, 1u, TSR_D_EXP) + tsr_cy_sum(n) + tsr_cy_loop(n, 1u, TSR_D_DIV);
+        c = TSR_CY(tsr_cy_loop(n, 1u, TSR_D_DIV) + tsr_cy_loop(n, TSR_D_CMP, 0u) +
+                   tsr_cy_loop(n, 1u, TSR_D_EXP) + tsr_cy_sum(n) + tsr_cy_loop(n, 1u, TSR_D_DIV));
         float coin = tsr_rng_f32(rng);
         if (top_p >= 1.0f) {
             tok = sample_mult(logits, n, coin, &it);
-            c += tsr_cy_loop(it, TSR_FADD_LAT, 0u);
+            c += TSR_CY(tsr_cy_loop(it, TSR_FADD_LAT, 0u));
         } else {
             uint32_t tc = 0;
             tok = sample_topp(logits, n, top_p, coin, cand_p, cand_i, &tc);

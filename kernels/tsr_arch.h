@@ -41,6 +41,12 @@
 /* The embedding row into the controller's vectors: a TSR_LANES chunk is
  * two TSR_VEC words, and a bank has one write port (TSR_LANES / TSR_VEC). */
 #define TSR_EMBED_II    2
+/* The RMSNorm input pass: 32 lanes read x and write xn in the item's
+ * TSR_VEC-bank vectors, two reads and two writes a bank a chunk. */
+#define TSR_NORM_II     2
+/* SwiGLU on a PE: a row's w1 and w3 partial sums and its result in one
+ * TSR_VEC-bank memory at run-time offsets, three accesses a row. */
+#define TSR_SWIGLU_II   2
 /* fp32 lanes of a PE's attention datapath (positions of K^T per cycle in
  * the scores, head dimensions per cycle in the weighted sum of V). */
 #define TSR_ATT_LANES   8

@@ -81,18 +81,18 @@ static inline uint32_t tsr_cy_norm_s(uint32_t n, uint32_t S, int fused)
 }
 
 /* A GEMV input of n values in groups of G (mesh.c tsr_mesh_input): Q8 two
- * TSR_LANES-wide passes (normalise + word maxima, quantize + broadcast),
- * F32 one TSR_VEC-wide pass. */
+ * TSR_LANES-wide passes (normalise + word maxima at TSR_NORM_II, quantize
+ * + broadcast), F32 one TSR_VEC-wide pass. */
 static inline uint32_t tsr_cy_input(uint32_t n, uint32_t G, int q8)
 {
     uint32_t npad = tsr_cdiv(n, G) * G;
     if (!q8) return tsr_cy_loop(tsr_cdiv(npad, TSR_VEC), 1u, TSR_D_BUS);
     uint32_t nch = tsr_cdiv(npad, TSR_LANES);
-    return tsr_cy_loop(nch, 1u, TSR_D_VEC) + tsr_cy_loop(nch, 1u, TSR_D_QUANT);
+    return tsr_cy_loop(nch, TSR_NORM_II, TSR_D_VEC) + tsr_cy_loop(nch, 1u, TSR_D_QUANT);
 }
 
 /* The same when a gather already wrote xn and its word maxima
- * (tsr_mesh_input_ready): the quantize + broadcast pass alone. */
+ * (tsr_mesh_input, ready): the quantize + broadcast pass alone. */
 static inline uint32_t tsr_cy_input_ready(uint32_t n, uint32_t G, int q8)
 {
     uint32_t npad = tsr_cdiv(n, G) * G;
@@ -109,10 +109,11 @@ static inline uint32_t tsr_cy_zero(uint32_t rows)
     return tsr_cy_loop(tsr_cdiv(rows, TSR_VEC), 1u, TSR_D_VEC);
 }
 
-/* SwiGLU of `rows` partial sums on a PE (mesh.c pe_swiglu): one a cycle. */
+/* SwiGLU of `rows` partial sums on a PE (mesh.c pe_swiglu): a row every
+ * TSR_SWIGLU_II cycles. */
 static inline uint32_t tsr_cy_swiglu(uint32_t rows)
 {
-    return tsr_cy_loop(rows, 1u, TSR_D_EXP + TSR_D_DIV);
+    return tsr_cy_loop(rows, TSR_SWIGLU_II, TSR_D_EXP + TSR_D_DIV);
 }
 
 /* One column-tree level over `rows` partial sums: a TSR_VEC word every
@@ -212,13 +213,18 @@ static inline uint32_t tsr_cy_att_collect(uint32_t npad)
  * task's return value.  In the emulator and C simulation only: under
  * __SYNTHESIS__ both are nothing, so no adder, divider or table of the
  * model reaches the hardware, and a card's READ_COUNTERS reports zero
- * cycles (measure a card with XRT's profiling, docs/hls-flow.md). */
+ * cycles (measure a card with XRT's profiling, docs/hls-flow.md).
+ * TSR_COUNT(st, f, v): the work counters of the model (multiply-adds,
+ * fabric bytes, attended pairs), likewise; the command and token counts
+ * are kept in hardware too. */
 #ifdef __SYNTHESIS__
 #define TSR_CHARGE(st, rg, cy) ((void)0)
 #define TSR_CY(cy)             0u
+#define TSR_COUNT(st, f, v)    ((void)0)
 #else
 #define TSR_CHARGE(st, rg, cy) ((st)->cnt.cyc[(rg)] += (uint64_t)(cy))
 #define TSR_CY(cy)             (cy)
+#define TSR_COUNT(st, f, v)    ((st)->cnt.f += (uint64_t)(v))
 #endif
 
 #endif

@@ -14,6 +14,23 @@
 
 #include "tsr_ops.h"
 
+/* a * b for b < 2^BITS, BITS a literal: shift-and-add over b's bits, so a
+ * PE's setup arithmetic takes adders, not a DSP multiplier (a 32-bit
+ * multiply is about three DSP48E2s, and there would be one per PE). */
+#define TSR_MUL_SMALL(a, b, BITS) tsr_mul_small((a), (b), (BITS))
+static inline uint32_t tsr_mul_small(uint32_t a, uint32_t b, uint32_t bits)
+{
+#pragma HLS INLINE
+    uint32_t r = 0;
+mul_small_bits:
+    for (uint32_t k = 0; k < 32u; k++) {
+#pragma HLS UNROLL
+        if (k < bits && ((b >> k) & 1u)) r += a << k;
+    }
+    return r;
+}
+
+
 /* The emulator's runtime (worker pool, SIMD rows): emu/, never synthesized. */
 #if defined(TSR_EMU) && !defined(__SYNTHESIS__)
 #include "tsr_emu.h"
@@ -39,9 +56,9 @@
 #define TSR_WAIT_WORD(p, old) ((void)0)
 #endif
 
-/* TSR_RUN_PES(worst, st, task, job): task(st, p, job, active) for every
- * PE p of the profile, active = 1 for the configured ones; worst gets the
- * largest cycle count a task returned.
+/* TSR_RUN_PES(worst, st, task, job): task(st, p, job, active, 0) for
+ * every PE p of the profile, active = 1 for the configured ones; worst gets
+ * the largest cycle count a task returned.
  *
  * Hardware: a loop over the profile's TSR_PES PEs, fully unrolled.  Each
  * task is an inlined wrapper that makes exactly one call, unconditionally,
@@ -56,8 +73,9 @@
  * TSR_RUN_PES_WHERE(worst, st, task, job, NPES, n, RECV, k): only the PEs
  * p for which RECV(p, k) holds get an instance: a condition on the unrolled,
  * constant p that folds at compile time (a tree level's receivers, whose
- * partner is then a constant index too).  The task still tests the run-time
- * part itself.
+ * partner p + k is then a constant index too: k is passed to the task as
+ * its last argument, a literal of the unrolled level loop, never read back
+ * from the job).  The task still tests the run-time part itself.
  *
  * Emulator: the worker pool runs the PE blocks on its threads (emu/pool.c)
  * and returns the same maximum; tasks of PEs that are not receivers return
@@ -77,7 +95,7 @@
 #define TSR_RECV_ALL(p, k) 1
 #if defined(TSR_EMU) && !defined(__SYNTHESIS__)
 #define TSR_RUN_PES_WHERE(worst, st, task, job, NPES, n, RECV, k) \
-    ((worst) = tsr_emu_run_pes((st), (n), (task), (job)))
+    ((worst) = tsr_emu_run_pes((st), (n), (task), (job), (k)))
 #else
 /* (A braced block, not a do-while(0): it is a loop to the lint.) */
 #define TSR_RUN_PES_WHERE(worst, st, task, job, NPES, n, RECV, k)              \
@@ -86,7 +104,7 @@
         for (uint32_t p_ = 0; p_ < (NPES); p_++) {                             \
             TSR_PES_UNROLL                                                     \
             if (RECV(p_, k)) {                                                 \
-                uint32_t c_ = task((st), p_, (job), p_ < (n));                 \
+                uint32_t c_ = task((st), p_, (job), p_ < (n), (k));            \
                 TSR_PES_COMBINE(worst, c_);                                    \
             }                                                                  \
         }                                                                      \

@@ -154,6 +154,7 @@ cfg_mats:
 #pragma HLS LOOP_TRIPCOUNT min=5 max=TSR_MAX_MATS
             st->mat_rot[m] = rot;
             st->mat_cols[m] = tsr_lay_mat_cols(&c, m);
+            tsr_lay_mat_shape(&c, m, &st->mat_d[m], &st->mat_n[m], &st->mat_pair[m]);
             rot = tsr_lay_rot_next(&c, m, rot);
         }
 cfg_pes:
@@ -164,13 +165,15 @@ cfg_pe_mats:
             for (uint32_t m = 0; m < nm; m++) {
 #pragma HLS LOOP_TRIPCOUNT min=5 max=TSR_MAX_MATS
                 tsr_tile t = tsr_lay_tile(&c, m, st->mat_rot[m], p);
-                st->tab[p][m].row0 = t.row0;
-                st->tab[p][m].rows = t.rows;
-                st->tab[p][m].g0 = t.g0;
-                st->tab[p][m].ngroups = t.ngroups;
-                st->tab[p][m].w_off = wb;
-                st->tab[p][m].f_off = fw;
-                st->tab[p][m].cols = t.cols;
+                st->tab_row0[p][m] = t.row0;
+                st->tab_rows[p][m] = t.rows;
+                st->tab_g0[p][m] = t.g0;
+                st->tab_ng[p][m] = t.ngroups;
+                st->tab_woff[p][m] = wb;
+                st->tab_foff[p][m] = fw;
+                st->tab_cols[p][m] = t.cols;
+                st->tab_ent[p][m] = t.rows * t.ngroups;
+                st->tab_steps[p][m] = tsr_lay_tile_steps(&c, t.rows, t.ngroups);
                 wb += tsr_lay_tile_w8(&c, t);
                 fw += tsr_lay_tile_f32(&c, t);
                 if (tsr_lay_tile_psum(t) > rows) rows = tsr_lay_tile_psum(t);
@@ -180,9 +183,13 @@ cfg_pe_mats:
             uint64_t kvw64 = tsr_lay_kv_words(&c, p);
             uint32_t kvw = kvw64 > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)kvw64;
             if (p < TSR_ATT_PES) {   /* nh is 0 past att_pes <= TSR_ATT_PES */
+                uint32_t hs = c.dim / c.n_heads;
                 st->kv_h0[p] = h0;
                 st->kv_nh[p] = nh;
                 st->kv_q[p] = q;
+                st->kv_q0[p] = h0 * (c.n_heads / c.n_kv_heads) * hs;
+                st->kv_k0[p] = c.dim + h0 * hs;
+                st->kv_blkw[p] = nh * 2u * hs * (sl / TSR_ATT_LANES);
             }
             st->w8_used[p] = wb;
             st->f32_used[p] = fw;
@@ -203,7 +210,7 @@ cfg_roots_rows:
             for (uint32_t k = 0; k < R; k++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PES
                 uint32_t p = ((r0 + k) % R) * Cm;
-                tsr_ktab t = st->tab[p][m];
+                tsr_ktab t = tsr_ktab_of(st, p, m);
                 if (t.rows == 0) continue;
                 st->root_pe[m][n] = p;
                 st->root_w0[m][n] = t.row0 / TSR_VEC;
@@ -240,6 +247,7 @@ cfg_kv_home:
             for (uint32_t k = 0; k < c.n_kv_heads; k++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_KV_HEADS
                 tsr_lay_kv_home(&c, k, &st->kv_pe[k], &st->kv_j[k]);
+                st->kv_ow[k] = st->kv_j[k] * (c.dim / c.n_kv_heads) / TSR_ATT_LANES;
             }
             /* RoPE, as run.c: theta^(-head_dim / head_size), head_dim even */
 cfg_rope_freq:
@@ -405,9 +413,7 @@ static int op_forward(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uin
     int prefill = op == TSR_OP_PREFILL, gather = op == TSR_OP_READ_LOGITS;
     int decode = !prefill && !gather;
     uint32_t feed = 0, hp = 0, fed = 0, gathered = 0;
-    dec_seqs d;
-    d.m = 0;
-    d.stride = 0;
+    dec_seqs d = { 0 };
     int rc = TSR_K_OK;
     if (prefill) {
         if (n == 0 || n > in_n) return TSR_K_EARG;
@@ -711,14 +717,31 @@ void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f
 #pragma HLS ARRAY_RESHAPE variable=st.w8 type=complete dim=3
 #pragma HLS BIND_STORAGE variable=st.w8 type=ram_1p impl=uram
 #pragma HLS ARRAY_PARTITION variable=st.f32 type=complete dim=1
-#pragma HLS BIND_STORAGE variable=st.f32 type=ram_2p impl=TSR_F32_IMPL
+#if TSR_F32_URAM
+#pragma HLS BIND_STORAGE variable=st.f32 type=ram_2p impl=uram
+#else
+#pragma HLS BIND_STORAGE variable=st.f32 type=ram_2p impl=bram
+#endif
 #pragma HLS ARRAY_PARTITION variable=st.psum type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=st.psum type=cyclic factor=TSR_VEC dim=3
-#pragma HLS BIND_STORAGE variable=st.psum type=ram_2p impl=TSR_PSUM_IMPL
+#if TSR_PSUM_LUT
+#pragma HLS BIND_STORAGE variable=st.psum type=ram_2p impl=lutram
+#else
+#pragma HLS BIND_STORAGE variable=st.psum type=ram_2p impl=bram
+#endif
 #pragma HLS ARRAY_PARTITION variable=st.xq type=complete dim=1
 #pragma HLS ARRAY_RESHAPE variable=st.xq type=complete dim=4
+#if TSR_XQ_LUT
+#pragma HLS BIND_STORAGE variable=st.xq type=ram_2p impl=lutram
+#else
+#pragma HLS BIND_STORAGE variable=st.xq type=ram_2p impl=bram
+#endif
 #pragma HLS ARRAY_PARTITION variable=st.xs type=complete dim=1
-#pragma HLS BIND_STORAGE variable=st.xs type=ram_2p impl=TSR_XS_IMPL
+#if TSR_XS_LUT
+#pragma HLS BIND_STORAGE variable=st.xs type=ram_2p impl=lutram
+#else
+#pragma HLS BIND_STORAGE variable=st.xs type=ram_2p impl=bram
+#endif
 #pragma HLS ARRAY_PARTITION variable=st.xf type=complete dim=1
 #if TSR_WITH_F32
 #pragma HLS ARRAY_PARTITION variable=st.xf type=cyclic factor=TSR_VEC dim=3
@@ -727,25 +750,58 @@ void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f
      * the per-head scalars) */
 #pragma HLS ARRAY_PARTITION variable=st.kv type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=st.kv type=complete dim=3
-#pragma HLS BIND_STORAGE variable=st.kv type=ram_t2p impl=TSR_KV_IMPL
+#if TSR_KV_URAM
+#pragma HLS BIND_STORAGE variable=st.kv type=ram_t2p impl=uram
+#else
+#pragma HLS BIND_STORAGE variable=st.kv type=ram_t2p impl=bram
+#endif
 #pragma HLS ARRAY_PARTITION variable=st.qkvw type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=st.qkvw type=complete dim=3
-#pragma HLS BIND_STORAGE variable=st.qkvw type=ram_2p impl=TSR_QKVW_IMPL
+#if TSR_QKVW_LUT
+#pragma HLS BIND_STORAGE variable=st.qkvw type=ram_2p impl=lutram
+#else
+#pragma HLS BIND_STORAGE variable=st.qkvw type=ram_2p impl=bram
+#endif
 #pragma HLS ARRAY_PARTITION variable=st.att type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=st.att type=complete dim=3
-#pragma HLS BIND_STORAGE variable=st.att type=ram_2p impl=TSR_ATT_IMPL
+#if TSR_ATT_LUT
+#pragma HLS BIND_STORAGE variable=st.att type=ram_2p impl=lutram
+#else
+#pragma HLS BIND_STORAGE variable=st.att type=ram_2p impl=bram
+#endif
 #pragma HLS ARRAY_PARTITION variable=st.ao type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=st.ao type=complete dim=3
-#pragma HLS BIND_STORAGE variable=st.ao type=ram_2p impl=TSR_AO_IMPL
+#if TSR_AO_LUT
+#pragma HLS BIND_STORAGE variable=st.ao type=ram_2p impl=lutram
+#else
+#pragma HLS BIND_STORAGE variable=st.ao type=ram_2p impl=bram
+#endif
 #pragma HLS ARRAY_PARTITION variable=st.am type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=st.asum type=complete dim=1
+#pragma HLS BIND_STORAGE variable=st.am type=ram_2p impl=lutram
+#pragma HLS BIND_STORAGE variable=st.asum type=ram_2p impl=lutram
     /* per-PE scalars and tables, read by every PE task at once: registers */
-#pragma HLS ARRAY_PARTITION variable=st.tab type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=st.tab_row0 type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=st.tab_rows type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=st.tab_g0 type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=st.tab_ng type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=st.tab_woff type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=st.tab_foff type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=st.tab_cols type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=st.tab_ent type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=st.tab_steps type=complete dim=1
+    /* the gather's source tables: read combinationally as a root ends */
+#pragma HLS BIND_STORAGE variable=st.root_pe type=ram_2p impl=lutram
+#pragma HLS BIND_STORAGE variable=st.root_w0 type=ram_2p impl=lutram
+#pragma HLS BIND_STORAGE variable=st.root_w1 type=ram_2p impl=lutram
 #pragma HLS ARRAY_PARTITION variable=st.best_v type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=st.best_i type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=st.kv_h0 type=complete
 #pragma HLS ARRAY_PARTITION variable=st.kv_nh type=complete
 #pragma HLS ARRAY_PARTITION variable=st.kv_q type=complete
+#pragma HLS ARRAY_PARTITION variable=st.kv_q0 type=complete
+#pragma HLS ARRAY_PARTITION variable=st.kv_k0 type=complete
+#pragma HLS ARRAY_PARTITION variable=st.kv_blkw type=complete
     /* the controller's memories: its vectors and the norm weights in
      * TSR_VEC banks (a word's lane l in bank l), the sampler's copy in
      * TSR_SUM_E banks (its reduction reads that many a cycle) */

@@ -259,6 +259,9 @@ typedef struct tsr_kstate {
     float    sqrt_hs;                     /* sqrtf(head_size)               */
     uint32_t mat_rot[TSR_MAX_MATS];       /* each matrix's rotation (PEs)   */
     uint32_t mat_cols[TSR_MAX_MATS];      /* each matrix's columns C_m      */
+    uint32_t mat_d[TSR_MAX_MATS];         /* its rows d, inputs n, 1 for W13's */
+    uint32_t mat_n[TSR_MAX_MATS];         /* pair (tsr_lay_mat_shape, once)  */
+    uint32_t mat_pair[TSR_MAX_MATS];
     /* each matrix's mesh-row roots in row order (the gather's sources):
      * PE, first and end bus word of its rows; mat_nroots of them */
     uint32_t mat_nroots[TSR_MAX_MATS];
@@ -270,8 +273,12 @@ typedef struct tsr_kstate {
     uint32_t kv_h0[TSR_ATT_PES];          /* an attention PE's first KV head  */
     uint32_t kv_nh[TSR_ATT_PES];          /* its KV heads (0: none)          */
     uint32_t kv_q[TSR_ATT_PES];           /* its place in its head group    */
+    uint32_t kv_q0[TSR_ATT_PES];          /* its first q element in q | k | v */
+    uint32_t kv_k0[TSR_ATT_PES];          /* its first k element            */
+    uint32_t kv_blkw[TSR_ATT_PES];        /* KV words of one (slot, layer)  */
     uint32_t kv_pe[TSR_MAX_KV_HEADS];     /* each KV head's first PE        */
     uint32_t kv_j[TSR_MAX_KV_HEADS];      /* its index among that PE's heads */
+    uint32_t kv_ow[TSR_MAX_KV_HEADS];     /* its outputs' first attention word there */
     uint32_t g_log2;                      /* log2(group)                    */
     uint32_t cpg_log2;                    /* log2(chunks a group), 0 for G <= TSR_LANES */
     uint32_t q_log2;                      /* log2(kv_split)                 */
@@ -301,7 +308,14 @@ typedef struct tsr_kstate {
     int32_t  cand_i[TSR_MAX_VOCAB];       /* top-p candidates: token ids    */
     tsr_kcounters cnt;
     /* --- per PE (small) --- */
-    tsr_ktab tab[TSR_PES][TSR_MAX_MATS];  /* tile of each matrix            */
+    /* each PE's tile of each matrix (tsr_ktab's fields, a plain array
+     * each, so every PE reads its own; tsr_ktab_of in tsr_ops.h) */
+    uint32_t tab_row0[TSR_PES][TSR_MAX_MATS], tab_rows[TSR_PES][TSR_MAX_MATS];
+    uint32_t tab_g0[TSR_PES][TSR_MAX_MATS], tab_ng[TSR_PES][TSR_MAX_MATS];
+    uint32_t tab_woff[TSR_PES][TSR_MAX_MATS], tab_foff[TSR_PES][TSR_MAX_MATS];
+    uint32_t tab_cols[TSR_PES][TSR_MAX_MATS];
+    uint32_t tab_ent[TSR_PES][TSR_MAX_MATS];   /* entries of a half: rows x ngroups */
+    uint32_t tab_steps[TSR_PES][TSR_MAX_MATS]; /* a half's pipeline steps, one item */
     uint32_t pe_cy[TSR_PES];              /* cycles of the last PE task     */
     float    best_v[TSR_PES][TSR_MAX_BLOCK]; /* greedy: a root's best logit, its row, per item */
     uint32_t best_i[TSR_PES][TSR_MAX_BLOCK];

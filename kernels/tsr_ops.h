@@ -15,12 +15,13 @@
 #include "tsr_kernel.h"
 
 /* What a PE task (TSR_RUN_PES) is asked to do: plain values only, so the
- * hardware task reads it as wires. */
+ * hardware task reads it as wires.  (A tree level's stride is not here: it
+ * is the task's literal argument k, tsr_hls.h.) */
 typedef struct tsr_pe_job {
     uint32_t mat;       /* matrix of a GEMV                                 */
     uint32_t flags;     /* TSR_JOB_*                                        */
     uint32_t slot, layer, pos;
-    uint32_t level;     /* tree level (stride 2^level) of a tree step       */
+    uint32_t blk;       /* attention: slot x n_layers + layer, the KV block  */
     uint32_t down;      /* attention trees: 0 up (combine), 1 down (spread) */
     uint32_t nx;        /* GEMV: the pass's items (inputs a PE's tile meets) */
     uint32_t work;      /* the step's multiply-accumulates, roughly: the
@@ -39,6 +40,20 @@ typedef struct tsr_pe_job {
 #define TSR_CVW_X       (TSR_CV_X / TSR_VEC)
 #define TSR_CVW_XN      (TSR_CV_XN / TSR_VEC)
 #define TSR_CVW_QKV     (TSR_CV_QKV / TSR_VEC)
+
+/* PE p's tile of matrix m (CONFIGURE's tables, one plain array a field). */
+static inline tsr_ktab tsr_ktab_of(const tsr_kstate *st, uint32_t p, uint32_t m)
+{
+    tsr_ktab t;
+    t.row0 = st->tab_row0[p][m];
+    t.rows = st->tab_rows[p][m];
+    t.g0 = st->tab_g0[p][m];
+    t.ngroups = st->tab_ng[p][m];
+    t.w_off = st->tab_woff[p][m];
+    t.f_off = st->tab_foff[p][m];
+    t.cols = st->tab_cols[p][m];
+    return t;
+}
 
 /* ---- controller vector ops (ops.c) ------------------------------------- */
 
@@ -106,15 +121,12 @@ int32_t tsr_sample(float *logits, uint32_t n, float temperature, float top_p, ui
 /* Item it's input of the next GEMV: xn = w * (ss * x), (n,), x its
  * residual stream (TSR_CV_X), w norm weight row `row` of st->rms (rms_att
  * of layer l at row l, rms_ffn at L + l, rms_final at 2L), into its
- * TSR_CV_XN; then quantized (Q8, in groups of G, as tsr_quantize) or zero
- * padded (F32) and broadcast into every PE's copy for item it (xq/xs or
- * xf [p][it]).  Charged to INPUT. */
-void tsr_mesh_input(tsr_kstate *st, uint32_t it, uint32_t n, uint32_t row, float ss);
-
-/* The same for an xn (n,, TSR_CV_XN) a gather (TSR_GATHER_INPUT) or the
- * attention's collect already wrote, zero padded, with its word maxima: only the
- * quantize (F32: pad) and broadcast pass.  Charged to INPUT. */
-void tsr_mesh_input_ready(tsr_kstate *st, uint32_t it, uint32_t n);
+ * TSR_CV_XN (ready: a gather or attention wrote xn and its word maxima
+ * already; row and ss unused); then quantized (Q8, in groups of G, as
+ * tsr_quantize) or zero padded (F32) and broadcast into every PE's copy
+ * for item it (xq/xs or xf [p][it]).  Charged to INPUT. */
+void tsr_mesh_input(tsr_kstate *st, uint32_t it, uint32_t n, uint32_t row, float ss,
+                    uint32_t ready);
 
 /* W (d, n) @ input -> each PE's psum, for matrix mat and the nx items of
  * the pass (item x's input in the PEs' copies [x], its outputs in psum[p]
@@ -162,7 +174,7 @@ void tsr_mesh_embed(tsr_kstate *st, uint32_t it, uint32_t token);
  * this position's k, v on the PE that holds pos and run their query heads
  * over positions 0..pos (GQA); then the head outputs into xn (TSR_CV_XN,
  * dim, zero padded to the group, with its word maxima: the WO input,
- * tsr_mesh_input_ready).
+ * tsr_mesh_input, ready).
  * Charged to ATT_IO, ATTN and ATT_TREE. */
 void tsr_attention(tsr_kstate *st, uint32_t it, uint32_t slot, uint32_t l, uint32_t pos);
 

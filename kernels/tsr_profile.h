@@ -25,22 +25,13 @@ TSR_STATIC_CHECK(tree_ii, TSR_TREE_II * TSR_TREE_LANES == TSR_VEC);
 TSR_STATIC_CHECK(embed_ii, TSR_EMBED_II * TSR_VEC == TSR_LANES);
 
 /* Whether a PE's fp32 array (scales / F32 tiles) and its KV cache go to
- * UltraRAM (1) or block RAM (0, the default): BIND_STORAGE impl=. */
+ * UltraRAM (1) or block RAM (0, the default): which BIND_STORAGE line
+ * tessera_top takes. */
 #ifndef TSR_F32_URAM
 #define TSR_F32_URAM        0
 #endif
 #ifndef TSR_KV_URAM
 #define TSR_KV_URAM         0
-#endif
-#if TSR_F32_URAM
-#define TSR_F32_IMPL        uram
-#else
-#define TSR_F32_IMPL        bram
-#endif
-#if TSR_KV_URAM
-#define TSR_KV_IMPL         uram
-#else
-#define TSR_KV_IMPL         bram
 #endif
 /* The quantizer reads a group's word maxima (TSR_VEC words) in one cycle. */
 #define TSR_WMAX_PORTS      (TSR_MAX_GROUP / TSR_VEC > 1 ? TSR_MAX_GROUP / TSR_VEC : 1)
@@ -56,6 +47,14 @@ TSR_STATIC_CHECK(embed_ii, TSR_EMBED_II * TSR_VEC == TSR_LANES);
 TSR_STATIC_CHECK(block_pow2, (TSR_MAX_BLOCK & (TSR_MAX_BLOCK - 1)) == 0);
 /* Per-slot cancel words live in the ring's header (tsr_kernel.h). */
 TSR_STATIC_CHECK(slots_cancel_words, TSR_MAX_SLOTS <= 8);
+
+/* Bits that hold the value n (n < 2^16), for shift-and-add multiplies by a
+ * bounded operand (tsr_mul_small, tsr_ops.h). */
+#define TSR_BITS(n) ((n) < 2 ? 1 : (n) < 4 ? 2 : (n) < 8 ? 3 : (n) < 16 ? 4 : (n) < 32 ? 5 :    \
+                     (n) < 64 ? 6 : (n) < 128 ? 7 : (n) < 256 ? 8 : (n) < 512 ? 9 :             \
+                     (n) < 1024 ? 10 : (n) < 2048 ? 11 : (n) < 4096 ? 12 : (n) < 8192 ? 13 :    \
+                     (n) < 16384 ? 14 : (n) < 32768 ? 15 : 16)
+#define TSR_BLOCK_BITS      TSR_BITS(TSR_MAX_BLOCK)
 
 /* PEs of the profile: the unrolled PE loops run over this many instances. */
 #define TSR_PES             TSR_MAX_PES
@@ -117,39 +116,18 @@ TSR_STATIC_CHECK(slots_cancel_words, TSR_MAX_SLOTS <= 8);
 TSR_STATIC_CHECK(kv_words_whole, TSR_PE_KV_WORDS % TSR_ATT_LANES == 0);
 TSR_STATIC_CHECK(qgroup_whole, TSR_MAX_QGROUP % TSR_ATT_LANES == 0);
 /* Small memories go to LUTs, larger ones to block RAM: a bank of at most
- * TSR_LUTRAM_WORDS words (BIND_STORAGE impl=, one literal per array for
- * the pragma; driver/plan.c packs by the same rule). */
+ * TSR_LUTRAM_WORDS words.  Each TSR_*_LUT says which for one array
+ * (tessera_top picks its literal BIND_STORAGE line by it; driver/plan.c
+ * packs by the same rule). */
 #define TSR_LUTRAM_WORDS    64
-#if TSR_PE_ROWS / TSR_VEC <= TSR_LUTRAM_WORDS
-#define TSR_PSUM_IMPL       lutram
-#else
-#define TSR_PSUM_IMPL       bram
-#endif
-#if TSR_PE_XS <= TSR_LUTRAM_WORDS
-#define TSR_XS_IMPL         lutram
-#else
-#define TSR_XS_IMPL         bram
-#endif
-#if TSR_PE_QKV_VW <= TSR_LUTRAM_WORDS
-#define TSR_QKVW_IMPL       lutram
-#else
-#define TSR_QKVW_IMPL       bram
-#endif
-#if TSR_PE_ATT_AW <= TSR_LUTRAM_WORDS
-#define TSR_ATT_IMPL        lutram
-#else
-#define TSR_ATT_IMPL        bram
-#endif
-#if TSR_PE_AO_AW <= TSR_LUTRAM_WORDS
-#define TSR_AO_IMPL         lutram
-#else
-#define TSR_AO_IMPL         bram
-#endif
-#if TSR_ATT_ACC / TSR_ATT_LANES <= TSR_LUTRAM_WORDS
-#define TSR_ACC_IMPL        lutram
-#else
-#define TSR_ACC_IMPL        bram
-#endif
+#define TSR_PSUM_LUT        (TSR_MAX_BLOCK * TSR_PE_ROWS / TSR_VEC <= TSR_LUTRAM_WORDS)
+#define TSR_XQ_LUT          (TSR_MAX_BLOCK * TSR_PE_XQ_WORDS <= TSR_LUTRAM_WORDS)
+#define TSR_XS_LUT          (TSR_MAX_BLOCK * TSR_PE_XS <= TSR_LUTRAM_WORDS)
+#define TSR_QKVW_LUT        (TSR_PE_QKV_VW <= TSR_LUTRAM_WORDS)
+#define TSR_ATT_LUT         (TSR_PE_ATT_AW <= TSR_LUTRAM_WORDS)
+#define TSR_AO_LUT          (TSR_PE_AO_AW <= TSR_LUTRAM_WORDS)
+#define TSR_ACC_LUT         (TSR_ATT_ACC / TSR_ATT_LANES <= TSR_LUTRAM_WORDS)
+#define TSR_COEF_LUT        (TSR_ATT_ACC <= TSR_LUTRAM_WORDS)
 /* Quantizer: TSR_LANES chunks of the input; one max per TSR_VEC word. */
 #define TSR_MAX_CHUNKS      (TSR_MAX_IN / TSR_LANES)
 #define TSR_MAX_IN_VWORDS   (TSR_MAX_IN / TSR_VEC + 1)
@@ -215,6 +193,8 @@ TSR_STATIC_CHECK(split_levels, (1 << TSR_MAX_SPLIT_LEVELS) == TSR_MAX_KV_SPLIT);
 #define TSR_SUM_II   (TSR_FADD_LAT / TSR_SUM_LANES)
 #define TSR_SUM_DIST TSR_SUM_LANES
 #endif
+/* ... the partials as rows of TSR_SUM_E, a pass's row after another. */
+#define TSR_SUM_ROWS (TSR_SUM_LANES / TSR_SUM_E)
 
 /* A PE's own reductions (attention's sum of exponentials): at most
  * TSR_FADD_LAT partials, one element a cycle, so a PE needs one adder. */

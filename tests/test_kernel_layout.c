@@ -102,7 +102,7 @@ static void layout_every_row_in_one_tile(void **state)
                         assert_int_equal(t.row0, t0.row0);
                         assert_int_equal(t.rows, t0.rows);
                         if (ok) {
-                            const tsr_ktab *k = &st->tab[p][m];
+                            const tsr_ktab kt = tsr_ktab_of(st, p, m), *k = &kt;
                             assert_int_equal(k->row0, t.row0);
                             assert_int_equal(k->rows, t.rows);
                             assert_int_equal(k->g0, t.g0);

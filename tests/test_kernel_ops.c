@@ -70,7 +70,7 @@ static void input_of(tsr_kstate *st, const float *x, uint32_t n, const float *w,
     memcpy(keep, st->rms[0], sizeof keep);
     memcpy(cv_x(st), x, n * sizeof *x);
     for (uint32_t i = 0; i < n; i++) st->rms[0][i] = w ? w[i] : 1.0f;
-    tsr_mesh_input(st, 0, n, 0, w ? ss : 1.0f);
+    tsr_mesh_input(st, 0, n, 0, w ? ss : 1.0f, 0);
     memcpy(st->rms[0], keep, sizeof keep);
 }
 static void input_raw(tsr_kstate *st, const float *x, uint32_t n) { input_of(st, x, n, NULL, 1.0f); }

@@ -12,7 +12,7 @@
  *     attention scores in 8 partials (TSR_ATT_PARTS);
  *   - one sequence slot, no F32 datapath.
  * `tessera plan --shape stories15M --part u55c --profile stories15m`
- * projects 19,120 tokens/s at position 255 (controller 26%) from the
+ * projects 18,328 tokens/s at position 255 (controller 26%) from the
  * kernel's own cycle accounting; unverified until a first csynth.
  *
  * Resource estimate (tessera plan --profile stories15m, checked by
