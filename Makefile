@@ -135,7 +135,8 @@ help:
 	@echo "  make help-hw    the Vitis flow: csim, csynth, cosim, xclbin (hw/vitis.mk)"
 	@echo "  make run        decode 'Once upon a time' on stories260K in the emulator"
 	@echo "  make bench      benchmark stories260K and synthetic 15M/42M/110M into $(BUILD)/bench/"
-	@echo "                  (DOCS=1: write docs/benchmarks.md instead)"
+	@echo "                  (DOCS=1: write docs/benchmarks.md instead; RUNQ=, LLAMA_BENCH= and"
+	@echo "                  LLAMA_GGUF_DIR= measure the peers in the same run: docs/benchmarks.md)"
 	@echo "  make bench-serve  TTFT and per-token overhead of HTTP+SSE and WebSocket, tokens/s (docs/server.md)"
 	@echo "  make examples   build host/examples/ into $(BUILD)/examples/"
 	@echo "  make install    install tessera, the header, libraries, tessera.pc (PREFIX=$(PREFIX), DESTDIR=)"
@@ -389,11 +390,21 @@ fuzz-smoke: fuzz-build fuzz-seeds
 
 # ------------------------------------------------------------------ bench ---
 # Synthetic checkpoints and the report go to $(BUILD)/bench/ (kept between
-# runs); DOCS=1 writes the report to the tracked docs/benchmarks.md.
+# runs); DOCS=1 writes the report to the tracked docs/benchmarks.md.  The
+# peers, each optional and built outside the tree (docs/benchmarks.md):
+# RUNQ=llama2.c's runq, LLAMA_BENCH=llama.cpp's llama-bench with a GGUF per
+# shape (LLAMA_GGUF_<shape>=FILE or LLAMA_GGUF_DIR=DIR holding
+# <shape>.q8_0.gguf), measured in the same run, interleaved with tessera;
+# BENCH_ROUNDS, BENCH_SHAPES, BENCH_THREADS, BENCH_PROMPT, BENCH_DECODE
+# narrow it (host/bench.sh).
 .PHONY: bench
 BENCH_OUT := $(if $(filter 1,$(DOCS)),docs/benchmarks.md,$(BUILD)/bench/benchmarks.md)
+BENCH_VARS := RUNQ LLAMA_BENCH LLAMA_GGUF_DIR LLAMA_GGUF_stories260K LLAMA_GGUF_stories15M \
+              LLAMA_GGUF_stories42M LLAMA_GGUF_stories110M BENCH_ROUNDS BENCH_SHAPES \
+              BENCH_THREADS BENCH_PROMPT BENCH_DECODE
 bench: $(TESSERA)
-	sh host/bench.sh $(TESSERA) $(SHARED) $(BUILD)/bench $(BENCH_OUT)
+	$(foreach v,$(BENCH_VARS),$(if $(value $(v)),$(v)='$($(v))')) \
+	    sh host/bench.sh $(TESSERA) $(SHARED) $(BUILD)/bench $(BENCH_OUT)
 
 # --------------------------------------------------------------- examples ---
 # host/examples/*.c against the in-tree header and the static library.

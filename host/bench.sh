@@ -1,6 +1,9 @@
 #!/bin/sh
-# bench.sh - run `tessera bench` over the benchmark shapes and thread counts
-# and write a markdown report (make bench runs this).
+# bench.sh - run `tessera bench` over the benchmark shapes and thread counts,
+# measure the peers given in the environment in the same run, interleaved
+# with tessera's runs, and write a markdown report (make bench runs this).
+# A ratio is printed only against a peer measured here; without peers the
+# peer columns say "-".
 #
 # usage: sh host/bench.sh TESSERA SHARED BENCHDIR OUT.md
 #   TESSERA   the tessera program (build/tessera)
@@ -8,6 +11,18 @@
 #             tokenizer.bin)
 #   BENCHDIR  where the synthetic Q8 checkpoints are (written if missing)
 #   OUT.md    the report
+# environment (each optional; docs/benchmarks.md says how to build the peers):
+#   RUNQ=FILE               llama2.c's runq (runq.c), run on the same version 2
+#                           checkpoint as tessera, OMP_NUM_THREADS = threads
+#   LLAMA_BENCH=FILE        llama.cpp's llama-bench; it needs a GGUF of the same
+#                           weights per shape, found as
+#   LLAMA_GGUF_<shape>=FILE   e.g. LLAMA_GGUF_stories15M=/m/stories15M.q8_0.gguf, else
+#   LLAMA_GGUF_DIR=DIR        DIR/<shape>.q8_0.gguf; a shape without one: "-"
+#   BENCH_ROUNDS=N          interleaved rounds (default 3): each round runs
+#                           tessera, then runq, then llama-bench, for each row
+#   BENCH_SHAPES="..."      default "stories260K stories15M stories42M stories110M"
+#   BENCH_THREADS="..."     default "1 2"
+#   BENCH_PROMPT=P BENCH_DECODE=N   prompt and generated tokens (default 16, 240)
 set -eu
 
 [ $# -eq 4 ] || { echo "usage: sh host/bench.sh TESSERA SHARED BENCHDIR OUT.md" >&2; exit 2; }
@@ -15,63 +30,191 @@ TESSERA=$1
 SHARED=$2
 BENCHDIR=$3
 OUT=$4
-THREADS="1 2"
+ROUNDS=${BENCH_ROUNDS:-3}
+SHAPES=${BENCH_SHAPES:-stories260K stories15M stories42M stories110M}
+THREADS=${BENCH_THREADS:-1 2}
+P=${BENCH_PROMPT:-16}
+N=${BENCH_DECODE:-240}
+RUNQ=${RUNQ:-}
+LLAMA_BENCH=${LLAMA_BENCH:-}
+LLAMA_GGUF_DIR=${LLAMA_GGUF_DIR:-}
+for peer in "$RUNQ" "$LLAMA_BENCH"; do
+    [ -z "$peer" ] || [ -x "$peer" ] || { echo "bench: $peer is not an executable" >&2; exit 2; }
+done
 mkdir -p "$BENCHDIR"
 
-# Synthetic Q8_0 checkpoints of the llama2.c shapes (32000-token vocab).
-for shape in stories15M stories42M stories110M; do
-    f=$BENCHDIR/$shape.bin
+# The model, tokenizer and GGUF of a shape (GGUF "" when none is given).
+model_of() {
+    case $1 in
+        stories260K) echo "$SHARED/models/stories260K.bin" ;;
+        *) echo "$BENCHDIR/$1-q8.bin" ;;
+    esac
+}
+tok_of() {
+    case $1 in
+        stories260K) echo "$SHARED/models/tok512.bin" ;;
+        *) echo "$SHARED/models/tokenizer.bin" ;;
+    esac
+}
+gguf_of() {
+    g=$(eval "echo \"\${LLAMA_GGUF_$1:-}\"")
+    [ -z "$g" ] && [ -n "$LLAMA_GGUF_DIR" ] && [ -f "$LLAMA_GGUF_DIR/$1.q8_0.gguf" ] &&
+        g=$LLAMA_GGUF_DIR/$1.q8_0.gguf
+    echo "$g"
+}
+
+# Synthetic Q8_0 checkpoints (version 2, group 32) of the llama2.c shapes.
+for shape in $SHAPES; do
+    [ "$shape" = stories260K ] && continue
+    f=$(model_of "$shape")
     [ -f "$f" ] && continue
-    gs=""
-    [ "$shape" = stories110M ] && gs="--group-size 64"
     echo "bench: writing $f" >&2
-    # shellcheck disable=SC2086
-    "$TESSERA" synth --shape "$shape" --q8 $gs -o "$f"   # written under a temporary name, renamed when complete
+    "$TESSERA" synth --shape "$shape" --q8 -o "$f"   # written under a temporary name, renamed when complete
 done
 
-# shape|model|tokenizer|options|runq 1-thread|runq 2-thread: every shape runs
-# 256 positions (16 prompt token ids, then 240 decoded tokens), medians of 3
-# after a warm-up, as the runq reference figures in issue 6 were taken
-# (llama2.c runq.c, Q8_0, synthetic weights, this machine class; guides only).
-RUN="--prompt-tokens 16 --decode-tokens 240 --repeat 3 --warmup 1"
-CASES="stories260K|$SHARED/models/stories260K.bin|$SHARED/models/tok512.bin|$RUN|-|-
-stories15M (synthetic)|$BENCHDIR/stories15M.bin|$SHARED/models/tokenizer.bin|$RUN|350|690
-stories42M (synthetic)|$BENCHDIR/stories42M.bin|$SHARED/models/tokenizer.bin|$RUN|140|280
-stories110M (synthetic, group size 64)|$BENCHDIR/stories110M.bin|$SHARED/models/tokenizer.bin|$RUN --group-size 64|76|145"
+WORK=$(mktemp -d /tmp/tsr_bench_XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+ROWS=$WORK/rows
+CMDS=$WORK/cmds
+: > "$ROWS"
+: > "$CMDS"
 
-ROWS=$(mktemp /tmp/tsr_bench_rows_XXXXXX)
-CMDS=$(mktemp /tmp/tsr_bench_cmds_XXXXXX)
-JSON=$(mktemp /tmp/tsr_bench_json_XXXXXX)
-trap 'rm -f "$ROWS" "$CMDS" "$JSON"' EXIT
+# The median, minimum and maximum of stdin's numbers, one a line ("-" for none).
+median() { sort -g | awk '{ v[NR] = $1 } END { if (!NR) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+lowest() { sort -g | head -n 1; }
+highest() { sort -g | tail -n 1; }
+# The number after "key": in each JSON line of file $2.
+field() { sed -n "s/.*\"$1\": *\([-0-9.e+]*\).*/\1/p" "$2"; }
+# a / b as "1.23x", or "-" when either is missing.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b + 0 <= 0) print "-"; else printf "%.2fx\n", a / b }'; }
+# A number with d decimals, or "-".
+num() { awk -v v="$1" -v d="$2" 'BEGIN { if (v == "-" || v == "") print "-"; else printf "%.*f\n", d, v }'; }
+# Log a command once (the first round) for the report.
+logcmd() { [ "$round" -eq 1 ] && echo "$*" >> "$CMDS"; return 0; }
 
-# The median of stdin's numbers, one a line.
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-# The number after "key": in each JSON line of $JSON.
-field() { sed -n "s/.*\"$1\":\([-0-9.e+]*\).*/\1/p" "$JSON"; }
-
-echo "$CASES" | while IFS='|' read -r name model tok opts runq1 runq2; do
+for shape in $SHAPES; do
+    model=$(model_of "$shape")
+    tok=$(tok_of "$shape")
+    gguf=$(gguf_of "$shape")
     for t in $THREADS; do
-        cmd="$TESSERA bench -m $model -z $tok $opts --threads $t --json"
-        echo "bench: $cmd" >&2
-        echo "$cmd" >> "$CMDS"
-        # shellcheck disable=SC2086
-        "$TESSERA" bench -m "$model" -z "$tok" $opts --threads "$t" --json > "$JSON"
-        n=$(field decode_tokens | head -n 1)
-        dmed=$(field decode_tok_s | median); dmin=$(field decode_tok_s | sort -g | head -n 1); dmax=$(field decode_tok_s | sort -g | tail -n 1)
-        pmed=$(field prefill_tok_s | median)
-        tmed=$(field ttft_ms | median)
-        load=$(field load_gb_s | head -n 1)
-        prep=$(field load_prep_s | head -n 1)
-        rss=$(field peak_rss_mb | sort -g | tail -n 1)
-        runq=$runq1
-        [ "$t" = 2 ] && runq=$runq2
-        ratio="-"
-        [ "$runq" != "-" ] && ratio=$(awk -v a="$dmed" -v b="$runq" 'BEGIN { printf "%.2fx", a / b }')
-        printf '| %s | %s | %s | %.1f (%.1f..%.1f) | %s | %s | %.1f | %.2f | %.2f | %.3f | %.1f |\n' \
-            "$name" "$t" "$n" "$dmed" "$dmin" "$dmax" "$runq" "$ratio" "$pmed" "$tmed" "$load" "$prep" \
-            "$rss" >> "$ROWS"
+        tj=$WORK/tessera.json rj=$WORK/runq.txt lj=$WORK/llama.jsonl
+        : > "$tj"; : > "$rj"; : > "$lj"
+        round=1
+        while [ "$round" -le "$ROUNDS" ]; do
+            # tessera: one load, a warm-up run, one measured run
+            logcmd "$TESSERA bench -m $model -z $tok --prompt-tokens $P --decode-tokens $N --repeat 1 --warmup 1 --threads $t --json"
+            echo "bench: $shape, $t thread(s), round $round: tessera" >&2
+            "$TESSERA" bench -m "$model" -z "$tok" --prompt-tokens "$P" --decode-tokens "$N" \
+                --repeat 1 --warmup 1 --threads "$t" --json >> "$tj"
+            # runq: the same file (version 2 only); its own "achieved tok/s"
+            if [ -n "$RUNQ" ] && [ "$shape" != stories260K ]; then
+                logcmd "OMP_NUM_THREADS=$t $RUNQ $model -z $tok -n $((P + N)) -i 'Once upon a time' -t 0"
+                echo "bench: $shape, $t thread(s), round $round: runq" >&2
+                OMP_NUM_THREADS=$t "$RUNQ" "$model" -z "$tok" -n $((P + N)) -i "Once upon a time" \
+                    -t 0 2>&1 >/dev/null | sed -n 's/^achieved tok\/s: *\([0-9.]*\).*/\1/p' >> "$rj"
+            fi
+            # llama-bench: the GGUF of the same weights, pp P and tg N
+            if [ -n "$LLAMA_BENCH" ] && [ -n "$gguf" ]; then
+                logcmd "$LLAMA_BENCH -m $gguf -p $P -n $N -t $t -r 1 -o jsonl"
+                echo "bench: $shape, $t thread(s), round $round: llama-bench" >&2
+                "$LLAMA_BENCH" -m "$gguf" -p "$P" -n "$N" -t "$t" -r 1 -o jsonl 2>/dev/null >> "$lj"
+            fi
+            round=$((round + 1))
+        done
+        n=$(field decode_tokens "$tj" | head -n 1)
+        dmed=$(field decode_tok_s "$tj" | median)
+        dmin=$(field decode_tok_s "$tj" | lowest); dmax=$(field decode_tok_s "$tj" | highest)
+        pmed=$(field prefill_tok_s "$tj" | median)
+        tmed=$(field ttft_ms "$tj" | median)
+        prep=$(field load_prep_s "$tj" | median)
+        lsec=$(field load_s "$tj" | median)
+        rss=$(field peak_rss_mb "$tj" | highest)
+        runq=$(median < "$rj")
+        ltg=$(grep "\"n_gen\": *$N," "$lj" | grep "\"n_prompt\": *0," | field avg_ts /dev/stdin | median)
+        lpp=$(grep "\"n_prompt\": *$P," "$lj" | grep "\"n_gen\": *0," | field avg_ts /dev/stdin | median)
+        printf '| %s | %s | %s | %s (%s..%s) | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
+            "$shape" "$t" "$n" "$(num "$dmed" 1)" "$(num "$dmin" 1)" "$(num "$dmax" 1)" \
+            "$(num "$runq" 1)" "$(ratio "$dmed" "$runq")" "$(num "$ltg" 1)" "$(ratio "$dmed" "$ltg")" \
+            "$(num "$pmed" 1)" "$(num "$lpp" 1)" "$(ratio "$pmed" "$lpp")" "$(num "$tmed" 2)" \
+            "$(num "$lsec" 3)" "$(num "$prep" 3)" "$(num "$rss" 1)" >> "$ROWS"
     done
 done
+
+# How to build the peers outside the tree and run with them: part of every
+# report, so that `make bench DOCS=1` keeps it in docs/benchmarks.md.
+peers_howto() {
+    cat <<'HOWTO'
+## Peers: building them, running with them
+
+The peers are built outside this source tree and never committed.  Any folder
+will do; `/tmp/peers` below.  Sources: karpathy/llama2.c (master, commit
+350e04fe35433e6d2941dce5a1f53308f87058eb) and ggml-org/llama.cpp (commit
+c392e5094deaf2d1a7c18683214f007fad3fe42b, build 4748), checked out into
+`/tmp/peers/llama2.c` and `/tmp/peers/llama.cpp`.
+
+llama2.c's runq (Q8_0, OpenMP):
+
+```sh
+cd /tmp/peers/llama2.c
+gcc -Ofast -march=native -fopenmp runq.c -lm -o runq
+```
+
+llama.cpp's llama-bench and the two tools that make the GGUF:
+
+```sh
+cd /tmp/peers/llama.cpp
+cmake -B build -DGGML_NATIVE=ON -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF \
+      -DLLAMA_LLGUIDANCE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF
+cmake --build build -j2 --target llama-bench llama-cli llama-quantize llama-convert-llama2c-to-ggml
+```
+
+On a CPU with AMX (Sapphire Rapids and later) that native build computes
+wrong Q8_0 results at this commit (its AMX buffer type takes the quantized
+matmuls; `llama-cli` prints garbage): build without AMX instead, and use
+`build-noamx/bin/` below:
+
+```sh
+cmake -B build-noamx -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
+      -DGGML_F16C=ON -DGGML_AVX_VNNI=ON -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON \
+      -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON -DCMAKE_BUILD_TYPE=Release \
+      -DLLAMA_CURL=OFF -DLLAMA_LLGUIDANCE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF
+cmake --build build-noamx -j2 --target llama-bench llama-cli llama-quantize llama-convert-llama2c-to-ggml
+```
+
+GGUF Q8_0 files of the same weights as make bench's checkpoints: `tessera
+synth` writes the same pseudo-random weights (seed 42) as llama2.c's legacy
+fp32 layout, which llama.cpp's converter reads; llama-quantize makes Q8_0
+(group 32, fp16 scales) of them.  From this tree, after `make`:
+
+```sh
+L=/tmp/peers/llama.cpp/build/bin      # or build-noamx/bin
+mkdir -p /tmp/peers/models
+for s in stories15M stories42M stories110M; do
+    build/tessera synth --shape $s --legacy -o /tmp/peers/models/$s.legacy.bin
+    $L/llama-convert-llama2c-to-ggml --copy-vocab-from-model ../shared/models/tokenizer.bin \
+        --llama2c-model /tmp/peers/models/$s.legacy.bin \
+        --llama2c-output-model /tmp/peers/models/$s.f32.gguf
+    $L/llama-quantize /tmp/peers/models/$s.f32.gguf /tmp/peers/models/$s.q8_0.gguf Q8_0
+done
+```
+
+Then, with either peer or both (each optional; a peer not given gets "-" and
+no ratio; every ratio is against a peer measured in the same run,
+interleaved with tessera's runs):
+
+```sh
+make bench RUNQ=/tmp/peers/llama2.c/runq \
+           LLAMA_BENCH=/tmp/peers/llama.cpp/build/bin/llama-bench \
+           LLAMA_GGUF_DIR=/tmp/peers/models          # DIR/<shape>.q8_0.gguf
+# or one file per shape:
+make bench LLAMA_BENCH=... LLAMA_GGUF_stories15M=/path/a.gguf LLAMA_GGUF_stories110M=/path/b.gguf
+# fewer rows or rounds:
+make bench RUNQ=... BENCH_SHAPES="stories110M" BENCH_THREADS=2 BENCH_ROUNDS=5
+```
+
+The report goes to `build/bench/benchmarks.md` (`DOCS=1`: this file).
+HOWTO
+}
 
 CPU=$(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo 2>/dev/null | head -n 1)
 NCPU=$(grep -c '^processor' /proc/cpuinfo 2>/dev/null || echo "?")
@@ -79,37 +222,40 @@ NCPU=$(grep -c '^processor' /proc/cpuinfo 2>/dev/null || echo "?")
     echo "# Benchmarks"
     echo
     echo "Generated by \`make bench DOCS=1\` (host/bench.sh) on $(date -u '+%Y-%m-%d %H:%M UTC')."
-    echo "Device: the emulator (\`emu\`, 16 PEs, Q8_0 weights on chip), worker threads: $(echo "$THREADS" | sed "s/ / and /")."
+    echo "Device: the emulator (\`emu\`, 16 PEs, Q8_0 weights at group 32 on chip), worker threads: $(echo "$THREADS" | sed "s/ / and /")."
     echo "CPU: ${CPU:-unknown} ($NCPU logical CPUs)."
+    echo "Peers measured in this run: runq ${RUNQ:-(none: RUNQ not set)}; llama-bench ${LLAMA_BENCH:-(none: LLAMA_BENCH not set)}."
     echo
-    echo "Each row: one model load, 1 warm-up run, then 3 measured runs, each on a fresh"
-    echo "sequence: prefill 16 prompt token ids, then generate exactly N tokens greedily with"
-    echo "ignore_stop = 1 (256 positions in all).  Decode tok/s is the median (min..max) of"
-    echo "the 3 runs; prefill and TTFT are medians.  runq is llama2.c runq.c (Q8_0) at the"
-    echo "same thread count, as issue 6 quotes it for this machine class (a guide only: it"
-    echo "was not re-measured by this script; docs/emulator.md has both programs measured"
-    echo "side by side); x runq = tessera's median / that figure.  Stream GB/s is"
-    echo "the weight image bytes / the time from the first chunk sent to the last; prep s is"
-    echo "the time before it (read the file, quantize, tile, hash; configure; and the OS"
-    echo "faulting in the emulated SRAM).  Peak RSS is the process's ru_maxrss.  The"
+    echo "Each row: $ROUNDS interleaved rounds; a round runs tessera (one model load, 1 warm-up"
+    echo "run, 1 measured run on a fresh sequence: prefill $P prompt token ids, then generate"
+    echo "exactly N tokens greedily with ignore_stop = 1), then runq, then llama-bench, so the"
+    echo "programs share the machine's state.  Figures are medians over the rounds (decode"
+    echo "tok/s with min..max).  runq is llama2.c's runq.c on the same version 2 checkpoint"
+    echo "(its \"achieved tok/s\" over $((P + N)) steps, prompt and generated positions alike: one"
+    echo "forward each); llama.cpp is llama-bench on a GGUF Q8_0 of the same weights (tg$N"
+    echo "and pp$P); x = tessera's median / the peer's, and only for a peer measured here"
+    echo "(\"-\": not measured).  Load s is tessera's whole model load (open, check, build"
+    echo "and stream the image); prep s the part before the first chunk is sent (open, the"
+    echo "non-finite check, the tokenizer, configure).  Peak RSS is tessera's ru_maxrss.  The"
     echo "stories15M/42M/110M checkpoints are synthetic (\`tessera synth --q8\`, deterministic"
     echo "pseudo-random weights, std 0.02) with the real shapes, so the speeds are those of"
     echo "the real models but the text is noise.  The machine is shared: compare rows of one"
     echo "run, and expect the absolute figures to move by 10-30 % between runs."
     echo
-    echo "| shape | threads | N | decode tok/s | runq tok/s | x runq | prefill tok/s | TTFT ms | stream GB/s | prep s | peak RSS MB |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "| shape | threads | N | decode tok/s | runq tok/s | x runq | llama.cpp tg tok/s | x llama.cpp | prefill tok/s | llama.cpp pp tok/s | x llama.cpp pp | TTFT ms | load s | prep s | peak RSS MB |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     cat "$ROWS"
     echo
-    echo "Commands:"
+    echo "Commands (each round; the peers' as given to this run):"
     echo
     echo '```sh'
-    for shape in stories15M stories42M stories110M; do
-        gs=""
-        [ "$shape" = stories110M ] && gs=" --group-size 64"
-        echo "$TESSERA synth --shape $shape --q8$gs -o $BENCHDIR/$shape.bin"
+    for shape in $SHAPES; do
+        [ "$shape" = stories260K ] && continue
+        echo "$TESSERA synth --shape $shape --q8 -o $(model_of "$shape")"
     done
     cat "$CMDS"
     echo '```'
+    echo
+    peers_howto
 } > "$OUT"
 echo "bench: wrote $OUT" >&2

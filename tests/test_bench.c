@@ -1,7 +1,10 @@
 /*
  * test_bench.c - tessera bench as a user runs it: one JSON line per measured
  * run (warm-up runs unprinted) with the requested token count, and one-line
- * usage errors with exit status 2.  No wall-clock assertions.
+ * usage errors with exit status 2; and make bench's script (host/bench.sh):
+ * no ratio without a peer, and with peers (stand-ins here that log their
+ * calls) ratios from their figures of the same run, their runs interleaved
+ * with tessera's.  No wall-clock assertions.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -58,7 +62,8 @@ static void json_lines_per_run(void **state)
     assert_int_equal(count_lines(out), 2);
     static const char *const keys[] = { "\"model\":", "\"backend\":\"emu\"", "\"threads\":",
         "\"weights\":\"q8\"", "\"group_size\":32", "\"prefill_tok_s\":", "\"ttft_ms\":",
-        "\"load_gb_s\":", "\"load_prep_s\":", "\"load_stream_s\":", "\"peak_rss_mb\":" };
+        "\"load_gb_s\":", "\"load_prep_s\":", "\"load_stream_s\":", "\"load_s\":",
+        "\"peak_rss_mb\":" };
     const char *line = out;
     for (int i = 0; i < 2; i++) {
         const char *eol = strchr(line, '\n');
@@ -106,6 +111,7 @@ static void table_has_metrics(void **state)
     assert_non_null(strstr(out, "time to first token, ms"));
     assert_non_null(strstr(out, "weight stream GB/s"));
     assert_non_null(strstr(out, "image preparation, s"));
+    assert_non_null(strstr(out, "model load, s"));
     assert_non_null(strstr(out, "peak RSS MB"));
     assert_null(strchr(out, '{'));
 }
@@ -236,6 +242,143 @@ static void table_counts_are_singular_for_one(void **state)
     assert_non_null(strstr(out, "prompt 2 tokens, decode 1 token, 2 runs after 0 warm-ups\n"));
 }
 
+/* ---- make bench: host/bench.sh ----------------------------------------- */
+
+static char dir[64];
+
+/* Write an executable script at dir/name. */
+static void script(const char *name, const char *body)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "#!/bin/sh\n%s", body);
+    fclose(f);
+    assert_int_equal(chmod(path, 0755), 0);
+}
+
+/* A folder with a tessera that logs its bench runs to dir/log before it
+ * runs the real one, and stand-ins for runq (100 tok/s) and llama-bench
+ * (pp 400, tg 200 tok/s) that log theirs. */
+static void bench_dir(void)
+{
+    strcpy(dir, "/tmp/tsr_bench_sh_XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    char body[512];
+    snprintf(body, sizeof body, "[ \"$1\" = bench ] && echo tessera >> %s/log\nexec %s%s \"$@\"\n",
+             dir, TESSERA_BIN[0] == '/' ? "" : TSR_SOURCE_DIR "/", TESSERA_BIN);
+    script("tessera", body);
+    snprintf(body, sizeof body, "echo \"runq $OMP_NUM_THREADS\" >> %s/log\n"
+             "echo 'achieved tok/s: 100.000000' >&2\n", dir);
+    script("runq", body);
+    snprintf(body, sizeof body, "echo llama >> %s/log\n"
+             "echo '{\"n_prompt\": 16, \"n_gen\": 0, \"avg_ts\": 400.000000}'\n"
+             "echo '{\"n_prompt\": 0, \"n_gen\": 8, \"avg_ts\": 200.000000}'\n", dir);
+    script("llama-bench", body);
+    char gguf[128];
+    snprintf(gguf, sizeof gguf, "%s/stories15M.q8_0.gguf", dir);
+    FILE *f = fopen(gguf, "w");   /* the stand-in never reads it */
+    assert_non_null(f);
+    fclose(f);
+}
+
+/* Run bench.sh on stories15M, 1 thread, 2 rounds, 8 tokens, with the extra
+ * environment env; the report's stories15M row split at '|' into col[]. */
+static void bench_sh(const char *env, char *row, size_t cap, char *col[16])
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "cd %s && %s BENCH_SHAPES=stories15M BENCH_THREADS=1 BENCH_ROUNDS=2 "
+             "BENCH_DECODE=8 sh host/bench.sh %s/tessera \"$TSR_SHARED\" %s/bench %s/out.md",
+             TSR_SOURCE_DIR, env, dir, dir, dir);
+    int rc = run_capture(cmd, out, err, sizeof out);
+    if (rc) print_error("%s\n", err);
+    assert_int_equal(rc, 0);
+    char path[128];
+    snprintf(path, sizeof path, "%s/out.md", dir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    row[0] = '\0';
+    char line[1024];
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "| stories15M | 1 |", 18)) snprintf(row, cap, "%s", line);
+    fclose(f);
+    assert_true(row[0] != '\0');
+    int n = 0;
+    for (char *p = strtok(row, "|"); p && n < 16; p = strtok(NULL, "|")) {
+        while (*p == ' ') p++;
+        char *e = p + strlen(p);
+        while (e > p && (e[-1] == ' ' || e[-1] == '\n')) *--e = '\0';
+        col[n++] = p;
+    }
+    assert_int_equal(n, 16);   /* 15 columns and the newline after the last bar */
+}
+
+/* Remove the folder of bench_dir. */
+static void rm_dir(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
+}
+
+/* "1.23x" of a / b, as bench.sh prints it. */
+static void want_ratio(double a, double b, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%.2fx", a / b);
+}
+
+/* No peer given: the peer columns and every ratio say "-"; the script
+ * holds no peer figures of its own. */
+static void bench_sh_without_peers_has_no_ratio(void **state)
+{
+    (void)state;
+    bench_dir();
+    char row[1024], *col[16];
+    bench_sh("", row, sizeof row, col);
+    assert_true(atof(col[3]) > 0.0);   /* tessera's decode tok/s */
+    const int peer_cols[] = { 4, 5, 6, 7, 9, 10 };
+    for (size_t i = 0; i < sizeof peer_cols / sizeof peer_cols[0]; i++)
+        assert_string_equal(col[peer_cols[i]], "-");
+    rm_dir();
+}
+
+/* Peers given: their own figures of this run, the ratios from them, and
+ * the runs interleaved: tessera, runq, llama-bench, tessera, runq, ... */
+static void bench_sh_measures_peers_in_the_run(void **state)
+{
+    (void)state;
+    bench_dir();
+    char env[512], row[1024], *col[16], want[32];
+    snprintf(env, sizeof env, "RUNQ=%s/runq LLAMA_BENCH=%s/llama-bench LLAMA_GGUF_DIR=%s",
+             dir, dir, dir);
+    bench_sh(env, row, sizeof row, col);
+    double decode = atof(col[3]), prefill = atof(col[8]);
+    assert_true(decode > 0.0 && prefill > 0.0);
+    assert_string_equal(col[4], "100.0");
+    want_ratio(decode, 100.0, want, sizeof want);
+    assert_string_equal(col[5], want);
+    assert_string_equal(col[6], "200.0");
+    want_ratio(decode, 200.0, want, sizeof want);
+    assert_string_equal(col[7], want);
+    assert_string_equal(col[9], "400.0");
+    want_ratio(prefill, 400.0, want, sizeof want);
+    assert_string_equal(col[10], want);
+    char log[128];
+    snprintf(log, sizeof log, "cat %s/log", dir);
+    assert_int_equal(run_capture(log, out, err, sizeof out), 0);
+    assert_string_equal(out, "tessera\nrunq 1\nllama\ntessera\nrunq 1\nllama\n");
+    /* one file per shape works as the directory does */
+    snprintf(log, sizeof log, "rm %s/log", dir);
+    run_capture(log, out, err, sizeof out);
+    snprintf(env, sizeof env, "LLAMA_BENCH=%s/llama-bench LLAMA_GGUF_stories15M=%s/stories15M.q8_0.gguf",
+             dir, dir);
+    bench_sh(env, row, sizeof row, col);
+    assert_string_equal(col[4], "-");
+    assert_string_equal(col[6], "200.0");
+    rm_dir();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -252,6 +395,8 @@ int main(void)
         cmocka_unit_test(gguf_ctx_512_runs_the_default),
         cmocka_unit_test(explicit_counts_are_not_clamped),
         cmocka_unit_test(pes_beyond_the_profile_is_refused),
+        cmocka_unit_test(bench_sh_without_peers_has_no_ratio),
+        cmocka_unit_test(bench_sh_measures_peers_in_the_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
