@@ -336,11 +336,12 @@ static long dsp_tree(void) { return (long)TSR_TREE_LANES * DSP_FADD; }
 /* A PE with attention (attention.c): TSR_ATT_LANES multiply-adds shared by
  * the scores and the values (pe_att_mac, ALLOCATION limit=1), the score
  * partials' tree (TSR_ATT_PARTS - 1 adds), the local sum's add and its
- * levels' add (pe_reduce_sum), expf in LUTs. */
+ * levels' add (pe_reduce_sum), the exponent's subtraction (pe_att_exp:
+ * score - max), expf in LUTs. */
 static long dsp_att(uint32_t parts, uint32_t pe_sum_lanes)
 {
     return (long)TSR_ATT_LANES * (DSP_FMUL + DSP_FADD) + (long)(parts - 1u) * DSP_FADD +
-           DSP_FADD + (pe_sum_lanes > 1u ? DSP_FADD : 0);
+           DSP_FADD + (pe_sum_lanes > 1u ? DSP_FADD : 0) + DSP_FADD;
 }
 
 /* An up step of a KV head group's tree (attention.c pe_att_tree): the
@@ -348,20 +349,37 @@ static long dsp_att(uint32_t parts, uint32_t pe_sum_lanes)
  * and the down steps' copies use none). */
 static long dsp_att_tree(void) { return (long)(TSR_ATT_LANES + 1) * DSP_FADD; }
 
-/* The controller: the reduction's E lanes (a multiply-add each) and its
- * levels' E adds (ops.c), the Q8 input's two multiplies per TSR_LANES lane
- * (mesh.c tsr_mesh_input; its divides use none), the gather's TSR_VEC
- * residual adds, with the fused sum of squares TSR_VEC multiply-adds more,
- * and RoPE's TSR_VEC / 2 rotations (4 multiplies, 2 adds each), this
- * token's angles (a multiply, cosf, sinf), the sampler's expf. */
+/* The controller's scalar operators (ops.c, sampler.c, tsr_kernel.c): the
+ * norm's eps add, softmax's, the sampler's and top-p's adds and multiplies,
+ * about 15 DSPs; its integer multiplies (the embedding's addresses, a
+ * slot's layer base, the KV and answer strides, the RNG's 64-bit multiply),
+ * about 40; CONFIGURE's powf, 64-bit KV word counts and the layout helpers'
+ * multiplies and divides, at most 150.  Counted from the code by the third
+ * HLS review (its N16); the figures per operator are PG060's, and csynth's
+ * report replaces them. */
+#define DSP_CTRL_SCALAR    15
+#define DSP_CTRL_INT       40
+#define DSP_CONFIGURE      150
+
+/* The controller: the reduction's E lanes (a multiply-add each) in each of
+ * its two inlined copies (softmax's sum, the norm's sum of squares: ops.c
+ * reduce) and the E adds of each of the three sum_levels instances (those
+ * two and the fused norm's), the Q8 input's two multiplies and the
+ * rounding's subtraction per TSR_LANES lane (mesh.c tsr_mesh_input,
+ * tsr_round_q8; its divides use none), the embedding's TSR_LANES
+ * dequantizing multiplies, the gather's TSR_VEC residual adds, with the
+ * fused sum of squares TSR_VEC multiply-adds more, and RoPE's TSR_VEC / 2
+ * rotations (4 multiplies, 2 adds each), this token's angles (a multiply,
+ * cosf, sinf), the sampler's expf, the scalars and CONFIGURE's. */
 static long dsp_ctrl(uint32_t sum_lanes)
 {
     long E = sum_lanes >= TSR_FADD_LAT ? (long)(sum_lanes / TSR_FADD_LAT) : 1;
     long fused = sum_lanes >= TSR_VEC * TSR_FADD_LAT;
-    return E * (DSP_FMUL + DSP_FADD) + E * DSP_FADD + (long)TSR_LANES * 2 * DSP_FMUL +
+    return 2 * E * (DSP_FMUL + DSP_FADD) + (2 + fused) * E * DSP_FADD +
+           (long)TSR_LANES * (2 * DSP_FMUL + DSP_FADD) + (long)TSR_LANES * DSP_FMUL +
            (long)TSR_VEC * DSP_FADD + fused * (long)TSR_VEC * (DSP_FMUL + DSP_FADD) +
            (long)(TSR_VEC / 2) * (4 * DSP_FMUL + 2 * DSP_FADD) + DSP_FMUL + 2 * DSP_TRIG +
-           DSP_EXP;
+           DSP_EXP + DSP_CTRL_SCALAR + DSP_CTRL_INT + DSP_CONFIGURE;
 }
 
 /* The DSPs of P PEs (att_pes of them with attention, trees over C mesh
@@ -904,7 +922,9 @@ static void fmt_text(const tsr_plan *p, const char *name, sbuf *b)
                "(tessera plan --profile NAME, docs/hls-flow.md)\n");
     }
     if (!p->decidable) put(b, "\nfit: CANNOT DECIDE: %s\n", p->why);
-    else if (p->fits) put(b, "\nfit: FITS%s\n", p->cards > 1 ? " (each card)" : "");
+    else if (p->fits)
+        put(b, "\nfit: FITS%s (URAM, BRAM36, DSP; LUTs not modelled: csynth will tell)\n",
+            p->cards > 1 ? " each card" : "");
     else {
         put(b, "\nfit: DOES NOT FIT: %s\n", p->why);
         put(b, "smallest changes that fit:\n");

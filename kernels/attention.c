@@ -417,8 +417,9 @@ att_tree_sum:
             asum[hq] = asum[hq] + asum_o[hq];
         }
     } else {
+        uint32_t nw = TSR_MUL_SMALL(hsw, km, TSR_BITS(TSR_MAX_KV_MUL));   /* adders, not a DSP */
 att_tree_values:
-        for (uint32_t w = 0; w < km * hsw; w++) {
+        for (uint32_t w = 0; w < nw; w++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PE_AO_AW
 #pragma HLS PIPELINE II=1
 att_tree_value_lanes:

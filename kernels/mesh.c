@@ -35,6 +35,17 @@
 #define TSR_BCAST_PES TSR_PES
 #endif
 
+/* Row blocks the emulator's SIMD rows did already: the literal 0 in
+ * hardware, also inside the non-inlined tile steps (their b0 parameter),
+ * so no b0 product is left to a multiplier or to constant propagation
+ * across a call (UG1399, "pragma HLS function_instantiate": one
+ * implementation for every call by default). */
+#ifdef TSR_EMU
+#define TSR_EMU_DONE(d) (d)
+#else
+#define TSR_EMU_DONE(d) 0u
+#endif
+
 /* ------------------------------------------------------------------------ */
 /* One PE's tile                                                              */
 
@@ -69,6 +80,7 @@ static void pe_tile_q8(const int8_t w8[TSR_PE_W8_WORDS][TSR_LANES], const float 
     /* steps1: one item's steps from block b0 (CONFIGURE's table, less the
      * emulator's blocks; b0 is 0 in hardware) */
     uint32_t steps = TSR_MUL_SMALL(steps1, nx, TSR_BLOCK_BITS);
+    b0 = TSR_EMU_DONE(b0);
     uint32_t b = b0, g = 0, j = 0, c = 0, x = 0;
     uint32_t kb = b == nb - 1u ? tail : TSR_ROW_SLOTS;     /* rows of block b */
     uint32_t wa = wb + b0 * TSR_ROW_SLOTS * ng * G;         /* weight byte     */
@@ -144,6 +156,7 @@ static void pe_tile_f32(const float wf[TSR_PE_F32_WORDS], const float xf[TSR_MAX
 #pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
     uint32_t nb = (rows + TSR_ROW_SLOTS - 1u) / TSR_ROW_SLOTS, tail = rows - (nb - 1u) * TSR_ROW_SLOTS;
     uint32_t steps = TSR_MUL_SMALL(steps1, nx, TSR_BLOCK_BITS);
+    b0 = TSR_EMU_DONE(b0);
     uint32_t b = b0, col = 0, j = 0, x = 0, kb = b == nb - 1u ? tail : TSR_ROW_SLOTS;
     uint32_t fa = fo + b0 * TSR_ROW_SLOTS * cols;
 f32_steps:
@@ -258,11 +271,6 @@ best_tree_pairs:
  * matrix's groups: the column tree still adds it).  Offsets by shifts
  * (G = 2^g_log2).  done0, done1: row blocks of each half the emulator's
  * SIMD rows did already (the literal 0 in hardware, TSR_EMU_DONE). */
-#ifdef TSR_EMU
-#define TSR_EMU_DONE(d) (d)
-#else
-#define TSR_EMU_DONE(d) 0u
-#endif
 static void pe_gemv(const int8_t w8[TSR_PE_W8_WORDS][TSR_LANES], const float f32[TSR_PE_F32_WORDS],
                     const int8_t xq[TSR_MAX_BLOCK][TSR_PE_XQ_WORDS][TSR_LANES],
                     const float xs[TSR_MAX_BLOCK][TSR_PE_XS], const float xf[TSR_MAX_BLOCK][TSR_PE_XF],

@@ -58,6 +58,6 @@
  * arrays and this datapath (tests/test_plan.c holds them equal). */
 #define TSR_EST_URAM          640
 #define TSR_EST_BRAM36        1360
-#define TSR_EST_DSP           7042
+#define TSR_EST_DSP           7791
 
 #endif
