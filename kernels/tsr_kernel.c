@@ -780,7 +780,7 @@ void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f
 #pragma HLS ARRAY_PARTITION variable=st.asum type=complete dim=1
 #pragma HLS BIND_STORAGE variable=st.am type=ram_2p impl=lutram
 #pragma HLS BIND_STORAGE variable=st.asum type=ram_2p impl=lutram
-    /* per-PE scalars and tables, read by every PE task at once: registers */
+    /* per-PE scalars and tables, read by every PE task at once: one each */
 #pragma HLS ARRAY_PARTITION variable=st.tab_row0 type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=st.tab_rows type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=st.tab_g0 type=complete dim=1
@@ -790,6 +790,16 @@ void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f
 #pragma HLS ARRAY_PARTITION variable=st.tab_cols type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=st.tab_ent type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=st.tab_steps type=complete dim=1
+    /* ... each PE's TSR_MAX_MATS words in LUTRAM, not BRAM (plan counts none) */
+#pragma HLS BIND_STORAGE variable=st.tab_row0 type=ram_1p impl=lutram
+#pragma HLS BIND_STORAGE variable=st.tab_rows type=ram_1p impl=lutram
+#pragma HLS BIND_STORAGE variable=st.tab_g0 type=ram_1p impl=lutram
+#pragma HLS BIND_STORAGE variable=st.tab_ng type=ram_1p impl=lutram
+#pragma HLS BIND_STORAGE variable=st.tab_woff type=ram_1p impl=lutram
+#pragma HLS BIND_STORAGE variable=st.tab_foff type=ram_1p impl=lutram
+#pragma HLS BIND_STORAGE variable=st.tab_cols type=ram_1p impl=lutram
+#pragma HLS BIND_STORAGE variable=st.tab_ent type=ram_1p impl=lutram
+#pragma HLS BIND_STORAGE variable=st.tab_steps type=ram_1p impl=lutram
     /* the gather's source tables: read combinationally as a root ends */
 #pragma HLS BIND_STORAGE variable=st.root_pe type=ram_2p impl=lutram
 #pragma HLS BIND_STORAGE variable=st.root_w0 type=ram_2p impl=lutram
