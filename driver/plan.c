@@ -344,7 +344,7 @@ static long dsp_att(uint32_t parts, uint32_t pe_sum_lanes)
            DSP_FADD + (pe_sum_lanes > 1u ? DSP_FADD : 0) + DSP_FADD;
 }
 
-/* An up step of a KV head group's tree (attention.c pe_att_tree): the
+/* An up step of a KV head group's tree (attention.c pe_att_tree_up): the
  * weighted sums' TSR_ATT_LANES adds and the sum's one (the max compares
  * and the down steps' copies use none). */
 static long dsp_att_tree(void) { return (long)(TSR_ATT_LANES + 1) * DSP_FADD; }
