@@ -14,8 +14,11 @@
 
 /* Built for AVX-512, AVX2 and the baseline, picked at load time (GCC's
  * target_clones): the same operations, wider lanes (C11 mode: no FMA
- * contraction in any clone). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+ * contraction in any clone).  Not under ASan or TSan: the clones' ifunc
+ * resolver runs during relocation, before the sanitizer's runtime is up,
+ * and its instrumented entry crashes there. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define ATT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define ATT_CLONES
