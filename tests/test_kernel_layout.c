@@ -27,6 +27,7 @@
 #include "model.h"
 #include "profiles.h"
 #include "tiny_model.h"
+#include "tsr_ops.h"
 #include "weight_image.h"
 
 /* ------------------------------------------------------------------------ */
