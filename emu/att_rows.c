@@ -14,9 +14,11 @@
 
 /* Built for AVX-512, AVX2 and the baseline, picked at load time (GCC's
  * target_clones): the same operations, wider lanes (C11 mode: no FMA
- * contraction in any clone).  Not under ASan or TSan: the clones' ifunc
- * resolver runs during relocation, before the sanitizer's runtime is up,
- * and its instrumented entry crashes there. */
+ * contraction in any clone).  The clones are static: GCC gives the ifunc of
+ * an extern target_clones function default visibility whatever
+ * -fvisibility says, which would export it from libtessera.so.  Not under
+ * ASan or TSan: the clones' ifunc resolver runs during relocation, before
+ * the sanitizer's runtime is up, and its instrumented entry crashes there. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
     !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define ATT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -25,8 +27,8 @@
 #endif
 
 ATT_CLONES
-void tsr_emu_att_mac(const float *kv, uint32_t stride, const float *s, uint32_t no, uint32_t nj,
-                     uint32_t parts, float *acc, uint32_t acc_stride)
+static void att_mac(const float *kv, uint32_t stride, const float *s, uint32_t no, uint32_t nj,
+                    uint32_t parts, float *acc, uint32_t acc_stride)
 {
     for (uint32_t o = 0; o < no; o++) {
         const float *k = kv + (size_t)o * stride;   /* (nj,) row o */
@@ -36,4 +38,10 @@ void tsr_emu_att_mac(const float *kv, uint32_t stride, const float *s, uint32_t 
         else
             for (uint32_t j = 0; j < nj; j++) a[j] = a[j] + sv * k[j];
     }
+}
+
+void tsr_emu_att_mac(const float *kv, uint32_t stride, const float *s, uint32_t no, uint32_t nj,
+                     uint32_t parts, float *acc, uint32_t acc_stride)
+{
+    att_mac(kv, stride, s, no, nj, parts, acc, acc_stride);
 }
