@@ -108,8 +108,9 @@ REF_OBJ    := $(REF_SRC:%.c=$(BUILD)/%.o)
 .SECONDARY: $(REF_OBJ)
 TEST_BIN   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 # Under ThreadSanitizer: the API concurrency tests (the calls tessera.h
-# says are thread-safe, and cancel from threads and signal handlers).
-TSAN_TESTS := test_threads test_api
+# says are thread-safe, cancel from threads and signal handlers, and a
+# batch's cancel from another thread).
+TSAN_TESTS := test_threads test_api test_batch
 ifeq ($(TSAN),1)
   TEST_BIN := $(TSAN_TESTS:%=$(BUILD)/tests/%)
 endif

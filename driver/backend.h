@@ -28,6 +28,8 @@ typedef struct tsr_devspec {
     int  pes;           /* 0: backend default                           */
     int  cols;          /* mesh columns; 0: 1                           */
     int  kv_split;      /* PEs per KV head; 0: the profile's default    */
+    int  batch;         /* sequences a decode step takes, 1..8; 0: the
+                           device's limit (a lower one: to compare)    */
     int  threads;       /* 0: cores available                           */
     int  no_simd;       /* emu: 1 = portable loops only ("simd=0")      */
     char xclbin[256];   /* xrt only; "" for the default in bitstreams/  */
@@ -86,9 +88,9 @@ typedef struct tsr_sampler {
     int      ignore_stop;  /* 1: do not stop at BOS/EOS (benchmarks)    */
 } tsr_sampler;
 
-/* Called from the decode run as token ids appear in the output buffer;
- * return non-zero to ask for cancellation. */
-typedef int (*tsr_token_fn)(int token, void *user);
+/* Called from a decode run as sequence k's token ids appear in the output
+ * buffer (k: its index in the run); return non-zero to stop that sequence. */
+typedef int (*tsr_token_fn)(int k, int token, void *user);
 
 /* The device buffers. */
 enum { TSR_BUF_CTL = 0, TSR_BUF_IN, TSR_BUF_OUT, TSR_BUF_COUNT };

@@ -33,6 +33,9 @@
 #include "model.h"
 #include "tokenizer.h"
 
+/* A decode run takes every sequence a device can have. */
+_Static_assert(TSR_MAX_SEQ_SLOTS <= TSR_KDEC_MAX, "a device's sequences in one decode run");
+
 /* ------------------------------------------------------------ helpers --- */
 
 static double now_s(void)
@@ -528,16 +531,28 @@ static void link_snapshot(const tsr_seq *s, tsr_link_counters *lc)
     *lc = s->model->dev->k.link;
 }
 
-static void charge(tsr_seq *s, const tsr_link_counters *before)
+/* Share v among m sequences: sequence j's part (the first takes the
+ * remainder), so that the parts add up to v. */
+static uint64_t share(uint64_t v, int m, int j)
+{
+    return v / (uint64_t)m + (j == 0 ? v % (uint64_t)m : 0u);
+}
+
+/* Charge the traffic since `before` to the m sequences ss (of one device)
+ * that a call ran, shared evenly: the commands of a batch serve them all. */
+static void charge(tsr_seq *const *ss, int m, const tsr_link_counters *before)
 {
     tsr_link_counters now;
-    link_snapshot(s, &now);
-    s->st.prefill_h2d += now.h2d[TSR_PHASE_PREFILL] - before->h2d[TSR_PHASE_PREFILL];
-    s->st.prefill_d2h += now.d2h[TSR_PHASE_PREFILL] - before->d2h[TSR_PHASE_PREFILL];
-    s->st.decode_h2d += now.h2d[TSR_PHASE_DECODE] - before->h2d[TSR_PHASE_DECODE];
-    s->st.decode_d2h += now.d2h[TSR_PHASE_DECODE] - before->d2h[TSR_PHASE_DECODE];
-    for (int p = 0; p < TSR_PHASE_COUNT; p++)
-        s->st.invocations += now.invocations[p] - before->invocations[p];
+    link_snapshot(ss[0], &now);
+    for (int j = 0; j < m; j++) {
+        seq_counters *c = &ss[j]->st;
+        c->prefill_h2d += share(now.h2d[TSR_PHASE_PREFILL] - before->h2d[TSR_PHASE_PREFILL], m, j);
+        c->prefill_d2h += share(now.d2h[TSR_PHASE_PREFILL] - before->d2h[TSR_PHASE_PREFILL], m, j);
+        c->decode_h2d += share(now.h2d[TSR_PHASE_DECODE] - before->h2d[TSR_PHASE_DECODE], m, j);
+        c->decode_d2h += share(now.d2h[TSR_PHASE_DECODE] - before->d2h[TSR_PHASE_DECODE], m, j);
+        for (int p = 0; p < TSR_PHASE_COUNT; p++)
+            c->invocations += share(now.invocations[p] - before->invocations[p], m, j);
+    }
 }
 
 /* Prefill n tokens (lock held, s checked). */
@@ -566,7 +581,7 @@ static int append_tokens(tsr_seq *s, const int *tokens, int n)
     double t0 = now_s();
     int rc = tsr_kcmd_prefill(&dev->k, s->slot, tokens, n, &dev->err);
     s->st.prefill_seconds += now_s() - t0;
-    charge(s, &before);
+    charge(&s, 1, &before);
     if (rc) return rc;
     memcpy(s->hist + s->n_hist, tokens, (size_t)n * sizeof *tokens);
     s->n_hist += n;
@@ -619,108 +634,156 @@ int tsr_seq_append_text(tsr_seq *s, const char *text)
     return tsr_call_leave(&c, rc);
 }
 
-/* Bridges the backend's token callback to the public one, with timing. */
+/* One sequence of a generate call. */
+typedef struct gen_seq {
+    tsr_seq *s;
+    int      n_hist0;  /* its history's length before the call           */
+    int      seen;     /* tokens its callback has seen                   */
+    int      stopped;  /* its callback asked to stop after token `seen`  */
+    double   t_first;  /* when its first token reached the host          */
+} gen_seq;
+
+/* Bridges the command layer's token callback to the public one, with
+ * timing: sequence k of the decode run is g[k]. */
 typedef struct gen_ctx {
-    tsr_seq     *s;
+    gen_seq     *g;
     tsr_token_cb cb;
     void        *user;
-    double       t_start, t_first, t_last;
-    int          n;        /* tokens the callback has seen                */
-    int          stopped;  /* the callback asked to stop after token n    */
 } gen_ctx;
 
-static int on_token(int token, void *user)
+static int on_token(int k, int token, void *user)
 {
-    gen_ctx *g = user;
+    gen_ctx *c = user;
+    gen_seq *g = &c->g[k];
     if (g->stopped) return 1;   /* already asked; later tokens are dropped */
-    double t = now_s();
-    if (g->n == 0) g->t_first = t;
-    g->t_last = t;
-    g->n++;
-    g->stopped = g->cb ? g->cb(g->s, token, g->user) != 0 : 0;
+    if (g->seen == 0) g->t_first = now_s();
+    g->seen++;
+    g->stopped = c->cb ? c->cb(g->s, token, c->user) != 0 : 0;
     return g->stopped;
 }
 
-static int gen_opts_ok(tsr_device *dev, const tsr_gen_opts *o)
+static int gen_opts_ok(tsr_device *dev, const tsr_gen_opts *o, const char *who)
 {
-    if (!o) return tsr_seterr(&dev->err, TSR_ERR_ARG, "generate: NULL options");
+    if (!o) return tsr_seterr(&dev->err, TSR_ERR_ARG, "%s: NULL options", who);
     if (!RESERVED_OK(o))
         return tsr_seterr(&dev->err, TSR_ERR_UNSUPPORTED,
-                          "generate: reserved option fields are not zero (built against a "
-                          "newer tessera.h?)");
+                          "%s: reserved option fields are not zero (built against a "
+                          "newer tessera.h?)", who);
     /* !(x >= 0) also refuses NaN, which every comparison fails */
     if (o->max_tokens < 0 || !(o->temperature >= 0.0f) || !isfinite(o->temperature) ||
         !(o->top_p >= 0.0f) || !isfinite(o->top_p))
         return tsr_seterr(&dev->err, TSR_ERR_ARG,
-                          "generate: max_tokens, temperature and top_p must be finite and >= 0 "
-                          "(temperature %g, top_p %g)", (double)o->temperature, (double)o->top_p);
+                          "%s: max_tokens, temperature and top_p must be finite and >= 0 "
+                          "(temperature %g, top_p %g)", who, (double)o->temperature,
+                          (double)o->top_p);
     return TSR_OK;
 }
 
-/* Generate (lock held, s and opts checked). */
-static int generate(tsr_seq *s, const tsr_gen_opts *opts, tsr_token_cb cb, void *user,
-                    int *n_generated)
+/* The checks of a generate on seqs (n of them, n >= 1, seqs[0] on the
+ * call's device), all before anything runs: each on the same device,
+ * distinct, open, of the resident model (so all of one model), with
+ * sound options and a prompt. */
+static int gen_ready(const tsr_call *c, tsr_seq *const *seqs, int n, const tsr_gen_opts *opts)
 {
-    tsr_device *dev = s->model->dev;
-    if (s->n_hist == 0)
-        return tsr_seterr(&dev->err, TSR_ERR_STATE,
-                          "generate: the sequence is empty; append a prompt first");
-    /* A cancel that came before this call is kept: it stops this one. */
-    if (__atomic_exchange_n(&s->cancel, 0, __ATOMIC_SEQ_CST)) {
-        __atomic_store_n(&s->cancelled, 1, __ATOMIC_RELEASE);
-        return TSR_OK;
+    tsr_device *dev = c->dev;
+    int rc = tsr_call_drive(c, n == 1 ? "generate" : "generate batch");
+    if (rc == TSR_OK && !opts)
+        return tsr_seterr(&dev->err, TSR_ERR_ARG, "%s: NULL options",
+                          n == 1 ? "generate" : "generate batch");
+    for (int k = 0; k < n && rc == TSR_OK; k++) {
+        const tsr_seq *s = seqs[k];
+        char who[48];
+        if (n == 1) snprintf(who, sizeof who, "generate");
+        else snprintf(who, sizeof who, "generate batch: sequence %d", k);
+        if (!s) return tsr_seterr(&dev->err, TSR_ERR_ARG, "%s is NULL", who);
+        if (s->model->dev != dev)
+            return tsr_seterr(&dev->err, TSR_ERR_ARG,
+                              "%s belongs to another device than sequence 0", who);
+        for (int j = 0; j < k; j++)
+            if (seqs[j] == s)
+                return tsr_seterr(&dev->err, TSR_ERR_ARG, "%s is sequence %d again", who, j);
+        if ((rc = check_seq(s))) break;
+        if ((rc = gen_opts_ok(dev, &opts[k], who))) break;
+        if (s->n_hist == 0)
+            rc = tsr_seterr(&dev->err, TSR_ERR_STATE,
+                            "%s: the sequence is empty; append a prompt first", who);
     }
-    __atomic_store_n(&s->cancelled, 0, __ATOMIC_RELEASE);
-    int room = s->model->seq_len - s->n_kv;
-    int n = opts->max_tokens < room ? opts->max_tokens : room;
-    if (n <= 0) return TSR_OK;
+    return rc;
+}
 
-    tsr_sampler smp = {
-        .temperature = opts->temperature,
-        .top_p = opts->top_p > 0.0f ? opts->top_p : 1.0f,
-        .seed = opts->seed ? opts->seed : TSR_DEFAULT_SEED,
-        .reseed = !s->seeded || opts->seed != s->seed,
-        .ignore_stop = opts->ignore_stop,
-    };
-    s->seeded = 1;
-    s->seed = opts->seed;
+/* Generate on seqs (n, checked; lock held): each sequence's decode run on
+ * the device, together, then each history, cancel and stats. */
+static int generate(tsr_device *dev, tsr_seq *const *seqs, int n, const tsr_gen_opts *opts,
+                    tsr_token_cb cb, void *user, int *n_generated)
+{
+    gen_seq g[TSR_MAX_SEQ_SLOTS];
+    tsr_kdec q[TSR_MAX_SEQ_SLOTS];   /* q[j] is g[j].s's run             */
+    int which[TSR_MAX_SEQ_SLOTS];    /* g[j].s is seqs[which[j]]         */
+    int m = 0, total = 0;
+    for (int k = 0; k < n; k++) {
+        tsr_seq *s = seqs[k];
+        const tsr_gen_opts *o = &opts[k];
+        /* A cancel that came before this call is kept: it stops this one. */
+        if (__atomic_exchange_n(&s->cancel, 0, __ATOMIC_SEQ_CST)) {
+            __atomic_store_n(&s->cancelled, 1, __ATOMIC_RELEASE);
+            continue;
+        }
+        __atomic_store_n(&s->cancelled, 0, __ATOMIC_RELEASE);
+        int room = s->model->seq_len - s->n_kv;
+        int want = o->max_tokens < room ? o->max_tokens : room;
+        if (want <= 0) continue;
+        q[m] = (tsr_kdec){
+            .slot = s->slot, .n = want, .cancel = &s->cancel,
+            .smp = { .temperature = o->temperature, .top_p = o->top_p > 0.0f ? o->top_p : 1.0f,
+                     .seed = o->seed ? o->seed : TSR_DEFAULT_SEED,
+                     .reseed = !s->seeded || o->seed != s->seed, .ignore_stop = o->ignore_stop },
+        };
+        s->seeded = 1;
+        s->seed = o->seed;
+        g[m] = (gen_seq){ .s = s, .n_hist0 = s->n_hist };
+        which[m++] = k;
+        total += want;
+    }
+    if (m == 0) return TSR_OK;
 
-    int *out = malloc((size_t)n * sizeof *out);
+    int *out = malloc((size_t)total * sizeof *out);   /* each run's (n,) ids in turn */
     if (!out) return tsr_seterr(&dev->err, TSR_ERR_NOMEM, "out of memory");
-    gen_ctx g = { .s = s, .cb = cb, .user = user, .t_start = now_s() };
-    tsr_link_counters before;
-    link_snapshot(s, &before);
-    int got = 0;
-    int n_hist0 = s->n_hist;
-    int rc = tsr_kcmd_decode(&dev->k, s->slot, n, &smp, out, &got, on_token, &g, &s->cancel,
-                             &dev->err);
-    charge(s, &before);
-    /* The device may have sampled past the token whose callback asked to
-     * stop: rewind it, so the history is exactly what the caller saw. */
-    if (rc == TSR_OK && g.stopped && got > g.n) {
-        got = g.n;
-        rc = tsr_kcmd_truncate(&dev->k, s->slot, n_hist0 + got - 1, out[got - 1], &dev->err);
-    }
-    if (got > 0) {
-        memcpy(s->hist + n_hist0, out, (size_t)got * sizeof *out);
-        s->n_hist = n_hist0 + got;
+    for (int j = 0, at = 0; j < m; at += q[j].n, j++) q[j].out = out + at;
+    gen_ctx c = { .g = g, .cb = cb, .user = user };
+    tsr_link_counters before = dev->k.link;
+    double t_start = now_s();
+    int rc = tsr_kcmd_decode(&dev->k, q, m, on_token, &c, &dev->err);
+    for (int j = 0; j < m; j++) {
+        tsr_seq *s = g[j].s;
+        int got = q[j].got;
+        /* The device may have sampled past the token whose callback asked
+         * to stop: rewind it, so the history is exactly what the caller saw. */
+        if (rc == TSR_OK && g[j].stopped && got > g[j].seen) {
+            got = g[j].seen;
+            rc = tsr_kcmd_truncate(&dev->k, s->slot, g[j].n_hist0 + got - 1, q[j].out[got - 1],
+                                   &dev->err);
+        }
+        if (got > 0) memcpy(s->hist + g[j].n_hist0, q[j].out, (size_t)got * sizeof *out);
+        s->n_hist = g[j].n_hist0 + got;
         s->n_kv = s->n_hist - 1;
-    } else {
-        s->n_hist = n_hist0;
+        /* This generate takes the cancel that stopped it (or came as it ended). */
+        int cancelled = __atomic_exchange_n(&s->cancel, 0, __ATOMIC_SEQ_CST) != 0;
+        __atomic_store_n(&s->cancelled, cancelled, __ATOMIC_RELEASE);
+        s->st.decode_tokens += (uint64_t)got;
+        if (g[j].seen > 0) {
+            s->st.ttft_ms = 1e3 * (g[j].t_first - t_start);
+            /* Tokens reach the host in bursts (it polls the output buffer),
+             * so the rate is taken over the whole call, not between
+             * callbacks. */
+            double wall = now_s() - t_start;
+            s->st.decode_tok_s = wall > 0 ? g[j].seen / wall : 0.0;
+        }
+        if (n_generated) n_generated[which[j]] = got;
     }
+    tsr_seq *ran[TSR_MAX_SEQ_SLOTS];
+    for (int j = 0; j < m; j++) ran[j] = g[j].s;
+    charge(ran, m, &before);
     free(out);
-    /* This generate takes the cancel that stopped it (or came as it ended). */
-    int cancelled = __atomic_exchange_n(&s->cancel, 0, __ATOMIC_SEQ_CST) != 0;
-    __atomic_store_n(&s->cancelled, cancelled, __ATOMIC_RELEASE);
-    s->st.decode_tokens += (uint64_t)got;
-    if (g.n > 0) {
-        s->st.ttft_ms = 1e3 * (g.t_first - g.t_start);
-        /* Tokens reach the host in bursts (it polls the output buffer), so
-         * the rate is taken over the whole call, not between callbacks. */
-        double wall = now_s() - g.t_start;
-        s->st.decode_tok_s = wall > 0 ? g.n / wall : 0.0;
-    }
-    if (n_generated) *n_generated = got;
     return rc;
 }
 
@@ -732,9 +795,27 @@ int tsr_seq_generate(tsr_seq *s, const tsr_gen_opts *opts, tsr_token_cb cb, void
     tsr_device *dev = s->model->dev;
     tsr_call c;
     tsr_call_enter(&c, dev);
-    int rc = seq_ready(&c, s, "generate");
-    if (rc == TSR_OK) rc = gen_opts_ok(dev, opts);
-    if (rc == TSR_OK) rc = generate(s, opts, cb, user, n_generated);
+    int rc = gen_ready(&c, &s, 1, opts);
+    if (rc == TSR_OK) rc = generate(dev, &s, 1, opts, cb, user, n_generated);
+    return tsr_call_leave(&c, rc);
+}
+
+int tsr_seq_generate_batch(tsr_seq *const *seqs, int n, const tsr_gen_opts *opts,
+                           tsr_token_cb cb, void *user, int *n_generated)
+{
+    if (n_generated && seqs && n > 0 && n <= TSR_MAX_SEQ_SLOTS)
+        memset(n_generated, 0, (size_t)n * sizeof *n_generated);
+    if (!seqs || n < 1 || !seqs[0]) return TSR_ERR_ARG;
+    tsr_device *dev = seqs[0]->model->dev;
+    tsr_call c;
+    tsr_call_enter(&c, dev);
+    int rc = TSR_OK;
+    if (n > TSR_MAX_SEQ_SLOTS)
+        rc = tsr_seterr(&dev->err, TSR_ERR_ARG,
+                        "generate batch: %d sequences; a device has at most %d", n,
+                        TSR_MAX_SEQ_SLOTS);
+    if (rc == TSR_OK) rc = gen_ready(&c, seqs, n, opts);
+    if (rc == TSR_OK) rc = generate(dev, seqs, n, opts, cb, user, n_generated);
     return tsr_call_leave(&c, rc);
 }
 

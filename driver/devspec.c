@@ -1,5 +1,5 @@
 /* devspec.c - parse a device spec string: "emu", "emu:part=u55c,pes=16",
- * "emu:pes=16,cols=4,kvsplit=2", "xrt:0", "xrt:1,xclbin=path". */
+ * "emu:pes=16,cols=4,kvsplit=2", "emu:batch=2", "xrt:0", "xrt:1,xclbin=path". */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +44,7 @@ int tsr_devspec_parse(const char *spec, tsr_devspec *out, tsr_err *e)
     strcpy(out->backend, buf);
 
     static const char *const keys[] = { "part", "pes", "threads", "xclbin", "index", "simd",
-                                        "cols", "kvsplit" };
+                                        "cols", "kvsplit", "batch" };
     unsigned seen = 0;   /* bit k: keys[k] given (a bare number is "index") */
     // strtok_r: tsr_device_open is thread-safe, so no parser state is shared
     char *save = NULL;
@@ -75,10 +75,11 @@ int tsr_devspec_parse(const char *spec, tsr_devspec *out, tsr_err *e)
         else if (!strcmp(tok, "simd"))    { int on = 1; bad = parse_int(val, 0, 1, &on); out->no_simd = !on; }
         else if (!strcmp(tok, "cols"))    bad = parse_int(val, 1, 4096, &out->cols);
         else if (!strcmp(tok, "kvsplit")) bad = parse_int(val, 1, 4096, &out->kv_split);
+        else if (!strcmp(tok, "batch"))   bad = parse_int(val, 1, 8, &out->batch);
         else
             return tsr_seterr(e, TSR_ERR_ARG,
-                              "device spec '%s': unknown key '%s' (valid: part, pes, cols, kvsplit, threads, "
-                              "simd, xclbin, index)",
+                              "device spec '%s': unknown key '%s' (valid: part, pes, cols, kvsplit, batch, "
+                              "threads, simd, xclbin, index)",
                               spec, tok);
         if (bad)
             return tsr_seterr(e, TSR_ERR_ARG, "device spec '%s': bad value '%s' for %s",

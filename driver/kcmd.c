@@ -5,9 +5,11 @@
  *   submit: payload -> in[off]; entry words 1..15 -> ctl ring slot; then
  *           the entry's seq word (publish: after everything else landed)
  *   await:  wait for the response's seq word, read status and words
- *   decode: submit, then watch out[0] (the kernel publishes the count of
- *           tokens written) and stream the new ids; cancel writes the
- *           ctl cancel word
+ *   decode: one sequence a DECODE, several a DECODE_BATCH (one pass a
+ *           step for all); submit, then watch each sequence's count word
+ *           (the kernel publishes the tokens written to its region) and
+ *           stream the new ids; a stop writes the ctl cancel word (one
+ *           sequence) or the sequence's slot cancel word (several)
  *
  * Link accounting is the protocol's, whatever the backend: a command costs
  * its TSR_CMD_WORDS words and its payload host->device, its response and
@@ -138,6 +140,7 @@ int tsr_kcmd_open(tsr_kcmd *k, const tsr_backend_iface *be, const tsr_devspec *s
     k->mesh.pes = k->info.pes;
     k->mesh.cols = spec->cols;
     k->mesh.kv_split = spec->kv_split;
+    k->batch = spec->batch;
     /* ctl's header, then the kernel */
     uint32_t hdr[TSR_CTL_CMD0] = { 0 };
     hdr[TSR_CTL_RING_N] = k->info.ring_n;
@@ -324,75 +327,230 @@ int tsr_kcmd_prefill(tsr_kcmd *k, int slot, const int *tokens, int n, tsr_err *e
     return rc ? rc : status ? kfail(k, status, "prefill", e) : TSR_OK;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Decode: one sequence, or several stepping together                         */
+
+/* The command's cancel word (a DECODE of one sequence). */
 static int cancel_word(tsr_kcmd *k, uint32_t v, tsr_err *e)
 {
     k->link.h2d[TSR_PHASE_DECODE] += 4u;
     return k->be->publish(k->b, TSR_BUF_CTL, TSR_CTL_CANCEL, v, e);
 }
 
-int tsr_kcmd_decode(tsr_kcmd *k, int slot, int n, const tsr_sampler *s, int *out, int *n_out,
-                    tsr_token_fn on_token, void *user, int *cancel, tsr_err *e)
+/* Slot s's cancel word (a sequence of a DECODE_BATCH); k->slot_cancel
+ * remembers the ones set, so none is left for a later command to see. */
+static int slot_cancel_word(tsr_kcmd *k, int s, uint32_t v, tsr_err *e)
 {
-    *n_out = 0;
-    if (n <= 0) return TSR_OK;
-    if ((uint32_t)n + 1u > k->info.words[TSR_BUF_OUT])
-        return tsr_seterr(e, TSR_ERR_RANGE, "%s: a decode of %d tokens exceeds the output buffer",
-                          k->be->name, n);
+    k->link.h2d[TSR_PHASE_DECODE] += 4u;
+    int rc = k->be->publish(k->b, TSR_BUF_CTL, TSR_CTL_CANCEL_SLOT(s), v, e);
+    if (!rc && v) k->slot_cancel |= 1u << s;
+    if (!rc && !v) k->slot_cancel &= ~(1u << s);
+    return rc;
+}
+
+int tsr_kcmd_batch_max(const tsr_kcmd *k)
+{
+    uint32_t slots = k->info.prof.slots, block = k->info.prof.block;
+    uint32_t m = slots < block ? slots : block;
+    if (m > TSR_KDEC_MAX) m = TSR_KDEC_MAX;
+    if (k->batch > 0 && (uint32_t)k->batch < m) m = (uint32_t)k->batch;
+    return m ? (int)m : 1;
+}
+
+/* A sequence of the command in flight. */
+typedef struct dec_run {
+    int      i;        /* its index in the caller's q                   */
+    uint32_t n;        /* tokens asked of this command                  */
+    uint32_t seen;     /* of them, read                                 */
+    int      stop;     /* 0 going, 1 stop asked, 2 its cancel word sent */
+} dec_run;
+
+/* Sequence i's state between commands. */
+enum { DEC_GOING = 0, DEC_DONE };
+
+static int stop_token(const tsr_kdec *q, int tok)
+{
+    return !q->smp.ignore_stop && (tok == TSR_TOKEN_BOS || tok == TSR_TOKEN_EOS);
+}
+
+/* One command over the r sequences run[] of q: submit, stream their ids as
+ * the kernel publishes each region's count, stop the ones asked to, and
+ * wait for the answer.  *stopped gets a bit per run[] entry that was asked
+ * to stop. */
+static int decode_command(tsr_kcmd *k, tsr_kdec *q, dec_run *run, int r, tsr_token_fn on_token,
+                          void *user, uint32_t *stopped, tsr_err *e)
+{
     const int ph = TSR_PHASE_DECODE;
-    uint32_t pay[2];
-    memcpy(&pay[0], &s->temperature, 4);
-    memcpy(&pay[1], &s->top_p, 4);
-    kcmd_args a = { .op = TSR_OP_DECODE, .slot = (uint32_t)slot,
-                    .a = { (uint32_t)n, (uint32_t)s->seed, (uint32_t)(s->seed >> 32),
-                           (s->reseed ? TSR_DEC_RESEED : 0u) | (s->ignore_stop ? TSR_DEC_IGNORE_STOP : 0u) },
-                    .in = pay, .in_words = 2, .out_words = (uint32_t)n + 1u };
-    /* out[0] is the previous answer's first word until the kernel starts
-     * this run and publishes 0: clear it, so a count read before that is 0 */
-    uint32_t zero = 0, seq;
-    int rc = k->be->write(k->b, TSR_BUF_OUT, 0, &zero, 1, e);
-    if (rc) return rc;
-    k->link.h2d[ph] += 4u;
+    uint32_t stride = 0, pay[1 + TSR_KDEC_MAX * TSR_BATCH_WORDS];
+    int rc;
+    *stopped = 0;
+    for (int j = 0; j < r; j++)
+        if (run[j].n + 1u > stride) stride = run[j].n + 1u;
+    kcmd_args a;
+    if (r == 1) {
+        /* one sequence: DECODE, which every kernel has; its answer is a
+         * batch's first region */
+        const tsr_kdec *s = &q[run[0].i];
+        memcpy(&pay[0], &s->smp.temperature, 4);
+        memcpy(&pay[1], &s->smp.top_p, 4);
+        a = (kcmd_args){ .op = TSR_OP_DECODE, .slot = (uint32_t)s->slot,
+                         .a = { run[0].n, (uint32_t)s->smp.seed, (uint32_t)(s->smp.seed >> 32),
+                                (s->smp.reseed ? TSR_DEC_RESEED : 0u) |
+                                (s->smp.ignore_stop ? TSR_DEC_IGNORE_STOP : 0u) },
+                         .in = pay, .in_words = 2, .out_words = run[0].n + 1u };
+    } else {
+        pay[0] = (uint32_t)r;
+        for (int j = 0; j < r; j++) {
+            const tsr_kdec *s = &q[run[j].i];
+            uint32_t *w = pay + 1 + j * TSR_BATCH_WORDS;
+            w[TSR_BATCH_SLOT] = (uint32_t)s->slot;
+            w[TSR_BATCH_N] = run[j].n;
+            w[TSR_BATCH_FLAGS] = (s->smp.reseed ? TSR_DEC_RESEED : 0u) |
+                                 (s->smp.ignore_stop ? TSR_DEC_IGNORE_STOP : 0u);
+            w[TSR_BATCH_SEED_LO] = (uint32_t)s->smp.seed;
+            w[TSR_BATCH_SEED_HI] = (uint32_t)(s->smp.seed >> 32);
+            memcpy(&w[TSR_BATCH_TEMP], &s->smp.temperature, 4);
+            memcpy(&w[TSR_BATCH_TOP_P], &s->smp.top_p, 4);
+            w[TSR_BATCH_RESERVED] = 0;
+        }
+        a = (kcmd_args){ .op = TSR_OP_DECODE_BATCH, .a = { stride }, .in = pay,
+                         .in_words = 1u + (uint32_t)r * TSR_BATCH_WORDS,
+                         .out_words = (uint32_t)r * stride };
+    }
+    /* A slot cancel word left set (a clear that failed) would stop its
+     * sequence at once; a count word holds the previous answer until the
+     * kernel publishes 0: clear both, so a count read early is 0. */
+    for (int j = 0; j < r; j++) {
+        int s = q[run[j].i].slot;
+        if ((k->slot_cancel >> s & 1u) && (rc = slot_cancel_word(k, s, 0u, e))) return rc;
+        uint32_t zero = 0;
+        if ((rc = k->be->write(k->b, TSR_BUF_OUT, (uint32_t)j * stride, &zero, 1, e))) return rc;
+        k->link.h2d[ph] += 4u;
+    }
+    uint32_t seq;
     if ((rc = submit(k, ph, &a, &seq, e))) return rc;
-    uint32_t nr = k->info.ring_n, r = TSR_CTL_RESP(nr) + ((seq - 1u) % nr) * TSR_RESP_WORDS;
-    /* Watch the count word; hand new tokens to the caller as they appear
+    uint32_t nr = k->info.ring_n, resp = TSR_CTL_RESP(nr) + ((seq - 1u) % nr) * TSR_RESP_WORDS;
+
+    /* Watch the count words; hand new tokens to the caller as they appear
      * (the kernel publishes each token before the count that covers it). */
-    uint32_t seen = 0, cnt = 0, rs = 0, buf[256];
-    int cancelled = 0, done = 0, status = 0;
+    uint32_t cnt[TSR_KDEC_MAX] = { 0 }, rs = 0, buf[256];
+    int cmd_cancel = 0, status = 0;
     for (;;) {
-        if ((rc = k->be->read(k->b, TSR_BUF_CTL, r + TSR_RESP_SEQ, &rs, 1, e))) break;
-        done = rs == seq;
-        if ((rc = k->be->read(k->b, TSR_BUF_OUT, 0, &cnt, 1, e))) break;
-        k->link.d2h[ph] += 4u;
-        if (cnt > (uint32_t)n) cnt = (uint32_t)n;
-        while (seen < cnt) {
-            uint32_t m = cnt - seen < 256u ? cnt - seen : 256u;
-            if ((rc = k->be->read(k->b, TSR_BUF_OUT, 1u + seen, buf, m, e))) break;
-            k->link.d2h[ph] += 4ull * m;
-            for (uint32_t i = 0; i < m; i++) {
-                int tok = (int)buf[i];
-                out[seen++] = tok;
-                /* 0 -> 1 only: a cancel already sent (2) stays sent, so its
-                 * word is cleared below */
-                if (on_token && on_token(tok, user) && !cancelled) cancelled = 1;
+        if ((rc = k->be->read(k->b, TSR_BUF_CTL, resp + TSR_RESP_SEQ, &rs, 1, e))) break;
+        int done = rs == seq;
+        for (int j = 0; j < r && !rc; j++) {
+            tsr_kdec *s = &q[run[j].i];
+            uint32_t at = (uint32_t)j * stride;
+            if ((rc = k->be->read(k->b, TSR_BUF_OUT, at, &cnt[j], 1, e))) break;
+            k->link.d2h[ph] += 4u;
+            if (cnt[j] > run[j].n) cnt[j] = run[j].n;
+            while (run[j].seen < cnt[j]) {
+                uint32_t c = cnt[j] - run[j].seen < 256u ? cnt[j] - run[j].seen : 256u;
+                if ((rc = k->be->read(k->b, TSR_BUF_OUT, at + 1u + run[j].seen, buf, c, e))) break;
+                k->link.d2h[ph] += 4ull * c;
+                for (uint32_t t = 0; t < c; t++) {
+                    int tok = (int)buf[t];
+                    s->out[s->got++] = tok;
+                    run[j].seen++;
+                    /* 0 -> 1 only: a stop already sent stays sent */
+                    if (on_token && on_token(run[j].i, tok, user) && !run[j].stop) run[j].stop = 1;
+                }
             }
+            if (!run[j].stop && s->cancel && __atomic_load_n(s->cancel, __ATOMIC_ACQUIRE))
+                run[j].stop = 1;
+        }
+        if (rc || done) break;
+        /* the stops asked since the last look: a cancel word each */
+        for (int j = 0; j < r && !rc; j++) {
+            if (run[j].stop != 1) continue;
+            rc = r == 1 ? cancel_word(k, 1u, e) : slot_cancel_word(k, q[run[j].i].slot, 1u, e);
+            cmd_cancel |= r == 1;
+            run[j].stop = 2;
         }
         if (rc) break;
-        if (!cancelled && cancel && __atomic_load_n(cancel, __ATOMIC_ACQUIRE)) cancelled = 1;
-        if (done) break;
-        if (cancelled == 1) {
-            if ((rc = cancel_word(k, 1u, e))) break;
-            cancelled = 2;
+        /* Sleep on a word the next step changes: the count of a sequence
+         * the kernel still steps (full, at a stop token or cancelled: it
+         * may have dropped it), else the response. */
+        uint32_t buf_id = TSR_BUF_CTL, off = resp + TSR_RESP_SEQ, old = rs, now;
+        for (int j = 0; j < r; j++) {
+            const tsr_kdec *s = &q[run[j].i];
+            if (run[j].stop || cnt[j] >= run[j].n || (cnt[j] && stop_token(s, s->out[s->got - 1])))
+                continue;
+            buf_id = TSR_BUF_OUT;
+            off = (uint32_t)j * stride;
+            old = cnt[j];
+            break;
         }
-        uint32_t now;
-        if ((rc = k->be->wait(k->b, TSR_BUF_OUT, 0, cnt, WAIT_SLICE_US, &now, e))) break;
+        if ((rc = k->be->wait(k->b, (int)buf_id, off, old, WAIT_SLICE_US, &now, e))) break;
     }
     if (!rc) rc = await(k, seq, ph, &status, NULL, e);
-    if (cancelled == 2) {
+    /* the command has answered: its cancel words go back to 0 */
+    if (cmd_cancel) {
         int rc2 = cancel_word(k, 0u, e);
         if (!rc) rc = rc2;
     }
-    *n_out = (int)seen;
-    if (!rc && status) rc = kfail(k, status, "decode", e);
+    for (int j = 0; j < r; j++) {
+        int s = q[run[j].i].slot;
+        if (run[j].stop) *stopped |= 1u << j;
+        if (k->slot_cancel >> s & 1u) {
+            int rc2 = slot_cancel_word(k, s, 0u, e);
+            if (!rc) rc = rc2;
+        }
+    }
+    if (!rc && status) rc = kfail(k, status, r == 1 ? "decode" : "decode batch", e);
+    return rc;
+}
+
+int tsr_kcmd_decode(tsr_kcmd *k, tsr_kdec *q, int m, tsr_token_fn on_token, void *user,
+                    tsr_err *e)
+{
+    if (m < 1 || m > TSR_KDEC_MAX)
+        return tsr_seterr(e, TSR_ERR_ARG, "%s: a decode of %d sequences (1..%d)", k->be->name, m,
+                          TSR_KDEC_MAX);
+    int state[TSR_KDEC_MAX], reseed[TSR_KDEC_MAX], lim = tsr_kcmd_batch_max(k), rc = TSR_OK;
+    for (int i = 0; i < m; i++) {
+        q[i].got = 0;
+        state[i] = q[i].n > 0 ? DEC_GOING : DEC_DONE;
+        reseed[i] = q[i].smp.reseed;
+    }
+    /* Commands until every sequence is done: each takes the first lim still
+     * going, each of them as many tokens as it has left, up to its share of
+     * the output buffer (a region: its count, then its ids). */
+    for (;;) {
+        dec_run run[TSR_KDEC_MAX];
+        int r = 0;
+        for (int i = 0; i < m && r < lim; i++) {
+            if (state[i] != DEC_GOING) continue;
+            if (q[i].cancel && __atomic_load_n(q[i].cancel, __ATOMIC_ACQUIRE)) {
+                state[i] = DEC_DONE;   /* cancelled between commands */
+                continue;
+            }
+            run[r++] = (dec_run){ .i = i };
+        }
+        if (r == 0) break;
+        uint32_t share = k->info.words[TSR_BUF_OUT] / (uint32_t)r;
+        if (share < 2u)
+            return tsr_seterr(e, TSR_ERR_RANGE, "%s: the output buffer (%u words) cannot hold %d "
+                              "sequences' answers", k->be->name, k->info.words[TSR_BUF_OUT], r);
+        for (int j = 0; j < r; j++) {
+            tsr_kdec *s = &q[run[j].i];
+            uint32_t left = (uint32_t)(s->n - s->got);
+            run[j].n = left < share - 1u ? left : share - 1u;
+            s->smp.reseed = s->got == 0 && reseed[run[j].i];   /* the RNG restarts once */
+        }
+        uint32_t stopped = 0;
+        rc = decode_command(k, q, run, r, on_token, user, &stopped, e);
+        for (int j = 0; j < r; j++) {
+            tsr_kdec *s = &q[run[j].i];
+            /* done: asked to stop, stopped by the kernel (fewer than asked:
+             * a stop token), at a stop token, or at its n */
+            if (rc || (stopped >> j & 1u) || run[j].seen < run[j].n ||
+                (s->got && stop_token(s, s->out[s->got - 1])) || s->got >= s->n)
+                state[run[j].i] = DEC_DONE;
+        }
+        if (rc) break;
+    }
+    for (int i = 0; i < m; i++) q[i].smp.reseed = reseed[i];
     return rc;
 }
 

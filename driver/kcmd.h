@@ -25,6 +25,7 @@ typedef struct tsr_kcmd {
     tsr_backend             *b;
     tsr_devinfo              info;      /* what the backend said of the device */
     tsr_mesh_opts            mesh;      /* the spec's PEs, columns, KV split  */
+    int                      batch;     /* the spec's batch= (0: none)        */
     int                      started;   /* the kernel serves the ring         */
     uint32_t                 seq;       /* the last command submitted          */
     uint32_t                 done;      /* the last command answered           */
@@ -33,6 +34,8 @@ typedef struct tsr_kcmd {
     int                      loaded;    /* an image is resident               */
     uint64_t                 image_hash;
     tsr_kconfig              cfg;       /* its configuration                  */
+    uint32_t                 slot_cancel; /* bit s: slot s's cancel word was set
+                                             and not cleared yet            */
 } tsr_kcmd;
 
 /* Open the device of spec through be and start its kernel.  On failure k
@@ -68,12 +71,39 @@ int tsr_kcmd_truncate(tsr_kcmd *k, int slot, int pos, int pending, tsr_err *e);
  * the last token becomes pending. */
 int tsr_kcmd_prefill(tsr_kcmd *k, int slot, const int *tokens, int n, tsr_err *e);
 
-/* Decode up to n tokens from the pending token; out (n,) gets the ids,
- * *n_out the count.  on_token (optional) sees each id as it appears and
- * may return non-zero to stop; cancel (optional, read atomically) non-zero
- * stops the device within one token. */
-int tsr_kcmd_decode(tsr_kcmd *k, int slot, int n, const tsr_sampler *s, int *out, int *n_out,
-                    tsr_token_fn on_token, void *user, int *cancel, tsr_err *e);
+/* One sequence of a decode run (tsr_kcmd_decode). */
+typedef struct tsr_kdec {
+    int          slot;     /* its KV slot (distinct within a run)           */
+    int          n;        /* tokens to generate, >= 1, at most what seq_len
+                              leaves                                        */
+    tsr_sampler  smp;      /* its sampler; reseed applies to its first step */
+    int         *out;      /* (n,) the ids, as they appear                  */
+    int         *cancel;   /* optional, read atomically: non-zero stops it
+                              within a token                                */
+    int          got;      /* set: ids in out                               */
+} tsr_kdec;
+
+/* Sequences one decode run takes: the ring's slot cancel words. */
+#define TSR_KDEC_MAX 8
+
+/* The sequences one command steps together: the device's batch limit,
+ * min(its profile's slots, block), at least 1, or the spec's batch= when
+ * that is lower. */
+int tsr_kcmd_batch_max(const tsr_kcmd *k);
+
+/* Decode the m sequences q (1..TSR_KDEC_MAX) from their pending tokens,
+ * each up to its n, stopping at BOS/EOS (unless smp.ignore_stop), when
+ * on_token returns non-zero for it, or on its cancel flag; the others go
+ * on.  Up to tsr_kcmd_batch_max() sequences step together, one pass over
+ * the weights a step (DECODE_BATCH; a run of one is a DECODE); more wait
+ * for a later command, in order, and so does a sequence whose n exceeds
+ * the output buffer's share.  on_token (optional) sees each id as it
+ * appears, with the sequence's index in q.  A stop is written to the
+ * device's cancel word (one sequence) or its slot's (several), cleared
+ * again when the command has answered and before any command that uses
+ * the slot.  Errors: the backend's, the kernel's status. */
+int tsr_kcmd_decode(tsr_kcmd *k, tsr_kdec *q, int m, tsr_token_fn on_token, void *user,
+                    tsr_err *e);
 
 /* Logits of the last forward pass: n floats (the vocab). */
 int tsr_kcmd_read_logits(tsr_kcmd *k, float *logits, int n, tsr_err *e);

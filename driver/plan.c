@@ -91,19 +91,22 @@ static tsr_tile tile_of(const layout *L, uint32_t m, uint32_t p)
     return tsr_lay_tile(L->kc, m, L->rot[m], p);
 }
 
-/* tsr_mesh_gemv of matrix m (mesh.c): the PE tiles, the column tree (C_m >
- * 1), then on the mesh rows' roots SwiGLU (W13) or the best rows
- * (argmax). */
-static void step_gemv(const layout *L, uint32_t m, int argmax, uint64_t *rg)
+/* tsr_mesh_gemv of matrix m (mesh.c) for a pass of nx items: the PE tiles
+ * (each weight word held while the nx items pass it: the tile's steps nx
+ * times, its pipeline's depth once), the column tree (C_m > 1), then on
+ * the mesh rows' roots SwiGLU (W13) or the best rows (argmax), each level
+ * and root step once an item. */
+static void step_gemv(const layout *L, uint32_t m, int argmax, uint32_t nx, uint64_t *rg)
 {
     const tsr_kconfig *kc = L->kc;
     uint32_t d, n, pair, worst = 0, C = L->cols[m];
     tsr_lay_mat_shape(kc, m, &d, &n, &pair);
+    uint32_t halves = pair ? 2u : 1u;
     for (uint32_t p = 0; p < L->P; p++) {
         tsr_tile t = tile_of(L, m, p);
         if (t.rows == 0) continue;
-        uint32_t cy = t.ngroups == 0 ? tsr_cy_zero((pair ? 2u : 1u) * t.rows)
-                                     : (pair ? 2u : 1u) * tsr_cy_tile(tsr_lay_tile_steps(kc, t.rows, t.ngroups));
+        uint32_t cy = t.ngroups == 0 ? nx * tsr_cy_zero(halves * t.rows)
+                                     : halves * tsr_cy_tile(nx * tsr_lay_tile_steps(kc, t.rows, t.ngroups));
         if (cy > worst) worst = cy;
     }
     rg[TSR_RG_GEMV] += worst;
@@ -115,7 +118,7 @@ static void step_gemv(const layout *L, uint32_t m, int argmax, uint64_t *rg)
                 uint32_t c = p & (C - 1u);
                 if ((c & (2u * s - 1u)) != 0 || c + s >= C) continue;
                 tsr_tile t = tile_of(L, m, p);
-                uint32_t cy = tsr_cy_tree_level((pair ? 2u : 1u) * t.rows);
+                uint32_t cy = nx * tsr_cy_tree_level(halves * t.rows);
                 if (cy > worst) worst = cy;
             }
             rg[TSR_RG_TREE] += worst;
@@ -125,7 +128,7 @@ static void step_gemv(const layout *L, uint32_t m, int argmax, uint64_t *rg)
         worst = 0;
         for (uint32_t p = 0; p < L->P; p += C) {
             tsr_tile t = tile_of(L, m, p);
-            uint32_t cy = t.rows ? tsr_cy_swiglu(t.rows) : 0u;
+            uint32_t cy = t.rows ? nx * tsr_cy_swiglu(t.rows) : 0u;
             if (cy > worst) worst = cy;
         }
         rg[TSR_RG_GEMV] += worst;
@@ -134,7 +137,7 @@ static void step_gemv(const layout *L, uint32_t m, int argmax, uint64_t *rg)
         worst = 0;
         for (uint32_t p = 0; p < L->P; p += C) {
             tsr_tile t = tile_of(L, m, p);
-            uint32_t cy = t.rows ? tsr_cy_best(t.rows) : 0u;
+            uint32_t cy = t.rows ? nx * tsr_cy_best(t.rows) : 0u;
             if (cy > worst) worst = cy;
         }
         rg[TSR_RG_ARGMAX] += worst;
@@ -172,8 +175,8 @@ static void step_attention(const layout *L, uint32_t S_pe, uint32_t pos, uint64_
     rg[TSR_RG_ATT_IO] += tsr_cy_att_collect(tsr_cdiv(kc->dim, kc->group) * kc->group);
 }
 
-void tsr_plan_step(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes, uint32_t pos,
-                   tsr_plan_cycles *c)
+void tsr_plan_pass(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
+                   const uint32_t *pos, uint32_t nx, int classify, tsr_plan_cycles *c)
 {
     /* the profile's TSR_ATT_PARTS (tsr_profile.h) */
     layout L = { kc, tsr_lay_pes(kc), sum_lanes >= TSR_FADD_LAT ? TSR_FADD_LAT : 1u, { 0 }, { 0 } };
@@ -189,48 +192,76 @@ void tsr_plan_step(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_p
     uint64_t *rg = c->rg;
     memset(c, 0, sizeof *c);
 
-    /* embed: each mesh column's groups of the row */
+    /* each item: its embedding row, each mesh column's groups of it, and
+     * its position's RoPE angles */
     for (uint32_t cc = 0; cc < L.cols[TSR_MAT_EMB]; cc++) {
         tsr_tile t = tile_of(&L, TSR_MAT_EMB, cc);
         uint32_t c0 = t.g0 * G, c1 = c0 + t.ngroups * G;
         c1 = c1 < kc->dim ? c1 : kc->dim;
-        rg[TSR_RG_EMBED] += tsr_cy_embed(t.ngroups, G, c1 > c0 ? c1 - c0 : 0u, q8);
+        rg[TSR_RG_EMBED] += (uint64_t)nx * tsr_cy_embed(t.ngroups, G, c1 > c0 ? c1 - c0 : 0u, q8);
     }
-    /* this token's RoPE angles */
-    rg[TSR_RG_ROPE] += tsr_cy_rope_angles(hs);
+    rg[TSR_RG_ROPE] += (uint64_t)nx * tsr_cy_rope_angles(hs);
     /* TSR_SSQ_FUSED (tsr_profile.h): the residual gathers leave RMSNorm's
      * partials, so a norm after one is its levels alone */
     int fused = sum_lanes >= TSR_VEC * TSR_FADD_LAT;
     uint32_t hid_pad = tsr_cdiv(hid, G) * G;
     for (uint32_t l = 0; l < kc->n_layers; l++) {
-        rg[TSR_RG_NORM] += tsr_cy_norm_s(dim, sum_lanes, fused && l > 0);
-        rg[TSR_RG_INPUT] += tsr_cy_input(dim, G, q8);
-        step_gemv(&L, TSR_MAT_LAYER(l, TSR_W_QKV), 0, rg);
-        rg[TSR_RG_GATHER] += tsr_cy_gather_vec(dim + 2u * tsr_lay_kv_dim(kc));   /* RoPE */
-        step_attention(&L, S_pe, pos, rg);
-        rg[TSR_RG_INPUT] += tsr_cy_input_ready(dim, G, q8);
-        step_gemv(&L, TSR_MAT_LAYER(l, TSR_W_O), 0, rg);
-        rg[TSR_RG_GATHER] += fused ? tsr_cy_gather_vec(dim) : tsr_cy_gather(dim);
-        rg[TSR_RG_NORM] += tsr_cy_norm_s(dim, sum_lanes, fused);
-        rg[TSR_RG_INPUT] += tsr_cy_input(dim, G, q8);
-        step_gemv(&L, TSR_MAT_LAYER(l, TSR_W_13), 0, rg);
-        rg[TSR_RG_GATHER] += tsr_cy_gather_input(hid_pad);
-        rg[TSR_RG_INPUT] += tsr_cy_input_ready(hid, G, q8);
-        step_gemv(&L, TSR_MAT_LAYER(l, TSR_W_2), 0, rg);
-        rg[TSR_RG_GATHER] += fused ? tsr_cy_gather_vec(dim) : tsr_cy_gather(dim);
+        /* per stage: each item's norm and input, one GEMV for all, each
+         * item's gather (and, after QKV, its attention at its position) */
+        rg[TSR_RG_NORM] += (uint64_t)nx * tsr_cy_norm_s(dim, sum_lanes, fused && l > 0);
+        rg[TSR_RG_INPUT] += (uint64_t)nx * tsr_cy_input(dim, G, q8);
+        step_gemv(&L, TSR_MAT_LAYER(l, TSR_W_QKV), 0, nx, rg);
+        rg[TSR_RG_GATHER] += (uint64_t)nx * tsr_cy_gather_vec(dim + 2u * tsr_lay_kv_dim(kc));   /* RoPE */
+        for (uint32_t b = 0; b < nx; b++) step_attention(&L, S_pe, pos[b], rg);
+        rg[TSR_RG_INPUT] += (uint64_t)nx * tsr_cy_input_ready(dim, G, q8);
+        step_gemv(&L, TSR_MAT_LAYER(l, TSR_W_O), 0, nx, rg);
+        rg[TSR_RG_GATHER] += (uint64_t)nx * (fused ? tsr_cy_gather_vec(dim) : tsr_cy_gather(dim));
+        rg[TSR_RG_NORM] += (uint64_t)nx * tsr_cy_norm_s(dim, sum_lanes, fused);
+        rg[TSR_RG_INPUT] += (uint64_t)nx * tsr_cy_input(dim, G, q8);
+        step_gemv(&L, TSR_MAT_LAYER(l, TSR_W_13), 0, nx, rg);
+        rg[TSR_RG_GATHER] += (uint64_t)nx * tsr_cy_gather_input(hid_pad);
+        rg[TSR_RG_INPUT] += (uint64_t)nx * tsr_cy_input_ready(hid, G, q8);
+        step_gemv(&L, TSR_MAT_LAYER(l, TSR_W_2), 0, nx, rg);
+        rg[TSR_RG_GATHER] += (uint64_t)nx * (fused ? tsr_cy_gather_vec(dim) : tsr_cy_gather(dim));
     }
-    /* final norm, classifier, the greedy token: roots' bests, then a tree
-     * over the profile's PEs; the id to the host */
-    rg[TSR_RG_NORM] += tsr_cy_norm_s(dim, sum_lanes, fused);
-    rg[TSR_RG_INPUT] += tsr_cy_input(dim, G, q8);
-    step_gemv(&L, tsr_lay_mat_wcls(kc), 1, rg);
-    rg[TSR_RG_ARGMAX] += tsr_cy_log2(profile_pes) * TSR_D_CMP;
-    rg[TSR_RG_SAMPLE] += TSR_D_BUS;
+    if (classify) {
+        /* each item's final norm, the classifier for all, each item's
+         * greedy token: the roots' bests, a tree over the profile's PEs,
+         * the id to the host */
+        rg[TSR_RG_NORM] += (uint64_t)nx * tsr_cy_norm_s(dim, sum_lanes, fused);
+        rg[TSR_RG_INPUT] += (uint64_t)nx * tsr_cy_input(dim, G, q8);
+        step_gemv(&L, tsr_lay_mat_wcls(kc), 1, nx, rg);
+        rg[TSR_RG_ARGMAX] += (uint64_t)nx * tsr_cy_log2(profile_pes) * TSR_D_CMP;
+        rg[TSR_RG_SAMPLE] += (uint64_t)nx * TSR_D_BUS;
+    }
     for (int r = 0; r < TSR_RG_COUNT; r++) {
         if (r < TSR_RG_FIRST_MESH) c->controller += rg[r];
         else c->mesh += rg[r];
     }
     c->total = c->controller + c->mesh;
+}
+
+void tsr_plan_step(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes, uint32_t pos,
+                   tsr_plan_cycles *c)
+{
+    tsr_plan_pass(kc, sum_lanes, profile_pes, &pos, 1, 1, c);
+}
+
+uint64_t tsr_plan_prefill(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
+                          uint32_t n, uint32_t block, uint32_t *passes)
+{
+    uint32_t pos[TSR_PLAN_MAX_ITEMS], B = block < 1u ? 1u : block > TSR_PLAN_MAX_ITEMS ? TSR_PLAN_MAX_ITEMS : block;
+    uint64_t cy = 0;
+    uint32_t np = 0;
+    for (uint32_t p0 = 0; p0 < n; p0 += B, np++) {
+        uint32_t nx = n - p0 < B ? n - p0 : B;
+        for (uint32_t b = 0; b < nx; b++) pos[b] = p0 + b;
+        tsr_plan_cycles c;
+        tsr_plan_pass(kc, sum_lanes, profile_pes, pos, nx, 0, &c);
+        cy += c.total;
+    }
+    if (passes) *passes = np;
+    return cy;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -727,6 +758,38 @@ static int eval(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part *p
     return TSR_OK;
 }
 
+/* The projections of passes of several items, for the plan chosen (not for
+ * every candidate eval_auto tries): the prompt's prefill in blocks of the
+ * profile's TSR_MAX_BLOCK against one position a pass, and a greedy decode
+ * step of the profile's batch limit of sequences, each at the reported
+ * position.  A split model pays its card links once a pass. */
+#define PLAN_PROMPT 128u
+static void project_passes(tsr_plan *out)
+{
+    const tsr_kconfig *kc = &out->kc;
+    uint32_t sl = out->prof.sum_lanes, ppes = out->with_profile ? out->prof.pes : (uint32_t)out->pes;
+    uint32_t B = out->prof.block ? out->prof.block : 1u;
+    if (B > TSR_PLAN_MAX_ITEMS) B = TSR_PLAN_MAX_ITEMS;
+    uint32_t n = kc->seq_len < PLAN_PROMPT ? kc->seq_len : PLAN_PROMPT;
+    uint64_t links = out->cyc.links;
+    out->block = (int)B;
+    out->prefill_tokens = (int)n;
+    out->prefill_cycles = tsr_plan_prefill(kc, sl, ppes, n, B, &out->prefill_passes);
+    out->prefill_cycles += out->prefill_passes * links;
+    out->prefill_cycles_1 = tsr_plan_prefill(kc, sl, ppes, n, 1, NULL) + n * links;
+    uint32_t nb = out->prof.slots < B ? out->prof.slots : B, pos[TSR_PLAN_MAX_ITEMS];
+    if (nb < 1u) nb = 1u;
+    for (uint32_t b = 0; b < nb; b++) pos[b] = (uint32_t)out->pos;
+    out->batch = (int)nb;
+    tsr_plan_pass(kc, sl, ppes, pos, nb, 1, &out->batch_cyc);
+    out->batch_cyc.links = links;
+    out->batch_cyc.total += links;
+    if (out->clock_mhz > 0) {
+        out->prefill_tok_s = n * (out->clock_mhz * 1e6) / (double)out->prefill_cycles;
+        out->batch_tok_s = nb * (out->clock_mhz * 1e6) / (double)out->batch_cyc.total;
+    }
+}
+
 /* Best PE count: the given one, else the fitting power of two with the best
  * mean tok/s (fewest PEs on a tie, pes_chosen 1); PLAN_DEFAULT_PES when none
  * fits or the fit cannot be decided (pes_chosen 2). */
@@ -792,6 +855,7 @@ int tsr_plan_config(const tsr_config *cfg, const tsr_plan_req *req, tsr_plan *ou
         return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "%d layers: more matrices than plan lays out",
                           cfg->n_layers);
     int rc = eval_auto(cfg, req, part, out, e);
+    if (rc == TSR_OK) project_passes(out);
     if (rc || out->fits || !out->decidable) return rc;
 
     /* the smallest changes that fit (each judged at its own last position) */
@@ -961,6 +1025,26 @@ static void fmt_text(const tsr_plan *p, const char *name, sbuf *b)
     } else {
         put(b, "  projected tokens/s: unknown (no default clock for %s: give --clock MHZ)\n", pt->name);
     }
+    /* passes of several items: the same accounting, each tile read once a pass */
+    put(b, "\nprojected prefill (passes of up to %d positions, each weight tile read once a pass):\n",
+        p->block);
+    put(b, "  a %d-token prompt: %llu cycles in %u pass%s (one position a pass: %llu, %.2fx "
+           "as many)\n", p->prefill_tokens, (unsigned long long)p->prefill_cycles,
+        p->prefill_passes, p->prefill_passes == 1 ? "" : "es",
+        (unsigned long long)p->prefill_cycles_1,
+        p->prefill_cycles ? (double)p->prefill_cycles_1 / (double)p->prefill_cycles : 0.0);
+    if (p->clock_mhz > 0)
+        put(b, "  projected prefill tokens/s at %d MHz: %.0f\n", p->clock_mhz, p->prefill_tok_s);
+    put(b, "projected batched decode (%d sequence%s a step, one pass over the weights for all, "
+           "each at position %d; %s):\n", p->batch, p->batch == 1 ? "" : "s", p->pos,
+        p->batch > 1 ? "their KV caches need that many sequence slots" : "the profile's limit");
+    put(b, "  cycles/step: %llu (controller %llu, mesh %llu%s)\n",
+        (unsigned long long)p->batch_cyc.total, (unsigned long long)p->batch_cyc.controller,
+        (unsigned long long)p->batch_cyc.mesh, p->batch_cyc.links ? ", card links" : "");
+    if (p->clock_mhz > 0)
+        put(b, "  projected tokens/s at %d MHz: %.0f aggregate, %.0f per sequence (%.2fx one "
+               "sequence's at that position)\n", p->clock_mhz, p->batch_tok_s,
+            p->batch_tok_s / p->batch, p->tok_s > 0 ? p->batch_tok_s / p->tok_s : 0.0);
     put(b, "assumptions: %s\n", tsr_plan_assumptions());
     put(b, "part figures: %s\n", pt->source);
 }
@@ -1042,6 +1126,23 @@ static void fmt_json(const tsr_plan *p, const char *name, sbuf *b)
     json_num(b, "stream_gbps", p->stream_gbps, clk, 2);
     json_num(b, "offchip_gbps", pt->offchip_gbps, pt->offchip_gbps > 0, 0);
     put(b, "\"offchip_kind\":\"%s\"},", pt->offchip_kind);
+    put(b, "\"prefill\":{\"tokens\":%d,\"block\":%d,\"passes\":%u,\"cycles\":%llu,"
+           "\"cycles_one_a_pass\":%llu,", p->prefill_tokens, p->block, p->prefill_passes,
+        (unsigned long long)p->prefill_cycles, (unsigned long long)p->prefill_cycles_1);
+    json_num(b, "tok_s", p->prefill_tok_s, clk, 1);
+    b->at--;   /* the last comma */
+    put(b, "},\"batch\":{\"sequences\":%d,\"position\":%d,\"cycles\":%llu,"
+           "\"cycles_controller\":%llu,\"cycles_mesh\":%llu,\"regions\":{", p->batch, p->pos,
+        (unsigned long long)p->batch_cyc.total, (unsigned long long)p->batch_cyc.controller,
+        (unsigned long long)p->batch_cyc.mesh);
+    for (int r = 0; r < TSR_RG_COUNT; r++)
+        put(b, "\"%s\":%llu%s", tsr_plan_region_name(r), (unsigned long long)p->batch_cyc.rg[r],
+            r + 1 < TSR_RG_COUNT ? "," : "");
+    put(b, "},");
+    json_num(b, "tok_s", p->batch_tok_s, clk, 1);
+    json_num(b, "seq_tok_s", p->batch > 0 ? p->batch_tok_s / p->batch : 0.0, clk, 1);
+    b->at--;
+    put(b, "},");
     put(b, "\"assumptions\":\"%s\",\"part_source\":\"%s\"}\n", tsr_plan_assumptions(), pt->source);
 }
 

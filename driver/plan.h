@@ -116,6 +116,19 @@ typedef struct tsr_plan {
     double tok_s, tok_s_mean;  /* at pos, and over a whole context           */
     double controller_share;   /* controller cycles / total at pos           */
     double stream_gbps;        /* weight bytes per token x tok_s_mean        */
+    /* projected prefill: a prompt's positions 0..prefill_tokens-1 in passes
+     * of `block` (the profile's TSR_MAX_BLOCK), each tile read once a pass */
+    int prefill_tokens;        /* 128, or the context when shorter           */
+    int block;                 /* positions a prefill pass                   */
+    uint32_t prefill_passes;
+    uint64_t prefill_cycles;   /* all its passes (+ card links per pass)     */
+    uint64_t prefill_cycles_1; /* the same, one position a pass              */
+    double prefill_tok_s;      /* prefill_tokens / (prefill_cycles at the clock) */
+    /* projected batched decode: `batch` sequences (the profile's limit,
+     * min(slots, block)) stepped by one pass, each at position pos */
+    int batch;
+    tsr_plan_cycles batch_cyc; /* that pass (+ card links)                   */
+    double batch_tok_s;        /* aggregate: batch x clock / batch_cyc.total */
     /* smallest changes that fit (when !fits; 0 = not found) */
     int fix_seq;               /* longest context that fits                  */
     int fix_kv_int8;           /* 1: an int8 KV cache fits                   */
@@ -130,12 +143,33 @@ typedef struct tsr_plan {
  * and out->fix_* say what would. */
 int tsr_plan_config(const tsr_config *cfg, const tsr_plan_req *req, tsr_plan *out, tsr_err *e);
 
-/* The cycles the kernel's accounting charges for one greedy decode step at
- * pos on kc's mesh: the forward pass and the distributed argmax.
- * sum_lanes and profile_pes are the profile's TSR_SUM_LANES and TSR_PES
- * (the reduction order, and the PEs the argmax tree spans). */
+/* The cycles the kernel's accounting charges for one forward pass of nx
+ * items on kc's mesh (kernels/forward.c tsr_forward), item b at position
+ * pos[b] (pos: (nx,), nx >= 1): each item's embedding, RoPE angles,
+ * norms, inputs, gathers and attention at its own position; one GEMV per
+ * matrix for all nx (each PE's tile read once: its steps nx times, its
+ * pipeline's depth once; the tree levels and root steps once an item).
+ * classify 0: a prefill block (positions of one slot, no classifier);
+ * 1: a greedy decode step of nx sequences (the classifier, each item's
+ * distributed argmax and its id to the host).  sum_lanes and profile_pes
+ * are the profile's TSR_SUM_LANES and TSR_PES (the reduction order, and
+ * the PEs the argmax tree spans). */
+void tsr_plan_pass(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
+                   const uint32_t *pos, uint32_t nx, int classify, tsr_plan_cycles *c);
+
+/* One greedy decode step at pos: tsr_plan_pass of one item. */
 void tsr_plan_step(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes, uint32_t pos,
                    tsr_plan_cycles *c);
+
+/* Items a pass plan projects at most (the profiles' TSR_MAX_BLOCK). */
+#define TSR_PLAN_MAX_ITEMS 64u
+
+/* The cycles of prefilling positions 0..n-1 of one slot in passes of
+ * block positions (the last pass takes what is left; block is clamped to
+ * 1..TSR_PLAN_MAX_ITEMS), as PREFILL runs them; *passes (optional) gets
+ * the number of passes. */
+uint64_t tsr_plan_prefill(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
+                          uint32_t n, uint32_t block, uint32_t *passes);
 
 /* The blocks and DSPs a profile's arrays and datapath take (what its
  * bitstream allocates, whatever model it runs). */

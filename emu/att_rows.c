@@ -16,8 +16,11 @@
  * target_clones): the same operations, wider lanes (C11 mode: no FMA
  * contraction in any clone).  The clones are static: GCC gives the ifunc of
  * an extern target_clones function default visibility whatever
- * -fvisibility says, which would export it from libtessera.so. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+ * -fvisibility says, which would export it from libtessera.so.  Not under
+ * ASan or TSan: the clones' ifunc resolver runs during relocation, before
+ * the sanitizer's runtime is up, and its instrumented entry crashes there. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define ATT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define ATT_CLONES

@@ -18,6 +18,7 @@
  * loop's, one row per lane, so the result is bit-identical to
  * kernels/mesh.c pe_tile_q8 (built without -ffp-contract: no FMA).
  */
+#include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,15 +152,31 @@ static uint32_t tile_q8_one(const int8_t *w8, const float *ws, uint32_t rows, ui
  * 255 * 128 < 2^31), and each lane's fp32 operations are the portable
  * loop's, groups ascending: bit-identical to pe_tile_q8 for every item. */
 /* The GEMM's transposed inputs, per thread (a worker runs one tile at a
- * time): grown as needed, kept for the thread's life. */
+ * time): grown as needed, kept for the thread's life and freed when it
+ * exits (a pthread key's destructor: the pool's workers and the device
+ * thread end with their device). */
 static __thread void *gemm_scratch;
 static __thread size_t gemm_scratch_bytes;
+static pthread_key_t  gemm_scratch_key;
+static pthread_once_t gemm_scratch_once = PTHREAD_ONCE_INIT;
+static int            gemm_scratch_keyed;   /* the key was created */
+
+static void scratch_key_make(void)
+{
+    gemm_scratch_keyed = pthread_key_create(&gemm_scratch_key, free) == 0;
+}
 
 static void *scratch(size_t bytes)
 {
     if (bytes > gemm_scratch_bytes) {
+        pthread_once(&gemm_scratch_once, scratch_key_make);
+        if (!gemm_scratch_keyed) return NULL;
         void *p = aligned_alloc(64, (bytes + 63u) & ~(size_t)63u);
         if (!p) return NULL;
+        if (pthread_setspecific(gemm_scratch_key, p) != 0) {
+            free(p);
+            return NULL;
+        }
         free(gemm_scratch);
         gemm_scratch = p;
         gemm_scratch_bytes = bytes;

@@ -1,13 +1,17 @@
 /* cmd_bench.c - tessera bench: decode throughput, prefill throughput, time
- * to first token, weight-stream rate and peak RSS of one model on a device.
+ * to first token, weight-stream rate and peak RSS of one model on a device,
+ * and with --batch B the decode throughput of B sequences decoded together.
  *
  * The model is loaded once (that load is timed here: GB/s = the device's
  * load_h2d bytes / wall seconds of tsr_model_load).  Then W warm-up runs and
  * K measured runs, each on a fresh sequence: append P prompt token ids
  * (prefill), generate exactly N tokens greedily with ignore_stop = 1.  The
- * per-run figures are the library's sequence stats.  The prompt is token
- * ids, not text, so that P is exact for any vocab: BOS (1), then
- * (i * 7919) % vocab. */
+ * per-run figures are the library's sequence stats.  With --batch B each
+ * run then does the same for B fresh sequences in one
+ * tsr_seq_generate_batch: aggregate tokens/s = B x N / wall seconds of that
+ * call, per sequence the mean of their stats.  The prompt is token ids,
+ * not text, so that P is exact for any vocab: BOS (1), then
+ * (i * 7919 + 31 k) % vocab for sequence k. */
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,12 +37,21 @@ static const char usage[] =
     "  -z, --tokenizer FILE   llama2.c tokenizer.bin (required for llama2.c files;\n"
     "                         the prompt is token ids, so any tokenizer of the\n"
     "                         model's vocab size will do)\n"
-    "      --prompt-tokens P  prompt length in tokens, BOS included (default 32)\n"
+    "      --prompt-tokens P  prompt length in tokens, BOS included (default 32), up\n"
+    "                         to the context less one (then 1 decode token is left)\n"
     "      --decode-tokens N  tokens generated per run (default 256, or what the\n"
     "                         context leaves after the prompt if that is less)\n"
     "      --ctx N            context length on the device (default: the model's;\n"
     "                         GGUF context_length may understate it; --seq-len N\n"
     "                         is the same)\n"
+    "      --batch B          also decode B sequences (1..8) together in each run:\n"
+    "                         B fresh sequences (the model gets B slots), each\n"
+    "                         prefilled with its own P-token prompt (not timed),\n"
+    "                         then N tokens each, greedily, in one\n"
+    "                         tsr_seq_generate_batch; reports their aggregate and\n"
+    "                         per-sequence decode tokens/s next to the single\n"
+    "                         sequence's, and the ratio (the device steps up to\n"
+    "                         its batch limit of them in one pass over the weights)\n"
     "      --repeat K         measured runs (default 3)\n"
     "      --warmup W         unmeasured runs first (default 1)\n"
     "      --backend SPEC     device spec (default emu)\n"
@@ -53,11 +66,14 @@ static const char usage[] =
     "      --weights q8|f32   on-chip weight format (default q8)\n"
     "      --group-size G     Q8_0 group size (default 32)\n"
     "      --json             one JSON line per measured run instead of the table\n"
+    "                         (with --batch: batch, batch_decode_tok_s,\n"
+    "                         batch_seq_decode_tok_s, batch_speedup)\n"
     "  -h, --help             this text\n";
 
 typedef struct bench_args {
     const char *model, *tokenizer, *backend, *part;
     int prompt_tokens, decode_tokens, repeat, warmup, threads, weights_f32, group_size, json;
+    int batch;              /* --batch B: 0 none */
     int pes, seq_len;       /* 0: the device's / the model's default */
     int decode_given;       /* --decode-tokens was passed: never clamp it */
     const char *xclbin;   /* xrt: --xclbin FILE */
@@ -66,6 +82,7 @@ typedef struct bench_args {
 /* One measured run. */
 typedef struct bench_run {
     double decode_tok_s, prefill_tok_s, ttft_ms;
+    double batch_tok_s, batch_seq_tok_s;   /* --batch: aggregate, per sequence */
 } bench_run;
 
 static int parse_args(int argc, char **argv, bench_args *a)
@@ -86,6 +103,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
         else if (!strcmp(o, "--pes"))              { VAL(); if (cli_int(o, v, 1, 1 << 16, &a->pes)) return -1; }
         else if (!strcmp(o, "--part"))             { VAL(); a->part = v; }
         else if (!strcmp(o, "--repeat"))           { VAL(); if (cli_int(o, v, 1, 1 << 16, &a->repeat)) return -1; }
+        else if (!strcmp(o, "--batch"))            { VAL(); if (cli_int(o, v, 1, 8, &a->batch)) return -1; }
         else if (!strcmp(o, "--warmup"))           { VAL(); if (cli_int(o, v, 0, 1 << 16, &a->warmup)) return -1; }
         else if (!strcmp(o, "--threads"))          { VAL(); if (cli_int(o, v, 1, 1024, &a->threads)) return -1; }
         else if (!strcmp(o, "--group-size"))       { VAL(); if (cli_int(o, v, 1, 1 << 16, &a->group_size)) return -1; }
@@ -176,7 +194,13 @@ static void json_str(const char *s)
     putchar('"');
 }
 
-/* Library warnings (e.g. a context past a GGUF file's context_length). */
+/* Sequence k's prompt: n ids, BOS first. */
+static void make_prompt(int *ids, int n, int k, int vocab)
+{
+    ids[0] = 1;   // BOS
+    for (int i = 1; i < n; i++) ids[i] = (int)(((long long)i * 7919 + 31 * k) % vocab);
+}
+
 /* One run on a fresh sequence: prefill prompt (n_prompt ids), generate n_gen
  * tokens.  Returns a status; the failure is in tsr_device_errmsg(). */
 static int one_run(tsr_model *model, const int *prompt, int n_prompt, int n_gen,
@@ -195,6 +219,40 @@ static int one_run(tsr_model *model, const int *prompt, int n_prompt, int n_gen,
         r->ttft_ms = st.ttft_ms;
     }
     tsr_seq_close(seq);
+    return rc;
+}
+
+/* The batched run: b fresh sequences, each prefilled with its own prompt
+ * (n_prompt ids, written into ids), then n_gen tokens each in one
+ * tsr_seq_generate_batch.  *got gets the fewest any sequence generated. */
+static int batch_run(tsr_model *model, int b, int *ids, int n_prompt, int n_gen, int vocab,
+                     bench_run *r, int *got)
+{
+    tsr_seq *seqs[8] = { NULL };
+    tsr_gen_opts go[8];
+    int n_got[8] = { 0 }, rc = TSR_OK;
+    for (int k = 0; k < b && rc == TSR_OK; k++) {
+        go[k] = (tsr_gen_opts){ .max_tokens = n_gen, .temperature = 0.0f, .ignore_stop = 1 };
+        make_prompt(ids, n_prompt, k, vocab);
+        rc = tsr_seq_open(model, &seqs[k]);
+        if (rc == TSR_OK) rc = tsr_seq_append_tokens(seqs[k], ids, n_prompt);
+    }
+    double t0 = now_s();
+    if (rc == TSR_OK) rc = tsr_seq_generate_batch(seqs, b, go, NULL, NULL, n_got);
+    double wall = now_s() - t0;
+    double per_seq = 0.0;
+    int total = 0;
+    *got = n_gen;
+    for (int k = 0; k < b && rc == TSR_OK; k++) {
+        tsr_seq_stats st;
+        if ((rc = tsr_seq_get_stats(seqs[k], &st)) != TSR_OK) break;
+        per_seq += st.decode_tok_s / b;
+        total += n_got[k];
+        if (n_got[k] < *got) *got = n_got[k];
+    }
+    r->batch_tok_s = wall > 0 ? total / wall : 0.0;
+    r->batch_seq_tok_s = per_seq;
+    for (int k = 0; k < b; k++) tsr_seq_close(seqs[k]);
     return rc;
 }
 
@@ -224,12 +282,13 @@ int cmd_bench(int argc, char **argv)
 
     tsr_device_set_log(dev, cli_log_to_stderr, NULL);
 
-    /* Load once, timed: opening and checking the file and configuring the
-     * device, then the weight stream (the image built PE by PE as it goes),
-     * told apart by the progress callback's first call (sent = 0). */
+    /* Load once, timed: preparing the image (read, quantize, tile, hash)
+     * and configuring the device, then the weight stream itself, told apart
+     * by the progress callback's first call (sent = 0). */
     stream_clock sc = { 0.0, 0.0 };
     tsr_model_opts mo = { .tokenizer = a.tokenizer, .weights_f32 = a.weights_f32,
-                          .group_size = a.group_size, .seq_len = a.seq_len, .n_seqs = 1,
+                          .group_size = a.group_size, .seq_len = a.seq_len,
+                          .n_seqs = a.batch > 1 ? a.batch : 1,
                           .progress = stream_tick, .progress_user = &sc };
     double t0 = now_s();
     rc = tsr_model_load(dev, a.model, &mo, &model);
@@ -266,16 +325,18 @@ int cmd_bench(int argc, char **argv)
     prompt = malloc((size_t)a.prompt_tokens * sizeof *prompt);
     runs = malloc((size_t)a.repeat * sizeof *runs);
     if (!prompt || !runs) { cli_error("out of memory"); goto out; }
-    prompt[0] = 1; // BOS
-    for (int i = 1; i < a.prompt_tokens; i++)
-        prompt[i] = (int)(((long long)i * 7919) % mi.vocab_size);
 
     const char *wname = a.weights_f32 ? "f32" : "q8";
     int gs = a.weights_f32 ? 0 : (a.group_size ? a.group_size : 32);
     for (int k = -a.warmup; k < a.repeat; k++) {
-        bench_run r;
+        bench_run r = { 0 };
         int got = 0;
-        if ((rc = one_run(model, prompt, a.prompt_tokens, a.decode_tokens, &r, &got)) != TSR_OK) {
+        make_prompt(prompt, a.prompt_tokens, 0, mi.vocab_size);
+        if ((rc = one_run(model, prompt, a.prompt_tokens, a.decode_tokens, &r, &got)) == TSR_OK &&
+            got == a.decode_tokens && a.batch)
+            rc = batch_run(model, a.batch, prompt, a.prompt_tokens, a.decode_tokens,
+                           mi.vocab_size, &r, &got);
+        if (rc != TSR_OK) {
             cli_error("%s", tsr_device_errmsg(dev));
             goto out;
         }
@@ -295,31 +356,49 @@ int cmd_bench(int argc, char **argv)
                    "\"prompt_tokens\":%d,\"decode_tokens\":%d,\"decode_tok_s\":%.3f,"
                    "\"prefill_tok_s\":%.3f,\"ttft_ms\":%.3f,\"load_gb_s\":%.4f,"
                    "\"load_prep_s\":%.4f,\"load_stream_s\":%.4f,\"load_s\":%.4f,"
-                   "\"peak_rss_mb\":%.1f}\n",
+                   "\"peak_rss_mb\":%.1f",
                    threads, wname, gs, a.prompt_tokens, got, r.decode_tok_s,
                    r.prefill_tok_s, r.ttft_ms, load_gb_s, prep_s, stream_s, load_s,
                    peak_rss_mb());
+            if (a.batch)
+                printf(",\"batch\":%d,\"batch_decode_tok_s\":%.3f,\"batch_seq_decode_tok_s\":%.3f,"
+                       "\"batch_speedup\":%.3f", a.batch, r.batch_tok_s, r.batch_seq_tok_s,
+                       r.decode_tok_s > 0 ? r.batch_tok_s / r.decode_tok_s : 0.0);
+            printf("}\n");
             if (cli_flush_stdout()) goto out;
         }
     }
 
     if (!a.json) {
-        double *v = malloc(3 * (size_t)a.repeat * sizeof *v); // (3 metrics, repeat)
+        /* (metrics, repeat): decode, prefill, TTFT; with --batch the batch's
+         * aggregate and per-sequence rates and its ratio to the single one */
+        enum { N_METRICS = 6 };
+        int nm = a.batch ? N_METRICS : 3;
+        double *v = malloc(N_METRICS * (size_t)a.repeat * sizeof *v);
         if (!v) { cli_error("out of memory"); goto out; }
         for (int k = 0; k < a.repeat; k++) {
-            v[0 * a.repeat + k] = runs[k].decode_tok_s;
-            v[1 * a.repeat + k] = runs[k].prefill_tok_s;
-            v[2 * a.repeat + k] = runs[k].ttft_ms;
+            const bench_run *r = &runs[k];
+            v[0 * a.repeat + k] = r->decode_tok_s;
+            v[1 * a.repeat + k] = r->prefill_tok_s;
+            v[2 * a.repeat + k] = r->ttft_ms;
+            v[3 * a.repeat + k] = r->batch_tok_s;
+            v[4 * a.repeat + k] = r->batch_seq_tok_s;
+            v[5 * a.repeat + k] = r->decode_tok_s > 0 ? r->batch_tok_s / r->decode_tok_s : 0.0;
         }
-        static const char *const names[3] = { "decode tokens/s", "prefill tokens/s",
-                                              "time to first token, ms" };
+        static const char *const names[N_METRICS] = {
+            "decode tokens/s", "prefill tokens/s", "time to first token, ms",
+            "batch decode tokens/s", "batch per-sequence tok/s", "batch / single decode"
+        };
         printf("model %s  backend %s  threads %d  weights %s", a.model, spec, threads, wname);
         if (gs) printf(" (group size %d)", gs);
-        printf("\nprompt %d token%s, decode %d token%s, %d run%s after %d warm-up%s\n\n",
+        printf("\nprompt %d token%s, decode %d token%s, %d run%s after %d warm-up%s\n",
                a.prompt_tokens, cli_s(a.prompt_tokens), a.decode_tokens, cli_s(a.decode_tokens),
                a.repeat, cli_s(a.repeat), a.warmup, cli_s(a.warmup));
-        printf("%-26s %12s %25s\n", "metric", "median", "min..max");
-        for (int m = 0; m < 3; m++) {
+        if (a.batch)
+            printf("batch: %d sequence%s decoded together in each run (aggregate tokens/s over "
+                   "the call)\n", a.batch, cli_s(a.batch));
+        printf("\n%-26s %12s %25s\n", "metric", "median", "min..max");
+        for (int m = 0; m < nm; m++) {
             double med, lo, hi;
             summarize(v + (size_t)m * a.repeat, a.repeat, &med, &lo, &hi);
             char range[64];

@@ -1,6 +1,7 @@
 /* cmd_plan.c - tessera plan: will a model fit an FPGA part's on-chip memory,
- * which blocks and DSPs it takes, and how fast it would decode (projected
- * by the cycle model; nothing here is measured on hardware).
+ * which blocks and DSPs it takes, and how fast it would decode, prefill and
+ * decode a batch (projected by the cycle model; nothing here is measured on
+ * hardware).
  *
  * Its exit status is the verdict, so a script can test it (as grep's says
  * match / no match / trouble): 0 fits, 1 does not fit, 2 error (bad usage,
@@ -18,7 +19,13 @@ static const char usage[] =
     "activations, scratch), BRAM36/URAM blocks after packing and DSPs, per PE and\n"
     "per card, against the part; fits or not, and if not the smallest change that\n"
     "fits (a shorter context, an int8 KV cache, a split over K cards); projected\n"
-    "cycles per decoded token and tokens/s, with the assumptions they rest on.\n"
+    "cycles per decoded token and tokens/s, with the assumptions they rest on;\n"
+    "from the same accounting, prefill tokens/s of a 128-token prompt (the\n"
+    "context, if shorter) in passes of the profile's block of positions against\n"
+    "one position a pass, and the aggregate and per-sequence tokens/s of a\n"
+    "batched decode step of the profile's batch limit (min(slots, block)) of\n"
+    "sequences at the reported position (the fit is for one sequence; a batch\n"
+    "needs that many sequences' KV caches).\n"
     "Without --profile the arrays are sized for the model (the blocks a profile\n"
     "written for it would take); with --profile NAME they are that synthesis\n"
     "profile's (kernels/profiles/), as a bitstream built from it has them, and\n"
@@ -43,7 +50,8 @@ static const char usage[] =
     "      --profile NAME    plan for a shipped synthesis profile: stories260k,\n"
     "                        stories15m, generic (its PEs, arrays and limits)\n"
     "      --clock MHZ       kernel clock (default: the part's)\n"
-    "      --pos P           report the decode step at position P (default: the last)\n"
+    "      --pos P           report the decode step (and the batched one) at position P\n"
+    "                        (default: the last)\n"
     "      --cards K         split the layers over K cards (default 1)\n"
     "      --json            the same as one JSON object\n"
     "  -h, --help            this text\n"

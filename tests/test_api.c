@@ -17,6 +17,7 @@
 
 #include "tessera.h"
 #include "tsr_kernel.h"   /* TSR_CMD_WORDS: a command's bytes on the link */
+#include "greedy.h"
 #include "test_util.h"
 
 #define MODEL SHARED_MODEL("stories260K.bin")
@@ -44,17 +45,6 @@ static int teardown(void **state)
     tsr_device_close(f->dev);
     free(f);
     return 0;
-}
-
-/* Copy of a sequence's history. */
-static int history(tsr_seq *s, int *out, int cap)
-{
-    const int *t;
-    int n;
-    assert_int_equal(tsr_seq_tokens(s, &t, &n), TSR_OK);
-    assert_true(n <= cap);
-    memcpy(out, t, (size_t)n * sizeof *out);
-    return n;
 }
 
 static int stop_after_10(tsr_seq *s, int token, void *user)
@@ -91,7 +81,7 @@ static void steering_equals_uninterrupted(void **state)
     assert_int_equal(tsr_seq_generate(s, &g20, NULL, NULL, &got), TSR_OK);
     assert_int_equal(got, 20);
     int steered[128];
-    int n = history(s, steered, 128);
+    int n = seq_history(s, steered, 128);
     assert_int_equal(n, 15 + n_instr + 20);
 
     /* One uninterrupted run: the same history up to the last 20, then 20. */
@@ -100,7 +90,7 @@ static void steering_equals_uninterrupted(void **state)
     assert_int_equal(tsr_seq_append_tokens(u, steered, n - 20), TSR_OK);
     assert_int_equal(tsr_seq_generate(u, &g20, NULL, NULL, &got), TSR_OK);
     int whole[128];
-    assert_int_equal(history(u, whole, 128), n);
+    assert_int_equal(seq_history(u, whole, 128), n);
     assert_memory_equal(whole, steered, (size_t)n * sizeof(int));
     tsr_seq_close(u);
     tsr_seq_close(s);
@@ -118,7 +108,7 @@ static void interleaved_sequences_do_not_disturb(void **state)
         assert_int_equal(tsr_seq_open(f->m, &s), TSR_OK);
         assert_int_equal(tsr_seq_append_text(s, prompts[k]), TSR_OK);
         assert_int_equal(tsr_seq_generate(s, &g30, NULL, NULL, NULL), TSR_OK);
-        n_alone[k] = history(s, alone[k], 64);
+        n_alone[k] = seq_history(s, alone[k], 64);
         tsr_seq_close(s);
     }
     tsr_seq *s[2] = { NULL, NULL };
@@ -132,7 +122,7 @@ static void interleaved_sequences_do_not_disturb(void **state)
             assert_int_equal(tsr_seq_generate(s[k], &g1, NULL, NULL, NULL), TSR_OK);
     for (int k = 0; k < 2; k++) {
         int h[64];
-        int n = history(s[k], h, 64);
+        int n = seq_history(s[k], h, 64);
         assert_int_equal(n, n_alone[k]);
         assert_memory_equal(h, alone[k], (size_t)n * sizeof(int));
         tsr_seq_close(s[k]);
@@ -150,13 +140,13 @@ static void truncate_then_regenerate(void **state)
     tsr_gen_opts g = { .max_tokens = 40, .ignore_stop = 1 };
     assert_int_equal(tsr_seq_generate(s, &g, NULL, NULL, NULL), TSR_OK);
     int first[64];
-    int n = history(s, first, 64);
+    int n = seq_history(s, first, 64);
     assert_int_equal(tsr_seq_truncate(s, 20), TSR_OK);
     assert_int_equal(tsr_seq_length(s), 20);
     tsr_gen_opts g2 = { .max_tokens = n - 20, .ignore_stop = 1 };
     assert_int_equal(tsr_seq_generate(s, &g2, NULL, NULL, NULL), TSR_OK);
     int again[64];
-    assert_int_equal(history(s, again, 64), n);
+    assert_int_equal(seq_history(s, again, 64), n);
     assert_memory_equal(again, first, (size_t)n * sizeof(int));
     assert_int_equal(tsr_seq_truncate(s, 0), TSR_ERR_RANGE);
     assert_int_equal(tsr_seq_truncate(s, n + 1), TSR_ERR_RANGE);
@@ -330,7 +320,7 @@ static void load_from_memory(void **state)
     assert_int_equal(tsr_seq_open(f->m, &s), TSR_OK);
     assert_int_equal(tsr_seq_append_text(s, "Once upon a time"), TSR_OK);
     assert_int_equal(tsr_seq_generate(s, &g, NULL, NULL, NULL), TSR_OK);
-    na = history(s, a, 64);
+    na = seq_history(s, a, 64);
     tsr_seq_close(s);
 
     tsr_traffic t0, t1;
@@ -343,7 +333,7 @@ static void load_from_memory(void **state)
     assert_int_equal(tsr_seq_open(mm, &s), TSR_OK);
     assert_int_equal(tsr_seq_append_text(s, "Once upon a time"), TSR_OK);
     assert_int_equal(tsr_seq_generate(s, &g, NULL, NULL, NULL), TSR_OK);
-    nb = history(s, b, 64);
+    nb = seq_history(s, b, 64);
     assert_int_equal(na, nb);
     assert_memory_equal(a, b, (size_t)na * sizeof(int));
     tsr_seq_close(s);

@@ -99,6 +99,20 @@ static void threads_option_reaches_spec(void **state)
     assert_int_equal((int)json_num(out, "decode_tokens"), 4);
 }
 
+/* Each of the n strings want[] occurs in text. */
+static void assert_all_in(const char *text, const char *const *want, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strstr(text, want[i])) fail_msg("missing \"%s\" in:\n%s", want[i], text);
+}
+
+/* The table's rows: a line each, the metric's name first. */
+static const char *const TABLE_ROWS[] = {
+    "\ndecode tokens/s ", "\nprefill tokens/s ", "\ntime to first token, ms ",
+    "\nweight stream GB/s ", "\nimage preparation, s ", "\nmodel load, s ", "\npeak RSS MB ",
+};
+#define N_TABLE_ROWS (sizeof TABLE_ROWS / sizeof TABLE_ROWS[0])
+
 /* Without --json: a table with the metrics. */
 static void table_has_metrics(void **state)
 {
@@ -106,13 +120,8 @@ static void table_has_metrics(void **state)
     int rc = run_capture(TESSERA_BIN " bench -m " MODEL_SH " -z " TOK_SH
                  " --decode-tokens 8 --repeat 3 --warmup 0", out, err, sizeof out);
     assert_int_equal(rc, 0);
-    assert_non_null(strstr(out, "decode tokens/s"));
-    assert_non_null(strstr(out, "prefill tokens/s"));
-    assert_non_null(strstr(out, "time to first token, ms"));
-    assert_non_null(strstr(out, "weight stream GB/s"));
-    assert_non_null(strstr(out, "image preparation, s"));
-    assert_non_null(strstr(out, "model load, s"));
-    assert_non_null(strstr(out, "peak RSS MB"));
+    assert_all_in(out, TABLE_ROWS, N_TABLE_ROWS);
+    assert_null(strstr(out, "batch"));
     assert_null(strchr(out, '{'));
 }
 
@@ -379,6 +388,83 @@ static void bench_sh_measures_peers_in_the_run(void **state)
     rm_dir();
 }
 
+/* ---- --batch B, and prompts up to the context ------------------------ */
+
+/* --batch 4: each JSON line adds the batch's aggregate and per-sequence
+ * rates and their ratio to the single sequence's, with the same token
+ * counts; the table adds their rows. */
+static void batch_json_and_table(void **state)
+{
+    (void)state;
+    int rc = run_capture(TESSERA_BIN " bench -m " MODEL_SH " -z " TOK_SH
+                 " --prompt-tokens 12 --decode-tokens 24 --batch 4 --repeat 2 --warmup 0 --json",
+                 out, err, sizeof out);
+    if (rc) fprintf(stderr, "%s", err);
+    assert_int_equal(rc, 0);
+    assert_int_equal(count_lines(out), 2);
+    const char *line = out;
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal((int)json_num(line, "batch"), 4);
+        assert_int_equal((int)json_num(line, "decode_tokens"), 24);
+        double single = json_num(line, "decode_tok_s"), agg = json_num(line, "batch_decode_tok_s");
+        double per = json_num(line, "batch_seq_decode_tok_s"), ratio = json_num(line, "batch_speedup");
+        assert_true(single > 0.0 && agg > 0.0 && per > 0.0);
+        /* the ratio is the two rates' (printed to 3 decimals) */
+        assert_true(ratio > 0.0 && ratio - agg / single < 0.01 && agg / single - ratio < 0.01);
+        line = strchr(line, '\n') + 1;
+    }
+    /* without --batch, no batch fields */
+    rc = run_capture(TESSERA_BIN " bench -m " MODEL_SH " -z " TOK_SH
+                     " --decode-tokens 4 --repeat 1 --warmup 0 --json", out, err, sizeof out);
+    assert_int_equal(rc, 0);
+    assert_null(strstr(out, "batch"));
+    rc = run_capture(TESSERA_BIN " bench -m " MODEL_SH " -z " TOK_SH
+                     " --decode-tokens 8 --batch 2 --repeat 1 --warmup 0", out, err, sizeof out);
+    assert_int_equal(rc, 0);
+    static const char *const batch_rows[] = {
+        "\nbatch: 2 sequences decoded together in each run", "\nbatch decode tokens/s ",
+        "\nbatch per-sequence tok/s ", "\nbatch / single decode ",
+    };
+    assert_all_in(out, batch_rows, sizeof batch_rows / sizeof batch_rows[0]);
+    assert_all_in(out, TABLE_ROWS, N_TABLE_ROWS);
+}
+
+static void batch_out_of_range_is_usage_error(void **state)
+{
+    (void)state;
+    int rc = run_capture(TESSERA_BIN " bench -m " MODEL_SH " -z " TOK_SH " --batch 9", out, err,
+                         sizeof out);
+    assert_int_equal(rc, 2);
+    assert_int_equal(count_lines(err), 1);
+    assert_non_null(strstr(err, "--batch: '9' is not an integer in 1..8"));
+    rc = run_capture(TESSERA_BIN " bench --help", out, err, sizeof out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "--batch B"));
+    assert_non_null(strstr(out, "batch_decode_tok_s"));
+}
+
+/* A prompt of the context less one (stories260K: 511 of 512): the prefill
+ * runs and is reported, and the default decode count shrinks to the one
+ * token left. */
+static void prompt_up_to_the_context(void **state)
+{
+    (void)state;
+    int rc = run_capture(TESSERA_BIN " bench -m " MODEL_SH " -z " TOK_SH
+                 " --prompt-tokens 511 --repeat 1 --warmup 0 --json", out, err, sizeof out);
+    if (rc) fprintf(stderr, "%s", err);
+    assert_int_equal(rc, 0);
+    assert_int_equal((int)json_num(out, "prompt_tokens"), 511);
+    assert_int_equal((int)json_num(out, "decode_tokens"), 1);
+    assert_true(json_num(out, "prefill_tok_s") > 0.0);
+    assert_non_null(strstr(err, "clamped to 1: the context is 512 tokens, 511 of them prompt"));
+    /* and with a batch of two such prompts */
+    rc = run_capture(TESSERA_BIN " bench -m " MODEL_SH " -z " TOK_SH
+                     " --prompt-tokens 511 --batch 2 --repeat 1 --warmup 0 --json", out, err,
+                     sizeof out);
+    assert_int_equal(rc, 0);
+    assert_true(json_num(out, "batch_decode_tok_s") > 0.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -397,6 +483,9 @@ int main(void)
         cmocka_unit_test(pes_beyond_the_profile_is_refused),
         cmocka_unit_test(bench_sh_without_peers_has_no_ratio),
         cmocka_unit_test(bench_sh_measures_peers_in_the_run),
+        cmocka_unit_test(batch_json_and_table),
+        cmocka_unit_test(batch_out_of_range_is_usage_error),
+        cmocka_unit_test(prompt_up_to_the_context),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,7 +14,13 @@
  *     (projections from the code, not wall-clock measurements);
  *   - a kernel built with its PE loops serialised (TSR_SERIAL_PES, make's
  *     build-serial/) charges the sum over the PEs, so the projection moves
- *     with the code.
+ *     with the code;
+ *   - passes of several items (tsr_plan_pass): the last pass of a blocked
+ *     PREFILL (stories260K on the generic profile, blocks of 16, several
+ *     meshes; the stories15M shape on the stories15m profile, blocks of 2)
+ *     and the last step of a batched decode of three sequences at
+ *     different positions equal plan's pass of those positions, and plan
+ *     prints the prefill and batched-decode projections they add up to.
  * Also: the plan's stationary bytes equal the emulator's per-PE SRAM, each
  * synthesis profile's stated resource estimate equals what plan computes
  * for its arrays, stories15M fits a U55C and stories110M needs a split,
@@ -31,6 +37,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,22 +96,27 @@ static uint64_t pe_sram_total(const char *text, int pes)
 }
 
 /* Every region's cycles of the last forward pass in text (the kernel's
- * counters) equal the plan's, and so do the totals. */
-static void assert_regions_equal(const char *text, const tsr_plan *pl)
+ * counters) equal the plan's c, and so do the totals. */
+static void assert_cycles_equal(const char *text, const tsr_plan_cycles *c)
 {
     for (int r = 0; r < TSR_RG_COUNT; r++) {
         char name[64];
         snprintf(name, sizeof name, "cycles.%s", tsr_plan_region_name(r));
         uint64_t got = counter(text, name);
-        if (got != pl->cyc.rg[r])
+        if (got != c->rg[r])
             fprintf(stderr, "region %s: kernel %llu, plan %llu\n", tsr_plan_region_name(r),
-                    (unsigned long long)got, (unsigned long long)pl->cyc.rg[r]);
-        assert_int_equal(got, pl->cyc.rg[r]);
+                    (unsigned long long)got, (unsigned long long)c->rg[r]);
+        assert_int_equal(got, c->rg[r]);
     }
-    assert_int_equal(counter(text, "cycles.controller"), pl->cyc.controller);
-    assert_int_equal(counter(text, "cycles.mesh"), pl->cyc.mesh);
-    assert_int_equal(counter(text, "cycles.total"), pl->cyc.total);
-    assert_true(pl->cyc.total > 0);
+    assert_int_equal(counter(text, "cycles.controller"), c->controller);
+    assert_int_equal(counter(text, "cycles.mesh"), c->mesh);
+    assert_int_equal(counter(text, "cycles.total"), c->total);
+    assert_true(c->total > 0);
+}
+
+static void assert_regions_equal(const char *text, const tsr_plan *pl)
+{
+    assert_cycles_equal(text, &pl->cyc);
 }
 
 /* Plan the model file at path on u55c with a profile's datapath. */
@@ -173,6 +185,75 @@ static void check_against_run(const char *path, const char *tok, int pes, int co
     tsr_device_close(dev);
 }
 
+/* The last prefill pass of feed positions 0..feed-1 in blocks of B: its
+ * positions into pos, their count returned. */
+static uint32_t last_block(uint32_t feed, uint32_t B, uint32_t *pos)
+{
+    uint32_t first = (feed - 1u) / B * B;
+    for (uint32_t p = first; p < feed; p++) pos[p - first] = p;
+    return feed - first;
+}
+
+/* A prompt of n_prompt tokens (BOS, then 3..) prefilled on the emulator in
+ * one append: the kernel feeds positions 0..n_prompt-2 in blocks of the
+ * profile's TSR_MAX_BLOCK, and its counters' last pass (cyc - cyc_mark)
+ * equals plan's pass of that block, region by region.  Then a batched
+ * greedy decode of three sequences with different prompt lengths (n_prompt
+ * and two shorter): its last step, one item a sequence each at its own
+ * position, equals plan's pass of those three. */
+static void check_passes_against_run(const char *path, const char *tok, int pes, int cols,
+                                     int kv_split, int seq, int n_prompt)
+{
+    char spec[96];
+    snprintf(spec, sizeof spec, "emu:pes=%d,cols=%d,kvsplit=%d", pes, cols, kv_split);
+    tsr_device *dev = NULL;
+    assert_int_equal(tsr_device_open(spec, &dev), TSR_OK);
+    tsr_model_opts mo = { .tokenizer = tok, .seq_len = seq, .n_seqs = 3 };
+    tsr_model *m = NULL;
+    int rc = tsr_model_load(dev, path, &mo, &m);
+    if (rc) fprintf(stderr, "load: %s\n", tsr_device_errmsg(dev));
+    assert_int_equal(rc, TSR_OK);
+    tsr_plan pl;
+    plan_file(path, "generic", pes, cols, kv_split, seq, 0, &pl);
+    uint32_t B = pl.prof.block, pos[TSR_PLAN_MAX_ITEMS];
+    assert_int_equal(B, TSR_MAX_BLOCK);
+    static char text[1 << 16];
+
+    /* the prefill's last block */
+    int toks[128], lens[3] = { n_prompt, n_prompt - 5, n_prompt / 2 };
+    assert_true(n_prompt <= 128 && lens[2] >= 2);
+    toks[0] = 1;
+    for (int i = 1; i < n_prompt; i++) toks[i] = 2 + i;
+    tsr_seq *s[3] = { NULL, NULL, NULL };
+    for (int k = 0; k < 3; k++) assert_int_equal(tsr_seq_open(m, &s[k]), TSR_OK);
+    assert_int_equal(tsr_seq_append_tokens(s[0], toks, n_prompt), TSR_OK);
+    assert_int_equal(tsr_device_kernel_counters(dev, text, sizeof text), TSR_OK);
+    uint32_t nx = last_block((uint32_t)n_prompt - 1u, B, pos);
+    assert_int_equal(counter(text, "cycles.position"), pos[nx - 1u]);
+    tsr_plan_cycles c;
+    tsr_plan_pass(&pl.kc, pl.prof.sum_lanes, pl.prof.pes, pos, nx, 0, &c);
+    assert_cycles_equal(text, &c);
+
+    /* the batch's last step: 3 items at lens[k] - 1 + n - 1 */
+    for (int k = 1; k < 3; k++) assert_int_equal(tsr_seq_append_tokens(s[k], toks, lens[k]), TSR_OK);
+    enum { N = 6 };
+    tsr_gen_opts go[3] = { { .max_tokens = N, .ignore_stop = 1 }, { .max_tokens = N, .ignore_stop = 1 },
+                           { .max_tokens = N, .ignore_stop = 1 } };
+    int got[3];
+    assert_int_equal(tsr_seq_generate_batch(s, 3, go, NULL, NULL, got), TSR_OK);
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(got[k], N);
+        pos[k] = (uint32_t)(lens[k] + N - 2);
+    }
+    assert_int_equal(tsr_device_kernel_counters(dev, text, sizeof text), TSR_OK);
+    assert_int_equal(counter(text, "cycles.position"), pos[2]);
+    tsr_plan_pass(&pl.kc, pl.prof.sum_lanes, pl.prof.pes, pos, 3, 1, &c);
+    assert_cycles_equal(text, &c);
+    for (int k = 0; k < 3; k++) tsr_seq_close(s[k]);
+    tsr_model_close(m);
+    tsr_device_close(dev);
+}
+
 /* A stories15M-shape Q8_0 checkpoint in /tmp; caller unlinks path. */
 static void synth_15m(char *path, size_t cap)
 {
@@ -185,6 +266,18 @@ static void synth_15m(char *path, size_t cap)
 }
 
 /* ------------------------------------------------------------- tests --- */
+
+/* `tessera run -m path -z tokenizer.bin args` on the stories15m profile's
+ * emulator, its stdout in out and stderr in err (cap each); it must
+ * succeed. */
+static void run_15m(const char *path, const char *args, char *out, char *err, size_t cap)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, TESSERA_15M " run -m %s -z " TOK32K_SH " %s", path, args);
+    int rc = run_capture(cmd, out, err, cap);
+    if (rc) fprintf(stderr, "%s\n%s", cmd, err);
+    assert_int_equal(rc, 0);
+}
 
 /* stories260K: the regions of the kernel equal plan's on four meshes. */
 static void test_260k_regions(void **state)
@@ -202,13 +295,10 @@ static void test_260k_regions(void **state)
 static void test_15m_regions_and_projection(void **state)
 {
     (void)state;
-    char path[64], cmd[512];
+    char path[64];
     static char out[1 << 17], err[1 << 17];
     synth_15m(path, sizeof path);
-    snprintf(cmd, sizeof cmd, TESSERA_15M " run -m %s -z " TOK32K_SH " -n 256 -t 0 --stats", path);
-    int rc = run_capture(cmd, out, err, sizeof err);
-    if (rc) fprintf(stderr, "%s\n%s", cmd, err);
-    assert_int_equal(rc, 0);
+    run_15m(path, "-n 256 -t 0 --stats", out, err, sizeof err);
     assert_non_null(strstr(err, "profile stories15m, 128 PEs"));
     assert_int_equal(counter(err, "cycles.position"), 255);
 
@@ -226,6 +316,99 @@ static void test_15m_regions_and_projection(void **state)
     assert_true(share <= 0.30);
     assert_true(pl.tok_s >= 15000.0);
     unlink(path);
+}
+
+/* Passes of several items: a blocked prefill's last block and a batched
+ * decode's last step, on the meshes of test_260k_regions, with prompts
+ * whose last block is full, partial, or a single position. */
+static void test_260k_passes(void **state)
+{
+    (void)state;
+    check_passes_against_run(M260K, TOK512, 4, 1, 1, 512, 34);    /* 33 fed: 16, 16, 1 */
+    check_passes_against_run(M260K, TOK512, 8, 1, 1, 128, 17);    /* 16: one full block */
+    check_passes_against_run(M260K, TOK512, 16, 4, 1, 256, 41);   /* column trees        */
+    check_passes_against_run(M260K, TOK512, 16, 1, 4, 256, 30);   /* heads over 4 PEs    */
+}
+
+/* The stories15M shape on the stories15m profile's emulator: `tessera run
+ * -n 1 --stats` after a prompt runs the prefill alone (blocks of 2), and
+ * its last pass equals plan's; plan's 128-token projection is the sum of
+ * its passes. */
+static void test_15m_prefill_pass(void **state)
+{
+    (void)state;
+    char path[64];
+    static char out[1 << 17], err[1 << 17];
+    synth_15m(path, sizeof path);
+    run_15m(path, "-p \"Once upon a time, there was a little\" -n 1 -t 0 --stats", out, err,
+            sizeof err);
+    assert_non_null(strstr(err, "0 tokens generated"));
+    tsr_plan pl;
+    plan_file(path, "stories15m", 0, 0, 0, 0, 255, &pl);
+    assert_int_equal(pl.prof.block, 2);
+    uint32_t feed = (uint32_t)counter(err, "cycles.position") + 1u, pos[2];
+    assert_true(feed >= 8);
+    uint32_t nx = last_block(feed, pl.prof.block, pos);
+    tsr_plan_cycles c;
+    tsr_plan_pass(&pl.kc, pl.prof.sum_lanes, pl.prof.pes, pos, nx, 0, &c);
+    assert_cycles_equal(err, &c);
+    /* the plan's prompt: 128 positions in 64 passes of 2, their sum */
+    assert_int_equal(pl.prefill_tokens, 128);
+    assert_int_equal(pl.prefill_passes, 64);
+    uint64_t sum = 0;
+    for (uint32_t p = 0; p < 128; p += 2) {
+        uint32_t two[2] = { p, p + 1 };
+        tsr_plan_pass(&pl.kc, pl.prof.sum_lanes, pl.prof.pes, two, 2, 0, &c);
+        sum += c.total;
+    }
+    assert_int_equal(pl.prefill_cycles, sum);
+    assert_true(pl.prefill_cycles < pl.prefill_cycles_1);   /* a tile's depth once a pass */
+    assert_true(fabs(pl.prefill_tok_s - 128 * 300e6 / (double)sum) < 1e-6 * pl.prefill_tok_s);
+    /* the stories15m profile holds one sequence: its batch is one */
+    assert_int_equal(pl.batch, 1);
+    assert_int_equal(pl.batch_cyc.total, pl.cyc.total);
+    unlink(path);
+}
+
+/* plan's batched decode: the profile's limit (min(slots, block)) of
+ * sequences a step at the reported position, aggregate tokens/s = that
+ * many at the clock over the step's cycles, in the text and the JSON. */
+static void test_batch_projection(void **state)
+{
+    (void)state;
+    tsr_plan pl;
+    plan_file(M260K, "generic", 16, 1, 1, 512, 200, &pl);
+    assert_int_equal(pl.batch, TSR_MAX_SLOTS < TSR_MAX_BLOCK ? TSR_MAX_SLOTS : TSR_MAX_BLOCK);
+    uint32_t pos[TSR_PLAN_MAX_ITEMS];
+    for (int b = 0; b < pl.batch; b++) pos[b] = 200;
+    tsr_plan_cycles c;
+    tsr_plan_pass(&pl.kc, pl.prof.sum_lanes, pl.prof.pes, pos, (uint32_t)pl.batch, 1, &c);
+    assert_int_equal(pl.batch_cyc.total, c.total);
+    /* one pass for all: more cycles than one sequence's step, fewer than
+     * that many steps */
+    assert_true(c.total > pl.cyc.total && c.total < (uint64_t)pl.batch * pl.cyc.total);
+    assert_true(fabs(pl.batch_tok_s - pl.batch * 300e6 / (double)c.total) < 1e-6 * pl.batch_tok_s);
+    /* the generic profile's blocks of 16: 128 positions in 8 passes */
+    assert_int_equal(pl.block, 16);
+    assert_int_equal(pl.prefill_passes, 8);
+    assert_int_equal(pl.prefill_cycles, tsr_plan_prefill(&pl.kc, pl.prof.sum_lanes, pl.prof.pes,
+                                                         128, 16, NULL));
+    static char buf[1 << 16], want[256];
+    tsr_plan_format(&pl, "m", 0, buf, sizeof buf);
+    snprintf(want, sizeof want, "projected prefill tokens/s at 300 MHz: %.0f\n", pl.prefill_tok_s);
+    assert_non_null(strstr(buf, want));
+    snprintf(want, sizeof want, "projected batched decode (%d sequences a step, one pass over the "
+             "weights for all, each at position 200", pl.batch);
+    assert_non_null(strstr(buf, want));
+    snprintf(want, sizeof want, "projected tokens/s at 300 MHz: %.0f aggregate", pl.batch_tok_s);
+    assert_non_null(strstr(buf, want));
+    tsr_plan_format(&pl, "m", 1, buf, sizeof buf);
+    snprintf(want, sizeof want, "\"prefill\":{\"tokens\":128,\"block\":16,\"passes\":8,"
+             "\"cycles\":%llu,", (unsigned long long)pl.prefill_cycles);
+    assert_non_null(strstr(buf, want));
+    snprintf(want, sizeof want, "\"batch\":{\"sequences\":%d,\"position\":200,\"cycles\":%llu,",
+             pl.batch, (unsigned long long)c.total);
+    assert_non_null(strstr(buf, want));
 }
 
 /* The PE loops serialised (TSR_SERIAL_PES): each mesh step charges the sum
@@ -555,6 +738,9 @@ int main(void)
         cmocka_unit_test(test_260k_regions),
         cmocka_unit_test(test_15m_regions_and_projection),
         cmocka_unit_test(test_serial_pes_change_the_projection),
+        cmocka_unit_test(test_260k_passes),
+        cmocka_unit_test(test_15m_prefill_pass),
+        cmocka_unit_test(test_batch_projection),
         cmocka_unit_test(test_profile_estimates),
         cmocka_unit_test(test_cycles_grow_with_position),
         cmocka_unit_test(test_fit_and_split),

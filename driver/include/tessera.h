@@ -39,7 +39,8 @@
  *     tsr_device_open, tsr_file_inspect, tsr_synth_file, tsr_plan_report.
  *   - tsr_seq_cancel and tsr_seq_was_cancelled: from any thread at any time
  *     while the sequence is open, and from a signal handler (they take no
- *     lock and allocate nothing).
+ *     lock and allocate nothing); a cancel stops only its own sequence,
+ *     also in a tsr_seq_generate_batch of several.
  *   - tsr_device_errmsg and tsr_errcode read the calling thread's own
  *     record, so threads sharing a device do not see each other's failures.
  *   - Every other call on a device, its models and its sequences may come
@@ -91,19 +92,20 @@ extern "C" {
 /* Version                                                                   */
 
 #define TSR_VERSION_MAJOR 0
-#define TSR_VERSION_MINOR 1
+#define TSR_VERSION_MINOR 2
 #define TSR_VERSION_PATCH 0
-#define TSR_VERSION_STRING "0.1.0"
-/* One integer, e.g. 0.1.0 -> 100, for compile-time comparisons. */
+#define TSR_VERSION_STRING "0.2.0"
+/* One integer, e.g. 0.2.0 -> 200, for compile-time comparisons.  0.2.0
+ * added tsr_seq_generate_batch; nothing else changed. */
 #define TSR_VERSION_NUMBER (TSR_VERSION_MAJOR * 10000 + TSR_VERSION_MINOR * 100 + TSR_VERSION_PATCH)
 
-/* The library's version string, e.g. "0.1.0"; compare with TSR_VERSION_STRING
+/* The library's version string, e.g. "0.2.0"; compare with TSR_VERSION_STRING
  * to check that the header matches the library.  Thread-safe. */
 TSR_API const char *tsr_version(void);
 
 /* The library's TSR_VERSION_NUMBER (MAJOR * 10000 + MINOR * 100 + PATCH),
  * e.g. to require at least a version at run time:
- * tsr_version_number() >= 100.  Thread-safe. */
+ * tsr_version_number() >= 200 (tsr_seq_generate_batch).  Thread-safe. */
 TSR_API int tsr_version_number(void);
 
 /* ------------------------------------------------------------------------ */
@@ -165,7 +167,10 @@ typedef void (*tsr_log_fn)(int level, const char *msg, void *user);
  *                                  PEs, 2 worker threads (default: the
  *                                  cores this process may run on); "simd=0"
  *                                  keeps to the portable kernel loops (same
- *                                  tokens)
+ *                                  tokens); "batch=N" (1..8) steps at most
+ *                                  N sequences together in
+ *                                  tsr_seq_generate_batch (default: the
+ *                                  device's limit; same tokens)
  *   "xrt:0" / "xrt:0,xclbin=FILE"  Alveo card 0 through XRT
  * *out is set to a handle even when the call fails (except TSR_ERR_NOMEM),
  * so that tsr_device_errmsg() can tell why; close it with tsr_device_close().
@@ -336,8 +341,9 @@ typedef struct tsr_gen_opts {
     uint64_t reserved[8];  /* zero                                           */
 } tsr_gen_opts;
 
-/* Called for each token as soon as the device has sampled it; return
- * non-zero to stop the generation after this token. */
+/* Called for each token as soon as the device has sampled it, with its
+ * sequence; return non-zero to stop that sequence's generation after this
+ * token. */
 typedef int (*tsr_token_cb)(tsr_seq *s, int token, void *user);
 
 /* Generate up to opts->max_tokens tokens on the device, streaming each to cb
@@ -350,6 +356,46 @@ typedef int (*tsr_token_cb)(tsr_seq *s, int token, void *user);
  * TSR_ERR_DEVICE. */
 TSR_API int  tsr_seq_generate(tsr_seq *s, const tsr_gen_opts *opts, tsr_token_cb cb,
                               void *user, int *n_generated);
+
+/* Generate for the n sequences seqs at once: each as tsr_seq_generate(
+ * seqs[k], &opts[k], ...) would alone, with the same tokens, and all of
+ * them together on the device, one pass over the weights a step for every
+ * sequence still going (batched decode).
+ *   seqs        (n,) distinct sequences, 1 <= n <= 8, all of one device
+ *               and of its resident model, each with a prompt appended;
+ *               read during the call only (the caller owns the array).
+ *   opts        (n,) opts[k] is seqs[k]'s sampler and stop rule
+ *               (tsr_gen_opts: max_tokens, temperature, top_p, seed,
+ *               ignore_stop); each sequence keeps its own position, KV
+ *               cache and RNG.
+ *   cb          optional; called with (seqs[k], token, user) for every
+ *               token as the device samples it, on the calling thread,
+ *               the sequences' tokens interleaved as the steps produce
+ *               them.  Returning non-zero stops that sequence after that
+ *               token (its history ends there); the others go on.
+ *   n_generated optional, (n,): each sequence's tokens generated.
+ * A sequence stops at its max_tokens, BOS/EOS (unless ignore_stop), its
+ * seq_len, its callback's stop or tsr_seq_cancel(seqs[k]) (from any
+ * thread, or from a callback), whatever the others do; a cancel that came
+ * before the call stops that sequence with no tokens, as tsr_seq_generate.
+ * The device steps up to its batch limit of sequences together (the
+ * kernel profile's slots or items a pass, whichever is fewer: 8 on the
+ * emulator's generic profile); more are generated in later steps, in the
+ * order given, once earlier ones have finished, with the same tokens.
+ * Each sequence's stats (tsr_seq_get_stats) time the whole call; the
+ * call's host-link traffic is shared evenly among its sequences.
+ * Returns TSR_OK also when some or all were cancelled
+ * (tsr_seq_was_cancelled tells which); a refused call changes no sequence.
+ * Errors: TSR_ERR_ARG (seqs, seqs[k] or opts NULL, n outside 1..8, a
+ * sequence of another device, a sequence twice; NaN, infinite or negative
+ * temperature or top_p; negative max_tokens), TSR_ERR_STATE (a sequence
+ * empty, its model closed or replaced; called from a callback),
+ * TSR_ERR_UNSUPPORTED (non-zero reserved option words), TSR_ERR_DEVICE,
+ * TSR_ERR_NOMEM; the message names the sequence by its index.  Thread-safe
+ * as tsr_seq_generate: it holds the device's lock for the whole call, so
+ * other calls on the device wait for it. */
+TSR_API int  tsr_seq_generate_batch(tsr_seq *const *seqs, int n, const tsr_gen_opts *opts,
+                                    tsr_token_cb cb, void *user, int *n_generated);
 
 /* Ask s's generation to stop; a running one returns within one token (the
  * device may sample ahead of a cancel).  A cancel that arrives while no
@@ -375,7 +421,10 @@ TSR_API int  tsr_seq_truncate(tsr_seq *s, int n);
 /* Empty the sequence.  Errors: TSR_ERR_ARG, TSR_ERR_STATE, TSR_ERR_DEVICE. */
 TSR_API int  tsr_seq_reset(tsr_seq *s);
 
-/* Timing and traffic of one sequence, accumulated since it was opened. */
+/* Timing and traffic of one sequence, accumulated since it was opened.
+ * "Last generate" is its last tsr_seq_generate or tsr_seq_generate_batch;
+ * a batch's bytes and kernel runs are shared evenly among its sequences
+ * (summed over them, they are the device's). */
 typedef struct tsr_seq_stats {
     double   ttft_ms;          /* last generate: call to first token, ms    */
     double   decode_tok_s;     /* last generate: tokens / wall time of the call */

@@ -22,6 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         assert(!strcmp(d.backend, "emu") || !strcmp(d.backend, "xrt"));
         assert(d.pes >= 0 && d.pes <= 1 << 16 && d.threads >= 0 && d.threads <= 1024);
         assert(d.index >= 0 && d.index <= 255);
+        assert(d.batch >= 0 && d.batch <= 8);
         assert(memchr(d.part, 0, sizeof d.part) && memchr(d.xclbin, 0, sizeof d.xclbin));
     } else {
         assert(e.msg[0] && !strchr(e.msg, '\n'));

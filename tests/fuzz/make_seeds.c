@@ -161,7 +161,7 @@ int main(int argc, char **argv)
 
     const char *specs[] = { "emu", "emu:part=u55c,pes=16,threads=2", "emu:simd=0,pes=4",
                             "xrt:0", "xrt:1,xclbin=/tmp/k.xclbin", "xrt:index=3,part=U280",
-                            "emu:pes=3,pes=4", "gpu:0" };
+                            "emu:pes=3,pes=4", "gpu:0", "emu:batch=2,pes=8" };
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
         char name[16];
         snprintf(name, sizeof name, "spec%zu", i);

@@ -18,11 +18,17 @@ int greedy_history(tsr_model *m, const char *prompt, int steps, int ignore_stop,
     tsr_gen_opts go = { .max_tokens = steps - tsr_seq_length(s) + 1, .ignore_stop = ignore_stop };
     assert_int_equal(tsr_seq_generate(s, &go, NULL, NULL, NULL), TSR_OK);
     if (logits) assert_int_equal(tsr_seq_read_logits(s, logits, n_logits), TSR_OK);
+    int n = seq_history(s, ids, cap);
+    tsr_seq_close(s);
+    return n;
+}
+
+int seq_history(tsr_seq *s, int *out, int cap)
+{
     const int *t;
     int n;
     assert_int_equal(tsr_seq_tokens(s, &t, &n), TSR_OK);
     assert_true(n <= cap);
-    memcpy(ids, t, (size_t)n * sizeof *ids);
-    tsr_seq_close(s);
+    memcpy(out, t, (size_t)n * sizeof *out);
     return n;
 }

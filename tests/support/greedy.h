@@ -14,4 +14,9 @@
 int greedy_history(tsr_model *m, const char *prompt, int steps, int ignore_stop, int *ids,
                    int cap, float *logits, int n_logits);
 
+/* s's history (prompt and generated tokens) copied into out (cap ints);
+ * its length.  A failure, or a history longer than cap, fails the calling
+ * CMocka test. */
+int seq_history(tsr_seq *s, int *out, int cap);
+
 #endif
