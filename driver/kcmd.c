@@ -232,7 +232,7 @@ static void config_words(const tsr_kconfig *c, uint32_t w[TSR_KCONFIG_WORDS])
     const uint32_t ints[TSR_KCONFIG_INTS] = {
         c->magic, c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->vocab_size,
         c->seq_len, c->n_slots, c->dtype, c->group, c->mesh_rows, c->mesh_cols,
-        c->shared_classifier, c->kv_split, c->att_pes
+        c->shared_classifier, c->kv_split, c->att_pes, c->q4_kinds, c->kv_dtype, c->bos, c->eos
     };
     memcpy(w, ints, sizeof ints);
     memcpy(w + TSR_KCONFIG_INTS, &c->rope_theta, 4);
@@ -408,6 +408,22 @@ int tsr_kcmd_read_logits(tsr_kcmd *k, float *logits, int n, tsr_err *e)
     int rc = exec(k, TSR_PHASE_DEBUG, &a, &status, logits, (uint32_t)n, &got, e);
     if (rc) return rc;
     return status ? kfail(k, status, "read logits", e) : TSR_OK;
+}
+
+int tsr_kcmd_read_mem(tsr_kcmd *k, uint32_t pe, uint32_t region, uint32_t off, uint32_t len,
+                      uint32_t *out, tsr_err *e)
+{
+    uint32_t words = region == TSR_REG_W8 ? (len + 3u) / 4u : len, got = 0;
+    if (words == 0) return TSR_OK;
+    kcmd_args a = { .op = TSR_OP_READ_MEM, .a = { pe, region, off, len }, .out_words = words };
+    int status = 0;
+    int rc = exec(k, TSR_PHASE_DEBUG, &a, &status, out, words, &got, e);
+    if (rc) return rc;
+    if (status) return kfail(k, status, "read memory", e);
+    if (got != words)
+        return tsr_seterr(e, TSR_ERR_DEVICE, "%s: read memory: %u words of %u", k->be->name, got,
+                          words);
+    return TSR_OK;
 }
 
 int tsr_kcmd_counters(tsr_kcmd *k, tsr_kcounters *kc, tsr_err *e)

@@ -78,6 +78,13 @@ int tsr_kcmd_decode(tsr_kcmd *k, int slot, int n, const tsr_sampler *s, int *out
 /* Logits of the last forward pass: n floats (the vocab). */
 int tsr_kcmd_read_logits(tsr_kcmd *k, float *logits, int n, tsr_err *e);
 
+/* A debug read of the device's memories (READ_MEM): len units (bytes of
+ * a PE's int8 array, words of its fp32 array or of the controller's
+ * norms: region TSR_REG_*) from off into out (W8: ceil(len / 4) words,
+ * four bytes a word, little-endian; else len words). */
+int tsr_kcmd_read_mem(tsr_kcmd *k, uint32_t pe, uint32_t region, uint32_t off, uint32_t len,
+                      uint32_t *out, tsr_err *e);
+
 /* The kernel's counters, and as text (tsr_kcounters_text). */
 int tsr_kcmd_counters(tsr_kcmd *k, tsr_kcounters *kc, tsr_err *e);
 int tsr_kcmd_counters_text(tsr_kcmd *k, char *buf, size_t len, tsr_err *e);

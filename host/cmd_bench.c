@@ -6,7 +6,7 @@
  * K measured runs, each on a fresh sequence: append P prompt token ids
  * (prefill), generate exactly N tokens greedily with ignore_stop = 1.  The
  * per-run figures are the library's sequence stats.  The prompt is token
- * ids, not text, so that P is exact for any vocab: BOS (1), then
+ * ids, not text, so that P is exact for any vocab: the model's BOS, then
  * (i * 7919) % vocab. */
 #include <sched.h>
 #include <stdio.h>
@@ -50,14 +50,15 @@ static const char usage[] =
     "                         generic profile, checked when the device opens)\n"
     "      --threads T        append threads=T to the device spec (emulator\n"
     "                         default: the CPUs this process may use)\n"
-    "      --weights q8|f32   on-chip weight format (default q8)\n"
-    "      --group-size G     Q8_0 group size (default 32)\n"
+    CLI_WEIGHTS_HELP
     "      --json             one JSON line per measured run instead of the table\n"
     "  -h, --help             this text\n";
 
 typedef struct bench_args {
     const char *model, *tokenizer, *backend, *part;
     int prompt_tokens, decode_tokens, repeat, warmup, threads, weights_f32, group_size, json;
+    int weights;            /* TSR_WEIGHTS_* */
+    const char *kv;         /* --kv */
     int pes, seq_len;       /* 0: the device's / the model's default */
     int decode_given;       /* --decode-tokens was passed: never clamp it */
     const char *xclbin;   /* xrt: --xclbin FILE */
@@ -92,7 +93,8 @@ static int parse_args(int argc, char **argv, bench_args *a)
         else if (!strcmp(o, "--backend"))          { VAL(); a->backend = v; }
         else if (!strcmp(o, "--xclbin"))           { VAL(); a->xclbin = v; }
         else if (!strcmp(o, "--json"))             { a->json = 1; }
-        else if (!strcmp(o, "--weights")) { VAL(); if (cli_weights(o, v, &a->weights_f32)) return -1; }
+        else if (!strcmp(o, "--weights")) { VAL(); if (cli_weights(o, v, &a->weights_f32, &a->weights)) return -1; }
+        else if (!strcmp(o, "--kv"))      { VAL(); if (cli_kv(o, v, &a->kv)) return -1; }
         else {
             cli_error("bench: unknown option '%s' (see tessera bench --help)", o);
             return -1;
@@ -229,6 +231,7 @@ int cmd_bench(int argc, char **argv)
      * told apart by the progress callback's first call (sent = 0). */
     stream_clock sc = { 0.0, 0.0 };
     tsr_model_opts mo = { .tokenizer = a.tokenizer, .weights_f32 = a.weights_f32,
+                          .weights = a.weights, .kv = a.kv,
                           .group_size = a.group_size, .seq_len = a.seq_len, .n_seqs = 1,
                           .progress = stream_tick, .progress_user = &sc };
     double t0 = now_s();
@@ -266,12 +269,14 @@ int cmd_bench(int argc, char **argv)
     prompt = malloc((size_t)a.prompt_tokens * sizeof *prompt);
     runs = malloc((size_t)a.repeat * sizeof *runs);
     if (!prompt || !runs) { cli_error("out of memory"); goto out; }
-    prompt[0] = 1; // BOS
+    prompt[0] = mi.bos;
     for (int i = 1; i < a.prompt_tokens; i++)
         prompt[i] = (int)(((long long)i * 7919) % mi.vocab_size);
 
-    const char *wname = a.weights_f32 ? "f32" : "q8";
-    int gs = a.weights_f32 ? 0 : (a.group_size ? a.group_size : 32);
+    /* what is on chip: "f32", "q8", "q4", or "mixed" (Q4_0 and Q8_0 kinds) */
+    const char *wname = a.weights_f32 ? "f32" : !strncmp(mi.weights, "Q8_0", 4) ? "q8"
+                      : !strncmp(mi.weights, "Q4_0 group", 10) ? "q4" : "mixed";
+    int gs = mi.group_size;
     for (int k = -a.warmup; k < a.repeat; k++) {
         bench_run r;
         int got = 0;
