@@ -179,10 +179,10 @@ static int check_tensor(const tsr_checkpoint *m, const tsr_tensor *t, int kind, 
                           "element %zu): refused", m->path, name, (unsigned long long)bad,
                           bad == 1 ? "" : "s", what, first);
     return tsr_seterr(e, TSR_ERR_FORMAT,
-                      "%s: tensor %s holds %llu Q8_0 scale%s that %s not finite or too large to "
+                      "%s: tensor %s holds %llu %s scale%s that %s not finite or too large to "
                       "dequantize (the first, %s, of group %zu): refused", m->path, name,
-                      (unsigned long long)bad, bad == 1 ? "" : "s", bad == 1 ? "is" : "are",
-                      what, first);
+                      (unsigned long long)bad, t->type == TSR_DT_Q4_0 ? "Q4_0" : "Q8_0",
+                      bad == 1 ? "" : "s", bad == 1 ? "is" : "are", what, first);
 }
 
 int tsr_checkpoint_check_finite(const tsr_checkpoint *m, tsr_err *e)

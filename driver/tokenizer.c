@@ -461,6 +461,11 @@ int tsr_tokenizer_encode(const tsr_tokenizer *t, const char *text, int bos, int 
     if (n_tokens) *n_tokens = 0;
     if (!t || !text || !n_tokens || (max_tokens > 0 && !tokens))
         return tsr_seterr(e, TSR_ERR_ARG, "tokenizer: encode given a NULL argument");
+    /* a vocab too small for llama2.c's BOS (1) / EOS (2) ids */
+    if ((bos && t->bos >= t->vocab_size) || (eos && t->eos >= t->vocab_size))
+        return tsr_seterr(e, TSR_ERR_RANGE, "tokenizer: the %s id %d is outside the vocab of %d",
+                          bos && t->bos >= t->vocab_size ? "BOS" : "EOS",
+                          bos && t->bos >= t->vocab_size ? t->bos : t->eos, t->vocab_size);
 
     // at most one token per byte, plus BOS and the dummy prefix
     size_t len = strlen(text);

@@ -49,8 +49,8 @@ int  tsr_tokenizer_eos(const tsr_tokenizer *t);
 
 /* Encode text (NUL-terminated UTF-8) into tokens[0..max_tokens): BOS first if
  * bos, EOS last if eos.  *n_tokens gets the count.  Errors: TSR_ERR_RANGE if
- * more than max_tokens would be written (nothing useful in tokens then),
- * TSR_ERR_NOMEM.
+ * more than max_tokens would be written (nothing useful in tokens then, or a
+ * BOS / EOS asked for whose id is outside the vocab), TSR_ERR_NOMEM.
  * Also (beyond run.c, which has no such checks): TSR_ERR_ARG for a NULL
  * argument; TSR_ERR_RANGE when a byte needs a fallback token byte+3 that is
  * outside a tiny vocab.  A vocab without " " gets the byte token of ' ' as
