@@ -48,6 +48,6 @@
  * arrays and this datapath (tests/test_plan.c holds them equal). */
 #define TSR_EST_URAM          16
 #define TSR_EST_BRAM36        823
-#define TSR_EST_DSP           1045
+#define TSR_EST_DSP           1077
 
 #endif
