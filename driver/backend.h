@@ -71,8 +71,12 @@ typedef struct tsr_link_counters {
 
 /* How to place a model on the device. */
 typedef struct tsr_load_opts {
-    int weights_f32;    /* 1: F32 validation mode; 0: Q8_0            */
-    int group_size;     /* Q8_0 group size; 0: default (32)           */
+    int weights_f32;    /* 1: F32 validation mode; 0: quantized       */
+    int weights;        /* quantized mode: TSR_WEIGHTS_FILE (the file's
+                           own Q8_0 / Q4_0, Q8_0 for the rest),
+                           TSR_WEIGHTS_Q8, TSR_WEIGHTS_Q4             */
+    int group_size;     /* group size; 0: the file's (32 for fp32)    */
+    int kv;             /* KV cache precision, TSR_KV_*               */
     int seq_len;        /* context per sequence; 0: model's seq_len   */
     int n_slots;        /* sequence slots (KV regions); 0: 1          */
     void (*progress)(uint64_t sent, uint64_t total, void *user); /* optional */

@@ -149,6 +149,9 @@ static int emu_open(const tsr_devspec *spec, tsr_backend **out, tsr_devinfo *inf
     place_slices(b, s->kv, sizeof s->kv[0], TSR_ATT_PES);
     place_slices(b, s->psum, sizeof s->psum[0], TSR_PES);
     place_slices(b, s->xq, sizeof s->xq[0], TSR_PES);
+    place_slices(b, s->kvh, sizeof s->kvh[0], TSR_ATT_PES);
+    place_slices(b, s->kvq, sizeof s->kvq[0], TSR_ATT_PES);
+    place_slices(b, s->kvs, sizeof s->kvs[0], TSR_ATT_PES);
     /* the link buffers */
     b->words[TSR_BUF_CTL] = TSR_CTL_WORDS(EMU_RING_N);
     b->words[TSR_BUF_IN] = TSR_IN_WORDS;

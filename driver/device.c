@@ -134,6 +134,15 @@ static int check_seq(const tsr_seq *s)
     return TSR_OK;
 }
 
+/* The KV precision named s ("f32", "f16", "int8"; NULL: f32), or -1. */
+static int kv_from_name(const char *s)
+{
+    if (!s || !strcmp(s, "f32")) return TSR_KV_F32;
+    if (!strcmp(s, "f16")) return TSR_KV_F16;
+    if (!strcmp(s, "int8")) return TSR_KV_INT8;
+    return -1;
+}
+
 /* ------------------------------------------------------------- device --- */
 
 int tsr_device_open(const char *spec, tsr_device **out)
@@ -239,6 +248,12 @@ static int model_opts(tsr_device *dev, const tsr_model_opts *opts, tsr_model_opt
         return tsr_seterr(&dev->err, TSR_ERR_ARG,
                           "model options: group_size, seq_len must be >= 0, n_seqs in 0..%d",
                           TSR_MAX_SEQ_SLOTS);
+    if (kv_from_name(o->kv) < 0)
+        return tsr_seterr(&dev->err, TSR_ERR_ARG, "KV precision '%s' (valid: f32, f16, int8)",
+                          o->kv);
+    if (o->weights < TSR_WEIGHTS_FILE || o->weights > TSR_WEIGHTS_Q4)
+        return tsr_seterr(&dev->err, TSR_ERR_ARG, "weights format %d (valid: TSR_WEIGHTS_FILE, "
+                          "TSR_WEIGHTS_Q8, TSR_WEIGHTS_Q4)", o->weights);
     return TSR_OK;
 }
 
@@ -251,7 +266,9 @@ static int place(tsr_device *dev, const tsr_checkpoint *ck, const tsr_model_opts
 {
     memset(lo, 0, sizeof *lo);
     lo->weights_f32 = o->weights_f32;
-    lo->group_size = o->group_size ? o->group_size : TSR_DEFAULT_GROUP;
+    lo->weights = o->weights;
+    lo->group_size = o->group_size;   /* 0: the file's */
+    lo->kv = kv_from_name(o->kv);
     lo->seq_len = o->seq_len ? o->seq_len : ck->cfg.seq_len;
     int slots = o->n_seqs ? o->n_seqs : TSR_MAX_SEQ_SLOTS;
     int rc;
@@ -310,10 +327,26 @@ static int load_checkpoint(tsr_device *dev, tsr_checkpoint *ck, const char *path
         if (rc) goto fail;
     }
 
+    /* BOS starts a prompt and ends a text: the model's ids, whatever the
+     * tokenizer file */
+    tsr_tokenizer_set_special(m->tok, tsr_config_bos(c), tsr_config_eos(c));
     uint64_t need = 0, have = 0;
     if ((rc = place(dev, m->ck, o, &m->lo, &need, &have))) goto fail;
     m->seq_len = m->lo.seq_len;
     m->n_slots = m->lo.n_slots;
+    /* the weights as they go on chip, and a notice when that is not the
+     * file's own quantization */
+    {
+        tsr_kconfig kc;
+        char line[TSR_ERRMSG_MAX];
+        if (tsr_kcmd_config(&dev->k, m->ck, &m->lo, &kc, &dev->err) == TSR_OK) {
+            if (tsr_wimage_notice(m->ck, &kc, line, sizeof line))
+                tsr_log(dev, TSR_LOG_WARN, "%s", line);
+            else if (kc.dtype == TSR_KDT_Q8 && !(c->kinds_q8 | c->kinds_q4))
+                tsr_log(dev, TSR_LOG_INFO, "%s: fp32 weights quantized to Q8_0 group %u on chip "
+                        "(--weights f32 keeps them)", path, kc.group);
+        }
+    }
     if (m->seq_len > c->seq_len && c->format == TSR_FMT_GGUF)
         tsr_log(dev, TSR_LOG_WARN, "%s: context %d exceeds the file's llama.context_length %d "
                 "(fine if the model was trained longer; converters may write less)",
@@ -446,6 +479,15 @@ int tsr_model_get_info(const tsr_model *m, tsr_model_info *info)
     info->n_seqs = m->n_slots;
     info->n_params = tsr_checkpoint_param_count(m->ck);
     info->image_bytes = m->image_bytes;
+    info->bos = tsr_config_bos(cf);
+    info->eos = tsr_config_eos(cf);
+    /* what is on chip, as the placement put it */
+    tsr_kconfig kc;
+    if (m->dev && tsr_kcmd_config(&m->dev->k, m->ck, &m->lo, &kc, NULL) == TSR_OK) {
+        info->group_size = kc.dtype == TSR_KDT_Q8 ? (int)kc.group : 0;
+        tsr_wimage_describe(&kc, info->weights, sizeof info->weights);
+        snprintf(info->kv, sizeof info->kv, "%s", tsr_wimage_kv_name(kc.kv_dtype));
+    }
     return tsr_call_leave(&c, TSR_OK);
 }
 

@@ -13,8 +13,10 @@
  *   data     tensor bytes
  * ggml order: ne[0] is the row length (cols), ne[1] the row count.
  *
- * Every tensor is dequantized into fp32 memory the checkpoint owns, so the
- * rest of the driver sees TSR_DT_F32 views and the file is not kept mapped.
+ * Every tensor is copied into memory the checkpoint owns, so the file is
+ * not kept mapped: Q8_0 and Q4_0 tensors as their own values (TSR_DT_Q8_0,
+ * TSR_DT_Q4_0 views, the fp16 scales widened to fp32, exact), F32 and F16
+ * ones as fp32.
  * Every count, length and offset is checked against the bytes that remain
  * before it is used, in 64-bit arithmetic that cannot overflow.
  */
@@ -234,30 +236,50 @@ static float half_to_float(uint16_t h)
 
 static float rd_half(const uint8_t *p) { uint16_t h; memcpy(&h, p, 2); return half_to_float(h); }
 
-/* Dequantize n elements (n a multiple of QK for the block types) of type t
- * from src into dst (n floats).  Layouts: Q8_0 block = fp16 d, 32 int8 q,
- * x = q * d; Q4_0 block = fp16 d, 16 bytes, element j < 16 is the low
- * nibble of byte j, element j + 16 its high nibble, x = (nibble - 8) * d. */
-static void dequant(uint32_t t, const uint8_t *src, uint64_t n, float *dst)
+/* Bytes a tensor of n elements of type t takes in the checkpoint's memory:
+ * fp32 values (F32, F16), or the scales (fp32, one per block) then the
+ * values (int8) or nibbles (16 bytes a block), rounded up to 4. */
+static uint64_t held_bytes(uint32_t t, uint64_t n)
 {
+    if (t == GGML_Q8_0) return 4 * (n / QK) + ((n + 3) & ~(uint64_t)3);
+    if (t == GGML_Q4_0) return 4 * (n / QK) + ((n / 2 + 3) & ~(uint64_t)3);
+    return 4 * n;
+}
+
+/* Copy n elements (n a multiple of QK for the block types) of type t from
+ * src into the memory at dst (held_bytes(t, n) bytes, 4-aligned) and point
+ * tv at them.  Layouts: Q8_0 block = fp16 d, 32 int8 q, x = q * d; Q4_0
+ * block = fp16 d, 16 bytes, element j < 16 is the low nibble of byte j,
+ * element j + 16 its high nibble, x = (nibble - 8) * d.  F16 becomes fp32;
+ * the block types keep their values, their scales widened to fp32. */
+static void hold(uint32_t t, const uint8_t *src, uint64_t n, uint8_t *dst, tsr_tensor *tv)
+{
+    float *f = (float *)(void *)dst;
     switch (t) {
-    case GGML_F32: memcpy(dst, src, n * 4); break;
-    case GGML_F16: for (uint64_t i = 0; i < n; i++) dst[i] = rd_half(src + 2 * i); break;
-    case GGML_Q8_0:
+    case GGML_F32: memcpy(f, src, n * 4); tv->type = TSR_DT_F32; tv->f = f; break;
+    case GGML_F16:
+        for (uint64_t i = 0; i < n; i++) f[i] = rd_half(src + 2 * i);
+        tv->type = TSR_DT_F32;
+        tv->f = f;
+        break;
+    case GGML_Q8_0: {
+        int8_t *q = (int8_t *)(dst + 4 * (n / QK));
         for (uint64_t b = 0; b < n / QK; b++, src += 2 + QK) {
-            float d = rd_half(src);
-            for (int j = 0; j < QK; j++) dst[b * QK + j] = (float)(int8_t)src[2 + j] * d;
+            f[b] = rd_half(src);
+            memcpy(q + b * QK, src + 2, QK);
         }
+        *tv = (tsr_tensor){ .type = TSR_DT_Q8_0, .group = QK, .q = q, .s = f };
         break;
-    case GGML_Q4_0:
+    }
+    case GGML_Q4_0: {
+        uint8_t *q4 = dst + 4 * (n / QK);
         for (uint64_t b = 0; b < n / QK; b++, src += 2 + QK / 2) {
-            float d = rd_half(src);
-            for (int j = 0; j < QK / 2; j++) {
-                dst[b * QK + j]          = (float)((src[2 + j] & 0x0f) - 8) * d;
-                dst[b * QK + j + QK / 2] = (float)((src[2 + j] >> 4) - 8) * d;
-            }
+            f[b] = rd_half(src);
+            memcpy(q4 + b * (QK / 2), src + 2, QK / 2);
         }
+        *tv = (tsr_tensor){ .type = TSR_DT_Q4_0, .group = QK, .q4 = q4, .s = f };
         break;
+    }
     }
 }
 
@@ -343,6 +365,7 @@ typedef struct gguf {
     uint64_t data_off;
     tsr_checkpoint *m;
     int n_src_type[4];    // tensors by stored type: F32, F16, Q8_0, Q4_0
+    int quantized;        // the model has a Q8_0 or Q4_0 tensor
 } gguf;
 
 /* Header, metadata and tensor infos; checks extents and overlaps. */
@@ -486,6 +509,23 @@ static int read_config(gguf *g, tsr_config *c)
                           (unsigned long long)tok->acount);
     c->vocab_size = (int)tok->acount;
     c->shared_classifier = find_tensor(g->ts, g->n_t, "output.weight") == NULL;
+    /* special tokens: the file's, each defaulting to llama2.c's */
+    c->bos_id = 1;
+    c->eos_id = 2;
+    static const struct { const char *key; int dflt; size_t off; } sp[] = {
+        { "tokenizer.ggml.bos_token_id", 1, offsetof(tsr_config, bos_id) },
+        { "tokenizer.ggml.eos_token_id", 2, offsetof(tsr_config, eos_id) },
+    };
+    for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++) {
+        int64_t v = sp[i].dflt;
+        if ((rc = kv_int(r, g->kvs, g->n_kv, sp[i].key, &v)) > 1) return rc;
+        if (rc == 1) continue;
+        c->special_ids = 1;
+        if (v < 0 || v >= c->vocab_size)
+            return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: %s %lld is outside the vocabulary "
+                              "(0..%d)", r->name, sp[i].key, (long long)v, c->vocab_size - 1);
+        *(int *)(void *)((char *)c + sp[i].off) = (int)v;
+    }
     if ((rc = tsr_config_check(c, r->name, TSR_ERR_FORMAT, r->e))) return rc;
 
     int64_t rope_dims;
@@ -569,10 +609,12 @@ done:
     return rc;
 }
 
-/* Dequantize the named tensor, which must have shape (rows, cols), into
- * *dst (advanced past it) and point t at it; with t NULL only check that it
- * is there with that shape. */
-static int take(gguf *g, tsr_tensor *t, const char *name, int rows, int cols, float **dst)
+/* Copy the named tensor, which must have shape (rows, cols), into *dst
+ * (advanced past it, hold()) and point t at it; with t NULL only check
+ * that it is there with that shape, and add the bytes it will take to
+ * *need. */
+static int take(gguf *g, tsr_tensor *t, const char *name, int rows, int cols, uint8_t **dst,
+                uint64_t *need)
 {
     rd *r = &g->r;
     const tinfo *ti = find_tensor(g->ts, g->n_t, name);
@@ -582,67 +624,65 @@ static int take(gguf *g, tsr_tensor *t, const char *name, int rows, int cols, fl
             "%s: tensor %s has shape [%llu, %llu, %llu, %llu], expected [%d, %d] (cols, rows)",
             r->name, name, (unsigned long long)ti->ne[0], (unsigned long long)ti->ne[1],
             (unsigned long long)ti->ne[2], (unsigned long long)ti->ne[3], cols, rows);
-    if (!t) return TSR_OK;
-    dequant(ti->type, r->b + g->data_off + ti->off, ti->numel, *dst);
-    *t = (tsr_tensor){ .type = TSR_DT_F32, .rows = rows, .cols = cols, .f = *dst };
-    *dst += ti->numel;
+    if (ti->type == GGML_Q8_0 || ti->type == GGML_Q4_0) g->quantized = 1;
+    if (!t) {
+        *need += held_bytes(ti->type, ti->numel);
+        return TSR_OK;
+    }
+    hold(ti->type, r->b + g->data_off + ti->off, ti->numel, *dst, t);
+    t->rows = rows;
+    t->cols = cols;
+    *dst += held_bytes(ti->type, ti->numel);
     return TSR_OK;
 }
 
-/* Take every tensor of a model of shape c into m's views and the fp32
- * memory at *f; with m NULL only check names and shapes (before anything
- * is allocated, so a header cannot make the open allocate what the file
- * does not hold). */
-static int take_all(gguf *g, const tsr_config *c, tsr_checkpoint *m, float **pf)
+/* Take every tensor of a model of shape c into m's views and the memory
+ * at *pd; with m NULL only check names and shapes and add up in *need the
+ * bytes they take (before anything is allocated, so a header cannot make
+ * the open allocate what the file does not hold). */
+static int take_all(gguf *g, const tsr_config *c, tsr_checkpoint *m, uint8_t **pd, uint64_t *need)
 {
     int rc;
-    float **f = pf;   // NULL when only checking
+    uint8_t **f = pd;   // NULL when only checking
     int D = c->dim, H = c->hidden_dim, V = c->vocab_size;
     int KV = c->n_kv_heads * (c->dim / c->n_heads);   // kv_dim
-    if ((rc = take(g, m ? &m->tok_embedding : NULL, "token_embd.weight", V, D, f)) ||
-        (rc = take(g, m ? &m->rms_final : NULL, "output_norm.weight", 1, D, f)))
+    if ((rc = take(g, m ? &m->tok_embedding : NULL, "token_embd.weight", V, D, f, need)) ||
+        (rc = take(g, m ? &m->rms_final : NULL, "output_norm.weight", 1, D, f, need)))
         return rc;
     if (c->shared_classifier) { if (m) m->wcls = m->tok_embedding; }
-    else if ((rc = take(g, m ? &m->wcls : NULL, "output.weight", V, D, f))) return rc;
+    else if ((rc = take(g, m ? &m->wcls : NULL, "output.weight", V, D, f, need))) return rc;
     for (int l = 0; l < c->n_layers; l++) {
         char n[9][64];
         static const char *const suf[9] = { "attn_norm", "attn_q", "attn_k", "attn_v",
             "attn_output", "ffn_norm", "ffn_gate", "ffn_down", "ffn_up" };
         for (int i = 0; i < 9; i++) snprintf(n[i], sizeof n[i], "blk.%d.%s.weight", l, suf[i]);
-        if ((rc = take(g, m ? &m->rms_att[l] : NULL, n[0], 1, D, f)) ||
-            (rc = take(g, m ? &m->wq[l] : NULL, n[1], D, D, f)) ||
-            (rc = take(g, m ? &m->wk[l] : NULL, n[2], KV, D, f)) ||
-            (rc = take(g, m ? &m->wv[l] : NULL, n[3], KV, D, f)) ||
-            (rc = take(g, m ? &m->wo[l] : NULL, n[4], D, D, f)) ||
-            (rc = take(g, m ? &m->rms_ffn[l] : NULL, n[5], 1, D, f)) ||
-            (rc = take(g, m ? &m->w1[l] : NULL, n[6], H, D, f)) ||
-            (rc = take(g, m ? &m->w2[l] : NULL, n[7], D, H, f)) ||
-            (rc = take(g, m ? &m->w3[l] : NULL, n[8], H, D, f)))
+        if ((rc = take(g, m ? &m->rms_att[l] : NULL, n[0], 1, D, f, need)) ||
+            (rc = take(g, m ? &m->wq[l] : NULL, n[1], D, D, f, need)) ||
+            (rc = take(g, m ? &m->wk[l] : NULL, n[2], KV, D, f, need)) ||
+            (rc = take(g, m ? &m->wv[l] : NULL, n[3], KV, D, f, need)) ||
+            (rc = take(g, m ? &m->wo[l] : NULL, n[4], D, D, f, need)) ||
+            (rc = take(g, m ? &m->rms_ffn[l] : NULL, n[5], 1, D, f, need)) ||
+            (rc = take(g, m ? &m->w1[l] : NULL, n[6], H, D, f, need)) ||
+            (rc = take(g, m ? &m->w2[l] : NULL, n[7], D, H, f, need)) ||
+            (rc = take(g, m ? &m->w3[l] : NULL, n[8], H, D, f, need)))
             return rc;
     }
     return TSR_OK;
 }
 
 /* Allocate the checkpoint and fill every tensor. */
-static int build(gguf *g, const tsr_config *c)
+static int build(gguf *g, tsr_config *c)
 {
     rd *r = &g->r;
-    size_t L = (size_t)c->n_layers, dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
-    size_t kv_dim = (size_t)c->n_kv_heads * (dim / (size_t)c->n_heads);
-    size_t vocab = (size_t)c->vocab_size;
-    // floats: embedding, [classifier], final norm, per layer 2 norms and 7 matrices
-    uint64_t nf = 0;
-    int ovf = 0;
-    uint64_t per_layer = 2 * dim + 2 * dim * dim + 2 * kv_dim * dim + 3 * hid * dim;
-    ovf |= __builtin_mul_overflow((uint64_t)L, per_layer, &nf);
-    ovf |= __builtin_add_overflow(nf, (c->shared_classifier ? 1 : 2) * (uint64_t)vocab * dim + dim, &nf);
-    int rc = take_all(g, c, NULL, NULL);
+    size_t L = (size_t)c->n_layers;
+    uint64_t bytes = 0;
+    int rc = take_all(g, c, NULL, NULL, &bytes);
     if (rc) return rc;
-    uint64_t bytes;
-    ovf |= __builtin_mul_overflow(nf, 4, &bytes);
-    ovf |= __builtin_add_overflow(bytes, 9 * L * sizeof(tsr_tensor), &bytes);
+    int ovf = __builtin_add_overflow(bytes, 9 * L * sizeof(tsr_tensor), &bytes);
     if (ovf || bytes > SIZE_MAX)
         return tsr_seterr(r->e, TSR_ERR_NOMEM, "%s: model too large", r->name);
+    /* the quantized tensors' group: the block of 32 */
+    if (g->quantized) c->group_size = QK;
     g->m = calloc(1, sizeof *g->m);
     void *owned = g->m ? malloc((size_t)bytes) : NULL;
     if (!owned)
@@ -658,10 +698,13 @@ static int build(gguf *g, const tsr_config *c)
     m->rms_att = t + 0 * L;  m->wq = t + 1 * L;  m->wk = t + 2 * L;
     m->wv = t + 3 * L;       m->wo = t + 4 * L;  m->rms_ffn = t + 5 * L;
     m->w1 = t + 6 * L;       m->w2 = t + 7 * L;  m->w3 = t + 8 * L;
-    float *f = (float *)(void *)(t + 9 * L);   // (nf,) fp32 weights
+    uint8_t *d = (uint8_t *)(void *)(t + 9 * L);   // the tensors' values
 
-    if ((rc = take_all(g, c, m, &f))) return rc;
-    return read_tokenizer(g, &m->tok);
+    if ((rc = take_all(g, c, m, &d, NULL))) return rc;
+    tsr_checkpoint_scan_kinds(m);
+    if ((rc = read_tokenizer(g, &m->tok))) return rc;
+    tsr_tokenizer_set_special(m->tok, tsr_config_bos(c), tsr_config_eos(c));
+    return TSR_OK;
 }
 
 int tsr_gguf_open_memory(const void *data, size_t len, const char *name,

@@ -360,6 +360,7 @@ static int build_views(const char *name, const tsr_config *cfg, const uint8_t *b
         return tsr_seterr(e, TSR_ERR_FORMAT, "%s: internal: layout walked %llu bytes of %llu",
                           name, (unsigned long long)w.off, (unsigned long long)len);
     }
+    tsr_checkpoint_scan_kinds(m);
     *out = m;
     return TSR_OK;
 }

@@ -13,12 +13,14 @@ static void copy_err(const tsr_err *e, char *err, size_t errlen)
 }
 
 
-/* Stored bytes of a tensor: 4 per F32 element; 1 per Q8_0 element plus a
- * 4-byte scale per group. */
+/* Bytes of a tensor as loaded: 4 per F32 element; 1 per Q8_0 element, half
+ * a byte per Q4_0 element, plus a 4-byte scale per group. */
 static uint64_t tensor_bytes(const tsr_tensor *t)
 {
     uint64_t n = (uint64_t)t->rows * (uint64_t)t->cols;
-    return t->type == TSR_DT_Q8_0 ? n + 4 * (n / (uint64_t)t->group) : 4 * n;
+    if (t->type == TSR_DT_Q8_0) return n + 4 * (n / (uint64_t)t->group);
+    if (t->type == TSR_DT_Q4_0) return n / 2 + 4 * (n / 32u);
+    return 4 * n;
 }
 
 static uint64_t tensor_params(const tsr_tensor *t)
@@ -95,9 +97,23 @@ int tsr_file_inspect(const char *path, tsr_file_info *info, char *err, size_t er
         info->tensors_q8_0 = ck->n_src_type[2];
         info->tensors_q4_0 = ck->n_src_type[3];
     }
+    /* On chip by default: the file's own formats on the default mesh. */
+    {
+        tsr_load_opts o = { .seq_len = c->seq_len, .n_slots = 1 };
+        tsr_kconfig kc;
+        tsr_wneed need;
+        const tsr_kprofile prof = TSR_KPROFILE_INIT;
+        tsr_mesh_opts mo = { .pes = TSR_DEFAULT_PES };
+        if (tsr_wimage_config(ck, &o, &mo, &prof, &kc, NULL) == TSR_OK) {
+            tsr_wimage_need(&kc, &need);
+            tsr_wimage_describe(&kc, info->onchip_weights, sizeof info->onchip_weights);
+            info->onchip_bytes = need.total_bytes;
+        }
+    }
     /* On-chip bytes: the weight image layout on the default mesh. */
     for (int f32 = 0; f32 <= 1; f32++) {
-        tsr_load_opts o = { .weights_f32 = f32, .group_size = 32, .seq_len = c->seq_len,
+        tsr_load_opts o = { .weights_f32 = f32, .weights = TSR_WEIGHTS_Q8, .group_size = 32,
+                            .seq_len = c->seq_len,
                             .n_slots = 1 };
         tsr_kconfig kc;
         tsr_wneed need;

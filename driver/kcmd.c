@@ -235,7 +235,7 @@ static void config_words(const tsr_kconfig *c, uint32_t w[TSR_KCONFIG_WORDS])
     const uint32_t ints[TSR_KCONFIG_INTS] = {
         c->magic, c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->vocab_size,
         c->seq_len, c->n_slots, c->dtype, c->group, c->mesh_rows, c->mesh_cols,
-        c->shared_classifier, c->kv_split, c->att_pes
+        c->shared_classifier, c->kv_split, c->att_pes, c->q4_kinds, c->kv_dtype, c->bos, c->eos
     };
     memcpy(w, ints, sizeof ints);
     memcpy(w + TSR_KCONFIG_INTS, &c->rope_theta, 4);
@@ -368,9 +368,10 @@ typedef struct dec_run {
 /* Sequence i's state between commands. */
 enum { DEC_GOING = 0, DEC_DONE };
 
-static int stop_token(const tsr_kdec *q, int tok)
+/* The kernel's stop rule: the configured model's BOS or EOS. */
+static int stop_token(const tsr_kcmd *k, const tsr_kdec *q, int tok)
 {
-    return !q->smp.ignore_stop && (tok == TSR_TOKEN_BOS || tok == TSR_TOKEN_EOS);
+    return !q->smp.ignore_stop && ((uint32_t)tok == k->cfg.bos || (uint32_t)tok == k->cfg.eos);
 }
 
 /* One command over the r sequences run[] of q: submit, stream their ids as
@@ -474,7 +475,7 @@ static int decode_command(tsr_kcmd *k, tsr_kdec *q, dec_run *run, int r, tsr_tok
         uint32_t buf_id = TSR_BUF_CTL, off = resp + TSR_RESP_SEQ, old = rs, now;
         for (int j = 0; j < r; j++) {
             const tsr_kdec *s = &q[run[j].i];
-            if (run[j].stop || cnt[j] >= run[j].n || (cnt[j] && stop_token(s, s->out[s->got - 1])))
+            if (run[j].stop || cnt[j] >= run[j].n || (cnt[j] && stop_token(k, s, s->out[s->got - 1])))
                 continue;
             buf_id = TSR_BUF_OUT;
             off = (uint32_t)j * stride;
@@ -545,7 +546,7 @@ int tsr_kcmd_decode(tsr_kcmd *k, tsr_kdec *q, int m, tsr_token_fn on_token, void
             /* done: asked to stop, stopped by the kernel (fewer than asked:
              * a stop token), at a stop token, or at its n */
             if (rc || (stopped >> j & 1u) || run[j].seen < run[j].n ||
-                (s->got && stop_token(s, s->out[s->got - 1])) || s->got >= s->n)
+                (s->got && stop_token(k, s, s->out[s->got - 1])) || s->got >= s->n)
                 state[run[j].i] = DEC_DONE;
         }
         if (rc) break;
@@ -566,6 +567,22 @@ int tsr_kcmd_read_logits(tsr_kcmd *k, float *logits, int n, tsr_err *e)
     int rc = exec(k, TSR_PHASE_DEBUG, &a, &status, logits, (uint32_t)n, &got, e);
     if (rc) return rc;
     return status ? kfail(k, status, "read logits", e) : TSR_OK;
+}
+
+int tsr_kcmd_read_mem(tsr_kcmd *k, uint32_t pe, uint32_t region, uint32_t off, uint32_t len,
+                      uint32_t *out, tsr_err *e)
+{
+    uint32_t words = region == TSR_REG_W8 ? (len + 3u) / 4u : len, got = 0;
+    if (words == 0) return TSR_OK;
+    kcmd_args a = { .op = TSR_OP_READ_MEM, .a = { pe, region, off, len }, .out_words = words };
+    int status = 0;
+    int rc = exec(k, TSR_PHASE_DEBUG, &a, &status, out, words, &got, e);
+    if (rc) return rc;
+    if (status) return kfail(k, status, "read memory", e);
+    if (got != words)
+        return tsr_seterr(e, TSR_ERR_DEVICE, "%s: read memory: %u words of %u", k->be->name, got,
+                          words);
+    return TSR_OK;
 }
 
 int tsr_kcmd_counters(tsr_kcmd *k, tsr_kcounters *kc, tsr_err *e)

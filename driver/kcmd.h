@@ -92,7 +92,7 @@ typedef struct tsr_kdec {
 int tsr_kcmd_batch_max(const tsr_kcmd *k);
 
 /* Decode the m sequences q (1..TSR_KDEC_MAX) from their pending tokens,
- * each up to its n, stopping at BOS/EOS (unless smp.ignore_stop), when
+ * each up to its n, stopping at the configured BOS/EOS (unless smp.ignore_stop), when
  * on_token returns non-zero for it, or on its cancel flag; the others go
  * on.  Up to tsr_kcmd_batch_max() sequences step together, one pass over
  * the weights a step (DECODE_BATCH; a run of one is a DECODE); more wait
@@ -107,6 +107,13 @@ int tsr_kcmd_decode(tsr_kcmd *k, tsr_kdec *q, int m, tsr_token_fn on_token, void
 
 /* Logits of the last forward pass: n floats (the vocab). */
 int tsr_kcmd_read_logits(tsr_kcmd *k, float *logits, int n, tsr_err *e);
+
+/* A debug read of the device's memories (READ_MEM): len units (bytes of
+ * a PE's int8 array, words of its fp32 array or of the controller's
+ * norms: region TSR_REG_*) from off into out (W8: ceil(len / 4) words,
+ * four bytes a word, little-endian; else len words). */
+int tsr_kcmd_read_mem(tsr_kcmd *k, uint32_t pe, uint32_t region, uint32_t off, uint32_t len,
+                      uint32_t *out, tsr_err *e);
 
 /* The kernel's counters, and as text (tsr_kcounters_text). */
 int tsr_kcmd_counters(tsr_kcmd *k, tsr_kcounters *kc, tsr_err *e);

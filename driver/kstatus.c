@@ -7,6 +7,7 @@
 #include "backend.h"
 #include "plan.h"
 #include "tsr_kernel.h"
+#include "weight_image.h"
 
 static const char *kstatus_name(int k)
 {
@@ -60,7 +61,7 @@ size_t tsr_kcounters_text(const tsr_kcounters *kc, uint32_t max_pes, const char 
 {
     static const char *const opn[TSR_OP_COUNT] = {
         "nop", "load", "configure", "reset", "truncate", "prefill", "decode", "read_logits",
-        "read_counters", "exit", "decode_batch"
+        "read_counters", "exit", "decode_batch", "read_mem"
     };
     size_t at = 0;
 #define PUT(...) do { int w_ = snprintf(at < len ? buf + at : NULL, at < len ? len - at : 0, \
@@ -72,6 +73,16 @@ size_t tsr_kcounters_text(const tsr_kcounters *kc, uint32_t max_pes, const char 
 #else
     PUT("profile %s, %llu PEs\n", profile, (unsigned long long)kc->n_pes);
 #endif
+    if (cfg) {
+        /* what is on chip: the weights' formats, the KV cache's precision and bytes */
+        char w[160];
+        uint64_t kvb = 0;
+        tsr_wimage_describe(cfg, w, sizeof w);
+        for (uint32_t p = 0; p < tsr_lay_pes(cfg); p++) kvb += tsr_lay_kv_bytes(cfg, p);
+        PUT("onchip.weights %s\n", w);
+        PUT("onchip.kv %s\n", tsr_wimage_kv_name(cfg->kv_dtype));
+        PUT("onchip.kv_bytes %llu\n", (unsigned long long)kvb);
+    }
     for (int i = 0; i < TSR_OP_COUNT; i++) PUT("runs.%s %llu\n", opn[i], (unsigned long long)kc->runs[i]);
     PUT("tokens_fed %llu\n", (unsigned long long)kc->tokens_fed);
     PUT("tokens_sampled %llu\n", (unsigned long long)kc->tokens_sampled);

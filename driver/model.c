@@ -18,10 +18,18 @@
 /* ------------------------------------------------------------------------ */
 /* Tensors                                                                    */
 
+/* Q4_0 element i of a tensor's nibbles q4 (16 bytes a group of 32). */
+static inline int q4_value(const uint8_t *q4, size_t i)
+{
+    uint8_t b = q4[i / 32u * 16u + i % 16u];
+    return (i % 32u < 16u ? b & 15 : b >> 4) - 8;
+}
+
 float tsr_tensor_get(const tsr_tensor *t, size_t i)
 {
     assert(i < (size_t)t->rows * (size_t)t->cols);
     if (t->type == TSR_DT_F32) return t->f[i];
+    if (t->type == TSR_DT_Q4_0) return (float)q4_value(t->q4, i) * t->s[i / 32u];
     // groups run over the flattened tensor, so the scale index ignores rows
     return (float)t->q[i] * t->s[i / (size_t)t->group];
 }
@@ -33,6 +41,11 @@ void tsr_tensor_row(const tsr_tensor *t, int r, float *out)
     size_t base = (size_t)r * n;   // flat index of the row's first element
     if (t->type == TSR_DT_F32) {
         for (size_t j = 0; j < n; j++) out[j] = t->f[base + j];
+        return;
+    }
+    if (t->type == TSR_DT_Q4_0) {   /* rows are whole groups of 32 (GGUF) */
+        for (size_t j = 0; j < n; j++)
+            out[j] = (float)q4_value(t->q4, base + j) * t->s[(base + j) / 32u];
         return;
     }
     /* group by group: one scale per group, no division per element (a
@@ -49,6 +62,39 @@ void tsr_tensor_row(const tsr_tensor *t, int r, float *out)
 
 /* ------------------------------------------------------------------------ */
 /* Model                                                                      */
+
+/* The storage of one tensor for the kinds scan: 8 (Q8_0 in whole groups
+ * along its rows), 4 (Q4_0), 0 (anything else). */
+static int stored_as(const tsr_tensor *t)
+{
+    if (t->type == TSR_DT_Q4_0) return 4;
+    if (t->type == TSR_DT_Q8_0 && t->group > 0 && t->cols % t->group == 0) return 8;
+    return 0;
+}
+
+void tsr_checkpoint_scan_kinds(tsr_checkpoint *m)
+{
+    int L = m->cfg.n_layers, st[TSR_KIND_COUNT];
+    for (int k = 0; k < TSR_KIND_COUNT; k++) st[k] = -1;   /* -1: no tensor seen */
+#define SEE(kind, t) do { int s_ = stored_as(t); st[kind] = st[kind] == -1 || st[kind] == s_ ? s_ : 0; } while (0)
+    SEE(TSR_KIND_EMB, &m->tok_embedding);
+    if (!m->cfg.shared_classifier) SEE(TSR_KIND_CLS, &m->wcls);
+    for (int l = 0; l < L; l++) {
+        SEE(TSR_KIND_QKV, &m->wq[l]);
+        SEE(TSR_KIND_QKV, &m->wk[l]);
+        SEE(TSR_KIND_QKV, &m->wv[l]);
+        SEE(TSR_KIND_WO, &m->wo[l]);
+        SEE(TSR_KIND_W13, &m->w1[l]);
+        SEE(TSR_KIND_W13, &m->w3[l]);
+        SEE(TSR_KIND_W2, &m->w2[l]);
+    }
+#undef SEE
+    m->cfg.kinds_q8 = m->cfg.kinds_q4 = 0;
+    for (int k = 0; k < TSR_KIND_COUNT; k++) {
+        if (st[k] == 8) m->cfg.kinds_q8 |= 1u << k;
+        if (st[k] == 4) m->cfg.kinds_q4 |= 1u << k;
+    }
+}
 
 uint64_t tsr_checkpoint_param_count(const tsr_checkpoint *m)
 {
@@ -133,10 +179,10 @@ static int check_tensor(const tsr_checkpoint *m, const tsr_tensor *t, int kind, 
                           "element %zu): refused", m->path, name, (unsigned long long)bad,
                           bad == 1 ? "" : "s", what, first);
     return tsr_seterr(e, TSR_ERR_FORMAT,
-                      "%s: tensor %s holds %llu Q8_0 scale%s that %s not finite or too large to "
+                      "%s: tensor %s holds %llu %s scale%s that %s not finite or too large to "
                       "dequantize (the first, %s, of group %zu): refused", m->path, name,
-                      (unsigned long long)bad, bad == 1 ? "" : "s", bad == 1 ? "is" : "are",
-                      what, first);
+                      (unsigned long long)bad, t->type == TSR_DT_Q4_0 ? "Q4_0" : "Q8_0",
+                      bad == 1 ? "" : "s", bad == 1 ? "is" : "are", what, first);
 }
 
 int tsr_checkpoint_check_finite(const tsr_checkpoint *m, tsr_err *e)

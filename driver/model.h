@@ -13,12 +13,17 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "tsr_layout.h"   /* TSR_KIND_*: the kinds of weight matrix */
 
 /* Element type of a stored tensor. */
 typedef enum {
     TSR_DT_F32  = 0,   /* IEEE fp32 */
     TSR_DT_Q8_0 = 1,   /* int8 values, one fp32 scale per `group` consecutive
-                          elements of the flattened tensor (llama2.c v2) */
+                          elements of the flattened tensor (llama2.c v2,
+                          GGUF Q8_0 with group 32) */
+    TSR_DT_Q4_0 = 2,   /* GGUF Q4_0: per 32 consecutive elements 16 bytes,
+                          element i in the low nibble of byte i and i + 16 in
+                          the high one, value nibble - 8, and one scale */
 } tsr_dtype;
 
 /* A 2-D weight tensor, row-major: rows x cols.  Vectors are rows == 1.
@@ -28,10 +33,14 @@ typedef enum {
 typedef struct tsr_tensor {
     tsr_dtype     type;
     int           rows, cols;
-    int           group;   /* Q8_0 group size in elements; 0 for F32        */
-    const float  *f;       /* (rows, cols) F32 values; NULL for Q8_0        */
-    const int8_t *q;       /* (rows * cols) Q8_0 values; NULL for F32       */
-    const float  *s;       /* (rows * cols / group) Q8_0 scales; NULL for F32 */
+    int           group;   /* Q8_0 / Q4_0 group size in elements (Q4_0: 32);
+                              0 for F32                                      */
+    const float  *f;       /* (rows, cols) F32 values; NULL otherwise       */
+    const int8_t *q;       /* (rows * cols) Q8_0 values; NULL otherwise     */
+    const uint8_t *q4;     /* (rows * cols / 2) Q4_0 nibbles, 16 bytes a
+                              group; NULL otherwise                          */
+    const float  *s;       /* (rows * cols / group) scales (GGUF's fp16
+                              widened); NULL for F32                        */
 } tsr_tensor;
 
 /* Where a model came from. */
@@ -55,8 +64,22 @@ typedef struct tsr_config {
     float rope_theta;        /* RoPE base, 10000 for llama2.c              */
     float norm_eps;          /* RMSNorm epsilon, 1e-5 for llama2.c         */
     tsr_format format;
-    int   group_size;        /* file's Q8_0 group size, 0 for fp32 files   */
+    int   group_size;        /* file's Q8_0 / Q4_0 group size (32 in GGUF),
+                                0 for fp32 files                          */
+    /* What the file stores, per kind of matrix (bits 1 << TSR_KIND_*): every
+     * tensor of the kind in Q8_0 (groups of group_size that never cross a
+     * row's end) or in Q4_0; a kind in neither has F32/F16 tensors, mixed
+     * types or row-crossing groups.  Set by the loaders. */
+    uint32_t kinds_q8, kinds_q4;
+    /* Special tokens: special_ids 1 when the file names them (GGUF
+     * metadata), else llama2.c's BOS 1 and EOS 2 apply (tsr_config_bos). */
+    int   special_ids;
+    int   bos_id, eos_id;
 } tsr_config;
+
+/* The model's BOS / EOS ids: the file's, or llama2.c's 1 and 2. */
+static inline int tsr_config_bos(const tsr_config *c) { return c->special_ids ? c->bos_id : 1; }
+static inline int tsr_config_eos(const tsr_config *c) { return c->special_ids ? c->eos_id : 2; }
 
 /* A checkpoint file opened on the host (the public tsr_model is the model
  * resident on a device, which holds one of these).
@@ -104,9 +127,11 @@ int  tsr_checkpoint_open_memory(const void *data, size_t len, const char *name,
                                 tsr_checkpoint **out, tsr_err *e);
 
 /* Open a GGUF v2/v3 file of the llama architecture held in memory (data,
- * len bytes; name for messages).  Every tensor (F32, F16, Q8_0, Q4_0) is
- * dequantized into fp32 memory the checkpoint owns, so data may be released
- * after the call; the tokenizer from the metadata goes to (*out)->tok.
+ * len bytes; name for messages).  Q8_0 and Q4_0 tensors keep their values
+ * and scales (widened to fp32) and F32/F16 ones become fp32, in memory the
+ * checkpoint owns, so data may be released after the call; the tokenizer
+ * from the metadata goes to (*out)->tok, with BOS/EOS from
+ * tokenizer.ggml.bos_token_id / eos_token_id (else 1 and 2).
  * Hyperparameters from llama.* keys, vocab from tokenizer.ggml.tokens,
  * seq_len from llama.context_length; no output.weight means a shared
  * classifier.  Errors: TSR_ERR_FORMAT (truncated, counts or offsets past
@@ -132,12 +157,16 @@ int  tsr_checkpoint_check_finite(const tsr_checkpoint *m, tsr_err *e);
 /* Number of weight parameters (elements), counting a shared classifier once. */
 uint64_t tsr_checkpoint_param_count(const tsr_checkpoint *m);
 
-/* Element i of t as fp32 (dequantized for Q8_0).  No bounds check beyond
- * an assert: i < rows * cols. */
+/* Element i of t as fp32 (dequantized for Q8_0, Q4_0).  No bounds check
+ * beyond an assert: i < rows * cols. */
 float tsr_tensor_get(const tsr_tensor *t, size_t i);
 
 /* Dequantize row r of t into out (t->cols floats). */
 void tsr_tensor_row(const tsr_tensor *t, int r, float *out);
+
+/* Fill m->cfg.kinds_q8 / kinds_q4 from its tensors' types (the loaders
+ * call it once the tensors are in place). */
+void tsr_checkpoint_scan_kinds(tsr_checkpoint *m);
 
 /* ------------------------------------------------------------------------ */
 /* Shape checks and llama2.c file sizes (shared by the loader and synth)      */

@@ -156,8 +156,10 @@ static void step_attention(const layout *L, uint32_t S_pe, uint32_t pos, uint64_
         uint32_t h0, q, nh = tsr_lay_kv_heads(kc, p, &h0, &q);
         if (nh == 0) continue;
         uint32_t nl = pd + (q <= pq ? 1u : 0u);
-        uint32_t sc = nh * ((q == pq ? tsr_cy_att_store(hs) : 0u) + km * tsr_cy_att_scores(hs, nl, L->att_parts));
-        uint32_t ex = nh * km * tsr_cy_att_exp_s(nl, S_pe), va = nh * km * tsr_cy_att_values(hs, nl);
+        uint32_t kvt = kc->kv_dtype;
+        uint32_t sc = nh * ((q == pq ? tsr_cy_att_store(hs, kvt) : 0u) +
+                            km * tsr_cy_att_scores(hs, nl, L->att_parts, kvt));
+        uint32_t ex = nh * km * tsr_cy_att_exp_s(nl, S_pe), va = nh * km * tsr_cy_att_values(hs, nl, kvt);
         if (sc > ws) ws = sc;
         if (ex > we) we = ex;
         if (va > wv) wv = va;
@@ -286,6 +288,7 @@ static long banked_bram(uint64_t n, uint32_t bytes, uint32_t banks)
  * BIND_STORAGE, attention.c pe_att's locals). */
 typedef struct pe_arrays {
     uint64_t w8_bytes, f32_words, kv_bytes, rows, att_words, in_bytes, xs_words;
+    uint64_t kvs_bytes;   /* the int8 cache's scales (one memory, unpartitioned) */
     uint64_t acc_words;   /* attention: pe_att's accumulators, one row of them,
                              and its coefficients */
     uint32_t acc_parts;   /* and its rows (TSR_ATT_PARTS) */
@@ -302,6 +305,10 @@ static void pe_blocks(const pe_arrays *a, long *uram, long *bram)
     uint64_t kv_bank = cdiv64(a->kv_bytes, TSR_ATT_LANES);
     if (a->kv_uram) u += a->kv_bytes ? (long)TSR_ATT_LANES * uram_of(kv_bank) : 0;
     else b += a->kv_bytes ? (long)TSR_ATT_LANES * bram_of(kv_bank) : 0;
+    if (a->kvs_bytes > 4u * LUTRAM_WORDS) {
+        if (a->kv_uram) u += uram_of(a->kvs_bytes);
+        else b += bram_of(a->kvs_bytes);
+    }
     b += banked_bram(a->rows, 4u, TSR_VEC) + banked_bram(a->xs_words, 4u, 1u);
     if (a->att_words) {
         b += banked_bram(a->att_words, 4u, TSR_ATT_LANES) + banked_bram(a->ao_words, 4u, TSR_ATT_LANES) +
@@ -339,12 +346,14 @@ static long ctrl_blocks(uint64_t dim, uint64_t kvd, uint64_t vocab, uint64_t lay
 /* DSPs: the floating-point operators of the kernel's loops                   */
 
 /* Every PE: the Q8 tile's scale path (two multiplies, an add: mesh.c
- * pe_tile_q8; its int8 products are LUTs, BIND_OP fabric), the F32 tile's
+ * pe_tile_q8; its int8 products are LUTs, BIND_OP fabric), the Q4 tile's
+ * (the same, its own function: a profile with Q4_0), the F32 tile's
  * multiply-add (a profile with F32), SwiGLU (two multiplies, an add; its
  * expf in LUTs, BIND_OP fabric; the divide uses none). */
-static long dsp_pe(int with_f32)
+static long dsp_pe(int with_f32, int with_q4)
 {
     long d = 2 * DSP_FMUL + DSP_FADD + 2 * DSP_FMUL + DSP_FADD;
+    if (with_q4) d += 2 * DSP_FMUL + DSP_FADD;
     if (with_f32) d += DSP_FMUL + DSP_FADD;
     return d;
 }
@@ -368,11 +377,18 @@ static long dsp_tree(void) { return (long)TSR_TREE_LANES * DSP_FADD; }
  * the scores and the values (pe_att_mac, ALLOCATION limit=1), the score
  * partials' tree (TSR_ATT_PARTS - 1 adds), the local sum's add and its
  * levels' add (pe_reduce_sum), the exponent's subtraction (pe_att_exp:
- * score - max), expf in LUTs. */
-static long dsp_att(uint32_t parts, uint32_t pe_sum_lanes)
+ * score - max), expf in LUTs.  kv_paths: bit TSR_KV_F16, TSR_KV_INT8 when
+ * that cache is built: the half decoder in each lane (its multiply by a
+ * power of two) and the store's encoder (a scale and the rounding's
+ * subtract); the int8 scales' two multiplies (scores, weights) and the
+ * store's rounding subtracts. */
+static long dsp_att(uint32_t parts, uint32_t pe_sum_lanes, uint32_t kv_paths)
 {
-    return (long)TSR_ATT_LANES * (DSP_FMUL + DSP_FADD) + (long)(parts - 1u) * DSP_FADD +
-           DSP_FADD + (pe_sum_lanes > 1u ? DSP_FADD : 0) + DSP_FADD;
+    long d = (long)TSR_ATT_LANES * (DSP_FMUL + DSP_FADD) + (long)(parts - 1u) * DSP_FADD +
+             DSP_FADD + (pe_sum_lanes > 1u ? DSP_FADD : 0) + DSP_FADD;
+    if (kv_paths & (1u << TSR_KV_F16)) d += (long)TSR_ATT_LANES * DSP_FMUL + 2 * (DSP_FMUL + DSP_FADD);
+    if (kv_paths & (1u << TSR_KV_INT8)) d += 2 * DSP_FMUL + 2 * DSP_FADD;
+    return d;
 }
 
 /* An up step of a KV head group's tree (attention.c pe_att_tree_up): the
@@ -417,17 +433,24 @@ static long dsp_ctrl(uint32_t sum_lanes)
  * columns and Q PEs a KV head), the busiest PE's in *per_pe (PE 0: a
  * receiver at every level). */
 static long dsp_count(uint32_t P, uint32_t att_pes, uint32_t C, uint32_t Q, int with_f32,
-                      uint32_t sum_lanes, long *per_pe)
+                      int with_q4, uint32_t kv_paths, uint32_t sum_lanes, long *per_pe)
 {
     uint32_t parts = sum_lanes >= TSR_FADD_LAT ? TSR_FADD_LAT : 1u;
     uint32_t pe_sum = sum_lanes >= TSR_FADD_LAT ? TSR_FADD_LAT : sum_lanes;
-    long att = dsp_att(parts, pe_sum), levels = 0, split_levels = 0;
+    long att = dsp_att(parts, pe_sum, kv_paths), levels = 0, split_levels = 0;
+    long pe = dsp_pe(with_f32, with_q4);
     for (uint32_t s = 1; s < C; s *= 2u) levels++;
     for (uint32_t s = 1; s < Q; s *= 2u) split_levels++;
-    *per_pe = dsp_pe(with_f32) + levels * dsp_tree() +
-              (att_pes ? att + split_levels * dsp_att_tree() : 0);
-    return (long)P * dsp_pe(with_f32) + tree_instances(P, C) * dsp_tree() + (long)att_pes * att +
+    *per_pe = pe + levels * dsp_tree() + (att_pes ? att + split_levels * dsp_att_tree() : 0);
+    return (long)P * pe + tree_instances(P, C) * dsp_tree() + (long)att_pes * att +
            tree_instances(att_pes, Q) * dsp_att_tree() + dsp_ctrl(sum_lanes);
+}
+
+/* The f16 / int8 KV paths a profile builds (dsp_att's kv_paths). */
+static uint32_t profile_kv_paths(const tsr_kprofile *p)
+{
+    return (p->kvh_words ? 1u << TSR_KV_F16 : 0u) |
+           (p->kvq_bytes && p->kvs_words ? 1u << TSR_KV_INT8 : 0u);
 }
 
 void tsr_plan_profile_resources(const tsr_kprofile *p, tsr_plan_res *r)
@@ -436,7 +459,8 @@ void tsr_plan_profile_resources(const tsr_kprofile *p, tsr_plan_res *r)
     uint32_t B = p->block ? p->block : 1u;   /* items a pass: the per-item arrays */
     pe_arrays a = {
         .w8_bytes = (uint64_t)p->w8_words * TSR_LANES, .f32_words = p->f32_words,
-        .kv_bytes = 4ull * p->kv_words, .rows = (uint64_t)p->pe_rows * B,
+        .kv_bytes = 4ull * p->kv_words + 2ull * p->kvh_words + p->kvq_bytes,
+        .kvs_bytes = 4ull * p->kvs_words, .rows = (uint64_t)p->pe_rows * B,
         .att_words = p->att_words,
         .in_bytes = ((uint64_t)(p->hidden > p->dim ? p->hidden : p->dim) + p->group_max) * B,
         .xs_words = ((uint64_t)(p->hidden > p->dim ? p->hidden : p->dim) + p->group_max + TSR_LANES) /
@@ -451,6 +475,7 @@ void tsr_plan_profile_resources(const tsr_kprofile *p, tsr_plan_res *r)
     /* PEs without attention hold no KV cache and no scores */
     pe_arrays n = a;
     n.kv_bytes = 0;
+    n.kvs_bytes = 0;
     n.att_words = 0;
     long un, bn;
     pe_blocks(&n, &un, &bn);
@@ -463,19 +488,19 @@ void tsr_plan_profile_resources(const tsr_kprofile *p, tsr_plan_res *r)
                           p->slots < B ? p->slots : B);
     r->kv_in_uram = (int)p->kv_uram;
     r->dsp = dsp_count(p->pes, p->att_pes, p->mesh_cols, p->kv_split_max, (int)p->with_f32,
-                       p->sum_lanes, &r->dsp_pe);
+                       (int)p->with_q4, profile_kv_paths(p), p->sum_lanes, &r->dsp_pe);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Bytes and blocks of one card                                               */
 
-/* Bytes of kv_words fp32 KV words at precision kv (int8: one fp32 scale per
- * cached vector of head_size values). */
-static uint64_t kv_bytes(const tsr_kconfig *kc, int kv, uint64_t words)
+/* Bytes of `words` KV elements at kc's precision (int8: one fp32 scale per
+ * cached vector of head_size values): tsr_lay_kv_bytes for a share of the
+ * layers. */
+static uint64_t kv_bytes(const tsr_kconfig *kc, uint64_t words)
 {
-    if (kv == TSR_KV_F16) return 2u * words;
-    if (kv == TSR_KV_INT8) return words + 4u * (words / tsr_lay_head_size(kc));
-    return 4u * words;
+    uint64_t b = words * tsr_lay_kv_elem_bytes(kc);
+    return kc->kv_dtype == TSR_KV_INT8 ? b + 4u * (words / tsr_lay_head_size(kc)) : b;
 }
 
 /* The KV words the kernel places on PE p for layers [0, layers). */
@@ -503,14 +528,14 @@ static uint64_t mat_bytes(const tsr_kconfig *kc, uint32_t m, uint32_t rot)
 /* The layers [*l0, *l1) of card k of K.  The first card holds the
  * embedding, the last the classifier (a shared one as a copy of the
  * embedding), so layers are split to balance bytes, not counts. */
-static void card_layers(const tsr_kconfig *kc, int kv, int K, int k, uint32_t *l0, uint32_t *l1)
+static void card_layers(const tsr_kconfig *kc, int K, int k, uint32_t *l0, uint32_t *l1)
 {
     uint32_t L = kc->n_layers;
     if (K <= 1) { *l0 = 0; *l1 = L; return; }
     double E = (double)mat_bytes(kc, TSR_MAT_EMB, 0), layer = 0;
     for (uint32_t w = 0; w < TSR_W_COUNT; w++) layer += (double)mat_bytes(kc, TSR_MAT_LAYER(0, w), 0);
-    layer += (double)kv_bytes(kc, kv, 2u * (uint64_t)kc->n_kv_heads * kc->seq_len *
-                                          tsr_lay_head_size(kc) * kc->n_slots);
+    layer += (double)kv_bytes(kc, 2u * (uint64_t)kc->n_kv_heads * kc->seq_len *
+                                      tsr_lay_head_size(kc) * kc->n_slots);
     double cls = kc->shared_classifier ? E : (double)mat_bytes(kc, tsr_lay_mat_wcls(kc), 0);
     double T = E + L * layer + cls;
     uint32_t b[2];
@@ -526,11 +551,11 @@ static void card_layers(const tsr_kconfig *kc, int kv, int K, int k, uint32_t *l
 }
 
 /* Card k of K: its PEs' arrays and the controller, what the model needs. */
-static void eval_card(const tsr_kconfig *kc, int kv, int K, int k, int kv_in_uram,
+static void eval_card(const tsr_kconfig *kc, int K, int k, int kv_in_uram,
                       const tsr_kprofile *pf, int with_profile, card_eval *r)
 {
     uint32_t P = tsr_lay_pes(kc), nm = tsr_lay_n_mats(kc), l0, l1;
-    card_layers(kc, kv, K, k, &l0, &l1);
+    card_layers(kc, K, k, &l0, &l1);
     int first = k == 0, last = k == K - 1, q8 = kc->dtype == TSR_KDT_Q8;
     memset(r, 0, sizeof *r);
     uint64_t sl = tsr_lay_seq_words(kc);
@@ -551,7 +576,8 @@ static void eval_card(const tsr_kconfig *kc, int kv, int K, int k, int kv_in_ura
             f32w += tsr_lay_tile_f32(kc, t);
             if (tsr_lay_tile_psum(t) > rows) rows = tsr_lay_tile_psum(t);
         }
-        uint64_t kvb = kv_bytes(kc, kv, kv_words_of(kc, p, l1 - l0));
+        uint64_t kvw = kv_words_of(kc, p, l1 - l0), kvb = kv_bytes(kc, kvw);
+        uint64_t kvs = kc->kv_dtype == TSR_KV_INT8 ? 4u * (kvw / tsr_lay_head_size(kc)) : 0u;
         uint32_t h0, q, nh = tsr_lay_kv_heads(kc, p, &h0, &q);
         uint64_t w = q8 ? w8 : 4u * f32w, s = q8 ? 4u * f32w : 0u;
         r->bytes.weights += w;
@@ -559,7 +585,8 @@ static void eval_card(const tsr_kconfig *kc, int kv, int K, int k, int kv_in_ura
         r->bytes.kv += kvb;
         r->bytes.scratch += 4u * (uint64_t)rows + (nmax + kc->group) + 4u * (nmax / kc->group + 1u);
         if (w + s + kvb > r->bytes.pe_max) r->bytes.pe_max = w + s + kvb;
-        pe_arrays a = { .w8_bytes = w8, .f32_words = f32w, .kv_bytes = kvb, .rows = (uint64_t)rows * B,
+        pe_arrays a = { .w8_bytes = w8, .f32_words = f32w, .kv_bytes = kvb - kvs,
+                        .kvs_bytes = kvs, .rows = (uint64_t)rows * B,
                         .att_words = (uint64_t)nh * tsr_lay_kv_mul(kc) * sl,
                         .acc_words = sl > tsr_lay_head_size(kc) ? sl : tsr_lay_head_size(kc),
                         .acc_parts = pf->sum_lanes >= TSR_FADD_LAT ? TSR_FADD_LAT : 1u,
@@ -586,9 +613,14 @@ static void eval_card(const tsr_kconfig *kc, int kv, int K, int k, int kv_in_ura
     r->res.kv_in_uram = kv_in_uram;
     r->bytes.stationary = r->bytes.weights + r->bytes.scales + r->bytes.kv + r->bytes.norms;
     r->bytes.total = r->bytes.stationary + r->bytes.activations + r->bytes.scratch;
-    /* a profile's datapath has F32 tiles whatever the model's weights */
+    /* a profile's datapath has F32 and Q4_0 tiles and KV paths whatever
+     * the model's weights; without one, what the model uses */
+    uint32_t kv_paths = kc->kv_dtype == TSR_KV_F32 ? 0u : 1u << kc->kv_dtype;
     r->res.dsp = dsp_count(P, kc->att_pes, kc->mesh_cols, kc->kv_split,
-                           with_profile ? (int)pf->with_f32 : !q8, pf->sum_lanes, &r->res.dsp_pe);
+                           with_profile ? (int)pf->with_f32 : !q8,
+                           with_profile ? (int)pf->with_q4 : kc->q4_kinds != 0,
+                           with_profile ? profile_kv_paths(pf) : kv_paths, pf->sum_lanes,
+                           &r->res.dsp_pe);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -618,6 +650,10 @@ static int plan_profile(const tsr_plan_req *rq, tsr_kprofile *pf, char *name, si
         pf->group_max = 256;
         pf->kv_split_max = 64;
         pf->w8_words = pf->f32_words = pf->kv_words = pf->pe_rows = ~0u >> 1;
+        /* and with the datapaths the model asks for (dsp_count counts
+         * what the model uses, not these) */
+        pf->with_q4 = 1;
+        pf->kvh_words = pf->kvq_bytes = pf->kvs_words = ~0u >> 1;
     }
     return TSR_OK;
 }
@@ -632,6 +668,8 @@ static int make_kconfig(const tsr_config *cfg, const tsr_plan_req *rq, const tsr
     tsr_load_opts o;
     memset(&o, 0, sizeof o);
     o.weights_f32 = rq->weights_f32;
+    o.weights = rq->weights;
+    o.kv = rq->kv;
     o.group_size = rq->group;
     o.seq_len = rq->seq_len;
     o.n_slots = 1;
@@ -641,8 +679,42 @@ static int make_kconfig(const tsr_config *cfg, const tsr_plan_req *rq, const tsr
 }
 
 /* Fill out (except the fix_* fields) for pes PEs per card. */
+static int eval_to(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part *part, int pes,
+                   int fit_only, tsr_plan *out, tsr_err *e);
+
 static int eval(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part *part, int pes,
                 tsr_plan *out, tsr_err *e)
+{
+    return eval_to(cfg, rq, part, pes, 0, out, e);
+}
+
+/* The longest context that fits pes PEs per card at KV precision kv, up to
+ * 2^20 positions, whatever the model was trained for (the memory's limit,
+ * not the model's); 0 when none does or the fit cannot be decided. */
+static int max_context(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part *part,
+                       int pes, int kv)
+{
+    tsr_config c = *cfg;
+    tsr_plan_req r = *rq;
+    tsr_plan t;
+    tsr_err e;
+    c.seq_len = 1 << 20;   /* llama2.c files cap the context at their own */
+    c.format = TSR_FMT_GGUF;
+    r.kv = kv;
+    r.pos = -1;
+    int lo = 0, hi = 1 << 20;
+    while (lo < hi) {
+        int mid = lo + (hi - lo + 1) / 2;
+        r.seq_len = mid;
+        if (eval_to(&c, &r, part, pes, 1, &t, &e) || !t.decidable) return 0;
+        if (t.fits) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+static int eval_to(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part *part, int pes,
+                   int fit_only, tsr_plan *out, tsr_err *e)
 {
     memset(out, 0, sizeof *out);
     int rc = plan_profile(rq, &out->prof, out->profile, sizeof out->profile, &out->with_profile, e);
@@ -656,7 +728,7 @@ static int eval(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part *p
     out->pes = pes;
     for (int k = 0; k < K; k++) {
         uint32_t l0, l1;
-        card_layers(kc, rq->kv, K, k, &l0, &l1);
+        card_layers(kc, K, k, &l0, &l1);
         if ((int)(l1 - l0) > out->layers_per_card) out->layers_per_card = (int)(l1 - l0);
     }
     if (out->with_profile) {
@@ -676,7 +748,7 @@ static int eval(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part *p
         card_eval worst, c;
         memset(&worst, 0, sizeof worst);
         for (int k = 0; k < K; k++) {
-            eval_card(kc, rq->kv, K, k, kv_uram, &out->prof, out->with_profile, &c);
+            eval_card(kc, K, k, kv_uram, &out->prof, out->with_profile, &c);
             if (c.bytes.total > worst.bytes.total) worst.bytes = c.bytes;
             if (c.res.uram_pe > worst.res.uram_pe) worst.res.uram_pe = c.res.uram_pe;
             if (c.res.bram_pe > worst.res.bram_pe) worst.res.bram_pe = c.res.bram_pe;
@@ -729,6 +801,7 @@ static int eval(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part *p
         rot = tsr_lay_rot_next(kc, m, rot);
     }
 
+    if (fit_only) return TSR_OK;
     /* projected speed: the code's charges for a decode step */
     uint32_t seq = kc->seq_len;
     if (rq->pos >= 0 && (uint32_t)rq->pos >= seq)
@@ -855,8 +928,12 @@ int tsr_plan_config(const tsr_config *cfg, const tsr_plan_req *req, tsr_plan *ou
         return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "%d layers: more matrices than plan lays out",
                           cfg->n_layers);
     int rc = eval_auto(cfg, req, part, out, e);
-    if (rc == TSR_OK) project_passes(out);
-    if (rc || out->fits || !out->decidable) return rc;
+    if (rc) return rc;
+    project_passes(out);
+    /* the longest context each KV precision holds on this mesh */
+    for (int kv = 0; kv < TSR_KV_COUNT && out->decidable; kv++)
+        out->max_seq[kv] = max_context(cfg, req, part, out->pes, kv);
+    if (out->fits || !out->decidable) return rc;
 
     /* the smallest changes that fit (each judged at its own last position) */
     tsr_plan_req r = *req;
@@ -928,10 +1005,11 @@ static void fmt_text(const tsr_plan *p, const char *name, sbuf *b)
     put(b, "tessera plan: %s on %s (%s)\n", name, pt->name, pt->family);
     put(b, "model:   dim %u, hidden %u, %u layers, %u heads (%u KV), vocab %u\n", k->dim,
         k->hidden_dim, k->n_layers, k->n_heads, k->n_kv_heads, k->vocab_size);
-    if (q8) put(b, "weights: Q8_0, group %u\n", k->group);
-    else put(b, "weights: F32\n");
+    char wdesc[160];
+    tsr_wimage_describe(k, wdesc, sizeof wdesc);
+    put(b, "weights: %s\n", wdesc);
     put(b, "KV:      %s x %u positions, 1 sequence%s\n", kv_name(p->kv), k->seq_len,
-        p->kv == TSR_KV_F32 ? "" : " (projection: the kernel stores an fp32 KV cache today)");
+        p->kv == TSR_KV_INT8 ? " (one fp32 scale per head vector per position)" : "");
     const char *chosen = p->pes_chosen == 1 ? ", chosen: fastest projected that fits"
                          : p->pes_chosen != 2 ? ""
                          : p->decidable ? ", the default: no power of two up to 256 fits"
@@ -947,7 +1025,7 @@ static void fmt_text(const tsr_plan *p, const char *name, sbuf *b)
                "to write (kernels/profiles/)\n", p->profile, p->prof.sum_lanes);
     put(b, "\non-chip bytes%s:\n", p->cards > 1 ? " (fullest card)" : "");
     put(b, "  weights      %14llu  %s tiles, URAM\n", (unsigned long long)p->bytes.weights,
-        q8 ? "int8" : "fp32");
+        !q8 ? "fp32" : k->q4_kinds ? "int4 (Q4_0) and int8" : "int8");
     put(b, "  scales       %14llu  fp32 per group, %s\n", (unsigned long long)p->bytes.scales,
         p->prof.f32_uram ? "URAM" : "BRAM");
     put(b, "  KV cache     %14llu  %s, %s\n", (unsigned long long)p->bytes.kv, kv_name(p->kv),
@@ -985,6 +1063,10 @@ static void fmt_text(const tsr_plan *p, const char *name, sbuf *b)
         put(b, "  these blocks are what the model needs; a bitstream's are set by its profile "
                "(tessera plan --profile NAME, docs/hls-flow.md)\n");
     }
+    if (p->max_seq[0] || p->max_seq[1] || p->max_seq[2])
+        put(b, "longest context that fits (%d PEs, the memory's limit, not the model's): "
+               "f32 KV %d, f16 KV %d, int8 KV %d positions\n", p->pes, p->max_seq[TSR_KV_F32],
+            p->max_seq[TSR_KV_F16], p->max_seq[TSR_KV_INT8]);
     if (!p->decidable) put(b, "\nfit: CANNOT DECIDE: %s\n", p->why);
     else if (p->fits)
         put(b, "\nfit: FITS%s (URAM, BRAM36, DSP; LUTs not modelled: csynth will tell)\n",
@@ -995,7 +1077,7 @@ static void fmt_text(const tsr_plan *p, const char *name, sbuf *b)
         if (p->fix_seq > 0) put(b, "  --ctx %d (a shorter context)\n", p->fix_seq);
         else put(b, "  a shorter context: none fits\n");
         if (p->kv != TSR_KV_INT8)
-            put(b, "  --kv int8: %s\n", p->fix_kv_int8 ? "fits (projected variant)" : "does not fit");
+            put(b, "  --kv int8: %s\n", p->fix_kv_int8 ? "fits" : "does not fit");
         if (p->fix_cards > 0 && p->clock_mhz > 0)
             put(b, "  --cards %d: split the layers over %d cards, %d PEs each (projected %.0f tok/s)\n",
                 p->fix_cards, p->fix_cards, p->fix_cards_pes, p->fix_cards_tok_s);
@@ -1070,13 +1152,13 @@ static void fmt_json(const tsr_plan *p, const char *name, sbuf *b)
     put(b, "\",\"part\":\"%s\",\"profile\":\"%s\",\"profile_given\":%s,\"profile_holds\":%s,"
            "\"dim\":%u,\"hidden_dim\":%u,\"n_layers\":%u,\"n_heads\":%u,"
            "\"n_kv_heads\":%u,\"vocab_size\":%u,\"weights\":\"%s\",\"group_size\":%u,"
-           "\"kv\":\"%s\",\"kv_projection\":%s,\"seq_len\":%u,\"pes\":%d,\"pes_chosen\":%s,"
+           "\"q4_kinds\":%u,\"kv\":\"%s\",\"seq_len\":%u,\"pes\":%d,\"pes_chosen\":%s,"
            "\"mesh_rows\":%u,\"mesh_cols\":%u,\"kv_split\":%u,\"att_pes\":%u,\"cards\":%d,",
         pt->name, p->profile, p->with_profile ? "true" : "false",
         !p->with_profile ? "null" : p->profile_ok ? "true" : "false", k->dim, k->hidden_dim,
         k->n_layers, k->n_heads, k->n_kv_heads, k->vocab_size,
-        k->dtype == TSR_KDT_Q8 ? "q8" : "f32", k->group, kv_name(p->kv),
-        p->kv == TSR_KV_F32 ? "false" : "true", k->seq_len, p->pes,
+        k->dtype != TSR_KDT_Q8 ? "f32" : k->q4_kinds ? "q4" : "q8", k->group, k->q4_kinds,
+        kv_name(p->kv), k->seq_len, p->pes,
         p->pes_chosen ? "true" : "false", k->mesh_rows, k->mesh_cols, k->kv_split, k->att_pes,
         p->cards);
     put(b, "\"bytes\":{\"weights\":%llu,\"scales\":%llu,\"kv\":%llu,\"norms\":%llu,"
@@ -1098,6 +1180,12 @@ static void fmt_json(const tsr_plan *p, const char *name, sbuf *b)
     /* fits is null when the part table cannot decide it */
     put(b, "\"decidable\":%s,\"fits\":%s,", p->decidable ? "true" : "false",
         !p->decidable ? "null" : p->fits ? "true" : "false");
+    put(b, "\"max_seq\":{");   /* the longest context per KV precision; null: none found */
+    for (int kv = 0; kv < TSR_KV_COUNT; kv++) {
+        if (p->max_seq[kv]) put(b, "\"%s\":%d%s", kv_name(kv), p->max_seq[kv], kv + 1 < TSR_KV_COUNT ? "," : "");
+        else put(b, "\"%s\":null%s", kv_name(kv), kv + 1 < TSR_KV_COUNT ? "," : "");
+    }
+    put(b, "},");
     if (p->decidable && !p->fits) {   /* a fix not found is null */
         put(b, "\"fix\":{");
         json_num(b, "seq_len", p->fix_seq, p->fix_seq > 0, 0);
@@ -1223,6 +1311,7 @@ int tsr_plan_report(const char *path, const tsr_plan_opts *o, int json, char *bu
     rq.part = o->part;
     rq.profile = o->profile;
     rq.weights_f32 = o->weights_f32;
+    rq.weights = o->weights;
     rq.group = o->group_size;
     rq.seq_len = o->seq_len;
     rq.pes = o->pes;

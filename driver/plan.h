@@ -28,9 +28,8 @@
 #include "parts.h"
 #include "tsr_kernel.h"
 
-/* KV cache precision.  The kernel stores fp32 today; f16 and int8 are
- * projections of a variant (int8: one fp32 scale per cached vector). */
-enum { TSR_KV_F32 = 0, TSR_KV_F16 = 1, TSR_KV_INT8 = 2 };
+/* KV cache precision: TSR_KV_F32, TSR_KV_F16, TSR_KV_INT8 (the kernel's,
+ * kernels/tsr_layout.h; int8: one fp32 scale per head vector per position). */
 
 /* What to plan.  Zero-initialise, then set part (required). */
 typedef struct tsr_plan_req {
@@ -38,8 +37,10 @@ typedef struct tsr_plan_req {
     const char *profile;   /* a shipped profile (its datapath, limits and
                               arrays); NULL: the synthesis datapath of the
                               stories15m profile, arrays sized for the model */
-    int weights_f32;       /* 1: F32 weights; 0: Q8_0                         */
-    int group;             /* Q8_0 group size; 0: 32                          */
+    int weights_f32;       /* 1: F32 weights; 0: quantized                    */
+    int weights;           /* quantized: TSR_WEIGHTS_FILE (the file's own,
+                              Q8_0 for fp32), TSR_WEIGHTS_Q8, TSR_WEIGHTS_Q4 */
+    int group;             /* group size; 0: the file's (32 for fp32)        */
     int kv;                /* TSR_KV_*                                        */
     int seq_len;           /* context; 0: the model's                         */
     int pes;               /* PEs per card; 0: choose (the fastest projected
@@ -129,6 +130,9 @@ typedef struct tsr_plan {
     int batch;
     tsr_plan_cycles batch_cyc; /* that pass (+ card links)                   */
     double batch_tok_s;        /* aggregate: batch x clock / batch_cyc.total */
+    int max_seq[TSR_KV_COUNT]; /* longest context that fits this mesh per KV
+                                  precision (TSR_KV_*), the memory's limit
+                                  up to 2^20; 0: none, or undecidable       */
     /* smallest changes that fit (when !fits; 0 = not found) */
     int fix_seq;               /* longest context that fits                  */
     int fix_kv_int8;           /* 1: an int8 KV cache fits                   */

@@ -10,7 +10,8 @@
       TSR_MAX_LAYERS, TSR_MAX_HEADS, TSR_MAX_KV_HEADS, TSR_MAX_HEAD_SIZE, TSR_MAX_VOCAB,   \
       TSR_MAX_SEQ, TSR_MAX_SLOTS, TSR_MIN_GROUP, TSR_MAX_GROUP, TSR_SUM_LANES,            \
       TSR_MAX_KV_SPLIT, TSR_ATT_PES, TSR_WITH_F32, TSR_PE_W8_WORDS, TSR_PE_F32_WORDS, TSR_PE_KV_WORDS, \
-      TSR_PE_ROWS, P_PE_ATT, P_F32_URAM, P_KV_URAM, TSR_LANES, TSR_VEC, TSR_ROW_SLOTS, TSR_MAX_BLOCK }
+      TSR_PE_ROWS, P_PE_ATT, P_F32_URAM, P_KV_URAM, TSR_LANES, TSR_VEC, TSR_ROW_SLOTS,     \
+      TSR_MAX_BLOCK, TSR_WITH_Q4, TSR_PE_KVH_WORDS, TSR_PE_KVQ_BYTES, TSR_PE_KVS_WORDS }
 
 typedef struct shipped {
     const char  *name;
@@ -20,6 +21,18 @@ typedef struct shipped {
 
 #include "profiles/profile_undef.h"
 #include "profiles/profile_generic.h"
+#ifndef TSR_WITH_Q4
+#define TSR_WITH_Q4 1   /* tsr_profile.h's defaults */
+#endif
+#ifndef TSR_PE_KVH_WORDS
+#define TSR_PE_KVH_WORDS 0u
+#endif
+#ifndef TSR_PE_KVQ_BYTES
+#define TSR_PE_KVQ_BYTES 0u
+#endif
+#ifndef TSR_PE_KVS_WORDS
+#define TSR_PE_KVS_WORDS 0u
+#endif
 #define P_F32_URAM 0
 #define P_KV_URAM 0
 #define P_PE_ATT (TSR_MAX_HEADS * TSR_MAX_SEQ)
@@ -30,6 +43,18 @@ static const shipped p_generic = { TSR_PROFILE_NAME, KPROF_FIELDS, -1, -1, -1 };
 
 #include "profiles/profile_undef.h"
 #include "profiles/profile_stories260k.h"
+#ifndef TSR_WITH_Q4
+#define TSR_WITH_Q4 1   /* tsr_profile.h's defaults */
+#endif
+#ifndef TSR_PE_KVH_WORDS
+#define TSR_PE_KVH_WORDS 0u
+#endif
+#ifndef TSR_PE_KVQ_BYTES
+#define TSR_PE_KVQ_BYTES 0u
+#endif
+#ifndef TSR_PE_KVS_WORDS
+#define TSR_PE_KVS_WORDS 0u
+#endif
 #ifndef TSR_F32_URAM
 #define TSR_F32_URAM 0
 #endif
@@ -50,6 +75,18 @@ static const shipped p_260k = { TSR_PROFILE_NAME, KPROF_FIELDS, TSR_EST_URAM, TS
 
 #include "profiles/profile_undef.h"
 #include "profiles/profile_stories15m.h"
+#ifndef TSR_WITH_Q4
+#define TSR_WITH_Q4 1   /* tsr_profile.h's defaults */
+#endif
+#ifndef TSR_PE_KVH_WORDS
+#define TSR_PE_KVH_WORDS 0u
+#endif
+#ifndef TSR_PE_KVQ_BYTES
+#define TSR_PE_KVQ_BYTES 0u
+#endif
+#ifndef TSR_PE_KVS_WORDS
+#define TSR_PE_KVS_WORDS 0u
+#endif
 #ifndef TSR_F32_URAM
 #define TSR_F32_URAM 0
 #endif

@@ -40,6 +40,7 @@ struct tsr_tokenizer {
     struct tok_index *sorted; /* (vocab_size,) pieces in byte order         */
     short *byte;              /* (vocab_size,) NN for a "<0xNN>" piece, or -1 */
     unsigned char raw[256];   /* raw[b] == b: storage for decoded byte pieces */
+    int    bos, eos;          /* special ids (TSR_TOKEN_BOS/EOS unless set)  */
 };
 
 /* run.c starts its best score at -1e10: a merge scored at or below that is
@@ -99,6 +100,8 @@ static tsr_tokenizer *alloc_tokenizer(int vocab_size, size_t blob_bytes)
     if (!t) return NULL;
     size_t n = (size_t)vocab_size;
     t->vocab_size = vocab_size;
+    t->bos = TSR_TOKEN_BOS;
+    t->eos = TSR_TOKEN_EOS;
     t->blob   = malloc(blob_bytes ? blob_bytes : 1);
     t->off    = malloc(n * sizeof *t->off);
     t->len    = malloc(n * sizeof *t->len);
@@ -321,6 +324,15 @@ void tsr_tokenizer_free(tsr_tokenizer *t)
 
 int tsr_tokenizer_vocab_size(const tsr_tokenizer *t) { return t->vocab_size; }
 
+void tsr_tokenizer_set_special(tsr_tokenizer *t, int bos, int eos)
+{
+    if (bos >= 0 && bos < t->vocab_size) t->bos = bos;
+    if (eos >= 0 && eos < t->vocab_size) t->eos = eos;
+}
+
+int tsr_tokenizer_bos(const tsr_tokenizer *t) { return t->bos; }
+int tsr_tokenizer_eos(const tsr_tokenizer *t) { return t->eos; }
+
 /* ------------------------------------------------------------ lookup ---- */
 
 /* Id of the piece equal to s[0..n), or -1: binary search of the sorted
@@ -449,6 +461,11 @@ int tsr_tokenizer_encode(const tsr_tokenizer *t, const char *text, int bos, int 
     if (n_tokens) *n_tokens = 0;
     if (!t || !text || !n_tokens || (max_tokens > 0 && !tokens))
         return tsr_seterr(e, TSR_ERR_ARG, "tokenizer: encode given a NULL argument");
+    /* a vocab too small for llama2.c's BOS (1) / EOS (2) ids */
+    if ((bos && t->bos >= t->vocab_size) || (eos && t->eos >= t->vocab_size))
+        return tsr_seterr(e, TSR_ERR_RANGE, "tokenizer: the %s id %d is outside the vocab of %d",
+                          bos && t->bos >= t->vocab_size ? "BOS" : "EOS",
+                          bos && t->bos >= t->vocab_size ? t->bos : t->eos, t->vocab_size);
 
     // at most one token per byte, plus BOS and the dummy prefix
     size_t len = strlen(text);
@@ -469,7 +486,7 @@ int tsr_tokenizer_encode(const tsr_tokenizer *t, const char *text, int bos, int 
     }
 
     // BOS, then the dummy prefix " " that sentencepiece adds
-    if (bos) s.tok[n++] = TSR_TOKEN_BOS;
+    if (bos) s.tok[n++] = t->bos;
     if (text[0] != '\0') {
         rc = push_point(t, " ", 1, s.tok, &n, e);
         if (rc) goto done;
@@ -517,7 +534,7 @@ int tsr_tokenizer_encode(const tsr_tokenizer *t, const char *text, int bos, int 
     }
     int k = 0;
     for (int i = n > 0 ? 0 : -1; i >= 0; i = s.next[i]) tokens[k++] = s.tok[i];
-    if (eos) tokens[k++] = TSR_TOKEN_EOS;
+    if (eos) tokens[k++] = t->eos;
     *n_tokens = k;
 
 done:
@@ -538,7 +555,7 @@ const char *tsr_tokenizer_piece(const tsr_tokenizer *t, int prev, int token, siz
     const char *p = piece_of(t, token);
     int n = t->len[token];
     // sentencepiece drops the dummy-prefix space of the first word after BOS
-    if (prev == TSR_TOKEN_BOS && n > 0 && p[0] == ' ') {
+    if (prev == t->bos && n > 0 && p[0] == ' ') {
         p++;
         n--;
     }

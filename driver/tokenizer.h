@@ -18,6 +18,8 @@
 
 typedef struct tsr_tokenizer tsr_tokenizer;
 
+/* llama2.c's BOS and EOS ids: every tokenizer's until
+ * tsr_tokenizer_set_special names the model's own. */
 #define TSR_TOKEN_BOS 1
 #define TSR_TOKEN_EOS 2
 
@@ -38,10 +40,17 @@ void tsr_tokenizer_free(tsr_tokenizer *t);   /* NULL is a no-op */
 
 int  tsr_tokenizer_vocab_size(const tsr_tokenizer *t);
 
+/* The BOS and EOS ids encode() inserts and piece() knows BOS by (GGUF's
+ * tokenizer.ggml.bos_token_id / eos_token_id); both must lie in the
+ * vocab (ignored otherwise).  Call before sharing t between threads. */
+void tsr_tokenizer_set_special(tsr_tokenizer *t, int bos, int eos);
+int  tsr_tokenizer_bos(const tsr_tokenizer *t);
+int  tsr_tokenizer_eos(const tsr_tokenizer *t);
+
 /* Encode text (NUL-terminated UTF-8) into tokens[0..max_tokens): BOS first if
  * bos, EOS last if eos.  *n_tokens gets the count.  Errors: TSR_ERR_RANGE if
- * more than max_tokens would be written (nothing useful in tokens then),
- * TSR_ERR_NOMEM.
+ * more than max_tokens would be written (nothing useful in tokens then, or a
+ * BOS / EOS asked for whose id is outside the vocab), TSR_ERR_NOMEM.
  * Also (beyond run.c, which has no such checks): TSR_ERR_ARG for a NULL
  * argument; TSR_ERR_RANGE when a byte needs a fallback token byte+3 that is
  * outside a tiny vocab.  A vocab without " " gets the byte token of ' ' as

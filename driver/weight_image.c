@@ -5,11 +5,13 @@
  * LOAD-sized chunks.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <xxhash.h>
 
+#include "tsr_half.h"
 #include "weight_image.h"
 
 /* ------------------------------------------------------------------------ */
@@ -17,11 +19,68 @@
 
 static int pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
+/* The group size of the file's own quantized weights (0: none). */
+static int file_group(const tsr_config *c)
+{
+    return (c->kinds_q8 | c->kinds_q4) ? c->group_size : 0;
+}
+
 int tsr_wimage_config(const tsr_checkpoint *m, const tsr_load_opts *o, const tsr_mesh_opts *mo,
                       const tsr_kprofile *prof, tsr_kconfig *kc, tsr_err *e)
 {
     const tsr_config *c = &m->cfg;
-    int group = o->group_size ? o->group_size : TSR_WIMAGE_DEFAULT_GROUP;
+    int f32 = o->weights_f32 != 0, fg = file_group(c);
+    /* the file's own group size unless told otherwise (F32 mode splits its
+     * columns in groups too: 32 by default) */
+    int group = o->group_size ? o->group_size
+              : !f32 && o->weights == TSR_WEIGHTS_Q4 ? (int)TSR_Q4_GROUP
+              : !f32 && fg ? fg : TSR_WIMAGE_DEFAULT_GROUP;
+    const char *whose = o->group_size ? "" : " (the file's)";   /* the non-power-of-two message */
+    if (group < 1)
+        return tsr_seterr(e, TSR_ERR_ARG, "%s: group size %d must be >= 1", m->path, group);
+    if (o->weights < TSR_WEIGHTS_FILE || o->weights > TSR_WEIGHTS_Q4 || o->kv < TSR_KV_F32 ||
+        o->kv >= TSR_KV_COUNT)
+        return tsr_seterr(e, TSR_ERR_ARG, "%s: weights format %d or KV precision %d unknown",
+                          m->path, o->weights, o->kv);
+    if (!pow2(group))
+        return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "%s: group size %d%s is not a power of two "
+                          "(the PE lanes take groups of 4, 8, ..., 256; --group-size N "
+                          "re-quantizes)", m->path, group, whose);
+    if (!f32 && (group < (int)prof->group_min || group > (int)prof->group_max)) {
+        uint32_t near = group < (int)prof->group_min ? prof->group_min : prof->group_max;
+        if (!o->group_size)
+            return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "%s: the file's group size %d is outside "
+                              "the %u..%u the device's kernel profile takes (--group-size %u "
+                              "re-quantizes)", m->path, group, prof->group_min, prof->group_max,
+                              near);
+        if (fg)
+            return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "%s: group size %d is outside the %u..%u "
+                              "the device's kernel profile takes (the file's is %d)", m->path,
+                              group, prof->group_min, prof->group_max, fg);
+        return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "%s: group size %d is outside the %u..%u the "
+                          "device's kernel profile takes", m->path, group, prof->group_min,
+                          prof->group_max);
+    }
+    /* Q4_0 tiles: what the file holds as Q4_0, or everything (--weights q4);
+     * a Q4_0 block is 32 values, so another group size makes Q8_0 tiles */
+    uint32_t q4 = 0;
+    if (!f32 && o->weights == TSR_WEIGHTS_Q4) {
+        if (group != (int)TSR_Q4_GROUP)
+            return tsr_seterr(e, TSR_ERR_ARG, "%s: Q4_0 weights take group size %u (GGUF's "
+                              "block), not %d", m->path, TSR_Q4_GROUP, group);
+        if (!prof->with_q4)
+            return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "%s: the device's kernel profile has no "
+                              "Q4_0 datapath (use Q8_0 weights)", m->path);
+        q4 = TSR_KINDS_ALL;
+    } else if (!f32 && o->weights == TSR_WEIGHTS_FILE && group == (int)TSR_Q4_GROUP &&
+               prof->with_q4) {
+        q4 = c->kinds_q4;   /* without the datapath they are widened to Q8_0 */
+    }
+    if (c->shared_classifier) q4 &= ~(1u << TSR_KIND_CLS);
+    int bos = tsr_config_bos(c), eos = tsr_config_eos(c);
+    if (bos < 0 || bos >= c->vocab_size || eos < 0 || eos >= c->vocab_size)
+        return tsr_seterr(e, TSR_ERR_ARG, "%s: BOS %d / EOS %d outside the vocabulary (0..%d)",
+                          m->path, bos, eos, c->vocab_size - 1);
     int seq_len = o->seq_len ? o->seq_len : c->seq_len;
     int n_slots = o->n_slots ? o->n_slots : 1;
     int pes = mo->pes > 0 ? mo->pes : 1, cols = mo->cols > 0 ? mo->cols : 0;
@@ -83,6 +142,10 @@ int tsr_wimage_config(const tsr_checkpoint *m, const tsr_load_opts *o, const tsr
     kc->shared_classifier = c->shared_classifier ? 1u : 0u;
     kc->kv_split = (uint32_t)split;
     kc->att_pes = (uint32_t)att;
+    kc->q4_kinds = q4;
+    kc->kv_dtype = (uint32_t)o->kv;
+    kc->bos = (uint32_t)bos;
+    kc->eos = (uint32_t)eos;
     kc->rope_theta = c->rope_theta;
     kc->norm_eps = c->norm_eps;
     return TSR_OK;
@@ -93,20 +156,118 @@ void tsr_wimage_need(const tsr_kconfig *kc, tsr_wneed *need)
     memset(need, 0, sizeof *need);
     uint32_t P = tsr_lay_pes(kc);
     for (uint32_t p = 0; p < P; p++) {
-        uint64_t b, w, kv = tsr_lay_kv_words(kc, p);
+        uint64_t b, w, kv = tsr_lay_kv_words(kc, p), kvs = tsr_lay_kv_scales(kc, p);
         uint32_t rows;
         tsr_lay_pe_weights(kc, p, &b, &w, &rows);
         if (b > need->pe_w8_max) need->pe_w8_max = b;
         if (w > need->pe_f32_max) need->pe_f32_max = w;
         if (kv > need->pe_kv_max) need->pe_kv_max = kv;
+        if (kvs > need->pe_kvs_max) need->pe_kvs_max = kvs;
         if (rows > need->pe_rows_max) need->pe_rows_max = rows;
         if (tsr_lay_att_words(kc, p) > need->pe_att_max) need->pe_att_max = tsr_lay_att_words(kc, p);
         need->weight_bytes += b + 4u * w;
-        need->kv_bytes += 4u * kv;
+        need->kv_bytes += tsr_lay_kv_bytes(kc, p);
     }
     need->ctrl_words = tsr_lay_ctrl_words(kc);
     need->total_bytes = need->weight_bytes + need->kv_bytes + 4u * need->ctrl_words;
 }
+
+static const char *const kv_names[TSR_KV_COUNT] = { "f32", "f16", "int8" };
+
+const char *tsr_wimage_kv_name(uint32_t kv) { return kv < TSR_KV_COUNT ? kv_names[kv] : "?"; }
+
+/* Kind names, as notices and descriptions give them. */
+static const char *const kind_names[TSR_KIND_COUNT] = {
+    "embedding", "wq/wk/wv", "wo", "w1/w3", "w2", "classifier"
+};
+
+/* The kinds matrices of kc come in (a shared classifier is the embedding). */
+static uint32_t kinds_present(const tsr_kconfig *kc)
+{
+    return kc->shared_classifier ? TSR_KINDS_ALL & ~(1u << TSR_KIND_CLS) : TSR_KINDS_ALL;
+}
+
+/* ", "-separated names of the kinds in mask into buf at *at. */
+static void put_kinds(char *buf, size_t cap, size_t *at, uint32_t mask)
+{
+    int first = 1;
+    for (int k = 0; k < TSR_KIND_COUNT; k++) {
+        if (!(mask & (1u << k))) continue;
+        int n = snprintf(*at < cap ? buf + *at : NULL, *at < cap ? cap - *at : 0, "%s%s",
+                         first ? "" : ", ", kind_names[k]);
+        if (n > 0) *at += (size_t)n;
+        first = 0;
+    }
+}
+
+#define PUTB(...) do { int n_ = snprintf(at < cap ? buf + at : NULL, at < cap ? cap - at : 0, \
+                                         __VA_ARGS__); if (n_ > 0) at += (size_t)n_; } while (0)
+
+size_t tsr_wimage_describe(const tsr_kconfig *kc, char *buf, size_t cap)
+{
+    size_t at = 0;
+    if (cap) buf[0] = '\0';
+    if (kc->dtype == TSR_KDT_F32) {
+        PUTB("F32");
+        return at;
+    }
+    uint32_t all = kinds_present(kc), q4 = kc->q4_kinds & all;
+    if (q4 == all) PUTB("Q4_0 group %u", kc->group);
+    else if (!q4) PUTB("Q8_0 group %u", kc->group);
+    else {
+        PUTB("Q4_0 (");
+        put_kinds(buf, cap, &at, q4);
+        PUTB(") + Q8_0 group %u (", kc->group);
+        put_kinds(buf, cap, &at, all & ~q4);
+        PUTB(")");
+    }
+    return at;
+}
+
+int tsr_wimage_notice(const tsr_checkpoint *m, const tsr_kconfig *kc, char *buf, size_t cap)
+{
+    const tsr_config *c = &m->cfg;
+    size_t at = 0;
+    if (cap) buf[0] = '\0';
+    if (kc->dtype != TSR_KDT_Q8) return 0;   /* F32: every weight as it is, exactly */
+    uint32_t all = kinds_present(kc), q4 = kc->q4_kinds & all, q8 = all & ~q4;
+    uint32_t own8 = c->kinds_q8 & all, own4 = c->kinds_q4 & all;
+    int fg = file_group(c);
+    /* kinds the file holds quantized that change, and (in a quantized
+     * file) the F32/F16 kinds that get quantized */
+    uint32_t regroup = fg && (int)kc->group != fg ? own8 & q8 : 0;   /* Q8_0 -> Q8_0 at G */
+    uint32_t to_q4 = own8 & q4, widen = own4 & q8, rest = all & ~own8 & ~own4;
+    if (!fg) return 0;   /* an fp32 file: quantizing it is the default, not a change */
+    if (!(regroup | to_q4 | widen | rest)) return 0;
+    PUTB("%s: on chip:", m->path);
+    const char *sep = " ";
+    if (regroup) {
+        PUTB("%sQ8_0 re-quantized from group %d to %u (", sep, fg, kc->group);
+        put_kinds(buf, cap, &at, regroup);
+        PUTB(")");
+        sep = "; ";
+    }
+    if (to_q4) {
+        PUTB("%sQ8_0 re-quantized to Q4_0 (", sep);
+        put_kinds(buf, cap, &at, to_q4);
+        PUTB(")");
+        sep = "; ";
+    }
+    if (widen) {
+        if (kc->group == TSR_Q4_GROUP) PUTB("%sQ4_0 widened to Q8_0, exactly (", sep);
+        else PUTB("%sQ4_0 re-quantized to Q8_0 group %u (", sep, kc->group);
+        put_kinds(buf, cap, &at, widen);
+        PUTB(")");
+        sep = "; ";
+    }
+    if (rest) {
+        PUTB("%sF32/F16 quantized to %s (", sep, (rest & q4) == rest ? "Q4_0" : "Q8_0");
+        put_kinds(buf, cap, &at, rest);
+        PUTB(")");
+    }
+    return 1;
+}
+#undef PUTB
 
 int tsr_wimage_check_profile(const tsr_kconfig *kc, const tsr_kprofile *pf, const char *prof,
                              tsr_err *e)
@@ -138,6 +299,9 @@ int tsr_wimage_check_profile(const tsr_kconfig *kc, const tsr_kprofile *pf, cons
     if (kc->dtype == TSR_KDT_F32 && !pf->with_f32)
         return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "the %s profile has no F32 datapath "
                           "(use Q8_0 weights)", prof);
+    if (kc->dtype == TSR_KDT_Q8 && kc->q4_kinds && !pf->with_q4)
+        return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "the %s profile has no Q4_0 datapath "
+                          "(use Q8_0 weights)", prof);
     if (kc->n_heads == 0 || kc->n_kv_heads == 0 || kc->dim % kc->n_heads ||
         kc->n_heads % kc->n_kv_heads || (kc->dim / kc->n_heads) % 2u)
         return tsr_seterr(e, TSR_ERR_UNSUPPORTED,
@@ -161,12 +325,20 @@ int tsr_wimage_check_profile(const tsr_kconfig *kc, const tsr_kprofile *pf, cons
                           "needs %llu bytes of fp32 scales/weights on one of %u PEs, a %s PE "
                           "has %llu (use more PEs)", (unsigned long long)nd.pe_f32_max * 4u, P,
                           prof, (unsigned long long)pf->f32_words * 4u);
-    if (nd.pe_kv_max > pf->kv_words)
+    /* the KV cache in the array of its precision */
+    uint32_t kvt = kc->kv_dtype, eb = tsr_lay_kv_elem_bytes(kc);
+    uint64_t room = kvt == TSR_KV_F16 ? pf->kvh_words : kvt == TSR_KV_INT8 ? pf->kvq_bytes
+                                                                            : pf->kv_words;
+    if (room == 0 || (kvt == TSR_KV_INT8 && pf->kvs_words == 0))
+        return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "the %s profile has no %s KV cache (--kv f32)",
+                          prof, tsr_wimage_kv_name(kvt));
+    if (nd.pe_kv_max > room || nd.pe_kvs_max > pf->kvs_words)
         return tsr_seterr(e, TSR_ERR_CAPACITY,
-                          "needs %llu bytes of KV cache on one of %u PEs, a %s PE has %llu (use "
-                          "more PEs, a shorter context or fewer slots)",
-                          (unsigned long long)nd.pe_kv_max * 4u, P, prof,
-                          (unsigned long long)pf->kv_words * 4u);
+                          "needs %llu bytes of %s KV cache on one of %u PEs, a %s PE has %llu "
+                          "(use more PEs, a shorter context, fewer slots or a smaller --kv)",
+                          (unsigned long long)(nd.pe_kv_max * eb + 4u * nd.pe_kvs_max),
+                          tsr_wimage_kv_name(kvt), P, prof,
+                          (unsigned long long)(room * eb + (kvt == TSR_KV_INT8 ? 4ull * pf->kvs_words : 0u)));
     if (nd.pe_rows_max > pf->pe_rows)
         return tsr_seterr(e, TSR_ERR_CAPACITY,
                           "a tile of %u rows on one of %u PEs, a %s PE holds %u partial sums "
@@ -221,6 +393,80 @@ static void quantize_row(const float *x, uint32_t n, uint32_t G, int8_t *q, floa
             for (; j < j1; j++) q[j] = (int8_t)tsr_round_q8(x[j] / scale);
         for (; j < j0 + G; j++) q[j] = 0;   /* an all-zero group, or the padding */
     }
+}
+
+/* GGUF's Q4_0 rule (ggml quantize_row_q4_0_ref) on one row x (n,), zero
+ * padded to whole blocks of 32: per block the value of largest magnitude,
+ * max, gives d = max / -8 and id = 1 / d; element x -> min(15, (int8)(x *
+ * id + 8.5)), element i and i + 16 sharing byte i (low, high nibble); the
+ * scale is d rounded to an IEEE half (GGUF stores it so), widened back.
+ * q4 (ng*16,) bytes, s (ng,). */
+static void quantize_row_q4(const float *x, uint32_t n, uint8_t *q4, float *s)
+{
+    uint32_t ng = tsr_cdiv(n, TSR_Q4_GROUP);
+    for (uint32_t g = 0; g < ng; g++) {
+        float v[TSR_Q4_GROUP], amax = 0.0f, max = 0.0f;
+        for (uint32_t j = 0; j < TSR_Q4_GROUP; j++) {
+            uint32_t i = g * TSR_Q4_GROUP + j;
+            v[j] = i < n ? x[i] : 0.0f;
+            if (amax < fabsf(v[j])) {
+                amax = fabsf(v[j]);
+                max = v[j];
+            }
+        }
+        float d = max / -8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        s[g] = tsr_f32_from_f16(tsr_f16_from_f32(d));
+        for (uint32_t j = 0; j < TSR_Q4_ENTRY_BYTES; j++) {
+            int lo = (int8_t)(v[j] * id + 8.5f), hi = (int8_t)(v[j + 16u] * id + 8.5f);
+            lo = lo < 15 ? lo : 15;
+            hi = hi < 15 ? hi : 15;
+            q4[g * TSR_Q4_ENTRY_BYTES + j] = (uint8_t)(lo | hi << 4);
+        }
+    }
+}
+
+/* Row sr of src as the on-chip Q8_0 row at group G: its own values and
+ * scales when src is Q8_0 at G in whole groups; Q4_0 values widened
+ * (nibble - 8, the same scale) when G is 32; else dequantized (row, n
+ * floats of scratch) and quantized by the group rule.  q (ng*G,), s (ng,). */
+static void row_q8(const tsr_tensor *src, uint32_t sr, uint32_t n, uint32_t G, float *row,
+                   int8_t *q, float *s)
+{
+    uint32_t ng = tsr_cdiv(n, G);
+    if (src->type == TSR_DT_Q8_0 && (uint32_t)src->group == G && n % G == 0) {
+        memcpy(q, src->q + (size_t)sr * n, n);
+        memcpy(s, src->s + (size_t)sr * ng, ng * sizeof *s);
+        return;
+    }
+    if (src->type == TSR_DT_Q4_0 && G == TSR_Q4_GROUP) {
+        const uint8_t *b = src->q4 + (size_t)sr * (n / 2u);
+        for (uint32_t g = 0; g < ng; g++)
+            for (uint32_t j = 0; j < TSR_Q4_ENTRY_BYTES; j++) {
+                uint8_t v = b[g * TSR_Q4_ENTRY_BYTES + j];
+                q[g * TSR_Q4_GROUP + j] = (int8_t)((v & 15) - 8);
+                q[g * TSR_Q4_GROUP + j + 16u] = (int8_t)((v >> 4) - 8);
+            }
+        memcpy(s, src->s + (size_t)sr * ng, ng * sizeof *s);
+        return;
+    }
+    tsr_tensor_row(src, (int)sr, row);
+    quantize_row(row, n, G, q, s);
+}
+
+/* Row sr of src as the on-chip Q4_0 row: the file's own bytes and scales
+ * when src is Q4_0, else dequantized and quantized by GGUF's rule.  q4
+ * (ng*16,), s (ng,). */
+static void row_q4(const tsr_tensor *src, uint32_t sr, uint32_t n, float *row, uint8_t *q4,
+                   float *s)
+{
+    uint32_t ng = tsr_cdiv(n, TSR_Q4_GROUP);
+    if (src->type == TSR_DT_Q4_0) {   /* GGUF rows are whole blocks */
+        memcpy(q4, src->q4 + (size_t)sr * (n / 2u), n / 2u);
+        memcpy(s, src->s + (size_t)sr * ng, ng * sizeof *s);
+        return;
+    }
+    tsr_tensor_row(src, (int)sr, row);
+    quantize_row_q4(row, n, q4, s);
 }
 
 static int add_chunks(tsr_wimage *img, int *cap, uint32_t pe, uint32_t region, const void *base,
@@ -292,6 +538,7 @@ int tsr_wimage_build(const tsr_checkpoint *m, const tsr_kconfig *kc, tsr_wimage 
     for (uint32_t mat = 0; mat < nm; mat++) {
         uint32_t d, n, pair, sr, C = tsr_lay_mat_cols(kc, mat), R = P / C;
         tsr_lay_mat_shape(kc, mat, &d, &n, &pair);
+        uint32_t q4 = tsr_lay_mat_q4(kc, mat), eb = q4 ? TSR_Q4_ENTRY_BYTES : G;  /* entry bytes */
         for (uint32_t r = 0; r < R; r++) {   /* the matrix's mesh rows */
             uint32_t row0, rows;
             tsr_lay_row_block(kc, mat, rot, r, &row0, &rows);
@@ -308,19 +555,20 @@ int tsr_wimage_build(const tsr_checkpoint *m, const tsr_kconfig *kc, tsr_wimage 
                                         src->cols, n);
                         goto fail;
                     }
-                    tsr_tensor_row(src, (int)sr, row);
-                    if (q8) quantize_row(row, n, G, qr, sc);
+                    if (q4) row_q4(src, sr, n, row, (uint8_t *)qr, sc);
+                    else if (q8) row_q8(src, sr, n, G, row, qr, sc);
+                    else tsr_tensor_row(src, (int)sr, row);
                     uint32_t b = i / TSR_ROW_SLOTS, j = i % TSR_ROW_SLOTS;
                     uint32_t kb = b == nb - 1u ? tail : TSR_ROW_SLOTS;
                     for (uint32_t cc = 0; cc < C; cc++) {
                         uint32_t p = r * C + cc, ng = t[cc].ngroups;
-                        if (q8) {   /* entries (block, group, row) of G bytes */
+                        if (q8) {   /* entries (block, group, row) of eb bytes */
                             uint32_t ent0 = h * rows * ng + b * TSR_ROW_SLOTS * ng + j;
                             for (uint32_t g = 0; g < ng; g++) {
-                                uint32_t ent = ent0 + g * kb, col0 = (t[cc].g0 + g) * G;
-                                memcpy((int8_t *)img->pe_w8[p] + offw[p] + (size_t)ent * G,
-                                       qr + col0, G);
-                                img->pe_f32[p][offf[p] + ent] = sc[t[cc].g0 + g];
+                                uint32_t ent = ent0 + g * kb, gi = t[cc].g0 + g;
+                                memcpy((int8_t *)img->pe_w8[p] + offw[p] + (size_t)ent * eb,
+                                       qr + (size_t)gi * eb, eb);
+                                img->pe_f32[p][offf[p] + ent] = sc[gi];
                             }
                         } else {    /* values (block, column, row) */
                             uint32_t cols = ng * G, x0 = t[cc].g0 * G;

@@ -45,7 +45,9 @@ typedef struct tsr_wchunk {
 typedef struct tsr_wneed {
     uint64_t pe_w8_max;     /* int8 bytes of the fullest PE                  */
     uint64_t pe_f32_max;    /* fp32 words (scales / F32 tiles), fullest PE   */
-    uint64_t pe_kv_max;     /* KV words of the fullest PE                    */
+    uint64_t pe_kv_max;     /* KV elements of the fullest PE (fp32 words,
+                               halves or bytes: the configured precision's) */
+    uint64_t pe_kvs_max;    /* int8 KV scales of the fullest PE              */
     uint32_t pe_rows_max;   /* partial sums of the largest tile              */
     uint32_t pe_att_max;    /* attention scores on the busiest PE            */
     uint64_t ctrl_words;    /* controller fp32 words                         */
@@ -85,14 +87,33 @@ typedef struct tsr_mesh_opts {
 } tsr_mesh_opts;
 
 /* Fill the CONFIGURE block for model m placed by o on the mesh mo of a
- * device with profile prof.  Errors: TSR_ERR_ARG (bad seq_len, slots or
- * group size in o; bad cols, kv_split), TSR_ERR_UNSUPPORTED (a group size
- * that is not a power of two). */
+ * device with profile prof: the file's own formats unless o says otherwise
+ * (its group size; its Q4_0 kinds as Q4_0 tiles when the profile has the
+ * datapath and the group is 32), the model's BOS/EOS, o's KV precision.
+ * Decided from m->cfg alone (plan passes a config without tensors).
+ * Errors: TSR_ERR_ARG (bad seq_len, slots or group size in o; bad cols,
+ * kv_split; --weights q4 at a group size other than 32),
+ * TSR_ERR_UNSUPPORTED (a group size that is not a power of two or outside
+ * the profile's range, naming both; Q4_0 without the datapath). */
 int tsr_wimage_config(const tsr_checkpoint *m, const tsr_load_opts *o, const tsr_mesh_opts *mo,
                       const tsr_kprofile *prof, tsr_kconfig *kc, tsr_err *e);
 
 /* On-chip needs of kc (no model data needed). */
 void tsr_wimage_need(const tsr_kconfig *kc, tsr_wneed *need);
+
+/* What kc puts on chip, e.g. "Q8_0 group 4", "Q4_0 (embedding, ...) +
+ * Q8_0 group 32 (w2, classifier)", "F32", into buf (NUL-terminated,
+ * truncated to cap).  Returns the length needed, like snprintf. */
+size_t tsr_wimage_describe(const tsr_kconfig *kc, char *buf, size_t cap);
+
+/* A one-line notice when kc does not keep m's weights in the file's own
+ * quantization (another group size, Q4_0 <-> Q8_0, F32/F16 tensors of a
+ * quantized file quantized): 1 and the line in buf, else 0.  Quantizing
+ * an fp32 file is the default and no notice. */
+int tsr_wimage_notice(const tsr_checkpoint *m, const tsr_kconfig *kc, char *buf, size_t cap);
+
+/* "f32", "f16", "int8" for a TSR_KV_* value. */
+const char *tsr_wimage_kv_name(uint32_t kv);
 
 /* Check kc against profile prof (named name): max shapes, the mesh, the
  * per-PE memories.  Errors: TSR_ERR_UNSUPPORTED (a shape over a profile

@@ -53,14 +53,21 @@ int tsr_xprofile_parse(const char *text, tsr_xprofile *p, tsr_err *e)
                                         "slots", "group_min", "group_max", "sum_lanes",
                                         "kv_split_max", "att_pes", "with_f32", "w8_words", "f32_words",
                                         "kv_words", "pe_rows", "att_words", "f32_uram", "kv_uram", "lanes", "vec",
-                                        "row_slots" };
+                                        "row_slots",
+                                        /* optional, past NK: a profile from before blocked
+                                         * passes (one item a pass), the Q4_0 tile and the f16
+                                         * / int8 KV caches (0: not built) */
+                                        "block", "with_q4", "kvh_words", "kvq_bytes",
+                                        "kvs_words" };
     uint32_t *const dst[] = { &k->pes, &k->mesh_rows, &k->mesh_cols, &k->dim, &k->hidden,
                               &k->layers, &k->heads, &k->kv_heads, &k->head_size, &k->vocab,
                               &k->seq, &k->slots, &k->group_min, &k->group_max, &k->sum_lanes,
                               &k->kv_split_max, &k->att_pes, &k->with_f32, &k->w8_words, &k->f32_words,
                               &k->kv_words, &k->pe_rows, &k->att_words, &k->f32_uram, &k->kv_uram, &k->lanes,
-                              &k->vec, &k->row_slots };
-    enum { NK = sizeof keys / sizeof keys[0] };
+                              &k->vec, &k->row_slots, &k->block, &k->with_q4, &k->kvh_words,
+                              &k->kvq_bytes, &k->kvs_words };
+    enum { NA = sizeof keys / sizeof keys[0], NK = NA - 5 };   /* NK required */
+    k->block = 1;
     unsigned seen = 0;
     int have_name = 0;
     const char *s = text;
@@ -77,16 +84,17 @@ int tsr_xprofile_parse(const char *text, tsr_xprofile *p, tsr_err *e)
             memcpy(p->name, eq + 1, vl);
             have_name = 1;
         } else {
-            for (unsigned i = 0; i < NK; i++) {
+            for (unsigned i = 0; i < NA; i++) {
                 if (strlen(keys[i]) != kl || strncmp(s, keys[i], kl)) continue;
                 char *stop;
                 errno = 0;
                 unsigned long v = strtoul(eq + 1, &stop, 10);
-                if (stop != end || vl == 0 || errno || v > 0xffffffffu)
+                if (stop != end || vl == 0 || errno || v > 0xffffffffu ||
+                    (dst[i] == &k->block && (v == 0 || v > 4096)))
                     return tsr_seterr(e, TSR_ERR_FORMAT, "tessera_profile '%s': bad value for %s",
                                       text, keys[i]);
                 *dst[i] = (uint32_t)v;
-                seen |= 1u << i;
+                if (i < NK) seen |= 1u << i;
             }
             /* unknown keys are ignored: a newer profile may say more */
         }
@@ -94,16 +102,6 @@ int tsr_xprofile_parse(const char *text, tsr_xprofile *p, tsr_err *e)
     }
     if (!have_name)
         return tsr_seterr(e, TSR_ERR_FORMAT, "tessera_profile '%s': no name", text);
-    /* optional (older xclbins predate blocked passes): one item a pass */
-    const char *bk = strstr(text, "block=");
-    k->block = 1;
-    if (bk && (bk == text || bk[-1] == ',')) {
-        char *stop;
-        unsigned long v = strtoul(bk + 6, &stop, 10);
-        if (v == 0 || v > 4096 || (*stop && *stop != ','))
-            return tsr_seterr(e, TSR_ERR_FORMAT, "tessera_profile '%s': bad value for block", text);
-        k->block = (uint32_t)v;
-    }
     for (unsigned i = 0; i < NK; i++)
         if (!(seen & (1u << i)) || (*dst[i] == 0 && dst[i] != &k->with_f32 &&
                                             dst[i] != &k->f32_uram && dst[i] != &k->kv_uram))

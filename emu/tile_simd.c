@@ -1,6 +1,6 @@
 /*
- * tile_simd.c - AVX2 / AVX-VNNI blocks of the Q8_0 and F32 tile products
- * (see tsr_emu.h), in the layout the PEs read (kernels/tsr_layout.h):
+ * tile_simd.c - AVX2 / AVX-VNNI / AVX-512 VNNI blocks of the Q8_0, Q4_0 and F32 tile
+ * products (see tsr_emu.h), in the layout the PEs read (kernels/tsr_layout.h):
  * a block of 8 rows stores, per group, the 8 rows' entries one after the
  * other, so a block is one ascending stream and its 8 scales of a group
  * are one vector load.
@@ -10,6 +10,10 @@
  *                 vphaddd tree -> isum (8 rows,)                        (exact)
  *                 acc (8 rows,) += ((float)isum * ws[g, :]) * xs[g]   (per lane,
  *                                                          the loop's order)
+ *
+ * Q4_0 rows are widened first: a row's 16 bytes become its 32 values,
+ * (low nibbles, high nibbles) - 8 in -8..7, and then go through the same
+ * int8 products (the one-item rows and the several-item GEMM below alike).
  *
  * |w| * (x * sign(w)) = w * x for every int8 w and every x in -127..127;
  * each pair sum of vpmaddubsw is at most 2 * 128 * 127 = 32512, so it never
@@ -29,6 +33,16 @@ int32_t tsr_emu_wcorr(const int8_t *w, uint32_t G)
 {
     int32_t sum = 0;
     for (uint32_t i = 0; i < G; i++) sum += w[i];
+    return 128 * sum;
+}
+
+int32_t tsr_emu_wcorr_q4(const int8_t *w)
+{
+    int32_t sum = 0;
+    for (uint32_t i = 0; i < 16u; i++) {
+        uint32_t b = (uint8_t)w[i];
+        sum += (int32_t)(b & 15u) - 8 + (int32_t)(b >> 4) - 8;
+    }
     return 128 * sum;
 }
 
@@ -64,15 +78,45 @@ static inline VNNI __m256i dot32_vnni(__m256i acc, const int8_t *w, __m256i x)
     return _mm256_dpbusd_avx_epi32(acc, _mm256_abs_epi8(w0), _mm256_sign_epi8(x, w0));
 }
 
-/* The blocks of one tile, G = 32 or 64 (KG = G / 32 words a group). */
-#define TILE_Q8_BODY(DOT)                                                                  \
+/* Rows j and j + 1 of a Q4_0 group: 32 bytes, two 16-byte entries -> two
+ * rows of 32 int8 values (nibble - 8, low nibbles first). */
+static inline AVX2 void q4_rows(const int8_t *e, __m256i *r0, __m256i *r1)
+{
+    __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)e);
+    __m256i m = _mm256_set1_epi8(0x0f), eight = _mm256_set1_epi8(8);
+    __m256i lo = _mm256_sub_epi8(_mm256_and_si256(v, m), eight);
+    __m256i hi = _mm256_sub_epi8(_mm256_and_si256(_mm256_srli_epi16(v, 4), m), eight);
+    *r0 = _mm256_permute2x128_si256(lo, hi, 0x20);   /* row j: lo[0..15], hi[0..15]   */
+    *r1 = _mm256_permute2x128_si256(lo, hi, 0x31);   /* row j + 1: the upper halves */
+}
+
+/* A Q4_0 group's 8 entries (8 x 16 bytes at e) widened into wide (8 x 32
+ * int8, Q8_0's layout at G = 32); returns wide. */
+static inline AVX2 const int8_t *q4_widen(const int8_t *e, int8_t *wide)
+{
+    for (uint32_t j = 0; j < 8u; j += 2u) {
+        __m256i r0, r1;
+        q4_rows(e + j * 16u, &r0, &r1);
+        _mm256_storeu_si256((__m256i *)(void *)(wide + j * 32u), r0);
+        _mm256_storeu_si256((__m256i *)(void *)(wide + (j + 1u) * 32u), r1);
+    }
+    return wide;
+}
+
+/* The blocks of one tile, G = 32 or 64 (KG = G / 32 words a group); EB
+ * bytes an entry in w8 (G, or 16 for Q4_0, whose groups are widened
+ * first: ROWS(e) gives a group's 8 rows of G int8 values from its first
+ * entry e). */
+#define TILE_BODY(DOT, EB, ROWS)                                                           \
     uint32_t nb = rows / 8u;                                                               \
+    int8_t wide[8 * 32];                                                                   \
+    (void)wide;                                                                            \
     for (uint32_t b = 0; b < nb; b++) {                                                    \
-        const int8_t *wb = w8 + (size_t)b * 8u * ng * G;   /* (ng, 8, G) */                \
-        const float *sb = ws + (size_t)b * 8u * ng;        /* (ng, 8)    */                \
+        const int8_t *wb = w8 + (size_t)b * 8u * ng * (EB);   /* (ng, 8, EB) */            \
+        const float *sb = ws + (size_t)b * 8u * ng;           /* (ng, 8)     */            \
         __m256 acc = _mm256_setzero_ps();                                                  \
         for (uint32_t g = 0; g < ng; g++) {                                                \
-            const int8_t *x = xq + (size_t)g * G, *e = wb + (size_t)g * 8u * G;            \
+            const int8_t *x = xq + (size_t)g * G, *e = ROWS(wb + (size_t)g * 8u * (EB));   \
             __m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)x);            \
             __m256i p[8];                                                                  \
             for (uint32_t j = 0; j < 8u; j++) p[j] = DOT(_mm256_setzero_si256(), e + j * G, x0); \
@@ -90,16 +134,32 @@ static inline VNNI __m256i dot32_vnni(__m256i acc, const int8_t *w, __m256i x)
     }                                                                                      \
     return nb;
 
+#define Q8_ROWS(e) (e)
+#define Q4_ROWS(e) q4_widen((e), wide)
+
 static AVX2 uint32_t tile_q8_avx2(const int8_t *w8, const float *ws, uint32_t rows, uint32_t ng,
                                   uint32_t G, const int8_t *xq, const float *xs, float *psum)
 {
-    TILE_Q8_BODY(dot32_avx2)
+    TILE_BODY(dot32_avx2, G, Q8_ROWS)
 }
 
 static VNNI uint32_t tile_q8_vnni(const int8_t *w8, const float *ws, uint32_t rows, uint32_t ng,
                                   uint32_t G, const int8_t *xq, const float *xs, float *psum)
 {
-    TILE_Q8_BODY(dot32_vnni)
+    TILE_BODY(dot32_vnni, G, Q8_ROWS)
+}
+
+/* Q4_0: w8 the tile's 16-byte entries, G 32. */
+static AVX2 uint32_t tile_q4_avx2(const int8_t *w8, const float *ws, uint32_t rows, uint32_t ng,
+                                  uint32_t G, const int8_t *xq, const float *xs, float *psum)
+{
+    TILE_BODY(dot32_avx2, 16u, Q4_ROWS)
+}
+
+static VNNI uint32_t tile_q4_vnni(const int8_t *w8, const float *ws, uint32_t rows, uint32_t ng,
+                                  uint32_t G, const int8_t *xq, const float *xs, float *psum)
+{
+    TILE_BODY(dot32_vnni, 16u, Q4_ROWS)
 }
 
 static int cpu_has(int *cache, const char *what)
@@ -126,11 +186,15 @@ static int vnni_available(void)
     return cpu_has(&have, "avxvnni");
 }
 
-static uint32_t tile_q8_one(const int8_t *w8, const float *ws, uint32_t rows, uint32_t ng,
-                            uint32_t G, const int8_t *xq, const float *xs, float *psum)
+/* One item's pass over a Q8_0 (q4 0) or Q4_0 (q4 1) tile. */
+static uint32_t tile_one(uint32_t q4, const int8_t *w8, const float *ws, uint32_t rows,
+                         uint32_t ng, uint32_t G, const int8_t *xq, const float *xs, float *psum)
 {
-    if (vnni_available()) return tile_q8_vnni(w8, ws, rows, ng, G, xq, xs, psum);
-    return tile_q8_avx2(w8, ws, rows, ng, G, xq, xs, psum);
+    if (vnni_available())
+        return q4 ? tile_q4_vnni(w8, ws, rows, ng, G, xq, xs, psum)
+                  : tile_q8_vnni(w8, ws, rows, ng, G, xq, xs, psum);
+    return q4 ? tile_q4_avx2(w8, ws, rows, ng, G, xq, xs, psum)
+              : tile_q8_avx2(w8, ws, rows, ng, G, xq, xs, psum);
 }
 
 /* ---- several items: a GEMM of the tile and up to 16 inputs (AVX-512) ---- */
@@ -207,11 +271,12 @@ static GEMM void gemm_inputs(const int8_t *xq, size_t xq_stride, const float *xs
     }
 }
 
-/* One block of 8 rows, NC dwords a group (8: G 32, 16: G 64): the 8 rows'
- * sums are independent chains, each input dword loaded once for the 8. */
-#define GEMM_BLOCK(NC)                                                                      \
+/* One block of 8 rows, NC dwords a group (8: G 32, 16: G 64), EB bytes
+ * an entry and ROWS a group's rows as tile_q8_avx2's: the 8 rows' sums
+ * are independent chains, each input dword loaded once for the 8. */
+#define GEMM_BLOCK(NC, EB, ROWS)                                                            \
     for (uint32_t g = 0; g < ng; g++) {                                                     \
-        const int32_t *e = (const int32_t *)(const void *)(wb + (size_t)g * 8u * G);        \
+        const int32_t *e = (const int32_t *)(const void *)ROWS(wb + (size_t)g * 8u * (EB)); \
         const __m512i *x = xt + (size_t)g * (NC);                                           \
         __m512i is[8];                                                                      \
         for (uint32_t j = 0; j < 8u; j++) is[j] = _mm512_set1_epi32(-cb[(size_t)g * 8u + j]); \
@@ -229,12 +294,14 @@ static GEMM void gemm_inputs(const int8_t *xq, size_t xq_stride, const float *xs
         }                                                                                   \
     }
 
-static GEMM uint32_t tile_q8_gemm(const int8_t *w8, const float *ws, const int32_t *wcorr,
-                                  uint32_t rows, uint32_t ng, uint32_t G, const int8_t *xq,
-                                  size_t xq_stride, const float *xs, size_t xs_stride, uint32_t nx,
-                                  float *psum, size_t psum_stride)
+/* Q4_0 (q4 1): 16-byte entries, widened a group at a time (G 32). */
+static GEMM uint32_t tile_gemm(uint32_t q4, const int8_t *w8, const float *ws,
+                               const int32_t *wcorr, uint32_t rows, uint32_t ng, uint32_t G,
+                               const int8_t *xq, size_t xq_stride, const float *xs,
+                               size_t xs_stride, uint32_t nx, float *psum, size_t psum_stride)
 {
     uint32_t nb = rows / 8u, nc = G / 4u;   /* dwords a group: 8 or 16 */
+    uint32_t eb = q4 ? 16u : G;             /* bytes an entry          */
     __m512i *xt = scratch((size_t)ng * (nc + 1u) * sizeof(__m512i));
     if (!xt) return 0;
     __m512 *xsv = (__m512 *)(void *)(xt + (size_t)ng * nc);
@@ -242,16 +309,19 @@ static GEMM uint32_t tile_q8_gemm(const int8_t *w8, const float *ws, const int32
     __mmask16 m = (__mmask16)((1u << nx) - 1u);
     __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     __m512i pi = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)psum_stride));
+    int8_t wide[8 * 32] __attribute__((aligned(32)));
     for (uint32_t b = 0; b < nb; b++) {
-        const int8_t *wb = w8 + (size_t)b * 8u * ng * G;   /* (ng, 8, G) */
-        const float *sb = ws + (size_t)b * 8u * ng;        /* (ng, 8)    */
+        const int8_t *wb = w8 + (size_t)b * 8u * ng * eb;   /* (ng, 8, eb) */
+        const float *sb = ws + (size_t)b * 8u * ng;         /* (ng, 8)     */
         const int32_t *cb = wcorr + (size_t)b * 8u * ng;
         __m512 acc[8];
         for (uint32_t j = 0; j < 8u; j++) acc[j] = _mm512_setzero_ps();
-        if (nc == 8u) {
-            GEMM_BLOCK(8u)
+        if (q4) {
+            GEMM_BLOCK(8u, 16u, Q4_ROWS)
+        } else if (nc == 8u) {
+            GEMM_BLOCK(8u, G, Q8_ROWS)
         } else {
-            GEMM_BLOCK(16u)
+            GEMM_BLOCK(16u, G, Q8_ROWS)
         }
         for (uint32_t j = 0; j < 8u; j++)
             _mm512_mask_i32scatter_ps(psum + (size_t)b * 8u + j, m, pi, acc[j], 4);
@@ -272,27 +342,46 @@ static int gemm_available(void)
     return h;
 }
 
+/* nx items through a Q8_0 or Q4_0 tile: GEMMs of up to 16 items, or a
+ * pass an item. */
+static uint32_t tile_items(uint32_t q4, const int8_t *w8, const float *ws, const int32_t *wcorr,
+                           uint32_t rows, uint32_t ng, uint32_t G, const int8_t *xq,
+                           size_t xq_stride, const float *xs, size_t xs_stride, uint32_t nx,
+                           float *psum, size_t psum_stride)
+{
+    uint32_t done = 0;
+    if (nx >= 2u && wcorr && gemm_available()) {
+        for (uint32_t k = 0; k < nx; k += GEMM_ITEMS) {
+            uint32_t m = nx - k < GEMM_ITEMS ? nx - k : GEMM_ITEMS;
+            done = tile_gemm(q4, w8, ws, wcorr, rows, ng, G, xq + k * xq_stride, xq_stride,
+                             xs + k * xs_stride, xs_stride, m, psum + k * psum_stride, psum_stride);
+            if (done == 0 && rows >= 8u) break;   /* out of memory: the portable loop does it */
+        }
+        if (done == rows / 8u) return done;
+    }
+    for (uint32_t k = 0; k < nx; k++)
+        done = tile_one(q4, w8, ws, rows, ng, G, xq + k * xq_stride, xs + k * xs_stride,
+                        psum + k * psum_stride);
+    return done;
+}
+
 uint32_t tsr_emu_tile_q8(const int8_t *w8, const float *ws, const int32_t *wcorr, uint32_t rows,
                          uint32_t ng, uint32_t G, const int8_t *xq, size_t xq_stride,
                          const float *xs, size_t xs_stride, uint32_t nx, float *psum,
                          size_t psum_stride)
 {
     if ((G != 32 && G != 64) || !tsr_emu_simd_available()) return 0;
-    uint32_t done = 0;
-    if (nx >= 2u && wcorr && gemm_available()) {
-        for (uint32_t k = 0; k < nx; k += GEMM_ITEMS) {
-            uint32_t m = nx - k < GEMM_ITEMS ? nx - k : GEMM_ITEMS;
-            done = tile_q8_gemm(w8, ws, wcorr, rows, ng, G, xq + k * xq_stride, xq_stride,
-                                xs + k * xs_stride, xs_stride, m, psum + k * psum_stride,
-                                psum_stride);
-            if (done == 0 && rows >= 8u) break;   /* out of memory: the portable loop does it */
-        }
-        if (done == rows / 8u) return done;
-    }
-    for (uint32_t k = 0; k < nx; k++)
-        done = tile_q8_one(w8, ws, rows, ng, G, xq + k * xq_stride, xs + k * xs_stride,
-                           psum + k * psum_stride);
-    return done;
+    return tile_items(0u, w8, ws, wcorr, rows, ng, G, xq, xq_stride, xs, xs_stride, nx, psum,
+                      psum_stride);
+}
+
+uint32_t tsr_emu_tile_q4(const int8_t *w4, const float *ws, const int32_t *wcorr, uint32_t rows,
+                         uint32_t ng, const int8_t *xq, size_t xq_stride, const float *xs,
+                         size_t xs_stride, uint32_t nx, float *psum, size_t psum_stride)
+{
+    if (!tsr_emu_simd_available()) return 0;
+    return tile_items(1u, w4, ws, wcorr, rows, ng, 32u, xq, xq_stride, xs, xs_stride, nx, psum,
+                      psum_stride);
 }
 
 static AVX2 uint32_t tile_f32_avx2(const float *wf, uint32_t rows, uint32_t cols,
@@ -330,6 +419,15 @@ uint32_t tsr_emu_tile_q8(const int8_t *w8, const float *ws, const int32_t *wcorr
                          size_t psum_stride)
 {
     (void)w8; (void)ws; (void)wcorr; (void)rows; (void)ng; (void)G; (void)xq; (void)xq_stride; (void)xs;
+    (void)xs_stride; (void)nx; (void)psum; (void)psum_stride;
+    return 0;
+}
+
+uint32_t tsr_emu_tile_q4(const int8_t *w4, const float *ws, const int32_t *wcorr, uint32_t rows,
+                         uint32_t ng, const int8_t *xq, size_t xq_stride, const float *xs,
+                         size_t xs_stride, uint32_t nx, float *psum, size_t psum_stride)
+{
+    (void)w4; (void)ws; (void)wcorr; (void)rows; (void)ng; (void)xq; (void)xq_stride; (void)xs;
     (void)xs_stride; (void)nx; (void)psum; (void)psum_stride;
     return 0;
 }

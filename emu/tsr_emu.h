@@ -6,8 +6,9 @@
  *                places and first takes the contiguous PE block
  *                [w*P/n, (w+1)*P/n) (the wafer's locality), and helps
  *                with the others' when it is done
- *   tile_simd.c  AVX2 rows of the Q8_0 tile product, bit-identical to the
- *                portable loop in kernels/mesh.c
+ *   tile_simd.c  AVX2 rows and AVX-512 VNNI GEMMs of the Q8_0 and Q4_0 tile
+ *                products, bit-identical to the portable loops in
+ *                kernels/mesh.c
  *
  * kernels/ include this header only under TSR_EMU (tsr_hls.h).  The kernel
  * builds and runs without emu/: `make EMU_SIMD=0` leaves the SIMD rows out
@@ -117,6 +118,14 @@ uint32_t tsr_emu_run_pes(struct tsr_kstate *st, uint32_t P, tsr_emu_pe_task fn,
 void tsr_emu_att_mac(const float *kv, uint32_t stride, const float *s, uint32_t no, uint32_t nj,
                      uint32_t parts, float *acc, uint32_t acc_stride);
 
+/* The same over an IEEE-half cache (each element decoded exactly, as the
+ * kernel's tsr_f32_from_f16) and over an int8 cache (each element's
+ * integer value; its scale is the kernel's business). */
+void tsr_emu_att_mac_f16(const uint16_t *kv, uint32_t stride, const float *s, uint32_t no,
+                         uint32_t nj, uint32_t parts, float *acc, uint32_t acc_stride);
+void tsr_emu_att_mac_i8(const int8_t *kv, uint32_t stride, const float *s, uint32_t no,
+                        uint32_t nj, uint32_t parts, float *acc, uint32_t acc_stride);
+
 /* ------------------------------------------------------------------------ */
 /* SIMD rows                                                                  */
 
@@ -147,6 +156,25 @@ uint32_t tsr_emu_tile_q8(const int8_t *w8, const float *ws, const int32_t *wcorr
                          uint32_t ng, uint32_t G, const int8_t *xq, size_t xq_stride,
                          const float *xs, size_t xs_stride, uint32_t nx, float *psum,
                          size_t psum_stride);
+
+/* 128 x the sum of the 32 values of one Q4_0 entry at w (16 bytes, as
+ * tsr_emu_tile_q4 reads it): tsr_emu_wcorr of the entry widened to int8.
+ * Kept per entry by the kernel's LOAD. */
+int32_t tsr_emu_wcorr_q4(const int8_t *w);
+
+/* The Q4_0 tile product of kernels/mesh.c pe_tile_q4 (G = 32) for a
+ * tile's full blocks of 8 rows, for nx items: w4 the tile's first byte
+ * (entries (block, group, row), 16 bytes each: element i in the low nibble
+ * of byte i, i + 16 in the high one, value nibble - 8), ws its first
+ * scale, wcorr its first entry's tsr_emu_wcorr_q4 (in ws's order); the
+ * items' inputs and outputs as tsr_emu_tile_q8's.  Each entry widened to
+ * its 32 int8 values, then tsr_emu_tile_q8's sums and fp32 operations in
+ * its order (a GEMM for two or more items with AVX-512 VNNI, else a pass
+ * an item): bit-identical to pe_tile_q4.  Returns the blocks done (0
+ * without AVX2). */
+uint32_t tsr_emu_tile_q4(const int8_t *w4, const float *ws, const int32_t *wcorr, uint32_t rows,
+                         uint32_t ng, const int8_t *xq, size_t xq_stride, const float *xs,
+                         size_t xs_stride, uint32_t nx, float *psum, size_t psum_stride);
 
 /* The F32 tile product of pe_tile_f32 for the full 8-row blocks, for nx
  * items: wf the tile's first value (entries (block, column, row)), item k's

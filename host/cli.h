@@ -31,8 +31,23 @@ int cli_int(const char *opt, const char *val, int lo, int hi, int *out);
 int cli_float(const char *opt, const char *val, float lo, float hi, float *out);
 int cli_u64(const char *opt, const char *val, uint64_t *out);
 
-/* Parse --weights q8|f32 into *f32 (0 or 1); -1 after an error. */
-int cli_weights(const char *opt, const char *val, int *f32);
+/* Parse --weights file|q8|q4|f32 into *f32 (1 for f32) and *format
+ * (TSR_WEIGHTS_*); -1 after an error. */
+int cli_weights(const char *opt, const char *val, int *f32, int *format);
+
+/* Parse --kv f32|f16|int8 into *kv (the same string); -1 after an error. */
+int cli_kv(const char *opt, const char *val, const char **kv);
+
+/* Help text for --weights, --group-size and --kv, the same in every
+ * command that loads a model. */
+#define CLI_WEIGHTS_HELP \
+    "      --weights W       on-chip weights: file (default: the file's own, Q8_0 at\n" \
+    "                        its group size or Q4_0 as int4; fp32 files as Q8_0),\n" \
+    "                        q8 (Q8_0), q4 (Q4_0, GGUF's rule, group 32), f32\n" \
+    "      --group-size N    quantization group (default: the file's; 32 for fp32\n" \
+    "                        files); another than the file's re-quantizes, with a notice\n" \
+    "      --kv P            KV cache precision: f32 (default), f16 (IEEE half), int8\n" \
+    "                        (one fp32 scale per head vector per position)\n"
 
 /* The value of option argv[*i] (advancing *i), or NULL after printing an
  * error when it is missing. */

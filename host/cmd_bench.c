@@ -10,7 +10,7 @@
  * run then does the same for B fresh sequences in one
  * tsr_seq_generate_batch: aggregate tokens/s = B x N / wall seconds of that
  * call, per sequence the mean of their stats.  The prompt is token ids,
- * not text, so that P is exact for any vocab: BOS (1), then
+ * not text, so that P is exact for any vocab: the model's BOS, then
  * (i * 7919 + 31 k) % vocab for sequence k. */
 #include <sched.h>
 #include <stdio.h>
@@ -63,8 +63,7 @@ static const char usage[] =
     "                         generic profile, checked when the device opens)\n"
     "      --threads T        append threads=T to the device spec (emulator\n"
     "                         default: the CPUs this process may use)\n"
-    "      --weights q8|f32   on-chip weight format (default q8)\n"
-    "      --group-size G     Q8_0 group size (default 32)\n"
+    CLI_WEIGHTS_HELP
     "      --json             one JSON line per measured run instead of the table\n"
     "                         (with --batch: batch, batch_decode_tok_s,\n"
     "                         batch_seq_decode_tok_s, batch_speedup)\n"
@@ -74,6 +73,8 @@ typedef struct bench_args {
     const char *model, *tokenizer, *backend, *part;
     int prompt_tokens, decode_tokens, repeat, warmup, threads, weights_f32, group_size, json;
     int batch;              /* --batch B: 0 none */
+    int weights;            /* TSR_WEIGHTS_* */
+    const char *kv;         /* --kv */
     int pes, seq_len;       /* 0: the device's / the model's default */
     int decode_given;       /* --decode-tokens was passed: never clamp it */
     const char *xclbin;   /* xrt: --xclbin FILE */
@@ -110,7 +111,8 @@ static int parse_args(int argc, char **argv, bench_args *a)
         else if (!strcmp(o, "--backend"))          { VAL(); a->backend = v; }
         else if (!strcmp(o, "--xclbin"))           { VAL(); a->xclbin = v; }
         else if (!strcmp(o, "--json"))             { a->json = 1; }
-        else if (!strcmp(o, "--weights")) { VAL(); if (cli_weights(o, v, &a->weights_f32)) return -1; }
+        else if (!strcmp(o, "--weights")) { VAL(); if (cli_weights(o, v, &a->weights_f32, &a->weights)) return -1; }
+        else if (!strcmp(o, "--kv"))      { VAL(); if (cli_kv(o, v, &a->kv)) return -1; }
         else {
             cli_error("bench: unknown option '%s' (see tessera bench --help)", o);
             return -1;
@@ -195,9 +197,9 @@ static void json_str(const char *s)
 }
 
 /* Sequence k's prompt: n ids, BOS first. */
-static void make_prompt(int *ids, int n, int k, int vocab)
+static void make_prompt(int *ids, int n, int k, int vocab, int bos)
 {
-    ids[0] = 1;   // BOS
+    ids[0] = bos;
     for (int i = 1; i < n; i++) ids[i] = (int)(((long long)i * 7919 + 31 * k) % vocab);
 }
 
@@ -225,7 +227,7 @@ static int one_run(tsr_model *model, const int *prompt, int n_prompt, int n_gen,
 /* The batched run: b fresh sequences, each prefilled with its own prompt
  * (n_prompt ids, written into ids), then n_gen tokens each in one
  * tsr_seq_generate_batch.  *got gets the fewest any sequence generated. */
-static int batch_run(tsr_model *model, int b, int *ids, int n_prompt, int n_gen, int vocab,
+static int batch_run(tsr_model *model, int b, int *ids, int n_prompt, int n_gen, int vocab, int bos,
                      bench_run *r, int *got)
 {
     tsr_seq *seqs[8] = { NULL };
@@ -233,7 +235,7 @@ static int batch_run(tsr_model *model, int b, int *ids, int n_prompt, int n_gen,
     int n_got[8] = { 0 }, rc = TSR_OK;
     for (int k = 0; k < b && rc == TSR_OK; k++) {
         go[k] = (tsr_gen_opts){ .max_tokens = n_gen, .temperature = 0.0f, .ignore_stop = 1 };
-        make_prompt(ids, n_prompt, k, vocab);
+        make_prompt(ids, n_prompt, k, vocab, bos);
         rc = tsr_seq_open(model, &seqs[k]);
         if (rc == TSR_OK) rc = tsr_seq_append_tokens(seqs[k], ids, n_prompt);
     }
@@ -287,6 +289,7 @@ int cmd_bench(int argc, char **argv)
      * by the progress callback's first call (sent = 0). */
     stream_clock sc = { 0.0, 0.0 };
     tsr_model_opts mo = { .tokenizer = a.tokenizer, .weights_f32 = a.weights_f32,
+                          .weights = a.weights, .kv = a.kv,
                           .group_size = a.group_size, .seq_len = a.seq_len,
                           .n_seqs = a.batch > 1 ? a.batch : 1,
                           .progress = stream_tick, .progress_user = &sc };
@@ -326,16 +329,18 @@ int cmd_bench(int argc, char **argv)
     runs = malloc((size_t)a.repeat * sizeof *runs);
     if (!prompt || !runs) { cli_error("out of memory"); goto out; }
 
-    const char *wname = a.weights_f32 ? "f32" : "q8";
-    int gs = a.weights_f32 ? 0 : (a.group_size ? a.group_size : 32);
+    /* what is on chip: "f32", "q8", "q4", or "mixed" (Q4_0 and Q8_0 kinds) */
+    const char *wname = a.weights_f32 ? "f32" : !strncmp(mi.weights, "Q8_0", 4) ? "q8"
+                      : !strncmp(mi.weights, "Q4_0 group", 10) ? "q4" : "mixed";
+    int gs = mi.group_size;
     for (int k = -a.warmup; k < a.repeat; k++) {
         bench_run r = { 0 };
         int got = 0;
-        make_prompt(prompt, a.prompt_tokens, 0, mi.vocab_size);
+        make_prompt(prompt, a.prompt_tokens, 0, mi.vocab_size, mi.bos);
         if ((rc = one_run(model, prompt, a.prompt_tokens, a.decode_tokens, &r, &got)) == TSR_OK &&
             got == a.decode_tokens && a.batch)
             rc = batch_run(model, a.batch, prompt, a.prompt_tokens, a.decode_tokens,
-                           mi.vocab_size, &r, &got);
+                           mi.vocab_size, mi.bos, &r, &got);
         if (rc != TSR_OK) {
             cli_error("%s", tsr_device_errmsg(dev));
             goto out;

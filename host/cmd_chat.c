@@ -40,7 +40,7 @@ static const char usage[] =
     CLI_PES_HELP
     "      --threads N       emulator worker threads over the PEs (default: the CPUs\n"
     "                        this process may use; tokens do not depend on it)\n"
-    "      --weights q8|f32  on-chip weight format (default q8)\n"
+    CLI_WEIGHTS_HELP
     CLI_CTX_HELP
     "  -h, --help            this text\n";
 
@@ -61,6 +61,7 @@ static void on_sigint(int sig)
 typedef struct chat_ctx {
     tsr_model *model;
     int prev;
+    int bos, eos;   /* the model's: they end the text, unprinted */
 } chat_ctx;
 
 static int print_token(tsr_seq *s, int token, void *user)
@@ -69,7 +70,7 @@ static int print_token(tsr_seq *s, int token, void *user)
     chat_ctx *c = user;
     size_t n;
     const char *p = tsr_model_token_text(c->model, c->prev, token, &n);
-    if (p && token != 1 && token != 2) fwrite(p, 1, n, stdout);
+    if (p && token != c->bos && token != c->eos) fwrite(p, 1, n, stdout);
     fflush(stdout);
     c->prev = token;
     return 0;
@@ -241,7 +242,8 @@ int cmd_chat(int argc, char **argv)
 {
     const char *model = NULL, *tok = NULL, *backend = "emu", *part = NULL;
     const char *xclbin = NULL;   /* xrt: --xclbin FILE */
-    int n = 128, f32 = 0, pes = 0, threads = 0, seq_len = 0;
+    int n = 128, f32 = 0, wfmt = 0, pes = 0, threads = 0, seq_len = 0, group = 0;
+    const char *kv = NULL;
     float temp = 0.8f, top_p = 0.9f;
     uint64_t seed = 42;
     for (int i = 0; i < argc; i++) {
@@ -261,7 +263,9 @@ int cmd_chat(int argc, char **argv)
         else if (!strcmp(o, "--pes"))       { VAL(); if (cli_int(o, v, 1, 1 << 16, &pes)) return 2; }
         else if (!strcmp(o, "--threads"))   { VAL(); if (cli_int(o, v, 1, 1024, &threads)) return 2; }
         else if (IS("--ctx", "--seq-len"))  { VAL(); if (cli_int(o, v, 1, 1 << 24, &seq_len)) return 2; }
-        else if (!strcmp(o, "--weights")) { VAL(); if (cli_weights(o, v, &f32)) return 2; }
+        else if (!strcmp(o, "--weights")) { VAL(); if (cli_weights(o, v, &f32, &wfmt)) return 2; }
+        else if (!strcmp(o, "--group-size")) { VAL(); if (cli_int(o, v, 1, 1 << 16, &group)) return 2; }
+        else if (!strcmp(o, "--kv"))      { VAL(); if (cli_kv(o, v, &kv)) return 2; }
         else {
             cli_error("chat: unknown option '%s' (see tessera chat --help)", o);
             return 2;
@@ -285,7 +289,8 @@ int cmd_chat(int argc, char **argv)
     input_open(&in);
     /* The tokenizer is optional here: GGUF files carry theirs, and the
      * library says when a llama2.c checkpoint needs one. */
-    tsr_model_opts mo = { .tokenizer = tok, .weights_f32 = f32, .seq_len = seq_len, .n_seqs = 1 };
+    tsr_model_opts mo = { .tokenizer = tok, .weights_f32 = f32, .weights = wfmt, .kv = kv,
+                          .group_size = group, .seq_len = seq_len, .n_seqs = 1 };
     if ((rc = tsr_device_open(spec, &dev)) != TSR_OK) {
         cli_error("%s", tsr_device_errmsg(dev));
         status = rc == TSR_ERR_ARG ? 2 : 1;
@@ -303,7 +308,7 @@ int cmd_chat(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
 
-    chat_ctx cc = { .model = m, .prev = 1 };
+    chat_ctx cc = { .model = m, .prev = mi.bos, .bos = mi.bos, .eos = mi.eos };
     tsr_gen_opts go = { .max_tokens = n, .temperature = temp, .top_p = top_p, .seed = seed };
     int replies = 0, done = 0;
     for (;;) {

@@ -62,8 +62,11 @@ int cmd_info(int argc, char **argv)
     if (!fi.shared_classifier) row("classifier", fi.params_classifier, fi.bytes_classifier);
     if (fi.architecture[0])
         printf("tensors by stored type: F32 %d, F16 %d, Q8_0 %d, Q4_0 %d "
-               "(converted on load; the byte figures above are after conversion to fp32)\n",
+               "(as loaded: Q8_0 and Q4_0 kept, scales as fp32; F16 as fp32)\n",
                fi.tensors_f32, fi.tensors_f16, fi.tensors_q8_0, fi.tensors_q4_0);
+    if (fi.onchip_weights[0])
+        printf("on chip:     %s by default (16 PEs, %d-token fp32 KV cache: %llu bytes)\n",
+               fi.onchip_weights, fi.seq_len, (unsigned long long)fi.onchip_bytes);
     printf("on-chip bytes (16 PEs, %d-token KV cache): %llu with Q8_0 weights (group 32), "
            "%llu with F32 weights\n", fi.seq_len, (unsigned long long)fi.onchip_q8_bytes,
            (unsigned long long)fi.onchip_f32_bytes);

@@ -35,10 +35,11 @@ static const char usage[] =
     "      --shape SHAPE     plan a shape instead of a file: stories15M, stories42M,\n"
     "                        stories110M, DIMxLAYERS[:hidden=H,...] (as tessera synth)\n"
     "      --part PART       one of the parts table's (hw/parts.def): %s\n"
-    "      --weights q8|f32  on-chip weight format (default q8 = Q8_0)\n"
-    "      --group-size N    Q8_0 group size (default 32)\n"
-    "      --kv f32|f16|int8 KV cache precision (default f32; f16/int8 are projections:\n"
-    "                        the kernel stores fp32 today)\n"
+    "      --weights W       file (default: the file's own Q8_0 / Q4_0; a --shape or\n"
+    "                        an fp32 file as Q8_0), q8, q4 (Q4_0, group 32), f32\n"
+    "      --group-size N    quantization group (default: the file's; 32)\n"
+    "      --kv f32|f16|int8 KV cache precision (default f32; int8 adds one fp32 scale\n"
+    "                        per head vector per position)\n"
     "      --ctx N           context length (default: the model's; --seq N is the same)\n"
     "      --pes N           PEs per card, 1..4096 (default: the power of two up to 256\n"
     "                        with the fastest projection that fits; 16 if none fits)\n"
@@ -75,7 +76,7 @@ int cmd_plan(int argc, char **argv)
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) { VAL(); model = v; }
         else if (!strcmp(a, "--shape"))      { VAL(); o.shape = v; }
         else if (!strcmp(a, "--part"))       { VAL(); o.part = v; }
-        else if (!strcmp(a, "--weights"))    { VAL(); if (cli_weights(a, v, &o.weights_f32)) return 2; }
+        else if (!strcmp(a, "--weights"))    { VAL(); if (cli_weights(a, v, &o.weights_f32, &o.weights)) return 2; }
         else if (!strcmp(a, "--group-size")) { VAL(); if (cli_int(a, v, 1, 1 << 16, &o.group_size)) return 2; }
         else if (!strcmp(a, "--ctx") || !strcmp(a, "--seq"))
                                              { VAL(); if (cli_int(a, v, 1, 1 << 24, &o.seq_len)) return 2; }

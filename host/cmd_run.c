@@ -1,10 +1,10 @@
 /* cmd_run.c - tessera run: decode a prompt on a device and stream the text.
  *
  * Steps follow llama2.c run.c: -n STEPS counts positions, prompt included,
- * so the sequence ends with STEPS + 1 tokens (BOS first) unless BOS/EOS
- * or Ctrl-C stops it early (Ctrl-C: the summary, then exit status 130, as
- * a shell reports a SIGINT).  The text of every token after BOS is printed, the
- * prompt's too, then a newline. */
+ * so the sequence ends with STEPS + 1 tokens (BOS first) unless the
+ * model's BOS/EOS or Ctrl-C stops it early (Ctrl-C: the summary, then exit
+ * status 130, as a shell reports a SIGINT).  The text of every token after
+ * BOS is printed, the prompt's too, then a newline. */
 #include <ctype.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,8 +30,11 @@ static const char usage[] =
     "  -p, --prompt TEXT     prompt (default: empty, i.e. BOS only); - reads it from stdin\n"
     "  -f, --file FILE       read the prompt from FILE (- for stdin); one trailing\n"
     "                        newline is dropped\n"
-    "  -n, --steps N         positions to run, prompt included (default 256; 0 = the\n"
-    "                        whole context; clamped to the context with a warning)\n"
+    "  -n, --steps N         positions to run, the prompt's tokens (BOS first)\n"
+    "                        included, as llama2.c's run.c -n; llama.cpp's -n counts\n"
+    "                        generated tokens only.  Generation stops earlier at the\n"
+    "                        model's BOS or EOS (default 256; 0 = the whole context;\n"
+    "                        clamped to the context with a warning)\n"
     "  -t, --temperature T   0 = greedy (default 1.0)\n"
     "      --top-p P         nucleus sampling threshold in (0,1] (default 0.9; 1 = off)\n"
     "  -s, --seed S          sampler seed (default or 0: time-based, printed on stderr)\n"
@@ -41,17 +44,18 @@ static const char usage[] =
     CLI_PES_HELP
     "      --threads N       emulator worker threads over the PEs (default: the CPUs\n"
     "                        this process may use; tokens do not depend on it)\n"
-    "      --weights q8|f32  on-chip weight format (default q8 = Q8_0)\n"
-    "      --group-size N    Q8_0 group size (default 32)\n"
+    CLI_WEIGHTS_HELP
     CLI_CTX_HELP
-    "      --stats           print off-chip traffic per phase and kernel counters\n"
+    "      --stats           print off-chip traffic per phase and kernel counters (the\n"
+    "                        on-chip weight formats and KV bytes among them)\n"
     "  -h, --help            this text\n";
 
 typedef struct run_args {
     const char *model, *tokenizer, *prompt, *prompt_file, *backend, *part;
     const char *xclbin;   /* xrt: --xclbin FILE */
-    int steps, pes, threads, weights_f32, group_size, seq_len, stats;
+    int steps, pes, threads, weights_f32, weights, group_size, seq_len, stats;
     int prompt_given;     /* -p was passed */
+    const char *kv;       /* --kv */
     float temperature, top_p;
     uint64_t seed;
 } run_args;
@@ -79,13 +83,14 @@ static void on_sigint(int sig)
 typedef struct stream_ctx {
     tsr_model *model;
     int prev;
+    int bos, eos;   /* the model's: they end the text, unprinted */
 } stream_ctx;
 
 static int on_token(tsr_seq *s, int token, void *user)
 {
     (void)s;
     stream_ctx *c = user;
-    if (token != 1 && token != 2) { /* BOS/EOS end the text, unprinted */
+    if (token != c->bos && token != c->eos) {
         size_t n;
         const char *p = tsr_model_token_text(c->model, c->prev, token, &n);
         print_piece(p, n);
@@ -168,7 +173,8 @@ static int parse_args(int argc, char **argv, run_args *a)
         else if (!strcmp(o, "--group-size")) { VAL(); if (cli_int(o, v, 1, 1 << 16, &a->group_size)) return -1; }
         else if (IS("--ctx", "--seq-len"))  { VAL(); if (cli_int(o, v, 1, 1 << 24, &a->seq_len)) return -1; }
         else if (!strcmp(o, "--stats"))     { a->stats = 1; }
-        else if (!strcmp(o, "--weights")) { VAL(); if (cli_weights(o, v, &a->weights_f32)) return -1; }
+        else if (!strcmp(o, "--weights")) { VAL(); if (cli_weights(o, v, &a->weights_f32, &a->weights)) return -1; }
+        else if (!strcmp(o, "--kv"))      { VAL(); if (cli_kv(o, v, &a->kv)) return -1; }
         else {
             cli_error("run: unknown option '%s' (see tessera run --help)", o);
             return -1;
@@ -224,6 +230,7 @@ int cmd_run(int argc, char **argv)
     tsr_device_set_log(dev, cli_log_to_stderr, NULL);
     int bar_shown = 0;
     tsr_model_opts mo = { .tokenizer = a.tokenizer, .weights_f32 = a.weights_f32,
+                          .weights = a.weights, .kv = a.kv,
                           .group_size = a.group_size, .seq_len = a.seq_len, .n_seqs = 1,
                           .progress = isatty(STDERR_FILENO) ? load_progress : NULL,
                           .progress_user = &bar_shown };
@@ -258,7 +265,7 @@ int cmd_run(int argc, char **argv)
         free(prompt);
         goto out;
     }
-    stream_ctx sc = { .model = model, .prev = prompt[0] };
+    stream_ctx sc = { .model = model, .prev = prompt[0], .bos = mi.bos, .eos = mi.eos };
     for (int i = 1; i < n_prompt && i <= a.steps; i++) on_token(seq, prompt[i], &sc);
     free(prompt);
 

@@ -50,14 +50,15 @@ static const char usage[] =
     "      --part NAME       emulate a card's on-chip capacity: u55c, u280, u250, u200, vu9p\n"
     CLI_PES_HELP
     "      --threads N       emulator worker threads over the PEs\n"
-    "      --weights q8|f32  on-chip weight format (default q8 = Q8_0)\n"
-    "      --group-size N    Q8_0 group size (default 32)\n"
+    CLI_WEIGHTS_HELP
     "      --seq-len N, --ctx N  context per sequence (default: the model's)\n"
     "  -h, --help            this text\n";
 
 typedef struct serve_args {
     const char *model, *tokenizer, *backend, *part, *xclbin;
     int pes, threads, weights_f32, group_size, seq_len;
+    int weights;          /* TSR_WEIGHTS_* */
+    const char *kv;       /* --kv */
     int slots, queue, prefill_chunk, quantum;
     srv_config cfg;
 } serve_args;
@@ -92,7 +93,8 @@ static int parse_args(int argc, char **argv, serve_args *a)
         else if (!strcmp(o, "--threads"))     INT(1, 1024, &a->threads);
         else if (!strcmp(o, "--group-size"))  INT(1, 1 << 16, &a->group_size);
         else if (IS("--seq-len", "--ctx"))    INT(1, 1 << 24, &a->seq_len);
-        else if (!strcmp(o, "--weights"))     { VAL(); if (cli_weights(o, v, &a->weights_f32)) return -1; }
+        else if (!strcmp(o, "--weights"))     { VAL(); if (cli_weights(o, v, &a->weights_f32, &a->weights)) return -1; }
+        else if (!strcmp(o, "--kv"))          { VAL(); if (cli_kv(o, v, &a->kv)) return -1; }
         else {
             cli_error("serve: unknown option '%s' (see tessera serve --help)", o);
             return -1;
@@ -144,6 +146,7 @@ int cmd_serve(int argc, char **argv)
     }
     tsr_device_set_log(dev, cli_log_to_stderr, NULL);
     tsr_model_opts mo = { .tokenizer = a.tokenizer, .weights_f32 = a.weights_f32,
+                          .weights = a.weights, .kv = a.kv,
                           .group_size = a.group_size, .seq_len = a.seq_len, .n_seqs = a.slots };
     if (tsr_model_load(dev, a.model, &mo, &model) != TSR_OK) {
         cli_error("%s", tsr_device_errmsg(dev));

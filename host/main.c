@@ -52,14 +52,27 @@ const char *cli_value(int argc, char **argv, int *i)
     return argv[++*i];
 }
 
-int cli_weights(const char *opt, const char *val, int *f32)
+int cli_weights(const char *opt, const char *val, int *f32, int *format)
 {
-    if (!strcmp(val, "q8")) *f32 = 0;
-    else if (!strcmp(val, "f32")) *f32 = 1;
+    *f32 = 0;
+    if (!strcmp(val, "file")) *format = TSR_WEIGHTS_FILE;
+    else if (!strcmp(val, "q8")) *format = TSR_WEIGHTS_Q8;
+    else if (!strcmp(val, "q4")) *format = TSR_WEIGHTS_Q4;
+    else if (!strcmp(val, "f32")) { *f32 = 1; *format = TSR_WEIGHTS_FILE; }
     else {
-        cli_error("option %s: '%s' is not q8 or f32", opt, val);
+        cli_error("option %s: '%s' is not file, q8, q4 or f32", opt, val);
         return -1;
     }
+    return 0;
+}
+
+int cli_kv(const char *opt, const char *val, const char **kv)
+{
+    if (strcmp(val, "f32") && strcmp(val, "f16") && strcmp(val, "int8")) {
+        cli_error("option %s: '%s' is not f32, f16 or int8", opt, val);
+        return -1;
+    }
+    *kv = val;
     return 0;
 }
 

@@ -19,10 +19,18 @@
  * Q = 1 every step is run.c's, in its order (the sums too when
  * TSR_SUM_LANES is 1).  Each PE task touches only its own memories (a
  * tree step reads its partner's one value or vector).
+ *
+ * The cache is held in the configured precision (kv_dtype): fp32 (kv),
+ * IEEE half (kvh: encoded as stored, decoded as read, tsr_half.h), or
+ * int8 with one fp32 scale per head vector per position (kvq, kvs).  An
+ * int8 score is q . k8 times its position's K scale; an int8 weighted sum
+ * takes each position's weight times its V scale, so the multiply-add
+ * lanes see integers converted to fp32 and no scale.  fp32 is run.c's.
  */
 #include <float.h>
 #include <math.h>
 
+#include "tsr_half.h"
 #include "tsr_hls.h"
 
 /* ------------------------------------------------------------------------ */
@@ -34,29 +42,108 @@
  * then V as sl rows of hsw = hs / 8 words), the scores att[word][lane]
  * (query head h from word h * slw), the head outputs ao[word][lane]
  * (query head h from word h * hsw), and its copy of this token's
- * q | k | v, qkvw[word][TSR_VEC], latched off the QKV gather.
+ * q | k | v, qkvw[word][TSR_VEC], latched off the QKV gather.  The f16 and
+ * int8 caches kvh, kvq are word-major alike (the same words); the int8
+ * scales kvs are per block the K scales (sl) then the V scales (sl), one a
+ * position.
  */
 
 /* Store this position's k, v (qkvw from element k0, v0) at local index t:
  * a column of K^T and a row of V, one value of each a cycle (two writes,
- * at run-time banks: the KV memory is true dual-port). */
+ * at run-time banks: the KV memory is true dual-port), in precision kvt.
+ * int8: first the two vectors' max |v| (their scales into kvs at sb + t,
+ * the K scale, and sb + sl + t, the V scale), then q = round(v / scale). */
 static void pe_att_store(float kv[TSR_PE_KV_AW][TSR_ATT_LANES],
-                         const float qkvw[TSR_PE_QKV_VW][TSR_VEC], uint32_t kbw, uint32_t vbw,
-                         uint32_t k0, uint32_t v0, uint32_t hs, uint32_t slw, uint32_t hsw,
-                         uint32_t t)
+                         uint16_t kvh[TSR_PE_KVH_AW][TSR_ATT_LANES],
+                         int8_t kvq[TSR_PE_KVQ_AW][TSR_ATT_LANES], float kvs[TSR_KVS_DIM],
+                         uint32_t kvt, const float qkvw[TSR_PE_QKV_VW][TSR_VEC], uint32_t kbw,
+                         uint32_t vbw, uint32_t sb, uint32_t k0, uint32_t v0, uint32_t hs,
+                         uint32_t slw, uint32_t hsw, uint32_t t)
 {
     uint32_t tl = t % TSR_ATT_LANES;
     uint32_t ka = kbw + t / TSR_ATT_LANES;                       /* K^T row i's word */
     uint32_t va = vbw + TSR_MUL_SMALL(hsw, t, TSR_BITS(TSR_MAX_SEQ));   /* V row t */
+    float ks = 0.0f, vs = 0.0f;
+#if TSR_WITH_KV_INT8
+    if (kvt == TSR_KV_INT8) {
+        float km = 0.0f, vm = 0.0f;
+att_store_amax:
+        for (uint32_t i = 0; i < hs; i++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_HEAD_SIZE
+#pragma HLS PIPELINE II=TSR_D_CMP
+            uint32_t ki = k0 + i, vi = v0 + i;
+            float a = fabsf(qkvw[ki / TSR_VEC][ki % TSR_VEC]), b = fabsf(qkvw[vi / TSR_VEC][vi % TSR_VEC]);
+            km = a > km ? a : km;
+            vm = b > vm ? b : vm;
+        }
+        ks = km / 127.0f;
+        vs = vm / 127.0f;
+        kvs[sb + t] = ks;
+        kvs[sb + slw * TSR_ATT_LANES + t] = vs;
+    }
+#else
+    (void)kvs;
+    (void)sb;
+#endif
 att_store:
     for (uint32_t i = 0; i < hs; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_HEAD_SIZE
 #pragma HLS PIPELINE II=1
         uint32_t ki = k0 + i, vi = v0 + i;
-        kv[ka][tl] = qkvw[ki / TSR_VEC][ki % TSR_VEC];
-        kv[va + i / TSR_ATT_LANES][i % TSR_ATT_LANES] = qkvw[vi / TSR_VEC][vi % TSR_VEC];
+        uint32_t vw = va + i / TSR_ATT_LANES, vl = i % TSR_ATT_LANES;
+        float k = qkvw[ki / TSR_VEC][ki % TSR_VEC], v = qkvw[vi / TSR_VEC][vi % TSR_VEC];
+#if TSR_WITH_KV_F16
+        if (kvt == TSR_KV_F16) {
+            kvh[ka][tl] = tsr_f16_from_f32(k);
+            kvh[vw][vl] = tsr_f16_from_f32(v);
+        } else
+#endif
+#if TSR_WITH_KV_INT8
+        if (kvt == TSR_KV_INT8) {
+            kvq[ka][tl] = ks != 0.0f ? (int8_t)tsr_round_q8(k / ks) : (int8_t)0;
+            kvq[vw][vl] = vs != 0.0f ? (int8_t)tsr_round_q8(v / vs) : (int8_t)0;
+        } else
+#endif
+        {
+            kv[ka][tl] = k;
+            kv[vw][vl] = v;
+        }
         ka += slw;
     }
+#if !TSR_WITH_KV_F16
+    (void)kvh;
+#endif
+#if !TSR_WITH_KV_INT8
+    (void)kvq;
+    (void)ks;
+    (void)vs;
+#endif
+#if !TSR_WITH_KV_F16 && !TSR_WITH_KV_INT8
+    (void)kvt;
+#endif
+}
+
+/* KV element (w, l) of the cache in precision kvt, as fp32: the fp32
+ * value, the half decoded, or the int8 value (its scale is applied
+ * outside). */
+static float kv_elem(const float kv[TSR_PE_KV_AW][TSR_ATT_LANES],
+                     const uint16_t kvh[TSR_PE_KVH_AW][TSR_ATT_LANES],
+                     const int8_t kvq[TSR_PE_KVQ_AW][TSR_ATT_LANES], uint32_t kvt, uint32_t w,
+                     uint32_t l)
+{
+#pragma HLS INLINE
+#if TSR_WITH_KV_F16
+    if (kvt == TSR_KV_F16) return tsr_f32_from_f16(kvh[w][l]);
+#else
+    (void)kvh;
+#endif
+#if TSR_WITH_KV_INT8
+    if (kvt == TSR_KV_INT8) return (float)kvq[w][l];
+#else
+    (void)kvq;
+#endif
+    (void)kvt;
+    return kv[w][l];
 }
 
 /* Query head slice q[q0, q0 + hs) of qkvw into coef, one a cycle: the
@@ -87,7 +174,9 @@ att_qcopy:
  * parts passes, so nothing is padded.  Scores: o a head dimension, j a
  * position (K^T rows); values: o a position, j a head dimension (V
  * rows). */
-static void pe_att_mac(const float kv[TSR_PE_KV_AW][TSR_ATT_LANES], uint32_t basew,
+static void pe_att_mac(const float kv[TSR_PE_KV_AW][TSR_ATT_LANES],
+                       const uint16_t kvh[TSR_PE_KVH_AW][TSR_ATT_LANES],
+                       const int8_t kvq[TSR_PE_KVQ_AW][TSR_ATT_LANES], uint32_t kvt, uint32_t basew,
                        uint32_t stridew, const float coef[TSR_ATT_ACC], uint32_t no, uint32_t nj,
                        uint32_t parts, float acc[TSR_ATT_PARTS][TSR_ATT_ACC])
 {
@@ -95,8 +184,15 @@ static void pe_att_mac(const float kv[TSR_PE_KV_AW][TSR_ATT_LANES], uint32_t bas
     uint32_t nw = (nj + TSR_ATT_LANES - 1u) / TSR_ATT_LANES, nwp = parts > 1u ? nw : tsr_cy_padded(nw);
 #ifdef TSR_EMU
     /* the emulator's unpadded loops (emu/att_rows.c), the same sums */
-    tsr_emu_att_mac(&kv[basew][0], stridew * TSR_ATT_LANES, coef, no, nj, parts, &acc[0][0],
-                    TSR_ATT_ACC);
+    if (kvt == TSR_KV_F16)
+        tsr_emu_att_mac_f16(&kvh[basew][0], stridew * TSR_ATT_LANES, coef, no, nj, parts,
+                            &acc[0][0], TSR_ATT_ACC);
+    else if (kvt == TSR_KV_INT8)
+        tsr_emu_att_mac_i8(&kvq[basew][0], stridew * TSR_ATT_LANES, coef, no, nj, parts,
+                           &acc[0][0], TSR_ATT_ACC);
+    else
+        tsr_emu_att_mac(&kv[basew][0], stridew * TSR_ATT_LANES, coef, no, nj, parts, &acc[0][0],
+                        TSR_ATT_ACC);
     nwp = 0;
 #endif
     uint32_t o = 0, w = 0, r = 0, ob = basew;
@@ -114,7 +210,7 @@ att_mac_lanes:
                 uint32_t jj = w * TSR_ATT_LANES + l;
                 if (jj < nj) {
                     float prev = o < parts ? 0.0f : acc[r][jj];
-                    acc[r][jj] = prev + sv * kv[ob + w][l];
+                    acc[r][jj] = prev + sv * kv_elem(kv, kvh, kvq, kvt, ob + w, l);
                 }
             }
         }
@@ -128,12 +224,13 @@ att_mac_lanes:
 }
 
 /* The scores of a query head from acc (pe_att_mac over K^T): score t =
- * (the sum of t's partials, a tree over TSR_ATT_PARTS) / sqrt(head_size),
- * one position a cycle, into att from word a0w; then their max (*am),
- * TSR_ATT_LANES a cycle. */
+ * (the sum of t's partials, a tree over TSR_ATT_PARTS; int8: times t's K
+ * scale kvs[ks0 + t]) / sqrt(head_size), one position a cycle, into att
+ * from word a0w; then their max (*am), TSR_ATT_LANES a cycle. */
 static void pe_att_scale_max(const float acc[TSR_ATT_PARTS][TSR_ATT_ACC],
                              float att[TSR_PE_ATT_AW][TSR_ATT_LANES], float *am, uint32_t hs,
-                             uint32_t nl, uint32_t a0w, float sqrt_hs)
+                             uint32_t nl, uint32_t a0w, float sqrt_hs,
+                             const float kvs[TSR_KVS_DIM], uint32_t ks0, uint32_t kvt)
 {
 att_score_scale:
     for (uint32_t t = 0; t < nl; t++) {
@@ -157,8 +254,16 @@ att_score_part_pairs:
             }
         }
 #endif
+#if TSR_WITH_KV_INT8
+        if (kvt == TSR_KV_INT8) v[0] = v[0] * kvs[ks0 + t];
+#endif
         att[a0w + t / TSR_ATT_LANES][t % TSR_ATT_LANES] = v[0] / sqrt_hs;
     }
+#if !TSR_WITH_KV_INT8
+    (void)kvs;
+    (void)ks0;
+    (void)kvt;
+#endif
     float lm[TSR_ATT_LANES];
 #pragma HLS ARRAY_PARTITION variable=lm type=complete
 att_max_init:
@@ -246,16 +351,27 @@ att_exp:
 }
 
 /* coef[t] = score t / sum over the nl local positions (one divider), one
- * a cycle: the weighted sum's coefficients. */
+ * a cycle: the weighted sum's coefficients; int8: times t's V scale
+ * kvs[vs0 + t]. */
 static void pe_att_norm(const float att[TSR_PE_ATT_AW][TSR_ATT_LANES], float coef[TSR_ATT_ACC],
-                        uint32_t a0w, uint32_t nl, float sum)
+                        uint32_t a0w, uint32_t nl, float sum, const float kvs[TSR_KVS_DIM],
+                        uint32_t vs0, uint32_t kvt)
 {
 att_norm:
     for (uint32_t t = 0; t < nl; t++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_SEQ
 #pragma HLS PIPELINE II=1
-        coef[t] = att[a0w + t / TSR_ATT_LANES][t % TSR_ATT_LANES] / sum;
+        float w = att[a0w + t / TSR_ATT_LANES][t % TSR_ATT_LANES] / sum;
+#if TSR_WITH_KV_INT8
+        if (kvt == TSR_KV_INT8) w = w * kvs[vs0 + t];
+#endif
+        coef[t] = w;
     }
+#if !TSR_WITH_KV_INT8
+    (void)kvs;
+    (void)vs0;
+    (void)kvt;
+#endif
 }
 
 /* Head output words [o0w, o0w + hsw) of ao = acc[0] (the weighted sum of V,
@@ -279,16 +395,19 @@ att_out_lanes:
 /* One attention PE's phases (flags) over its nh KV heads, one after
  * another, and per KV head its km query heads: query head (j, hq) uses q
  * slice, scores and output slot h = j * km + hq.  q0, k0, v0: its first
- * head's q, k, v in qkvw; b0w: the (slot, layer) KV blocks' first word;
- * store: this position's k, v go to local index t_store.  All of it on
+ * head's q, k, v in qkvw; b0w: the (slot, layer) KV blocks' first word
+ * (in the array of precision kvt), s0 their first int8 scale; store: this
+ * position's k, v go to local index t_store.  All of it on
  * the PE's own memories; one multiply-add datapath (pe_att_mac) for the
  * scores and the values, through one coefficient array. */
-static void pe_att(float kv[TSR_PE_KV_AW][TSR_ATT_LANES], const float qkvw[TSR_PE_QKV_VW][TSR_VEC],
+static void pe_att(float kv[TSR_PE_KV_AW][TSR_ATT_LANES], uint16_t kvh[TSR_PE_KVH_AW][TSR_ATT_LANES],
+                   int8_t kvq[TSR_PE_KVQ_AW][TSR_ATT_LANES], float kvs[TSR_KVS_DIM], uint32_t kvt,
+                   const float qkvw[TSR_PE_QKV_VW][TSR_VEC],
                    float att[TSR_PE_ATT_AW][TSR_ATT_LANES], float ao[TSR_PE_AO_AW][TSR_ATT_LANES],
                    float am[TSR_MAX_HEADS], float asum[TSR_MAX_HEADS], uint32_t flags, uint32_t nh,
-                   uint32_t km, uint32_t hs, uint32_t slw, uint32_t b0w, uint32_t q0, uint32_t k0,
-                   uint32_t v0, uint32_t nl, uint32_t store, uint32_t t_store, float sqrt_hs,
-                   uint32_t active)
+                   uint32_t km, uint32_t hs, uint32_t slw, uint32_t b0w, uint32_t s0, uint32_t q0,
+                   uint32_t k0, uint32_t v0, uint32_t nl, uint32_t store, uint32_t t_store,
+                   float sqrt_hs, uint32_t active)
 {
 #pragma HLS INLINE off
 #pragma HLS ALLOCATION function instances=pe_att_mac limit=1
@@ -308,10 +427,10 @@ static void pe_att(float kv[TSR_PE_KV_AW][TSR_ATT_LANES], const float qkvw[TSR_P
 #endif
     if (!active) return;
     /* the per-head offsets as running sums (adders, no multiplier): KV
-     * head j's block at kbw, its query head h's q at qh, scores at aw,
-     * output at ow */
+     * head j's block at kbw (int8: its K scales at sb, then its V scales),
+     * its query head h's q at qh, scores at aw, output at ow */
     uint32_t hsw = hs / TSR_ATT_LANES, halfw = TSR_MUL_SMALL(slw, hs, TSR_BITS(TSR_MAX_HEAD_SIZE));
-    uint32_t kbw = b0w, kj = k0, vj = v0, h = 0, qh = q0, aw = 0, ow = 0;
+    uint32_t kbw = b0w, sb = s0, kj = k0, vj = v0, h = 0, qh = q0, aw = 0, ow = 0;
     uint32_t kmhs = TSR_MUL_SMALL(hs, km, TSR_BITS(TSR_MAX_KV_MUL));
     uint32_t kmslw = TSR_MUL_SMALL(slw, km, TSR_BITS(TSR_MAX_KV_MUL));
     uint32_t kmhsw = TSR_MUL_SMALL(hsw, km, TSR_BITS(TSR_MAX_KV_MUL));
@@ -320,15 +439,17 @@ att_heads:
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_KV_HEADS
         uint32_t vbw = kbw + halfw;
         if (flags & TSR_JOB_SCORES) {
-            if (store) pe_att_store(kv, qkvw, kbw, vbw, kj, vj, hs, slw, hsw, t_store);
+            if (store)
+                pe_att_store(kv, kvh, kvq, kvs, kvt, qkvw, kbw, vbw, sb, kj, vj, hs, slw, hsw,
+                             t_store);
             uint32_t hh = h, qq = qh, a = aw;
 att_heads_scores:
             for (uint32_t hq = 0; hq < km; hq++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_KV_MUL
                 if (nl) {
                     pe_att_qcopy(qkvw, coef, qq, hs);
-                    pe_att_mac(kv, kbw, slw, coef, hs, nl, TSR_ATT_PARTS, acc);
-                    pe_att_scale_max(acc, att, &am[hh], hs, nl, a, sqrt_hs);
+                    pe_att_mac(kv, kvh, kvq, kvt, kbw, slw, coef, hs, nl, TSR_ATT_PARTS, acc);
+                    pe_att_scale_max(acc, att, &am[hh], hs, nl, a, sqrt_hs, kvs, sb, kvt);
                 } else {
                     am[hh] = -FLT_MAX;
                 }
@@ -354,8 +475,8 @@ att_heads_values:
             for (uint32_t hq = 0; hq < km; hq++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_KV_MUL
                 if (nl) {
-                    pe_att_norm(att, coef, a, nl, asum[hh]);
-                    pe_att_mac(kv, vbw, hsw, coef, nl, hs, 1u, acc);
+                    pe_att_norm(att, coef, a, nl, asum[hh], kvs, sb + slw * TSR_ATT_LANES, kvt);
+                    pe_att_mac(kv, kvh, kvq, kvt, vbw, hsw, coef, nl, hs, 1u, acc);
                 }
                 pe_att_out(acc, ao, o, hsw, nl);
                 hh++;
@@ -364,6 +485,7 @@ att_heads_values:
             }
         }
         kbw += halfw + halfw;
+        sb += 2u * slw * TSR_ATT_LANES;
         kj += hs;
         vj += hs;
         h += km;
@@ -377,13 +499,14 @@ att_heads_values:
 /* The same phases' cycles, as pe_att's loops charge them (tsr_cycles.h;
  * the emulator's and C simulation's accounting only, TSR_CY). */
 static uint32_t att_cycles(uint32_t flags, uint32_t nh, uint32_t km, uint32_t hs, uint32_t nl,
-                           uint32_t store)
+                           uint32_t store, uint32_t kvt)
 {
     uint32_t cy = 0;
     if (flags & TSR_JOB_SCORES)
-        cy += (store ? tsr_cy_att_store(hs) : 0u) + km * tsr_cy_att_scores(hs, nl, TSR_ATT_PARTS);
+        cy += (store ? tsr_cy_att_store(hs, kvt) : 0u) +
+              km * tsr_cy_att_scores(hs, nl, TSR_ATT_PARTS, kvt);
     if (flags & TSR_JOB_EXP) cy += km * tsr_cy_att_exp_s(nl, TSR_PE_SUM_LANES);
-    if (flags & TSR_JOB_VALUES) cy += km * tsr_cy_att_values(hs, nl);
+    if (flags & TSR_JOB_VALUES) cy += km * tsr_cy_att_values(hs, nl, kvt);
     return nh * cy;
 }
 #endif
@@ -467,16 +590,20 @@ static uint32_t att_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint32
 #pragma HLS INLINE
     (void)k;
     uint32_t nh = st->kv_nh[p], hs = st->hs, slw = st->seq_local / TSR_ATT_LANES, km = st->kv_mul;
-    /* block (slot, layer) = job->blk of this PE's KV: CONFIGURE's per-PE
-     * block words times a bounded index (shift-and-add) */
+    uint32_t kvt = st->cfg.kv_dtype;
+    /* block (slot, layer) = job->blk of this PE's KV and (int8) of its
+     * scales: CONFIGURE's per-PE block sizes times a bounded index
+     * (shift-and-add) */
     uint32_t b0w = TSR_MUL_SMALL(st->kv_blkw[p], job->blk, TSR_BITS(TSR_MAX_SLOTS * TSR_MAX_LAYERS));
+    uint32_t s0 = TSR_MUL_SMALL(st->kv_blks[p], job->blk, TSR_BITS(TSR_MAX_SLOTS * TSR_MAX_LAYERS));
     uint32_t pos = job->pos, nl = local_positions(st, p, pos);
     uint32_t store = st->kv_q[p] == (pos & (st->cfg.kv_split - 1u));
     uint32_t q0 = st->kv_q0[p], k0 = st->kv_k0[p], v0 = k0 + st->kv_dim;
     uint32_t run = active && nh != 0;
-    pe_att(st->kv[p], st->qkvw[p], st->att[p], st->ao[p], st->am[p], st->asum[p], job->flags, nh,
-           km, hs, slw, b0w, q0, k0, v0, nl, store, pos >> st->q_log2, st->sqrt_hs, run);
-    return run ? TSR_CY(att_cycles(job->flags, nh, km, hs, nl, store)) : 0u;
+    pe_att(st->kv[p], st->kvh[p], st->kvq[p], st->kvs[p], kvt, st->qkvw[p], st->att[p], st->ao[p],
+           st->am[p], st->asum[p], job->flags, nh, km, hs, slw, b0w, s0, q0, k0, v0, nl, store,
+           pos >> st->q_log2, st->sqrt_hs, run);
+    return run ? TSR_CY(att_cycles(job->flags, nh, km, hs, nl, store, kvt)) : 0u;
 }
 
 /* The group trees (Q > 1, a power of two; a group's PEs are [g Q, g Q +

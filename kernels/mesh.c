@@ -5,7 +5,8 @@
  *   controller x (n,) --normalise, quantize (Q8) / pad (F32)--> bus
  *        | broadcast: every PE latches each word into its own copy
  *        v
- *   PE (r, c): its tile, 32 int8 MACs a cycle, 8 rows interleaved -> psum
+ *   PE (r, c): its tile, 32 int8 (Q8_0) or int4 x int8 (Q4_0) MACs a cycle,
+ *        8 rows interleaved -> psum
  *        | column adder tree along mesh row r (log2 C_m levels, C_m > 1:
  *        | each matrix has its own column count, tsr_layout.h)
  *        | W13: SwiGLU on the PE (the root, after the tree)
@@ -103,8 +104,12 @@ q8_steps:
 q8_lanes:
             for (uint32_t l = 0; l < TSR_LANES; l++) {
 #pragma HLS UNROLL
-                /* an 8 x 8-bit product: LUTs, not a DSP (plan.c counts none) */
-                int32_t prod = (int32_t)w8[wa / TSR_LANES][wo + l] * (int32_t)xq[x][xa / TSR_LANES][xo + l];
+                /* an 8 x 8-bit product: LUTs, not a DSP (plan.c counts none).  A
+                 * group smaller than the word sits at wo..wo+G-1 of it: lanes past
+                 * G wrap around the word (a rotate, never past its end) and are
+                 * masked below */
+                uint32_t wl = (wo + l) & (TSR_LANES - 1u), xl = (xo + l) & (TSR_LANES - 1u);
+                int32_t prod = (int32_t)w8[wa / TSR_LANES][wl] * (int32_t)xq[x][xa / TSR_LANES][xl];
 #pragma HLS BIND_OP variable=prod op=mul impl=fabric
                 if (l < chunk) d += prod;
             }
@@ -141,6 +146,85 @@ q8_lanes:
     }
 }
 
+#if TSR_WITH_Q4 || TSR_WITH_F32
+/* Q4_0 / F32 tile loops' next (item, row slot, group or column, block):
+ * the weight moves on (*k, its entry or value, on a row the block has: j
+ * < kb) once every one of the nx items has passed it; ng groups or
+ * columns a row, nb blocks, the last of tail rows. */
+static void tile_next(uint32_t nx, uint32_t ng, uint32_t nb, uint32_t tail, uint32_t *x,
+                      uint32_t *j, uint32_t *g, uint32_t *b, uint32_t *kb, uint32_t *k)
+{
+#pragma HLS INLINE
+    if (++*x != nx) return;
+    *x = 0;
+    if (*j < *kb) ++*k;
+    if (++*j != TSR_ROW_SLOTS) return;
+    *j = 0;
+    if (++*g != ng) return;
+    *g = 0;
+    ++*b;
+    *kb = *b == nb - 1u ? tail : TSR_ROW_SLOTS;
+}
+#endif
+
+#if TSR_WITH_Q4
+/* Q4_0 (G = 32): rows x ng entries of the layout (tsr_layout.h, 16 bytes
+ * each, two a word), from entry ea of w8 (word ea / 2, half ea % 2) and
+ * scale fs of ws, times the input groups [g0, g0 + ng) of nx items'
+ * inputs (item x's in xq[x], xs[x]; group g0 + g is word g0 + g of xq) ->
+ * psum[x][po + row]; block b0 onwards, steps1 one item's steps from there
+ * (CONFIGURE's table; b0 is 0 in hardware).  One entry for one item a
+ * cycle, the weight word held while the nx items pass it (pe_tile_q8's
+ * schedule at G = 32): lane l takes nibble l of the entry (the low
+ * nibbles of its 16 bytes, then the high ones: GGUF's block order), value
+ * nibble - 8, times input byte l; the 32 products summed exactly in int32,
+ * then times both scales and added into the row's and item's fp32
+ * accumulator, groups ascending: pe_tile_q8's order, so a Q4_0 tile and
+ * the same values widened to Q8_0 give the same bits, for every item. */
+static void pe_tile_q4(const int8_t w8[TSR_PE_W8_WORDS][TSR_LANES], const float ws[TSR_PE_F32_WORDS],
+                       const int8_t xq[TSR_MAX_BLOCK][TSR_PE_XQ_WORDS][TSR_LANES],
+                       const float xs[TSR_MAX_BLOCK][TSR_PE_XS],
+                       float psum[TSR_MAX_BLOCK][TSR_PE_ROWS], uint32_t ea, uint32_t fs,
+                       uint32_t rows, uint32_t ng, uint32_t g0, uint32_t po, uint32_t b0,
+                       uint32_t steps1, uint32_t nx)
+{
+#pragma HLS INLINE off
+    float acc[TSR_ROW_SLOTS][TSR_MAX_BLOCK];
+#pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
+    uint32_t nb = (rows + TSR_ROW_SLOTS - 1u) / TSR_ROW_SLOTS, tail = rows - (nb - 1u) * TSR_ROW_SLOTS;
+    uint32_t steps = TSR_MUL_SMALL(steps1, nx, TSR_BLOCK_BITS);
+    b0 = TSR_EMU_DONE(b0);
+    uint32_t b = b0, g = 0, j = 0, x = 0;
+    uint32_t kb = b == nb - 1u ? tail : TSR_ROW_SLOTS;     /* rows of block b */
+    uint32_t k = b0 * TSR_ROW_SLOTS * ng;   /* the tile's entry: weights at ea + k, scale fs + k */
+q4_steps:
+    for (uint32_t s = 0; s < steps; s++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_TILE_STEPS
+#pragma HLS PIPELINE II=1
+#pragma HLS DEPENDENCE variable=acc type=inter dependent=true distance=TSR_ROW_SLOTS
+        if (j < kb) {
+            uint32_t e = ea + k, wa = e >> 1, half = (e & 1u) * TSR_Q4_ENTRY_BYTES;
+            int32_t d = 0;
+q4_lanes:
+            for (uint32_t l = 0; l < TSR_LANES; l++) {
+#pragma HLS UNROLL
+                uint32_t byte = (uint32_t)(uint8_t)w8[wa][half + (l & (TSR_Q4_ENTRY_BYTES - 1u))];
+                int32_t q = (int32_t)((l < TSR_Q4_ENTRY_BYTES ? byte : byte >> 4) & 15u) - 8;
+                /* a 4 x 8-bit product: LUTs, not a DSP */
+                int32_t prod = q * (int32_t)xq[x][g0 + g][l];
+#pragma HLS BIND_OP variable=prod op=mul impl=fabric
+                d += prod;
+            }
+            float prev = g == 0 ? 0.0f : acc[j][x];
+            float v = prev + (float)d * ws[fs + k] * xs[x][g0 + g];
+            acc[j][x] = v;
+            if (g + 1u == ng) psum[x][po + b * TSR_ROW_SLOTS + j] = v;
+        }
+        tile_next(nx, ng, nb, tail, &x, &j, &g, &b, &kb, &k);
+    }
+}
+#endif
+
 #if TSR_WITH_F32
 /* F32: rows x (ng * G) values of the layout from word fo of wf, times nx
  * items' inputs (item x's columns [x0, ...) of xf[x]) -> psum[x][po +
@@ -170,18 +254,7 @@ f32_steps:
             acc[j][x] = v;
             if (col + 1u == cols) psum[x][po + b * TSR_ROW_SLOTS + j] = v;
         }
-        if (++x == nx) {
-            x = 0;
-            if (j < kb) fa++;
-            if (++j == TSR_ROW_SLOTS) {
-                j = 0;
-                if (++col == cols) {
-                    col = 0;
-                    b++;
-                    kb = b == nb - 1u ? tail : TSR_ROW_SLOTS;
-                }
-            }
-        }
+        tile_next(nx, cols, nb, tail, &x, &j, &col, &b, &kb, &fa);
     }
 }
 #endif
@@ -277,7 +350,7 @@ static void pe_gemv(const int8_t w8[TSR_PE_W8_WORDS][TSR_LANES], const float f32
                     float psum[TSR_MAX_BLOCK][TSR_PE_ROWS], uint32_t w_off, uint32_t f_off,
                     uint32_t rows, uint32_t ng, uint32_t g0, uint32_t G, uint32_t g_log2,
                     uint32_t ent, uint32_t steps, uint32_t halves, uint32_t nx, uint32_t q8,
-                    uint32_t done0, uint32_t done1, uint32_t active)
+                    uint32_t q4, uint32_t done0, uint32_t done1, uint32_t active)
 {
 #pragma HLS INLINE off
     if (!active) return;
@@ -301,6 +374,7 @@ pe_zero_lanes:
     }
     (void)xf;
     (void)q8;
+    (void)q4;
     (void)done0;
     (void)done1;
 gemv_halves:
@@ -311,6 +385,13 @@ gemv_halves:
          * in hardware) */
         uint32_t s1 = b0 ? steps - b0 * (steps / ((rows + TSR_ROW_SLOTS - 1u) / TSR_ROW_SLOTS))
                          : steps;
+#if TSR_WITH_Q4
+        if (q4) {   /* Q4_0 entries: 16 bytes, two a word (w_off is a whole word) */
+            pe_tile_q4(w8, f32, xq, xs, psum, (w_off >> TSR_Q4_ENTRY_LOG2) + e0, f_off + e0, rows,
+                       ng, g0, po, b0, s1, nx);
+            continue;
+        }
+#endif
 #if TSR_WITH_F32
         if (q8)
             pe_tile_q8(w8, f32, xq, xs, psum, w_off + (e0 << g_log2), f_off + e0, rows, ng, g0, G,
@@ -378,13 +459,20 @@ static uint32_t gemv_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint3
     tsr_ktab t = tsr_ktab_of(st, p, job->mat);
     (void)k;
     uint32_t halves = job->flags & TSR_JOB_PAIR ? 2u : 1u, run = active && t.rows != 0;
-    uint32_t G = st->cfg.group, q8 = st->cfg.dtype == TSR_KDT_Q8, done[2] = { 0, 0 };
+    uint32_t G = st->cfg.group, q8 = st->cfg.dtype == TSR_KDT_Q8, q4 = st->mat_q4[job->mat];
+    uint32_t done[2] = { 0, 0 };
 #ifdef TSR_EMU
     /* the emulator's SIMD rows (emu/), bit-identical to the loop: the full
      * row blocks of each half, for all items at once */
     for (uint32_t h = 0; run && st->simd && t.ngroups && h < halves; h++) {
         uint32_t po = h * t.rows, ent = h * t.rows * t.ngroups;
-        if (q8)
+        if (q4)
+            done[h] = tsr_emu_tile_q4(&st->w8[p][0][0] + t.w_off + ent * TSR_Q4_ENTRY_BYTES,
+                                      st->f32[p] + t.f_off + ent, st->emu_wcorr[p] + t.f_off + ent,
+                                      t.rows, t.ngroups, &st->xq[p][0][0][0] + t.g0 * TSR_Q4_GROUP,
+                                      TSR_PE_XQ_WORDS * TSR_LANES, &st->xs[p][0][0] + t.g0,
+                                      TSR_PE_XS, job->nx, &st->psum[p][0][0] + po, TSR_PE_ROWS);
+        else if (q8)
             done[h] = tsr_emu_tile_q8(&st->w8[p][0][0] + t.w_off + ent * G, st->f32[p] + t.f_off + ent,
                                       st->emu_wcorr[p] + t.f_off + ent, t.rows, t.ngroups, G,
                                       &st->xq[p][0][0][0] + t.g0 * G, TSR_PE_XQ_WORDS * TSR_LANES,
@@ -398,7 +486,7 @@ static uint32_t gemv_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint3
 #endif
     pe_gemv(st->w8[p], st->f32[p], st->xq[p], st->xs[p], st->xf[p], st->psum[p], t.w_off, t.f_off,
             t.rows, t.ngroups, t.g0, G, st->g_log2, st->tab_ent[p][job->mat],
-            st->tab_steps[p][job->mat], halves, job->nx, q8, done[0], done[1], run);
+            st->tab_steps[p][job->mat], halves, job->nx, q8, q4, done[0], done[1], run);
     if (!run) return 0;
     return t.ngroups == 0
                ? TSR_CY(job->nx * tsr_cy_zero(halves * t.rows))
@@ -822,6 +910,7 @@ void tsr_mesh_embed(tsr_kstate *st, uint32_t it, uint32_t token)
     const tsr_kconfig *c = &st->cfg;
     uint32_t G = c->group, dim = c->dim, C = st->mat_cols[TSR_MAT_EMB], r0 = 0;
     int q8 = c->dtype == TSR_KDT_Q8;
+    uint32_t q4 = st->mat_q4[TSR_MAT_EMB], eb = q4 ? TSR_Q4_ENTRY_BYTES : G;   /* entry bytes */
     /* the mesh row whose row block holds `token` */
 embed_find:
     for (uint32_t p = 0; p < TSR_PES; p++) {
@@ -866,10 +955,12 @@ embed_chunks:
             uint32_t g = k >> st->cpg_log2, part = k & (cpg - 1u);
             uint32_t e = e0 + g * kb;
             uint32_t col0 = (t.g0 + g) * G + part * TSR_LANES;
-            uint32_t a0 = t.w_off + e * G + part * TSR_LANES;   /* the chunk's first byte */
+            uint32_t a0 = t.w_off + e * eb + part * TSR_LANES;   /* the chunk's first byte */
             float sc = st->f32[p][t.f_off + e];
-#if TSR_MIN_GROUP >= TSR_LANES
+#if TSR_MIN_GROUP >= TSR_LANES && !TSR_WITH_Q4
             uint32_t off = 0, cw = col0 / TSR_VEC;   /* col0 is a whole word */
+#elif TSR_MIN_GROUP >= TSR_LANES
+            uint32_t off = a0 % TSR_LANES, cw = col0 / TSR_VEC;   /* Q4_0: the entry's half */
 #else
             uint32_t off = a0 % TSR_LANES;
 #endif
@@ -878,7 +969,13 @@ embed_lanes:
 #pragma HLS UNROLL
                 uint32_t col = col0 + l;
                 if (l < chunk && col < dim) {
-                    float v = (float)st->w8[p][a0 / TSR_LANES][off + l] * sc;
+                    /* Q8_0: byte l of the chunk; Q4_0: nibble l of the entry
+                     * (tsr_layout.h), value - 8 */
+                    uint32_t byte = (uint32_t)(uint8_t)st->w8[p][a0 / TSR_LANES]
+                                                          [(off + (q4 ? l & (TSR_Q4_ENTRY_BYTES - 1u) : l)) & (TSR_LANES - 1u)];
+                    int32_t q = q4 ? (int32_t)((l < TSR_Q4_ENTRY_BYTES ? byte : byte >> 4) & 15u) - 8
+                                   : (int32_t)(int8_t)(uint8_t)byte;
+                    float v = (float)q * sc;
 #if TSR_MIN_GROUP >= TSR_LANES
                     st->cv[it][TSR_CV_X + (cw + l / TSR_VEC) * TSR_VEC + l % TSR_VEC] = v;
 #else

@@ -70,6 +70,11 @@
 #define TSR_D_TRIG      40  /* cosf / sinf                                         */
 #define TSR_D_CMP        2  /* one compare-select level (max, argmax)              */
 #define TSR_D_ATT       16  /* a PE's attention pass (BRAM read, fmul, fadd)       */
+#define TSR_D_KVCVT      4  /* a KV element to fp32 as it is read: an IEEE half
+                               decoded, an int8 converted                        */
+#define TSR_D_F16        8  /* fp32 to IEEE half as it is stored: exponent compare
+                               tree, scale, round (kernels/tsr_half.h)           */
+#define TSR_D_MUL        4  /* one fp32 multiply (the int8 cache's scales)        */
 
 /* ---- the host link ----------------------------------------------------- */
 

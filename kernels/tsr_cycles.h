@@ -165,35 +165,44 @@ static inline uint32_t tsr_cy_rope_angles(uint32_t hs)
  * positions: the head's q slice into the multiply-add's coefficients, the
  * scores (a pass per head dimension, padded) with their scale and max;
  * exp and their sum; normalise and the weighted sum of V (a pass per
- * position, padded; zeros when nl is 0).  The store of this position's k,
- * v: one value of each a cycle. */
-static inline uint32_t tsr_cy_att_store(uint32_t hs)
+ * position, padded; zeros when nl is 0).  kvt, the cache's precision
+ * (TSR_KV_*), deepens the passes that read the cache by a conversion
+ * (f16, int8) and the scale and normalise passes by the int8 scales'
+ * multiply.  The store of this position's k, v: one value of each a cycle
+ * (f16: through the encoder; int8: after a pass for the two vectors' max
+ * |v|, then divide and round). */
+static inline uint32_t tsr_cy_kv_read(uint32_t kvt) { return kvt == TSR_KV_F32 ? 0u : TSR_D_KVCVT; }
+static inline uint32_t tsr_cy_kv_scale(uint32_t kvt) { return kvt == TSR_KV_INT8 ? TSR_D_MUL : 0u; }
+static inline uint32_t tsr_cy_att_store(uint32_t hs, uint32_t kvt)
 {
-    return tsr_cy_loop(hs, 1u, TSR_D_ATT);
+    if (kvt == TSR_KV_INT8)
+        return tsr_cy_loop(hs, TSR_D_CMP, TSR_D_DIV) + tsr_cy_loop(hs, 1u, TSR_D_ATT + TSR_D_QUANT);
+    return tsr_cy_loop(hs, 1u, TSR_D_ATT + (kvt == TSR_KV_F16 ? TSR_D_F16 : 0u));
 }
 /* parts: TSR_ATT_PARTS of the profile (1: one accumulator a position, the
  * pass padded; more: that many partials, unpadded, and their tree in the
  * scale pass). */
-static inline uint32_t tsr_cy_att_scores(uint32_t hs, uint32_t nl, uint32_t parts)
+static inline uint32_t tsr_cy_att_scores(uint32_t hs, uint32_t nl, uint32_t parts, uint32_t kvt)
 {
     uint32_t tw = tsr_cdiv(nl, TSR_ATT_LANES);
     if (nl == 0) return 0;
     uint32_t pass = parts > 1u ? hs * tw : hs * tsr_cy_padded(tw);
     uint32_t tree = parts > 1u ? tsr_cy_log2(parts) * TSR_D_TREE : 0u;
-    return tsr_cy_loop(hs, 1u, TSR_D_BUS) + tsr_cy_loop(pass, 1u, TSR_D_ATT) +
-           tsr_cy_loop(nl, 1u, tree + TSR_D_DIV) +
+    return tsr_cy_loop(hs, 1u, TSR_D_BUS) + tsr_cy_loop(pass, 1u, TSR_D_ATT + tsr_cy_kv_read(kvt)) +
+           tsr_cy_loop(nl, 1u, tree + TSR_D_DIV + tsr_cy_kv_scale(kvt)) +
            tsr_cy_loop(tw, TSR_D_CMP, 0u) + tsr_cy_log2(TSR_ATT_LANES) * TSR_D_CMP;
 }
 static inline uint32_t tsr_cy_att_exp_s(uint32_t nl, uint32_t S)
 {
     return tsr_cy_loop(nl, 1u, TSR_D_EXP) + (nl ? tsr_cy_sum_s(nl, S) : 0u);
 }
-static inline uint32_t tsr_cy_att_values(uint32_t hs, uint32_t nl)
+static inline uint32_t tsr_cy_att_values(uint32_t hs, uint32_t nl, uint32_t kvt)
 {
     uint32_t out = tsr_cy_loop(tsr_cdiv(hs, TSR_ATT_LANES), 1u, TSR_D_VEC);
     if (nl == 0) return out;
-    return tsr_cy_loop(nl, 1u, TSR_D_DIV) +
-           tsr_cy_loop(nl * tsr_cy_padded(tsr_cdiv(hs, TSR_ATT_LANES)), 1u, TSR_D_ATT) + out;
+    return tsr_cy_loop(nl, 1u, TSR_D_DIV + tsr_cy_kv_scale(kvt)) +
+           tsr_cy_loop(nl * tsr_cy_padded(tsr_cdiv(hs, TSR_ATT_LANES)), 1u,
+                       TSR_D_ATT + tsr_cy_kv_read(kvt)) + out;
 }
 /* One level of a KV head group's trees: the max or the sum of kv_mul
  * values, or the weighted sums (kv_mul x head_size). */

@@ -9,8 +9,8 @@
  *       LOAD       chunk -> a PE's int8 / fp32 array, the controller
  *       PREFILL    ids -> forward each -> KV caches (the last one pending)
  *       DECODE     loop: forward(pending) -> greedy on the mesh / sample
- *                  -> out[1 + i], out[0] = i + 1 -> stop at n, BOS/EOS,
- *                  seq_len or the cancel word
+ *                  -> out[1 + i], out[0] = i + 1 -> stop at n, the
+ *                  configured BOS/EOS, seq_len or the cancel word
  *       READ_*     logits / counters -> out;  EXIT -> return
  *     -> response k: status, words written, then its seq word
  *
@@ -89,6 +89,11 @@ static int check_shape(const tsr_kconfig *c)
     if (c->dim % c->n_heads || c->n_heads % c->n_kv_heads || (c->dim / c->n_heads) % 2u)
         return TSR_K_EARG;
     if (c->dtype != TSR_KDT_Q8 && c->dtype != TSR_KDT_F32) return TSR_K_EARG;
+    if (c->bos >= c->vocab_size || c->eos >= c->vocab_size || c->kv_dtype >= TSR_KV_COUNT ||
+        (c->q4_kinds & ~TSR_KINDS_ALL) != 0)
+        return TSR_K_EARG;
+    /* Q4_0 tiles: in the quantized mode, at GGUF's block of 32 */
+    if (c->q4_kinds != 0 && (c->dtype != TSR_KDT_Q8 || c->group != TSR_Q4_GROUP)) return TSR_K_EARG;
     if (!is_pow2(c->mesh_cols) || !is_pow2(c->group) || !is_pow2(c->kv_split)) return TSR_K_EARG;
     uint32_t P = c->mesh_rows * c->mesh_cols;
     if (c->dim > TSR_MAX_DIM || c->hidden_dim > TSR_MAX_HIDDEN || c->n_layers > TSR_MAX_LAYERS ||
@@ -106,6 +111,10 @@ static int check_shape(const tsr_kconfig *c)
         (c->dim / c->n_kv_heads) % TSR_VEC != 0 || (c->dim / c->n_heads) % TSR_ATT_LANES != 0)
         return TSR_K_ESHAPE;
     if (c->dtype == TSR_KDT_F32 && !TSR_WITH_F32) return TSR_K_ESHAPE;
+    /* datapaths the profile did not build */
+    if ((c->q4_kinds != 0 && !TSR_WITH_Q4) || (c->kv_dtype == TSR_KV_F16 && !TSR_WITH_KV_F16) ||
+        (c->kv_dtype == TSR_KV_INT8 && !TSR_WITH_KV_INT8))
+        return TSR_K_ESHAPE;
     return TSR_K_OK;
 }
 
@@ -135,6 +144,10 @@ static int op_configure(tsr_kstate *st, const uint32_t *in_w, const float *in_f,
     c.shared_classifier = in_w[13];
     c.kv_split = in_w[14];
     c.att_pes = in_w[15];
+    c.q4_kinds = in_w[16];
+    c.kv_dtype = in_w[17];
+    c.bos = in_w[18];
+    c.eos = in_w[19];
     c.rope_theta = in_f[TSR_KCONFIG_INTS];
     c.norm_eps = in_f[TSR_KCONFIG_INTS + 1];
     st->configured = 0;
@@ -146,7 +159,7 @@ cfg_fit_clear:
     if (rc == TSR_K_OK) {
         /* the layout: each matrix's tile on each PE, packed in matrix order */
         uint32_t nm = tsr_lay_n_mats(&c), rot = 0, max_w = 0, max_f = 0, max_kv = 0, max_rows = 0;
-        uint32_t max_att = 0;
+        uint32_t max_att = 0, max_kvs = 0;
         uint64_t total = 4ull * tsr_lay_ctrl_words(&c);
         uint32_t sl = tsr_lay_seq_words(&c);   /* whole attention words of positions */
 cfg_mats:
@@ -155,6 +168,7 @@ cfg_mats:
             st->mat_rot[m] = rot;
             st->mat_cols[m] = tsr_lay_mat_cols(&c, m);
             tsr_lay_mat_shape(&c, m, &st->mat_d[m], &st->mat_n[m], &st->mat_pair[m]);
+            st->mat_q4[m] = tsr_lay_mat_q4(&c, m);
             rot = tsr_lay_rot_next(&c, m, rot);
         }
 cfg_pes:
@@ -180,8 +194,10 @@ cfg_pe_mats:
             }
             uint32_t h0 = 0, q = 0, nh = tsr_lay_kv_heads(&c, p, &h0, &q);
             if (tsr_lay_att_words(&c, p) > max_att) max_att = tsr_lay_att_words(&c, p);
-            uint64_t kvw64 = tsr_lay_kv_words(&c, p);
+            uint64_t kvw64 = tsr_lay_kv_words(&c, p), kvs64 = tsr_lay_kv_scales(&c, p);
+            uint64_t kvb = tsr_lay_kv_bytes(&c, p);
             uint32_t kvw = kvw64 > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)kvw64;
+            uint32_t kvs = kvs64 > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)kvs64;
             if (p < TSR_ATT_PES) {   /* nh is 0 past att_pes <= TSR_ATT_PES */
                 uint32_t hs = c.dim / c.n_heads;
                 st->kv_h0[p] = h0;
@@ -190,14 +206,16 @@ cfg_pe_mats:
                 st->kv_q0[p] = h0 * (c.n_heads / c.n_kv_heads) * hs;
                 st->kv_k0[p] = c.dim + h0 * hs;
                 st->kv_blkw[p] = nh * 2u * hs * (sl / TSR_ATT_LANES);
+                st->kv_blks[p] = nh * 2u * sl;
             }
             st->w8_used[p] = wb;
             st->f32_used[p] = fw;
-            st->cnt.pe_sram_bytes[p] = wb + 4ull * fw + 4ull * kvw;
-            total += wb + 4ull * fw + 4ull * kvw;
+            st->cnt.pe_sram_bytes[p] = wb + 4ull * fw + kvb;
+            total += wb + 4ull * fw + kvb;
             if (wb > max_w) max_w = wb;
             if (fw > max_f) max_f = fw;
             if (kvw > max_kv) max_kv = kvw;
+            if (kvs > max_kvs) max_kvs = kvs;
             if (rows > max_rows) max_rows = rows;
         }
         /* the gather's sources: each matrix's mesh rows from its first
@@ -226,8 +244,12 @@ cfg_roots_rows:
         fit[TSR_KFIT_CTRL_WORDS] = tsr_lay_ctrl_words(&c);
         fit[TSR_KFIT_TOTAL_LO] = (uint32_t)total;
         fit[TSR_KFIT_TOTAL_HI] = (uint32_t)(total >> 32);
+        /* the KV elements go to the array of their precision */
+        uint32_t kv_room = c.kv_dtype == TSR_KV_F16 ? TSR_PE_KVH_WORDS
+                         : c.kv_dtype == TSR_KV_INT8 ? TSR_PE_KVQ_BYTES : TSR_PE_KV_WORDS;
         if (tsr_cdiv(max_w, TSR_LANES) > TSR_PE_W8_WORDS || max_f > TSR_PE_F32_WORDS ||
-            max_kv > TSR_PE_KV_WORDS || max_rows > TSR_PE_ROWS || max_att > TSR_PE_ATT)
+            max_kv > kv_room || max_kvs > TSR_PE_KVS_WORDS || max_rows > TSR_PE_ROWS ||
+            max_att > TSR_PE_ATT)
             rc = TSR_K_ECAPACITY;
         if (rc == TSR_K_OK) {
             uint32_t hs = c.dim / c.n_heads;
@@ -280,6 +302,35 @@ cfg_fit_out:
 /* ------------------------------------------------------------------------ */
 /* LOAD                                                                       */
 
+/* The emulator's per-entry weight sums (tsr_emu_wcorr, kept in the
+ * scales' order) of PE p's entries that bytes [off, off + len) of its int8
+ * array touched, tile by tile: an entry is G bytes (Q8_0) or 16 (Q4_0),
+ * its sum at the tile's first scale plus its index.  An entry split over
+ * two chunks is summed again by the second.  Nothing in hardware. */
+static void emu_wcorr_update(tsr_kstate *st, uint32_t p, uint32_t off, uint32_t len)
+{
+#ifdef TSR_EMU
+    if (st->cfg.dtype != TSR_KDT_Q8) return;
+    uint32_t nm = tsr_lay_n_mats(&st->cfg), end = off + len, G = st->cfg.group;
+    for (uint32_t m = 0; m < nm; m++) {
+        uint32_t q4 = st->mat_q4[m], eb = q4 ? TSR_Q4_ENTRY_BYTES : G;
+        uint32_t w0 = st->tab_woff[p][m], n = (st->mat_pair[m] ? 2u : 1u) * st->tab_ent[p][m];
+        uint32_t w1 = w0 + n * eb;
+        if (n == 0 || end <= w0 || off >= w1) continue;
+        uint32_t e0 = off > w0 ? (off - w0) / eb : 0u, e1 = ((end < w1 ? end : w1) - 1u - w0) / eb;
+        for (uint32_t e = e0; e <= e1; e++) {
+            const int8_t *w = &st->w8[p][0][0] + w0 + (size_t)e * eb;
+            st->emu_wcorr[p][st->tab_foff[p][m] + e] = q4 ? tsr_emu_wcorr_q4(w) : tsr_emu_wcorr(w, G);
+        }
+    }
+#else
+    (void)st;
+    (void)p;
+    (void)off;
+    (void)len;
+#endif
+}
+
 static int op_load(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32_t *in_w,
                    const float *in_f, uint32_t in_n)
 {
@@ -305,15 +356,7 @@ load_w8_bytes:
                     st->w8[p][a / TSR_LANES][a % TSR_LANES + k] = (int8_t)(uint8_t)(v >> (8u * k));
             }
         }
-#ifdef TSR_EMU
-        /* the emulator's per-entry weight sums of the entries this touched
-         * (an entry split over two chunks is summed again by the second) */
-        if (st->cfg.dtype == TSR_KDT_Q8) {
-            uint32_t G = st->cfg.group, e1 = (off + len - 1u) >> st->g_log2;
-            for (uint32_t e = off >> st->g_log2; e <= e1 && e < TSR_PE_F32_WORDS; e++)
-                st->emu_wcorr[p][e] = tsr_emu_wcorr(&st->w8[p][0][0] + (size_t)e * G, G);
-        }
-#endif
+        emu_wcorr_update(st, p, off, len);
         st->cnt.load_bytes += len;
         return TSR_K_OK;
     }
@@ -539,7 +582,8 @@ decode_copy:
             TSR_PUBLISH(&out_w[k * d.stride], d.done[k]);
             st->pending[sl] = next;
             st->cnt.tokens_sampled++;
-            if (!(d.flags[k] & TSR_DEC_IGNORE_STOP) && (next == TSR_TOKEN_BOS || next == TSR_TOKEN_EOS))
+            if (!(d.flags[k] & TSR_DEC_IGNORE_STOP) &&
+                ((uint32_t)next == cf->bos || (uint32_t)next == cf->eos))
                 d.live[k] = 0;
         }
     }
@@ -564,6 +608,67 @@ read_logits:
     }
     *out_n = nv;
     return TSR_K_OK;
+}
+
+/* READ_MEM: words of a PE's int8 array (bytes, four a word, little-endian:
+ * LOAD's payload), of its fp32 array, or of the controller's norms, inside
+ * what CONFIGURE laid out.  A debug read: nothing is charged. */
+static int op_read_mem(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], volatile uint32_t *out_w,
+                       volatile float *out_f, uint32_t room, uint32_t *out_n)
+{
+    uint32_t p = c[TSR_CMD_A0], region = c[TSR_CMD_A1], off = c[TSR_CMD_A2], len = c[TSR_CMD_A3];
+    if (region == TSR_REG_W8) {
+        if (p >= st->P || off > st->w8_used[p] || len > st->w8_used[p] - off ||
+            tsr_cdiv(len, 4u) > room)
+            return TSR_K_EARG;
+read_w8:
+        for (uint32_t k = 0; k < tsr_cdiv(len, 4u); k++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LOAD_WORDS
+#pragma HLS PIPELINE II=1
+            uint32_t w = 0;
+read_w8_bytes:
+            for (uint32_t i = 0; i < 4u; i++) {
+#pragma HLS UNROLL
+                uint32_t a = off + 4u * k + i;
+                if (4u * k + i < len)
+                    w |= (uint32_t)(uint8_t)st->w8[p][a / TSR_LANES][a % TSR_LANES] << (8u * i);
+            }
+            out_w[k] = w;
+        }
+        *out_n = tsr_cdiv(len, 4u);
+        return TSR_K_OK;
+    }
+    if (region == TSR_REG_F32) {
+        if (p >= st->P || off > st->f32_used[p] || len > st->f32_used[p] - off || len > room)
+            return TSR_K_EARG;
+read_f32:
+        for (uint32_t i = 0; i < len; i++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LOAD_WORDS
+#pragma HLS PIPELINE II=1
+            out_f[i] = st->f32[p][off + i];
+        }
+        *out_n = len;
+        return TSR_K_OK;
+    }
+    if (region == TSR_REG_CTRL) {
+        /* the norm rows, in LOAD's order */
+        uint32_t cw = tsr_lay_ctrl_words(&st->cfg), dim = st->cfg.dim;
+        if (p != 0 || off > cw || len > cw - off || len > room) return TSR_K_EARG;
+        uint32_t row = off / dim, col = off % dim;
+read_ctrl:
+        for (uint32_t i = 0; i < len; i++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_CTRL_WORDS
+#pragma HLS PIPELINE II=1
+            out_f[i] = st->rms[row][col];
+            if (++col == dim) {
+                col = 0;
+                row++;
+            }
+        }
+        *out_n = len;
+        return TSR_K_OK;
+    }
+    return TSR_K_EARG;
 }
 
 /* READ_COUNTERS: every field as (low, high) words, in field order. */
@@ -629,7 +734,8 @@ int tsr_kernel_exec(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint3
     }
     /* the rest need a configured device and a valid slot */
     if (!st->configured) return TSR_K_ESTATE;
-    if (op != TSR_OP_READ_LOGITS && op != TSR_OP_DECODE_BATCH && s >= st->cfg.n_slots)
+    if (op != TSR_OP_READ_LOGITS && op != TSR_OP_DECODE_BATCH && op != TSR_OP_READ_MEM &&
+        s >= st->cfg.n_slots)
         return TSR_K_EARG;
     switch (op) {
     case TSR_OP_RESET:
@@ -648,6 +754,8 @@ int tsr_kernel_exec(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint3
     case TSR_OP_DECODE_BATCH:
     case TSR_OP_READ_LOGITS:
         return op_forward(st, c, in_w, in_f, in_n, out_w, out_f, room, hdr, out_n);
+    case TSR_OP_READ_MEM:
+        return op_read_mem(st, c, out_w, out_f, room, out_n);
     default:
         return TSR_K_EOP;
     }
@@ -755,6 +863,25 @@ void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f
 #else
 #pragma HLS BIND_STORAGE variable=st.kv type=ram_t2p impl=bram
 #endif
+#if TSR_WITH_KV_F16
+#pragma HLS ARRAY_PARTITION variable=st.kvh type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=st.kvh type=complete dim=3
+#if TSR_KV_URAM
+#pragma HLS BIND_STORAGE variable=st.kvh type=ram_t2p impl=uram
+#else
+#pragma HLS BIND_STORAGE variable=st.kvh type=ram_t2p impl=bram
+#endif
+#endif
+#if TSR_WITH_KV_INT8
+#pragma HLS ARRAY_PARTITION variable=st.kvq type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=st.kvq type=complete dim=3
+#if TSR_KV_URAM
+#pragma HLS BIND_STORAGE variable=st.kvq type=ram_t2p impl=uram
+#else
+#pragma HLS BIND_STORAGE variable=st.kvq type=ram_t2p impl=bram
+#endif
+#pragma HLS ARRAY_PARTITION variable=st.kvs type=complete dim=1
+#endif
 #pragma HLS ARRAY_PARTITION variable=st.qkvw type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=st.qkvw type=complete dim=3
 #if TSR_QKVW_LUT
@@ -812,6 +939,7 @@ void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f
 #pragma HLS ARRAY_PARTITION variable=st.kv_q0 type=complete
 #pragma HLS ARRAY_PARTITION variable=st.kv_k0 type=complete
 #pragma HLS ARRAY_PARTITION variable=st.kv_blkw type=complete
+#pragma HLS ARRAY_PARTITION variable=st.kv_blks type=complete
     /* the controller's memories: its vectors and the norm weights in
      * TSR_VEC banks (a word's lane l in bank l), the sampler's copy in
      * TSR_SUM_E banks (its reduction reads that many a cycle) */

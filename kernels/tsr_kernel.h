@@ -49,6 +49,8 @@ enum {
     TSR_OP_READ_COUNTERS, /* tsr_kcounters -> out                          */
     TSR_OP_EXIT,          /* leave tsr_kernel_serve (tessera_top returns)  */
     TSR_OP_DECODE_BATCH,  /* generate for several slots, one pass a step  */
+    TSR_OP_READ_MEM,      /* a PE's int8 / fp32 array or the controller's
+                             norms -> out (a debug read, the mirror of LOAD) */
     TSR_OP_COUNT
 };
 
@@ -95,7 +97,10 @@ enum {
  *                  the last full pass (its first item's).
  *   READ_COUNTERS: answer: tsr_kcounters as (low, high) word pairs, in
  *                  field order, at most OUT_WORDS words.
- *   EXIT:          none.                                                */
+ *   EXIT:          none.
+ *   READ_MEM:      A0 pe, A1 region, A2 offset, A3 length as LOAD's, inside
+ *                  what CONFIGURE laid out; answer: the words as LOAD's
+ *                  payload (W8 bytes 4 to a word, little-endian).       */
 
 /* LOAD regions. */
 enum { TSR_REG_W8 = 0,   /* a PE's int8 array (bytes)                      */
@@ -105,14 +110,11 @@ enum { TSR_REG_W8 = 0,   /* a PE's int8 array (bytes)                      */
 
 /* DECODE flags. */
 #define TSR_DEC_RESEED      1u  /* restart the slot's RNG from the seed     */
-#define TSR_DEC_IGNORE_STOP 2u  /* do not stop at BOS (1) / EOS (2)         */
+#define TSR_DEC_IGNORE_STOP 2u  /* do not stop at the configured BOS / EOS  */
 
 /* A DECODE_BATCH record (words; temperature and top_p read as fp32). */
 enum { TSR_BATCH_SLOT = 0, TSR_BATCH_N, TSR_BATCH_FLAGS, TSR_BATCH_SEED_LO, TSR_BATCH_SEED_HI,
        TSR_BATCH_TEMP, TSR_BATCH_TOP_P, TSR_BATCH_RESERVED, TSR_BATCH_WORDS };
-
-#define TSR_TOKEN_BOS 1
-#define TSR_TOKEN_EOS 2
 
 /* ---- the ring (ctl, uint32 words) -------------------------------------- */
 
@@ -262,6 +264,7 @@ typedef struct tsr_kstate {
     uint32_t mat_d[TSR_MAX_MATS];         /* its rows d, inputs n, 1 for W13's */
     uint32_t mat_n[TSR_MAX_MATS];         /* pair (tsr_lay_mat_shape, once)  */
     uint32_t mat_pair[TSR_MAX_MATS];
+    uint32_t mat_q4[TSR_MAX_MATS];        /* 1: its tiles are Q4_0          */
     /* each matrix's mesh-row roots in row order (the gather's sources):
      * PE, first and end bus word of its rows; mat_nroots of them */
     uint32_t mat_nroots[TSR_MAX_MATS];
@@ -276,6 +279,8 @@ typedef struct tsr_kstate {
     uint32_t kv_q0[TSR_ATT_PES];          /* its first q element in q | k | v */
     uint32_t kv_k0[TSR_ATT_PES];          /* its first k element            */
     uint32_t kv_blkw[TSR_ATT_PES];        /* KV words of one (slot, layer)  */
+    uint32_t kv_blks[TSR_ATT_PES];        /* its int8 scales (2 x its heads
+                                             x seq_local; any precision)  */
     uint32_t kv_pe[TSR_MAX_KV_HEADS];     /* each KV head's first PE        */
     uint32_t kv_j[TSR_MAX_KV_HEADS];      /* its index among that PE's heads */
     uint32_t kv_ow[TSR_MAX_KV_HEADS];     /* its outputs' first attention word there */
@@ -326,7 +331,10 @@ typedef struct tsr_kstate {
     float    f32[TSR_PES][TSR_PE_F32_WORDS];          /* scales / F32 tiles  */
     /* the attention PEs' memories, in words of TSR_ATT_LANES (a lane is a
      * bank) or TSR_VEC (their copy of q | k | v, latched off the bus) */
-    float    kv[TSR_ATT_PES][TSR_PE_KV_AW][TSR_ATT_LANES];  /* KV cache       */
+    float    kv[TSR_ATT_PES][TSR_PE_KV_AW][TSR_ATT_LANES];  /* KV cache, fp32 */
+    uint16_t kvh[TSR_ATT_PES][TSR_PE_KVH_AW][TSR_ATT_LANES]; /* ..., IEEE half */
+    int8_t   kvq[TSR_ATT_PES][TSR_PE_KVQ_AW][TSR_ATT_LANES]; /* ..., int8      */
+    float    kvs[TSR_ATT_PES][TSR_KVS_DIM];                 /* its scales     */
     float    qkvw[TSR_ATT_PES][TSR_PE_QKV_VW][TSR_VEC];     /* q | k | v      */
     float    att[TSR_ATT_PES][TSR_PE_ATT_AW][TSR_ATT_LANES]; /* scores         */
     float    ao[TSR_ATT_PES][TSR_PE_AO_AW][TSR_ATT_LANES];  /* head outputs   */
@@ -391,6 +399,9 @@ typedef struct tsr_kprofile {
     uint32_t lanes, vec, row_slots;   /* the datapath (tsr_arch.h)          */
     uint32_t block;                   /* items a pass (TSR_MAX_BLOCK); an
                                          xclbin that does not say: 1     */
+    uint32_t with_q4;                 /* the Q4_0 tile is built             */
+    uint32_t kvh_words, kvq_bytes, kvs_words; /* the f16 / int8 KV arrays (0:
+                                         that precision is not built)       */
 } tsr_kprofile;
 
 /* The figures of the profile this file is compiled with. */
@@ -400,6 +411,6 @@ typedef struct tsr_kprofile {
       TSR_MAX_SEQ, TSR_MAX_SLOTS, TSR_MIN_GROUP, TSR_MAX_GROUP, TSR_SUM_LANES,            \
       TSR_MAX_KV_SPLIT, TSR_ATT_PES, TSR_WITH_F32, TSR_PE_W8_WORDS, TSR_PE_F32_WORDS, TSR_PE_KV_WORDS, \
       TSR_PE_ROWS, TSR_PE_ATT, TSR_F32_URAM, TSR_KV_URAM, TSR_LANES, TSR_VEC, TSR_ROW_SLOTS, \
-      TSR_MAX_BLOCK }
+      TSR_MAX_BLOCK, TSR_WITH_Q4, TSR_PE_KVH_WORDS, TSR_PE_KVQ_BYTES, TSR_PE_KVS_WORDS }
 
 #endif

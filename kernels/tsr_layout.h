@@ -30,13 +30,29 @@
  * A W13 tile holds the same rows of w1 and of w3 (its PE applies SwiGLU).
  * Tile rows come in blocks of TSR_ROW_SLOTS; the last block of a tile may
  * be short ("tail").  A tile's entries, in memory order: for each block b,
- * for each group g, for each row j of the block: G int8 values and one
- * fp32 scale (Q8); or for each column, for each row j: one fp32 value
- * (F32).  That is the order a PE's
- * pipeline reads them in: consecutive cycles work on different rows, so
- * each row's fp32 accumulator is touched once every TSR_ROW_SLOTS cycles.
- * Groups past n are zero padded.  Each tile starts on a TSR_LANES-byte
- * word in the PE's int8 array, matrices in matrix order.
+ * for each group g, for each row j of the block: one group of weights and
+ * its fp32 scale (Q8_0, Q4_0); or for each column, for each row j: one
+ * fp32 value (F32).  That is the order a PE's pipeline reads them in:
+ * consecutive cycles work on different rows, so each row's fp32
+ * accumulator is touched once every TSR_ROW_SLOTS cycles.  Groups past n
+ * are zero padded.  Each tile starts on a TSR_LANES-byte word in the PE's
+ * int8 array, matrices in matrix order.
+ *
+ * Weight formats, per kind of matrix (TSR_KIND_*: the embedding, QKV, WO,
+ * W13, W2, an unshared classifier), in the quantized mode (dtype Q8):
+ *   Q8_0  an entry is G int8 values (G bytes; G >= TSR_LANES: G /
+ *         TSR_LANES whole words, smaller: several entries a word);
+ *   Q4_0  (kinds in q4_kinds; G must be TSR_Q4_GROUP = 32 = TSR_LANES) an
+ *         entry is 16 bytes, GGUF's block_q4_0 without its scale: byte i
+ *         holds element i in its low nibble and element i + 16 in its high
+ *         one, each as value + 8 (0..15, so 8 is zero; padding is 8).  A
+ *         32-byte word holds two consecutive entries, the first in bytes
+ *         0..15: entry e of the array is word e / 2, half e % 2.  The PE
+ *         reads one word a cycle and uses one half of it: one group of 32
+ *         int4 x int8 MACs a cycle, as Q8_0 at G = 32 (the same pipeline
+ *         steps and cycles), in half the bytes.
+ * The scale of an entry is the fp32 array's, one per entry in both
+ * formats (GGUF's fp16 scales widened exactly).
  *
  * KV cache: the A = att_pes PEs that have attention datapaths form A / Q
  * groups of Q = kv_split PEs (A a multiple of Q); group g holds the KV
@@ -44,7 +60,11 @@
  * n_kv_heads; with Q > 1 at most one head a group), position t on the
  * group's PE t % Q, at local index t / Q (seq_local = ceil(seq_len / Q)
  * per PE).  Per PE, for each slot s, layer l and head j of its heads:
- * K^T (head_size, seq_local) then V (seq_local, head_size).
+ * K^T (head_size, seq_local) then V (seq_local, head_size) elements, in
+ * the array of the configured precision (kv_dtype): fp32 (kv), IEEE half
+ * (kvh) or int8 (kvq).  int8 adds one fp32 scale per head vector per
+ * position (kvs): per block, the K scales (seq_local) then the V scales,
+ * scale = max |v| / 127, q = round(v / scale) (half away from zero).
  *
  * Controller fp32 region: rms_att (n_layers, dim), rms_ffn (n_layers, dim),
  * rms_final (dim,).
@@ -57,10 +77,24 @@
 #include "tsr_arch.h"
 #include "tsr_profile.h"
 
-/* Weight element types on the device. */
+/* Weight element types on the device: quantized (Q8_0 tiles, and Q4_0
+ * tiles for the kinds in q4_kinds), or F32 (validation). */
 enum { TSR_KDT_Q8 = 0, TSR_KDT_F32 = 1 };
 
-#define TSR_KCONFIG_MAGIC 0x74737232u /* "tsr2" */
+/* Kinds of weight matrix (each a bit of q4_kinds). */
+enum { TSR_KIND_EMB = 0, TSR_KIND_QKV, TSR_KIND_WO, TSR_KIND_W13, TSR_KIND_W2, TSR_KIND_CLS,
+       TSR_KIND_COUNT };
+#define TSR_KINDS_ALL ((1u << TSR_KIND_COUNT) - 1u)
+
+/* Q4_0 (GGUF block_q4_0): 32 values a group, 16 bytes of nibbles. */
+#define TSR_Q4_GROUP       32u
+#define TSR_Q4_ENTRY_BYTES 16u
+#define TSR_Q4_ENTRY_LOG2  4u   /* log2 TSR_Q4_ENTRY_BYTES */
+
+/* KV cache precisions (kv_dtype). */
+enum { TSR_KV_F32 = 0, TSR_KV_F16 = 1, TSR_KV_INT8 = 2, TSR_KV_COUNT };
+
+#define TSR_KCONFIG_MAGIC 0x74737233u /* "tsr3" */
 
 /* The CONFIGURE block: TSR_KCONFIG_INTS uint32 words, then 2 fp32 words. */
 typedef struct tsr_kconfig {
@@ -81,12 +115,17 @@ typedef struct tsr_kconfig {
     uint32_t kv_split;          /* Q: PEs one KV head's positions spread over */
     uint32_t att_pes;           /* PEs [0, att_pes) hold the KV cache (and
                                    have attention datapaths)              */
+    uint32_t q4_kinds;          /* bit k: matrices of kind k (TSR_KIND_*)
+                                   are Q4_0 tiles (dtype Q8, group 32)    */
+    uint32_t kv_dtype;          /* TSR_KV_F32, TSR_KV_F16 or TSR_KV_INT8   */
+    uint32_t bos, eos;          /* DECODE stops after either (the model's
+                                   special tokens), unless told not to    */
     float    rope_theta;
     float    norm_eps;
 } tsr_kconfig;
 
-#define TSR_KCONFIG_INTS  16
-#define TSR_KCONFIG_WORDS 18
+#define TSR_KCONFIG_INTS  20
+#define TSR_KCONFIG_WORDS 22
 
 /* Per-layer matrices, in matrix order. */
 enum { TSR_W_QKV = 0, TSR_W_O, TSR_W_13, TSR_W_2, TSR_W_COUNT };
@@ -102,6 +141,7 @@ typedef struct tsr_tile {
     uint32_t f_off;    /* Q8: first scale; F32: first value, fp32 array     */
     uint32_t pair;     /* 1: a W13 tile (w1 rows, then the same w3 rows)    */
     uint32_t cols;     /* C_m: the columns the matrix is split over         */
+    uint32_t q4;       /* 1: Q4_0 entries (16 bytes), else Q8_0 (G bytes)   */
 } tsr_tile;
 
 /* ceil(a / b), b > 0. */
@@ -158,6 +198,21 @@ static inline void tsr_lay_mat_shape(const tsr_kconfig *c, uint32_t m, uint32_t 
     }
 }
 
+/* The kind (TSR_KIND_*) of matrix m: a shared classifier is the
+ * embedding. */
+static inline uint32_t tsr_lay_mat_kind(const tsr_kconfig *c, uint32_t m)
+{
+    if (m == TSR_MAT_EMB) return TSR_KIND_EMB;
+    if (m == 1u + (uint32_t)TSR_W_COUNT * c->n_layers) return TSR_KIND_CLS;
+    return 1u + (m - 1u) % (uint32_t)TSR_W_COUNT;
+}
+
+/* 1 when matrix m is held as Q4_0 tiles. */
+static inline uint32_t tsr_lay_mat_q4(const tsr_kconfig *c, uint32_t m)
+{
+    return c->dtype == TSR_KDT_Q8 && ((c->q4_kinds >> tsr_lay_mat_kind(c, m)) & 1u) ? 1u : 0u;
+}
+
 /* Units (TSR_VEC rows) of matrix m. */
 static inline uint32_t tsr_lay_units(const tsr_kconfig *c, uint32_t m)
 {
@@ -169,7 +224,8 @@ static inline uint32_t tsr_lay_units(const tsr_kconfig *c, uint32_t m)
 /* Pipeline steps of one (sub-)tile of rows x ngroups in the PE GEMV: every
  * block pays TSR_ROW_SLOTS slots (a short tail block idles the rest), Q8
  * takes one TSR_LANES-chunk of a group per step (G / TSR_LANES steps a
- * group when G > TSR_LANES, one when smaller), F32 one column per step. */
+ * group when G > TSR_LANES, one when smaller; Q4_0, G = 32, one), F32 one
+ * column per step. */
 static inline uint32_t tsr_lay_tile_steps(const tsr_kconfig *c, uint32_t rows, uint32_t ngroups)
 {
     uint32_t nb = tsr_cdiv(rows, TSR_ROW_SLOTS);
@@ -256,6 +312,7 @@ static inline tsr_tile tsr_lay_tile(const tsr_kconfig *c, uint32_t m, uint32_t r
     t.f_off = 0;
     t.pair = pair;
     t.cols = C;
+    t.q4 = tsr_lay_mat_q4(c, m);
     return t;
 }
 
@@ -265,11 +322,17 @@ static inline uint32_t tsr_lay_tile_entries(tsr_tile t)
     return (t.pair ? 2u : 1u) * t.rows * t.ngroups;
 }
 
+/* Bytes of one entry in the PE's int8 array: G (Q8_0) or 16 (Q4_0). */
+static inline uint32_t tsr_lay_entry_bytes(const tsr_kconfig *c, tsr_tile t)
+{
+    return t.q4 ? TSR_Q4_ENTRY_BYTES : c->group;
+}
+
 /* Bytes a tile takes in the PE's int8 array, whole words (0 in F32). */
 static inline uint32_t tsr_lay_tile_w8(const tsr_kconfig *c, tsr_tile t)
 {
     if (c->dtype != TSR_KDT_Q8) return 0u;
-    return tsr_cdiv(tsr_lay_tile_entries(t) * c->group, TSR_LANES) * TSR_LANES;
+    return tsr_cdiv(tsr_lay_tile_entries(t) * tsr_lay_entry_bytes(c, t), TSR_LANES) * TSR_LANES;
 }
 
 /* Words a tile takes in the PE's fp32 array: scales (Q8) or values (F32). */
@@ -335,12 +398,34 @@ static inline uint32_t tsr_lay_kv_block(const tsr_kconfig *c)
     return 2u * tsr_lay_head_size(c) * tsr_lay_seq_words(c);
 }
 
-/* KV words on PE pe, all slots, layers and its heads (64-bit: checked
+/* KV elements on PE pe, all slots, layers and its heads, in the array of
+ * the configured precision (fp32 words, halves or bytes; 64-bit: checked
  * against the profile before anything is stored in 32-bit offsets). */
 static inline uint64_t tsr_lay_kv_words(const tsr_kconfig *c, uint32_t pe)
 {
     uint32_t h0, q, n = tsr_lay_kv_heads(c, pe, &h0, &q);
     return (uint64_t)n * c->n_slots * c->n_layers * tsr_lay_kv_block(c);
+}
+
+/* The int8 cache's scales on PE pe: a K and a V scale per position of
+ * every (slot, layer, head) block; 0 for the other precisions. */
+static inline uint64_t tsr_lay_kv_scales(const tsr_kconfig *c, uint32_t pe)
+{
+    uint32_t h0, q, n = tsr_lay_kv_heads(c, pe, &h0, &q);
+    if (c->kv_dtype != TSR_KV_INT8) return 0u;
+    return (uint64_t)n * c->n_slots * c->n_layers * 2u * tsr_lay_seq_words(c);
+}
+
+/* Bytes of one KV element: 4 (fp32), 2 (half), 1 (int8). */
+static inline uint32_t tsr_lay_kv_elem_bytes(const tsr_kconfig *c)
+{
+    return c->kv_dtype == TSR_KV_F16 ? 2u : c->kv_dtype == TSR_KV_INT8 ? 1u : 4u;
+}
+
+/* Bytes of PE pe's KV cache: its elements and (int8) their scales. */
+static inline uint64_t tsr_lay_kv_bytes(const tsr_kconfig *c, uint32_t pe)
+{
+    return tsr_lay_kv_words(c, pe) * tsr_lay_kv_elem_bytes(c) + 4u * tsr_lay_kv_scales(c, pe);
 }
 
 /* Attention scores on PE pe: its query heads x its positions. */

@@ -33,6 +33,30 @@ TSR_STATIC_CHECK(embed_ii, TSR_EMBED_II * TSR_VEC == TSR_LANES);
 #ifndef TSR_KV_URAM
 #define TSR_KV_URAM         0
 #endif
+/* The Q4_0 tile datapath (mesh.c pe_tile_q4): built unless the profile
+ * says 0. */
+#ifndef TSR_WITH_Q4
+#define TSR_WITH_Q4         1
+#endif
+TSR_STATIC_CHECK(q4_group_is_lanes, !TSR_WITH_Q4 || (TSR_LANES == 32 && TSR_MAX_GROUP >= 32 &&
+                                                     TSR_MIN_GROUP <= 32));
+
+/* The KV cache's arrays beside the fp32 one (TSR_PE_KV_WORDS): IEEE halves
+ * (TSR_PE_KVH_WORDS), int8 values and their fp32 scales (TSR_PE_KVQ_BYTES,
+ * TSR_PE_KVS_WORDS).  A profile that leaves a size out (0) does not build
+ * that precision; its array is then one placeholder word. */
+#ifndef TSR_PE_KVH_WORDS
+#define TSR_PE_KVH_WORDS    0u
+#endif
+#ifndef TSR_PE_KVQ_BYTES
+#define TSR_PE_KVQ_BYTES    0u
+#endif
+#ifndef TSR_PE_KVS_WORDS
+#define TSR_PE_KVS_WORDS    0u
+#endif
+#define TSR_WITH_KV_F16     (TSR_PE_KVH_WORDS > 0)
+#define TSR_WITH_KV_INT8    (TSR_PE_KVQ_BYTES > 0 && TSR_PE_KVS_WORDS > 0)
+
 /* The quantizer reads a group's word maxima (TSR_VEC words) in one cycle. */
 #define TSR_WMAX_PORTS      (TSR_MAX_GROUP / TSR_VEC > 1 ? TSR_MAX_GROUP / TSR_VEC : 1)
 
@@ -110,6 +134,13 @@ TSR_STATIC_CHECK(slots_cancel_words, TSR_MAX_SLOTS <= 8);
 /* An attention PE's memories in words of TSR_ATT_LANES (KV cache, scores,
  * outputs) or TSR_VEC (its copy of q | k | v), so that a lane is a bank. */
 #define TSR_PE_KV_AW        (TSR_PE_KV_WORDS / TSR_ATT_LANES)
+/* ... and the f16 / int8 caches' (one placeholder word when not built);
+ * the int8 scales are one a position, read one a cycle: a plain array. */
+#define TSR_PE_KVH_AW       (TSR_WITH_KV_F16 ? TSR_PE_KVH_WORDS / TSR_ATT_LANES : 1u)
+#define TSR_PE_KVQ_AW       (TSR_WITH_KV_INT8 ? TSR_PE_KVQ_BYTES / TSR_ATT_LANES : 1u)
+#define TSR_KVS_DIM         (TSR_WITH_KV_INT8 ? TSR_PE_KVS_WORDS : 1u)
+TSR_STATIC_CHECK(kvh_words_whole, TSR_PE_KVH_WORDS % TSR_ATT_LANES == 0);
+TSR_STATIC_CHECK(kvq_bytes_whole, TSR_PE_KVQ_BYTES % TSR_ATT_LANES == 0);
 #define TSR_PE_ATT_AW       ((TSR_PE_ATT + TSR_ATT_LANES - 1) / TSR_ATT_LANES)
 #define TSR_PE_AO_AW        (TSR_MAX_QGROUP / TSR_ATT_LANES)
 #define TSR_PE_QKV_VW       ((TSR_MAX_QKV + TSR_VEC - 1) / TSR_VEC)

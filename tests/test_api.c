@@ -357,11 +357,20 @@ static void inspect_onchip_bytes_match_fit(void **state)
         tsr_device *dev = NULL;
         assert_int_equal(tsr_device_open("emu", &dev), TSR_OK);
         for (int f32 = 0; f32 <= 1; f32++) {
-            tsr_model_opts o = { .tokenizer = TOK, .weights_f32 = f32, .n_seqs = 1 };
+            tsr_model_opts o = { .tokenizer = TOK, .weights_f32 = f32, .n_seqs = 1,
+                                 .weights = TSR_WEIGHTS_Q8, .group_size = 32 };
             uint64_t need = 0, have = 0;
             assert_int_equal(tsr_model_fit(dev, files[k], &o, &need, &have), TSR_OK);
             assert_int_equal(need, f32 ? fi.onchip_f32_bytes : fi.onchip_q8_bytes);
         }
+        /* and the default placement: the file's own formats */
+        tsr_model_opts o = { .tokenizer = TOK, .n_seqs = 1 };
+        uint64_t need = 0;
+        assert_int_equal(tsr_model_fit(dev, files[k], &o, &need, NULL), TSR_OK);
+        assert_int_equal(need, fi.onchip_bytes);
+        assert_string_equal(fi.onchip_weights, k ? "Q4_0 (embedding, wq/wk/wv, wo, w1/w3) + "
+                                                   "Q8_0 group 32 (w2, classifier)"
+                                                 : "Q8_0 group 32");
         tsr_device_close(dev);
         if (k == 1) {
             assert_string_equal(fi.architecture, "llama");

@@ -199,7 +199,7 @@ static void run_steps_beyond_context_are_clamped(void **state)
 static void run_bad_options_exit_2(void **state)
 {
     (void)state;
-    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH " --weights q4", out, err,
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH " --weights q5", out, err,
                          sizeof out), 2);
     assert_non_null(strstr(err, "--weights"));
     assert_int_equal(run_capture(TESSERA_BIN " run --bogus", out, err, sizeof out), 2);

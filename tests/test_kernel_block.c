@@ -30,13 +30,26 @@
 
 enum { SLOTS = 4 };
 
-/* fx placed on mesh m (Q8 at G, or F32), SLOTS sequence slots. */
-static tsr_kstate *place(const tm_model *fx, tm_mesh m, int f32, int G, int kv_split)
+/* A case's weights and KV cache (issue 14's formats within the blocked
+ * and batched passes): Q8_0, Q4_0 or F32 tiles; an fp32, IEEE-half or
+ * int8 cache. */
+enum { W_Q8, W_Q4, W_F32 };
+typedef struct fmt { int w, kv; } fmt;
+
+/* fx placed on mesh m (Q8 at G, Q4_0 or F32; the KV cache in kv), SLOTS
+ * sequence slots; NULL when the profile does not build that format. */
+static tsr_kstate *place_fmt(const tm_model *fx, tm_mesh m, fmt f, int G, int kv_split)
 {
+    if ((f.w == W_F32 && !TSR_WITH_F32) || (f.w == W_Q4 && !TSR_WITH_Q4) ||
+        (f.kv == TSR_KV_F16 && !TSR_WITH_KV_F16) || (f.kv == TSR_KV_INT8 && !TSR_WITH_KV_INT8))
+        return NULL;
     tsr_kstate *st = rig_state_new();
-    tsr_load_opts o = { .weights_f32 = f32, .group_size = G, .n_slots = SLOTS };
+    tsr_load_opts o = { .weights_f32 = f.w == W_F32, .weights = f.w == W_Q4 ? TSR_WEIGHTS_Q4 : 0,
+                        .group_size = f.w == W_Q4 ? 32 : G, .kv = f.kv, .n_slots = SLOTS };
     tsr_mesh_opts mo = { .pes = m.pes, .cols = m.cols, .kv_split = kv_split };
     rig_place(st, &fx->ck, &o, &mo, NULL);
+    assert_int_equal(st->cfg.q4_kinds != 0, f.w == W_Q4);
+    assert_int_equal(st->cfg.kv_dtype, f.kv);
     return st;
 }
 
@@ -46,14 +59,23 @@ static int profile_allows(tm_mesh m)
            m.pes / m.cols <= TSR_MAX_MESH_ROWS;
 }
 
-/* The KV cache words of every attention PE, all slots and layers, equal. */
+/* The KV cache of every attention PE, all slots and layers, equal: the
+ * elements in the array of its precision, and the int8 scales. */
 static void assert_kv_equal(const tsr_kstate *a, const tsr_kstate *b)
 {
     assert_int_equal(a->cfg.att_pes, b->cfg.att_pes);
+    assert_int_equal(a->cfg.kv_dtype, b->cfg.kv_dtype);
     for (uint32_t p = 0; p < a->cfg.att_pes; p++) {
-        uint64_t words = tsr_lay_kv_words(&a->cfg, p);
-        if (memcmp(&a->kv[p][0][0], &b->kv[p][0][0], (size_t)words * sizeof(float)))
-            fail_msg("PE %u: KV cache differs", p);
+        size_t bytes = (size_t)tsr_lay_kv_words(&a->cfg, p) * tsr_lay_kv_elem_bytes(&a->cfg);
+        const void *ka = a->cfg.kv_dtype == TSR_KV_F16    ? (const void *)&a->kvh[p][0][0]
+                         : a->cfg.kv_dtype == TSR_KV_INT8 ? (const void *)&a->kvq[p][0][0]
+                                                          : (const void *)&a->kv[p][0][0];
+        const void *kb = a->cfg.kv_dtype == TSR_KV_F16    ? (const void *)&b->kvh[p][0][0]
+                         : a->cfg.kv_dtype == TSR_KV_INT8 ? (const void *)&b->kvq[p][0][0]
+                                                          : (const void *)&b->kv[p][0][0];
+        if (memcmp(ka, kb, bytes)) fail_msg("PE %u: KV cache differs", p);
+        if (memcmp(a->kvs[p], b->kvs[p], (size_t)tsr_lay_kv_scales(&a->cfg, p) * sizeof(float)))
+            fail_msg("PE %u: KV scales differ", p);
     }
 }
 
@@ -71,27 +93,29 @@ static int32_t greedy_one(tsr_kstate *st, uint32_t s)
  * positions a pass) leaves the KV cache, the position and the pending
  * token of one PREFILL a token, bit for bit, and the next pass gives the
  * same greedy token and logits; on one and several mesh columns, with and
- * without split KV heads, Q8 and F32, prompt lengths across block
- * boundaries. */
+ * without split KV heads, Q8_0, Q4_0 and F32 tiles, fp32, half and int8
+ * caches, prompt lengths across block boundaries. */
 static void blocked_prefill_equals_token_by_token(void **state)
 {
     (void)state;
-    static const struct { tm_mesh m; int f32, G, kv_split; } cases[] = {
-        { { 1, 1 }, 0, 32, 1 }, { { 16, 2 }, 0, 32, 2 }, { { 4, 1 }, 1, 32, 1 }, { { 32, 4 }, 0, 16, 4 },
+    static const struct { tm_mesh m; fmt f; int G, kv_split; } cases[] = {
+        { { 1, 1 }, { W_Q8, TSR_KV_F32 }, 32, 1 },  { { 16, 2 }, { W_Q8, TSR_KV_F32 }, 32, 2 },
+        { { 4, 1 }, { W_F32, TSR_KV_F32 }, 32, 1 }, { { 32, 4 }, { W_Q8, TSR_KV_F32 }, 16, 4 },
+        { { 4, 1 }, { W_Q4, TSR_KV_F16 }, 32, 1 },  { { 16, 2 }, { W_Q4, TSR_KV_INT8 }, 32, 2 },
+        { { 1, 1 }, { W_Q8, TSR_KV_INT8 }, 32, 1 }, { { 16, 2 }, { W_Q8, TSR_KV_F16 }, 32, 2 },
     };
     static const int lengths[] = { 2, 5, 17, SEQ - 1 };
     assert_true(TSR_MAX_BLOCK > 1);
     tm_model *fx = tm_new(0);
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        if (!profile_allows(cases[c].m) || (cases[c].f32 && !TSR_WITH_F32) ||
-            cases[c].kv_split > TSR_MAX_KV_SPLIT)
-            continue;
+        if (!profile_allows(cases[c].m) || cases[c].kv_split > TSR_MAX_KV_SPLIT) continue;
         for (size_t k = 0; k < sizeof lengths / sizeof lengths[0]; k++) {
             int n = lengths[k];
             uint32_t ids[SEQ];
             for (int i = 0; i < n; i++) ids[i] = (uint32_t)((i * 29 + 3 + (int)k) % VOCAB);
-            tsr_kstate *blk = place(fx, cases[c].m, cases[c].f32, cases[c].G, cases[c].kv_split);
-            tsr_kstate *one = place(fx, cases[c].m, cases[c].f32, cases[c].G, cases[c].kv_split);
+            tsr_kstate *blk = place_fmt(fx, cases[c].m, cases[c].f, cases[c].G, cases[c].kv_split);
+            tsr_kstate *one = place_fmt(fx, cases[c].m, cases[c].f, cases[c].G, cases[c].kv_split);
+            if (!blk) break;   /* a format the profile does not build */
             uint64_t passes0 = blk->cnt.tokens_fed;
             assert_int_equal(rig_cmd(blk, TSR_OP_PREFILL, 1, (uint32_t[6]){ (uint32_t)n }, ids,
                                      (uint32_t)n, NULL, 0, NULL), TSR_K_OK);
@@ -184,12 +208,15 @@ static int batch(tsr_kstate *st, const seq *q, uint32_t m, const uint32_t *hdr, 
 /* Every sequence of a batch gets the tokens it gets alone: greedy, top-p
  * and multinomial sequences of different prompt lengths, stepping
  * together until each has its count, through passes of up to four items
- * (fewer as the shorter ones finish). */
+ * (fewer as the shorter ones finish); Q8_0, Q4_0 and F32 tiles, fp32,
+ * half and int8 caches. */
 static void batched_decode_equals_solo(void **state)
 {
     (void)state;
-    static const struct { tm_mesh m; int f32, kv_split; } cases[] = {
-        { { 1, 1 }, 0, 1 }, { { 16, 2 }, 0, 2 }, { { 4, 1 }, 1, 1 },
+    static const struct { tm_mesh m; fmt f; int kv_split; } cases[] = {
+        { { 1, 1 }, { W_Q8, TSR_KV_F32 }, 1 }, { { 16, 2 }, { W_Q8, TSR_KV_F32 }, 2 },
+        { { 4, 1 }, { W_F32, TSR_KV_F32 }, 1 }, { { 16, 2 }, { W_Q4, TSR_KV_F16 }, 2 },
+        { { 4, 1 }, { W_Q4, TSR_KV_INT8 }, 1 },
     };
     if (TSR_MAX_BATCH < SLOTS) {
         skip();
@@ -197,15 +224,18 @@ static void batched_decode_equals_solo(void **state)
     }
     tm_model *fx = tm_new(1);
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        if (!profile_allows(cases[c].m) || (cases[c].f32 && !TSR_WITH_F32)) continue;
+        if (!profile_allows(cases[c].m)) continue;
         uint32_t want[SLOTS][SEQ], nwant[SLOTS];
+        tsr_kstate *st = place_fmt(fx, cases[c].m, cases[c].f, 32, cases[c].kv_split);
+        if (!st) continue;   /* a format the profile does not build */
+        rig_state_free(st);
         for (int k = 0; k < SLOTS; k++) {
-            tsr_kstate *st = place(fx, cases[c].m, cases[c].f32, 32, cases[c].kv_split);
+            st = place_fmt(fx, cases[c].m, cases[c].f, 32, cases[c].kv_split);
             nwant[k] = solo(st, &SEQS[k], want[k]);
             assert_int_equal(nwant[k], SEQS[k].n);
             rig_state_free(st);
         }
-        tsr_kstate *st = place(fx, cases[c].m, cases[c].f32, 32, cases[c].kv_split);
+        st = place_fmt(fx, cases[c].m, cases[c].f, 32, cases[c].kv_split);
         for (int k = 0; k < SLOTS; k++) prefill(st, &SEQS[k]);
         uint32_t hdr[TSR_CTL_CMD0] = { 0 }, ans[SLOTS * STRIDE];
         uint64_t fed = st->cnt.tokens_fed;
@@ -239,11 +269,11 @@ static void cancel_one_sequence(void **state)
     tm_mesh m = { 4, 1 };
     uint32_t want[SLOTS][SEQ];
     for (int k = 0; k < SLOTS; k++) {
-        tsr_kstate *st = place(fx, m, 0, 32, 1);
+        tsr_kstate *st = place_fmt(fx, m, (fmt){ W_Q8, TSR_KV_F32 }, 32, 1);
         assert_int_equal(solo(st, &SEQS[k], want[k]), SEQS[k].n);
         rig_state_free(st);
     }
-    tsr_kstate *st = place(fx, m, 0, 32, 1);
+    tsr_kstate *st = place_fmt(fx, m, (fmt){ W_Q8, TSR_KV_F32 }, 32, 1);
     for (int k = 0; k < SLOTS; k++) prefill(st, &SEQS[k]);
     uint32_t hdr[TSR_CTL_CMD0] = { 0 }, ans[SLOTS * STRIDE];
     hdr[TSR_CTL_CANCEL_SLOT(SEQS[1].slot)] = 1;

@@ -650,6 +650,23 @@ static void mesh_argmax_lowest_index_wins(void **state)
     }
 }
 
+/* The SIMD rows' tests' inputs: n int8 values x in the quantizer's range
+ * -127..127 (both limits at x[0], x[1]; xf, when not NULL, x / 32), nws
+ * weight scales ws and nxs input scales xs; r the xorshift state. */
+static void simd_inputs(int8_t *x, float *xf, uint32_t n, float *ws, uint32_t nws, float *xs,
+                        uint32_t nxs, uint64_t *r)
+{
+    for (uint32_t j = 0; j < n; j++) {
+        *r ^= *r << 13; *r ^= *r >> 7; *r ^= *r << 17;
+        x[j] = (int8_t)((int)(*r % 255u) - 127);
+    }
+    x[0] = 127;
+    x[1] = -127;
+    for (uint32_t j = 0; xf && j < n; j++) xf[j] = (float)x[j] / 32.0f;
+    for (uint32_t i = 0; i < nws; i++) ws[i] = 1e-3f * (float)(1 + i % 97);
+    for (uint32_t i = 0; i < nxs; i++) xs[i] = 3e-2f / (float)(1 + i % 13);
+}
+
 /* tsr_emu_tile_q8 / tsr_emu_tile_f32 (emu/tile_simd.c) against the
  * layout's per-row loop, bit for bit, on weights the quantizer never
  * makes (-128) and inputs at its limits (-127..127): the tile's full
@@ -683,15 +700,7 @@ static void simd_rows_bit_identical(void **state)
                 wf[i] = (float)w[i] / 64.0f;
             }
             w[0] = -128;
-            for (uint32_t j = 0; j < nx * xst; j++) {
-                r ^= r << 13; r ^= r >> 7; r ^= r << 17;
-                x[j] = (int8_t)((int)(r % 255u) - 127);
-                xf[j] = (float)x[j] / 32.0f;
-            }
-            x[0] = 127;
-            x[1] = -127;
-            for (uint32_t i = 0; i < rows * ng; i++) ws[i] = 1e-3f * (float)(1 + i % 97);
-            for (uint32_t i = 0; i < nx * sst; i++) xs[i] = 3e-2f / (float)(1 + i % 13);
+            simd_inputs(x, xf, nx * xst, ws, rows * ng, xs, nx * sst, &r);
             int32_t *wc = malloc(sizeof(int32_t) * rows * ng);
             assert_non_null(wc);
             for (uint32_t e = 0; e < rows * ng; e++) wc[e] = tsr_emu_wcorr(w + (size_t)e * G, G);
@@ -721,6 +730,61 @@ static void simd_rows_bit_identical(void **state)
                         assert_memory_equal(&got[t * pst + b * 8 + j], &acc, sizeof acc);
                     }
             free(w); free(x); free(ws); free(xs); free(got); free(wf); free(xf);
+        }
+    }
+}
+
+/* tsr_emu_tile_q4 (emu/tile_simd.c) against pe_tile_q4's per-row loop,
+ * bit for bit: the tile's full 8-row blocks of Q4_0 entries (16 bytes:
+ * element i in the low nibble of byte i, i + 16 in the high one, value
+ * nibble - 8; every nibble 0..15 occurs), inputs at the quantizer's limits,
+ * for 1, 3, 16 and 21 items (one pass an item, or GEMMs of up to 16 where
+ * the CPU has AVX-512 VNNI), with LOAD's per-entry sums tsr_emu_wcorr_q4. */
+static void simd_q4_rows_bit_identical(void **state)
+{
+    (void)state;
+    if (!tsr_emu_simd_available()) {
+        skip();
+        return;
+    }
+    static const uint32_t shapes[][2] = { { 3, 27 }, { 17, 16 }, { 40, 13 }, { 1, 8 } };   /* ng, rows */
+    static const uint32_t items[] = { 1, 3, 16, 21 };
+    uint64_t r = 777;
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        for (size_t q = 0; q < sizeof items / sizeof items[0]; q++) {
+            uint32_t ng = shapes[k][0], rows = shapes[k][1], n = ng * 32u, ne = rows * ng;
+            uint32_t nb = rows / 8u, nx = items[q], xst = n + 32u, sst = ng + 3u, pst = rows + 5u;
+            int8_t *w4 = malloc((size_t)ne * 16u), *x = malloc((size_t)nx * xst);
+            float *ws = malloc(sizeof(float) * ne), *xs = malloc(sizeof(float) * nx * sst);
+            float *got = calloc((size_t)nx * pst, sizeof(float));
+            int32_t *wc = malloc(sizeof(int32_t) * ne);
+            assert_non_null(w4); assert_non_null(x); assert_non_null(ws); assert_non_null(xs);
+            assert_non_null(got); assert_non_null(wc);
+            for (uint32_t i = 0; i < ne * 16u; i++) {
+                r ^= r << 13; r ^= r >> 7; r ^= r << 17;
+                w4[i] = (int8_t)(uint8_t)(r >> 24);
+            }
+            w4[0] = (int8_t)0x0f;   /* 7 and -8 */
+            simd_inputs(x, NULL, nx * xst, ws, ne, xs, nx * sst, &r);
+            for (uint32_t e = 0; e < ne; e++) wc[e] = tsr_emu_wcorr_q4(w4 + (size_t)e * 16u);
+            assert_int_equal(tsr_emu_tile_q4(w4, ws, wc, rows, ng, x, xst, xs, sst, nx, got, pst), nb);
+            for (uint32_t t = 0; t < nx; t++)
+                for (uint32_t b = 0; b < nb; b++)
+                    for (uint32_t j = 0; j < 8; j++) {
+                        float acc = 0.0f;   /* groups ascending, ((float)isum * ws) * xs */
+                        for (uint32_t g = 0; g < ng; g++) {
+                            size_t e = ((size_t)b * ng + g) * 8u + j;   /* the entry */
+                            int32_t isum = 0;
+                            for (uint32_t l = 0; l < 32u; l++) {
+                                uint32_t byte = (uint8_t)w4[e * 16u + l % 16u];
+                                int32_t v = (int32_t)((l < 16u ? byte : byte >> 4) & 15u) - 8;
+                                isum += v * (int32_t)x[t * xst + g * 32u + l];
+                            }
+                            acc += (float)isum * ws[e] * xs[t * sst + g];
+                        }
+                        assert_memory_equal(&got[t * pst + b * 8 + j], &acc, sizeof acc);
+                    }
+            free(w4); free(x); free(ws); free(xs); free(got); free(wc);
         }
     }
 }
@@ -1058,10 +1122,10 @@ static void attention_charges_the_busiest_pe(void **state)
         tsr_attention(st, 0, 0, 0, (uint32_t)pos);
         uint64_t cy = charged(st, TSR_RG_ATTN) - a0;
         uint32_t nl = (uint32_t)pos + 1;
-        uint32_t one = tsr_cy_att_store(HS) +
-                       KVMUL * (tsr_cy_att_scores(HS, nl, TSR_ATT_PARTS) +
+        uint32_t one = tsr_cy_att_store(HS, TSR_KV_F32) +
+                       KVMUL * (tsr_cy_att_scores(HS, nl, TSR_ATT_PARTS, TSR_KV_F32) +
                                 tsr_cy_att_exp_s(nl, TSR_PE_SUM_LANES) +
-                                tsr_cy_att_values(HS, nl));
+                                tsr_cy_att_values(HS, nl, TSR_KV_F32));
         for (int p = 0; p < 3; p++) assert_int_equal(st->pe_cy[p], one);
         assert_int_equal(st->pe_cy[3], 2 * one);
         assert_int_equal(cy, 2 * one);
@@ -1195,6 +1259,7 @@ int main(void)
         cmocka_unit_test_setup(mesh_embed_gathers_the_row, tm_reseed),
         cmocka_unit_test_setup(mesh_argmax_lowest_index_wins, tm_reseed),
         cmocka_unit_test_setup(simd_rows_bit_identical, tm_reseed),
+        cmocka_unit_test_setup(simd_q4_rows_bit_identical, tm_reseed),
         cmocka_unit_test_setup(attention_matches_runc, tm_reseed),
         cmocka_unit_test_setup(sampler_matches_runc, tm_reseed),
         cmocka_unit_test_setup(sampler_deterministic_given_seed, tm_reseed),

@@ -56,6 +56,7 @@
 #define TOK32K SHARED_MODEL("tokenizer.bin")
 #define TOK512_SH SH_MODEL("tok512.bin")
 #define TOK32K_SH SH_MODEL("tokenizer.bin")
+#define Q4_GGUF SHARED_MODEL("stories260K-q4_0.gguf")
 
 /* The emulators built with another kernel profile or with serial PE loops
  * (Makefile: emu-profiles). */
@@ -120,32 +121,40 @@ static void assert_regions_equal(const char *text, const tsr_plan *pl)
 }
 
 /* Plan the model file at path on u55c with a profile's datapath. */
-static void plan_file(const char *path, const char *profile, int pes, int cols, int kv_split,
-                      int seq, int pos, tsr_plan *pl)
+static void plan_file_kv(const char *path, const char *profile, int pes, int cols, int kv_split,
+                         int seq, int pos, int kv, tsr_plan *pl)
 {
     tsr_checkpoint *ck = NULL;
     tsr_err e = {0};
     assert_int_equal(tsr_checkpoint_open(path, &ck, &e), TSR_OK);
     tsr_plan_req rq = { .part = "u55c", .profile = profile, .pes = pes, .cols = cols,
-                        .kv_split = kv_split, .seq_len = seq, .pos = pos };
+                        .kv_split = kv_split, .seq_len = seq, .pos = pos, .kv = kv };
     int rc = tsr_plan_config(&ck->cfg, &rq, pl, &e);
     if (rc) fprintf(stderr, "plan: %s\n", e.msg);
     assert_int_equal(rc, TSR_OK);
     tsr_checkpoint_close(ck);
 }
 
+static void plan_file(const char *path, const char *profile, int pes, int cols, int kv_split,
+                      int seq, int pos, tsr_plan *pl)
+{
+    plan_file_kv(path, profile, pes, cols, kv_split, seq, pos, TSR_KV_F32, pl);
+}
+
+static const char *const kv_names[3] = { "f32", "f16", "int8" };
+
 /* Load path on the emulator (pes PEs, cols mesh columns, kv_split, context
  * seq), feed n_prompt tokens (BOS, then 3..), decode one token: its forward
  * pass is at position n_prompt - 1.  The kernel's counters against plan's
  * (the generic profile: the emulator's). */
-static void check_against_run(const char *path, const char *tok, int pes, int cols, int kv_split,
-                              int seq, int n_prompt)
+static void check_against_run_kv(const char *path, const char *tok, int pes, int cols,
+                                 int kv_split, int seq, int n_prompt, int kv)
 {
     char spec[96];
     snprintf(spec, sizeof spec, "emu:pes=%d,cols=%d,kvsplit=%d", pes, cols, kv_split);
     tsr_device *dev = NULL;
     assert_int_equal(tsr_device_open(spec, &dev), TSR_OK);
-    tsr_model_opts mo = { .tokenizer = tok, .seq_len = seq, .n_seqs = 1 };
+    tsr_model_opts mo = { .tokenizer = tok, .seq_len = seq, .n_seqs = 1, .kv = kv_names[kv] };
     uint64_t need = 0, have = 0;
     assert_int_equal(tsr_model_fit(dev, path, &mo, &need, &have), TSR_OK);
     tsr_model *m = NULL;
@@ -168,7 +177,7 @@ static void check_against_run(const char *path, const char *tok, int pes, int co
 
     int pos = n_prompt - 1;
     tsr_plan pl;
-    plan_file(path, "generic", pes, cols, kv_split, seq, pos, &pl);
+    plan_file_kv(path, "generic", pes, cols, kv_split, seq, pos, kv, &pl);
     assert_int_equal(pl.pes, pes);
     assert_int_equal(pl.kc.mesh_cols, (uint32_t)cols);
     assert_int_equal(pl.kc.kv_split, (uint32_t)kv_split);
@@ -254,6 +263,12 @@ static void check_passes_against_run(const char *path, const char *tok, int pes,
     tsr_device_close(dev);
 }
 
+static void check_against_run(const char *path, const char *tok, int pes, int cols, int kv_split,
+                              int seq, int n_prompt)
+{
+    check_against_run_kv(path, tok, pes, cols, kv_split, seq, n_prompt, TSR_KV_F32);
+}
+
 /* A stories15M-shape Q8_0 checkpoint in /tmp; caller unlinks path. */
 static void synth_15m(char *path, size_t cap)
 {
@@ -287,6 +302,77 @@ static void test_260k_regions(void **state)
     check_against_run(M260K, TOK512, 8, 1, 1, 128, 3);
     check_against_run(M260K, TOK512, 16, 4, 1, 256, 41);   /* column trees         */
     check_against_run(M260K, TOK512, 16, 1, 4, 256, 34);   /* heads over 4 PEs     */
+}
+
+/* The same with the f16 and int8 caches (their conversions and scales
+ * deepen the attention passes; the KV bytes shrink), and with the Q4_0
+ * GGUF on its own weights (Q4_0 tiles, a Q8_0 classifier and w2). */
+static void test_260k_regions_kv_and_q4(void **state)
+{
+    (void)state;
+    for (int kv = TSR_KV_F16; kv <= TSR_KV_INT8; kv++) {
+        check_against_run_kv(M260K, TOK512, 4, 1, 1, 512, 20, kv);
+        check_against_run_kv(M260K, TOK512, 16, 1, 4, 256, 34, kv);
+    }
+    check_against_run(Q4_GGUF, NULL, 8, 1, 1, 128, 30);
+    check_against_run(Q4_GGUF, NULL, 16, 4, 1, 128, 9);
+    check_against_run_kv(Q4_GGUF, NULL, 16, 1, 2, 128, 60, TSR_KV_INT8);
+    /* the charges differ where the code differs: the same step with an
+     * int8 cache is deeper in attention, the same elsewhere */
+    tsr_plan a, b;
+    plan_file_kv(M260K, "generic", 4, 1, 1, 512, 100, TSR_KV_F32, &a);
+    plan_file_kv(M260K, "generic", 4, 1, 1, 512, 100, TSR_KV_INT8, &b);
+    assert_true(b.cyc.rg[TSR_RG_ATTN] > a.cyc.rg[TSR_RG_ATTN]);
+    assert_int_equal(b.cyc.rg[TSR_RG_GEMV], a.cyc.rg[TSR_RG_GEMV]);
+}
+
+/* stories42M in Q4_0 fits a part its Q8_0 form does not: the U55C with a
+ * shorter context (Q8_0 fits at none), and the U250 with an int8 cache at
+ * the model's whole context. */
+static void test_q4_fits_where_q8_does_not(void **state)
+{
+    (void)state;
+    tsr_config cfg;
+    tsr_err e = {0};
+    tsr_plan q8, q4;
+    assert_int_equal(tsr_synth_shape("stories42M", &cfg, &e), TSR_OK);
+    tsr_plan_req rq = { .part = "u55c", .pos = -1, .weights = TSR_WEIGHTS_Q8 };
+    assert_int_equal(tsr_plan_config(&cfg, &rq, &q8, &e), TSR_OK);
+    rq.weights = TSR_WEIGHTS_Q4;
+    assert_int_equal(tsr_plan_config(&cfg, &rq, &q4, &e), TSR_OK);
+    print_message("stories42M on a U55C: Q8_0 %llu weight+scale bytes, longest context %d; Q4_0 "
+                  "%llu, longest context %d (f32 KV), %d (int8 KV)\n",
+                  (unsigned long long)(q8.bytes.weights + q8.bytes.scales), q8.max_seq[0],
+                  (unsigned long long)(q4.bytes.weights + q4.bytes.scales), q4.max_seq[0],
+                  q4.max_seq[TSR_KV_INT8]);
+    assert_int_equal(q8.max_seq[TSR_KV_F32] + q8.max_seq[TSR_KV_INT8], 0);
+    assert_true(q4.max_seq[TSR_KV_F32] >= 128);
+    /* about half the bytes: 16 + 4 bytes a group of 32 against 32 + 4 */
+    double r = (double)(q8.bytes.weights + q8.bytes.scales) / (double)(q4.bytes.weights + q4.bytes.scales);
+    assert_true(r > 1.7 && r < 1.85);
+    rq.seq_len = q4.max_seq[TSR_KV_F32];
+    assert_int_equal(tsr_plan_config(&cfg, &rq, &q4, &e), TSR_OK);
+    assert_true(q4.fits);
+    rq.weights = TSR_WEIGHTS_Q8;
+    assert_int_equal(tsr_plan_config(&cfg, &rq, &q8, &e), TSR_OK);
+    assert_false(q8.fits);
+    /* the U250, int8 KV, 1024 positions */
+    tsr_plan_req r2 = { .part = "u250", .pos = -1, .kv = TSR_KV_INT8, .weights = TSR_WEIGHTS_Q4 };
+    assert_int_equal(tsr_plan_config(&cfg, &r2, &q4, &e), TSR_OK);
+    assert_true(q4.fits);
+    assert_int_equal(q4.kc.seq_len, 1024);
+    r2.weights = TSR_WEIGHTS_Q8;
+    assert_int_equal(tsr_plan_config(&cfg, &r2, &q8, &e), TSR_OK);
+    assert_false(q8.fits);
+    /* and plan says Q4_0 */
+    static char buf[1 << 16];
+    char err[256];
+    tsr_plan_opts o = { .part = "u250", .shape = "stories42M", .kv = "int8",
+                        .weights = TSR_WEIGHTS_Q4 };
+    assert_int_equal(tsr_plan_report(NULL, &o, 0, buf, sizeof buf, NULL, err, sizeof err), TSR_OK);
+    assert_non_null(strstr(buf, "weights: Q4_0 group 32\n"));
+    assert_non_null(strstr(buf, "int4 (Q4_0) and int8 tiles"));
+    assert_non_null(strstr(buf, "fit: FITS"));
 }
 
 /* The stories15M shape on the stories15m profile's emulator, at position
@@ -642,7 +728,8 @@ static void test_report(void **state)
     o.kv = "f16";
     o.profile = NULL;
     assert_int_equal(tsr_plan_report(M260K, &o, 0, buf, sizeof buf, &fits, err, sizeof err), TSR_OK);
-    assert_non_null(strstr(buf, "projection: the kernel stores an fp32 KV cache today"));
+    assert_non_null(strstr(buf, "KV:      f16 x 512 positions"));
+    assert_null(strstr(buf, "projection"));
     o.kv = "bf16";
     assert_int_equal(tsr_plan_report(M260K, &o, 0, buf, sizeof buf, &fits, err, sizeof err),
                      TSR_ERR_ARG);
@@ -665,7 +752,7 @@ static void test_cli_errors(void **state)
         { "--part u55c --pes 0", "option --pes: '0' is not an integer in 1..4096" },
         { "--part u55c --clock 0", "option --clock: '0' is not an integer in 1..10000" },
         { "--part u55c --kv f8", "option --kv: 'f8' is not f32, f16 or int8" },
-        { "--part u55c --weights q4", "option --weights: 'q4' is not q8 or f32" },
+        { "--part u55c --weights q5", "option --weights: 'q5' is not file, q8, q4 or f32" },
         { "--part u55c --pos 512", "position 512 outside the context 0..511" },
         { "--part u55c --pes 4097", "option --pes: '4097' is not an integer in 1..4096" },
         { "--part u55c --cols 0", "option --cols: '0' is not an integer in 1..64" },
@@ -736,6 +823,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_260k_regions),
+        cmocka_unit_test(test_260k_regions_kv_and_q4),
+        cmocka_unit_test(test_q4_fits_where_q8_does_not),
         cmocka_unit_test(test_15m_regions_and_projection),
         cmocka_unit_test(test_serial_pes_change_the_projection),
         cmocka_unit_test(test_260k_passes),

@@ -296,7 +296,7 @@ static void config_words(const tsr_kconfig *c, uint32_t w[TSR_KCONFIG_WORDS])
     const uint32_t ints[TSR_KCONFIG_INTS] = {
         c->magic, c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->vocab_size,
         c->seq_len, c->n_slots, c->dtype, c->group, c->mesh_rows, c->mesh_cols,
-        c->shared_classifier, c->kv_split, c->att_pes
+        c->shared_classifier, c->kv_split, c->att_pes, c->q4_kinds, c->kv_dtype, c->bos, c->eos
     };
     memcpy(w, ints, sizeof ints);
     memcpy(w + TSR_KCONFIG_INTS, &c->rope_theta, 4);
@@ -398,9 +398,10 @@ static void test_xclbin_metadata(void **state)
     unlink(path);
 }
 
-/* Every key profile_kv prints is one the reader requires, except block
- * (older xclbins predate it: one item a pass); a newer key is ignored; a
- * value that is not a number is refused. */
+/* Every key profile_kv prints is one the reader requires, except those
+ * older xclbins predate (block: one item a pass; the Q4_0 tile and the
+ * f16 / int8 KV caches: not built); a newer key is ignored; a value that
+ * is not a number is refused. */
 static void test_profile_keys(void **state)
 {
     (void)state;
@@ -411,7 +412,11 @@ static void test_profile_keys(void **state)
     assert_string_equal(p.name, "stories260k");
     assert_memory_equal(&p.k, tsr_profile_find("stories260k"), sizeof p.k);
 
-    /* name + the 29 figures of tsr_kprofile, each required but block */
+    /* name + the 28 figures of tsr_kprofile that are required, and the 5
+     * that a profile from before blocked passes (block: 1), the Q4_0 tile
+     * and the f16 / int8 caches (0) lacks */
+    static const char *const optional[] = { "block", "with_q4", "kvh_words", "kvq_bytes",
+                                            "kvs_words" };
     int keys = 0;
     for (const char *s = PROFILE_260K; s; s = strchr(s + 1, ',')) {
         const char *k = *s == ',' ? s + 1 : s, *eq = strchr(k, '=');
@@ -423,9 +428,19 @@ static void test_profile_keys(void **state)
         const char *end = strchr(k, ',');
         snprintf(without, sizeof without, "%.*s%s", (int)(k - PROFILE_260K - 1), PROFILE_260K,
                  end ? end : "");
-        if (!strcmp(key, "block")) {
-            assert_int_equal(tsr_xprofile_parse(without, &p, &e), TSR_OK);
-            assert_int_equal(p.k.block, 1);
+        int opt = 0;
+        for (int i = 0; i < 5; i++) opt |= !strcmp(key, optional[i]);
+        if (opt) {
+            tsr_xprofile q;
+            assert_int_equal(tsr_xprofile_parse(without, &q, &e), TSR_OK);
+            /* the full profile with that figure at its default */
+            tsr_kprofile d = *tsr_profile_find("stories260k");
+            if (!strcmp(key, "block")) d.block = 1;
+            else if (!strcmp(key, "with_q4")) d.with_q4 = 0;
+            else if (!strcmp(key, "kvh_words")) d.kvh_words = 0;
+            else if (!strcmp(key, "kvq_bytes")) d.kvq_bytes = 0;
+            else d.kvs_words = 0;
+            assert_memory_equal(&q.k, &d, sizeof d);
             continue;
         }
         char msg[64];
@@ -434,8 +449,8 @@ static void test_profile_keys(void **state)
         if (!strstr(e.msg, msg)) print_error("without %s: %s\n", key, e.msg);
         assert_non_null(strstr(e.msg, msg));
     }
-    assert_int_equal(keys, 30);
-    assert_int_equal(sizeof(tsr_kprofile) / sizeof(uint32_t), 29);
+    assert_int_equal(keys, 34);
+    assert_int_equal(sizeof(tsr_kprofile) / sizeof(uint32_t), 33);
 
     char more[1024];
     snprintf(more, sizeof more, "%s,future_key=7", PROFILE_260K);
@@ -1088,8 +1103,8 @@ static void test_profile_mismatch(void **state)
     unlink(synth);
     /* a group size below the profile's */
     tsr_model_opts g16 = { .group_size = 16 };
-    snprintf(want, sizeof want, "group size 16 is below the stories260k profile's minimum %u",
-             p260->group_min);
+    snprintf(want, sizeof want, "group size 16 is outside the %u..%u the device's kernel profile "
+             "takes", p260->group_min, p260->group_max);
     expect_load_error(x260, NULL, MODEL, &g16, TSR_ERR_UNSUPPORTED, want);
     /* all of stories260K's int8 tiles on one PE */
     snprintf(want, sizeof want, "of int8 tiles on one of 1 PEs, a stories260k PE has %u",

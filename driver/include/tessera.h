@@ -221,13 +221,24 @@ TSR_API int  tsr_device_kernel_counters(tsr_device *dev, char *buf, size_t len);
 /* ------------------------------------------------------------------------ */
 /* Model                                                                     */
 
+/* On-chip weight formats (tsr_model_opts.weights). */
+enum {
+    TSR_WEIGHTS_FILE = 0,    /* the file's own: Q8_0 at its group size, Q4_0 as
+                                int4; anything else (fp32, f16) Q8_0       */
+    TSR_WEIGHTS_Q8   = 1,    /* Q8_0 throughout (Q4_0 widened, exactly)      */
+    TSR_WEIGHTS_Q4   = 2,    /* Q4_0 throughout (GGUF's rule; group 32)      */
+};
+
 /* How to place a model on a device.  Zero-initialise, then set fields. */
 typedef struct tsr_model_opts {
     const char *tokenizer;   /* llama2.c tokenizer.bin path (required for
                                 llama2.c checkpoints; NULL for GGUF, whose
                                 metadata holds the tokenizer)                */
-    int  weights_f32;        /* 1: F32 validation mode; 0: Q8_0 (default)    */
-    int  group_size;         /* Q8_0 group size in elements; 0: 32           */
+    int  weights_f32;        /* 1: F32 validation mode; 0: quantized, as
+                                `weights` says (default)                     */
+    int  group_size;         /* Q8_0 group size in elements; 0: the file's
+                                (32 for fp32 files).  Another size than the
+                                file's re-quantizes, with a notice (log)    */
     int  seq_len;            /* context per sequence, tokens; 0: the model's */
     int  n_seqs;             /* sequence slots; 0: as many as fit (<= 8)     */
     /* Progress of the weight stream: bytes sent of total, called once with
@@ -236,14 +247,21 @@ typedef struct tsr_model_opts {
      * same image is already resident (nothing streams). */
     void (*progress)(uint64_t sent, uint64_t total, void *user);
     void *progress_user;
+    int  weights;            /* TSR_WEIGHTS_FILE (0), TSR_WEIGHTS_Q8,
+                                TSR_WEIGHTS_Q4; ignored when weights_f32     */
+    const char *kv;          /* KV cache precision: "f32" (NULL), "f16" (IEEE
+                                half), "int8" (one fp32 scale per head
+                                vector per position)                         */
     uint64_t reserved[8];    /* zero                                          */
 } tsr_model_opts;
 
 /* Open the model file at path, check that it fits the device, and stream
- * its weight image to the device once.  Formats: llama2.c checkpoints
+ * its weight image to the device once.  The weights go on chip in the
+ * file's own quantization where the kernel takes it (opts->weights); every
+ * conversion away from it is logged as one warning line.  Formats: llama2.c checkpoints
  * (legacy, version 1 fp32, version 2 Q8_0) with a tokenizer.bin, and GGUF
- * v2/v3 files of the llama architecture (F32, F16, Q8_0, Q4_0 tensors,
- * converted on load; tokenizer from the metadata).  Paths must name regular
+ * v2/v3 files of the llama architecture (F32, F16, Q8_0, Q4_0 tensors;
+ * tokenizer and BOS/EOS from the metadata).  Paths must name regular
  * files (a FIFO or directory is refused with TSR_ERR_IO before it is
  * opened).  A model with a NaN or infinite weight is refused with
  * TSR_ERR_FORMAT naming the tensor.  A seq_len above a GGUF file's
@@ -280,7 +298,8 @@ TSR_API int  tsr_model_load_memory(tsr_device *dev, const void *data, size_t len
  * NULL is a no-op. */
 TSR_API void tsr_model_close(tsr_model *m);
 
-/* Hyperparameters of a model, as read from its file, and its placement. */
+/* Hyperparameters of a model, as read from its file, and its placement:
+ * what of it is on the device. */
 typedef struct tsr_model_info {
     int dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size;
     int seq_len;             /* context per sequence on the device          */
@@ -291,6 +310,14 @@ typedef struct tsr_model_info {
                                 fp32 tiles), norms and the configuration
                                 block; the `total` of the progress callback.
                                 The KV cache is not part of it.             */
+    int bos, eos;            /* the model's BOS / EOS ids (GGUF metadata, else
+                                llama2.c's 1 and 2): generation stops after
+                                either; BOS starts a prompt                 */
+    int group_size;          /* quantization group on chip; 0 for F32       */
+    char weights[96];        /* the on-chip weight formats, e.g. "Q8_0 group
+                                4", "Q4_0 (embedding, ...) + Q8_0 group 32
+                                (w2, classifier)", "F32"                     */
+    char kv[8];              /* the KV cache's precision: "f32", "f16", "int8" */
     uint64_t reserved[8];    /* zeroed                                      */
 } tsr_model_info;
 
@@ -329,7 +356,8 @@ TSR_API void tsr_seq_close(tsr_seq *s);
 TSR_API int  tsr_seq_append_text(tsr_seq *s, const char *text);
 TSR_API int  tsr_seq_append_tokens(tsr_seq *s, const int *tokens, int n);
 
-/* Sampler settings.  Zero-initialised = greedy, stop at BOS/EOS. */
+/* Sampler settings.  Zero-initialised = greedy, stop at the model's BOS/EOS
+ * (tsr_model_info.bos, .eos). */
 typedef struct tsr_gen_opts {
     int      max_tokens;   /* tokens to generate; clamped to what seq_len
                               leaves                                         */
@@ -337,7 +365,7 @@ typedef struct tsr_gen_opts {
     float    top_p;        /* nucleus sampling when in (0,1); else off;
                               finite, >= 0                                   */
     uint64_t seed;         /* xorshift RNG seed; 0: a fixed default          */
-    int      ignore_stop;  /* 1: do not stop at BOS/EOS                      */
+    int      ignore_stop;  /* 1: do not stop at the model's BOS/EOS          */
     uint64_t reserved[8];  /* zero                                           */
 } tsr_gen_opts;
 
@@ -347,7 +375,8 @@ typedef struct tsr_gen_opts {
 typedef int (*tsr_token_cb)(tsr_seq *s, int token, void *user);
 
 /* Generate up to opts->max_tokens tokens on the device, streaming each to cb
- * (optional).  Stops early at BOS/EOS (unless ignore_stop), at seq_len,
+ * (optional).  Stops early at the model's BOS/EOS (tsr_model_info.bos, .eos,
+ * after writing it; unless ignore_stop), at seq_len,
  * when cb returns non-zero, or on tsr_seq_cancel().  *n_generated
  * (optional) gets the count.  Returns TSR_OK also when cancelled (then
  * tsr_seq_was_cancelled() is 1).
@@ -469,6 +498,12 @@ typedef struct tsr_file_info {
      * PEs, one sequence of seq_len tokens, fp32 KV cache): weights as Q8_0
      * at group size 32, and as F32. */
     uint64_t onchip_q8_bytes, onchip_f32_bytes;
+    /* What goes on chip by default (the file's own quantization where the
+     * kernel takes it, e.g. "Q8_0 group 4", "Q4_0 (embedding, ...) + Q8_0
+     * group 32 (w2, classifier)") and its bytes on that device; "" and 0
+     * when the default placement fails. */
+    char     onchip_weights[96];
+    uint64_t onchip_bytes;
     uint64_t reserved[8];      /* zeroed                                   */
 } tsr_file_info;
 
@@ -505,11 +540,10 @@ typedef struct tsr_plan_opts {
                               hw/parts.def)                                  */
     const char *shape;     /* plan a synth shape ("stories110M", "DIMxLAYERS:...",
                               as tsr_synth_file) instead of a file; or NULL  */
-    int  weights_f32;      /* 1: F32 weights; 0: Q8_0                        */
-    int  group_size;       /* Q8_0 group size; 0: 32                         */
+    int  weights_f32;      /* 1: F32 weights; 0: quantized (see weights)     */
+    int  group_size;       /* group size; 0: the file's (32)                 */
     const char *kv;        /* KV cache precision "f32" (NULL: f32), "f16",
-                              "int8"; f16/int8 are projections of a variant:
-                              the kernel stores fp32 today                   */
+                              "int8"                                         */
     int  seq_len;          /* context; 0: the model's                        */
     int  pes;              /* PEs per card; 0: the fastest projected that fits */
     int  clock_mhz;        /* kernel clock; 0: the part's default            */
@@ -525,6 +559,9 @@ typedef struct tsr_plan_opts {
                               else its most)                                 */
     int  kv_split;         /* PEs per KV head (a power of two); 0: the
                               profile's default                              */
+    int  weights;          /* quantized weights: TSR_WEIGHTS_FILE (the file's
+                              own; a shape as Q8_0), TSR_WEIGHTS_Q8,
+                              TSR_WEIGHTS_Q4                                 */
     uint64_t reserved[8];  /* zero                                           */
 } tsr_plan_opts;
 

@@ -8,8 +8,9 @@
 #include <stdlib.h>
 #include <tessera.h>
 
-/* The stream's state: a token's text depends on the token before it. */
-typedef struct stream { const tsr_model *model; int prev; } stream;
+/* The stream's state: a token's text depends on the token before it; the
+ * model's BOS and EOS end the text. */
+typedef struct stream { const tsr_model *model; int prev, bos, eos; } stream;
 
 static int on_token(tsr_seq *s, int token, void *user)
 {
@@ -17,7 +18,7 @@ static int on_token(tsr_seq *s, int token, void *user)
     stream *st = user;
     size_t n = 0;
     const char *text = tsr_model_token_text(st->model, st->prev, token, &n);
-    if (text && token != 1 && token != 2) fwrite(text, 1, n, stdout); /* not BOS/EOS */
+    if (text && token != st->bos && token != st->eos) fwrite(text, 1, n, stdout);
     st->prev = token;
     return fflush(stdout) != 0; /* stop if stdout fails */
 }
@@ -32,14 +33,16 @@ int main(int argc, char **argv)
     tsr_gen_opts go = { .max_tokens = argc > 4 ? atoi(argv[4]) : 64 }; /* greedy */
     const int *hist;
     int n_hist, rc;
+    tsr_model_info mi;
     stream st = { 0 };
     if ((rc = tsr_device_open("emu", &dev)) == TSR_OK &&
         (rc = tsr_model_load(dev, argv[1], &mo, &model)) == TSR_OK &&
         (rc = tsr_seq_open(model, &seq)) == TSR_OK &&
         (rc = tsr_seq_append_text(seq, argv[3])) == TSR_OK &&
-        (rc = tsr_seq_tokens(seq, &hist, &n_hist)) == TSR_OK) {
+        (rc = tsr_seq_tokens(seq, &hist, &n_hist)) == TSR_OK &&
+        (rc = tsr_model_get_info(model, &mi)) == TSR_OK) {
         fputs(argv[3], stdout);
-        st = (stream){ model, hist[n_hist - 1] };
+        st = (stream){ model, hist[n_hist - 1], mi.bos, mi.eos };
         rc = tsr_seq_generate(seq, &go, on_token, &st, NULL);
         putchar('\n');
     }

@@ -15,6 +15,7 @@
 typedef struct stream {
     const tsr_model *model;
     int prev;        /* last token of the history: spacing of the next one */
+    int bos, eos;    /* the model's: they end the text, unprinted          */
     int seen;        /* tokens received in this generate call              */
     int cancel_at;   /* cancel after this many tokens; 0: never            */
 } stream;
@@ -24,7 +25,7 @@ static int on_token(tsr_seq *s, int token, void *user)
     stream *st = user;
     size_t n = 0;
     const char *text = tsr_model_token_text(st->model, st->prev, token, &n);
-    if (text && token != 1 && token != 2) fwrite(text, 1, n, stdout); /* not BOS/EOS */
+    if (text && token != st->bos && token != st->eos) fwrite(text, 1, n, stdout);
     st->prev = token;
     if (++st->seen != st->cancel_at) return 0;
     /* tsr_seq_cancel() is what another thread or a signal handler would
@@ -74,13 +75,17 @@ int main(int argc, char **argv)
     stream st = { 0 };
     tsr_seq_stats before, after;
     tsr_traffic t0, t1;
+    tsr_model_info mi;
     int rc;
     if ((rc = tsr_device_open("emu", &dev)) != TSR_OK ||
         (rc = tsr_model_load(dev, argv[1], &mo, &model)) != TSR_OK ||
         (rc = tsr_seq_open(model, &seq)) != TSR_OK ||
-        (rc = tsr_seq_append_text(seq, prompt)) != TSR_OK)
+        (rc = tsr_seq_append_text(seq, prompt)) != TSR_OK ||
+        (rc = tsr_model_get_info(model, &mi)) != TSR_OK)
         goto out;
     st.model = model;
+    st.bos = mi.bos;
+    st.eos = mi.eos;
 
     /* Phase 1: ask for 50, cancel after 10. */
     st.prev = last_token(seq);
@@ -113,7 +118,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < n; i++) {
         size_t len = 0;
         const char *text = tsr_model_token_text(model, hist[i - 1], hist[i], &len);
-        if (text && hist[i] != 1 && hist[i] != 2) fwrite(text, 1, len, stdout);
+        if (text && hist[i] != mi.bos && hist[i] != mi.eos) fwrite(text, 1, len, stdout);
     }
     printf("\n");
 out:

@@ -28,9 +28,6 @@
 
 #include "sched_private.h"
 
-#define TOK_BOS 1
-#define TOK_EOS 2
-
 /* ---------------------------------------------------------------- turns --- */
 
 static srv_turn *turn_new(srv_cmd *c)
@@ -176,7 +173,7 @@ static void start(srv_sched *s, srv_session *ss, srv_turn *t)
         const int *h;
         int nh;
         tsr_seq_tokens(ss->seq, &h, &nh);
-        t->prev = nh > 0 ? h[nh - 1] : TOK_BOS;
+        t->prev = nh > 0 ? h[nh - 1] : s->info.bos;
     }
     srv_event *e = srv_event_new(SRV_EV_STARTED);
     if (e) e->stats.prompt_tokens = n;
@@ -224,7 +221,8 @@ static int on_token(tsr_seq *seq, int token, void *user)
     t->t_last = now;
     t->generated++;
     t->last = token;
-    if (token != TOK_BOS && token != TOK_EOS) {   /* they end the text, unprinted */
+    /* the model's BOS and EOS end the text, unprinted */
+    if (token != c->s->info.bos && token != c->s->info.eos) {
         size_t n = 0;
         const char *piece = tsr_model_token_text(c->s->model, t->prev, token, &n);
         srv_textout_push(&t->out, piece, n);
@@ -275,7 +273,7 @@ static void decode(srv_sched *s, srv_session *ss, srv_turn *t, int solo)
         device_failed(s, ss, t, rc);
         return;
     }
-    if (t->out.stopped || (t->generated > before && (t->last == TOK_EOS || t->last == TOK_BOS)))
+    if (t->out.stopped || (t->generated > before && (t->last == s->info.eos || t->last == s->info.bos)))
         finish(s, ss, t, SRV_R_STOP);
     else if (t->generated >= g->max_tokens || got == 0)
         finish(s, ss, t, SRV_R_LENGTH);

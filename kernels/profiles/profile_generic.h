@@ -1,8 +1,9 @@
 /*
  * profile_generic.h - the emulator's profile: the sizes every llama2.c
  * "stories" shape needs up to stories110M (dim 768, hidden 2048, 12 layers,
- * 12 heads, vocab 32000), Q8_0 at group 32 or 64 on 16 PEs with a
- * 1024-token fp32 KV cache, and F32 validation runs up to 64 PEs.
+ * 12 heads, vocab 32000), Q8_0 at group 32 or 64 (or Q4_0) on 16 PEs
+ * with a 1024-token KV cache in fp32, IEEE half or int8, and F32
+ * validation runs up to 64 PEs.
  *
  * Not a synthesis target: a PE's arrays here are far larger than any FPGA's
  * SRAM.  The emulator reserves them as address space and only the pages a
@@ -42,11 +43,15 @@
 #define TSR_MAX_KV_SPLIT      16   /* PEs one KV head's positions may spread over */
 #define TSR_ATT_PES           TSR_MAX_PES   /* PEs with attention datapaths (hold the KV) */
 #define TSR_WITH_F32          1    /* the F32 validation datapath is built        */
+#define TSR_WITH_Q4           1    /* the Q4_0 tile datapath is built             */
 
 /* Per-PE SRAM. */
 #define TSR_PE_W8_WORDS       (256u * 1024u)        /* int8 tiles, TSR_LANES-byte words (8 MiB) */
 #define TSR_PE_F32_WORDS      (2u * 1024u * 1024u)  /* Q8 scales or F32 tiles (8 MiB)          */
 #define TSR_PE_KV_WORDS       (2u * 1024u * 1024u)  /* KV cache, fp32 (8 MiB)                  */
+#define TSR_PE_KVH_WORDS      (4u * 1024u * 1024u)  /* KV cache, IEEE half (8 MiB)             */
+#define TSR_PE_KVQ_BYTES      (8u * 1024u * 1024u)  /* KV cache, int8 (8 MiB)                  */
+#define TSR_PE_KVS_WORDS      (1u * 1024u * 1024u)  /* its scales: head size 8 and up (4 MiB)  */
 #define TSR_PE_ROWS           32768u                /* a tile's rows (GEMV partial sums)       */
 
 #endif

@@ -10,7 +10,7 @@
  *     II=1 and RMSNorm's sum of squares rides on the residual gather
  *     (TSR_SUM_LANES; the order differs from run.c's: docs/hls-flow.md);
  *     attention scores in 8 partials (TSR_ATT_PARTS);
- *   - one sequence slot, no F32 datapath.
+ *   - one sequence slot, no F32 or Q4_0 datapath, an fp32 KV cache only.
  * `tessera plan --shape stories15M --part u55c --profile stories15m`
  * projects 18,328 tokens/s at position 255 (controller 26%) from the
  * kernel's own cycle accounting; unverified until a first csynth.
@@ -46,6 +46,8 @@
 #define TSR_MAX_KV_SPLIT      8
 #define TSR_ATT_PES           48   /* PEs with attention datapaths: 6 KV heads x 8 */
 #define TSR_WITH_F32          0
+#define TSR_WITH_Q4           0    /* Q8_0 only: a Q4_0 tile per PE would add its scale
+                                      path's DSPs to the estimate below */
 
 #define TSR_PE_W8_WORDS       4096u     /* 128 KiB: 4 UltraRAM wide, 1 deep (the fullest PE: 4016) */
 #define TSR_PE_F32_WORDS      4096u     /* the scales: 16 KiB, one UltraRAM (TSR_F32_URAM) */

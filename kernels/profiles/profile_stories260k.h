@@ -3,7 +3,8 @@
  * 172, 5 layers, 8 heads, 4 KV heads, vocab 512, seq 512) on a mesh of up to
  * 4 PEs: quick to synthesize, and its C simulation is checked token for
  * token against llama2.c run.c (reductions in run.c's order,
- * TSR_SUM_LANES 1).  Q8_0 at group 32 or 64, or F32.
+ * TSR_SUM_LANES 1).  Q8_0 at group 32 or 64, Q4_0, or F32; an fp32 KV
+ * cache.
  *
  * Resource estimate (tessera plan --profile stories260k, checked by
  * tests/test_plan.c): the TSR_EST_* lines below.
@@ -36,6 +37,7 @@
 #define TSR_MAX_KV_SPLIT      1
 #define TSR_ATT_PES           TSR_MAX_PES   /* PEs with attention datapaths (hold the KV) */
 #define TSR_WITH_F32          1
+#define TSR_WITH_Q4           1    /* the Q4_0 tile beside the Q8_0 one */
 
 #define TSR_PE_W8_WORDS       2560u     /* 80 KiB */
 #define TSR_PE_F32_WORDS      (96u * 1024u)
@@ -46,6 +48,6 @@
  * arrays and this datapath (tests/test_plan.c holds them equal). */
 #define TSR_EST_URAM          16
 #define TSR_EST_BRAM36        823
-#define TSR_EST_DSP           1045
+#define TSR_EST_DSP           1077
 
 #endif

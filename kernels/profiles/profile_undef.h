@@ -23,6 +23,10 @@
 #undef TSR_SUM_LANES
 #undef TSR_MAX_KV_SPLIT
 #undef TSR_WITH_F32
+#undef TSR_WITH_Q4
+#undef TSR_PE_KVH_WORDS
+#undef TSR_PE_KVQ_BYTES
+#undef TSR_PE_KVS_WORDS
 #undef TSR_ATT_PES
 #undef TSR_PE_W8_WORDS
 #undef TSR_PE_F32_WORDS

@@ -29,6 +29,7 @@ typedef struct tsr_gguf_spec {
     uint32_t emb_type;         /* token_embd type: 0 F32, 1 F16, 2 Q4_0, 8 Q8_0 */
     int64_t alignment;         /* nonzero: general.alignment                   */
     int with_output;           /* 1: a separate output.weight                  */
+    int eos_id;                /* nonzero: tokenizer.ggml.eos_token_id         */
     const char *poison;        /* tensor whose element (F32, F16) or first
                                   block scale (Q8_0, Q4_0) poison_at becomes a
                                   NaN (poison_inf 0) or +Inf (1)               */
