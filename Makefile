@@ -285,10 +285,11 @@ test: $(TEST_BIN) $(SERVE_REF) $(VENV)/.stamp lint-hls fuzz-smoke emu-profiles
 endif
 
 # The emulators tests/test_plan.c runs beside this one: the stories15m
-# synthesis profile's datapath and arrays, and the PE loops serialised.
+# synthesis profile's datapath and arrays (and its csim reference,
+# tsr_csim_emuref, for tests/test_hls_flow.c), and the PE loops serialised.
 .PHONY: emu-profiles
 emu-profiles:
-	@$(MAKE) --no-print-directory EMU_PROFILE=stories15m EMU_SERIAL=0 SANITIZE=$(SANITIZE) NATIVE=$(NATIVE) all
+	@$(MAKE) --no-print-directory EMU_PROFILE=stories15m EMU_SERIAL=0 SANITIZE=$(SANITIZE) NATIVE=$(NATIVE) all $(BUILD)-stories15m/csim/tsr_csim_emuref
 	@$(MAKE) --no-print-directory EMU_PROFILE=generic EMU_SERIAL=1 SANITIZE=$(SANITIZE) NATIVE=$(NATIVE) all
 
 # The HLS lints: the grep-level checks (symbols, call graph, pragma names)

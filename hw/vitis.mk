@@ -9,6 +9,8 @@
 #   make xclbin TARGET=hw|hw_emu PLATFORM=<platform> PROFILE=<profile>  v++ -c, v++ -l
 #               [PROFILE_MONITORS=1]   + data/stall/exec monitors for hw/xrt.ini
 #   make csim-gcc   the csim testbench built with gcc: no Vitis needed
+#   make csim-gcc-15m (or csim-gcc TB_PROFILE=stories15m): the stories15m profile
+#               on a synthetic Q8_0 stories15M, against its emulator
 #
 # Every Vitis target first checks for its tool (need-*) and stops with a
 # message naming it; `make -n xclbin ...` prints the whole command sequence.
@@ -79,7 +81,7 @@ ifneq ($(filter xclbin,$(MAKECMDGOALS)),)
   endif
 endif
 
-.PHONY: csim csynth cosim xclbin csim-gcc help-hw need-v++ need-vitis-run need-xclbinutil
+.PHONY: csim csynth cosim xclbin csim-gcc csim-gcc-15m help-hw need-v++ need-vitis-run need-xclbinutil
 
 help-hw:
 	@echo "Vitis flow (hw/vitis.mk, docs/hls-flow.md):"
@@ -90,6 +92,8 @@ help-hw:
 	@echo "              -> bitstreams/tessera_<profile>_<platform>.xclbin + bitstreams/MANIFEST"
 	@echo "              (PROFILE_MONITORS=1: ....monitors.xclbin with trace/counter monitors, hw/xrt.ini)"
 	@echo "  make csim-gcc   the csim testbench built with gcc (no Vitis)"
+	@echo "  make csim-gcc-15m  the same on the stories15m profile (= csim-gcc TB_PROFILE=stories15m):"
+	@echo "              synthetic Q8_0 stories15M, tokens and logits against the stories15m emulator"
 	@echo "profiles:  $(HW_PROFILES)"
 	@echo "platforms: $(HW_PLATFORMS)"
 	@echo "parts:     u55c u280 u250 u200 (or a part name)"
@@ -134,11 +138,73 @@ $(TB_BIN): tests/csim/tb_tessera_top.c $(KERNEL_SRC) $(wildcard kernels/*.h kern
 	    '-DTSR_PROFILE_HEADER="profiles/profile_$(TB_PROFILE).h"' \
 	    -o $@ tests/csim/tb_tessera_top.c $(KERNEL_SRC) -lm
 
+ifeq ($(TB_PROFILE),stories15m)
+csim-gcc: csim-gcc-15m
+else
 csim-gcc: $(TB_BIN) $(TB_IMAGE)
 	$(TB_BIN) $(TB_IMAGE) $(TB_REF)
+endif
 
-# tests/test_hls_flow.c runs both programs.
-$(BUILD)/tests/test_hls_flow: $(TB_BIN) $(TB_IMAGER)
+# ------------------------------------- csim testbench, stories15m profile ---
+# The same testbench and kernel sources under the stories15m profile (128
+# PEs in 32 x 4, 48 attention PEs, kv split 8, Q8_0 group 32), on the
+# synthetic stories15M-shape Q8_0 model (tessera synth, written here, never
+# committed), against what the emulator built with that profile
+# (BUILD-stories15m/, make emu-profiles) decodes from the same file: TB15_N
+# greedy tokens (the whole context: every PE of a KV head's 8 holds
+# positions), in TB15_CHECKS DECODE commands, and the logits after each bit
+# for bit.  The image is larger than the kernel's `in`, so the testbench
+# serves the ring live from a second thread (TB_LIVE_RING).  `make csim-gcc
+# TB_PROFILE=stories15m` is the same run.
+TB15_N        ?= 251
+TB15_CHECKS   ?= 8
+TB15_DIR      := $(BUILD)/csim/stories15m
+TB15_BIN      := $(TB15_DIR)/tb_tessera_top
+TB15_MODEL    := $(TB15_DIR)/stories15M_q8.bin
+TB15_IMAGE    := $(TB15_DIR)/stories15m.timg
+TB15_REF      := $(TB15_DIR)/emu.tokens
+TB15_LOGITS   := $(TB15_DIR)/emu.logits
+TB15_EMU      := $(BUILD)-stories15m
+TB15_EMUREF   := $(TB15_EMU)/csim/tsr_csim_emuref
+TB15_TOKENIZER ?= $(SHARED)/models/tokenizer.bin
+
+$(TB15_BIN): tests/csim/tb_tessera_top.c $(KERNEL_SRC) $(wildcard kernels/*.h kernels/profiles/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) -Ikernels -DTSR_CSIM -DTB_LIVE_RING -pthread \
+	    '-DTSR_PROFILE_HEADER="profiles/profile_stories15m.h"' \
+	    -o $@ tests/csim/tb_tessera_top.c $(KERNEL_SRC) -lm
+
+$(TB15_MODEL): $(TESSERA)
+	@mkdir -p $(dir $@)
+	$(TESSERA) synth --shape stories15M --q8 -o $@
+
+$(TB15_IMAGE): $(TB_IMAGER) $(TB15_MODEL) $(TB15_TOKENIZER)
+	$(TB_IMAGER) $(TB15_MODEL) $(TB15_TOKENIZER) "$(TB_PROMPT)" $@ 0 stories15m q8
+
+# The emulator's answer, from a program linked with the stories15m
+# emulator's library (the sub-make builds it there, as emu-profiles does;
+# it runs every time, so a changed kernel rebuilds the answer).
+.PHONY: tb15-force
+ifeq ($(EMU_PROFILE),generic)
+$(TB15_EMUREF): tb15-force
+	@$(MAKE) --no-print-directory EMU_PROFILE=stories15m EMU_SERIAL=0 SANITIZE=$(SANITIZE) \
+	    NATIVE=$(NATIVE) $@
+else
+$(BUILD)/csim/tsr_csim_emuref: tests/csim/emu_ref.c $(LIB_ALL)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) -o $@ $< $(LIB_ALL) $(LDLIBS)
+endif
+
+# (one run writes both files; the logits are the rule's side output)
+$(TB15_REF): $(TB15_EMUREF) $(TB15_MODEL) $(TB15_TOKENIZER)
+	$(TB15_EMUREF) $(TB15_MODEL) $(TB15_TOKENIZER) "$(TB_PROMPT)" $(TB15_N) $(TB15_CHECKS) \
+	    $(TB15_REF) $(TB15_LOGITS)
+
+csim-gcc-15m: $(TB15_BIN) $(TB15_IMAGE) $(TB15_REF)
+	$(TB15_BIN) $(TB15_IMAGE) $(TB15_REF) 0 $(TB15_LOGITS)
+
+# tests/test_hls_flow.c runs all of these.
+$(BUILD)/tests/test_hls_flow: $(TB_BIN) $(TB_IMAGER) $(TB15_BIN)
 
 # ----------------------------------------------------------------- HLS ---
 # The committed hls_config.cfg (stories260k, U55C, paths relative to its

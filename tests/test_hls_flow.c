@@ -5,8 +5,10 @@
  * make csynth / csim, the link and HLS configs the flow generates (sed
  * only, so they are generated for real here and read back), the profile
  * key of each synthesis profile, and the C-simulation testbench of the
- * persistent tessera_top built with gcc (tests/csim) against llama2.c's
- * tokens.
+ * persistent tessera_top built with gcc (tests/csim): on the stories260k
+ * profile against llama2.c's tokens, and on the stories15m profile (a
+ * synthetic Q8_0 stories15M, its ring served live) against the emulator
+ * built with that profile, tokens and logits bit for bit.
  *
  * What stays unverified without v++: that v++ accepts these configs (the
  * [profile] keys and the stall option are as UG1393 "--profile Options"
@@ -45,6 +47,12 @@
 #define TB        TSR_BUILD_DIR "/csim/tb_tessera_top"
 #define IMAGER    TSR_BUILD_DIR "/csim/tsr_csim_image"
 #define REF       SHARED_REF("stories260K_once_upon_a_time.tokens")
+/* the stories15m profile's testbench, and its emulator's answer (make
+ * emu-profiles builds it beside the stories15m emulator) */
+#define TB15      TSR_BUILD_DIR "/csim/stories15m/tb_tessera_top"
+#define EMUREF15  TSR_BUILD_DIR "-stories15m/csim/tsr_csim_emuref"
+#define TB15_N    251   /* the whole context of 256 */
+#define TB15_K    8
 
 #define CAP (256 * 1024)
 
@@ -697,6 +705,108 @@ static void test_tb_truncated_image(void **state)
     unlink(path);
 }
 
+/* ------------------------------------- csim testbench, stories15m ---- */
+
+typedef struct tb15_fixture {
+    char dir[96];        /* in the build folder: model, image, answers */
+    char model[160], image[160], tokens[160], logits[160];
+} tb15_fixture;
+
+/* The synthetic Q8_0 stories15M (tessera synth), its testbench image for
+ * the stories15m profile, and the stories15m emulator's tokens and logits
+ * for it: TB15_N greedy tokens in TB15_K generate calls. */
+static int tb15_setup(void **state)
+{
+    tb15_fixture *fx = calloc(1, sizeof *fx);
+    if (!fx) return -1;
+    snprintf(fx->dir, sizeof fx->dir, "%s/csim/t15_XXXXXX", TSR_BUILD_DIR);
+    if (!mkdtemp(fx->dir)) { free(fx); return -1; }
+    snprintf(fx->model, sizeof fx->model, "%s/stories15M_q8.bin", fx->dir);
+    snprintf(fx->image, sizeof fx->image, "%s/stories15m.timg", fx->dir);
+    snprintf(fx->tokens, sizeof fx->tokens, "%s/emu.tokens", fx->dir);
+    snprintf(fx->logits, sizeof fx->logits, "%s/emu.logits", fx->dir);
+    const char *tok = SHARED_MODEL("tokenizer.bin");
+    int st = run("'" TESSERA_BIN "' synth --shape stories15M --q8 -o '%s'", fx->model);
+    if (!st) st = run("'%s' '%s' '%s' 'Once upon a time' '%s' 0 stories15m q8", IMAGER, fx->model,
+                      tok, fx->image);
+    if (!st) st = run("'%s' '%s' '%s' 'Once upon a time' %d %d '%s' '%s'", EMUREF15, fx->model,
+                      tok, TB15_N, TB15_K, fx->tokens, fx->logits);
+    if (st != 0) {
+        print_message("%s", out);
+        rm_tree(fx->dir);
+        free(fx);
+        return -1;
+    }
+    *state = fx;
+    return 0;
+}
+
+static int tb15_teardown(void **state)
+{
+    tb15_fixture *fx = *state;
+    rm_tree(fx->dir);
+    free(fx);
+    return 0;
+}
+
+/* The image is the stories15m profile's whole mesh in Q8_0, too large to
+ * write into the ring before the start; tessera_top in its synthesis view
+ * decodes the emulator's tokens over the whole context (so all 8 PEs of
+ * each KV head hold positions) and returns its logits at eight positions,
+ * every bit (DESIGN: the emulator's replacements are bit-identical to the
+ * kernel loops).  At position 255 the code charges what plan projects for
+ * the profile (16,368 cycles).  The testbench holds no emulator code; the
+ * answer's program does. */
+static void test_tb15_matches_emulator(void **state)
+{
+    tb15_fixture *fx = *state;
+    assert_int_equal(run("'%s' '%s' '%s' 0 '%s'", TB15, fx->image, fx->tokens, fx->logits), 0);
+    assert_int_equal(lines_with("tb_tessera_top: PASS: 5 prompt + 251 decoded tokens match the "
+                                "reference (profile stories15m, "), 1);
+    assert_int_equal(lines_with(", ring served live)"), 1);
+    assert_int_equal(lines_with("tb_tessera_top: logits: 8 x 32000 bit-identical to "), 1);
+    assert_int_equal(lines_with("tb_tessera_top: last token: 16368 cycles charged, "), 1);
+    assert_int_equal(count_lines(out), 3);
+    assert_int_equal(run("nm '%s'", TB15), 0);
+    assert_int_equal(lines_with(" T tessera_top") + lines_with(" t tessera_top"), 1);
+    assert_int_equal(lines_with("tsr_emu_"), 0);
+    assert_int_equal(run("nm '%s'", EMUREF15), 0);
+    assert_true(lines_with("tsr_emu_") > 0);
+}
+
+/* One logit's lowest bit changed in the last checkpoint: the testbench
+ * fails and names the pass; a token changed: it names the token. */
+static void test_tb15_detects_mismatch(void **state)
+{
+    tb15_fixture *fx = *state;
+    size_t n;
+    char *lg = slurp(fx->logits, &n);
+    assert_int_equal(n, (size_t)TB15_K * 32000u * 4u);
+    lg[(size_t)(TB15_K - 1) * 32000u * 4u + 4u * 123u] ^= 1;
+    char path[64];
+    temp_file(path, lg, n);
+    free(lg);
+    assert_int_equal(run("'%s' '%s' '%s' 0 '%s'", TB15, fx->image, fx->tokens, path), 1);
+    assert_int_equal(lines_with("logits of token 250 (position 255): 32000 words read, 1 of 32000 "
+                                "differ from "), 1);
+    assert_int_equal(lines_with("(first at 123, "), 1);
+    assert_int_equal(lines_with("tb_tessera_top: FAIL: 1 mismatch(es)"), 1);
+    unlink(path);
+    // the last token's id, one more
+    char *ref = slurp(fx->tokens, &n);
+    char *last = ref + n - 1;
+    while (last > ref && last[-1] != '\n') last--;
+    int id = atoi(last);
+    char expect[96];
+    snprintf(expect, sizeof expect, "token 250 (position 255) is %d, reference %d", id, id + 1);
+    snprintf(last, (size_t)(ref + n - last) + 1, "%d\n", id + 1);
+    temp_file(path, ref, strlen(ref));
+    free(ref);
+    assert_int_equal(run("'%s' '%s' '%s' 0 '%s'", TB15, fx->image, path, fx->logits), 1);
+    assert_int_equal(lines_with(expect), 1);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -718,6 +828,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tb_matches_reference, tb_setup, tb_teardown),
         cmocka_unit_test_setup_teardown(test_tb_detects_mismatch, tb_setup, tb_teardown),
         cmocka_unit_test_setup_teardown(test_tb_truncated_image, tb_setup, tb_teardown),
+        cmocka_unit_test_setup_teardown(test_tb15_matches_emulator, tb15_setup, tb15_teardown),
+        cmocka_unit_test_setup_teardown(test_tb15_detects_mismatch, tb15_setup, tb15_teardown),
     };
     return cmocka_run_group_tests_name("hls_flow", tests, NULL, NULL);
 }

@@ -5,11 +5,16 @@
  * the testbench itself needs nothing but the kernel sources and stdio (as
  * Vitis csim / cosim want).
  *
- * usage: tsr_csim_image MODEL.bin TOKENIZER.bin PROMPT OUT.timg [pes [profile]]
- *        F32 validation weights, one slot, the model's seq_len, pes PEs in
- *        one mesh column (default 4, the stories260k profile's mesh: each
- *        row's sum stays on one PE, in run.c's order), placed for the
- *        synthesis profile named (default stories260k, driver/profiles.c).
+ * usage: tsr_csim_image MODEL.bin TOKENIZER.bin PROMPT OUT.timg [pes [profile [f32|q8]]]
+ *        One slot, the model's seq_len, placed for the synthesis profile
+ *        named (default stories260k, driver/profiles.c) as the driver
+ *        places it on a device of that profile.  pes PEs (default 4; 0: the
+ *        profile's), in the mesh columns and KV split the driver picks for
+ *        the profile (tsr_wimage_config: one column and one PE per KV head
+ *        for stories260k, whose sums keep run.c's order; as many as the
+ *        profile takes for stories15m: 32 x 4, kv split 8).  Weights F32
+ *        (validation mode) when the profile has an F32 datapath, else Q8_0
+ *        at the driver's default group (32); f32 or q8 says which.
  *
  * File format (little-endian uint32 words; see tb_tessera_top.c):
  *   "TIMG" magic, version 2,
@@ -82,18 +87,27 @@ static int write_image(const char *path, const int *prompt, int n_prompt, const 
 
 int main(int argc, char **argv)
 {
-    if (argc < 5 || argc > 7) {
-        fprintf(stderr, "usage: %s MODEL.bin TOKENIZER.bin PROMPT OUT.timg [pes [profile]]\n",
-                argv[0]);
+    if (argc < 5 || argc > 8) {
+        fprintf(stderr, "usage: %s MODEL.bin TOKENIZER.bin PROMPT OUT.timg [pes [profile "
+                "[f32|q8]]]\n", argv[0]);
         return 2;
     }
     int pes = argc >= 6 ? atoi(argv[5]) : 4;
     const char *pname = argc >= 7 ? argv[6] : "stories260k";
     const tsr_kprofile *prof = tsr_profile_find(pname);
-    if (!prof || pes < 1) {
+    if (!prof || pes < 0 || (prof && pes > (int)prof->pes)) {
         fprintf(stderr, "tsr_csim_image: bad pes %d or profile '%s' (profiles: %s)\n", pes, pname,
                 tsr_profile_names());
         return 2;
+    }
+    if (pes == 0) pes = (int)prof->pes;
+    int f32 = prof->with_f32 ? 1 : 0;
+    if (argc >= 8) {
+        if (strcmp(argv[7], "f32") && strcmp(argv[7], "q8")) {
+            fprintf(stderr, "tsr_csim_image: weights '%s': f32 or q8\n", argv[7]);
+            return 2;
+        }
+        f32 = !strcmp(argv[7], "f32");
     }
     tsr_err e = { 0, "" };
     tsr_checkpoint *m = NULL;
@@ -108,9 +122,9 @@ int main(int argc, char **argv)
         goto fail;
     tsr_load_opts o;
     memset(&o, 0, sizeof o);
-    o.weights_f32 = 1;
+    o.weights_f32 = f32;
     o.n_slots = 1;
-    tsr_mesh_opts mesh = { .pes = pes, .cols = 1 };
+    tsr_mesh_opts mesh = { .pes = pes, .cols = 0, .kv_split = 0 };
     tsr_kconfig kc;
     if (tsr_wimage_config(m, &o, &mesh, prof, &kc, &e) ||
         tsr_wimage_check_profile(&kc, prof, pname, &e) || tsr_wimage_build(m, &kc, &img, &e))
@@ -119,9 +133,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "tsr_csim_image: %s: cannot write\n", argv[4]);
         goto out;
     }
-    printf("tsr_csim_image: %s: %d prompt tokens, %d chunks (%llu bytes), %u x %u mesh, F32, "
-           "profile %s\n", argv[4], n_prompt, img.n_chunks, (unsigned long long)img.bytes,
-           kc.mesh_rows, kc.mesh_cols, pname);
+    printf("tsr_csim_image: %s: %d prompt tokens, %d chunks (%llu bytes), %u x %u mesh, kv split "
+           "%u, %s, profile %s\n", argv[4], n_prompt, img.n_chunks, (unsigned long long)img.bytes,
+           kc.mesh_rows, kc.mesh_cols, kc.kv_split, f32 ? "F32" : "Q8_0", pname);
     rc = 0;
     goto out;
 fail:

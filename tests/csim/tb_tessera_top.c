@@ -4,15 +4,21 @@
  *
  *   IMAGE (make_image.c) -> the command ring, as the driver's command layer
  *   (driver/kcmd.c) writes it: CONFIGURE, LOAD x n_chunks, RESET, PREFILL
- *   the prompt, DECODE greedy, READ_COUNTERS, EXIT
+ *   the prompt, DECODE greedy (K times, each then READ_LOGITS, when
+ *   LOGITS is given), READ_COUNTERS, EXIT
  *   -> tessera_top(ctl, in, in, out, out_f) serves the ring, returns at EXIT
  *   -> every response (sequence number, status), the fit, the decoded ids
- *   against REF (llama2.c run.c's ids, BOS first, one decimal a line), the
- *   kernel's counters -> exit 0 on a match, 1 otherwise
+ *   against REF (llama2.c run.c's ids, BOS first, one decimal a line; or
+ *   the ids of an emulator, emu_ref.c), the logits against LOGITS bit for
+ *   bit, the kernel's counters -> exit 0 on a match, 1 otherwise
  *
- * usage: tb_tessera_top IMAGE.timg REF.tokens [max_new]
- *        max_new (default: all of REF) caps the decoded tokens, so cosim can
- *        check a few tokens through the RTL in reasonable time.
+ * usage: tb_tessera_top IMAGE.timg REF.tokens [max_new [LOGITS.f32]]
+ *        max_new (default or 0: all of REF) caps the decoded tokens, so
+ *        cosim can check a few tokens through the RTL in reasonable time.
+ *        LOGITS.f32 (K x vocab fp32 values, e.g. from emu_ref.c): the
+ *        decode runs as K DECODE commands (of want * (i + 1) / K - want *
+ *        i / K tokens), each followed by READ_LOGITS, which must return
+ *        exactly the i-th vocab values' bits.
  *
  * The whole ring is written before the start: C simulation runs
  * tessera_top on this thread, so nothing could write the ring while it
@@ -21,6 +27,15 @@
  * live: the same entries, words and order (the host keeps at most two
  * LOADs in flight, reusing two halves of `in`; here every command has its
  * own payload and answer region instead, since nothing is reused).
+ *
+ * An image larger than `in` (stories15M in Q8_0: 17 MB of weights against
+ * the 2 Mi words, 8 MiB, of `in`) cannot be written in advance.  Built with
+ * -DTB_LIVE_RING (and -pthread; gcc only, not Vitis csim or cosim), the
+ * testbench then runs tessera_top on a second thread and serves the ring
+ * live as the driver does, one command at a time: each payload at the
+ * start of `in`, the entry, its sequence word last, then the response's
+ * sequence word awaited before the next entry (the ring wraps at
+ * TSR_RING_MAX entries, as the kernel's does).
  *
  * Build: the kernel sources with -DTSR_CSIM (the synthesis view of the
  * device state and of the ring's waits, without __SYNTHESIS__) and the
@@ -36,9 +51,16 @@
 
 #include "tsr_kernel.h"
 
+#ifdef TB_LIVE_RING
+#include <pthread.h>
+#include <time.h>
+#endif
+
 #define TIMG_MAGIC   0x474D4954u  /* "TIMG" */
 #define TIMG_VERSION 2u
 #define TB_MAX_REF   4096
+#define TB_MAX_CMDS  16384   /* commands one run submits, at most */
+#define TB_MAX_CHECKS 64     /* logits checkpoints (K), at most */
 #define TB_SEED      0x9E3779B97F4A7C15ull   /* DECODE's RNG seed (greedy: unused) */
 
 /* The link buffers, at the m_axi depths of tessera_top: cosim moves exactly
@@ -103,21 +125,61 @@ static uint32_t f32_bits(float f)
 
 typedef struct ring {
     uint32_t n;          /* entries written                               */
+    uint32_t size;       /* ring entries (ctl[TSR_CTL_RING_N])            */
     uint32_t in_at;      /* next free word of `in`                        */
     uint32_t out_at;     /* next free word of `out`                       */
+    int      live;       /* 1: tessera_top runs on a thread (TB_LIVE_RING) */
 } ring;
+
+/* Per command: its op, and (live ring) its status and answer words. */
+static uint32_t cmd_op[TB_MAX_CMDS];
+static int cmd_status[TB_MAX_CMDS];
+static uint32_t cmd_out_words[TB_MAX_CMDS];
+
+/* Response of entry k of a ring of n entries: its sequence number must be
+ * seq; returns its status, or -1 when it has none. */
+static int response(uint32_t n, uint32_t k, uint32_t seq, uint32_t *out_words)
+{
+    const volatile uint32_t *r = ctl + TSR_CTL_RESP(n) + k * TSR_RESP_WORDS;
+    if (r[TSR_RESP_SEQ] != seq) return -1;
+    if (out_words) *out_words = r[TSR_RESP_OUT_WORDS];
+    return (int)r[TSR_RESP_STATUS];
+}
+
+#ifdef TB_LIVE_RING
+static void *kernel_thread(void *arg)
+{
+    (void)arg;
+    tessera_top(ctl, in, (const float *)(const void *)in, out, out_f);
+    return NULL;
+}
+
+/* Wait for command seq's response at entry k (the kernel publishes its
+ * sequence word last). */
+static void await(const ring *r, uint32_t k, uint32_t seq)
+{
+    const volatile uint32_t *w = ctl + TSR_CTL_RESP(r->size) + k * TSR_RESP_WORDS + TSR_RESP_SEQ;
+    const struct timespec nap = { 0, 50000 };
+    while (*w != seq) nanosleep(&nap, NULL);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+#endif
 
 /* Append a command: its payload (in_words words, or none) to `in`, room for
  * its answer in `out`, the entry's words, then its sequence word.  Returns
- * the answer's offset in `out`, or -1 when the ring or a buffer is full. */
+ * the answer's offset in `out`, or -1 when the ring or a buffer is full.
+ * Live ring: the payload at the start of `in`, and the command served
+ * before this returns. */
 static long submit(ring *r, uint32_t op, uint32_t slot, const uint32_t a[6], const uint32_t *pay,
                    uint32_t in_words, uint32_t out_words)
 {
-    if (r->n == TSR_RING_MAX || in_words > TSR_IN_WORDS - r->in_at ||
-        out_words > TSR_OUT_WORDS - r->out_at)
+    if (r->live) r->in_at = 0;
+    if ((!r->live && r->n == r->size) || r->n == TB_MAX_CMDS ||
+        in_words > TSR_IN_WORDS - r->in_at || out_words > TSR_OUT_WORDS - r->out_at)
         return -1;
+    uint32_t k = r->n % r->size, seq = r->n + 1u;
     if (in_words) memcpy(in + r->in_at, pay, 4u * (size_t)in_words);
-    uint32_t *e = ctl + TSR_CTL_CMD0 + r->n * TSR_CMD_WORDS;
+    volatile uint32_t *e = ctl + TSR_CTL_CMD0 + k * TSR_CMD_WORDS;
     e[TSR_CMD_OP] = op;
     e[TSR_CMD_SLOT] = slot;
     e[TSR_CMD_IN_OFF] = r->in_at;
@@ -125,7 +187,15 @@ static long submit(ring *r, uint32_t op, uint32_t slot, const uint32_t a[6], con
     e[TSR_CMD_OUT_OFF] = r->out_at;
     e[TSR_CMD_OUT_WORDS] = out_words;
     for (int i = 0; i < 6; i++) e[TSR_CMD_A0 + i] = a ? a[i] : 0u;
-    e[TSR_CMD_SEQ] = r->n + 1u;      /* last: the kernel waits for it */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);   /* the payload and words before the number */
+    e[TSR_CMD_SEQ] = seq;            /* last: the kernel waits for it */
+    cmd_op[r->n] = op;
+#ifdef TB_LIVE_RING
+    if (r->live) {
+        await(r, k, seq);
+        cmd_status[r->n] = response(r->size, k, seq, &cmd_out_words[r->n]);
+    }
+#endif
     long at = (long)r->out_at;
     r->n++;
     r->in_at += in_words;
@@ -133,13 +203,14 @@ static long submit(ring *r, uint32_t op, uint32_t slot, const uint32_t a[6], con
     return at;
 }
 
-/* Response k: its sequence number must be k + 1; returns its status. */
-static int response(uint32_t n, uint32_t k, uint32_t *out_words)
+/* Command i's status (-1: no response) and answer words, after the run. */
+static int status_of(const ring *r, uint32_t i, uint32_t *out_words)
 {
-    const uint32_t *r = ctl + TSR_CTL_RESP(n) + k * TSR_RESP_WORDS;
-    if (r[TSR_RESP_SEQ] != k + 1u) return -1;
-    if (out_words) *out_words = r[TSR_RESP_OUT_WORDS];
-    return (int)r[TSR_RESP_STATUS];
+    if (r->live) {
+        if (out_words) *out_words = cmd_out_words[i];
+        return cmd_status[i];
+    }
+    return response(r->size, i, i + 1u, out_words);
 }
 
 /* Counter field i (uint64, as (low, high) words, in tsr_kcounters' field
@@ -159,10 +230,22 @@ static int fail(const char *msg, const char *arg, uint32_t *w)
     return 1;
 }
 
+/* The image's LOAD chunks fit `in` at once (each its own payload region). */
+static int fits_in(const uint32_t *w, size_t nw, size_t at, uint32_t n_chunks)
+{
+    uint64_t words = 0;
+    if (n_chunks > TSR_RING_MAX - 8u) return 0;
+    for (uint32_t c = 0; c < n_chunks && at + 5 <= nw; c++) {
+        words += w[at + 4];
+        at += 5 + (size_t)w[at + 4];
+    }
+    return words + 256u <= TSR_IN_WORDS;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 3 || argc > 4) {
-        fprintf(stderr, "usage: %s IMAGE.timg REF.tokens [max_new]\n", argv[0]);
+    if (argc < 3 || argc > 5) {
+        fprintf(stderr, "usage: %s IMAGE.timg REF.tokens [max_new [LOGITS.f32]]\n", argv[0]);
         return 2;
     }
     size_t nw = 0;
@@ -188,51 +271,131 @@ int main(int argc, char **argv)
             fails++;
         }
     uint32_t want = (uint32_t)n_ref - n_prompt;
-    if (argc == 4 && (uint32_t)atoi(argv[3]) < want) want = (uint32_t)atoi(argv[3]);
-
-    /* ---- the ring: the host's command sequence for one model and one prompt ---- */
-    ring r = { 0, 0, 0 };
-    long fit_at = submit(&r, TSR_OP_CONFIGURE, 0, NULL, w + at, TSR_KCONFIG_WORDS, TSR_KFIT_WORDS);
-    at += TSR_KCONFIG_WORDS;
-    uint32_t n_chunks = w[at++];
-    for (uint32_t c = 0; c < n_chunks; c++) {
-        if (at + 5 > nw || w[at + 4] > nw - at - 5) {
-            fprintf(stderr, "tb_tessera_top: %s: truncated at chunk %u\n", argv[1], c);
+    if (argc >= 4 && atoi(argv[3]) > 0 && (uint32_t)atoi(argv[3]) < want)
+        want = (uint32_t)atoi(argv[3]);
+    const uint32_t vocab = w[at + 6];        /* tsr_kconfig's vocab_size */
+    size_t nl = 0;
+    uint32_t *want_logits = NULL;            /* (vocab,) fp32 bits, or none */
+    if (argc == 5) {
+        want_logits = read_words(argv[4], &nl);
+        if (!want_logits || nl == 0 || nl % vocab || nl / vocab > TB_MAX_CHECKS ||
+            nl / vocab > want) {
+            fprintf(stderr, "tb_tessera_top: %s: not K x %u fp32 logits (1 <= K <= %d, %u)\n",
+                    argv[4], vocab, TB_MAX_CHECKS, want);
+            free(want_logits);
             free(w);
             return 1;
         }
+        if (vocab > TSR_OUT_WORDS) {
+            free(want_logits);
+            return fail("the vocabulary exceeds the kernel's `out` depth", argv[1], w);
+        }
+    }
+
+    /* ---- the ring: the host's command sequence for one model and one prompt ---- */
+    size_t cfg_at = at;
+    uint32_t n_chunks = w[cfg_at + TSR_KCONFIG_WORDS];
+    ring r = { 0, TSR_RING_MAX, 0, 0, 0 };
+    if (!fits_in(w, nw, cfg_at + TSR_KCONFIG_WORDS + 1, n_chunks)) {
+#ifdef TB_LIVE_RING
+        r.live = 1;
+#else
+        free(want_logits);
+        return fail("the image does not fit the kernel's `in` depth and ring at once (build "
+                    "with -DTB_LIVE_RING -pthread to serve the ring live)", argv[1], w);
+#endif
+    }
+    ctl[TSR_CTL_RING_N] = r.size;   /* the header, before the start */
+#ifdef TB_LIVE_RING
+    pthread_t kt;
+    if (r.live && pthread_create(&kt, NULL, kernel_thread, NULL) != 0) {
+        free(want_logits);
+        return fail("cannot start the kernel's thread", NULL, w);
+    }
+#endif
+    long fit_at = submit(&r, TSR_OP_CONFIGURE, 0, NULL, w + at, TSR_KCONFIG_WORDS, TSR_KFIT_WORDS);
+    at += TSR_KCONFIG_WORDS + 1;
+    int bad_image = 0;
+    for (uint32_t c = 0; c < n_chunks; c++) {
+        if (at + 5 > nw || w[at + 4] > nw - at - 5) {
+            fprintf(stderr, "tb_tessera_top: %s: truncated at chunk %u\n", argv[1], c);
+            bad_image = 1;
+            break;
+        }
         const uint32_t *h = w + at;          /* pe, region, offset, length, n_words */
         const uint32_t a[6] = { h[0], h[1], h[2], h[3], 0, 0 };
-        if (submit(&r, TSR_OP_LOAD, 0, a, h + 5, h[4], 0) < 0)
-            return fail("the image does not fit the kernel's `in` depth and ring at once", argv[1],
-                        w);
+        if (submit(&r, TSR_OP_LOAD, 0, a, h + 5, h[4], 0) < 0) {
+            fprintf(stderr, "tb_tessera_top: %s: the commands do not fit the ring or the "
+                    "buffers\n", argv[1]);
+            bad_image = 1;
+            break;
+        }
         at += 5 + h[4];
     }
-    submit(&r, TSR_OP_RESET, 0, NULL, NULL, 0, 0);
-    const uint32_t pre[6] = { n_prompt, 0, 0, 0, 0, 0 };
-    submit(&r, TSR_OP_PREFILL, 0, pre, prompt, n_prompt, 0);
-    const uint32_t dec[6] = { want, (uint32_t)TB_SEED, (uint32_t)(TB_SEED >> 32), TSR_DEC_RESEED,
-                              0, 0 };
-    const uint32_t sampler[2] = { f32_bits(0.0f), f32_bits(1.0f) };   /* greedy */
-    long dec_at = submit(&r, TSR_OP_DECODE, 0, dec, sampler, 2, want + 1u);
+    /* K decode chunks, each followed by READ_LOGITS when logits are given */
+    const uint32_t checks = want_logits ? (uint32_t)(nl / vocab) : 1u;
+    long dec_at[TB_MAX_CHECKS], cnt_at = -1, lg_at[TB_MAX_CHECKS];
+    uint32_t dec_k[TB_MAX_CHECKS], dec_n[TB_MAX_CHECKS], lg_k[TB_MAX_CHECKS];
+    static float got_logits[TB_MAX_CHECKS][TSR_OUT_WORDS];   /* live: copied per READ_LOGITS */
+    int unplaced = 0;
     const uint32_t cnt_words = 2u * (TSR_KCOUNTERS_FIXED + TSR_PES);
-    long cnt_at = submit(&r, TSR_OP_READ_COUNTERS, 0, NULL, NULL, 0, cnt_words);
+    if (!bad_image) {
+        submit(&r, TSR_OP_RESET, 0, NULL, NULL, 0, 0);
+        const uint32_t pre[6] = { n_prompt, 0, 0, 0, 0, 0 };
+        submit(&r, TSR_OP_PREFILL, 0, pre, prompt, n_prompt, 0);
+        /* exactly `want` tokens: a BOS/EOS does not stop it (nor llama2.c's
+         * reference, which ends at its step count) */
+        const uint32_t sampler[2] = { f32_bits(0.0f), f32_bits(1.0f) };   /* greedy */
+        for (uint32_t i = 0; i < checks; i++) {
+            dec_n[i] = (uint32_t)((uint64_t)want * (i + 1u) / checks - (uint64_t)want * i / checks);
+            const uint32_t dec[6] = { dec_n[i], (uint32_t)TB_SEED, (uint32_t)(TB_SEED >> 32),
+                                      (i == 0 ? TSR_DEC_RESEED : 0u) | TSR_DEC_IGNORE_STOP, 0, 0 };
+            dec_k[i] = r.n;
+            dec_at[i] = submit(&r, TSR_OP_DECODE, 0, dec, sampler, 2, dec_n[i] + 1u);
+            if (dec_at[i] < 0) unplaced = 1;
+            if (!want_logits) continue;
+            /* the answer is in out_f only: word i * vocab when the ring
+             * is filled in advance (it must fit), word 0 and copied out
+             * when it is served live */
+            uint32_t keep = r.out_at;
+            r.out_at = r.live ? 0u : i * vocab;
+            lg_k[i] = r.n;
+            lg_at[i] = r.out_at + vocab <= TSR_OUT_WORDS
+                           ? submit(&r, TSR_OP_READ_LOGITS, 0, NULL, NULL, 0, vocab) : -1;
+            r.out_at = keep;
+            if (lg_at[i] < 0) unplaced = 1;
+            else if (r.live) memcpy(got_logits[i], out_f, 4u * (size_t)vocab);
+        }
+        cnt_at = submit(&r, TSR_OP_READ_COUNTERS, 0, NULL, NULL, 0, cnt_words);
+    }
     long exit_at = submit(&r, TSR_OP_EXIT, 0, NULL, NULL, 0, 0);
-    if (fit_at < 0 || dec_at < 0 || cnt_at < 0 || exit_at < 0)
-        return fail("the commands do not fit the ring or the buffers", argv[1], w);
-    ctl[TSR_CTL_RING_N] = r.n;   /* the header, before the start */
 
     /* ---- the card: started once, returns at EXIT ---- */
-    tessera_top(ctl, in, (const float *)(const void *)in, out, out_f);
+#ifdef TB_LIVE_RING
+    if (r.live) pthread_join(kt, NULL);
+#endif
+    if (!r.live && !bad_image) tessera_top(ctl, in, (const float *)(const void *)in, out, out_f);
+    if (bad_image) {
+        free(want_logits);
+        free(w);
+        return 1;
+    }
+    if (fit_at < 0 || unplaced || cnt_at < 0 || exit_at < 0) {
+        free(want_logits);
+        return fail("the commands do not fit the ring or the buffers", argv[1], w);
+    }
 
-    if (ctl[TSR_CTL_SERVING] != 1u) return fail("the kernel never served its ring", NULL, w);
+    if (ctl[TSR_CTL_SERVING] != 1u) {
+        free(want_logits);
+        return fail("the kernel never served its ring", NULL, w);
+    }
     static const char *const names[TSR_OP_COUNT] = { "NOP", "LOAD", "CONFIGURE", "RESET",
                                                      "TRUNCATE", "PREFILL", "DECODE",
                                                      "READ_LOGITS", "READ_COUNTERS", "EXIT",
                                                      "DECODE_BATCH" };
     for (uint32_t k = 0; k < r.n; k++) {
-        uint32_t op = ctl[TSR_CTL_CMD0 + k * TSR_CMD_WORDS + TSR_CMD_OP];
-        int st = response(r.n, k, NULL);
+        uint32_t op = cmd_op[k];
+        int st = status_of(&r, k, NULL);
         if (st == -1) {
             fprintf(stderr, "tb_tessera_top: command %u (%s) has no response\n", k, names[op]);
             fails++;
@@ -249,34 +412,68 @@ int main(int argc, char **argv)
                 (unsigned)TSR_PE_W8_WORDS, (unsigned)TSR_PE_F32_WORDS, (unsigned)TSR_PE_KV_WORDS);
 
     /* ---- the tokens ---- */
-    const uint32_t *ids = out + dec_at;      /* count, then (count,) ids */
-    uint32_t got = 0;
-    response(r.n, (uint32_t)(r.n - 3u), &got);
-    if (ids[0] != want || got != want + 1u) {
-        fprintf(stderr, "tb_tessera_top: decoded %u tokens (answer %u words), expected %u\n",
-                ids[0], got, want);
-        fails++;
-    }
+    uint32_t n_dec = 0;                      /* tokens decoded, over the chunks */
     int bad = 0;
-    for (uint32_t i = 0; i < ids[0] && i < want && bad < 5; i++)
-        if ((int32_t)ids[1 + i] != ref[n_prompt + i]) {
-            fprintf(stderr, "tb_tessera_top: token %u (position %u) is %u, reference %d\n", i,
-                    n_prompt + i, ids[1 + i], ref[n_prompt + i]);
-            bad++;
+    for (uint32_t c = 0; c < checks; c++) {
+        const uint32_t *ids = out + dec_at[c];   /* count, then (count,) ids */
+        uint32_t got = 0;
+        status_of(&r, dec_k[c], &got);
+        if (ids[0] != dec_n[c] || got != dec_n[c] + 1u) {
+            fprintf(stderr, "tb_tessera_top: decoded %u tokens (answer %u words), expected %u\n",
+                    ids[0], got, dec_n[c]);
+            fails++;
         }
-    fails += bad;
+        for (uint32_t i = 0; i < ids[0] && i < dec_n[c]; i++, n_dec++)
+            if ((int32_t)ids[1 + i] != ref[n_prompt + n_dec] && bad++ < 5)
+                fprintf(stderr, "tb_tessera_top: token %u (position %u) is %u, reference %d\n",
+                        n_dec, n_prompt + n_dec, ids[1 + i], ref[n_prompt + n_dec]);
+    }
+    fails += bad < 5 ? bad : 5;
+
+    /* ---- each chunk's last pass's logits, bit for bit ---- */
+    if (want_logits) {
+        int same = 1;
+        for (uint32_t c = 0, upto = 0; c < checks; c++) {
+            uint32_t lg_n = 0, differ = 0, first = 0;
+            float worst = 0.0f;
+            const float *g = r.live ? got_logits[c] : out_f + lg_at[c];   /* (vocab,) */
+            const uint32_t *x = want_logits + (size_t)c * vocab;          /* (vocab,) */
+            upto += dec_n[c];
+            status_of(&r, lg_k[c], &lg_n);
+            for (uint32_t i = 0; i < vocab; i++) {
+                if (f32_bits(g[i]) == x[i]) continue;
+                float xf;
+                memcpy(&xf, &x[i], 4);
+                float d = g[i] - xf;
+                if (d < 0) d = -d;
+                if (differ++ == 0) first = i;
+                if (d > worst) worst = d;
+            }
+            if (lg_n != vocab || differ) {
+                fprintf(stderr, "tb_tessera_top: logits of token %u (position %u): %u words "
+                        "read, %u of %u differ from %s (first at %u, largest difference %g)\n",
+                        upto - 1u, n_prompt + upto - 1u, lg_n, differ, vocab, argv[4], first,
+                        (double)worst);
+                fails++;
+                same = 0;
+            }
+        }
+        if (same)
+            printf("tb_tessera_top: logits: %u x %u bit-identical to %s\n", checks, vocab,
+                   argv[4]);
+    }
 
     /* ---- what the kernel counted ---- */
     const uint32_t *kc = out + cnt_at;
     const uint32_t f_sampled = (uint32_t)(offsetof(tsr_kcounters, tokens_sampled) / 8u);
     const uint32_t f_cyc = (uint32_t)(offsetof(tsr_kcounters, cyc) / 8u);
     const uint32_t f_mark = (uint32_t)(offsetof(tsr_kcounters, cyc_mark) / 8u);
-    if (counter(kc, TSR_OP_LOAD) != n_chunks || counter(kc, TSR_OP_DECODE) != 1u ||
-        counter(kc, f_sampled) != ids[0]) {
+    if (counter(kc, TSR_OP_LOAD) != n_chunks || counter(kc, TSR_OP_DECODE) != checks ||
+        counter(kc, f_sampled) != n_dec) {
         fprintf(stderr, "tb_tessera_top: counters: %llu LOADs, %llu DECODEs, %llu tokens sampled; "
-                "expected %u, 1, %u\n", (unsigned long long)counter(kc, TSR_OP_LOAD),
+                "expected %u, %u, %u\n", (unsigned long long)counter(kc, TSR_OP_LOAD),
                 (unsigned long long)counter(kc, TSR_OP_DECODE),
-                (unsigned long long)counter(kc, f_sampled), n_chunks, ids[0]);
+                (unsigned long long)counter(kc, f_sampled), n_chunks, checks, n_dec);
         fails++;
     }
     /* the cycles the code charged for the last forward pass and its
@@ -292,9 +489,11 @@ int main(int argc, char **argv)
 
     if (fails == 0)
         printf("tb_tessera_top: PASS: %u prompt + %u decoded tokens match the reference "
-               "(profile %s, %u commands)\n", n_prompt, want, TSR_PROFILE_NAME, r.n);
+               "(profile %s, %u commands%s)\n", n_prompt, want, TSR_PROFILE_NAME, r.n,
+               r.live ? ", ring served live" : "");
     else
         printf("tb_tessera_top: FAIL: %d mismatch(es)\n", fails);
+    free(want_logits);
     free(w);
     return fails ? 1 : 0;
 }
