@@ -433,20 +433,23 @@ static void row_q8(const tsr_tensor *src, uint32_t sr, uint32_t n, uint32_t G, f
                    int8_t *q, float *s)
 {
     uint32_t ng = tsr_cdiv(n, G);
+    size_t g0 = (size_t)sr * ng;   /* the row's first group in the tensor */
     if (src->type == TSR_DT_Q8_0 && (uint32_t)src->group == G && n % G == 0) {
-        memcpy(q, src->q + (size_t)sr * n, n);
-        memcpy(s, src->s + (size_t)sr * ng, ng * sizeof *s);
+        for (uint32_t g = 0; g < ng; g++) {
+            memcpy(q + (size_t)g * G, tsr_tensor_q8(src, g0 + g), G);
+            s[g] = tsr_tensor_scale(src, g0 + g);
+        }
         return;
     }
     if (src->type == TSR_DT_Q4_0 && G == TSR_Q4_GROUP) {
-        const uint8_t *b = src->q4 + (size_t)sr * (n / 2u);
-        for (uint32_t g = 0; g < ng; g++)
+        for (uint32_t g = 0; g < ng; g++) {
+            const uint8_t *b = tsr_tensor_q4(src, g0 + g);
             for (uint32_t j = 0; j < TSR_Q4_ENTRY_BYTES; j++) {
-                uint8_t v = b[g * TSR_Q4_ENTRY_BYTES + j];
-                q[g * TSR_Q4_GROUP + j] = (int8_t)((v & 15) - 8);
-                q[g * TSR_Q4_GROUP + j + 16u] = (int8_t)((v >> 4) - 8);
+                q[g * TSR_Q4_GROUP + j] = (int8_t)((b[j] & 15) - 8);
+                q[g * TSR_Q4_GROUP + j + 16u] = (int8_t)((b[j] >> 4) - 8);
             }
-        memcpy(s, src->s + (size_t)sr * ng, ng * sizeof *s);
+            s[g] = tsr_tensor_scale(src, g0 + g);
+        }
         return;
     }
     tsr_tensor_row(src, (int)sr, row);
@@ -461,8 +464,11 @@ static void row_q4(const tsr_tensor *src, uint32_t sr, uint32_t n, float *row, u
 {
     uint32_t ng = tsr_cdiv(n, TSR_Q4_GROUP);
     if (src->type == TSR_DT_Q4_0) {   /* GGUF rows are whole blocks */
-        memcpy(q4, src->q4 + (size_t)sr * (n / 2u), n / 2u);
-        memcpy(s, src->s + (size_t)sr * ng, ng * sizeof *s);
+        for (uint32_t g = 0; g < ng; g++) {
+            memcpy(q4 + (size_t)g * TSR_Q4_ENTRY_BYTES, tsr_tensor_q4(src, (size_t)sr * ng + g),
+                   TSR_Q4_ENTRY_BYTES);
+            s[g] = tsr_tensor_scale(src, (size_t)sr * ng + g);
+        }
         return;
     }
     tsr_tensor_row(src, (int)sr, row);
