@@ -314,6 +314,7 @@ static int load_checkpoint(tsr_device *dev, tsr_checkpoint *ck, const char *path
     const tsr_config *c = &m->ck->cfg;
     /* A NaN or Inf weight is undefined behaviour in the quantizer and
      * garbage in F32 mode: refused in every format, before anything else. */
+    tsr_checkpoint_prefetch(ck);   /* from a cold cache: the whole file read ahead, in order */
     if ((rc = tsr_checkpoint_check_finite(ck, &dev->err))) goto fail;
     tsr_checkpoint_evict(ck);   /* the scan mapped pages the stream reads again later */
     if (!o->tokenizer && ck->tok) {
