@@ -141,7 +141,7 @@ typedef struct tsr_backend_iface {
      * wait() return now.  optional */
     void (*interrupt)(tsr_backend *b);
     /* After CONFIGURE of kc: make the memory the weights will occupy ready
-     * (emu: fault its pages in, so streaming measures the copy).  optional */
+     * (emu: fault its pages in, on a thread beside the stream).  optional */
     void (*prepare)(tsr_backend *b, const tsr_kconfig *kc);
 } tsr_backend_iface;
 

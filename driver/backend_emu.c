@@ -41,6 +41,9 @@ struct tsr_backend {
     pthread_t       dev;         /* the device thread                     */
     int             started;
     uint32_t       *watch;       /* the word a wait() sleeps on, or NULL  */
+    pthread_t       prep;        /* faults the weights' pages in (prepare) */
+    int             prep_running;
+    tsr_kconfig     prep_cfg;    /* what it prepares for; set before it starts */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -71,9 +74,12 @@ static int cpus_available(void)
     return n > 0 ? (int)n : 1;
 }
 
+static void prep_join(tsr_backend *b);
+
 static void emu_close(tsr_backend *b)
 {
     if (!b) return;
+    prep_join(b);
     if (b->started) pthread_join(b->dev, NULL);   /* the command layer sent EXIT */
     if (b->st) {
         tsr_emu_pool_destroy(b->st->pool);
@@ -265,13 +271,13 @@ static void populate(void *p, size_t n)
     if (n) (void)madvise((void *)a, z - a, MADV_POPULATE_WRITE);   /* best effort */
 }
 
-/* After CONFIGURE: "power on" the SRAM the weights will occupy, i.e. let
- * the OS allocate and zero those pages now, as the emulator's part of
- * opening the device, so that streaming measures the transfer itself and
- * not first-touch page faults (on a VM those run near 1 GB/s).  The KV
- * cache is left to fault in as positions are written. */
-static void emu_prepare(tsr_backend *b, const tsr_kconfig *kc)
+/* "Power on" the SRAM the weights of b->prep_cfg will occupy, PE by PE in
+ * the order the weight stream fills it: let the OS allocate and zero those
+ * pages.  The KV cache is left to fault in as positions are written. */
+static void *prep_main(void *arg)
 {
+    tsr_backend *b = arg;
+    const tsr_kconfig *kc = &b->prep_cfg;
     uint32_t P = tsr_lay_pes(kc);
     for (uint32_t p = 0; p < P; p++) {
         uint64_t w8, f32;
@@ -279,6 +285,27 @@ static void emu_prepare(tsr_backend *b, const tsr_kconfig *kc)
         populate(b->st->w8[p], (size_t)w8);
         populate(b->st->f32[p], 4u * (size_t)f32);
     }
+    return NULL;
+}
+
+static void prep_join(tsr_backend *b)
+{
+    if (!b->prep_running) return;
+    pthread_join(b->prep, NULL);
+    b->prep_running = 0;
+}
+
+/* After CONFIGURE: fault in the weights' pages (prep_main) on a thread of
+ * their own, so that the zeroing (near 1 GB/s on a VM) runs beside the
+ * host's image building and the stream instead of before them; a LOAD that
+ * reaches a page first faults it in itself, and populating a page that is
+ * already there leaves it as it is.  Without a thread, here and now. */
+static void emu_prepare(tsr_backend *b, const tsr_kconfig *kc)
+{
+    prep_join(b);
+    b->prep_cfg = *kc;
+    if (pthread_create(&b->prep, NULL, prep_main, b) == 0) b->prep_running = 1;
+    else prep_main(b);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -314,7 +314,9 @@ static int load_checkpoint(tsr_device *dev, tsr_checkpoint *ck, const char *path
     const tsr_config *c = &m->ck->cfg;
     /* A NaN or Inf weight is undefined behaviour in the quantizer and
      * garbage in F32 mode: refused in every format, before anything else. */
+    tsr_checkpoint_prefetch(ck);   /* from a cold cache: the whole file read ahead, in order */
     if ((rc = tsr_checkpoint_check_finite(ck, &dev->err))) goto fail;
+    tsr_checkpoint_evict(ck);   /* the scan mapped pages the stream reads again later */
     if (!o->tokenizer && ck->tok) {
         m->tok = ck->tok;   // the file's own tokenizer (GGUF); the model takes it
         ck->tok = NULL;
@@ -367,6 +369,8 @@ static int load_checkpoint(tsr_device *dev, tsr_checkpoint *ck, const char *path
     m->lo.progress = NULL;          /* tap lives on this stack only */
     m->lo.progress_user = NULL;
     if (rc) goto fail;
+    /* the device's memory is the weights' one home now: let the file go */
+    tsr_checkpoint_drop_weights(m->ck);
     if (dev->k.link.h2d[TSR_PHASE_LOAD] != before) dev->loads++;
     if (tap.called) dev->image_bytes = tap.total;   /* else: the resident image */
     m->image_bytes = dev->image_bytes;

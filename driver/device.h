@@ -35,7 +35,9 @@ struct tsr_model {
     int             refs;      /* the caller's (until tsr_model_close) +
                                   one per sequence handle still alive     */
     int             released;  /* host side freed: model or device closed */
-    tsr_checkpoint *ck;        /* the file, mmap()ed; NULL once released  */
+    tsr_checkpoint *ck;        /* the file's header and shapes; its weights
+                                  are dropped once on the device; NULL once
+                                  released                                */
     tsr_tokenizer  *tok;       /* NULL once released                      */
     tsr_load_opts   lo;        /* how it was placed (progress: NULL)      */
     int             seq_len;   /* context per sequence, tokens            */

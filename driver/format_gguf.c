@@ -13,10 +13,10 @@
  *   data     tensor bytes
  * ggml order: ne[0] is the row length (cols), ne[1] the row count.
  *
- * Every tensor is copied into memory the checkpoint owns, so the file is
- * not kept mapped: Q8_0 and Q4_0 tensors as their own values (TSR_DT_Q8_0,
- * TSR_DT_Q4_0 views, the fp16 scales widened to fp32, exact), F32 and F16
- * ones as fp32.
+ * Every tensor stays where the file holds it, in its stored type (views:
+ * Q8_0 and Q4_0 as ggml blocks, F16 as halves, F32 as fp32 unless
+ * misaligned, then copied), so the file stays mapped while the tensors are
+ * read: the checkpoint owns the map (format_llama2c.c's open_gguf).
  * Every count, length and offset is checked against the bytes that remain
  * before it is used, in 64-bit arithmetic that cannot overflow.
  */
@@ -211,75 +211,30 @@ static const char *type_name(uint32_t t)
     return "unknown";
 }
 
-/* IEEE half to float (handles subnormals, inf, NaN). */
-static float half_to_float(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;
-    if (exp == 0) {
-        if (man == 0) {
-            bits = sign;
-        } else {   // subnormal: normalize
-            int e = -1;
-            do { e++; man <<= 1; } while (!(man & 0x400u));
-            bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ffu) << 13);
-        }
-    } else if (exp == 31) {
-        bits = sign | 0x7f800000u | (man << 13);
-    } else {
-        bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
-    }
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
-static float rd_half(const uint8_t *p) { uint16_t h; memcpy(&h, p, 2); return half_to_float(h); }
-
 /* Bytes a tensor of n elements of type t takes in the checkpoint's memory:
- * fp32 values (F32, F16), or the scales (fp32, one per block) then the
- * values (int8) or nibbles (16 bytes a block), rounded up to 4. */
-static uint64_t held_bytes(uint32_t t, uint64_t n)
+ * an F32 tensor whose data is not 4-byte aligned is copied (4n bytes);
+ * every other tensor is a view into the file (0). */
+static uint64_t held_bytes(uint32_t t, const uint8_t *src, uint64_t n)
 {
-    if (t == GGML_Q8_0) return 4 * (n / QK) + ((n + 3) & ~(uint64_t)3);
-    if (t == GGML_Q4_0) return 4 * (n / QK) + ((n / 2 + 3) & ~(uint64_t)3);
-    return 4 * n;
+    return t == GGML_F32 && ((uintptr_t)src & 3u) ? 4 * n : 0;
 }
 
-/* Copy n elements (n a multiple of QK for the block types) of type t from
- * src into the memory at dst (held_bytes(t, n) bytes, 4-aligned) and point
- * tv at them.  Layouts: Q8_0 block = fp16 d, 32 int8 q, x = q * d; Q4_0
- * block = fp16 d, 16 bytes, element j < 16 is the low nibble of byte j,
- * element j + 16 its high nibble, x = (nibble - 8) * d.  F16 becomes fp32;
- * the block types keep their values, their scales widened to fp32. */
+/* Point tv at n elements (n a multiple of QK for the block types) of type
+ * t at src, as stored: F32 as fp32 (copied to dst, held_bytes(t, src, n)
+ * bytes, when src is misaligned), F16 as halves, Q8_0 / Q4_0 as their ggml
+ * blocks (model.h: TSR_GGML_Q8_BYTES / TSR_GGML_Q4_BYTES). */
 static void hold(uint32_t t, const uint8_t *src, uint64_t n, uint8_t *dst, tsr_tensor *tv)
 {
-    float *f = (float *)(void *)dst;
     switch (t) {
-    case GGML_F32: memcpy(f, src, n * 4); tv->type = TSR_DT_F32; tv->f = f; break;
-    case GGML_F16:
-        for (uint64_t i = 0; i < n; i++) f[i] = rd_half(src + 2 * i);
-        tv->type = TSR_DT_F32;
-        tv->f = f;
+    case GGML_F32:
+        if (held_bytes(t, src, n)) memcpy(dst, src, n * 4);
+        *tv = (tsr_tensor){ .type = TSR_DT_F32, .f = held_bytes(t, src, n)
+                                                   ? (const float *)(void *)dst
+                                                   : (const float *)(const void *)src };
         break;
-    case GGML_Q8_0: {
-        int8_t *q = (int8_t *)(dst + 4 * (n / QK));
-        for (uint64_t b = 0; b < n / QK; b++, src += 2 + QK) {
-            f[b] = rd_half(src);
-            memcpy(q + b * QK, src + 2, QK);
-        }
-        *tv = (tsr_tensor){ .type = TSR_DT_Q8_0, .group = QK, .q = q, .s = f };
-        break;
-    }
-    case GGML_Q4_0: {
-        uint8_t *q4 = dst + 4 * (n / QK);
-        for (uint64_t b = 0; b < n / QK; b++, src += 2 + QK / 2) {
-            f[b] = rd_half(src);
-            memcpy(q4 + b * (QK / 2), src + 2, QK / 2);
-        }
-        *tv = (tsr_tensor){ .type = TSR_DT_Q4_0, .group = QK, .q4 = q4, .s = f };
-        break;
-    }
+    case GGML_F16: *tv = (tsr_tensor){ .type = TSR_DT_F16, .blk = src }; break;
+    case GGML_Q8_0: *tv = (tsr_tensor){ .type = TSR_DT_Q8_0, .group = QK, .blk = src }; break;
+    case GGML_Q4_0: *tv = (tsr_tensor){ .type = TSR_DT_Q4_0, .group = QK, .blk = src }; break;
     }
 }
 
@@ -626,13 +581,13 @@ static int take(gguf *g, tsr_tensor *t, const char *name, int rows, int cols, ui
             (unsigned long long)ti->ne[2], (unsigned long long)ti->ne[3], cols, rows);
     if (ti->type == GGML_Q8_0 || ti->type == GGML_Q4_0) g->quantized = 1;
     if (!t) {
-        *need += held_bytes(ti->type, ti->numel);
+        *need += held_bytes(ti->type, r->b + g->data_off + ti->off, ti->numel);
         return TSR_OK;
     }
     hold(ti->type, r->b + g->data_off + ti->off, ti->numel, *dst, t);
     t->rows = rows;
     t->cols = cols;
-    *dst += held_bytes(ti->type, ti->numel);
+    *dst += held_bytes(ti->type, r->b + g->data_off + ti->off, ti->numel);
     return TSR_OK;
 }
 
@@ -692,7 +647,7 @@ static int build(gguf *g, tsr_config *c)
     m->cfg = *c;
     memcpy(m->n_src_type, g->n_src_type, sizeof m->n_src_type);
     m->owned = owned;
-    m->map_len = (size_t)r->len;   // file size for `tessera info`; nothing stays mapped
+    m->map_len = (size_t)r->len;   // file size; the map itself is set by open_gguf
     snprintf(m->path, sizeof m->path, "%s", r->name);
     tsr_tensor *t = owned;   // (9, n_layers) per-layer tensor views
     m->rms_att = t + 0 * L;  m->wq = t + 1 * L;  m->wk = t + 2 * L;

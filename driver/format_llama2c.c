@@ -418,8 +418,8 @@ static int map_file(const char *path, int fd, uint64_t file_len, void **map, tsr
     return TSR_OK;
 }
 
-/* A GGUF file: map it whole, let format_gguf.c copy the weights out, unmap.
- * Takes fd. */
+/* A GGUF file: map it whole and let format_gguf.c point the tensors into
+ * the map, which the checkpoint then owns.  Takes fd. */
 static int open_gguf(const char *path, int fd, uint64_t file_len, tsr_checkpoint **out,
                      tsr_err *e)
 {
@@ -427,8 +427,13 @@ static int open_gguf(const char *path, int fd, uint64_t file_len, tsr_checkpoint
     int rc = map_file(path, fd, file_len, &map, e);
     if (rc != TSR_OK) return rc;
     rc = tsr_gguf_open_memory(map, (size_t)file_len, path, out, e);
-    munmap(map, (size_t)file_len);
-    return rc;
+    if (rc != TSR_OK) {
+        munmap(map, (size_t)file_len);
+        return rc;
+    }
+    (*out)->map = map;
+    (*out)->map_len = (size_t)file_len;
+    return TSR_OK;
 }
 
 int tsr_checkpoint_open(const char *path, tsr_checkpoint **out, tsr_err *e)

@@ -13,14 +13,19 @@ static void copy_err(const tsr_err *e, char *err, size_t errlen)
 }
 
 
-/* Bytes of a tensor as loaded: 4 per F32 element; 1 per Q8_0 element, half
- * a byte per Q4_0 element, plus a 4-byte scale per group. */
+/* Bytes of a tensor as held: 4 per F32 element, 2 per F16 element; 1 per
+ * Q8_0 element, half a byte per Q4_0 element, plus a 4-byte scale per
+ * group (llama2.c v2), or as GGUF stores them: blocks of 32 elements, 34
+ * bytes (Q8_0) or 18 (Q4_0). */
 static uint64_t tensor_bytes(const tsr_tensor *t)
 {
     uint64_t n = (uint64_t)t->rows * (uint64_t)t->cols;
-    if (t->type == TSR_DT_Q8_0) return n + 4 * (n / (uint64_t)t->group);
-    if (t->type == TSR_DT_Q4_0) return n / 2 + 4 * (n / 32u);
-    return 4 * n;
+    switch (t->type) {
+    case TSR_DT_F16:  return 2 * n;
+    case TSR_DT_Q8_0: return t->blk ? n / 32u * TSR_GGML_Q8_BYTES : n + 4 * (n / (uint64_t)t->group);
+    case TSR_DT_Q4_0: return t->blk ? n / 32u * TSR_GGML_Q4_BYTES : n / 2 + 4 * (n / 32u);
+    default:          return 4 * n;
+    }
 }
 
 static uint64_t tensor_params(const tsr_tensor *t)

@@ -242,18 +242,32 @@ static void config_words(const tsr_kconfig *c, uint32_t w[TSR_KCONFIG_WORDS])
     memcpy(w + TSR_KCONFIG_INTS + 1, &c->norm_eps, 4);
 }
 
+/* Wait for the LOAD in flight in `in` half h (if any); *seq clears. */
+static int await_load(tsr_kcmd *k, uint32_t *seq, tsr_err *e)
+{
+    if (!*seq) return TSR_OK;
+    int status = 0, rc = await(k, *seq, TSR_PHASE_LOAD, &status, NULL, e);
+    *seq = 0;
+    return rc ? rc : status ? kfail(k, status, "load chunk", e) : TSR_OK;
+}
+
 int tsr_kcmd_load(tsr_kcmd *k, const tsr_checkpoint *m, const tsr_load_opts *o, tsr_err *e)
 {
     int rc = tsr_kcmd_fit(k, m, o, NULL, NULL, e);
     if (rc) return rc;
     tsr_kconfig kc;
-    tsr_wimage img;
+    tsr_wstream ws;
+    tsr_wchunk ch;
+    int done = 0;
     if ((rc = tsr_kcmd_config(k, m, o, &kc, e))) return rc;
-    if ((rc = tsr_wimage_build(m, &kc, &img, e))) return rc;
-    if (k->loaded && k->image_hash == img.hash) {
-        /* the same image is resident: nothing crosses the link */
-        tsr_wimage_free(&img);
-        return TSR_OK;
+    if ((rc = tsr_wstream_open(m, &kc, &ws, e))) return rc;
+    tsr_checkpoint_prefetch(m);   /* the stream reads the whole file */
+    if (k->loaded) {
+        /* an image is resident: hash this one first, a pass that sends
+         * nothing; the same image stays, nothing crosses the link */
+        while (!(rc = tsr_wstream_next(&ws, &ch, &done, e)) && !done) {}
+        if (rc || ws.hash == k->image_hash) goto out;
+        tsr_wstream_rewind(&ws);
     }
     k->loaded = 0;
     const int ph = TSR_PHASE_LOAD;
@@ -266,34 +280,29 @@ int tsr_kcmd_load(tsr_kcmd *k, const tsr_checkpoint *m, const tsr_load_opts *o, 
     if (status) { rc = kfail(k, status, "configure", e); goto out; }
     if (k->be->prepare) k->be->prepare(k->b, &kc);
     uint64_t sent = 4u * TSR_KCONFIG_WORDS;
-    if (o->progress) o->progress(0, img.bytes, o->progress_user);   /* streaming starts */
-    /* two payloads in flight: the host fills one half of `in` while the
-     * kernel copies the other */
+    if (o->progress) o->progress(0, ws.bytes, o->progress_user);   /* streaming starts */
+    /* Each PE's arrays are built as its first chunk is asked for, while the
+     * kernel copies the chunks before it; two payloads in flight: the host
+     * fills one half of `in` while the kernel copies the other. */
     uint32_t seqs[2] = { 0, 0 };
-    for (int i = 0; i < img.n_chunks; i++) {
-        const tsr_wchunk *ch = &img.chunks[i];
+    for (int i = 0;; i++) {
+        if ((rc = tsr_wstream_next(&ws, &ch, &done, e)) || done) break;
         int h = i & 1;
-        if (seqs[h]) {
-            if ((rc = await(k, seqs[h], ph, &status, NULL, e))) goto out;
-            if (status) { rc = kfail(k, status, "load chunk", e); goto out; }
-        }
-        kcmd_args la = { .op = TSR_OP_LOAD, .a = { ch->pe, ch->region, ch->offset, ch->length },
-                         .in_off = (uint32_t)h * TSR_LOAD_WORDS, .in = ch->data,
-                         .in_words = ch->nbytes / 4u };
-        if ((rc = submit(k, ph, &la, &seqs[h], e))) goto out;
-        sent += ch->nbytes;
-        if (o->progress) o->progress(sent, img.bytes, o->progress_user);
+        if ((rc = await_load(k, &seqs[h], e))) break;
+        kcmd_args la = { .op = TSR_OP_LOAD, .a = { ch.pe, ch.region, ch.offset, ch.length },
+                         .in_off = (uint32_t)h * TSR_LOAD_WORDS, .in = ch.data,
+                         .in_words = ch.nbytes / 4u };
+        if ((rc = submit(k, ph, &la, &seqs[h], e))) break;
+        sent += ch.nbytes;
+        if (o->progress) o->progress(sent, ws.bytes, o->progress_user);
     }
-    for (int h = 0; h < 2; h++)
-        if (seqs[h]) {
-            if ((rc = await(k, seqs[h], ph, &status, NULL, e))) goto out;
-            if (status) { rc = kfail(k, status, "load chunk", e); goto out; }
-        }
+    for (int h = 0; h < 2 && !rc; h++) rc = await_load(k, &seqs[h], e);
+    if (rc) goto out;
     k->loaded = 1;
-    k->image_hash = img.hash;
+    k->image_hash = ws.hash;
     k->cfg = kc;
 out:
-    tsr_wimage_free(&img);
+    tsr_wstream_close(&ws);
     return rc;
 }
 

@@ -58,9 +58,12 @@ int tsr_kcmd_config(tsr_kcmd *k, const tsr_checkpoint *m, const tsr_load_opts *o
 int tsr_kcmd_fit(tsr_kcmd *k, const tsr_checkpoint *m, const tsr_load_opts *o,
                  uint64_t *need_bytes, uint64_t *have_bytes, tsr_err *e);
 
-/* Fit, CONFIGURE and stream the weight image once; nothing crosses the link
- * when the same image (content hash) is resident.  o->progress sees 0 as
- * streaming starts and every chunk after, ending at the total. */
+/* Fit, CONFIGURE and stream the weight image once, built PE by PE as it
+ * goes (tsr_wstream: one PE's arrays on the host at a time); nothing
+ * crosses the link when the same image (content hash) is resident, which
+ * takes a pass that only hashes when some image is.  o->progress sees 0 as
+ * streaming starts and every chunk after, ending at the total.  m must
+ * keep its weights until the call returns. */
 int tsr_kcmd_load(tsr_kcmd *k, const tsr_checkpoint *m, const tsr_load_opts *o, tsr_err *e);
 
 /* Slot state: empty, or rewound to pos with `pending` next (-1: none). */

@@ -14,50 +14,99 @@
 
 #include "model.h"
 #include "tokenizer.h"
+#include "tsr_half.h"
 
 /* ------------------------------------------------------------------------ */
 /* Tensors                                                                    */
 
-/* Q4_0 element i of a tensor's nibbles q4 (16 bytes a group of 32). */
-static inline int q4_value(const uint8_t *q4, size_t i)
+static float rd_half(const uint8_t *p)
 {
-    uint8_t b = q4[i / 32u * 16u + i % 16u];
-    return (i % 32u < 16u ? b & 15 : b >> 4) - 8;
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return tsr_f32_from_f16(h);
+}
+
+/* A GGUF block of t: block gi of its stored bytes. */
+static inline const uint8_t *ggml_block(const tsr_tensor *t, size_t gi)
+{
+    return t->blk + gi * (t->type == TSR_DT_Q8_0 ? TSR_GGML_Q8_BYTES : TSR_GGML_Q4_BYTES);
+}
+
+float tsr_tensor_scale(const tsr_tensor *t, size_t gi)
+{
+    return t->blk ? rd_half(ggml_block(t, gi)) : t->s[gi];
+}
+
+const int8_t *tsr_tensor_q8(const tsr_tensor *t, size_t gi)
+{
+    return t->blk ? (const int8_t *)(ggml_block(t, gi) + 2) : t->q + gi * (size_t)t->group;
+}
+
+const uint8_t *tsr_tensor_q4(const tsr_tensor *t, size_t gi)
+{
+    return t->blk ? ggml_block(t, gi) + 2 : t->q4 + gi * 16u;
+}
+
+/* Q4_0 element k (0..31) of a group's 16 nibble bytes b. */
+static inline int q4_value(const uint8_t *b, size_t k)
+{
+    uint8_t v = b[k % 16u];
+    return (k < 16u ? v & 15 : v >> 4) - 8;
 }
 
 float tsr_tensor_get(const tsr_tensor *t, size_t i)
 {
     assert(i < (size_t)t->rows * (size_t)t->cols);
-    if (t->type == TSR_DT_F32) return t->f[i];
-    if (t->type == TSR_DT_Q4_0) return (float)q4_value(t->q4, i) * t->s[i / 32u];
-    // groups run over the flattened tensor, so the scale index ignores rows
-    return (float)t->q[i] * t->s[i / (size_t)t->group];
+    switch (t->type) {
+    case TSR_DT_F32: return t->f[i];
+    case TSR_DT_F16: return rd_half(t->blk + 2 * i);
+    case TSR_DT_Q4_0: return (float)q4_value(tsr_tensor_q4(t, i / 32u), i % 32u) *
+                             tsr_tensor_scale(t, i / 32u);
+    default: {
+        // groups run over the flattened tensor, so the scale index ignores rows
+        size_t g = (size_t)t->group;
+        return (float)tsr_tensor_q8(t, i / g)[i % g] * tsr_tensor_scale(t, i / g);
+    }
+    }
+}
+
+void tsr_tensor_span(const tsr_tensor *t, int r, int c0, int n, float *out)
+{
+    assert(r >= 0 && r < t->rows && c0 >= 0 && n >= 0 && c0 + n <= t->cols);
+    size_t base = (size_t)r * (size_t)t->cols + (size_t)c0;   // flat index of out[0]
+    size_t nn = (size_t)n;
+    switch (t->type) {
+    case TSR_DT_F32:
+        for (size_t j = 0; j < nn; j++) out[j] = t->f[base + j];
+        return;
+    case TSR_DT_F16:
+        for (size_t j = 0; j < nn; j++) out[j] = rd_half(t->blk + 2 * (base + j));
+        return;
+    default: {
+        /* group by group: one scale per group, no division per element (a
+         * Q8_0 group may straddle two rows) */
+        size_t g = t->type == TSR_DT_Q4_0 ? 32u : (size_t)t->group;
+        for (size_t j = 0; j < nn;) {
+            size_t i = base + j, gi = i / g, k = i % g, end = j + (g - k);
+            if (end > nn) end = nn;
+            float s = tsr_tensor_scale(t, gi);
+            if (t->type == TSR_DT_Q4_0) {
+                const uint8_t *b = tsr_tensor_q4(t, gi);
+                for (; j < end; j++, k++) out[j] = (float)q4_value(b, k) * s;
+            } else {
+                const int8_t *q = tsr_tensor_q8(t, gi);
+                for (; j < end; j++, k++) out[j] = (float)q[k] * s;
+            }
+        }
+        return;
+    }
+    }
 }
 
 void tsr_tensor_row(const tsr_tensor *t, int r, float *out)
 {
     assert(r >= 0 && r < t->rows);
-    size_t n = (size_t)t->cols;
-    size_t base = (size_t)r * n;   // flat index of the row's first element
-    if (t->type == TSR_DT_F32) {
-        for (size_t j = 0; j < n; j++) out[j] = t->f[base + j];
-        return;
-    }
-    if (t->type == TSR_DT_Q4_0) {   /* rows are whole groups of 32 (GGUF) */
-        for (size_t j = 0; j < n; j++)
-            out[j] = (float)q4_value(t->q4, base + j) * t->s[(base + j) / 32u];
-        return;
-    }
-    /* group by group: one scale per group, no division per element (a
-     * group may straddle two rows) */
-    size_t g = (size_t)t->group;
-    for (size_t j = 0; j < n;) {
-        size_t i = base + j, end = (i / g + 1u) * g - base;   // this group's end in the row
-        if (end > n) end = n;
-        float s = t->s[i / g];
-        const int8_t *q = t->q + base;
-        for (; j < end; j++) out[j] = (float)q[j] * s;
-    }
+    tsr_tensor_span(t, r, 0, t->cols, out);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -158,22 +207,58 @@ static void tensor_name(const tsr_checkpoint *m, int kind, int layer, char *buf,
 #pragma GCC diagnostic pop
 }
 
-/* An F32 tensor must hold finite values; a Q8_0 tensor finite scales
- * small enough that every q * s (|q| <= 128) is finite too: a larger one
- * dequantizes to an infinity. */
+/* Halves at x + i * stride (i < n, 2 bytes each, any alignment) that are
+ * not finite (exponent all ones); *first gets the first one's index and
+ * *nan whether it is a NaN.  The first pass is branch-free. */
+static uint64_t count_half_nonfinite(const uint8_t *x, size_t n, size_t stride, size_t *first,
+                                     int *nan)
+{
+    int any = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, x + i * stride, 2);
+        any |= (h & 0x7c00u) == 0x7c00u;
+    }
+    if (!any) return 0;
+    uint64_t count = 0;
+    for (size_t i = n; i-- > 0;) {
+        uint16_t h;
+        memcpy(&h, x + i * stride, 2);
+        if ((h & 0x7c00u) == 0x7c00u) {
+            count++;
+            *first = i;
+            *nan = (h & 0x3ffu) != 0;
+        }
+    }
+    return count;
+}
+
+/* An F32 or F16 tensor must hold finite values; a Q8_0 / Q4_0 tensor
+ * finite scales small enough that every q * s (|q| <= 128) is finite too:
+ * a larger one dequantizes to an infinity (a finite half always is). */
 static int check_tensor(const tsr_checkpoint *m, const tsr_tensor *t, int kind, int layer,
                         tsr_err *e)
 {
     size_t numel = (size_t)t->rows * (size_t)t->cols, first = 0;
-    int f32 = t->type == TSR_DT_F32;
-    const float *v = f32 ? t->f : t->s;
-    uint64_t bad = f32 ? count_out_of_range(v, numel, FLT_MAX, &first)
-                       : count_out_of_range(v, numel / (size_t)t->group, FLT_MAX / 128.0f, &first);
+    int dense = t->type == TSR_DT_F32 || t->type == TSR_DT_F16, nan = 0;
+    uint64_t bad;
+    const char *what = "";
+    if (t->type == TSR_DT_F16 || t->blk) {
+        size_t ng = t->type == TSR_DT_F16 ? numel : numel / (size_t)t->group;
+        size_t stride = t->type == TSR_DT_F16 ? 2u : t->type == TSR_DT_Q8_0 ? TSR_GGML_Q8_BYTES
+                                                                            : TSR_GGML_Q4_BYTES;
+        bad = count_half_nonfinite(t->blk, ng, stride, &first, &nan);
+        what = nan ? "NaN" : "Inf";
+    } else {
+        const float *v = dense ? t->f : t->s;
+        bad = dense ? count_out_of_range(v, numel, FLT_MAX, &first)
+                    : count_out_of_range(v, numel / (size_t)t->group, FLT_MAX / 128.0f, &first);
+        if (bad) what = isnan(v[first]) ? "NaN" : isinf(v[first]) ? "Inf" : "too large";
+    }
     if (!bad) return TSR_OK;
     char name[64];
     tensor_name(m, kind, layer, name, sizeof name);
-    const char *what = isnan(v[first]) ? "NaN" : isinf(v[first]) ? "Inf" : "too large";
-    if (f32)
+    if (dense)
         return tsr_seterr(e, TSR_ERR_FORMAT,
                           "%s: tensor %s holds %llu non-finite weight%s (the first, %s, at "
                           "element %zu): refused", m->path, name, (unsigned long long)bad,
@@ -208,6 +293,43 @@ void tsr_checkpoint_close(tsr_checkpoint *m)
     free(m->owned);
     tsr_tokenizer_free(m->tok);
     free(m);
+}
+
+void tsr_checkpoint_prefetch(const tsr_checkpoint *m)
+{
+    if (m && m->map) (void)madvise(m->map, m->map_len, MADV_WILLNEED);
+}
+
+void tsr_checkpoint_evict(const tsr_checkpoint *m)
+{
+    /* MADV_DONTNEED on a read-only private file mapping never written
+     * only unmaps: the pages stay in the page cache, the next touch maps
+     * them again */
+    if (m && m->map) (void)madvise(m->map, m->map_len, MADV_DONTNEED);
+}
+
+/* A tensor without its data: shape and type stay. */
+static void clear_data(tsr_tensor *t)
+{
+    t->f = NULL;
+    t->q = NULL;
+    t->q4 = NULL;
+    t->s = NULL;
+    t->blk = NULL;
+}
+
+void tsr_checkpoint_drop_weights(tsr_checkpoint *m)
+{
+    if (!m) return;
+    if (m->map) munmap(m->map, m->map_len);
+    m->map = NULL;   /* owned stays: it holds the per-layer tensor arrays */
+    clear_data(&m->tok_embedding);
+    clear_data(&m->rms_final);
+    clear_data(&m->wcls);
+    tsr_tensor *per[9] = { m->rms_att, m->wq, m->wk, m->wv, m->wo, m->rms_ffn, m->w1, m->w2,
+                           m->w3 };
+    for (int k = 0; k < 9; k++)
+        for (int l = 0; per[k] && l < m->cfg.n_layers; l++) clear_data(&per[k][l]);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -24,9 +24,13 @@ typedef enum {
     TSR_DT_Q4_0 = 2,   /* GGUF Q4_0: per 32 consecutive elements 16 bytes,
                           element i in the low nibble of byte i and i + 16 in
                           the high one, value nibble - 8, and one scale */
+    TSR_DT_F16  = 3,   /* IEEE half (GGUF F16), kept as stored in `blk`  */
 } tsr_dtype;
 
 /* A 2-D weight tensor, row-major: rows x cols.  Vectors are rows == 1.
+ * The data pointers are views into the file (or the caller's memory) or
+ * into memory the checkpoint owns; all are NULL once
+ * tsr_checkpoint_drop_weights has run.
  * Q8_0 groups run over the flattened tensor (element i has scale
  * s[i / group]), so a group may cross a row end when group does not divide
  * cols: llama2.c's exporter writes such files (hidden 1376, group 64). */
@@ -39,9 +43,19 @@ typedef struct tsr_tensor {
     const int8_t *q;       /* (rows * cols) Q8_0 values; NULL otherwise     */
     const uint8_t *q4;     /* (rows * cols / 2) Q4_0 nibbles, 16 bytes a
                               group; NULL otherwise                          */
-    const float  *s;       /* (rows * cols / group) scales (GGUF's fp16
-                              widened); NULL for F32                        */
+    const float  *s;       /* (rows * cols / group) scales; NULL for F32  */
+    const uint8_t *blk;    /* the file's bytes, where q / q4 / s are NULL:
+                              GGUF Q8_0 / Q4_0 as ggml blocks of 32 elements
+                              (an IEEE half scale d, then 32 int8 values,
+                              34 bytes, or the 16 nibble bytes above, 18),
+                              F16 as (rows * cols) halves; any alignment
+                              (read with memcpy); NULL otherwise           */
 } tsr_tensor;
+
+/* Bytes of one GGUF (ggml) block of 32 elements: Q8_0 and Q4_0. */
+#define TSR_GGML_QK      32
+#define TSR_GGML_Q8_BYTES 34
+#define TSR_GGML_Q4_BYTES 18
 
 /* Where a model came from. */
 typedef enum {
@@ -127,10 +141,12 @@ int  tsr_checkpoint_open_memory(const void *data, size_t len, const char *name,
                                 tsr_checkpoint **out, tsr_err *e);
 
 /* Open a GGUF v2/v3 file of the llama architecture held in memory (data,
- * len bytes; name for messages).  Q8_0 and Q4_0 tensors keep their values
- * and scales (widened to fp32) and F32/F16 ones become fp32, in memory the
- * checkpoint owns, so data may be released after the call; the tokenizer
- * from the metadata goes to (*out)->tok, with BOS/EOS from
+ * len bytes; name for messages).  Every tensor stays in data as stored,
+ * nothing is copied: Q8_0 and Q4_0 as their ggml blocks (tsr_tensor.blk),
+ * F16 as halves, F32 as fp32 (copied into memory the checkpoint owns only
+ * when not 4-byte aligned), so data must stay valid and unchanged until
+ * tsr_checkpoint_close, or until tsr_checkpoint_drop_weights; the
+ * tokenizer from the metadata (a copy) goes to (*out)->tok, with BOS/EOS from
  * tokenizer.ggml.bos_token_id / eos_token_id (else 1 and 2).
  * Hyperparameters from llama.* keys, vocab from tokenizer.ggml.tokens,
  * seq_len from llama.context_length; no output.weight means a shared
@@ -144,9 +160,30 @@ int  tsr_gguf_open_memory(const void *data, size_t len, const char *name,
 /* Unmap and free (the tokenizer too); NULL is a no-op. */
 void tsr_checkpoint_close(tsr_checkpoint *m);
 
-/* Refuse a model with a NaN or infinite weight: every fp32 value, and every
- * Q8_0 scale (int8 values are always finite; a scale above FLT_MAX / 128
- * dequantizes some q * s to an infinity, so it is refused too), of every
+/* Start reading the whole mapped file into the page cache (read-ahead,
+ * asynchronous; not into this process's resident set), before a pass that
+ * reads all of it.  A no-op for a checkpoint opened from memory. */
+void tsr_checkpoint_prefetch(const tsr_checkpoint *m);
+
+/* Let the OS take back this process's pages of the mapped file (they stay
+ * in the page cache and come back on the next touch), so a pass that reads
+ * the model piece by piece (the weight image stream) never holds all of it
+ * resident.  A no-op for a checkpoint opened from memory (the caller's
+ * pages are not ours to drop) or with nothing mapped.  Safe beside readers
+ * of the tensors: they fault the pages in again. */
+void tsr_checkpoint_evict(const tsr_checkpoint *m);
+
+/* The weights have gone to the device: unmap the file and clear every tensor's data pointers; cfg, the
+ * shapes and types, path, map_len, n_src_type and the tokenizer stay, so
+ * the device's memory is the weights' one home.  Tensor accessors and
+ * tsr_checkpoint_check_finite must not be called afterwards.  NULL is a
+ * no-op. */
+void tsr_checkpoint_drop_weights(tsr_checkpoint *m);
+
+/* Refuse a model with a NaN or infinite weight: every fp32 and fp16 value,
+ * and every Q8_0 / Q4_0 scale (int8 values are always finite; a scale above
+ * FLT_MAX / 128 dequantizes some q * s to an infinity, so it is refused too;
+ * a GGUF block's half scale is refused when it is not finite), of every
  * tensor.  Such a weight is undefined behaviour in the Q8_0 quantizer's
  * float-to-int conversion and garbage in F32 mode.  Errors: TSR_ERR_FORMAT, one line
  * naming the file and the tensor (its name in the file's own format:
@@ -163,6 +200,22 @@ float tsr_tensor_get(const tsr_tensor *t, size_t i);
 
 /* Dequantize row r of t into out (t->cols floats). */
 void tsr_tensor_row(const tsr_tensor *t, int r, float *out);
+
+/* Dequantize columns [c0, c0 + n) of row r of t into out (n floats);
+ * 0 <= c0, c0 + n <= cols (asserted).  What tsr_tensor_row gives for those
+ * columns, bit for bit. */
+void tsr_tensor_span(const tsr_tensor *t, int r, int c0, int n, float *out);
+
+/* The scale of Q8_0 / Q4_0 group gi (flat element index / group) of t,
+ * from s[] or from the GGUF block's half (widened exactly). */
+float tsr_tensor_scale(const tsr_tensor *t, size_t gi);
+
+/* The int8 values of Q8_0 group gi of t (t->group of them): into q[] or
+ * the GGUF block. */
+const int8_t *tsr_tensor_q8(const tsr_tensor *t, size_t gi);
+
+/* The 16 nibble bytes of Q4_0 group gi of t. */
+const uint8_t *tsr_tensor_q4(const tsr_tensor *t, size_t gi);
 
 /* Fill m->cfg.kinds_q8 / kinds_q4 from its tensors' types (the loaders
  * call it once the tensors are in place). */

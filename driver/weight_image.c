@@ -1,8 +1,10 @@
 /*
  * weight_image.c - build the device image of a model (see weight_image.h):
- * quantize (or copy) every matrix row once, scatter its column blocks into
- * the tiles of the PEs of its row block, then cut each PE's arrays into
- * LOAD-sized chunks.
+ * whole (tsr_wimage_build: quantize or copy every matrix row once, scatter
+ * its column blocks into the tiles of the PEs of its row block, then cut
+ * each PE's arrays into LOAD-sized chunks), or one PE at a time as it
+ * streams (tsr_wstream: each PE's tiles from the spans of the rows they
+ * hold, the same bytes).
  */
 #include <math.h>
 #include <stdio.h>
@@ -433,20 +435,23 @@ static void row_q8(const tsr_tensor *src, uint32_t sr, uint32_t n, uint32_t G, f
                    int8_t *q, float *s)
 {
     uint32_t ng = tsr_cdiv(n, G);
+    size_t g0 = (size_t)sr * ng;   /* the row's first group in the tensor */
     if (src->type == TSR_DT_Q8_0 && (uint32_t)src->group == G && n % G == 0) {
-        memcpy(q, src->q + (size_t)sr * n, n);
-        memcpy(s, src->s + (size_t)sr * ng, ng * sizeof *s);
+        for (uint32_t g = 0; g < ng; g++) {
+            memcpy(q + (size_t)g * G, tsr_tensor_q8(src, g0 + g), G);
+            s[g] = tsr_tensor_scale(src, g0 + g);
+        }
         return;
     }
     if (src->type == TSR_DT_Q4_0 && G == TSR_Q4_GROUP) {
-        const uint8_t *b = src->q4 + (size_t)sr * (n / 2u);
-        for (uint32_t g = 0; g < ng; g++)
+        for (uint32_t g = 0; g < ng; g++) {
+            const uint8_t *b = tsr_tensor_q4(src, g0 + g);
             for (uint32_t j = 0; j < TSR_Q4_ENTRY_BYTES; j++) {
-                uint8_t v = b[g * TSR_Q4_ENTRY_BYTES + j];
-                q[g * TSR_Q4_GROUP + j] = (int8_t)((v & 15) - 8);
-                q[g * TSR_Q4_GROUP + j + 16u] = (int8_t)((v >> 4) - 8);
+                q[g * TSR_Q4_GROUP + j] = (int8_t)((b[j] & 15) - 8);
+                q[g * TSR_Q4_GROUP + j + 16u] = (int8_t)((b[j] >> 4) - 8);
             }
-        memcpy(s, src->s + (size_t)sr * ng, ng * sizeof *s);
+            s[g] = tsr_tensor_scale(src, g0 + g);
+        }
         return;
     }
     tsr_tensor_row(src, (int)sr, row);
@@ -461,8 +466,11 @@ static void row_q4(const tsr_tensor *src, uint32_t sr, uint32_t n, float *row, u
 {
     uint32_t ng = tsr_cdiv(n, TSR_Q4_GROUP);
     if (src->type == TSR_DT_Q4_0) {   /* GGUF rows are whole blocks */
-        memcpy(q4, src->q4 + (size_t)sr * (n / 2u), n / 2u);
-        memcpy(s, src->s + (size_t)sr * ng, ng * sizeof *s);
+        for (uint32_t g = 0; g < ng; g++) {
+            memcpy(q4 + (size_t)g * TSR_Q4_ENTRY_BYTES, tsr_tensor_q4(src, (size_t)sr * ng + g),
+                   TSR_Q4_ENTRY_BYTES);
+            s[g] = tsr_tensor_scale(src, (size_t)sr * ng + g);
+        }
         return;
     }
     tsr_tensor_row(src, (int)sr, row);
@@ -642,6 +650,258 @@ fail:
     tsr_wimage_free(img);
     if (rc == TSR_ERR_NOMEM) return tsr_seterr(e, TSR_ERR_NOMEM, "%s: out of memory building the weight image", m->path);
     return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Streaming: the same image, one PE at a time                                */
+
+/* Groups [g0, g0 + ng) of row sr of src (n columns) as on chip, what
+ * row_q8 / row_q4 / tsr_tensor_row give for those groups of the whole
+ * row, bit for bit (every rule works group by group; the tile's groups all
+ * start inside the row, so the span is cdiv(span, G) = ng groups).  Q8_0:
+ * q (ng*G,) and s (ng,); Q4_0: q (ng*16,) bytes and s (ng,); F32: row
+ * (ng*G,) values, zero past the row's end.  row has room for ng*G floats. */
+static void span_q8(const tsr_tensor *src, uint32_t sr, uint32_t n, uint32_t G, uint32_t g0,
+                    uint32_t ng, float *row, int8_t *q, float *s)
+{
+    uint32_t x0 = g0 * G, span = n - x0 < ng * G ? n - x0 : ng * G;
+    if (src->type == TSR_DT_Q8_0 && (uint32_t)src->group == G && n % G == 0) {
+        size_t f0 = (size_t)sr * (n / G) + g0;   /* the span's first group in the tensor */
+        for (uint32_t g = 0; g < ng; g++) {
+            memcpy(q + (size_t)g * G, tsr_tensor_q8(src, f0 + g), G);
+            s[g] = tsr_tensor_scale(src, f0 + g);
+        }
+        return;
+    }
+    if (src->type == TSR_DT_Q4_0 && G == TSR_Q4_GROUP) {
+        size_t f0 = (size_t)sr * (n / G) + g0;
+        for (uint32_t g = 0; g < ng; g++) {
+            const uint8_t *b = tsr_tensor_q4(src, f0 + g);
+            for (uint32_t j = 0; j < TSR_Q4_ENTRY_BYTES; j++) {
+                q[g * TSR_Q4_GROUP + j] = (int8_t)((b[j] & 15) - 8);
+                q[g * TSR_Q4_GROUP + j + 16u] = (int8_t)((b[j] >> 4) - 8);
+            }
+            s[g] = tsr_tensor_scale(src, f0 + g);
+        }
+        return;
+    }
+    tsr_tensor_span(src, (int)sr, (int)x0, (int)span, row);
+    quantize_row(row, span, G, q, s);
+}
+
+static void span_q4(const tsr_tensor *src, uint32_t sr, uint32_t n, uint32_t g0, uint32_t ng,
+                    float *row, uint8_t *q4, float *s)
+{
+    uint32_t x0 = g0 * TSR_Q4_GROUP;
+    uint32_t span = n - x0 < ng * TSR_Q4_GROUP ? n - x0 : ng * TSR_Q4_GROUP;
+    if (src->type == TSR_DT_Q4_0) {   /* GGUF rows are whole blocks */
+        size_t f0 = (size_t)sr * (n / TSR_Q4_GROUP) + g0;
+        for (uint32_t g = 0; g < ng; g++) {
+            memcpy(q4 + (size_t)g * TSR_Q4_ENTRY_BYTES, tsr_tensor_q4(src, f0 + g),
+                   TSR_Q4_ENTRY_BYTES);
+            s[g] = tsr_tensor_scale(src, f0 + g);
+        }
+        return;
+    }
+    tsr_tensor_span(src, (int)sr, (int)x0, (int)span, row);
+    quantize_row_q4(row, span, q4, s);
+}
+
+/* PE p's tile t of matrix mat into its arrays (w8, f32 at the tile's
+ * start), entries as tsr_wimage_build lays them: Q8 (block, group, row)
+ * of eb bytes and a scale; F32 values (block, column, row). */
+static int fill_tile(const tsr_wstream *ws, uint32_t mat, tsr_tile t, int8_t *w8, float *f32,
+                     tsr_err *e)
+{
+    const tsr_kconfig *kc = &ws->cfg;
+    const tsr_checkpoint *m = ws->m;
+    uint32_t d, n, pair, sr, G = kc->group, ng = t.ngroups, rows = t.rows;
+    tsr_lay_mat_shape(kc, mat, &d, &n, &pair);
+    int q8 = kc->dtype == TSR_KDT_Q8;
+    uint32_t q4 = tsr_lay_mat_q4(kc, mat), eb = q4 ? TSR_Q4_ENTRY_BYTES : G;
+    uint32_t nb = tsr_cdiv(rows, TSR_ROW_SLOTS), tail = rows - (nb - 1u) * TSR_ROW_SLOTS;
+    for (uint32_t h = 0; h < (pair ? 2u : 1u); h++)
+        for (uint32_t i = 0; i < rows; i++) {
+            const tsr_tensor *src = mat_row_src(m, kc, mat, h, t.row0 + i, &sr);
+            if (src->cols != (int)n || (int)sr >= src->rows)
+                return tsr_seterr(e, TSR_ERR_ARG, "%s: a tensor of matrix %u is %dx%d, "
+                                  "expected %u columns", m->path, mat, src->rows, src->cols, n);
+            uint32_t b = i / TSR_ROW_SLOTS, j = i % TSR_ROW_SLOTS;
+            uint32_t kb = b == nb - 1u ? tail : TSR_ROW_SLOTS;
+            if (q8) {
+                if (q4) span_q4(src, sr, n, t.g0, ng, ws->row, (uint8_t *)ws->qr, ws->sc);
+                else span_q8(src, sr, n, G, t.g0, ng, ws->row, ws->qr, ws->sc);
+                uint32_t ent0 = h * rows * ng + b * TSR_ROW_SLOTS * ng + j;
+                for (uint32_t g = 0; g < ng; g++) {
+                    uint32_t ent = ent0 + g * kb;
+                    memcpy(w8 + (size_t)ent * eb, ws->qr + (size_t)g * eb, eb);
+                    f32[ent] = ws->sc[g];
+                }
+            } else {
+                uint32_t cols = ng * G, x0 = t.g0 * G;
+                uint32_t span = n - x0 < cols ? n - x0 : cols;
+                float *dst = f32 + (size_t)h * rows * cols + (size_t)b * TSR_ROW_SLOTS * cols + j;
+                tsr_tensor_span(src, (int)sr, (int)x0, (int)span, ws->row);
+                for (uint32_t col = 0; col < cols; col++)
+                    dst[(size_t)col * kb] = col < span ? ws->row[col] : 0.0f;
+            }
+        }
+    return TSR_OK;
+}
+
+/* PE p's arrays, every matrix's tile in matrix order, zero where no entry
+ * goes (as tsr_wimage_build's calloc leaves them). */
+static int build_pe(tsr_wstream *ws, uint32_t p, tsr_err *e)
+{
+    const tsr_kconfig *kc = &ws->cfg;
+    memset(ws->w8, 0, ws->w8_cap);
+    memset(ws->f32, 0, ws->f32_cap);
+    uint32_t nm = tsr_lay_n_mats(kc), rot = 0;
+    size_t offw = 0, offf = 0;
+    for (uint32_t mat = 0; mat < nm; mat++) {
+        tsr_tile t = tsr_lay_tile(kc, mat, rot, p);
+        if (t.rows && t.ngroups) {
+            int rc = fill_tile(ws, mat, t, (int8_t *)ws->w8 + offw, ws->f32 + offf, e);
+            if (rc) return rc;
+        }
+        offw += tsr_lay_tile_w8(kc, t);
+        offf += tsr_lay_tile_f32(kc, t);
+        rot = tsr_lay_rot_next(kc, mat, rot);
+    }
+    return TSR_OK;
+}
+
+enum { WS_W8 = 0, WS_F32, WS_CTRL, WS_DONE };
+
+int tsr_wstream_open(const tsr_checkpoint *m, const tsr_kconfig *kc, tsr_wstream *ws, tsr_err *e)
+{
+    memset(ws, 0, sizeof *ws);
+    const tsr_config *c = &m->cfg;
+    if ((uint32_t)c->dim != kc->dim || (uint32_t)c->hidden_dim != kc->hidden_dim ||
+        (uint32_t)c->n_layers != kc->n_layers || (uint32_t)c->vocab_size != kc->vocab_size ||
+        (uint32_t)c->n_kv_heads != kc->n_kv_heads || (uint32_t)c->n_heads != kc->n_heads)
+        return tsr_seterr(e, TSR_ERR_ARG, "%s: model shape differs from the device config",
+                          m->path);
+    ws->m = m;
+    ws->cfg = *kc;
+    ws->n_pes = tsr_lay_pes(kc);
+    /* the fullest PE's arrays, and the size of the whole image */
+    uint64_t max_b = 0, max_w = 0, ctrl = tsr_lay_ctrl_words(kc);
+    ws->bytes = 4u * TSR_KCONFIG_WORDS + 4u * ctrl;
+    for (uint32_t p = 0; p < ws->n_pes; p++) {
+        uint64_t b, w;
+        tsr_lay_pe_weights(kc, p, &b, &w, NULL);
+        if (b > max_b) max_b = b;
+        if (w > max_w) max_w = w;
+        ws->bytes += ((b + 3u) & ~(uint64_t)3u) + 4u * w;
+    }
+    uint32_t G = kc->group, max_n = kc->dim > kc->hidden_dim ? kc->dim : kc->hidden_dim;
+    size_t pad = (size_t)tsr_cdiv(max_n, G) * G;
+    ws->w8_cap = ((size_t)(max_b + 3u) / 4u + 1u) * 4u;
+    ws->f32_cap = ((size_t)max_w + 1u) * 4u;
+    ws->w8 = malloc(ws->w8_cap);
+    ws->f32 = malloc(ws->f32_cap);
+    ws->ctrl = calloc(ctrl ? ctrl : 1u, sizeof *ws->ctrl);
+    ws->row = calloc(pad, sizeof *ws->row);
+    ws->qr = calloc(pad, sizeof *ws->qr);
+    ws->sc = calloc(tsr_cdiv(max_n, G), sizeof *ws->sc);
+    ws->hs = XXH3_createState();
+    if (!ws->w8 || !ws->f32 || !ws->ctrl || !ws->row || !ws->qr || !ws->sc || !ws->hs) {
+        tsr_wstream_close(ws);
+        return tsr_seterr(e, TSR_ERR_NOMEM, "%s: out of memory for the weight stream", m->path);
+    }
+    for (uint32_t l = 0; l < kc->n_layers; l++) {
+        tsr_tensor_row(&m->rms_att[l], 0, ws->ctrl + (size_t)l * kc->dim);
+        tsr_tensor_row(&m->rms_ffn[l], 0, ws->ctrl + (size_t)(kc->n_layers + l) * kc->dim);
+    }
+    tsr_tensor_row(&m->rms_final, 0, ws->ctrl + (size_t)2u * kc->n_layers * kc->dim);
+    tsr_wstream_rewind(ws);
+    return TSR_OK;
+}
+
+void tsr_wstream_rewind(tsr_wstream *ws)
+{
+    ws->pe = 0;
+    ws->stage = ws->n_pes ? WS_W8 : WS_CTRL;
+    ws->off = 0;
+    ws->units = ws->n_pes ? 0 : tsr_lay_ctrl_words(&ws->cfg);
+    ws->built = 0;
+    ws->hash = 0;
+    XXH3_64bits_reset(ws->hs);
+    XXH3_64bits_update(ws->hs, &ws->cfg, sizeof ws->cfg);
+}
+
+int tsr_wstream_next(tsr_wstream *ws, tsr_wchunk *ch, int *done, tsr_err *e)
+{
+    *done = 0;
+    for (;;) {
+        if (ws->stage == WS_DONE) {
+            *done = 1;
+            return TSR_OK;
+        }
+        if (ws->stage == WS_W8 && ws->built != ws->pe + 1u) {
+            /* a new PE: build its arrays, then let the file's pages go */
+            uint64_t b, w;
+            tsr_lay_pe_weights(&ws->cfg, ws->pe, &b, &w, NULL);
+            int rc = build_pe(ws, ws->pe, e);
+            if (rc) return rc;
+            tsr_checkpoint_evict(ws->m);
+            ws->built = ws->pe + 1u;
+            ws->units = b;
+        }
+        uint32_t unit = ws->stage == WS_W8 ? 1u : 4u;
+        if (ws->off < ws->units) {
+            uint64_t per = TSR_WIMAGE_CHUNK / unit, len = ws->units - ws->off;
+            if (len > per) len = per;
+            const void *base = ws->stage == WS_W8 ? (const void *)ws->w8
+                             : ws->stage == WS_F32 ? (const void *)ws->f32 : (const void *)ws->ctrl;
+            ch->pe = ws->stage == WS_CTRL ? 0u : ws->pe;
+            ch->region = ws->stage == WS_W8 ? TSR_REG_W8 : ws->stage == WS_F32 ? TSR_REG_F32
+                                                                                 : TSR_REG_CTRL;
+            ch->offset = (uint32_t)ws->off;
+            ch->length = (uint32_t)len;
+            ch->nbytes = (uint32_t)((len * unit + 3u) & ~(uint64_t)3u);
+            ch->data = (const uint32_t *)((const unsigned char *)base + ws->off * unit);
+            uint32_t hdr[4] = { ch->pe, ch->region, ch->offset, ch->length };
+            XXH3_64bits_update(ws->hs, hdr, sizeof hdr);
+            XXH3_64bits_update(ws->hs, ch->data, ch->nbytes);
+            ws->off += len;
+            return TSR_OK;
+        }
+        /* the region is through: the next one */
+        ws->off = 0;
+        if (ws->stage == WS_W8) {
+            uint64_t b, w;
+            tsr_lay_pe_weights(&ws->cfg, ws->pe, &b, &w, NULL);
+            ws->stage = WS_F32;
+            ws->units = w;
+        } else if (ws->stage == WS_F32) {
+            ws->units = 0;
+            if (++ws->pe < ws->n_pes) {
+                ws->stage = WS_W8;
+            } else {
+                ws->stage = WS_CTRL;
+                ws->units = tsr_lay_ctrl_words(&ws->cfg);
+            }
+        } else {
+            ws->stage = WS_DONE;
+            ws->units = 0;
+            ws->hash = XXH3_64bits_digest(ws->hs);
+        }
+    }
+}
+
+void tsr_wstream_close(tsr_wstream *ws)
+{
+    if (!ws) return;
+    free(ws->w8);
+    free(ws->f32);
+    free(ws->ctrl);
+    free(ws->row);
+    free(ws->qr);
+    free(ws->sc);
+    XXH3_freeState(ws->hs);
+    memset(ws, 0, sizeof *ws);
 }
 
 void tsr_wimage_free(tsr_wimage *img)

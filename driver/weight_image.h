@@ -121,12 +121,61 @@ const char *tsr_wimage_kv_name(uint32_t kv);
 int tsr_wimage_check_profile(const tsr_kconfig *kc, const tsr_kprofile *prof, const char *name,
                              tsr_err *e);
 
-/* Build the image of m for kc.  Errors: TSR_ERR_NOMEM, TSR_ERR_ARG (model
- * shape differs from kc).  On failure img holds nothing to free. */
+/* Build the image of m for kc, whole (every PE's arrays at once, matrix
+ * by matrix: the reference the stream below is tested against, and what
+ * the csim and test rigs write out).  Errors: TSR_ERR_NOMEM, TSR_ERR_ARG
+ * (model shape differs from kc).  On failure img holds nothing to free. */
 int tsr_wimage_build(const tsr_checkpoint *m, const tsr_kconfig *kc, tsr_wimage *img, tsr_err *e);
 
 /* Free what tsr_wimage_build allocated; a zeroed img is a no-op. */
 void tsr_wimage_free(tsr_wimage *img);
+
+/* The same image built one PE at a time, for streaming: the chunks of
+ * tsr_wimage_build, in its order, with its payload bytes and its hash,
+ * byte for byte, while only one PE's arrays exist on the host.  Once a
+ * PE's arrays are built the model file's pages are let go
+ * (tsr_checkpoint_evict), so the file is never all resident either.
+ * Open, then tsr_wstream_next until it says done; tsr_wstream_rewind
+ * starts over (the hash too); close frees. */
+typedef struct tsr_wstream {
+    const tsr_checkpoint *m;   /* borrowed: must outlive the stream          */
+    tsr_kconfig  cfg;
+    uint32_t     n_pes;
+    uint64_t     bytes;        /* payload bytes: every chunk + the 64-byte
+                                  CONFIGURE block (tsr_wimage.bytes)        */
+    uint64_t     hash;         /* tsr_wimage.hash; valid once next said done */
+    /* private */
+    uint32_t    *w8;           /* (max_w8 / 4 + 1,) the current PE's int8 tiles */
+    float       *f32;          /* (max_f32 + 1,) its scales or fp32 tiles   */
+    float       *ctrl;         /* (ctrl_words,) the norm weights            */
+    float       *row;          /* (max_pad,) a row span, dequantized        */
+    int8_t      *qr;           /* (max_pad,) a row span, quantized          */
+    float       *sc;           /* (max_pad / group,) its scales             */
+    void        *hs;           /* XXH3_state_t                              */
+    size_t       w8_cap, f32_cap;   /* bytes of w8, f32                      */
+    uint32_t     pe, stage;    /* next chunk: PE, 0 int8 / 1 fp32 / 2 controller / 3 done */
+    uint32_t     built;        /* 1 + the PE whose arrays w8/f32 hold, 0: none */
+    uint64_t     off;          /* units of the current region already sent  */
+    uint64_t     units;        /* units of the current region               */
+} tsr_wstream;
+
+/* Prepare the stream of m's image for kc (allocates one PE's worth of
+ * arrays, the fullest PE's; builds nothing yet).  Errors: TSR_ERR_ARG
+ * (model shape differs from kc), TSR_ERR_NOMEM.  On failure ws holds
+ * nothing to close. */
+int tsr_wstream_open(const tsr_checkpoint *m, const tsr_kconfig *kc, tsr_wstream *ws, tsr_err *e);
+
+/* The next chunk into *ch (its data valid until the following call, which
+ * may overwrite the PE arrays it points into), or *done = 1 after the last
+ * one, when ws->hash is final.  Errors: TSR_ERR_ARG (a tensor of the wrong
+ * shape). */
+int tsr_wstream_next(tsr_wstream *ws, tsr_wchunk *ch, int *done, tsr_err *e);
+
+/* Start again from the first chunk (the hash too). */
+void tsr_wstream_rewind(tsr_wstream *ws);
+
+/* Free the stream's buffers; a zeroed ws is a no-op. */
+void tsr_wstream_close(tsr_wstream *ws);
 
 
 #endif

@@ -62,7 +62,7 @@ int cmd_info(int argc, char **argv)
     if (!fi.shared_classifier) row("classifier", fi.params_classifier, fi.bytes_classifier);
     if (fi.architecture[0])
         printf("tensors by stored type: F32 %d, F16 %d, Q8_0 %d, Q4_0 %d "
-               "(as loaded: Q8_0 and Q4_0 kept, scales as fp32; F16 as fp32)\n",
+               "(as held: each in its stored type, the byte figures above as stored)\n",
                fi.tensors_f32, fi.tensors_f16, fi.tensors_q8_0, fi.tensors_q4_0);
     if (fi.onchip_weights[0])
         printf("on chip:     %s by default (16 PEs, %d-token fp32 KV cache: %llu bytes)\n",

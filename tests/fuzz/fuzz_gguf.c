@@ -1,7 +1,8 @@
 /*
  * fuzz_gguf.c - libFuzzer harness for the GGUF loader (driver/format_gguf.c):
  * the input is a whole file, opened from memory.  What opens is walked: the
- * non-finite weight check, every tensor's first row, and the tokenizer from
+ * non-finite weight check, every tensor's first row, a small model's weight
+ * image streamed and whole (fuzz_image.h), and the tokenizer from
  * the metadata (encode a text, every piece).  Every failure must be a
  * status with a one-line message, never a crash, leak or undefined
  * behaviour.
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_image.h"
 #include "model.h"
 #include "tokenizer.h"
 
@@ -28,7 +30,10 @@ static void walk(const tsr_checkpoint *ck)
     }
     free(row);
     tsr_err e = {0};
-    if (tsr_checkpoint_check_finite(ck, &e) != TSR_OK) assert(e.msg[0] && !strchr(e.msg, '\n'));
+    int finite = tsr_checkpoint_check_finite(ck, &e) == TSR_OK;
+    if (!finite) assert(e.msg[0] && !strchr(e.msg, '\n'));
+    /* small models: the image streamed PE by PE is the whole image */
+    if (finite && tsr_checkpoint_param_count(ck) <= 100000) fuzz_image_check(ck);
     const tsr_tokenizer *t = ck->tok;
     assert(t && tsr_tokenizer_vocab_size(t) == c->vocab_size);
     int toks[64], n = 0;

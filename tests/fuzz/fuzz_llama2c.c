@@ -4,7 +4,8 @@
  * and through a path (pread + mmap).  What opens is then walked the way a
  * load walks it: the non-finite weight check, every tensor's first and last
  * row, and for small models the weight image (whose Q8_0 quantizer met
- * NaN weights before the check existed).  Every failure must be a status
+ * NaN weights before the check existed), streamed one PE at a time and
+ * whole, which must agree chunk for chunk.  Every failure must be a status
  * with a one-line message, never a crash, leak or undefined behaviour.
  */
 #include <assert.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_image.h"
 #include "fuzz_util.h"
 #include "model.h"
 #include "weight_image.h"
@@ -46,17 +48,7 @@ static void walk(const tsr_checkpoint *ck)
         return;
     }
     if (tsr_checkpoint_param_count(ck) > 100000) return;   /* image build: small models */
-    tsr_load_opts o = { .group_size = 8, .seq_len = c->seq_len < 16 ? c->seq_len : 16, .n_slots = 1 };
-    for (int f32 = 0; f32 <= 1; f32++) {
-        o.weights_f32 = f32;
-        tsr_kconfig kc;
-        tsr_wimage img;
-        /* the emulator's profile, 4 PEs, its default columns and KV split */
-        const tsr_kprofile prof = TSR_KPROFILE_INIT;
-        tsr_mesh_opts mo = { .pes = 4 };
-        if (tsr_wimage_config(ck, &o, &mo, &prof, &kc, &e) != TSR_OK) continue;
-        if (tsr_wimage_build(ck, &kc, &img, &e) == TSR_OK) tsr_wimage_free(&img);
-    }
+    fuzz_image_check(ck);   /* whole and streamed, chunk for chunk */
 }
 
 static void one(int rc, tsr_checkpoint *ck, const tsr_err *e)
