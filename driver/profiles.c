@@ -10,7 +10,7 @@
       TSR_MAX_LAYERS, TSR_MAX_HEADS, TSR_MAX_KV_HEADS, TSR_MAX_HEAD_SIZE, TSR_MAX_VOCAB,   \
       TSR_MAX_SEQ, TSR_MAX_SLOTS, TSR_MIN_GROUP, TSR_MAX_GROUP, TSR_SUM_LANES,            \
       TSR_MAX_KV_SPLIT, TSR_ATT_PES, TSR_WITH_F32, TSR_PE_W8_WORDS, TSR_PE_F32_WORDS, TSR_PE_KV_WORDS, \
-      TSR_PE_ROWS, P_PE_ATT, P_F32_URAM, P_KV_URAM, TSR_LANES, TSR_VEC, TSR_ROW_SLOTS,     \
+      TSR_PE_ROWS, TSR_PE_ATT, TSR_F32_URAM, TSR_KV_URAM, TSR_LANES, TSR_VEC, TSR_ROW_SLOTS,     \
       TSR_MAX_BLOCK, TSR_WITH_Q4, TSR_PE_KVH_WORDS, TSR_PE_KVQ_BYTES, TSR_PE_KVS_WORDS }
 
 typedef struct shipped {
@@ -21,89 +21,20 @@ typedef struct shipped {
 
 #include "profiles/profile_undef.h"
 #include "profiles/profile_generic.h"
-#ifndef TSR_WITH_Q4
-#define TSR_WITH_Q4 1   /* tsr_profile.h's defaults */
-#endif
-#ifndef TSR_PE_KVH_WORDS
-#define TSR_PE_KVH_WORDS 0u
-#endif
-#ifndef TSR_PE_KVQ_BYTES
-#define TSR_PE_KVQ_BYTES 0u
-#endif
-#ifndef TSR_PE_KVS_WORDS
-#define TSR_PE_KVS_WORDS 0u
-#endif
-#define P_F32_URAM 0
-#define P_KV_URAM 0
-#define P_PE_ATT (TSR_MAX_HEADS * TSR_MAX_SEQ)
+#include "profiles/profile_defaults.h"
 static const shipped p_generic = { TSR_PROFILE_NAME, KPROF_FIELDS, -1, -1, -1 };
-#undef P_F32_URAM
-#undef P_KV_URAM
-#undef P_PE_ATT
 
 #include "profiles/profile_undef.h"
 #include "profiles/profile_stories260k.h"
-#ifndef TSR_WITH_Q4
-#define TSR_WITH_Q4 1   /* tsr_profile.h's defaults */
-#endif
-#ifndef TSR_PE_KVH_WORDS
-#define TSR_PE_KVH_WORDS 0u
-#endif
-#ifndef TSR_PE_KVQ_BYTES
-#define TSR_PE_KVQ_BYTES 0u
-#endif
-#ifndef TSR_PE_KVS_WORDS
-#define TSR_PE_KVS_WORDS 0u
-#endif
-#ifndef TSR_F32_URAM
-#define TSR_F32_URAM 0
-#endif
-#ifndef TSR_KV_URAM
-#define TSR_KV_URAM 0
-#endif
-#ifndef TSR_PE_ATT
-#define TSR_PE_ATT (TSR_MAX_HEADS * TSR_MAX_SEQ)   /* tsr_profile.h's default */
-#endif
-#define P_F32_URAM TSR_F32_URAM
-#define P_KV_URAM TSR_KV_URAM
-#define P_PE_ATT TSR_PE_ATT
+#include "profiles/profile_defaults.h"
 static const shipped p_260k = { TSR_PROFILE_NAME, KPROF_FIELDS, TSR_EST_URAM, TSR_EST_BRAM36,
                                 TSR_EST_DSP };
-#undef P_F32_URAM
-#undef P_KV_URAM
-#undef P_PE_ATT
 
 #include "profiles/profile_undef.h"
 #include "profiles/profile_stories15m.h"
-#ifndef TSR_WITH_Q4
-#define TSR_WITH_Q4 1   /* tsr_profile.h's defaults */
-#endif
-#ifndef TSR_PE_KVH_WORDS
-#define TSR_PE_KVH_WORDS 0u
-#endif
-#ifndef TSR_PE_KVQ_BYTES
-#define TSR_PE_KVQ_BYTES 0u
-#endif
-#ifndef TSR_PE_KVS_WORDS
-#define TSR_PE_KVS_WORDS 0u
-#endif
-#ifndef TSR_F32_URAM
-#define TSR_F32_URAM 0
-#endif
-#ifndef TSR_KV_URAM
-#define TSR_KV_URAM 0
-#endif
-#ifndef TSR_PE_ATT
-#define TSR_PE_ATT (TSR_MAX_HEADS * TSR_MAX_SEQ)   /* tsr_profile.h's default */
-#endif
-#define P_F32_URAM TSR_F32_URAM
-#define P_KV_URAM TSR_KV_URAM
-#define P_PE_ATT TSR_PE_ATT
+#include "profiles/profile_defaults.h"
 static const shipped p_15m = { TSR_PROFILE_NAME, KPROF_FIELDS, TSR_EST_URAM, TSR_EST_BRAM36,
                                TSR_EST_DSP };
-#undef P_F32_URAM
-#undef P_KV_URAM
-#undef P_PE_ATT
 
 static const shipped *const all[] = { &p_generic, &p_260k, &p_15m };
 

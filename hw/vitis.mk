@@ -35,8 +35,9 @@ HW_FREQ_HZ ?= 300000000
 # need the kernel compiled with stall ports (v++ -c --profile.stall).
 PROFILE_MONITORS ?= 0
 
-# (profile_undef.h is not a profile: it forgets one, for driver/profiles.c)
-HW_PROFILES  := $(filter-out undef,$(patsubst kernels/profiles/profile_%.h,%,$(wildcard kernels/profiles/profile_*.h)))
+# (profile_undef.h and profile_defaults.h are not profiles: they forget one
+# and fill in what one leaves out, for driver/profiles.c and tsr_profile.h)
+HW_PROFILES  := $(filter-out undef defaults,$(patsubst kernels/profiles/profile_%.h,%,$(wildcard kernels/profiles/profile_*.h)))
 HW_PLATFORMS := $(patsubst hw/link/%.cfg,%,$(wildcard hw/link/*.cfg))
 
 # Card name -> part (PART= also takes a part name as it is).

@@ -12,6 +12,7 @@
 #else
 #include "profiles/profile_generic.h"
 #endif
+#include "profiles/profile_defaults.h"
 
 #include "tsr_arch.h"
 
@@ -24,36 +25,9 @@ TSR_STATIC_CHECK(min_group_pow2, (TSR_MIN_GROUP & (TSR_MIN_GROUP - 1)) == 0);
 TSR_STATIC_CHECK(tree_ii, TSR_TREE_II * TSR_TREE_LANES == TSR_VEC);
 TSR_STATIC_CHECK(embed_ii, TSR_EMBED_II * TSR_VEC == TSR_LANES);
 
-/* Whether a PE's fp32 array (scales / F32 tiles) and its KV cache go to
- * UltraRAM (1) or block RAM (0, the default): which BIND_STORAGE line
- * tessera_top takes. */
-#ifndef TSR_F32_URAM
-#define TSR_F32_URAM        0
-#endif
-#ifndef TSR_KV_URAM
-#define TSR_KV_URAM         0
-#endif
-/* The Q4_0 tile datapath (mesh.c pe_tile_q4): built unless the profile
- * says 0. */
-#ifndef TSR_WITH_Q4
-#define TSR_WITH_Q4         1
-#endif
 TSR_STATIC_CHECK(q4_group_is_lanes, !TSR_WITH_Q4 || (TSR_LANES == 32 && TSR_MAX_GROUP >= 32 &&
                                                      TSR_MIN_GROUP <= 32));
 
-/* The KV cache's arrays beside the fp32 one (TSR_PE_KV_WORDS): IEEE halves
- * (TSR_PE_KVH_WORDS), int8 values and their fp32 scales (TSR_PE_KVQ_BYTES,
- * TSR_PE_KVS_WORDS).  A profile that leaves a size out (0) does not build
- * that precision; its array is then one placeholder word. */
-#ifndef TSR_PE_KVH_WORDS
-#define TSR_PE_KVH_WORDS    0u
-#endif
-#ifndef TSR_PE_KVQ_BYTES
-#define TSR_PE_KVQ_BYTES    0u
-#endif
-#ifndef TSR_PE_KVS_WORDS
-#define TSR_PE_KVS_WORDS    0u
-#endif
 #define TSR_WITH_KV_F16     (TSR_PE_KVH_WORDS > 0)
 #define TSR_WITH_KV_INT8    (TSR_PE_KVQ_BYTES > 0 && TSR_PE_KVS_WORDS > 0)
 
@@ -107,11 +81,6 @@ TSR_STATIC_CHECK(slots_cancel_words, TSR_MAX_SLOTS <= 8);
  * size <= dim). */
 #define TSR_MAX_KV_MUL      TSR_MAX_HEADS
 #define TSR_MAX_QGROUP      TSR_MAX_DIM
-/* A PE's attention scores: its query heads x its share of the positions
- * (a profile that splits every head over PEs may set less). */
-#ifndef TSR_PE_ATT
-#define TSR_PE_ATT          (TSR_MAX_HEADS * TSR_MAX_SEQ)
-#endif
 /* The attention multiply-add's accumulators: a row of positions or of head
  * dimensions. */
 #define TSR_ATT_ACC         (TSR_MAX_SEQ > TSR_MAX_HEAD_SIZE ? TSR_MAX_SEQ : TSR_MAX_HEAD_SIZE)

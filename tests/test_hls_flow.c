@@ -350,9 +350,12 @@ static void test_make_bad_names(void **state)
     assert_int_equal(lines_with("PLATFORM=xilinx_u9_bogus: no link config hw/link/xilinx_u9_bogus.cfg"), 1);
     assert_int_not_equal(run(MAKE "-n xclbin PLATFORM=" U55C " PROFILE=stories7b"), 0);
     assert_int_equal(lines_with("PROFILE=stories7b: no kernels/profiles/profile_stories7b.h"), 1);
-    /* profile_undef.h forgets a profile; it is not one */
+    /* profile_undef.h forgets a profile, profile_defaults.h fills one in:
+     * neither is one */
     assert_int_not_equal(run(MAKE "-n xclbin PLATFORM=" U55C " PROFILE=undef"), 0);
     assert_int_equal(lines_with("PROFILE=undef: "), 1);
+    assert_int_not_equal(run(MAKE "-n xclbin PLATFORM=" U55C " PROFILE=defaults"), 0);
+    assert_int_equal(lines_with("PROFILE=defaults: "), 1);
     assert_int_equal(lines_with("(profiles: generic stories15m stories260k)"), 1);
     assert_int_not_equal(run(MAKE "-n xclbin TARGET=sw_emu PLATFORM=" U55C), 0);
     assert_int_equal(lines_with("TARGET=sw_emu: must be hw or hw_emu"), 1);

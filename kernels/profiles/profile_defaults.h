@@ -1,0 +1,38 @@
+/*
+ * profile_defaults.h - the defaults of the macros a profile header may
+ * leave out, included right after the profile (by tsr_profile.h, and by
+ * driver/profiles.c after each shipped profile).  No include guard: read
+ * once a profile.
+ */
+/* Whether a PE's fp32 array (scales / F32 tiles) and its KV cache go to
+ * UltraRAM (1) or block RAM (0, the default): which BIND_STORAGE line
+ * tessera_top takes. */
+#ifndef TSR_F32_URAM
+#define TSR_F32_URAM        0
+#endif
+#ifndef TSR_KV_URAM
+#define TSR_KV_URAM         0
+#endif
+/* The Q4_0 tile datapath (mesh.c pe_tile_q4): built unless the profile
+ * says 0. */
+#ifndef TSR_WITH_Q4
+#define TSR_WITH_Q4         1
+#endif
+/* The KV cache's arrays beside the fp32 one (TSR_PE_KV_WORDS): IEEE halves
+ * (TSR_PE_KVH_WORDS), int8 values and their fp32 scales (TSR_PE_KVQ_BYTES,
+ * TSR_PE_KVS_WORDS).  A profile that leaves a size out (0) does not build
+ * that precision; its array is then one placeholder word. */
+#ifndef TSR_PE_KVH_WORDS
+#define TSR_PE_KVH_WORDS    0u
+#endif
+#ifndef TSR_PE_KVQ_BYTES
+#define TSR_PE_KVQ_BYTES    0u
+#endif
+#ifndef TSR_PE_KVS_WORDS
+#define TSR_PE_KVS_WORDS    0u
+#endif
+/* A PE's attention scores: its query heads x its share of the positions
+ * (a profile that splits every head over PEs may set less). */
+#ifndef TSR_PE_ATT
+#define TSR_PE_ATT          (TSR_MAX_HEADS * TSR_MAX_SEQ)
+#endif
