@@ -431,31 +431,13 @@ static void quantize_row_q4(const float *x, uint32_t n, uint8_t *q4, float *s)
  * scales when src is Q8_0 at G in whole groups; Q4_0 values widened
  * (nibble - 8, the same scale) when G is 32; else dequantized (row, n
  * floats of scratch) and quantized by the group rule.  q (ng*G,), s (ng,). */
+static void span_q8(const tsr_tensor *src, uint32_t sr, uint32_t n, uint32_t G, uint32_t g0,
+                    uint32_t ng, float *row, int8_t *q, float *s);
+
 static void row_q8(const tsr_tensor *src, uint32_t sr, uint32_t n, uint32_t G, float *row,
                    int8_t *q, float *s)
 {
-    uint32_t ng = tsr_cdiv(n, G);
-    size_t g0 = (size_t)sr * ng;   /* the row's first group in the tensor */
-    if (src->type == TSR_DT_Q8_0 && (uint32_t)src->group == G && n % G == 0) {
-        for (uint32_t g = 0; g < ng; g++) {
-            memcpy(q + (size_t)g * G, tsr_tensor_q8(src, g0 + g), G);
-            s[g] = tsr_tensor_scale(src, g0 + g);
-        }
-        return;
-    }
-    if (src->type == TSR_DT_Q4_0 && G == TSR_Q4_GROUP) {
-        for (uint32_t g = 0; g < ng; g++) {
-            const uint8_t *b = tsr_tensor_q4(src, g0 + g);
-            for (uint32_t j = 0; j < TSR_Q4_ENTRY_BYTES; j++) {
-                q[g * TSR_Q4_GROUP + j] = (int8_t)((b[j] & 15) - 8);
-                q[g * TSR_Q4_GROUP + j + 16u] = (int8_t)((b[j] >> 4) - 8);
-            }
-            s[g] = tsr_tensor_scale(src, g0 + g);
-        }
-        return;
-    }
-    tsr_tensor_row(src, (int)sr, row);
-    quantize_row(row, n, G, q, s);
+    span_q8(src, sr, n, G, 0, tsr_cdiv(n, G), row, q, s);   /* the whole row is its groups' span */
 }
 
 /* Row sr of src as the on-chip Q4_0 row: the file's own bytes and scales
