@@ -23,6 +23,7 @@
 #include "run_capture.h"
 #include "test_util.h"
 #include "tokenizer.h"
+#include "golden.h"
 
 #define REF_TOKENS SHARED_REF("stories260K_once_upon_a_time.tokens")
 #define REF_TEXT   SHARED_REF("stories260K_once_upon_a_time.txt")
@@ -59,28 +60,7 @@ static int run_greedy(tsr_model *m, int *ids, int cap)
     return greedy_history(m, "Once upon a time", STEPS, 0, ids, cap, NULL, 0);
 }
 
-/* Position-0 logits (after BOS) into out (vocab floats). */
-static void logits0(tsr_model *m, float *out, int vocab)
-{
-    tsr_seq *s = NULL;
-    assert_int_equal(tsr_seq_open(m, &s), TSR_OK);
-    int bos = 1;
-    assert_int_equal(tsr_seq_append_tokens(s, &bos, 1), TSR_OK);
-    tsr_gen_opts one = { .max_tokens = 1 };
-    assert_int_equal(tsr_seq_generate(s, &one, NULL, NULL, NULL), TSR_OK);
-    assert_int_equal(tsr_seq_read_logits(s, out, vocab), TSR_OK);
-    tsr_seq_close(s);
-}
 
-static double nmse(const float *a, const float *ref, int n)
-{
-    double num = 0, den = 0;
-    for (int i = 0; i < n; i++) {
-        num += ((double)a[i] - ref[i]) * ((double)a[i] - ref[i]);
-        den += (double)ref[i] * ref[i];
-    }
-    return num / den;
-}
 
 /* ----------------------------------------------- stories260K GGUF files --- */
 
@@ -188,7 +168,7 @@ static void quantized_files_decode(void **state)
     tsr_device *dev = NULL;
     assert_int_equal(tsr_device_open("emu", &dev), TSR_OK);
     tsr_model *m = load(dev, SHARED_MODEL("stories260K-f32.gguf"), 1, 512);
-    logits0(m, ref, V);
+    logits_after_bos(m, ref, V);
     tsr_model_close(m);
 
     int want[STEPS + 8], got[STEPS + 8];
@@ -200,8 +180,8 @@ static void quantized_files_decode(void **state)
     };
     for (int k = 0; k < 2; k++) {
         m = load(dev, cases[k].file, 0, 512);
-        logits0(m, q, V);
-        double e = nmse(q, ref, V);
+        logits_after_bos(m, q, V);
+        double e = golden_nmse(q, ref, V);
         int n = run_greedy(m, got, STEPS + 8);
         int agree = 0;
         while (agree < n && got[agree] == want[agree]) agree++;

@@ -26,6 +26,8 @@
 #include "run_capture.h"
 #include "tessera.h"
 #include "test_util.h"
+#include "golden.h"
+#include "greedy.h"
 
 #define M260K    SHARED_MODEL("stories260K.bin")
 #define M260K_SH SH_MODEL("stories260K.bin")
@@ -48,25 +50,7 @@ static int read_ids(int *ids, int cap)
     return n;
 }
 
-static double nmse(const float *a, const float *ref, int n)
-{
-    double num = 0, den = 0;
-    for (int i = 0; i < n; i++) {
-        num += ((double)a[i] - ref[i]) * ((double)a[i] - ref[i]);
-        den += (double)ref[i] * ref[i];
-    }
-    return num / den;
-}
 
-/* The value of the counter line "name value" in text. */
-static uint64_t counter(const char *text, const char *name)
-{
-    size_t n = strlen(name);
-    for (const char *p = text; (p = strstr(p, name)) != NULL; p += n)
-        if ((p == text || p[-1] == '\n') && p[n] == ' ') return strtoull(p + n + 1, NULL, 10);
-    fail_msg("counter %s missing", name);
-    return 0;
-}
 
 /* tessera run with each cache: exit 0 and text; f32 and f16 with F32
  * weights give run.c's text. */
@@ -131,9 +115,9 @@ static void logits_nmse_at_50_and_200(void **state)
         for (int k = 1; k < 3; k++)
             print_message("%s weights, %s KV: logits NMSE vs the f32 cache %.3e at position 50, "
                           "%.3e at position 200\n", w ? "Q8_0" : "F32", kvs[k],
-                          nmse(lg[w][k][0], lg[w][0][0], V), nmse(lg[w][k][1], lg[w][0][1], V));
+                          golden_nmse(lg[w][k][0], lg[w][0][0], V), golden_nmse(lg[w][k][1], lg[w][0][1], V));
         for (int p = 0; p < 2; p++) {
-            double h = nmse(lg[w][1][p], lg[w][0][p], V), q = nmse(lg[w][2][p], lg[w][0][p], V);
+            double h = golden_nmse(lg[w][1][p], lg[w][0][p], V), q = golden_nmse(lg[w][2][p], lg[w][0][p], V);
             /* measured, F32 weights: f16 3e-8 and 7e-8, int8 1.5e-4 and 1.1e-5; Q8_0
              * weights (the quantized inputs amplify a cache's rounding): f16 7e-5 and
              * 1.6e-5, int8 5e-4 and 3e-5.  The bounds are about 10x. */
@@ -163,7 +147,7 @@ static void kv_bytes_shrink(void **state)
         char want[32];
         snprintf(want, sizeof want, "onchip.kv %s\n", kvs[k]);
         assert_non_null(strstr(err, want));
-        run[k] = counter(err, "onchip.kv_bytes");
+        run[k] = counter_value(err, "onchip.kv_bytes");
         tsr_plan_opts o = { .part = "u55c", .pes = 16, .kv = kvs[k] };
         static char buf[1 << 16];
         char e[256];

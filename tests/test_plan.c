@@ -49,6 +49,7 @@
 #include "run_capture.h"
 #include "tessera.h"
 #include "test_util.h"
+#include "greedy.h"
 
 #define M260K  SHARED_MODEL("stories260K.bin")
 #define M260K_SH SH_MODEL("stories260K.bin")
@@ -65,15 +66,6 @@
 
 /* ------------------------------------------------------------ helpers --- */
 
-/* The value of the counter line "name value" in text, or fail. */
-static uint64_t counter(const char *text, const char *name)
-{
-    size_t n = strlen(name);
-    for (const char *p = text; (p = strstr(p, name)) != NULL; p += n)
-        if ((p == text || p[-1] == '\n') && p[n] == ' ') return strtoull(p + n + 1, NULL, 10);
-    fail_msg("counter %s missing", name);
-    return 0;
-}
 
 static double counter_f(const char *text, const char *name)
 {
@@ -91,7 +83,7 @@ static uint64_t pe_sram_total(const char *text, int pes)
     for (int p = 0; p < pes; p++) {
         char name[32];
         snprintf(name, sizeof name, "pe%d.sram_bytes", p);
-        sum += counter(text, name);
+        sum += counter_value(text, name);
     }
     return sum;
 }
@@ -103,15 +95,15 @@ static void assert_cycles_equal(const char *text, const tsr_plan_cycles *c)
     for (int r = 0; r < TSR_RG_COUNT; r++) {
         char name[64];
         snprintf(name, sizeof name, "cycles.%s", tsr_plan_region_name(r));
-        uint64_t got = counter(text, name);
+        uint64_t got = counter_value(text, name);
         if (got != c->rg[r])
             fprintf(stderr, "region %s: kernel %llu, plan %llu\n", tsr_plan_region_name(r),
                     (unsigned long long)got, (unsigned long long)c->rg[r]);
         assert_int_equal(got, c->rg[r]);
     }
-    assert_int_equal(counter(text, "cycles.controller"), c->controller);
-    assert_int_equal(counter(text, "cycles.mesh"), c->mesh);
-    assert_int_equal(counter(text, "cycles.total"), c->total);
+    assert_int_equal(counter_value(text, "cycles.controller"), c->controller);
+    assert_int_equal(counter_value(text, "cycles.mesh"), c->mesh);
+    assert_int_equal(counter_value(text, "cycles.total"), c->total);
     assert_true(c->total > 0);
 }
 
@@ -186,7 +178,7 @@ static void check_against_run_kv(const char *path, const char *tok, int pes, int
     assert_int_equal(pl.bytes.stationary - pl.bytes.norms, pe_sram_total(text, pes));
     assert_int_equal(pl.bytes.stationary, need);
     /* cycles: region by region */
-    assert_int_equal(counter(text, "cycles.position"), (uint64_t)pos);
+    assert_int_equal(counter_value(text, "cycles.position"), (uint64_t)pos);
     assert_regions_equal(text, &pl);
 
     tsr_seq_close(s);
@@ -238,7 +230,7 @@ static void check_passes_against_run(const char *path, const char *tok, int pes,
     assert_int_equal(tsr_seq_append_tokens(s[0], toks, n_prompt), TSR_OK);
     assert_int_equal(tsr_device_kernel_counters(dev, text, sizeof text), TSR_OK);
     uint32_t nx = last_block((uint32_t)n_prompt - 1u, B, pos);
-    assert_int_equal(counter(text, "cycles.position"), pos[nx - 1u]);
+    assert_int_equal(counter_value(text, "cycles.position"), pos[nx - 1u]);
     tsr_plan_cycles c;
     tsr_plan_pass(&pl.kc, pl.prof.sum_lanes, pl.prof.pes, pos, nx, 0, &c);
     assert_cycles_equal(text, &c);
@@ -255,7 +247,7 @@ static void check_passes_against_run(const char *path, const char *tok, int pes,
         pos[k] = (uint32_t)(lens[k] + N - 2);
     }
     assert_int_equal(tsr_device_kernel_counters(dev, text, sizeof text), TSR_OK);
-    assert_int_equal(counter(text, "cycles.position"), pos[2]);
+    assert_int_equal(counter_value(text, "cycles.position"), pos[2]);
     tsr_plan_pass(&pl.kc, pl.prof.sum_lanes, pl.prof.pes, pos, 3, 1, &c);
     assert_cycles_equal(text, &c);
     for (int k = 0; k < 3; k++) tsr_seq_close(s[k]);
@@ -386,7 +378,7 @@ static void test_15m_regions_and_projection(void **state)
     synth_15m(path, sizeof path);
     run_15m(path, "-n 256 -t 0 --stats", out, err, sizeof err);
     assert_non_null(strstr(err, "profile stories15m, 128 PEs"));
-    assert_int_equal(counter(err, "cycles.position"), 255);
+    assert_int_equal(counter_value(err, "cycles.position"), 255);
 
     tsr_plan pl;
     plan_file(path, "stories15m", 0, 0, 0, 0, 255, &pl);
@@ -432,7 +424,7 @@ static void test_15m_prefill_pass(void **state)
     tsr_plan pl;
     plan_file(path, "stories15m", 0, 0, 0, 0, 255, &pl);
     assert_int_equal(pl.prof.block, 2);
-    uint32_t feed = (uint32_t)counter(err, "cycles.position") + 1u, pos[2];
+    uint32_t feed = (uint32_t)counter_value(err, "cycles.position") + 1u, pos[2];
     assert_true(feed >= 8);
     uint32_t nx = last_block(feed, pl.prof.block, pos);
     tsr_plan_cycles c;
@@ -511,13 +503,13 @@ static void test_serial_pes_change_the_projection(void **state)
     snprintf(cmd, sizeof cmd, TESSERA_SERIAL "%s", args);
     assert_int_equal(run_capture(cmd, out, err2, sizeof err2), 0);
     assert_non_null(strstr(err2, "PE loops serialised"));
-    assert_int_equal(counter(err1, "cycles.controller"), counter(err2, "cycles.controller"));
-    uint64_t g1 = counter(err1, "cycles.gemv"), g2 = counter(err2, "cycles.gemv");
-    uint64_t a1 = counter(err1, "cycles.attention"), a2 = counter(err2, "cycles.attention");
+    assert_int_equal(counter_value(err1, "cycles.controller"), counter_value(err2, "cycles.controller"));
+    uint64_t g1 = counter_value(err1, "cycles.gemv"), g2 = counter_value(err2, "cycles.gemv");
+    uint64_t a1 = counter_value(err1, "cycles.attention"), a2 = counter_value(err2, "cycles.attention");
     /* 8 PEs in series: between 2x (uneven tiles) and 8x the parallel step */
     assert_true(g2 >= 2 * g1 && g2 <= 8 * g1);
     assert_true(a2 > a1);
-    assert_true(counter(err2, "cycles.total") > counter(err1, "cycles.total"));
+    assert_true(counter_value(err2, "cycles.total") > counter_value(err1, "cycles.total"));
 }
 
 /* Each synthesis profile's header states what plan computes for its

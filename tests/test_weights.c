@@ -35,6 +35,7 @@
 #include "tessera.h"
 #include "test_util.h"
 #include "v2_writer.h"
+#include "golden.h"
 
 #define M260K   SHARED_MODEL("stories260K.bin")
 #define M260K_SH SH_MODEL("stories260K.bin")
@@ -93,28 +94,7 @@ static tsr_device *open_dev(const char *spec)
     return dev;
 }
 
-/* Position-0 logits (after BOS) into out (V floats). */
-static void logits0(tsr_model *m, float *out)
-{
-    tsr_seq *s = NULL;
-    assert_int_equal(tsr_seq_open(m, &s), TSR_OK);
-    int bos = 1;
-    assert_int_equal(tsr_seq_append_tokens(s, &bos, 1), TSR_OK);
-    tsr_gen_opts one = { .max_tokens = 1 };
-    assert_int_equal(tsr_seq_generate(s, &one, NULL, NULL, NULL), TSR_OK);
-    assert_int_equal(tsr_seq_read_logits(s, out, V), TSR_OK);
-    tsr_seq_close(s);
-}
 
-static double nmse(const float *a, const float *ref, int n)
-{
-    double num = 0, den = 0;
-    for (int i = 0; i < n; i++) {
-        num += ((double)a[i] - ref[i]) * ((double)a[i] - ref[i]);
-        den += (double)ref[i] * ref[i];
-    }
-    return num / den;
-}
 
 static int read_ids(const char *path, int *ids, int cap)
 {
@@ -361,21 +341,21 @@ static void q4_tiles_equal_widened_q8(void **state)
     }
     tsr_device *dev = open_dev("emu");
     tsr_model *m = load(dev, GG_F32, NULL, 0, 1);
-    logits0(m, ref);
+    logits_after_bos(m, ref, V);
     tsr_model_close(m);
     m = load(dev, GG_Q8, NULL, 0, 0);
-    logits0(m, q8);
+    logits_after_bos(m, q8, V);
     tsr_model_close(m);
     m = load(dev, GG_Q4, NULL, 0, 0);
-    logits0(m, a);
+    logits_after_bos(m, a, V);
     tsr_model_close(m);
     m = load(dev, GG_Q4, NULL, TSR_WEIGHTS_Q8, 0);
-    logits0(m, b);
+    logits_after_bos(m, b, V);
     tsr_model_close(m);
-    double e_f32 = nmse(a, ref, V), e_q8 = nmse(a, q8, V), e_q8f = nmse(q8, ref, V);
+    double e_f32 = golden_nmse(a, ref, V), e_q8 = golden_nmse(a, q8, V), e_q8f = golden_nmse(q8, ref, V);
     print_message("q4_0 gguf on chip, position-0 logits: NMSE %.3e vs f32 gguf (F32), %.3e vs "
                   "q8_0 gguf (Q8_0 on chip; that one is %.3e vs f32), %.1e vs itself widened "
-                  "to Q8_0\n", e_f32, e_q8, e_q8f, nmse(a, b, V));
+                  "to Q8_0\n", e_f32, e_q8, e_q8f, golden_nmse(a, b, V));
     /* measured 3.0e-3 and 2.9e-3; the bounds are about 3x */
     assert_true(e_f32 > 0 && e_f32 < 1e-2);
     assert_true(e_q8 > 0 && e_q8 < 1e-2);

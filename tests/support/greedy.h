@@ -1,5 +1,6 @@
 /* greedy.h - a greedy decode through the public API, for the tests that
- * compare token sequences (emulator meshes, threads, SIMD, GGUF). */
+ * compare token sequences (emulator meshes, threads, SIMD, GGUF), and the
+ * two readings the weight, KV and plan tests take of a device. */
 #ifndef TSR_TEST_GREEDY_H
 #define TSR_TEST_GREEDY_H
 
@@ -18,5 +19,13 @@ int greedy_history(tsr_model *m, const char *prompt, int steps, int ignore_stop,
  * its length.  A failure, or a history longer than cap, fails the calling
  * CMocka test. */
 int seq_history(tsr_seq *s, int *out, int cap);
+
+/* On a fresh sequence of m: BOS (1), one forward pass; its logits into out
+ * (n floats).  Any failure fails the calling CMocka test. */
+void logits_after_bos(tsr_model *m, float *out, int n);
+
+/* The value of the line "name value" in text (tsr_device_kernel_counters'
+ * format); a missing line fails the calling CMocka test. */
+unsigned long long counter_value(const char *text, const char *name);
 
 #endif
