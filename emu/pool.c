@@ -15,6 +15,29 @@
  * futex word `gen`; `sleeping` lets the caller skip the wake-up syscall
  * when every worker is still spinning (the usual case between the GEMVs
  * of a token).
+ *
+ * Publication, in C11 terms.  A worker that acquired gen == g may still be
+ * inside take_items(g) while the caller sets up step g+1 (its step is
+ * over, every block taken by others), reading end[] and the claim words as
+ * the caller rewrites them.  What must hold: a successful claim of (g, i)
+ * has i below step g's end of that block, so that it is one of step g's n
+ * items.  So the caller first retags the claim words of the new step, then
+ * stores end[b] with release; the worker loads end[b] with acquire before
+ * its claims.  If that load reads step h's end (h > g), step h's retag of
+ * claim[b] happens before the worker's claims, and by coherence they see a
+ * word tagged h or later and fail; otherwise it read step g's own end
+ * (gen's acquire rules out older ones; a block past step g's nblk has no
+ * word tagged g).  Given that, fn and ctx need no atomics: a worker reads
+ * them after acquiring gen == g (stored after them) and before its release
+ * decrement of `remaining`, which the caller's acquire load of 0
+ * synchronizes with (the decrements are RMWs: one release sequence) before
+ * it writes the next step's; ThreadSanitizer checks the protocol through
+ * them.  Stored the other way round, a late worker could pair step g's
+ * exhausted claim word with step g+1's larger end (the kernel alternates
+ * steps over P and att_pes PEs), claim a phantom item, run it with step
+ * g+1's fn and ctx as the caller wrote them, and count it off step g+1's
+ * `remaining`: an item run twice, a step returning before its last item.
+ * One caller per pool: the emulator's device thread.
  */
 #include <errno.h>
 #include <linux/futex.h>
@@ -97,11 +120,13 @@ void tsr_emu_wait_change(uint32_t *word, uint32_t old, uint32_t timeout_us)
  * turn; returns when every block is taken. */
 static void take_items(tsr_emu_pool *pool, uint32_t g, uint32_t first)
 {
-    /* nblk and end[] may already be the next step's when this worker is
-     * late: relaxed atomics, and the claim word's step number decides */
+    /* nblk and end[] may already be a later step's when this worker is
+     * late; the claim word's step number decides.  end[b] is acquired: a
+     * later step's end comes with that step's retagged claim word, which
+     * fails the claims below (the head comment) */
     uint32_t nb = __atomic_load_n(&pool->nblk, __ATOMIC_RELAXED);
     for (uint32_t k = 0; k < nb; k++) {
-        uint32_t b = (first + k) % nb, end = __atomic_load_n(&pool->end[b], __ATOMIC_RELAXED);
+        uint32_t b = (first + k) % nb, end = __atomic_load_n(&pool->end[b], __ATOMIC_ACQUIRE);
         uint64_t c = __atomic_load_n(&pool->claim[b], __ATOMIC_ACQUIRE);
         while ((uint32_t)(c >> 32) == g && (uint32_t)c < end) {
             if (!__atomic_compare_exchange_n(&pool->claim[b], &c, c + 1u, 0, __ATOMIC_ACQ_REL,
@@ -207,16 +232,20 @@ void tsr_emu_pool_run(tsr_emu_pool *pool, uint32_t n, uint32_t nw, tsr_emu_item 
         return;
     }
     if (nw > pool->n) nw = pool->n;
-    /* no claim of the previous step is left: remaining reached 0 */
+    /* no item of the previous step is left (remaining reached 0), but a
+     * late worker may still be looking at its claim words: retag them
+     * first, so none can be claimed against this step's end[] (released
+     * after them) or run with this step's fn and ctx (the head comment).
+     * No worker takes a word tagged g before it acquires gen == g. */
     uint32_t g = pool->gen + 1u;
+    for (uint32_t b = 0; b < nw; b++)
+        __atomic_store_n(&pool->claim[b], ((uint64_t)g << 32) | (uint64_t)b * n / nw,
+                         __ATOMIC_RELAXED);
     pool->fn = fn;
     pool->ctx = ctx;
     __atomic_store_n(&pool->nblk, nw, __ATOMIC_RELAXED);
-    for (uint32_t b = 0; b < nw; b++) {
-        __atomic_store_n(&pool->end[b], (uint32_t)((uint64_t)(b + 1u) * n / nw), __ATOMIC_RELAXED);
-        __atomic_store_n(&pool->claim[b], ((uint64_t)g << 32) | (uint64_t)b * n / nw,
-                         __ATOMIC_RELAXED);
-    }
+    for (uint32_t b = 0; b < nw; b++)
+        __atomic_store_n(&pool->end[b], (uint32_t)((uint64_t)(b + 1u) * n / nw), __ATOMIC_RELEASE);
     __atomic_store_n(&pool->remaining, n, __ATOMIC_RELAXED);
     __atomic_store_n(&pool->gen, g, __ATOMIC_SEQ_CST);   /* publishes the step */
     if (__atomic_load_n(&pool->sleeping, __ATOMIC_SEQ_CST)) futex_wake_all(&pool->gen);
