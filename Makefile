@@ -142,7 +142,7 @@ help:
 	@echo "  make examples   build host/examples/ into $(BUILD)/examples/"
 	@echo "  make install    install tessera, the header, libraries, tessera.pc (PREFIX=$(PREFIX), DESTDIR=)"
 	@echo "  make uninstall  remove what make install installed (same PREFIX, DESTDIR)"
-	@echo "  make clean      remove $(BUILD_ROOT)/ and its -san, -tsan, -fuzz siblings"
+	@echo "  make clean      remove $(BUILD_ROOT)/ and its -san, -tsan, -fuzz, -stories15m, -serial siblings"
 	@echo "Variables: SHARED=$(SHARED) (models, references; tests read it at run time as TSR_SHARED)"
 	@echo "           SANITIZE=1 (ASan+UBSan, in $(BUILD_ROOT)-san/)  TSAN=1 (ThreadSanitizer, $(BUILD_ROOT)-tsan/)"
 	@echo "           NATIVE=1 (emulator objects for this CPU: -march=native)"
@@ -159,7 +159,7 @@ DEPS_DEBIAN := build-essential pkg-config libcmocka-dev libnuma-dev libxxhash-de
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 deps:
 	$(SUDO) apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(DEPS_DEBIAN)
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEPS_DEBIAN)
 
 # ---------------------------------------------------------------- compile ---
 $(BUILD)/kernels/%.o: kernels/%.c
@@ -316,7 +316,8 @@ run: $(TESSERA)
 	    -p "Once upon a time" -n 200 -t 0
 
 clean:
-	rm -rf $(BUILD_ROOT) $(BUILD_ROOT)-san $(BUILD_ROOT)-tsan $(BUILD_ROOT)-fuzz
+	rm -rf $(BUILD_ROOT) $(BUILD_ROOT)-san $(BUILD_ROOT)-tsan $(BUILD_ROOT)-fuzz \
+	    $(BUILD_ROOT)-stories15m $(BUILD_ROOT)-serial $(BUILD_ROOT)-san-stories15m $(BUILD_ROOT)-san-serial
 
 # ------------------------------------------------------------------- fuzz ---
 # libFuzzer harnesses (tests/fuzz/), built with clang under ASan + UBSan

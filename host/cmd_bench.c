@@ -357,12 +357,12 @@ int cmd_bench(int argc, char **argv)
             json_str(a.model);
             printf(",\"backend\":");
             json_str(spec);
-            printf(",\"threads\":%d,\"weights\":\"%s\",\"group_size\":%d,"
+            printf(",\"threads\":%d,\"weights\":\"%s\",\"group_size\":%d,\"kv\":\"%s\","
                    "\"prompt_tokens\":%d,\"decode_tokens\":%d,\"decode_tok_s\":%.3f,"
                    "\"prefill_tok_s\":%.3f,\"ttft_ms\":%.3f,\"load_gb_s\":%.4f,"
                    "\"load_prep_s\":%.4f,\"load_stream_s\":%.4f,\"load_s\":%.4f,"
                    "\"peak_rss_mb\":%.1f",
-                   threads, wname, gs, a.prompt_tokens, got, r.decode_tok_s,
+                   threads, wname, gs, mi.kv, a.prompt_tokens, got, r.decode_tok_s,
                    r.prefill_tok_s, r.ttft_ms, load_gb_s, prep_s, stream_s, load_s,
                    peak_rss_mb());
             if (a.batch)
@@ -396,6 +396,7 @@ int cmd_bench(int argc, char **argv)
         };
         printf("model %s  backend %s  threads %d  weights %s", a.model, spec, threads, wname);
         if (gs) printf(" (group size %d)", gs);
+        printf("  KV %s", mi.kv);
         printf("\nprompt %d token%s, decode %d token%s, %d run%s after %d warm-up%s\n",
                a.prompt_tokens, cli_s(a.prompt_tokens), a.decode_tokens, cli_s(a.decode_tokens),
                a.repeat, cli_s(a.repeat), a.warmup, cli_s(a.warmup));

@@ -205,6 +205,7 @@ static void print_stats(tsr_model *m, tsr_seq *seq, int replies)
     tsr_model_get_info(m, &mi);
     tsr_seq_get_stats(seq, &st);
     int len = tsr_seq_length(seq);
+    if (len > mi.seq_len) len = mi.seq_len;   /* the last token sampled, not yet in the cache */
     fprintf(stderr,
             "tessera: %d token%s of the %d-token context in use; %d repl%s so far: %llu "
             "prompt token%s, %llu generated; last reply %.1f tokens/s, first token after %.2f ms\n",
@@ -233,6 +234,11 @@ static int command(const char *line, tsr_device *dev, tsr_model *m, tsr_seq *seq
         }
         *replies = 0;
         fputs("tessera: a new conversation\n", stderr);
+        return 1;
+    }
+    if (line[0] == '/' && line[1] && !strpbrk(line, " \t")) {
+        /* one word after a slash: a mistyped command, not text */
+        fprintf(stderr, "tessera: unknown command %s (/help lists them)\n", line);
         return 1;
     }
     return -1;

@@ -78,7 +78,7 @@ static int parse_args(int argc, char **argv, serve_args *a)
         else if (IS("-z", "--tokenizer"))     { VAL(); a->tokenizer = v; }
         else if (!strcmp(o, "--host"))        { VAL(); a->cfg.host = v; }
         else if (!strcmp(o, "--port"))        INT(0, 65535, &a->cfg.port);
-        else if (!strcmp(o, "--slots"))       INT(0, 64, &a->slots);
+        else if (!strcmp(o, "--slots"))       INT(0, 8, &a->slots);
         else if (!strcmp(o, "--queue"))       INT(0, 4096, &a->queue);
         else if (!strcmp(o, "--api-key"))     { VAL(); a->cfg.api_key = v; }
         else if (!strcmp(o, "--max-tokens"))  INT(1, 1 << 20, &a->cfg.lim.max_tokens);

@@ -61,7 +61,7 @@ static void json_lines_per_run(void **state)
     assert_int_equal(rc, 0);
     assert_int_equal(count_lines(out), 2);
     static const char *const keys[] = { "\"model\":", "\"backend\":\"emu\"", "\"threads\":",
-        "\"weights\":\"q8\"", "\"group_size\":32", "\"prefill_tok_s\":", "\"ttft_ms\":",
+        "\"weights\":\"q8\"", "\"group_size\":32", "\"kv\":\"f32\"", "\"prefill_tok_s\":", "\"ttft_ms\":",
         "\"load_gb_s\":", "\"load_prep_s\":", "\"load_stream_s\":", "\"load_s\":",
         "\"peak_rss_mb\":" };
     const char *line = out;

@@ -399,14 +399,15 @@ static void help_is_consistent(void **state)
 /* ---------------------------------------------------------------- chat --- */
 
 /* /stats and /reset are commands: /reset empties the sequence, so the
- * reply after it is a fresh session's. */
+ * reply after it is a fresh session's; an unknown /word is refused, not
+ * sent to the model. */
 static void chat_commands(void **state)
 {
     (void)state;
     static char fresh[1 << 12];
     assert_int_equal(run_capture("printf 'The dog\\n' | " TESSERA_BIN " chat -m " MODEL_SH " -z "
                                  TOK_SH " -n 8 -t 0", fresh, err, sizeof fresh), 0);
-    assert_int_equal(run_capture("printf 'Once upon a time\\n/stats\\n/reset\\nThe dog\\n/quit\\nA\\n' | "
+    assert_int_equal(run_capture("printf 'Once upon a time\\n/stats\\n/bogus\\n/reset\\nThe dog\\n/quit\\nA\\n' | "
                                  TESSERA_BIN " chat -m " MODEL_SH " -z " TOK_SH " -n 8 -t 0",
                                  out, err, sizeof out), 0);
     const char *second = strchr(out, '\n') + 1;
@@ -414,6 +415,7 @@ static void chat_commands(void **state)
     assert_non_null(strstr(err, "tessera: 13 tokens of the 512-token context in use; 1 reply so "
                                 "far: 5 prompt tokens, 8 generated"));
     assert_non_null(strstr(err, "tessera: a new conversation"));
+    assert_non_null(strstr(err, "tessera: unknown command /bogus (/help lists them)\n"));
 }
 
 /* Run chat on a pseudo-terminal: keys go through libedit.  Returns what
