@@ -689,8 +689,9 @@ static int eval(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part *p
 }
 
 /* The longest context that fits pes PEs per card at KV precision kv, up to
- * 2^20 positions, whatever the model was trained for (the memory's limit,
- * not the model's); 0 when none does or the fit cannot be decided. */
+ * 2^20 positions, whatever the model was trained for (the chip's memory
+ * and DSPs, not the model's); 0 when none does (a KV precision's DSPs,
+ * or a profile without it) or the fit cannot be decided. */
 static int max_context(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part *part,
                        int pes, int kv)
 {
@@ -1064,8 +1065,9 @@ static void fmt_text(const tsr_plan *p, const char *name, sbuf *b)
                "(tessera plan --profile NAME, docs/hls-flow.md)\n");
     }
     if (p->max_seq[0] || p->max_seq[1] || p->max_seq[2])
-        put(b, "longest context that fits (%d PEs, the memory's limit, not the model's): "
-               "f32 KV %d, f16 KV %d, int8 KV %d positions\n", p->pes, p->max_seq[TSR_KV_F32],
+        put(b, "longest context that fits (%d PEs, the chip's limit, not the model's): "
+               "f32 KV %d, f16 KV %d, int8 KV %d positions (0: none at that precision, "
+               "by memory or DSPs, or the profile lacks it)\n", p->pes, p->max_seq[TSR_KV_F32],
             p->max_seq[TSR_KV_F16], p->max_seq[TSR_KV_INT8]);
     if (!p->decidable) put(b, "\nfit: CANNOT DECIDE: %s\n", p->why);
     else if (p->fits)

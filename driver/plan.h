@@ -131,7 +131,7 @@ typedef struct tsr_plan {
     tsr_plan_cycles batch_cyc; /* that pass (+ card links)                   */
     double batch_tok_s;        /* aggregate: batch x clock / batch_cyc.total */
     int max_seq[TSR_KV_COUNT]; /* longest context that fits this mesh per KV
-                                  precision (TSR_KV_*), the memory's limit
+                                  precision (TSR_KV_*), the chip's limit
                                   up to 2^20; 0: none, or undecidable       */
     /* smallest changes that fit (when !fits; 0 = not found) */
     int fix_seq;               /* longest context that fits                  */

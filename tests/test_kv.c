@@ -193,7 +193,7 @@ static void plan_longest_context_per_precision(void **state)
     const char *l = strstr(out, "longest context that fits (");
     assert_non_null(l);
     int pes = 0, n[3] = { 0 };
-    assert_int_equal(sscanf(l, "longest context that fits (%d PEs, the memory's limit, not the "
+    assert_int_equal(sscanf(l, "longest context that fits (%d PEs, the chip's limit, not the "
                                "model's): f32 KV %d, f16 KV %d, int8 KV %d positions", &pes,
                             &n[0], &n[1], &n[2]), 4);
     print_message("stories15M on a U55C (%d PEs): longest context f32 KV %d, f16 KV %d, int8 KV "
