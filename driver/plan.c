@@ -640,6 +640,10 @@ static int plan_profile(const tsr_plan_req *rq, tsr_kprofile *pf, char *name, si
     *pf = *p;
     snprintf(name, cap, "%s", rq->profile ? rq->profile : PLAN_DATAPATH);
     *with = rq->profile != NULL;
+    if (rq->profile && ((rq->kv == TSR_KV_F16 && p->kvh_words == 0) ||
+                        (rq->kv == TSR_KV_INT8 && (p->kvq_bytes == 0 || p->kvs_words == 0))))
+        return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "the %s profile has no %s KV cache (--kv f32)",
+                          rq->profile, rq->kv == TSR_KV_F16 ? "f16" : "int8");
     if (!rq->profile) {
         /* a profile written for this model: its arrays and limits unbounded */
         pf->pes = pf->mesh_rows = PLAN_MAX_PES * 16;
@@ -953,8 +957,15 @@ int tsr_plan_config(const tsr_config *cfg, const tsr_plan_req *req, tsr_plan *ou
     r.pos = -1;
     if (req->kv != TSR_KV_INT8) {
         r.kv = TSR_KV_INT8;
-        if ((rc = eval_auto(cfg, &r, part, &t, e))) return rc;
-        out->fix_kv_int8 = t.fits;
+        rc = eval_auto(cfg, &r, part, &t, e);
+        if (rc == TSR_ERR_UNSUPPORTED && req->profile) {
+            out->fix_kv_int8 = -1;   /* the profile has no int8 KV cache */
+            tsr_seterr(e, TSR_OK, "%s", "");
+        } else if (rc) {
+            return rc;
+        } else {
+            out->fix_kv_int8 = t.fits;
+        }
     }
     r = *req;
     r.pos = -1;
@@ -1078,7 +1089,7 @@ static void fmt_text(const tsr_plan *p, const char *name, sbuf *b)
         put(b, "smallest changes that fit:\n");
         if (p->fix_seq > 0) put(b, "  --ctx %d (a shorter context)\n", p->fix_seq);
         else put(b, "  a shorter context: none fits\n");
-        if (p->kv != TSR_KV_INT8)
+        if (p->kv != TSR_KV_INT8 && p->fix_kv_int8 >= 0)
             put(b, "  --kv int8: %s\n", p->fix_kv_int8 ? "fits" : "does not fit");
         if (p->fix_cards > 0 && p->clock_mhz > 0)
             put(b, "  --cards %d: split the layers over %d cards, %d PEs each (projected %.0f tok/s)\n",
@@ -1191,7 +1202,7 @@ static void fmt_json(const tsr_plan *p, const char *name, sbuf *b)
     if (p->decidable && !p->fits) {   /* a fix not found is null */
         put(b, "\"fix\":{");
         json_num(b, "seq_len", p->fix_seq, p->fix_seq > 0, 0);
-        put(b, "\"kv_int8_fits\":%s,", p->kv == TSR_KV_INT8 ? "null" : p->fix_kv_int8 ? "true" : "false");
+        put(b, "\"kv_int8_fits\":%s,", p->kv == TSR_KV_INT8 || p->fix_kv_int8 < 0 ? "null" : p->fix_kv_int8 ? "true" : "false");
         json_num(b, "cards", p->fix_cards, p->fix_cards > 0, 0);
         json_num(b, "cards_pes", p->fix_cards_pes, p->fix_cards > 0, 0);
         json_num(b, "cards_projected_tok_s", p->fix_cards_tok_s, p->fix_cards > 0 && p->clock_mhz > 0, 1);

@@ -135,7 +135,7 @@ typedef struct tsr_plan {
                                   up to 2^20; 0: none, or undecidable       */
     /* smallest changes that fit (when !fits; 0 = not found) */
     int fix_seq;               /* longest context that fits                  */
-    int fix_kv_int8;           /* 1: an int8 KV cache fits                   */
+    int fix_kv_int8;           /* 1: an int8 KV cache fits; -1: the profile has none */
     int fix_cards, fix_cards_pes; /* fewest cards that fit, PEs per card     */
     double fix_cards_tok_s;    /* their projected tok/s (mean)               */
 } tsr_plan;

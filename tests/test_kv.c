@@ -226,6 +226,11 @@ static void profile_without_the_array_refuses(void **state)
     assert_int_equal(count_lines(err), 1);
     assert_non_null(strstr(err, "the stories15m profile has no f16 KV cache (--kv f32)"));
     unlink(path);
+    /* plan says the same, before any mesh is tried */
+    assert_int_equal(run_capture(TESSERA_BIN " plan --shape stories15M --part u55c --profile "
+                                 "stories15m --kv int8", out, err, sizeof err), 2);
+    assert_int_equal(count_lines(err), 1);
+    assert_non_null(strstr(err, "the stories15m profile has no int8 KV cache (--kv f32)"));
 }
 
 int main(void)
