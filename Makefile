@@ -316,8 +316,7 @@ run: $(TESSERA)
 	    -p "Once upon a time" -n 200 -t 0
 
 clean:
-	rm -rf $(BUILD_ROOT) $(BUILD_ROOT)-san $(BUILD_ROOT)-tsan $(BUILD_ROOT)-fuzz \
-	    $(BUILD_ROOT)-stories15m $(BUILD_ROOT)-serial $(BUILD_ROOT)-san-stories15m $(BUILD_ROOT)-san-serial
+	rm -rf $(BUILD_ROOT) $(addprefix $(BUILD_ROOT),-san -tsan -fuzz -stories15m -serial -san-stories15m -san-serial)
 
 # ------------------------------------------------------------------- fuzz ---
 # libFuzzer harnesses (tests/fuzz/), built with clang under ASan + UBSan

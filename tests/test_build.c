@@ -64,7 +64,9 @@ static void clean_honours_build(void **state)
                                  TSR_SOURCE_DIR "' clean BUILD=/tmp/tsr_elsewhere", out, err,
                                  sizeof out), 0);
     assert_string_equal(out, "rm -rf /tmp/tsr_elsewhere /tmp/tsr_elsewhere-san "
-                             "/tmp/tsr_elsewhere-tsan /tmp/tsr_elsewhere-fuzz\n");
+                             "/tmp/tsr_elsewhere-tsan /tmp/tsr_elsewhere-fuzz "
+                             "/tmp/tsr_elsewhere-stories15m /tmp/tsr_elsewhere-serial "
+                             "/tmp/tsr_elsewhere-san-stories15m /tmp/tsr_elsewhere-san-serial\n");
 }
 
 static void bench_writes_to_the_build_folder(void **state)
