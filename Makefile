@@ -322,9 +322,9 @@ clean:
 # libFuzzer harnesses (tests/fuzz/), built with clang under ASan + UBSan
 # into BUILD-fuzz/.  Each starts from its seeds: the real files in
 # $(SHARED)/models (linked, never copied into the tree) and the small
-# fixtures tests/fuzz/make_seeds writes, plus tests/fuzz/crashes/NAME/;
+# fixtures tests/fuzz/make_seeds writes, plus tests/fixtures/fuzz_crashes/NAME/;
 # what it finds goes to BUILD-fuzz/corpus/NAME/, a crash to
-# BUILD-fuzz/artifacts/ (copy it into tests/fuzz/crashes/NAME/: the
+# BUILD-fuzz/artifacts/ (copy it into tests/fixtures/fuzz_crashes/NAME/: the
 # regression test replays every file there).  `make test` runs each for
 # FUZZ_SMOKE_SECONDS, `make fuzz` for FUZZ_SECONDS.
 FUZZ_CC       ?= clang
@@ -344,7 +344,7 @@ FUZZ_BIN      := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
 FUZZ_RUN       = ASAN_OPTIONS=detect_leaks=1 $(FUZZ_BUILD)/fuzz_$(1) -max_total_time=$(2) \
                  -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
                  -artifact_prefix=$(FUZZ_BUILD)/artifacts/$(1)- \
-                 $(FUZZ_BUILD)/corpus/$(1) $(FUZZ_BUILD)/seeds/$(1) tests/fuzz/crashes/$(1)
+                 $(FUZZ_BUILD)/corpus/$(1) $(FUZZ_BUILD)/seeds/$(1) tests/fixtures/fuzz_crashes/$(1)
 
 $(FUZZ_BUILD)/driver/%.o: driver/%.c
 	@mkdir -p $(dir $@)
@@ -364,7 +364,7 @@ $(FUZZ_SEEDER): tests/fuzz/make_seeds.c $(REF_OBJ) $(LIB_ALL)
 .PHONY: fuzz fuzz-build fuzz-seeds fuzz-smoke
 fuzz-seeds: $(FUZZ_SEEDER)
 	@mkdir -p $(FUZZ_NAMES:%=$(FUZZ_BUILD)/seeds/%) $(FUZZ_NAMES:%=$(FUZZ_BUILD)/corpus/%) \
-	    $(FUZZ_BUILD)/artifacts $(FUZZ_NAMES:%=tests/fuzz/crashes/%)
+	    $(FUZZ_BUILD)/artifacts $(FUZZ_NAMES:%=tests/fixtures/fuzz_crashes/%)
 	@$(FUZZ_SEEDER) $(FUZZ_BUILD)/seeds '$(abspath $(SHARED))'
 	@m='$(abspath $(SHARED))/models'; \
 	    [ ! -f $$m/stories260K.bin ] || ln -sf $$m/stories260K.bin $(FUZZ_BUILD)/seeds/llama2c/real-stories260K.bin; \

@@ -1,5 +1,5 @@
 /*
- * test_fuzz_regress.c - every fixture in tests/fuzz/crashes/NAME/ through
+ * test_fuzz_regress.c - every fixture in tests/fixtures/fuzz_crashes/NAME/ through
  * its libFuzzer harness (tests/fuzz/fuzz_NAME.c, compiled here with the
  * test compiler and its entry point renamed fuzz_NAME_one).  A harness
  * asserts its properties itself, so a fixture that crashes, trips a
@@ -43,11 +43,11 @@ static uint8_t *slurp(const char *path, size_t *n)
     return d;
 }
 
-/* Replay every file of tests/fuzz/crashes/name/; returns how many. */
+/* Replay every file of tests/fixtures/fuzz_crashes/name/; returns how many. */
 static int replay(const char *name, harness_fn fn)
 {
     char dir[PATH_MAX], path[PATH_MAX + 512];
-    snprintf(dir, sizeof dir, "%s/tests/fuzz/crashes/%s", TSR_SOURCE_DIR, name);
+    snprintf(dir, sizeof dir, "%s/tests/fixtures/fuzz_crashes/%s", TSR_SOURCE_DIR, name);
     DIR *d = opendir(dir);
     if (!d) return 0;
     int n = 0;
@@ -65,7 +65,7 @@ static int replay(const char *name, harness_fn fn)
     return n;
 }
 
-/* The fixtures kept so far (tests/fuzz/crashes/README.md): every one must
+/* The fixtures kept so far (tests/fixtures/fuzz_crashes/README.md): every one must
  * still be there and pass. */
 static void crash_fixtures_pass(void **state)
 {
