@@ -229,8 +229,7 @@ int tsr_kcmd_fit(tsr_kcmd *k, const tsr_checkpoint *m, const tsr_load_opts *o,
     return TSR_OK;
 }
 
-/* The CONFIGURE payload: the integer words, then the two fp32 words. */
-static void config_words(const tsr_kconfig *c, uint32_t w[TSR_KCONFIG_WORDS])
+void tsr_kcmd_config_words(const tsr_kconfig *c, uint32_t w[TSR_KCONFIG_WORDS])
 {
     const uint32_t ints[TSR_KCONFIG_INTS] = {
         c->magic, c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->vocab_size,
@@ -272,7 +271,7 @@ int tsr_kcmd_load(tsr_kcmd *k, const tsr_checkpoint *m, const tsr_load_opts *o, 
     k->loaded = 0;
     const int ph = TSR_PHASE_LOAD;
     uint32_t cfgw[TSR_KCONFIG_WORDS], fit[TSR_KFIT_WORDS] = { 0 };
-    config_words(&kc, cfgw);
+    tsr_kcmd_config_words(&kc, cfgw);
     kcmd_args a = { .op = TSR_OP_CONFIGURE, .in = cfgw, .in_words = TSR_KCONFIG_WORDS,
                     .out_words = TSR_KFIT_WORDS };
     int status = 0;

@@ -38,6 +38,12 @@ typedef struct tsr_kcmd {
                                              and not cleared yet            */
 } tsr_kcmd;
 
+/* c as CONFIGURE's payload (kernels/tsr_kernel.h): TSR_KCONFIG_INTS
+ * integer words in the kernel's order, then rope_theta and norm_eps as fp32
+ * bits, TSR_KCONFIG_WORDS in all.  The one encoding: the command layer, the
+ * csim image writer and the tests take it from here. */
+void tsr_kcmd_config_words(const tsr_kconfig *c, uint32_t w[TSR_KCONFIG_WORDS]);
+
 /* Open the device of spec through be and start its kernel.  On failure k
  * holds nothing to close (tsr_kcmd_close is still harmless).  Errors: the
  * backend's open, TSR_ERR_DEVICE (the kernel did not start). */

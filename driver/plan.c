@@ -91,6 +91,20 @@ static tsr_tile tile_of(const layout *L, uint32_t m, uint32_t p)
     return tsr_lay_tile(L->kc, m, L->rot[m], p);
 }
 
+/* The slowest mesh row root's step (pe_root: one per row, at PE p with
+ * p % C == 0) of matrix m for nx items, cy(rows) cycles an item. */
+static uint32_t root_worst(const layout *L, uint32_t m, uint32_t C, uint32_t nx,
+                           uint32_t (*cy)(uint32_t))
+{
+    uint32_t worst = 0;
+    for (uint32_t p = 0; p < L->P; p += C) {
+        tsr_tile t = tile_of(L, m, p);
+        uint32_t c = t.rows ? nx * cy(t.rows) : 0u;
+        if (c > worst) worst = c;
+    }
+    return worst;
+}
+
 /* tsr_mesh_gemv of matrix m (mesh.c) for a pass of nx items: the PE tiles
  * (each weight word held while the nx items pass it: the tile's steps nx
  * times, its pipeline's depth once), the column tree (C_m > 1), then on
@@ -124,24 +138,8 @@ static void step_gemv(const layout *L, uint32_t m, int argmax, uint32_t nx, uint
             rg[TSR_RG_TREE] += worst;
         }
     }
-    if (pair) {
-        worst = 0;
-        for (uint32_t p = 0; p < L->P; p += C) {
-            tsr_tile t = tile_of(L, m, p);
-            uint32_t cy = t.rows ? nx * tsr_cy_swiglu(t.rows) : 0u;
-            if (cy > worst) worst = cy;
-        }
-        rg[TSR_RG_GEMV] += worst;
-    }
-    if (argmax) {
-        worst = 0;
-        for (uint32_t p = 0; p < L->P; p += C) {
-            tsr_tile t = tile_of(L, m, p);
-            uint32_t cy = t.rows ? nx * tsr_cy_best(t.rows) : 0u;
-            if (cy > worst) worst = cy;
-        }
-        rg[TSR_RG_ARGMAX] += worst;
-    }
+    if (pair) rg[TSR_RG_GEMV] += root_worst(L, m, C, nx, tsr_cy_swiglu);
+    if (argmax) rg[TSR_RG_ARGMAX] += root_worst(L, m, C, nx, tsr_cy_best);
 }
 
 /* tsr_attention at pos (attention.c): the bus both ways, the KV PEs'

@@ -483,15 +483,22 @@ static int add_chunks(tsr_wimage *img, int *cap, uint32_t pe, uint32_t region, c
     return TSR_OK;
 }
 
-int tsr_wimage_build(const tsr_checkpoint *m, const tsr_kconfig *kc, tsr_wimage *img, tsr_err *e)
+/* TSR_OK when m has the shape kc was made for, else TSR_ERR_ARG. */
+static int check_shape(const tsr_checkpoint *m, const tsr_kconfig *kc, tsr_err *e)
 {
-    memset(img, 0, sizeof *img);
     const tsr_config *c = &m->cfg;
     if ((uint32_t)c->dim != kc->dim || (uint32_t)c->hidden_dim != kc->hidden_dim ||
         (uint32_t)c->n_layers != kc->n_layers || (uint32_t)c->vocab_size != kc->vocab_size ||
         (uint32_t)c->n_kv_heads != kc->n_kv_heads || (uint32_t)c->n_heads != kc->n_heads)
         return tsr_seterr(e, TSR_ERR_ARG, "%s: model shape differs from the device config",
                           m->path);
+    return TSR_OK;
+}
+
+int tsr_wimage_build(const tsr_checkpoint *m, const tsr_kconfig *kc, tsr_wimage *img, tsr_err *e)
+{
+    memset(img, 0, sizeof *img);
+    if (check_shape(m, kc, e)) return TSR_ERR_ARG;
     uint32_t P = tsr_lay_pes(kc), G = kc->group;
     int q8 = kc->dtype == TSR_KDT_Q8, rc = TSR_ERR_NOMEM;
     uint32_t *offw = NULL, *offf = NULL;   // [P] each PE's next tile offsets
@@ -758,12 +765,7 @@ enum { WS_W8 = 0, WS_F32, WS_CTRL, WS_DONE };
 int tsr_wstream_open(const tsr_checkpoint *m, const tsr_kconfig *kc, tsr_wstream *ws, tsr_err *e)
 {
     memset(ws, 0, sizeof *ws);
-    const tsr_config *c = &m->cfg;
-    if ((uint32_t)c->dim != kc->dim || (uint32_t)c->hidden_dim != kc->hidden_dim ||
-        (uint32_t)c->n_layers != kc->n_layers || (uint32_t)c->vocab_size != kc->vocab_size ||
-        (uint32_t)c->n_kv_heads != kc->n_kv_heads || (uint32_t)c->n_heads != kc->n_heads)
-        return tsr_seterr(e, TSR_ERR_ARG, "%s: model shape differs from the device config",
-                          m->path);
+    if (check_shape(m, kc, e)) return TSR_ERR_ARG;
     ws->m = m;
     ws->cfg = *kc;
     ws->n_pes = tsr_lay_pes(kc);

@@ -59,6 +59,7 @@
 #ifdef TSR_HAVE_XRT
 /* generated at build time by hw/vitis.mk from hw/profile_kv */
 #include "profile_kv.h"
+#include "kcmd.h"
 #endif
 #define MODEL SHARED_MODEL("stories260K.bin")
 #define MODEL_SH SH_MODEL("stories260K.bin")
@@ -290,18 +291,6 @@ static void profile_with(const char *p, const char *key, const char *value, char
     assert_true(w > 0 && (size_t)w < cap);
 }
 
-/* The CONFIGURE payload of kc, as the command layer sends it. */
-static void config_words(const tsr_kconfig *c, uint32_t w[TSR_KCONFIG_WORDS])
-{
-    const uint32_t ints[TSR_KCONFIG_INTS] = {
-        c->magic, c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->vocab_size,
-        c->seq_len, c->n_slots, c->dtype, c->group, c->mesh_rows, c->mesh_cols,
-        c->shared_classifier, c->kv_split, c->att_pes, c->q4_kinds, c->kv_dtype, c->bos, c->eos
-    };
-    memcpy(w, ints, sizeof ints);
-    memcpy(w + TSR_KCONFIG_INTS, &c->rope_theta, 4);
-    memcpy(w + TSR_KCONFIG_INTS + 1, &c->norm_eps, 4);
-}
 
 static uint32_t f32_bits(float f)
 {
@@ -672,7 +661,7 @@ static void test_protocol(void **state)
     assert_memory_equal(c->cmd, want_cfg, sizeof want_cfg);
     assert_int_equal(c->entry, TSR_CTL_CMD0);
     uint32_t cfgw[TSR_KCONFIG_WORDS];
-    config_words(&kc, cfgw);
+    tsr_kcmd_config_words(&kc, cfgw);
     assert_memory_equal(c->payload, cfgw, sizeof cfgw);
     for (int k = 0; k < img.n_chunks; k++) {
         const tsr_wchunk *ch = &img.chunks[k];

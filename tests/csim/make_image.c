@@ -32,6 +32,7 @@
 #include "profiles.h"
 #include "tokenizer.h"
 #include "weight_image.h"
+#include "kcmd.h"
 
 #define TIMG_MAGIC   0x474D4954u  /* "TIMG" */
 #define TIMG_VERSION 2u
@@ -45,18 +46,6 @@ static int put(FILE *f, const uint32_t *w, size_t n)
     return fwrite(w, sizeof *w, n, f) == n ? 0 : -1;
 }
 
-/* The CONFIGURE payload of c (kernels/tsr_kernel.h, CONFIGURE). */
-static void config_words(const tsr_kconfig *c, uint32_t w[TSR_KCONFIG_WORDS])
-{
-    const uint32_t ints[TSR_KCONFIG_INTS] = {
-        c->magic, c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->vocab_size,
-        c->seq_len, c->n_slots, c->dtype, c->group, c->mesh_rows, c->mesh_cols,
-        c->shared_classifier, c->kv_split, c->att_pes, c->q4_kinds, c->kv_dtype, c->bos, c->eos
-    };
-    memcpy(w, ints, sizeof ints);
-    memcpy(w + TSR_KCONFIG_INTS, &c->rope_theta, 4);
-    memcpy(w + TSR_KCONFIG_INTS + 1, &c->norm_eps, 4);
-}
 
 static int write_image(const char *path, const int *prompt, int n_prompt, const tsr_wimage *img)
 {
@@ -69,7 +58,7 @@ static int write_image(const char *path, const int *prompt, int n_prompt, const 
         bad = put(f, &t, 1);
     }
     uint32_t cfg[TSR_KCONFIG_WORDS];
-    config_words(&img->cfg, cfg);
+    tsr_kcmd_config_words(&img->cfg, cfg);
     if (!bad) bad = put(f, cfg, TSR_KCONFIG_WORDS);
     uint32_t nc = (uint32_t)img->n_chunks;
     if (!bad) bad = put(f, &nc, 1);
