@@ -27,9 +27,8 @@
 #include "tsr_hls.h"
 
 /* The PEs a broadcast writes as it goes: in hardware every PE latches each
- * word off the bus; the emulator writes PE 0's copy and then copies it to
- * the others (bcast_copy), the same bytes, without a PE loop in every
- * word's step. */
+ * word off the bus; the emulator writes PE 0's copy only, which every PE's
+ * GEMV reads (TSR_BCAST_SRC, tsr_ops.h). */
 #ifdef TSR_EMU
 #define TSR_BCAST_PES 1u
 #else
@@ -462,6 +461,12 @@ static uint32_t gemv_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint3
     uint32_t G = st->cfg.group, q8 = st->cfg.dtype == TSR_KDT_Q8, q4 = st->mat_q4[job->mat];
     uint32_t done[2] = { 0, 0 };
 #ifdef TSR_EMU
+    /* the broadcast copy it reads (TSR_BCAST_SRC: PE 0's), through
+     * pointers: gcc 12 takes the constant index for an overflow */
+    uint32_t xb = TSR_BCAST_SRC(p);
+    const int8_t(*xq)[TSR_PE_XQ_WORDS][TSR_LANES] = st->xq[xb];
+    const float(*xs)[TSR_PE_XS] = st->xs[xb];
+    const float(*xf)[TSR_PE_XF] = st->xf[xb];
     /* the emulator's SIMD rows (emu/), bit-identical to the loop: the full
      * row blocks of each half, for all items at once */
     for (uint32_t h = 0; run && st->simd && t.ngroups && h < halves; h++) {
@@ -469,24 +474,30 @@ static uint32_t gemv_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint3
         if (q4)
             done[h] = tsr_emu_tile_q4(&st->w8[p][0][0] + t.w_off + ent * TSR_Q4_ENTRY_BYTES,
                                       st->f32[p] + t.f_off + ent, st->emu_wcorr[p] + t.f_off + ent,
-                                      t.rows, t.ngroups, &st->xq[p][0][0][0] + t.g0 * TSR_Q4_GROUP,
-                                      TSR_PE_XQ_WORDS * TSR_LANES, &st->xs[p][0][0] + t.g0,
+                                      t.rows, t.ngroups, &st->xq[xb][0][0][0] + t.g0 * TSR_Q4_GROUP,
+                                      TSR_PE_XQ_WORDS * TSR_LANES, &st->xs[xb][0][0] + t.g0,
                                       TSR_PE_XS, job->nx, &st->psum[p][0][0] + po, TSR_PE_ROWS);
         else if (q8)
             done[h] = tsr_emu_tile_q8(&st->w8[p][0][0] + t.w_off + ent * G, st->f32[p] + t.f_off + ent,
                                       st->emu_wcorr[p] + t.f_off + ent, t.rows, t.ngroups, G,
-                                      &st->xq[p][0][0][0] + t.g0 * G, TSR_PE_XQ_WORDS * TSR_LANES,
-                                      &st->xs[p][0][0] + t.g0, TSR_PE_XS, job->nx,
+                                      &st->xq[xb][0][0][0] + t.g0 * G, TSR_PE_XQ_WORDS * TSR_LANES,
+                                      &st->xs[xb][0][0] + t.g0, TSR_PE_XS, job->nx,
                                       &st->psum[p][0][0] + po, TSR_PE_ROWS);
         else
             done[h] = tsr_emu_tile_f32(st->f32[p] + t.f_off + ent * G, t.rows, t.ngroups * G,
-                                       &st->xf[p][0][0] + t.g0 * G, TSR_PE_XF, job->nx,
+                                       &st->xf[xb][0][0] + t.g0 * G, TSR_PE_XF, job->nx,
                                        &st->psum[p][0][0] + po, TSR_PE_ROWS);
     }
 #endif
-    pe_gemv(st->w8[p], st->f32[p], st->xq[p], st->xs[p], st->xf[p], st->psum[p], t.w_off, t.f_off,
+#ifdef TSR_EMU
+#define GEMV_INPUTS xq, xs, xf
+#else
+#define GEMV_INPUTS st->xq[p], st->xs[p], st->xf[p]   /* its own latched copy */
+#endif
+    pe_gemv(st->w8[p], st->f32[p], GEMV_INPUTS, st->psum[p], t.w_off, t.f_off,
             t.rows, t.ngroups, t.g0, G, st->g_log2, st->tab_ent[p][job->mat],
             st->tab_steps[p][job->mat], halves, job->nx, q8, q4, done[0], done[1], run);
+#undef GEMV_INPUTS
     if (!run) return 0;
     return t.ngroups == 0
                ? TSR_CY(job->nx * tsr_cy_zero(halves * t.rows))
@@ -555,7 +566,9 @@ gemv_tree_levels:
     if (C > 1u) TSR_COUNT(st, fabric_reduce_bytes, 4ull * halves * d * (C - 1u) * nx);
     if (pair || (flags & TSR_JOB_ARGMAX)) {
         job.flags = pair ? TSR_JOB_PAIR | TSR_JOB_SWIGLU : TSR_JOB_ARGMAX;
-        job.work = d * nx;
+        /* (the emulator's share-out measure, in multiply-adds: a SwiGLU
+         * row's expf and divide weigh about 32) */
+        job.work = (pair ? 32u : 1u) * d * nx;
         TSR_RUN_PES(worst, st, root_pe, &job);
         TSR_CHARGE(st, pair ? TSR_RG_GEMV : TSR_RG_ARGMAX, worst);
     }
@@ -564,28 +577,54 @@ gemv_tree_levels:
 
 static void quantize_broadcast(tsr_kstate *st, uint32_t it, uint32_t npad);
 
-/* The emulator's rest of a broadcast: PE 0's copy of item it's input
- * (npad values; Q8: the int8 words and the group scales, else fp32) to
- * PEs 1..P-1.  Nothing in hardware, where every PE latched it. */
-static void bcast_copy(tsr_kstate *st, uint32_t it, uint32_t npad, int q8)
-{
 #ifdef TSR_EMU
-    uint32_t nw = npad / TSR_LANES + (npad % TSR_LANES != 0u), ng = npad >> st->g_log2;
-    for (uint32_t p = 1; p < st->P; p++) {
-        if (q8) {
-            memcpy(&st->xq[p][it][0][0], &st->xq[0][it][0][0], (size_t)nw * TSR_LANES);
-            memcpy(st->xs[p][it], st->xs[0][it], (size_t)ng * sizeof(float));
-        } else {
-            memcpy(st->xf[p][it], st->xf[0][it], (size_t)npad * sizeof(float));
+/* The emulator's Q8 pass A (in_q8_norm): xn = rms[row] * (ss * x) for i <
+ * n, zeros to the chunk padding, each TSR_VEC word's max |v| (m = a > m ?
+ * a : m from 0), in plain loops the compiler vectorizes: the same fp32
+ * operations, bit-identical. */
+static void emu_norm(tsr_kstate *st, uint32_t it, uint32_t n, uint32_t npad, uint32_t row, float ss)
+{
+    uint32_t nv = (npad / TSR_LANES + (npad % TSR_LANES != 0u)) * TSR_LANES, i = 0;
+    float *xn = &st->cv[it][TSR_CV_XN];
+    const float *x = &st->cv[it][TSR_CV_X], *r = st->rms[row];
+    for (; i < n && i < nv; i++) xn[i] = r[i] * (ss * x[i]);
+    for (; i < nv; i++) xn[i] = 0.0f;
+    for (uint32_t w = 0; w < nv / TSR_VEC; w++) {
+        float m = 0.0f;
+        for (uint32_t l = 0; l < TSR_VEC; l++) {
+            float a = fabsf(xn[w * TSR_VEC + l]);
+            m = a > m ? a : m;
         }
+        st->wmax[it][w] = m;
     }
-#else
-    (void)st;
-    (void)it;
-    (void)npad;
-    (void)q8;
-#endif
 }
+
+/* The emulator's Q8 pass B for G >= TSR_LANES (in_q8_quant): group g's
+ * scale the max of its words' maxima (from 0, words ascending) / 127, its
+ * values round(v / scale) (0 for a zero scale), into PE 0's copy
+ * (TSR_BCAST_SRC): bit-identical, a group at a time. */
+static void emu_quantize(tsr_kstate *st, uint32_t it, uint32_t npad)
+{
+    uint32_t G = st->cfg.group, ng = npad >> st->g_log2, wpg = G / TSR_VEC;
+    const float *xn = &st->cv[it][TSR_CV_XN];
+    int8_t *q = &st->xq[0][it][0][0];
+    for (uint32_t g = 0; g < ng; g++) {
+        float gm = 0.0f;
+        for (uint32_t k = 0; k < wpg; k++) {
+            float wm = st->wmax[it][g * wpg + k];
+            gm = wm > gm ? wm : gm;
+        }
+        float sc = gm / 127.0f;
+        st->xs[0][it][g] = sc;
+        const float *v = xn + (size_t)g * G;
+        int8_t *qg = q + (size_t)g * G;
+        if (sc != 0.0f)
+            for (uint32_t j = 0; j < G; j++) qg[j] = (int8_t)tsr_round_q8(v[j] / sc);
+        else
+            for (uint32_t j = 0; j < G; j++) qg[j] = 0;
+    }
+}
+#endif
 
 void tsr_mesh_input(tsr_kstate *st, uint32_t it, uint32_t n, uint32_t row, float ss,
                     uint32_t ready)
@@ -618,11 +657,13 @@ in_f32_pes:
                 }
             }
         }
-        bcast_copy(st, it, npad, 0);
         TSR_COUNT(st, fabric_bcast_bytes, 4ull * P * npad);
         return;
     }
 #endif
+#ifdef TSR_EMU
+    if (!ready) emu_norm(st, it, n, npad, row, ss);
+#else
     if (!ready) {
         /* Q8, pass A: normalise, TSR_LANES values a cycle; each TSR_VEC
          * word's max |v| */
@@ -648,6 +689,7 @@ in_q8_norm_lanes:
             }
         }
     }
+#endif
     /* Q8, pass B: quantize and broadcast (one call site: one quantizer) */
     quantize_broadcast(st, it, npad);
 }
@@ -658,6 +700,13 @@ in_q8_norm_lanes:
 static void quantize_broadcast(tsr_kstate *st, uint32_t it, uint32_t npad)
 {
     uint32_t G = st->cfg.group, P = st->P;
+#ifdef TSR_EMU
+    if (TSR_MIN_GROUP >= TSR_LANES || G >= TSR_LANES) {
+        emu_quantize(st, it, npad);
+        (void)P;
+        return;
+    }
+#endif
     uint32_t nch = npad / TSR_LANES + (npad % TSR_LANES != 0u);
     uint32_t cpg = G < TSR_LANES ? 1u : G / TSR_LANES;
 in_q8_quant:
@@ -746,9 +795,71 @@ in_q8_pe_scales:
             }
         }
     }
-    bcast_copy(st, it, npad, 1);
     TSR_COUNT(st, fabric_bcast_bytes, (uint64_t)P * (npad + 4u * (npad >> st->g_log2)));
 }
+
+#ifdef TSR_EMU
+/* The emulator's gather: gather_words's values, element by element, in
+ * plain loops over each root's run of words (the compiler vectorizes
+ * them) instead of a word a step.  The same fp32 operations on the same
+ * operands: RoPE's pairs, the residual add (x + y), the sum-of-squares
+ * partials (element i into partial i % TSR_SUM_LANES, ascending) and each
+ * word's max |v| (m = a > m ? a : m from 0), so the results are
+ * bit-identical; make csim-gcc(-15m) compares the two views' logits. */
+static void emu_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, uint32_t flags,
+                       uint32_t d, uint32_t nout, uint32_t rope_n)
+{
+    uint32_t add = flags & TSR_GATHER_ADD, input = flags & TSR_GATHER_INPUT;
+    uint32_t qkv = flags & TSR_GATHER_QKV, lg = flags & TSR_GATHER_LOGITS;
+    float *out = lg ? st->logits[it] : &st->cv[it][yw * TSR_VEC];
+    uint32_t dwd = (d + TSR_VEC - 1u) / TSR_VEC;   /* the words that hold rows */
+    for (uint32_t w = 0, k = 0; w < dwd; k++) {
+        /* root k's words [w, we): its psum from word start */
+        uint32_t src = st->root_pe[mat][k], start = st->root_w0[mat][k], end = st->root_w1[mat][k];
+        uint32_t we = end > w ? (end < dwd ? end : dwd) : w + 1u;
+        uint32_t i0 = w * TSR_VEC, i1 = we * TSR_VEC < d ? we * TSR_VEC : d;
+        const float *ps = &st->psum[src][it][0] - (size_t)start * TSR_VEC;   /* ps[i]: element i */
+        if (qkv) {
+            uint32_t r1 = rope_n < i1 ? (rope_n > i0 ? rope_n : i0) : i1;   /* pairs below rope_n */
+            for (uint32_t i = i0; i < r1; i += 2u) {
+                uint32_t j = st->rope_pj[i / 2u];
+                float fcr = st->rope_cos[it][j], fci = st->rope_sin[it][j];
+                float v0 = ps[i], v1 = ps[i + 1u];
+                out[i] = v0 * fcr - v1 * fci;
+                out[i + 1u] = v0 * fci + v1 * fcr;
+            }
+            for (uint32_t i = r1; i < i1; i++) out[i] = ps[i];
+        } else if (add) {
+            for (uint32_t i = i0; i < i1; i++) out[i] = out[i] + ps[i];
+        } else {
+            for (uint32_t i = i0; i < i1; i++) out[i] = ps[i];
+        }
+        w = we;
+    }
+    for (uint32_t i = d; i < nout; i++) out[i] = 0.0f;   /* the next GEMV's group padding */
+#if TSR_SSQ_FUSED
+    if (add) {
+        float ssq[TSR_SUM_LANES] = { 0.0f };
+        for (uint32_t b = 0; b < nout; b += TSR_SUM_LANES) {
+            uint32_t n = nout - b < TSR_SUM_LANES ? nout - b : TSR_SUM_LANES;
+            for (uint32_t j = 0; j < n; j++) ssq[j] += out[b + j] * out[b + j];
+        }
+        memcpy(st->ssq[it], ssq, sizeof ssq);
+        st->ssq_fresh[it] = 1;
+    }
+#endif
+    if (input) {
+        for (uint32_t w = 0; w * TSR_VEC < nout; w++) {
+            float m = 0.0f;
+            for (uint32_t l = 0; l < TSR_VEC && w * TSR_VEC + l < nout; l++) {
+                float a = fabsf(out[w * TSR_VEC + l]);
+                m = a > m ? a : m;
+            }
+            st->wmax[it][w] = m;
+        }
+    }
+}
+#endif
 
 void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, uint32_t flags,
                      uint32_t pos)
@@ -779,6 +890,20 @@ gather_ssq_zero:
                                   : input ? tsr_cy_gather_input(nout) : tsr_cy_gather(d));
 #endif
     (void)pos;
+#ifdef TSR_EMU
+    (void)dw;
+    (void)src;
+    (void)start;
+    (void)end;
+    (void)k;
+    (void)add;
+    (void)lg;
+#if TSR_SSQ_FUSED
+    (void)sr;
+    (void)ssq;
+#endif
+    emu_gather(st, mat, it, yw, flags, d, nout, rope_n);
+#else
 gather_words:
     for (uint32_t w = 0; w < dw; w++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_OUT_WORDS
@@ -863,6 +988,7 @@ gather_ssq_out:
         }
         st->ssq_fresh[it] = 1;
     }
+#endif
 #endif
 #ifdef TSR_EMU
     if (qkv) tsr_att_latch_qkv(st, it, pos);

@@ -41,6 +41,16 @@ typedef struct tsr_pe_job {
 #define TSR_CVW_XN      (TSR_CV_XN / TSR_VEC)
 #define TSR_CVW_QKV     (TSR_CV_QKV / TSR_VEC)
 
+/* The PE whose copy of a broadcast input (xq, xs, xf) PE p's GEMV reads:
+ * its own in hardware, where every PE latches each word off the bus; PE
+ * 0's in the emulator, which writes only that copy (the same bytes: a
+ * broadcast's copies are equal by construction). */
+#ifdef TSR_EMU
+#define TSR_BCAST_SRC(p) ((void)(p), 0u)
+#else
+#define TSR_BCAST_SRC(p) (p)
+#endif
+
 /* PE p's tile of matrix m (CONFIGURE's tables, one plain array a field). */
 static inline tsr_ktab tsr_ktab_of(const tsr_kstate *st, uint32_t p, uint32_t m)
 {

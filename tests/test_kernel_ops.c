@@ -390,9 +390,9 @@ static void mesh_input_matches_runq(void **state)
         uint64_t before = charged(st, TSR_RG_INPUT);
         input_raw(st, x, HID);
         assert_int_equal(charged(st, TSR_RG_INPUT) - before, tsr_cy_input(HID, (uint32_t)G, 1));
-        for (int p = 0; p < P; p++) {
-            assert_memory_equal(&st->xq[p][0][0][0], q, (size_t)ng * G);
-            assert_bits_equal(st->xs[p][0], s, ng, "xs");
+        for (int p = 0; p < P; p++) {   /* the copy each PE's GEMV reads */
+            assert_memory_equal(&st->xq[TSR_BCAST_SRC(p)][0][0][0], q, (size_t)ng * G);
+            assert_bits_equal(st->xs[TSR_BCAST_SRC(p)][0], s, ng, "xs");
         }
         assert_bits_equal(cv_xn(st), x, HID, "xn");
         /* normalised input: xn = w * (ss * x), then quantized */
@@ -402,9 +402,9 @@ static void mesh_input_matches_runq(void **state)
         runq_quantize(xn, HID, G, q, s);
         input_of(st, x, HID, w, ss);
         assert_bits_equal(cv_xn(st), xn, HID, "xn");
-        for (int p = 0; p < P; p++) {
-            assert_memory_equal(&st->xq[p][0][0][0], q, (size_t)ng * G);
-            assert_bits_equal(st->xs[p][0], s, ng, "xs");
+        for (int p = 0; p < P; p++) {   /* the copy each PE's GEMV reads */
+            assert_memory_equal(&st->xq[TSR_BCAST_SRC(p)][0][0][0], q, (size_t)ng * G);
+            assert_bits_equal(st->xs[TSR_BCAST_SRC(p)][0], s, ng, "xs");
         }
         rig_state_free(st);
     }
@@ -414,7 +414,7 @@ static void mesh_input_matches_runq(void **state)
     for (int i = 0; i < HID; i++) pad[i] = x[i] = tm_rand();
     for (int p = 0; p < 4; p++) st->xf[p][0][HID] = 9.0f;   /* must be padded over */
     input_raw(st, x, HID);
-    for (int p = 0; p < 4; p++) assert_bits_equal(st->xf[p][0], pad, 160, "xf");
+    for (int p = 0; p < 4; p++) assert_bits_equal(st->xf[TSR_BCAST_SRC(p)][0], pad, 160, "xf");
     rig_state_free(st);
 #endif
     tm_free(fx);
