@@ -32,7 +32,7 @@
 #define TSR_MAX_VOCAB         32768
 #define TSR_MAX_SEQ           4096
 #define TSR_MAX_SLOTS         8
-#define TSR_MAX_BLOCK         16   /* items of one pass: a prompt block or a batch */
+#define TSR_MAX_BLOCK         64   /* items of one pass: a prompt block or a batch */
 
 /* Q8_0 group sizes (powers of two). */
 #define TSR_MIN_GROUP         4
