@@ -9,10 +9,6 @@
 #include "tsr_ops.h"
 #include "tsr_emu.h"
 
-/* Below this many multiply-accumulates a step runs on the calling thread:
- * waking the workers costs more than it saves. */
-#define PARALLEL_MIN_WORK (16u * 1024u)
-
 typedef struct pes_step {
     tsr_kstate        *st;
     tsr_emu_pe_task    fn;
@@ -31,7 +27,7 @@ uint32_t tsr_emu_run_pes(tsr_kstate *st, uint32_t P, tsr_emu_pe_task fn, const t
 {
     pes_step s = { st, fn, job, P, k };
     uint32_t nw = tsr_emu_pool_size(st->pool);
-    if (job->work < PARALLEL_MIN_WORK) nw = 1;
+    if (job->work < TSR_EMU_PARALLEL_MIN_WORK) nw = 1;
     tsr_emu_pool_run(st->pool, P, nw, run_pe, &s);
     uint32_t worst = 0;
     for (uint32_t p = 0; p < P; p++) {

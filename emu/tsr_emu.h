@@ -38,6 +38,10 @@ typedef void (*tsr_emu_item)(void *ctx, uint32_t item);
  * returned). */
 int tsr_emu_pool_create(uint32_t n, int nodes, tsr_emu_pool **out);
 
+/* Below this many multiply-accumulates a step runs on the calling thread:
+ * waking the workers costs more than it saves. */
+#define TSR_EMU_PARALLEL_MIN_WORK (16u * 1024u)
+
 /* Stop and join the workers; NULL is a no-op. */
 void tsr_emu_pool_destroy(tsr_emu_pool *pool);
 

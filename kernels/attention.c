@@ -651,24 +651,27 @@ static uint32_t att_down_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, u
 /* The controller's side                                                      */
 
 #ifdef TSR_EMU
-void tsr_att_latch_qkv(tsr_kstate *st, uint32_t it, uint32_t pos)
+/* What the QKV gather latches word by word into attention PE p's copy
+ * (mesh.c), as far as it reads it: its heads' q slices, and this
+ * position's k, v if p stores it. */
+static void latch_pe(tsr_kstate *st, uint32_t p, uint32_t it, uint32_t pos)
 {
-    /* what the QKV gather latches word by word into every attention PE's
-     * copy (mesh.c), as far as each PE reads it: its heads' q slices, and
-     * this position's k, v on the PE storing it */
     uint32_t dim = st->cfg.dim, kvd = st->kv_dim, hs = st->hs, qg = st->kv_mul * hs;
     const float *qkv = st->cv[it] + TSR_CV_QKV;
-    for (uint32_t p = 0; p < st->cfg.att_pes; p++) {
-        uint32_t h0 = st->kv_h0[p], nh = st->kv_nh[p];
-        float *w = &st->qkvw[p][0][0];
-        if (nh == 0) continue;
-        for (uint32_t i = h0 * qg; i < (h0 + nh) * qg; i++) w[i] = qkv[i];
-        if (st->kv_q[p] != (pos & (st->cfg.kv_split - 1u))) continue;
-        for (uint32_t i = dim + h0 * hs; i < dim + (h0 + nh) * hs; i++) {
-            w[i] = qkv[i];
-            w[kvd + i] = qkv[kvd + i];
-        }
+    uint32_t h0 = st->kv_h0[p], nh = st->kv_nh[p];
+    float *w = &st->qkvw[p][0][0];
+    if (nh == 0) return;
+    for (uint32_t i = h0 * qg; i < (h0 + nh) * qg; i++) w[i] = qkv[i];
+    if (st->kv_q[p] != (pos & (st->cfg.kv_split - 1u))) return;
+    for (uint32_t i = dim + h0 * hs; i < dim + (h0 + nh) * hs; i++) {
+        w[i] = qkv[i];
+        w[kvd + i] = qkv[kvd + i];
     }
+}
+
+void tsr_att_latch_qkv(tsr_kstate *st, uint32_t it, uint32_t pos)
+{
+    for (uint32_t p = 0; p < st->cfg.att_pes; p++) latch_pe(st, p, it, pos);
 }
 #endif
 
@@ -741,6 +744,22 @@ att_tree_down:
 #endif
 }
 
+/* The work counters of one position's attention: per kv head its k, v
+ * in and its query heads broadcast; per query head pos + 1 scores and
+ * weighted values, its output back. */
+static void att_counts(tsr_kstate *st, uint32_t pos)
+{
+    uint32_t hs = st->hs;
+    (void)hs;
+    (void)pos;
+    TSR_COUNT(st, fabric_gather_bytes, (uint64_t)st->cfg.n_kv_heads * 8u * hs +
+                                   (uint64_t)st->cfg.n_heads * 4u * hs);
+    TSR_COUNT(st, fabric_bcast_bytes, (uint64_t)st->cfg.n_kv_heads * st->cfg.kv_split * 4u *
+                                  st->kv_mul * hs);
+    TSR_COUNT(st, macs, (uint64_t)st->cfg.n_heads * 2u * (pos + 1u) * hs);
+    TSR_COUNT(st, attended, (uint64_t)st->cfg.n_heads * (pos + 1u));
+}
+
 void tsr_attention(tsr_kstate *st, uint32_t it, uint32_t slot, uint32_t l, uint32_t pos)
 {
     tsr_pe_job job = { .slot = slot, .layer = l, .pos = pos, .blk = slot * st->cfg.n_layers + l,
@@ -759,15 +778,126 @@ att_phases:
     }
     att_collect(st, it);
 
-    /* fabric traffic and work: per kv head its k, v in and its query heads
-     * broadcast; per query head pos + 1 scores and weighted values, its
-     * output back */
-    uint32_t hs = st->hs;
-    (void)hs;
-    TSR_COUNT(st, fabric_gather_bytes, (uint64_t)st->cfg.n_kv_heads * 8u * hs +
-                                   (uint64_t)st->cfg.n_heads * 4u * hs);
-    TSR_COUNT(st, fabric_bcast_bytes, (uint64_t)st->cfg.n_kv_heads * st->cfg.kv_split * 4u *
-                                  st->kv_mul * hs);
-    TSR_COUNT(st, macs, (uint64_t)st->cfg.n_heads * 2u * (pos + 1u) * hs);
-    TSR_COUNT(st, attended, (uint64_t)st->cfg.n_heads * (pos + 1u));
+    att_counts(st, pos);
 }
+
+#if TSR_EMU_ATT_BLOCK
+/* ------------------------------------------------------------------------ */
+/* The emulator's attention of a whole pass                                   */
+/*
+ * tsr_attention item after item runs, per item, each phase and tree level
+ * as one step over every attention PE.  A KV head group's PEs [u Q, u Q +
+ * Q) touch only their own memories and each other's (the trees), so here
+ * the worker pool takes a group at a time and runs, for every item in
+ * order, that group's share of the same steps: the latch of the item's q
+ * | k | v, each phase on its PEs, the tree levels, the collect of its
+ * heads' outputs.  The same PE tasks in the same order on the same
+ * memories: bit-identical.  Each step's cycles are the slowest of the
+ * group's PEs, kept per (group, item, step); the caller charges each
+ * item's steps the slowest over the groups, as tsr_attention does (the
+ * maximum of maxima).  TSR_SERIAL_PES builds, whose steps charge sums,
+ * keep tsr_attention.
+ */
+
+typedef struct att_pass {
+    tsr_kstate     *st;
+    const tsr_item *items;
+    uint32_t        nx, layer;
+} att_pass;
+
+/* Group u's outputs for item it into xn: its KV heads' words (as
+ * att_collect) and their maxima. */
+static void unit_collect(tsr_kstate *st, uint32_t u, uint32_t it)
+{
+    uint32_t gw = st->kv_mul * st->hs / TSR_VEC, p0 = u * st->cfg.kv_split;
+    for (uint32_t h = 0; h < st->cfg.n_kv_heads; h++) {
+        if (st->kv_pe[h] != p0) continue;
+        for (uint32_t k = 0; k < gw; k++) {
+            uint32_t w = h * gw + k, ow = st->kv_ow[h] + k * (TSR_VEC / TSR_ATT_LANES);
+            float m = 0.0f;
+            for (uint32_t l = 0; l < TSR_VEC; l++) {
+                float v = st->ao[p0][ow + l / TSR_ATT_LANES][l % TSR_ATT_LANES];
+                st->cv[it][TSR_CV_XN + w * TSR_VEC + l] = v;
+                float a = fabsf(v);
+                m = a > m ? a : m;
+            }
+            st->wmax[it][w] = m;
+        }
+    }
+}
+
+/* Group u's steps for every item of the pass (a worker pool item). */
+static void unit_pass(void *ctx, uint32_t u)
+{
+    const att_pass *a = ctx;
+    tsr_kstate *st = a->st;
+    uint32_t Q = st->cfg.kv_split, p0 = u * Q, split = Q > 1u;
+    for (uint32_t b = 0; b < a->nx; b++) {
+        const tsr_item *it = &a->items[b];
+        tsr_pe_job job = { .slot = it->slot, .layer = a->layer, .pos = it->pos,
+                           .blk = it->slot * st->cfg.n_layers + a->layer };
+        uint32_t *cy = st->emu_att_cy[u][b], k = 0;
+        for (uint32_t p = p0; p < p0 + Q; p++) latch_pe(st, p, b, it->pos);
+        for (uint32_t ph = 0; ph < (split ? 3u : 1u); ph++) {
+            job.flags = split ? TSR_JOB_SCORES << ph : TSR_JOB_SCORES | TSR_JOB_EXP | TSR_JOB_VALUES;
+            uint32_t worst = 0;
+            for (uint32_t p = p0; p < p0 + Q; p++) {
+                uint32_t c = att_pe(st, p, &job, 1u, 0u);
+                worst = c > worst ? c : worst;
+            }
+            cy[k++] = worst;
+#if TSR_MAX_SPLIT_LEVELS > 0
+            for (uint32_t s = 1; s < Q; s *= 2u) {   /* up */
+                worst = 0;
+                for (uint32_t p = p0; p < p0 + Q; p++) {
+                    uint32_t c = att_up_pe(st, p, &job, 1u, s);
+                    worst = c > worst ? c : worst;
+                }
+                cy[k++] = worst;
+            }
+            for (uint32_t s = Q / 2u; split && ph < 2u && s >= 1u; s /= 2u) {   /* down */
+                worst = 0;
+                for (uint32_t p = p0; p < p0 + Q; p++) {
+                    uint32_t c = att_down_pe(st, p, &job, 1u, s);
+                    worst = c > worst ? c : worst;
+                }
+                cy[k++] = worst;
+            }
+#endif
+        }
+        unit_collect(st, u, b);
+    }
+}
+
+void tsr_attention_pass(tsr_kstate *st, const tsr_item *items, uint32_t nx, uint32_t l)
+{
+    uint32_t Q = st->cfg.kv_split, units = st->cfg.att_pes / Q, split = Q > 1u, work = 0;
+    uint32_t dim = st->cfg.dim, npad = ((dim + st->cfg.group - 1u) >> st->g_log2) << st->g_log2;
+    for (uint32_t b = 0; b < nx; b++) work += 2u * st->cfg.n_heads * (items[b].pos + 1u) * st->hs;
+    att_pass a = { st, items, nx, l };
+    uint32_t nw = work < TSR_EMU_PARALLEL_MIN_WORK ? 1u : tsr_emu_pool_size(st->pool);
+    tsr_emu_pool_run(st->pool, units, nw, unit_pass, &a);
+    for (uint32_t b = 0; b < nx; b++) {
+        /* each step the slowest group's, in tsr_attention's regions */
+        uint32_t k = 0;
+        for (uint32_t ph = 0; ph < (split ? 3u : 1u); ph++) {
+            uint32_t nsteps = 1u, levels = 0;
+            for (uint32_t s = 1; s < Q; s *= 2u) levels++;
+            nsteps += levels + (split && ph < 2u ? levels : 0u);
+            for (uint32_t j = 0; j < nsteps; j++, k++) {
+                uint32_t worst = 0;
+                for (uint32_t u = 0; u < units; u++)
+                    worst = st->emu_att_cy[u][b][k] > worst ? st->emu_att_cy[u][b][k] : worst;
+                TSR_CHARGE(st, j == 0 ? TSR_RG_ATTN : TSR_RG_ATT_TREE, worst);
+            }
+        }
+        /* att_collect's charge, and the padding words past dim */
+        TSR_CHARGE(st, TSR_RG_ATT_IO, tsr_cy_att_collect(npad));
+        for (uint32_t w = (dim + TSR_VEC - 1u) / TSR_VEC; w < npad / TSR_VEC; w++) {
+            for (uint32_t i = 0; i < TSR_VEC; i++) st->cv[b][TSR_CV_XN + w * TSR_VEC + i] = 0.0f;
+            st->wmax[b][w] = 0.0f;
+        }
+        att_counts(st, items[b].pos);
+    }
+}
+#endif

@@ -91,8 +91,13 @@ fwd_outputs:
             tsr_mesh_gather(st, mat, b, yw, gf, items[b].pos);
             /* head outputs -> xn; an earlier item of the same slot (a prompt
              * block) has stored its k, v already */
-            if (!last && w == STAGE_QKV) tsr_attention(st, b, items[b].slot, l, items[b].pos);
+            if (!last && w == STAGE_QKV && !(TSR_EMU_ATT_BLOCK && nx > 1u))
+                tsr_attention(st, b, items[b].slot, l, items[b].pos);
         }
+#if TSR_EMU_ATT_BLOCK
+        /* the emulator: the pass's attention a KV head group at a time */
+        if (!last && w == STAGE_QKV && nx > 1u) tsr_attention_pass(st, items, nx, l);
+#endif
         if (++w == 4u) {
             w = 0;
             l++;

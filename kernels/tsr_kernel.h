@@ -352,6 +352,9 @@ typedef struct tsr_kstate {
      * order of its scales (f32), kept by LOAD: the GEMM rows' correction
      * for their unsigned inputs (emu/tile_simd.c) */
     int32_t  emu_wcorr[TSR_PES][TSR_PE_F32_WORDS];
+    /* emulator: a pass's attention, each KV head group's cycles per item
+     * and step (its phases and tree levels; tsr_attention_pass) */
+    uint32_t emu_att_cy[TSR_ATT_PES][TSR_MAX_BLOCK][3u + 5u * TSR_MAX_SPLIT_LEVELS];
 #endif
 } tsr_kstate;
 

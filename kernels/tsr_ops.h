@@ -211,6 +211,26 @@ typedef struct tsr_item {
     int32_t  next;      /* out: the greedy token (TSR_FWD_GREEDY)            */
 } tsr_item;
 
+/* The emulator runs a pass's attention (nx > 1 items) group by group
+ * (tsr_attention_pass); a TSR_SERIAL_PES build keeps tsr_attention's
+ * steps, whose charges are sums over the PEs. */
+#if defined(TSR_EMU) && !defined(TSR_SERIAL_PES)
+#define TSR_EMU_ATT_BLOCK 1
+#else
+#define TSR_EMU_ATT_BLOCK 0
+#endif
+
+#if TSR_EMU_ATT_BLOCK
+/* tsr_attention(st, b, items[b].slot, l, items[b].pos) for b = 0..nx-1,
+ * in that order as far as any memory can tell (items of one slot see each
+ * other's k, v as they would): the worker pool takes a KV head group at a
+ * time through every item.  The same results and the same charges, bit
+ * for bit; one pool step instead of nx times the phases and tree levels.
+ * Needs the items' q | k | v in cv (the QKV gathers); leaves each item's
+ * xn and word maxima as tsr_attention does. */
+void tsr_attention_pass(tsr_kstate *st, const tsr_item *items, uint32_t nx, uint32_t l);
+#endif
+
 /* Run the nx items (1..TSR_MAX_BLOCK) through the model in one pass: the
  * embeddings, then one stage per matrix (4 per layer, the classifier last
  * unless every item's mode is TSR_FWD_NONE), each the items' inputs, one

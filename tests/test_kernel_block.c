@@ -127,6 +127,12 @@ static void blocked_prefill_equals_token_by_token(void **state)
             assert_int_equal(one->pos[1], n - 1);
             assert_int_equal(blk->pending[1], one->pending[1]);
             assert_kv_equal(blk, one);
+            /* attention is the same work an item whatever the pass (the
+             * emulator runs a block's a KV head group at a time): the same
+             * charges */
+            static const int att_regions[] = { TSR_RG_ATTN, TSR_RG_ATT_TREE, TSR_RG_ATT_IO };
+            for (size_t r = 0; r < 3; r++)
+                assert_int_equal(blk->cnt.cyc[att_regions[r]], one->cnt.cyc[att_regions[r]]);
             assert_int_equal(greedy_one(blk, 1), greedy_one(one, 1));
             float lb[VOCAB], lo[VOCAB];
             uint32_t got = 0;

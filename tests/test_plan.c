@@ -466,11 +466,11 @@ static void test_batch_projection(void **state)
      * that many steps */
     assert_true(c.total > pl.cyc.total && c.total < (uint64_t)pl.batch * pl.cyc.total);
     assert_true(fabs(pl.batch_tok_s - pl.batch * 300e6 / (double)c.total) < 1e-6 * pl.batch_tok_s);
-    /* the generic profile's blocks of 16: 128 positions in 8 passes */
-    assert_int_equal(pl.block, 16);
-    assert_int_equal(pl.prefill_passes, 8);
+    /* the generic profile's blocks of 64: 128 positions in 2 passes */
+    assert_int_equal(pl.block, 64);
+    assert_int_equal(pl.prefill_passes, 2);
     assert_int_equal(pl.prefill_cycles, tsr_plan_prefill(&pl.kc, pl.prof.sum_lanes, pl.prof.pes,
-                                                         128, 16, NULL));
+                                                         128, 64, NULL));
     static char buf[1 << 16], want[256];
     tsr_plan_format(&pl, "m", 0, buf, sizeof buf);
     snprintf(want, sizeof want, "projected prefill tokens/s at 300 MHz: %.0f\n", pl.prefill_tok_s);
@@ -481,7 +481,7 @@ static void test_batch_projection(void **state)
     snprintf(want, sizeof want, "projected tokens/s at 300 MHz: %.0f aggregate", pl.batch_tok_s);
     assert_non_null(strstr(buf, want));
     tsr_plan_format(&pl, "m", 1, buf, sizeof buf);
-    snprintf(want, sizeof want, "\"prefill\":{\"tokens\":128,\"block\":16,\"passes\":8,"
+    snprintf(want, sizeof want, "\"prefill\":{\"tokens\":128,\"block\":64,\"passes\":2,"
              "\"cycles\":%llu,", (unsigned long long)pl.prefill_cycles);
     assert_non_null(strstr(buf, want));
     snprintf(want, sizeof want, "\"batch\":{\"sequences\":%d,\"position\":200,\"cycles\":%llu,",
