@@ -781,7 +781,7 @@ att_phases:
     att_counts(st, pos);
 }
 
-#if TSR_EMU_ATT_BLOCK
+#if TSR_EMU_PASS
 /* ------------------------------------------------------------------------ */
 /* The emulator's attention of a whole pass                                   */
 /*

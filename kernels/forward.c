@@ -20,6 +20,23 @@
 /* A layer's four stages, in order (the matrices TSR_MAT_LAYER(l, w)). */
 enum { STAGE_QKV = 0, STAGE_WO, STAGE_W13, STAGE_W2 };
 
+#if TSR_EMU_PASS
+/* The emulator: one item's input of a stage (fwd_inputs), a worker pool
+ * item; an item touches only its own vectors and PE 0's copy of its
+ * input. */
+typedef struct input_pass {
+    tsr_kstate *st;
+    uint32_t    n, row, norm;
+} input_pass;
+
+static void input_item(void *ctx, uint32_t b)
+{
+    const input_pass *in = ctx;
+    float ss = in->norm ? tsr_rms_scale(in->st, b, in->st->cfg.dim) : 0.0f;
+    tsr_mesh_input(in->st, b, in->n, in->row, ss, !in->norm);
+}
+#endif
+
 void tsr_forward(tsr_kstate *st, tsr_item *items, uint32_t nx)
 {
     const tsr_kconfig *c = &st->cfg;
@@ -61,13 +78,23 @@ fwd_stages:
         if (!gather_only) {
             /* each item's input: RMSNorm of x (rms_att, rms_ffn,
              * rms_final), or the xn that attention / the W13 gather left */
+            uint32_t norm = last || w == STAGE_QKV || w == STAGE_W13;
+            uint32_t row = last ? 2u * L : w == STAGE_QKV ? l : L + l;
+            uint32_t n = norm || w == STAGE_WO ? dim : hidden;
+#if TSR_EMU_PASS
+            if (nx > 1u) {
+                input_pass in = { st, n, row, norm };
+                uint32_t nw = nx * n < TSR_EMU_PARALLEL_MIN_WORK ? 1u : tsr_emu_pool_size(st->pool);
+                tsr_emu_pool_run(st->pool, nx, nw, input_item, &in);
+            } else
+#endif
+            {
 fwd_inputs:
-            for (uint32_t b = 0; b < nx; b++) {
+                for (uint32_t b = 0; b < nx; b++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
-                uint32_t norm = last || w == STAGE_QKV || w == STAGE_W13;
-                uint32_t row = last ? 2u * L : w == STAGE_QKV ? l : L + l;
-                float ss = norm ? tsr_rms_scale(st, b, dim) : 0.0f;
-                tsr_mesh_input(st, b, norm || w == STAGE_WO ? dim : hidden, row, ss, !norm);
+                    float ss = norm ? tsr_rms_scale(st, b, dim) : 0.0f;
+                    tsr_mesh_input(st, b, n, row, ss, !norm);
+                }
             }
             /* one pass over the weights for every item; W13: SwiGLU on the
              * PEs; the classifier: each item's best row (greedy) */
@@ -76,28 +103,32 @@ fwd_inputs:
         /* each item's outputs: q | k | v with RoPE on to the KV PEs, then
          * its attention; x += wo xb, x += w2 hb; silu(w1 xb) * w3 xb
          * straight into the W2 input; the logits, or the greedy token */
-fwd_outputs:
-        for (uint32_t b = 0; b < nx; b++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
-            uint32_t mode = items[b].mode;
-            if (last && mode == TSR_FWD_GREEDY) {
-                items[b].next = tsr_mesh_best(st, cls, b);   /* the logits stay on the mesh */
-                continue;
-            }
-            if (last && mode == TSR_FWD_NONE) continue;
-            uint32_t yw = w == STAGE_QKV ? TSR_CVW_QKV : w == STAGE_W13 ? TSR_CVW_XN : TSR_CVW_X;
-            uint32_t gf = last ? TSR_GATHER_LOGITS : w == STAGE_QKV ? TSR_GATHER_QKV
-                        : w == STAGE_W13 ? TSR_GATHER_INPUT : TSR_GATHER_ADD;
-            tsr_mesh_gather(st, mat, b, yw, gf, items[b].pos);
-            /* head outputs -> xn; an earlier item of the same slot (a prompt
-             * block) has stored its k, v already */
-            if (!last && w == STAGE_QKV && !(TSR_EMU_ATT_BLOCK && nx > 1u))
-                tsr_attention(st, b, items[b].slot, l, items[b].pos);
-        }
-#if TSR_EMU_ATT_BLOCK
-        /* the emulator: the pass's attention a KV head group at a time */
-        if (!last && w == STAGE_QKV && nx > 1u) tsr_attention_pass(st, items, nx, l);
+        uint32_t yw = w == STAGE_QKV ? TSR_CVW_QKV : w == STAGE_W13 ? TSR_CVW_XN : TSR_CVW_X;
+        uint32_t gf = last ? TSR_GATHER_LOGITS : w == STAGE_QKV ? TSR_GATHER_QKV
+                    : w == STAGE_W13 ? TSR_GATHER_INPUT : TSR_GATHER_ADD;
+#if TSR_EMU_PASS
+        /* the emulator: a block's gathers, then its attention, on the pool */
+        if (!last && nx > 1u) {
+            tsr_mesh_gather_pass(st, mat, nx, yw, gf);
+            if (w == STAGE_QKV) tsr_attention_pass(st, items, nx, l);
+        } else
 #endif
+        {
+fwd_outputs:
+            for (uint32_t b = 0; b < nx; b++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
+                uint32_t mode = items[b].mode;
+                if (last && mode == TSR_FWD_GREEDY) {
+                    items[b].next = tsr_mesh_best(st, cls, b);   /* the logits stay on the mesh */
+                    continue;
+                }
+                if (last && mode == TSR_FWD_NONE) continue;
+                tsr_mesh_gather(st, mat, b, yw, gf, items[b].pos);
+                /* head outputs -> xn; an earlier item of the same slot (a
+                 * prompt block) has stored its k, v already */
+                if (!last && w == STAGE_QKV) tsr_attention(st, b, items[b].slot, l, items[b].pos);
+            }
+        }
         if (++w == 4u) {
             w = 0;
             l++;

@@ -798,6 +798,26 @@ in_q8_pe_scales:
     TSR_COUNT(st, fabric_bcast_bytes, (uint64_t)P * (npad + 4u * (npad >> st->g_log2)));
 }
 
+/* A gather's cycles (tsr_cycles.h): a word a cycle, with the vector
+ * unit's depth for RoPE (and, fused, the residual's sum of squares). */
+static uint32_t gather_cycles(uint32_t flags, uint32_t d, uint32_t nout)
+{
+#if TSR_SSQ_FUSED
+    uint32_t vec = flags & (TSR_GATHER_QKV | TSR_GATHER_ADD);
+#else
+    uint32_t vec = flags & TSR_GATHER_QKV;
+#endif
+    return vec ? tsr_cy_gather_vec(d)
+               : flags & TSR_GATHER_INPUT ? tsr_cy_gather_input(nout) : tsr_cy_gather(d);
+}
+
+/* The gather's words: d's, or (into xn) up to the next GEMV's group
+ * padding. */
+static uint32_t gather_words_out(const tsr_kstate *st, uint32_t d, uint32_t flags)
+{
+    return flags & TSR_GATHER_INPUT ? ((d + st->cfg.group - 1u) >> st->g_log2) << st->g_log2 : d;
+}
+
 #ifdef TSR_EMU
 /* The emulator's gather: gather_words's values, element by element, in
  * plain loops over each root's run of words (the compiler vectorizes
@@ -867,8 +887,7 @@ void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, uin
     uint32_t d = st->mat_d[mat];
     uint32_t add = flags & TSR_GATHER_ADD, input = flags & TSR_GATHER_INPUT;
     uint32_t qkv = flags & TSR_GATHER_QKV, lg = flags & TSR_GATHER_LOGITS;
-    /* the words: d's, or (into xn) up to the next GEMV's group padding */
-    uint32_t nout = input ? ((d + st->cfg.group - 1u) >> st->g_log2) << st->g_log2 : d;
+    uint32_t nout = gather_words_out(st, d, flags);
     uint32_t dw = (nout + TSR_VEC - 1u) / TSR_VEC, rope_n = qkv ? st->cfg.dim + st->kv_dim : 0u;
     uint32_t src = 0, start = 0, end = 0;   /* the root holding the current words */
     uint32_t k = 0;                         /* the next root, in row order */
@@ -878,16 +897,14 @@ void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, uin
     float ssq[TSR_SSQ_DIST][TSR_VEC];   /* partial r * TSR_VEC + l: word r's lane l */
 #pragma HLS ARRAY_PARTITION variable=ssq type=complete dim=0
     uint32_t sr = 0;
-    TSR_CHARGE(st, TSR_RG_GATHER, qkv || add ? tsr_cy_gather_vec(d)
-                                  : input ? tsr_cy_gather_input(nout) : tsr_cy_gather(d));
+    TSR_CHARGE(st, TSR_RG_GATHER, gather_cycles(flags, d, nout));
 gather_ssq_zero:
     for (uint32_t k = 0; k < TSR_SUM_LANES; k++) {
 #pragma HLS UNROLL
         ssq[k / TSR_VEC][k % TSR_VEC] = 0.0f;
     }
 #else
-    TSR_CHARGE(st, TSR_RG_GATHER, qkv ? tsr_cy_gather_vec(d)
-                                  : input ? tsr_cy_gather_input(nout) : tsr_cy_gather(d));
+    TSR_CHARGE(st, TSR_RG_GATHER, gather_cycles(flags, d, nout));
 #endif
     (void)pos;
 #ifdef TSR_EMU
@@ -898,6 +915,7 @@ gather_ssq_zero:
     (void)k;
     (void)add;
     (void)lg;
+    (void)input;
 #if TSR_SSQ_FUSED
     (void)sr;
     (void)ssq;
@@ -995,6 +1013,32 @@ gather_ssq_out:
 #endif
     TSR_COUNT(st, fabric_gather_bytes, 4ull * d);
 }
+
+#if TSR_EMU_PASS
+typedef struct gather_pass {
+    tsr_kstate *st;
+    uint32_t    mat, yw, flags, d, nout, rope_n;
+} gather_pass;
+
+static void gather_item(void *ctx, uint32_t it)
+{
+    const gather_pass *g = ctx;
+    emu_gather(g->st, g->mat, it, g->yw, g->flags, g->d, g->nout, g->rope_n);
+}
+
+void tsr_mesh_gather_pass(tsr_kstate *st, uint32_t mat, uint32_t nx, uint32_t yw, uint32_t flags)
+{
+    uint32_t d = st->mat_d[mat], nout = gather_words_out(st, d, flags);
+    uint32_t rope_n = flags & TSR_GATHER_QKV ? st->cfg.dim + st->kv_dim : 0u;
+    gather_pass g = { st, mat, yw, flags, d, nout, rope_n };
+    for (uint32_t it = 0; it < nx; it++) {
+        TSR_CHARGE(st, TSR_RG_GATHER, gather_cycles(flags, d, nout));
+        TSR_COUNT(st, fabric_gather_bytes, 4ull * d);
+    }
+    uint32_t nw = nx * nout < TSR_EMU_PARALLEL_MIN_WORK ? 1u : tsr_emu_pool_size(st->pool);
+    tsr_emu_pool_run(st->pool, nx, nw, gather_item, &g);
+}
+#endif
 
 int32_t tsr_mesh_best(tsr_kstate *st, uint32_t mat, uint32_t it)
 {

@@ -230,6 +230,12 @@ static inline uint32_t tsr_cy_att_collect(uint32_t npad)
 #define TSR_CHARGE(st, rg, cy) ((void)0)
 #define TSR_CY(cy)             0u
 #define TSR_COUNT(st, f, v)    ((void)0)
+#elif defined(TSR_EMU)
+/* the emulator: also from its worker threads (a pass's items, forward.c),
+ * so an atomic add; a sum, whatever the order */
+#define TSR_CHARGE(st, rg, cy) ((void)__atomic_fetch_add(&(st)->cnt.cyc[(rg)], (uint64_t)(cy), __ATOMIC_RELAXED))
+#define TSR_CY(cy)             (cy)
+#define TSR_COUNT(st, f, v)    ((void)__atomic_fetch_add(&(st)->cnt.f, (uint64_t)(v), __ATOMIC_RELAXED))
 #else
 #define TSR_CHARGE(st, rg, cy) ((st)->cnt.cyc[(rg)] += (uint64_t)(cy))
 #define TSR_CY(cy)             (cy)

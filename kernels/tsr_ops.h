@@ -211,16 +211,17 @@ typedef struct tsr_item {
     int32_t  next;      /* out: the greedy token (TSR_FWD_GREEDY)            */
 } tsr_item;
 
-/* The emulator runs a pass's attention (nx > 1 items) group by group
- * (tsr_attention_pass); a TSR_SERIAL_PES build keeps tsr_attention's
- * steps, whose charges are sums over the PEs. */
+/* The emulator shares a pass's (nx > 1 items) per-item work among its
+ * worker pool: the inputs and the gathers an item at a time, attention a
+ * KV head group at a time (tsr_attention_pass); a TSR_SERIAL_PES build
+ * keeps tsr_attention's steps, whose charges are sums over the PEs. */
 #if defined(TSR_EMU) && !defined(TSR_SERIAL_PES)
-#define TSR_EMU_ATT_BLOCK 1
+#define TSR_EMU_PASS 1
 #else
-#define TSR_EMU_ATT_BLOCK 0
+#define TSR_EMU_PASS 0
 #endif
 
-#if TSR_EMU_ATT_BLOCK
+#if TSR_EMU_PASS
 /* tsr_attention(st, b, items[b].slot, l, items[b].pos) for b = 0..nx-1,
  * in that order as far as any memory can tell (items of one slot see each
  * other's k, v as they would): the worker pool takes a KV head group at a
@@ -229,6 +230,12 @@ typedef struct tsr_item {
  * Needs the items' q | k | v in cv (the QKV gathers); leaves each item's
  * xn and word maxima as tsr_attention does. */
 void tsr_attention_pass(tsr_kstate *st, const tsr_item *items, uint32_t nx, uint32_t l);
+
+/* tsr_mesh_gather(st, mat, b, yw, flags, pos) for b = 0..nx-1, the items
+ * shared out among the worker pool (each writes only its own vectors),
+ * without the QKV latch (tsr_attention_pass latches each item itself):
+ * the same values and charges. */
+void tsr_mesh_gather_pass(tsr_kstate *st, uint32_t mat, uint32_t nx, uint32_t yw, uint32_t flags);
 #endif
 
 /* Run the nx items (1..TSR_MAX_BLOCK) through the model in one pass: the
