@@ -798,8 +798,10 @@ in_q8_pe_scales:
     TSR_COUNT(st, fabric_bcast_bytes, (uint64_t)P * (npad + 4u * (npad >> st->g_log2)));
 }
 
+#ifndef __SYNTHESIS__
 /* A gather's cycles (tsr_cycles.h): a word a cycle, with the vector
- * unit's depth for RoPE (and, fused, the residual's sum of squares). */
+ * unit's depth for RoPE (and, fused, the residual's sum of squares); the
+ * emulator's and C simulation's accounting only (TSR_CHARGE). */
 static uint32_t gather_cycles(uint32_t flags, uint32_t d, uint32_t nout)
 {
 #if TSR_SSQ_FUSED
@@ -810,6 +812,7 @@ static uint32_t gather_cycles(uint32_t flags, uint32_t d, uint32_t nout)
     return vec ? tsr_cy_gather_vec(d)
                : flags & TSR_GATHER_INPUT ? tsr_cy_gather_input(nout) : tsr_cy_gather(d);
 }
+#endif
 
 /* The gather's words: d's, or (into xn) up to the next GEMV's group
  * padding. */
