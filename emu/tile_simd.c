@@ -294,6 +294,44 @@ static GEMM void gemm_inputs(const int8_t *xq, size_t xq_stride, const float *xs
         }                                                                                   \
     }
 
+/* A block's sums out: acc[j] holds row j for the 16 items; item i's 8
+ * rows go to out + i * stride (i < nx), 8 consecutive floats.  An 8 x 16
+ * transpose in registers (unpack, shuffle within 128-bit lanes, then
+ * whole lanes), 16 stores of 8 floats instead of 8 scatters of 16. */
+static GEMM void store_block(const __m512 acc[8], float *out, size_t stride, uint32_t nx)
+{
+    __m512 t[8], u[8];
+    for (uint32_t k = 0; k < 4u; k++) {
+        t[2u * k] = _mm512_unpacklo_ps(acc[2u * k], acc[2u * k + 1u]);
+        t[2u * k + 1u] = _mm512_unpackhi_ps(acc[2u * k], acc[2u * k + 1u]);
+    }
+    /* u[c] (c < 4): rows 0-3 of items c, c + 4, c + 8, c + 12 (one a
+     * 128-bit lane); u[c + 4]: their rows 4-7 */
+    for (uint32_t h = 0; h < 2u; h++) {
+        const __m512 *q = t + 4u * h;
+        u[4u * h + 0u] = _mm512_shuffle_ps(q[0], q[2], 0x44);
+        u[4u * h + 1u] = _mm512_shuffle_ps(q[0], q[2], 0xEE);
+        u[4u * h + 2u] = _mm512_shuffle_ps(q[1], q[3], 0x44);
+        u[4u * h + 3u] = _mm512_shuffle_ps(q[1], q[3], 0xEE);
+    }
+    for (uint32_t c = 0; c < 4u; c++) {
+        /* [lo.L0, lo.L2, hi.L0, hi.L2] -> [lo.L0, hi.L0 | lo.L2, hi.L2]:
+         * items c and c + 8; likewise L1, L3: items c + 4 and c + 12 */
+        __m512 a = _mm512_shuffle_f32x4(u[c], u[c + 4u], _MM_SHUFFLE(2, 0, 2, 0));
+        __m512 b = _mm512_shuffle_f32x4(u[c], u[c + 4u], _MM_SHUFFLE(3, 1, 3, 1));
+        a = _mm512_shuffle_f32x4(a, a, _MM_SHUFFLE(3, 1, 2, 0));
+        b = _mm512_shuffle_f32x4(b, b, _MM_SHUFFLE(3, 1, 2, 0));
+        const uint32_t item[4] = { c, c + 8u, c + 4u, c + 12u };
+        const __m512 *src[4] = { &a, &a, &b, &b };
+        for (uint32_t k = 0; k < 4u; k++) {
+            if (item[k] >= nx) continue;
+            __m256 v = (k & 1u) ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(*src[k]), 1))
+                                : _mm512_castps512_ps256(*src[k]);
+            _mm256_storeu_ps(out + (size_t)item[k] * stride, v);
+        }
+    }
+}
+
 /* Q4_0 (q4 1): 16-byte entries, widened a group at a time (G 32). */
 static GEMM uint32_t tile_gemm(uint32_t q4, const int8_t *w8, const float *ws,
                                const int32_t *wcorr, uint32_t rows, uint32_t ng, uint32_t G,
@@ -306,9 +344,6 @@ static GEMM uint32_t tile_gemm(uint32_t q4, const int8_t *w8, const float *ws,
     if (!xt) return 0;
     __m512 *xsv = (__m512 *)(void *)(xt + (size_t)ng * nc);
     gemm_inputs(xq, xq_stride, xs, xs_stride, nx, ng, G, xt, xsv);
-    __mmask16 m = (__mmask16)((1u << nx) - 1u);
-    __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-    __m512i pi = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)psum_stride));
     int8_t wide[8 * 32] __attribute__((aligned(32)));
     for (uint32_t b = 0; b < nb; b++) {
         const int8_t *wb = w8 + (size_t)b * 8u * ng * eb;   /* (ng, 8, eb) */
@@ -323,8 +358,7 @@ static GEMM uint32_t tile_gemm(uint32_t q4, const int8_t *w8, const float *ws,
         } else {
             GEMM_BLOCK(16u, G, Q8_ROWS)
         }
-        for (uint32_t j = 0; j < 8u; j++)
-            _mm512_mask_i32scatter_ps(psum + (size_t)b * 8u + j, m, pi, acc[j], 4);
+        store_block(acc, psum + (size_t)b * 8u, psum_stride, nx);
     }
     return nb;
 }
