@@ -841,21 +841,22 @@ static void emu_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, u
         uint32_t src = st->root_pe[mat][k], start = st->root_w0[mat][k], end = st->root_w1[mat][k];
         uint32_t we = end > w ? (end < dwd ? end : dwd) : w + 1u;
         uint32_t i0 = w * TSR_VEC, i1 = we * TSR_VEC < d ? we * TSR_VEC : d;
-        const float *ps = &st->psum[src][it][0] - (size_t)start * TSR_VEC;   /* ps[i]: element i */
+        const float *ps = &st->psum[src][it][0];   /* ps[i - o]: element i */
+        uint32_t o = start * TSR_VEC;
         if (qkv) {
             uint32_t r1 = rope_n < i1 ? (rope_n > i0 ? rope_n : i0) : i1;   /* pairs below rope_n */
             for (uint32_t i = i0; i < r1; i += 2u) {
                 uint32_t j = st->rope_pj[i / 2u];
                 float fcr = st->rope_cos[it][j], fci = st->rope_sin[it][j];
-                float v0 = ps[i], v1 = ps[i + 1u];
+                float v0 = ps[i - o], v1 = ps[i + 1u - o];
                 out[i] = v0 * fcr - v1 * fci;
                 out[i + 1u] = v0 * fci + v1 * fcr;
             }
-            for (uint32_t i = r1; i < i1; i++) out[i] = ps[i];
+            for (uint32_t i = r1; i < i1; i++) out[i] = ps[i - o];
         } else if (add) {
-            for (uint32_t i = i0; i < i1; i++) out[i] = out[i] + ps[i];
+            for (uint32_t i = i0; i < i1; i++) out[i] = out[i] + ps[i - o];
         } else {
-            for (uint32_t i = i0; i < i1; i++) out[i] = ps[i];
+            for (uint32_t i = i0; i < i1; i++) out[i] = ps[i - o];
         }
         w = we;
     }
