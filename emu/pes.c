@@ -9,6 +9,10 @@
 #include "tsr_ops.h"
 #include "tsr_emu.h"
 
+/* Below this many multiply-accumulates a step runs on the calling thread:
+ * waking the workers costs more than it saves. */
+#define PARALLEL_MIN_WORK (16u * 1024u)
+
 typedef struct pes_step {
     tsr_kstate        *st;
     tsr_emu_pe_task    fn;
@@ -22,13 +26,16 @@ static void run_pe(void *ctx, uint32_t p)
     s->st->pe_cy[p] = s->fn(s->st, p, s->job, 1u, s->k);
 }
 
+void tsr_emu_pool_share(tsr_emu_pool *pool, uint32_t n, uint64_t work, tsr_emu_item fn, void *ctx)
+{
+    tsr_emu_pool_run(pool, n, work < PARALLEL_MIN_WORK ? 1u : tsr_emu_pool_size(pool), fn, ctx);
+}
+
 uint32_t tsr_emu_run_pes(tsr_kstate *st, uint32_t P, tsr_emu_pe_task fn, const tsr_pe_job *job,
                          uint32_t k)
 {
     pes_step s = { st, fn, job, P, k };
-    uint32_t nw = tsr_emu_pool_size(st->pool);
-    if (job->work < TSR_EMU_PARALLEL_MIN_WORK) nw = 1;
-    tsr_emu_pool_run(st->pool, P, nw, run_pe, &s);
+    tsr_emu_pool_share(st->pool, P, job->work, run_pe, &s);
     uint32_t worst = 0;
     for (uint32_t p = 0; p < P; p++) {
 #ifdef TSR_SERIAL_PES

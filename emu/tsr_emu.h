@@ -38,9 +38,6 @@ typedef void (*tsr_emu_item)(void *ctx, uint32_t item);
  * returned). */
 int tsr_emu_pool_create(uint32_t n, int nodes, tsr_emu_pool **out);
 
-/* Below this many multiply-accumulates a step runs on the calling thread:
- * waking the workers costs more than it saves. */
-#define TSR_EMU_PARALLEL_MIN_WORK (16u * 1024u)
 
 /* Stop and join the workers; NULL is a no-op. */
 void tsr_emu_pool_destroy(tsr_emu_pool *pool);
@@ -59,6 +56,11 @@ uint32_t tsr_emu_pool_size(const tsr_emu_pool *pool);
  * it.  NULL pool or nw <= 1: the items in order on the calling thread.
  * Not reentrant: one step at a time. */
 void tsr_emu_pool_run(tsr_emu_pool *pool, uint32_t n, uint32_t nw, tsr_emu_item fn, void *ctx);
+
+/* tsr_emu_pool_run(pool, n, every worker, fn, ctx), or on the calling
+ * thread alone when the step has fewer than 16 K multiply-accumulates of
+ * work (roughly): waking the workers would cost more than it saves. */
+void tsr_emu_pool_share(tsr_emu_pool *pool, uint32_t n, uint64_t work, tsr_emu_item fn, void *ctx);
 
 /* Store v to *word (release) and wake the threads waiting on it with
  * tsr_emu_wait_change: how the kernel publishes DECODE's token count. */

@@ -875,15 +875,13 @@ void tsr_attention_pass(tsr_kstate *st, const tsr_item *items, uint32_t nx, uint
     uint32_t dim = st->cfg.dim, npad = ((dim + st->cfg.group - 1u) >> st->g_log2) << st->g_log2;
     for (uint32_t b = 0; b < nx; b++) work += 2u * st->cfg.n_heads * (items[b].pos + 1u) * st->hs;
     att_pass a = { st, items, nx, l };
-    uint32_t nw = work < TSR_EMU_PARALLEL_MIN_WORK ? 1u : tsr_emu_pool_size(st->pool);
-    tsr_emu_pool_run(st->pool, units, nw, unit_pass, &a);
+    tsr_emu_pool_share(st->pool, units, work, unit_pass, &a);
     for (uint32_t b = 0; b < nx; b++) {
         /* each step the slowest group's, in tsr_attention's regions */
         uint32_t k = 0;
         for (uint32_t ph = 0; ph < (split ? 3u : 1u); ph++) {
-            uint32_t nsteps = 1u, levels = 0;
-            for (uint32_t s = 1; s < Q; s *= 2u) levels++;
-            nsteps += levels + (split && ph < 2u ? levels : 0u);
+            /* the phase, its up levels, and (max and sum) its down levels */
+            uint32_t nsteps = 1u + st->q_log2 + (ph < 2u ? st->q_log2 : 0u);
             for (uint32_t j = 0; j < nsteps; j++, k++) {
                 uint32_t worst = 0;
                 for (uint32_t u = 0; u < units; u++)

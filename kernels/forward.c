@@ -84,8 +84,7 @@ fwd_stages:
 #if TSR_EMU_PASS
             if (nx > 1u) {
                 input_pass in = { st, n, row, norm };
-                uint32_t nw = nx * n < TSR_EMU_PARALLEL_MIN_WORK ? 1u : tsr_emu_pool_size(st->pool);
-                tsr_emu_pool_run(st->pool, nx, nw, input_item, &in);
+                tsr_emu_pool_share(st->pool, nx, (uint64_t)nx * n, input_item, &in);
             } else
 #endif
             {
