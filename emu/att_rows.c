@@ -45,9 +45,71 @@ static void att_mac(const float *kv, uint32_t stride, const float *s, uint32_t n
     }
 }
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+
+#define AVX512 __attribute__((target("avx512f")))
+#define SUM_REGS 4u   /* 16-lane sums kept in registers: 64 elements */
+
+/* The lanes of register r (elements 16 r .. 16 r + 15) below n. */
+static inline __mmask16 lane_mask(uint32_t n, uint32_t r)
+{
+    uint32_t left = n > 16u * r ? n - 16u * r : 0u;
+    return (__mmask16)(left >= 16u ? 0xffffu : (1u << left) - 1u);
+}
+
+/* parts 1 (the weighted sum of V): each element's sum runs over all the
+ * rows in order, a dependency chain per element.  att_mac keeps the sums
+ * in acc, so each row waits for the previous row's store to come back
+ * (store forwarding, then the add); here a block of up to 64 elements
+ * keeps its sums in four registers across the rows, masked past nj.
+ * The same operations, in the same order, per element. */
+static AVX512 void att_mac_sum_avx512(const float *kv, uint32_t stride, const float *s,
+                                      uint32_t no, uint32_t nj, float *acc)
+{
+    for (uint32_t j0 = 0; j0 < nj; j0 += 16u * SUM_REGS) {
+        uint32_t n = nj - j0 < 16u * SUM_REGS ? nj - j0 : 16u * SUM_REGS;
+        /* lanes past n: masked off (loaded as 0, never stored) */
+        __mmask16 m0 = lane_mask(n, 0u), m1 = lane_mask(n, 1u), m2 = lane_mask(n, 2u),
+                  m3 = lane_mask(n, 3u);
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        const float *k = kv + j0;
+        for (uint32_t o = 0; o < no; o++, k += stride) {
+            __m512 sv = _mm512_set1_ps(s[o]);
+            a0 = _mm512_add_ps(a0, _mm512_mul_ps(sv, _mm512_maskz_loadu_ps(m0, k)));
+            a1 = _mm512_add_ps(a1, _mm512_mul_ps(sv, _mm512_maskz_loadu_ps(m1, k + 16)));
+            a2 = _mm512_add_ps(a2, _mm512_mul_ps(sv, _mm512_maskz_loadu_ps(m2, k + 32)));
+            a3 = _mm512_add_ps(a3, _mm512_mul_ps(sv, _mm512_maskz_loadu_ps(m3, k + 48)));
+        }
+        _mm512_mask_storeu_ps(acc + j0, m0, a0);
+        _mm512_mask_storeu_ps(acc + j0 + 16, m1, a1);
+        _mm512_mask_storeu_ps(acc + j0 + 32, m2, a2);
+        _mm512_mask_storeu_ps(acc + j0 + 48, m3, a3);
+    }
+}
+
+static int avx512_available(void)
+{
+    static int have = -1;
+    int h = __atomic_load_n(&have, __ATOMIC_RELAXED);
+    if (h < 0) {
+        __builtin_cpu_init();
+        h = __builtin_cpu_supports("avx512f") != 0;
+        __atomic_store_n(&have, h, __ATOMIC_RELAXED);
+    }
+    return h;
+}
+#endif
+
 void tsr_emu_att_mac(const float *kv, uint32_t stride, const float *s, uint32_t no, uint32_t nj,
                      uint32_t parts, float *acc, uint32_t acc_stride)
 {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    if (parts == 1u && no > 0u && avx512_available()) {
+        att_mac_sum_avx512(kv, stride, s, no, nj, acc);
+        return;
+    }
+#endif
     att_mac(kv, stride, s, no, nj, parts, acc, acc_stride);
 }
 

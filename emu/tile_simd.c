@@ -264,15 +264,19 @@ static void *scratch(size_t bytes)
 }
 
 /* The items' inputs for the GEMM: xt[g * nc + c] holds the c-th dword of
- * group g of each item (16 items,) as u8 = x + 128 (padding items: x =
- * 0), by masked gathers; xsv[g] the items' scales of group g. */
+ * group g of item k % span in lane k, as u8 = x + 128 (padding items: x
+ * = 0), by masked gathers; xsv[g] the items' scales of group g, likewise.
+ * span 16: one item a lane; span 4 (at most 4 items): lanes 4r..4r+3 hold
+ * items 0..3 for the 4 rows r of gemm4's lanes. */
 static GEMM void gemm_inputs(const int8_t *xq, size_t xq_stride, const float *xs,
-                             size_t xs_stride, uint32_t nx, uint32_t ng, uint32_t G, __m512i *xt,
-                             __m512 *xsv)
+                             size_t xs_stride, uint32_t nx, uint32_t ng, uint32_t G, uint32_t span,
+                             __m512i *xt, __m512 *xsv)
 {
     uint32_t nc = G / 4u;
-    __mmask16 m = (__mmask16)((1u << nx) - 1u);
-    __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    __m512i lane = _mm512_and_si512(
+        _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+        _mm512_set1_epi32((int)span - 1));
+    __mmask16 m = _mm512_cmplt_epu32_mask(lane, _mm512_set1_epi32((int)nx));
     __m512i xi = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)xq_stride));   /* bytes */
     __m512i si = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)xs_stride));   /* floats */
     const __m512i bias = _mm512_set1_epi32((int)0x80808080u);
@@ -359,7 +363,7 @@ static GEMM uint32_t tile_gemm(uint32_t q4, const int8_t *w8, const float *ws,
     __m512i *xt = scratch((size_t)ng * (nc + 1u) * sizeof(__m512i));
     if (!xt) return 0;
     __m512 *xsv = (__m512 *)(void *)(xt + (size_t)ng * nc);
-    gemm_inputs(xq, xq_stride, xs, xs_stride, nx, ng, G, xt, xsv);
+    gemm_inputs(xq, xq_stride, xs, xs_stride, nx, ng, G, GEMM_ITEMS, xt, xsv);
     int8_t wide[8 * 32] __attribute__((aligned(32)));
     for (uint32_t b = 0; b < nb; b++) {
         const int8_t *wb = w8 + (size_t)b * 8u * ng * eb;   /* (ng, 8, eb) */
@@ -375,6 +379,81 @@ static GEMM uint32_t tile_gemm(uint32_t q4, const int8_t *w8, const float *ws,
             GEMM_BLOCK(16u, G, Q8_ROWS)
         }
         store_block(acc, psum + (size_t)b * 8u, psum_stride, nx);
+    }
+    return nb;
+}
+
+/* The tile's full 8-row blocks times nx <= 4 items, G = 32 (Q8_0, or
+ * Q4_0 widened): a lane for each (row, item) of 4 rows x 4 items, so the
+ * lanes stay full where tile_gemm's item lanes are a quarter used.
+ *
+ *   per group g and dword c: wq[c] (rows 4q..4q+3, each 4 times) =
+ *        the c-th dwords of the 4 rows (vpermt2d of the 2 registers that
+ *        hold the 4 rows' entries), and xt[c] the 4 items' c-th dwords
+ *        (each 4 times, gemm_inputs span 4)
+ *   isum (lane 4r + i) = sum over c of xt[c] . wq[c]  (vpdpbusd, u8 x s8)
+ *        - 128 * sum(w[row r, g, :])                   = w . x   (exact)
+ *   acc (lane 4r + i) += ((float)isum * ws[r]) * xs[g, i]
+ *
+ * The same integer sums and, per (row, item), the same fp32 operations in
+ * the same order as tile_gemm and pe_tile_q8: bit-identical. */
+#define GEMM4_SPAN 4u
+static GEMM uint32_t tile_gemm4(uint32_t q4, const int8_t *w8, const float *ws,
+                                const int32_t *wcorr, uint32_t rows, uint32_t ng,
+                                const int8_t *xq, size_t xq_stride, const float *xs,
+                                size_t xs_stride, uint32_t nx, float *psum, size_t psum_stride)
+{
+    uint32_t nb = rows / 8u, eb = q4 ? 16u : 32u;
+    __m512i *xt = scratch((size_t)ng * 9u * sizeof(__m512i));
+    if (!xt) return 0;
+    __m512 *xsv = (__m512 *)(void *)(xt + (size_t)ng * 8u);
+    gemm_inputs(xq, xq_stride, xs, xs_stride, nx, ng, 32u, GEMM4_SPAN, xt, xsv);
+    /* lane 4r + i: dword c of row r of the pair of registers (rows 0-1 |
+     * rows 2-3); a row's scale and correction from 8 (ws, wcorr) */
+    __m512i ridx = _mm512_srli_epi32(
+        _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 2);
+    __m512i widx[8];
+    for (uint32_t c = 0; c < 8u; c++)
+        widx[c] = _mm512_add_epi32(_mm512_slli_epi32(ridx, 3), _mm512_set1_epi32((int)c));
+    __m512i ridx_hi = _mm512_add_epi32(ridx, _mm512_set1_epi32(4));
+    int8_t wide[8 * 32] __attribute__((aligned(32)));
+    (void)wide;
+    for (uint32_t b = 0; b < nb; b++) {
+        const int8_t *wb = w8 + (size_t)b * 8u * ng * eb;   /* (ng, 8, eb) */
+        const float *sb = ws + (size_t)b * 8u * ng;         /* (ng, 8)     */
+        const int32_t *cb = wcorr + (size_t)b * 8u * ng;
+        __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+        for (uint32_t g = 0; g < ng; g++) {
+            PREFETCH_GROUP(wb + (size_t)g * 8u * eb, 8u * eb);
+            const int8_t *e = q4 ? q4_widen(wb + (size_t)g * 8u * eb, wide) : wb + (size_t)g * 256u;
+            __m512i r01 = _mm512_loadu_si512(e), r23 = _mm512_loadu_si512(e + 64);
+            __m512i r45 = _mm512_loadu_si512(e + 128), r67 = _mm512_loadu_si512(e + 192);
+            __m512i c8 = _mm512_castsi256_si512(
+                _mm256_loadu_si256((const __m256i *)(const void *)(cb + (size_t)g * 8u)));
+            __m512 s8 = _mm512_castps256_ps512(_mm256_loadu_ps(sb + (size_t)g * 8u));
+            __m512i is0 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_permutexvar_epi32(ridx, c8));
+            __m512i is1 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_permutexvar_epi32(ridx_hi, c8));
+            const __m512i *x = xt + (size_t)g * 8u;
+            for (uint32_t c = 0; c < 8u; c++) {
+                __m512i xc = _mm512_load_si512(x + c);
+                is0 = _mm512_dpbusd_epi32(is0, xc, _mm512_permutex2var_epi32(r01, widx[c], r23));
+                is1 = _mm512_dpbusd_epi32(is1, xc, _mm512_permutex2var_epi32(r45, widx[c], r67));
+            }
+            __m512 xsg = xsv[g];
+            acc0 = _mm512_add_ps(acc0, _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(is0),
+                                                                   _mm512_permutexvar_ps(ridx, s8)), xsg));
+            acc1 = _mm512_add_ps(acc1, _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(is1),
+                                                                   _mm512_permutexvar_ps(ridx_hi, s8)), xsg));
+        }
+        /* item i's rows 0-3 are acc0's lanes i, 4 + i, 8 + i, 12 + i, rows
+         * 4-7 acc1's */
+        for (uint32_t i = 0; i < nx; i++) {
+            __m512i oidx = _mm512_add_epi32(
+                _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 28, 24, 20, 16, 12, 8, 4, 0),
+                _mm512_set1_epi32((int)i));
+            __m512 v = _mm512_permutex2var_ps(acc0, oidx, acc1);
+            _mm256_storeu_ps(psum + (size_t)i * psum_stride + (size_t)b * 8u, _mm512_castps512_ps256(v));
+        }
     }
     return nb;
 }
@@ -403,8 +482,13 @@ static uint32_t tile_items(uint32_t q4, const int8_t *w8, const float *ws, const
     if (nx >= 2u && wcorr && gemm_available()) {
         for (uint32_t k = 0; k < nx; k += GEMM_ITEMS) {
             uint32_t m = nx - k < GEMM_ITEMS ? nx - k : GEMM_ITEMS;
-            done = tile_gemm(q4, w8, ws, wcorr, rows, ng, G, xq + k * xq_stride, xq_stride,
-                             xs + k * xs_stride, xs_stride, m, psum + k * psum_stride, psum_stride);
+            done = m <= GEMM4_SPAN && G == 32u
+                       ? tile_gemm4(q4, w8, ws, wcorr, rows, ng, xq + k * xq_stride, xq_stride,
+                                    xs + k * xs_stride, xs_stride, m, psum + k * psum_stride,
+                                    psum_stride)
+                       : tile_gemm(q4, w8, ws, wcorr, rows, ng, G, xq + k * xq_stride, xq_stride,
+                                   xs + k * xs_stride, xs_stride, m, psum + k * psum_stride,
+                                   psum_stride);
             if (done == 0 && rows >= 8u) break;   /* out of memory: the portable loop does it */
         }
         if (done == rows / 8u) return done;

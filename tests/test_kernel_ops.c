@@ -682,7 +682,7 @@ static void simd_rows_bit_identical(void **state)
     }
     static const uint32_t shapes[][3] = { { 32, 3, 27 }, { 32, 17, 16 }, { 32, 40, 13 },
                                           { 64, 1, 8 },  { 64, 20, 21 } };   /* G, ng, rows */
-    static const uint32_t items[] = { 1, 3, 16, 21 };
+    static const uint32_t items[] = { 1, 2, 3, 4, 16, 20, 21 };
     uint64_t r = 12345;
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
         for (size_t q = 0; q < sizeof items / sizeof items[0]; q++) {
@@ -748,7 +748,7 @@ static void simd_q4_rows_bit_identical(void **state)
         return;
     }
     static const uint32_t shapes[][2] = { { 3, 27 }, { 17, 16 }, { 40, 13 }, { 1, 8 } };   /* ng, rows */
-    static const uint32_t items[] = { 1, 3, 16, 21 };
+    static const uint32_t items[] = { 1, 2, 3, 4, 16, 20, 21 };
     uint64_t r = 777;
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
         for (size_t q = 0; q < sizeof items / sizeof items[0]; q++) {
