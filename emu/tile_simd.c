@@ -264,13 +264,14 @@ static void *scratch(size_t bytes)
 }
 
 /* The items' inputs for the GEMM: xt[g * nc + c] holds the c-th dword of
- * group g of item k % span in lane k, as u8 = x + 128 (padding items: x
- * = 0), by masked gathers; xsv[g] the items' scales of group g, likewise.
+ * group g of item k % span in lane k, each byte x ^ bias_bytes' byte
+ * (0x80: u8 = x + 128; 0: x as it is; padding items: x = 0), by masked
+ * gathers; xsv[g] the items' scales of group g, likewise.
  * span 16: one item a lane; span 4 (at most 4 items): lanes 4r..4r+3 hold
  * items 0..3 for the 4 rows r of gemm4's lanes. */
 static GEMM void gemm_inputs(const int8_t *xq, size_t xq_stride, const float *xs,
                              size_t xs_stride, uint32_t nx, uint32_t ng, uint32_t G, uint32_t span,
-                             __m512i *xt, __m512 *xsv)
+                             uint32_t bias_bytes, __m512i *xt, __m512 *xsv)
 {
     uint32_t nc = G / 4u;
     __m512i lane = _mm512_and_si512(
@@ -279,7 +280,7 @@ static GEMM void gemm_inputs(const int8_t *xq, size_t xq_stride, const float *xs
     __mmask16 m = _mm512_cmplt_epu32_mask(lane, _mm512_set1_epi32((int)nx));
     __m512i xi = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)xq_stride));   /* bytes */
     __m512i si = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)xs_stride));   /* floats */
-    const __m512i bias = _mm512_set1_epi32((int)0x80808080u);
+    const __m512i bias = _mm512_set1_epi32((int)bias_bytes);
     for (uint32_t g = 0; g < ng; g++) {
         for (uint32_t c = 0; c < nc; c++) {
             __m512i d = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, xi,
@@ -363,7 +364,7 @@ static GEMM uint32_t tile_gemm(uint32_t q4, const int8_t *w8, const float *ws,
     __m512i *xt = scratch((size_t)ng * (nc + 1u) * sizeof(__m512i));
     if (!xt) return 0;
     __m512 *xsv = (__m512 *)(void *)(xt + (size_t)ng * nc);
-    gemm_inputs(xq, xq_stride, xs, xs_stride, nx, ng, G, GEMM_ITEMS, xt, xsv);
+    gemm_inputs(xq, xq_stride, xs, xs_stride, nx, ng, G, GEMM_ITEMS, 0x80808080u, xt, xsv);
     int8_t wide[8 * 32] __attribute__((aligned(32)));
     for (uint32_t b = 0; b < nb; b++) {
         const int8_t *wb = w8 + (size_t)b * 8u * ng * eb;   /* (ng, 8, eb) */
@@ -407,7 +408,7 @@ static GEMM uint32_t tile_gemm4(uint32_t q4, const int8_t *w8, const float *ws,
     __m512i *xt = scratch((size_t)ng * 9u * sizeof(__m512i));
     if (!xt) return 0;
     __m512 *xsv = (__m512 *)(void *)(xt + (size_t)ng * 8u);
-    gemm_inputs(xq, xq_stride, xs, xs_stride, nx, ng, 32u, GEMM4_SPAN, xt, xsv);
+    gemm_inputs(xq, xq_stride, xs, xs_stride, nx, ng, 32u, GEMM4_SPAN, 0x80808080u, xt, xsv);
     /* lane 4r + i: dword c of row r of the pair of registers (rows 0-1 |
      * rows 2-3); a row's scale and correction from 8 (ws, wcorr) */
     __m512i ridx = _mm512_srli_epi32(
@@ -469,6 +470,264 @@ static int gemm_available(void)
         __atomic_store_n(&have, h, __ATOMIC_RELAXED);
     }
     return h;
+}
+
+/* ---- the transposed units (tsr_emu.h) ---------------------------------- */
+
+#define TR_UNIT  256u   /* bytes: one group of a block, 8 rows x 32 */
+#define TR_PAIRS 4u     /* pairs of items in one pass: up to 8 items */
+
+int tsr_emu_tr_available(void) { return tsr_emu_simd_available() && gemm_available(); }
+
+static inline int64_t load64(const void *p)
+{
+    int64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline int32_t load32(const void *p)
+{
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* 128 x the sum of each of the ng groups of 32 inputs at x. */
+static void tr_corr(const int8_t *x, uint32_t ng, int32_t *corr)
+{
+    for (uint32_t g = 0; g < ng; g++) {
+        int32_t sum = 0;
+        for (uint32_t l = 0; l < 32u; l++) sum += x[(size_t)g * 32u + l];
+        corr[g] = 128 * sum;
+    }
+}
+
+/* One item: per unit, 4 loads of the 8 rows' dword pairs against the
+ * input's matching qword broadcast, lane pair r -> row r's sum. */
+static GEMM void tr_one(const uint8_t *w8, const float *ws, uint32_t nb, uint32_t ng,
+                        const int8_t *x, const float *xs, const int32_t *corr, float *psum)
+{
+    for (uint32_t b = 0; b < nb; b++) {
+        const uint8_t *wb = w8 + (size_t)b * ng * TR_UNIT;
+        const float *sb = ws + (size_t)b * 8u * ng;
+        __m256 acc = _mm256_setzero_ps();
+        for (uint32_t g = 0; g < ng; g++) {
+            const uint8_t *u = wb + (size_t)g * TR_UNIT;
+            const int8_t *xg = x + (size_t)g * 32u;
+            PREFETCH_GROUP(u, TR_UNIT);
+            __m512i is = _mm512_setzero_si512();
+            for (uint32_t k = 0; k < 4u; k++)
+                is = _mm512_dpbusd_epi32(is, _mm512_loadu_si512(u + 64u * k),
+                                         _mm512_set1_epi64(load64(xg + 8u * k)));
+            __m256i r = _mm512_cvtepi64_epi32(_mm512_add_epi32(is, _mm512_srli_epi64(is, 32)));
+            r = _mm256_sub_epi32(r, _mm256_set1_epi32(corr[g]));
+            __m256 v = _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(r),
+                                                   _mm256_loadu_ps(sb + (size_t)g * 8u)),
+                                     _mm256_set1_ps(xs[g]));
+            acc = _mm256_add_ps(acc, v);
+        }
+        _mm256_storeu_ps(psum + (size_t)b * 8u, acc);
+    }
+}
+
+/* np pairs of items (np <= TR_PAIRS, a constant where it is inlined):
+ * item 2q's sums in the even lanes of pair q's register, item 2q + 1's in
+ * the odd ones, so each unit's 4 loads serve every item and a pair's
+ * fp32 operations are one register's.  x[i] item i's input (a zero
+ * input for a missing last item, out[i] NULL); corr2, xs2 per pair and
+ * group the two items' corrections and scales, side by side. */
+static inline __attribute__((always_inline)) GEMM void
+tr_pairs(uint32_t np, const uint8_t *w8, const float *ws, uint32_t nb, uint32_t ng,
+         const int8_t *const *x, const int32_t *corr2, const float *xs2, float *const *out)
+{
+    const __m512i dup = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+    for (uint32_t b = 0; b < nb; b++) {
+        const uint8_t *wb = w8 + (size_t)b * ng * TR_UNIT;
+        const float *sb = ws + (size_t)b * 8u * ng;
+        __m512 acc[TR_PAIRS];
+        for (uint32_t q = 0; q < np; q++) acc[q] = _mm512_setzero_ps();
+        for (uint32_t g = 0; g < ng; g++) {
+            const uint8_t *u = wb + (size_t)g * TR_UNIT;
+            PREFETCH_GROUP(u, TR_UNIT);
+            __m512i w0 = _mm512_loadu_si512(u), w1 = _mm512_loadu_si512(u + 64);
+            __m512i w2 = _mm512_loadu_si512(u + 128), w3 = _mm512_loadu_si512(u + 192);
+            /* row r's scale in lanes 2r, 2r + 1 */
+            __m512 wsd = _mm512_permutexvar_ps(
+                dup, _mm512_castps256_ps512(_mm256_loadu_ps(sb + (size_t)g * 8u)));
+            for (uint32_t q = 0; q < np; q++) {
+                const int8_t *xi = x[2u * q] + (size_t)g * 32u, *xj = x[2u * q + 1u] + (size_t)g * 32u;
+                __m512i A = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w0, _mm512_set1_epi64(load64(xi)));
+                __m512i B = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w0, _mm512_set1_epi64(load64(xj)));
+                A = _mm512_dpbusd_epi32(A, w1, _mm512_set1_epi64(load64(xi + 8)));
+                B = _mm512_dpbusd_epi32(B, w1, _mm512_set1_epi64(load64(xj + 8)));
+                A = _mm512_dpbusd_epi32(A, w2, _mm512_set1_epi64(load64(xi + 16)));
+                B = _mm512_dpbusd_epi32(B, w2, _mm512_set1_epi64(load64(xj + 16)));
+                A = _mm512_dpbusd_epi32(A, w3, _mm512_set1_epi64(load64(xi + 24)));
+                B = _mm512_dpbusd_epi32(B, w3, _mm512_set1_epi64(load64(xj + 24)));
+                /* row sums: item 2q's in the even lanes, 2q + 1's in the odd */
+                __m512i C = _mm512_mask_blend_epi32((__mmask16)0xAAAAu,
+                                                    _mm512_add_epi32(A, _mm512_srli_epi64(A, 32)),
+                                                    _mm512_add_epi32(B, _mm512_slli_epi64(B, 32)));
+                size_t pg = ((size_t)q * ng + g) * 2u;
+                C = _mm512_sub_epi32(C, _mm512_set1_epi64(load64(corr2 + pg)));
+                __m512 xsp = _mm512_castsi512_ps(_mm512_set1_epi64(load64(xs2 + pg)));
+                acc[q] = _mm512_add_ps(acc[q], _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(C), wsd), xsp));
+            }
+        }
+        for (uint32_t q = 0; q < np; q++) {
+            __m512i bits = _mm512_castps_si512(acc[q]);
+            _mm256_storeu_ps(out[2u * q] + (size_t)b * 8u, _mm256_castsi256_ps(_mm512_cvtepi64_epi32(bits)));
+            if (out[2u * q + 1u])
+                _mm256_storeu_ps(out[2u * q + 1u] + (size_t)b * 8u,
+                                 _mm256_castsi256_ps(_mm512_cvtepi64_epi32(_mm512_srli_epi64(bits, 32))));
+        }
+    }
+}
+
+static GEMM void tr_pairs_n(uint32_t np, const uint8_t *w8, const float *ws, uint32_t nb,
+                            uint32_t ng, const int8_t *const *x, const int32_t *corr2,
+                            const float *xs2, float *const *out)
+{
+    switch (np) {   /* each count its own copy: the pairs' sums stay in registers */
+    case 1: tr_pairs(1u, w8, ws, nb, ng, x, corr2, xs2, out); break;
+    case 2: tr_pairs(2u, w8, ws, nb, ng, x, corr2, xs2, out); break;
+    case 3: tr_pairs(3u, w8, ws, nb, ng, x, corr2, xs2, out); break;
+    default: tr_pairs(4u, w8, ws, nb, ng, x, corr2, xs2, out); break;
+    }
+}
+
+/* Up to 16 items, one a lane (tile_gemm on the transposed units): row j's
+ * dword c broadcast as the unsigned operand against the 16 items' dword
+ * c as they are; xcn[g] the items' -128 x sum of group g. */
+static GEMM void tr_gemm(const uint8_t *w8, const float *ws, uint32_t nb, uint32_t ng,
+                         const __m512i *xt, const __m512i *xcn, const __m512 *xsv, uint32_t nx,
+                         float *psum, size_t psum_stride)
+{
+    for (uint32_t b = 0; b < nb; b++) {
+        const uint8_t *wb = w8 + (size_t)b * ng * TR_UNIT;
+        const float *sb = ws + (size_t)b * 8u * ng;
+        __m512 acc[8];
+        for (uint32_t j = 0; j < 8u; j++) acc[j] = _mm512_setzero_ps();
+        for (uint32_t g = 0; g < ng; g++) {
+            const uint8_t *u = wb + (size_t)g * TR_UNIT;
+            PREFETCH_GROUP(u, TR_UNIT);
+            __m512i is[8];
+            for (uint32_t j = 0; j < 8u; j++) is[j] = xcn[g];
+            for (uint32_t c = 0; c < 8u; c++) {
+                __m512i xc = _mm512_load_si512(xt + (size_t)g * 8u + c);
+                const uint8_t *uc = u + 64u * (c / 2u) + 4u * (c % 2u);   /* row 0's dword c */
+                for (uint32_t j = 0; j < 8u; j++)
+                    is[j] = _mm512_dpbusd_epi32(is[j], _mm512_set1_epi32(load32(uc + 8u * j)), xc);
+            }
+            __m512 xsg = xsv[g];
+            for (uint32_t j = 0; j < 8u; j++) {
+                __m512 v = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(is[j]),
+                                                       _mm512_set1_ps(sb[(size_t)g * 8u + j])),
+                                         xsg);
+                acc[j] = _mm512_add_ps(acc[j], v);
+            }
+        }
+        store_block(acc, psum + (size_t)b * 8u, psum_stride, nx);
+    }
+}
+
+/* The plain loop on the transposed units, when there is no scratch. */
+static void tr_plain(const uint8_t *w8, const float *ws, uint32_t nb, uint32_t ng,
+                     const int8_t *x, const float *xs, float *psum)
+{
+    for (uint32_t b = 0; b < nb; b++)
+        for (uint32_t r = 0; r < 8u; r++) {
+            float acc = 0.0f;
+            for (uint32_t g = 0; g < ng; g++) {
+                const uint8_t *u = w8 + ((size_t)b * ng + g) * TR_UNIT;
+                int32_t isum = 0;
+                for (uint32_t l = 0; l < 32u; l++)
+                    isum += (int32_t)(int8_t)(u[tsr_emu_tr_byte(r * 32u + l)] ^ 0x80u) *
+                            (int32_t)x[(size_t)g * 32u + l];
+                acc += (float)isum * ws[((size_t)b * ng + g) * 8u + r] * xs[g];
+            }
+            psum[(size_t)b * 8u + r] = acc;
+        }
+}
+
+/* m <= 8 items: one, or pairs (a zero input for an odd one out). */
+static GEMM int tr_few(const uint8_t *w8, const float *ws, uint32_t nb, uint32_t ng,
+                       const int8_t *xq, size_t xq_stride, const float *xs, size_t xs_stride,
+                       uint32_t m, float *psum, size_t psum_stride)
+{
+    uint32_t np = (m + 1u) / 2u;
+    /* corrections and scales: (np, ng, 2) each; a zero input of ng groups */
+    size_t words = (size_t)np * ng * 2u;
+    int32_t *corr2 = scratch(words * 8u + (size_t)ng * 32u + 64u);
+    if (!corr2) return 0;
+    float *xs2 = (float *)(void *)(corr2 + words);
+    int8_t *zero = (int8_t *)(void *)(xs2 + words);
+    if (m == 1u) {
+        tr_corr(xq, ng, corr2);
+        tr_one(w8, ws, nb, ng, xq, xs, corr2, psum);
+        return 1;
+    }
+    memset(zero, 0, (size_t)ng * 32u);
+    const int8_t *x[2u * TR_PAIRS];
+    float *out[2u * TR_PAIRS];
+    int32_t corr[2];
+    for (uint32_t i = 0; i < 2u * np; i++) {
+        int have = i < m;
+        x[i] = have ? xq + (size_t)i * xq_stride : zero;
+        out[i] = have ? psum + (size_t)i * psum_stride : NULL;
+        for (uint32_t g = 0; g < ng; g++) {
+            size_t pg = ((size_t)(i / 2u) * ng + g) * 2u + i % 2u;
+            tr_corr(x[i] + (size_t)g * 32u, 1u, corr);
+            corr2[pg] = corr[0];
+            xs2[pg] = have ? xs[(size_t)i * xs_stride + g] : 0.0f;
+        }
+    }
+    tr_pairs_n(np, w8, ws, nb, ng, x, corr2, xs2, out);
+    return 1;
+}
+
+/* 9 to 16 items: tr_gemm. */
+static GEMM int tr_many(const uint8_t *w8, const float *ws, uint32_t nb, uint32_t ng,
+                        const int8_t *xq, size_t xq_stride, const float *xs, size_t xs_stride,
+                        uint32_t m, float *psum, size_t psum_stride)
+{
+    __m512i *xt = scratch((size_t)ng * 10u * sizeof(__m512i));
+    if (!xt) return 0;
+    __m512i *xcn = xt + (size_t)ng * 8u;
+    __m512 *xsv = (__m512 *)(void *)(xcn + ng);
+    gemm_inputs(xq, xq_stride, xs, xs_stride, m, ng, 32u, GEMM_ITEMS, 0u, xt, xsv);
+    const __m512i ones = _mm512_set1_epi8(1);
+    for (uint32_t g = 0; g < ng; g++) {
+        __m512i sum = _mm512_setzero_si512();
+        for (uint32_t c = 0; c < 8u; c++) sum = _mm512_dpbusd_epi32(sum, ones, xt[(size_t)g * 8u + c]);
+        xcn[g] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sum, 7));
+    }
+    tr_gemm(w8, ws, nb, ng, xt, xcn, xsv, m, psum, psum_stride);
+    return 1;
+}
+
+uint32_t tsr_emu_tile_q8t(const uint8_t *w8, const float *ws, uint32_t rows, uint32_t ng,
+                          const int8_t *xq, size_t xq_stride, const float *xs, size_t xs_stride,
+                          uint32_t nx, float *psum, size_t psum_stride)
+{
+    if (!tsr_emu_tr_available()) return 0;
+    uint32_t nb = rows / 8u;
+    if (nb == 0 || ng == 0) return nb;
+    for (uint32_t k = 0; k < nx;) {
+        uint32_t m = nx - k > GEMM_ITEMS ? GEMM_ITEMS : nx - k;
+        const int8_t *x = xq + (size_t)k * xq_stride;
+        const float *s = xs + (size_t)k * xs_stride;
+        float *o = psum + (size_t)k * psum_stride;
+        int done = m > 2u * TR_PAIRS
+                       ? tr_many(w8, ws, nb, ng, x, xq_stride, s, xs_stride, m, o, psum_stride)
+                       : tr_few(w8, ws, nb, ng, x, xq_stride, s, xs_stride, m, o, psum_stride);
+        for (uint32_t i = 0; !done && i < m; i++)
+            tr_plain(w8, ws, nb, ng, x + (size_t)i * xq_stride, s + (size_t)i * xs_stride,
+                     o + (size_t)i * psum_stride);
+        k += m;
+    }
+    return nb;
 }
 
 /* nx items through a Q8_0 or Q4_0 tile: GEMMs of up to 16 items, or a
@@ -546,6 +805,17 @@ uint32_t tsr_emu_tile_f32(const float *wf, uint32_t rows, uint32_t cols, const f
 #else /* built without the SIMD rows */
 
 int tsr_emu_simd_available(void) { return 0; }
+
+int tsr_emu_tr_available(void) { return 0; }
+
+uint32_t tsr_emu_tile_q8t(const uint8_t *w8, const float *ws, uint32_t rows, uint32_t ng,
+                          const int8_t *xq, size_t xq_stride, const float *xs, size_t xs_stride,
+                          uint32_t nx, float *psum, size_t psum_stride)
+{
+    (void)w8; (void)ws; (void)rows; (void)ng; (void)xq; (void)xq_stride; (void)xs;
+    (void)xs_stride; (void)nx; (void)psum; (void)psum_stride;
+    return 0;
+}
 
 uint32_t tsr_emu_tile_q8(const int8_t *w8, const float *ws, const int32_t *wcorr, uint32_t rows,
                          uint32_t ng, uint32_t G, const int8_t *xq, size_t xq_stride,

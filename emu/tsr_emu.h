@@ -163,6 +163,46 @@ uint32_t tsr_emu_tile_q8(const int8_t *w8, const float *ws, const int32_t *wcorr
                          const float *xs, size_t xs_stride, uint32_t nx, float *psum,
                          size_t psum_stride);
 
+/* ---- the transposed units ----------------------------------------------
+ *
+ * On a CPU with AVX-512 VNNI the emulator keeps the full 8-row blocks of
+ * its Q8_0 tiles at G = 32 in its own arrangement in the PEs' int8 arrays
+ * (the kernel's LOAD, READ_MEM and embedding read through it; tail blocks,
+ * Q4_0 tiles and other group sizes stay in tsr_layout.h's).  A unit is the
+ * 256 bytes of one group of one block: in the layout, the block's 8 rows'
+ * entries, row r's 32 bytes at 32 r.  Transposed, 64-byte part k of the
+ * unit holds, for each row r, the row's bytes 8k..8k+7 at 64 k + 8 r, and
+ * every byte is w + 128 as an unsigned byte (w ^ 0x80).  So one 64-byte
+ * load carries dwords 2k, 2k+1 of all 8 rows, a register lane pair a row,
+ * and the products take the weights as vpdpbusd's unsigned operand and the
+ * inputs as they are: w . x = (w + 128) . x - 128 sum(x), the correction
+ * one per item and group instead of per row. */
+
+/* 1 when this CPU and build run tsr_emu_tile_q8t (AVX-512 F, BW and VNNI,
+ * with the SIMD rows built in). */
+int tsr_emu_tr_available(void);
+
+/* The place in its transposed unit of the unit's layout byte u (0..255):
+ * row u / 32, byte u % 32 of the row's entry.  Whole 8-byte runs move
+ * together, so a 4-byte-aligned word stays whole. */
+static inline uint32_t tsr_emu_tr_byte(uint32_t u)
+{
+    return ((u >> 3) & 3u) << 6 | (u >> 5) << 3 | (u & 7u);
+}
+
+/* tsr_emu_tile_q8 for a tile whose full blocks are transposed units (G =
+ * 32): w8 the tile's first unit, ws, xq, xs and psum as there (no weight
+ * sums: the correction comes from the inputs).  One item: a pass; 2 to 8:
+ * a pass for them all, in pairs of items; more: GEMMs of up to 16 items
+ * (each a lane) and the pairs for a rest of up to 8.  The same int32 sums
+ * and, per row and item, the same fp32 operations in the same order:
+ * bit-identical to pe_tile_q8 on the layout.  Returns rows / 8, the blocks
+ * done, on any CPU that tsr_emu_tr_available accepts (without memory for
+ * its scratch it falls back to a plain loop), 0 on others. */
+uint32_t tsr_emu_tile_q8t(const uint8_t *w8, const float *ws, uint32_t rows, uint32_t ng,
+                          const int8_t *xq, size_t xq_stride, const float *xs, size_t xs_stride,
+                          uint32_t nx, float *psum, size_t psum_stride);
+
 /* 128 x the sum of the 32 values of one Q4_0 entry at w (16 bytes, as
  * tsr_emu_tile_q4 reads it): tsr_emu_wcorr of the entry widened to int8.
  * Kept per entry by the kernel's LOAD. */

@@ -477,6 +477,12 @@ static uint32_t gemv_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint3
                                       t.rows, t.ngroups, &st->xq[xb][0][0][0] + t.g0 * TSR_Q4_GROUP,
                                       TSR_PE_XQ_WORDS * TSR_LANES, &st->xs[xb][0][0] + t.g0,
                                       TSR_PE_XS, job->nx, &st->psum[p][0][0] + po, TSR_PE_ROWS);
+        else if (q8 && st->emu_tr)
+            done[h] = tsr_emu_tile_q8t((const uint8_t *)&st->w8[p][0][0] + t.w_off + ent * G,
+                                       st->f32[p] + t.f_off + ent, t.rows, t.ngroups,
+                                       &st->xq[xb][0][0][0] + t.g0 * G, TSR_PE_XQ_WORDS * TSR_LANES,
+                                       &st->xs[xb][0][0] + t.g0, TSR_PE_XS, job->nx,
+                                       &st->psum[p][0][0] + po, TSR_PE_ROWS);
         else if (q8)
             done[h] = tsr_emu_tile_q8(&st->w8[p][0][0] + t.w_off + ent * G, st->f32[p] + t.f_off + ent,
                                       st->emu_wcorr[p] + t.f_off + ent, t.rows, t.ngroups, G,
@@ -1146,6 +1152,12 @@ embed_lanes:
                      * (tsr_layout.h), value - 8 */
                     uint32_t byte = (uint32_t)(uint8_t)st->w8[p][a0 / TSR_LANES]
                                                           [(off + (q4 ? l & (TSR_Q4_ENTRY_BYTES - 1u) : l)) & (TSR_LANES - 1u)];
+#ifdef TSR_EMU
+                    if (tsr_emu_tr_mat(st, TSR_MAT_EMB)) {   /* G = 32: byte a0 + l */
+                        uint32_t flip, at = tsr_emu_w8_place(st, p, TSR_MAT_EMB, a0 + l, &flip);
+                        byte = (uint32_t)(uint8_t)(&st->w8[p][0][0])[at] ^ flip;
+                    }
+#endif
                     int32_t q = q4 ? (int32_t)((l < TSR_Q4_ENTRY_BYTES ? byte : byte >> 4) & 15u) - 8
                                    : (int32_t)(int8_t)(uint8_t)byte;
                     float v = (float)q * sc;

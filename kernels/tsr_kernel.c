@@ -285,6 +285,10 @@ cfg_rope_pairs:
 cfg_clear_pes:
             for (uint32_t p = P; p < TSR_PES; p++) st->cnt.pe_sram_bytes[p] = 0;
             st->cnt.n_pes = P;
+#ifdef TSR_EMU
+            st->emu_tr = st->simd && c.dtype == TSR_KDT_Q8 && c.group == 32u &&
+                         tsr_emu_tr_available();
+#endif
             st->configured = 1;
             st->logits_valid = 0;
             st->logits_on_pes = 0;
@@ -316,7 +320,7 @@ static void emu_wcorr_update(tsr_kstate *st, uint32_t p, uint32_t off, uint32_t 
         uint32_t q4 = st->mat_q4[m], eb = q4 ? TSR_Q4_ENTRY_BYTES : G;
         uint32_t w0 = st->tab_woff[p][m], n = (st->mat_pair[m] ? 2u : 1u) * st->tab_ent[p][m];
         uint32_t w1 = w0 + n * eb;
-        if (n == 0 || end <= w0 || off >= w1) continue;
+        if (n == 0 || end <= w0 || off >= w1 || tsr_emu_tr_mat(st, m)) continue;   /* no sums */
         uint32_t e0 = off > w0 ? (off - w0) / eb : 0u, e1 = ((end < w1 ? end : w1) - 1u - w0) / eb;
         for (uint32_t e = e0; e <= e1; e++) {
             const int8_t *w = &st->w8[p][0][0] + w0 + (size_t)e * eb;
@@ -331,6 +335,73 @@ static void emu_wcorr_update(tsr_kstate *st, uint32_t p, uint32_t off, uint32_t 
 #endif
 }
 
+#ifdef TSR_EMU
+/* A cursor over PE p's tiles in matrix order, for ascending bytes: the
+ * current matrix's tile [w0, end), its half's bytes (W13: two halves) and
+ * the bytes of its full blocks in a half, tr 1 when they are transposed
+ * units (tsr_emu_w8_place's rule, without a division a byte). */
+typedef struct emu_w8_cursor {
+    uint32_t m, nm, w0, end, half, full, tr;
+} emu_w8_cursor;
+
+static void emu_cursor_at(const tsr_kstate *st, uint32_t p, emu_w8_cursor *cu, uint32_t m)
+{
+    cu->m = m;
+    if (m >= cu->nm) return;
+    uint32_t eb = st->mat_q4[m] ? TSR_Q4_ENTRY_BYTES : st->cfg.group;
+    cu->w0 = st->tab_woff[p][m];
+    cu->half = st->tab_ent[p][m] * eb;
+    cu->end = cu->w0 + (st->mat_pair[m] ? 2u : 1u) * cu->half;
+    cu->full = st->tab_rows[p][m] / 8u * 8u * st->tab_ng[p][m] * eb;
+    cu->tr = tsr_emu_tr_mat(st, m);
+}
+
+static void emu_cursor_init(const tsr_kstate *st, uint32_t p, emu_w8_cursor *cu)
+{
+    cu->nm = tsr_lay_n_mats(&st->cfg);
+    emu_cursor_at(st, p, cu, 0);
+}
+
+/* Where byte a of PE p's int8 array is kept, and *flip its XOR
+ * (tsr_emu_w8_place). */
+static uint32_t emu_w8_at(const tsr_kstate *st, uint32_t p, emu_w8_cursor *cu, uint32_t a,
+                          uint32_t *flip)
+{
+    while (cu->m < cu->nm && a >= cu->end) emu_cursor_at(st, p, cu, cu->m + 1u);
+    *flip = 0;
+    if (cu->m >= cu->nm || a < cu->w0 || !cu->tr) return a;
+    uint32_t rel = a - cu->w0;
+    if (rel >= cu->half) rel -= cu->half;   /* W13's second half */
+    if (rel >= cu->full) return a;           /* a tail block */
+    *flip = 0x80u;
+    return a - (rel & 255u) + tsr_emu_tr_byte(rel & 255u);
+}
+
+/* LOAD's int8 payload into the transposed units: whole 8-byte runs (a
+ * row's 8 bytes of a unit stay together) where the chunk holds them, a
+ * word at a time elsewhere (a word stays whole). */
+static void emu_load_w8(tsr_kstate *st, uint32_t p, uint32_t off, uint32_t len,
+                        const uint32_t *in_w)
+{
+    uint8_t *w8 = (uint8_t *)&st->w8[p][0][0];
+    emu_w8_cursor cu;
+    emu_cursor_init(st, p, &cu);
+    for (uint32_t i = 0; i < (len + 3u) / 4u;) {
+        uint32_t a = off + 4u * i, flip, at = emu_w8_at(st, p, &cu, a, &flip);
+        if (flip && a % 8u == 0 && 4u * i + 8u <= len) {
+            uint64_t v = (uint64_t)in_w[i] | (uint64_t)in_w[i + 1u] << 32;   /* little-endian */
+            v ^= 0x8080808080808080ull;
+            __builtin_memcpy(w8 + at, &v, sizeof v);
+            i += 2u;
+            continue;
+        }
+        for (uint32_t k = 0; k < 4u && 4u * i + k < len; k++)
+            w8[at + k] = (uint8_t)((in_w[i] >> (8u * k)) ^ flip);
+        i++;
+    }
+}
+#endif
+
 static int op_load(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32_t *in_w,
                    const float *in_f, uint32_t in_n)
 {
@@ -341,6 +412,14 @@ static int op_load(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32
         if (p >= st->P || off > st->w8_used[p] || len > st->w8_used[p] - off || off % 4u != 0 ||
             (len + 3u) / 4u > in_n)
             return TSR_K_EARG;
+#ifdef TSR_EMU
+        if (st->emu_tr) {
+            emu_load_w8(st, p, off, len, in_w);
+            emu_wcorr_update(st, p, off, len);   /* Q4_0 tiles' sums */
+            st->cnt.load_bytes += len;
+            return TSR_K_OK;
+        }
+#endif
         /* a payload word (four bytes, little-endian) a cycle into the
          * TSR_LANES-byte words: off is a multiple of 4, so the four land in
          * one word */
@@ -621,6 +700,22 @@ static int op_read_mem(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], volatile
         if (p >= st->P || off > st->w8_used[p] || len > st->w8_used[p] - off ||
             tsr_cdiv(len, 4u) > room)
             return TSR_K_EARG;
+#ifdef TSR_EMU
+        if (st->emu_tr) {   /* back out of the transposed units */
+            emu_w8_cursor cu;
+            emu_cursor_init(st, p, &cu);
+            for (uint32_t k = 0; k < tsr_cdiv(len, 4u); k++) {
+                uint32_t w = 0;
+                for (uint32_t i = 0; i < 4u && 4u * k + i < len; i++) {
+                    uint32_t flip, at = emu_w8_at(st, p, &cu, off + 4u * k + i, &flip);
+                    w |= ((uint32_t)(uint8_t)(&st->w8[p][0][0])[at] ^ flip) << (8u * i);
+                }
+                out_w[k] = w;
+            }
+            *out_n = tsr_cdiv(len, 4u);
+            return TSR_K_OK;
+        }
+#endif
 read_w8:
         for (uint32_t k = 0; k < tsr_cdiv(len, 4u); k++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LOAD_WORDS

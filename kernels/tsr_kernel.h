@@ -348,6 +348,9 @@ typedef struct tsr_kstate {
     struct tsr_emu_pool *pool;   /* emulator: worker threads over the PEs
                                     (emu/tsr_emu.h); NULL: one thread       */
     uint32_t simd;               /* emulator: 1 = SIMD rows (emu/)          */
+    uint32_t emu_tr;             /* emulator: Q8_0 tiles' full blocks kept as
+                                    transposed units (emu/tsr_emu.h), set by
+                                    CONFIGURE                               */
     /* emulator: 128 x the sum of each Q8 entry's int8 weights, in the
      * order of its scales (f32), kept by LOAD: the GEMM rows' correction
      * for their unsigned inputs (emu/tile_simd.c) */

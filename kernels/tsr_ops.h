@@ -65,6 +65,34 @@ static inline tsr_ktab tsr_ktab_of(const tsr_kstate *st, uint32_t p, uint32_t m)
     return t;
 }
 
+#ifdef TSR_EMU
+#include "tsr_emu.h"
+
+/* The emulator's transposed units (emu/tsr_emu.h): 1 when matrix m's
+ * tiles have them (a Q8_0 tile at G = 32, on a CPU that runs them). */
+static inline uint32_t tsr_emu_tr_mat(const tsr_kstate *st, uint32_t m)
+{
+    return st->emu_tr && !st->mat_q4[m];
+}
+
+/* Where the emulator keeps layout byte a of PE p's int8 array, a byte of
+ * matrix m's tile (tab_woff <= a), and in *flip what its value is XORed
+ * with (0x80 in a transposed unit, else 0): a itself outside the tile's
+ * full blocks (its tail blocks, the padding after it) or when m has no
+ * transposed units. */
+static inline uint32_t tsr_emu_w8_place(const tsr_kstate *st, uint32_t p, uint32_t m, uint32_t a,
+                                        uint32_t *flip)
+{
+    uint32_t rel = a - st->tab_woff[p][m], half = st->tab_ent[p][m] * 32u;
+    uint32_t full = st->tab_rows[p][m] / 8u * 8u * st->tab_ng[p][m] * 32u;
+    *flip = 0;
+    if (!tsr_emu_tr_mat(st, m) || rel >= (st->mat_pair[m] ? 2u : 1u) * half || rel % half >= full)
+        return a;
+    *flip = 0x80u;
+    return a - (rel % half & 255u) + tsr_emu_tr_byte(rel % half & 255u);
+}
+#endif
+
 /* ---- controller vector ops (ops.c) ------------------------------------- */
 
 /* sum of x (n,) over TSR_SUM_LANES partial sums: partial k adds x[k],

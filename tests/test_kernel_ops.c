@@ -671,8 +671,10 @@ static void simd_inputs(int8_t *x, float *xf, uint32_t n, float *ws, uint32_t nw
  * layout's per-row loop, bit for bit, on weights the quantizer never
  * makes (-128) and inputs at its limits (-127..127): the tile's full
  * 8-row blocks, entries (block, group, row) of G bytes (tsr_layout.h),
- * for 1, 3, 16 and 21 items (one pass an item, and the GEMM of up to 16
- * items a pass where the CPU has AVX-512 VNNI). */
+ * for 1 to 25 items (one pass an item, and the GEMMs of up to 4 and of up
+ * to 16 items a pass where the CPU has AVX-512 VNNI); and, at G = 32 on
+ * such a CPU, tsr_emu_tile_q8t on the same tile as transposed units (one
+ * item, pairs of items up to 8, GEMMs of up to 16 and the rest). */
 static void simd_rows_bit_identical(void **state)
 {
     (void)state;
@@ -682,7 +684,7 @@ static void simd_rows_bit_identical(void **state)
     }
     static const uint32_t shapes[][3] = { { 32, 3, 27 }, { 32, 17, 16 }, { 32, 40, 13 },
                                           { 64, 1, 8 },  { 64, 20, 21 } };   /* G, ng, rows */
-    static const uint32_t items[] = { 1, 2, 3, 4, 16, 20, 21 };
+    static const uint32_t items[] = { 1, 2, 3, 4, 5, 8, 9, 16, 20, 21, 25 };
     uint64_t r = 12345;
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
         for (size_t q = 0; q < sizeof items / sizeof items[0]; q++) {
@@ -691,9 +693,9 @@ static void simd_rows_bit_identical(void **state)
             int8_t *w = malloc((size_t)rows * n), *x = malloc((size_t)nx * xst);   // layout order
             float *ws = malloc(sizeof(float) * rows * ng), *xs = malloc(sizeof(float) * nx * sst);
             float *got = calloc((size_t)nx * pst, sizeof(float)), *wf = malloc(sizeof(float) * rows * n);
-            float *xf = malloc(sizeof(float) * nx * xst);
+            float *xf = malloc(sizeof(float) * nx * xst), *want = calloc((size_t)nx * pst, sizeof(float));
             assert_non_null(w); assert_non_null(x); assert_non_null(ws); assert_non_null(xs);
-            assert_non_null(got); assert_non_null(wf); assert_non_null(xf);
+            assert_non_null(got); assert_non_null(wf); assert_non_null(xf); assert_non_null(want);
             for (uint32_t i = 0; i < rows * n; i++) {
                 r ^= r << 13; r ^= r >> 7; r ^= r << 17;
                 w[i] = (int8_t)(r >> 24);
@@ -717,7 +719,23 @@ static void simd_rows_bit_identical(void **state)
                             acc += (float)isum * ws[e] * xs[t * sst + g];
                         }
                         assert_memory_equal(&got[t * pst + b * 8 + j], &acc, sizeof acc);
+                        memcpy(&want[t * pst + b * 8 + j], &acc, sizeof acc);
                     }
+            /* the same tile as transposed units (G 32), each full block's
+             * unit bytes moved by tsr_emu_tr_byte and XORed with 0x80 */
+            if (G == 32 && tsr_emu_tr_available()) {
+                uint8_t *wt = malloc((size_t)rows * n);
+                assert_non_null(wt);
+                memcpy(wt, w, (size_t)rows * n);
+                for (uint32_t un = 0; un < nb * ng; un++)
+                    for (uint32_t u = 0; u < 256; u++)
+                        wt[un * 256 + tsr_emu_tr_byte(u)] = (uint8_t)w[un * 256 + u] ^ 0x80u;
+                memset(got, 0, sizeof(float) * nx * pst);
+                assert_int_equal(tsr_emu_tile_q8t(wt, ws, rows, ng, x, xst, xs, sst, nx, got, pst), nb);
+                for (uint32_t t = 0; t < nx; t++)
+                    assert_memory_equal(&got[t * pst], &want[t * pst], sizeof(float) * nb * 8);
+                free(wt);
+            }
             assert_int_equal(tsr_emu_tile_q8(w, ws, wc, rows, ng, 16, x, xst, xs, sst, nx, got, pst), 0);
             free(wc);
             assert_int_equal(tsr_emu_tile_f32(wf, rows, n, xf, xst, nx, got, pst), nb);
@@ -729,7 +747,7 @@ static void simd_rows_bit_identical(void **state)
                             acc += wf[((size_t)b * n + col) * 8u + j] * xf[t * xst + col];
                         assert_memory_equal(&got[t * pst + b * 8 + j], &acc, sizeof acc);
                     }
-            free(w); free(x); free(ws); free(xs); free(got); free(wf); free(xf);
+            free(w); free(x); free(ws); free(xs); free(got); free(wf); free(xf); free(want);
         }
     }
 }
