@@ -97,15 +97,20 @@ for shape in $SHAPES; do
     tok=$(tok_of "$shape")
     gguf=$(gguf_of "$shape")
     for t in $THREADS; do
-        tj=$WORK/tessera.json rj=$WORK/runq.txt lj=$WORK/llama.jsonl
-        : > "$tj"; : > "$rj"; : > "$lj"
+        tj=$WORK/tessera.json dj=$WORK/tessera-decode.json rj=$WORK/runq.txt lj=$WORK/llama.jsonl
+        : > "$tj"; : > "$dj"; : > "$rj"; : > "$lj"
         round=1
         while [ "$round" -le "$ROUNDS" ]; do
-            # tessera: one load, a warm-up run, one measured run
+            # tessera: one load, a warm-up run, one measured run; then the
+            # decode alone from a 1-token prompt (positions 1..N, where
+            # llama-bench's tgN decodes: 0..N-1)
             logcmd "$TESSERA bench -m $model -z $tok --prompt-tokens $P --decode-tokens $N --repeat 1 --warmup 1 --threads $t --json"
             echo "bench: $shape, $t thread(s), round $round: tessera" >&2
             "$TESSERA" bench -m "$model" -z "$tok" --prompt-tokens "$P" --decode-tokens "$N" \
                 --repeat 1 --warmup 1 --threads "$t" --json >> "$tj"
+            logcmd "$TESSERA bench -m $model -z $tok --prompt-tokens 1 --decode-tokens $N --repeat 1 --warmup 1 --threads $t --json"
+            "$TESSERA" bench -m "$model" -z "$tok" --prompt-tokens 1 --decode-tokens "$N" \
+                --repeat 1 --warmup 1 --threads "$t" --json >> "$dj"
             # runq: the same file (version 2 only); its own "achieved tok/s"
             if [ -n "$RUNQ" ] && [ "$shape" != stories260K ]; then
                 logcmd "OMP_NUM_THREADS=$t $RUNQ $model -z $tok -n $((P + N)) -i 'Once upon a time' -t 0"
@@ -121,9 +126,10 @@ for shape in $SHAPES; do
             fi
             round=$((round + 1))
         done
-        n=$(field decode_tokens "$tj" | head -n 1)
-        dmed=$(field decode_tok_s "$tj" | median)
-        dmin=$(field decode_tok_s "$tj" | lowest); dmax=$(field decode_tok_s "$tj" | highest)
+        n=$(field decode_tokens "$dj" | head -n 1)
+        dmed=$(field decode_tok_s "$dj" | median)
+        dmin=$(field decode_tok_s "$dj" | lowest); dmax=$(field decode_tok_s "$dj" | highest)
+        amed=$(field decode_tok_s "$tj" | median)   # after the P-token prompt
         pmed=$(field prefill_tok_s "$tj" | median)
         tmed=$(field ttft_ms "$tj" | median)
         prep=$(field load_prep_s "$tj" | median)
@@ -132,9 +138,10 @@ for shape in $SHAPES; do
         runq=$(median < "$rj")
         ltg=$(grep "\"n_gen\": *$N," "$lj" | grep "\"n_prompt\": *0," | field avg_ts /dev/stdin | median)
         lpp=$(grep "\"n_prompt\": *$P," "$lj" | grep "\"n_gen\": *0," | field avg_ts /dev/stdin | median)
-        printf '| %s | %s | %s | %s (%s..%s) | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
+        printf '| %s | %s | %s | %s (%s..%s) | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
             "$shape" "$t" "$n" "$(num "$dmed" 1)" "$(num "$dmin" 1)" "$(num "$dmax" 1)" \
-            "$(num "$runq" 1)" "$(ratio "$dmed" "$runq")" "$(num "$ltg" 1)" "$(ratio "$dmed" "$ltg")" \
+            "$(num "$ltg" 1)" "$(ratio "$dmed" "$ltg")" "$(num "$amed" 1)" \
+            "$(num "$runq" 1)" "$(ratio "$amed" "$runq")" \
             "$(num "$pmed" 1)" "$(num "$lpp" 1)" "$(ratio "$pmed" "$lpp")" "$(num "$tmed" 2)" \
             "$(num "$lsec" 3)" "$(num "$prep" 3)" "$(num "$rss" 1)" >> "$ROWS"
     done
@@ -226,14 +233,18 @@ NCPU=$(grep -c '^processor' /proc/cpuinfo 2>/dev/null || echo "?")
     echo "CPU: ${CPU:-unknown} ($NCPU logical CPUs)."
     echo "Peers measured in this run: runq ${RUNQ:-(none: RUNQ not set)}; llama-bench ${LLAMA_BENCH:-(none: LLAMA_BENCH not set)}."
     echo
-    echo "Each row: $ROUNDS interleaved rounds; a round runs tessera (one model load, 1 warm-up"
-    echo "run, 1 measured run on a fresh sequence: prefill $P prompt token ids, then generate"
-    echo "exactly N tokens greedily with ignore_stop = 1), then runq, then llama-bench, so the"
-    echo "programs share the machine's state.  Figures are medians over the rounds (decode"
-    echo "tok/s with min..max).  runq is llama2.c's runq.c on the same version 2 checkpoint"
-    echo "(its \"achieved tok/s\" over $((P + N)) steps, prompt and generated positions alike: one"
-    echo "forward each); llama.cpp is llama-bench on a GGUF Q8_0 of the same weights (tg$N"
-    echo "and pp$P); x = tessera's median / the peer's, and only for a peer measured here"
+    echo "Each row: $ROUNDS interleaved rounds; a round runs tessera twice (each time one model"
+    echo "load, 1 warm-up run, 1 measured run on a fresh sequence, tokens generated greedily"
+    echo "with ignore_stop = 1: first prefill $P prompt token ids, then generate N tokens; then"
+    echo "from a 1-token prompt generate N tokens), then runq, then llama-bench, so the programs"
+    echo "share the machine's state.  Figures are medians over the rounds.  Decode tok/s (with"
+    echo "min..max) is the second run's, positions 1..N, as llama-bench's tg$N decodes at"
+    echo "0..$((N - 1)) from an empty cache; \"after prompt\" is the first run's, positions"
+    echo "$P..$((P + N - 1)), where attention reads more of the KV cache.  runq is llama2.c's runq.c"
+    echo "on the same version 2 checkpoint (its \"achieved tok/s\" over $((P + N)) steps, positions"
+    echo "0..$((P + N - 1)), prompt and generated alike: one forward each), compared with the"
+    echo "after-prompt decode; llama.cpp is llama-bench on a GGUF Q8_0 of the same weights"
+    echo "(tg$N and pp$P); x = tessera's median / the peer's, and only for a peer measured here"
     echo "(\"-\": not measured).  Load s is tessera's whole model load (open, check, build"
     echo "and stream the image); prep s the part before the first chunk is sent (open, the"
     echo "non-finite check, the tokenizer, configure).  Peak RSS is tessera's ru_maxrss.  The"
@@ -242,8 +253,8 @@ NCPU=$(grep -c '^processor' /proc/cpuinfo 2>/dev/null || echo "?")
     echo "the real models but the text is noise.  The machine is shared: compare rows of one"
     echo "run, and expect the absolute figures to move by 10-30 % between runs."
     echo
-    echo "| shape | threads | N | decode tok/s | runq tok/s | x runq | llama.cpp tg tok/s | x llama.cpp | prefill tok/s | llama.cpp pp tok/s | x llama.cpp pp | TTFT ms | load s | prep s | peak RSS MB |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "| shape | threads | N | decode tok/s | llama.cpp tg tok/s | x llama.cpp | decode after prompt | runq tok/s | x runq | prefill tok/s | llama.cpp pp tok/s | x llama.cpp pp | TTFT ms | load s | prep s | peak RSS MB |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     cat "$ROWS"
     echo
     echo "Commands (each round; the peers' as given to this run):"

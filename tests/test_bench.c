@@ -294,7 +294,7 @@ static void bench_dir(void)
 
 /* Run bench.sh on stories15M, 1 thread, 2 rounds, 8 tokens, with the extra
  * environment env; the report's stories15M row split at '|' into col[]. */
-static void bench_sh(const char *env, char *row, size_t cap, char *col[16])
+static void bench_sh(const char *env, char *row, size_t cap, char *col[17])
 {
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "cd %s && %s BENCH_SHAPES=stories15M BENCH_THREADS=1 BENCH_ROUNDS=2 "
@@ -314,13 +314,13 @@ static void bench_sh(const char *env, char *row, size_t cap, char *col[16])
     fclose(f);
     assert_true(row[0] != '\0');
     int n = 0;
-    for (char *p = strtok(row, "|"); p && n < 16; p = strtok(NULL, "|")) {
+    for (char *p = strtok(row, "|"); p && n < 17; p = strtok(NULL, "|")) {
         while (*p == ' ') p++;
         char *e = p + strlen(p);
         while (e > p && (e[-1] == ' ' || e[-1] == '\n')) *--e = '\0';
         col[n++] = p;
     }
-    assert_int_equal(n, 16);   /* 15 columns and the newline after the last bar */
+    assert_int_equal(n, 17);   /* 16 columns and the newline after the last bar */
 }
 
 /* Remove the folder of bench_dir. */
@@ -348,45 +348,48 @@ static void bench_sh_without_peers_has_no_ratio(void **state)
 {
     (void)state;
     bench_dir();
-    char row[1024], *col[16];
+    char row[1024], *col[17];
     bench_sh("", row, sizeof row, col);
-    assert_true(atof(col[3]) > 0.0);   /* tessera's decode tok/s */
-    const int peer_cols[] = { 4, 5, 6, 7, 9, 10 };
+    assert_true(atof(col[3]) > 0.0);   /* tessera's decode tok/s, from a 1-token prompt */
+    assert_true(atof(col[6]) > 0.0);   /* and after the prompt */
+    const int peer_cols[] = { 4, 5, 7, 8, 10, 11 };
     for (size_t i = 0; i < sizeof peer_cols / sizeof peer_cols[0]; i++)
         assert_string_equal(col[peer_cols[i]], "-");
     rm_dir();
 }
 
-/* Peers given: their own figures of this run, the ratios from them, and
- * the runs interleaved: tessera, runq, llama-bench, tessera, runq, ... */
+/* Peers given: their own figures of this run, the ratios from them
+ * (llama-bench's tg against the decode from a 1-token prompt, runq's
+ * against the decode after the prompt), and the runs interleaved: tessera
+ * twice, runq, llama-bench, tessera twice, ... */
 static void bench_sh_measures_peers_in_the_run(void **state)
 {
     (void)state;
     bench_dir();
-    char env[512], row[1024], *col[16];
+    char env[512], row[1024], *col[17];
     snprintf(env, sizeof env, "RUNQ=%s/runq LLAMA_BENCH=%s/llama-bench LLAMA_GGUF_DIR=%s",
              dir, dir, dir);
     bench_sh(env, row, sizeof row, col);
-    double decode = atof(col[3]), prefill = atof(col[8]);
-    assert_true(decode > 0.0 && prefill > 0.0);
-    assert_string_equal(col[4], "100.0");
-    assert_ratio(col[5], decode, 100.0);
-    assert_string_equal(col[6], "200.0");
-    assert_ratio(col[7], decode, 200.0);
-    assert_string_equal(col[9], "400.0");
-    assert_ratio(col[10], prefill, 400.0);
+    double decode = atof(col[3]), after = atof(col[6]), prefill = atof(col[9]);
+    assert_true(decode > 0.0 && after > 0.0 && prefill > 0.0);
+    assert_string_equal(col[4], "200.0");
+    assert_ratio(col[5], decode, 200.0);
+    assert_string_equal(col[7], "100.0");
+    assert_ratio(col[8], after, 100.0);
+    assert_string_equal(col[10], "400.0");
+    assert_ratio(col[11], prefill, 400.0);
     char log[128];
     snprintf(log, sizeof log, "cat %s/log", dir);
     assert_int_equal(run_capture(log, out, err, sizeof out), 0);
-    assert_string_equal(out, "tessera\nrunq 1\nllama\ntessera\nrunq 1\nllama\n");
+    assert_string_equal(out, "tessera\ntessera\nrunq 1\nllama\ntessera\ntessera\nrunq 1\nllama\n");
     /* one file per shape works as the directory does */
     snprintf(log, sizeof log, "rm %s/log", dir);
     run_capture(log, out, err, sizeof out);
     snprintf(env, sizeof env, "LLAMA_BENCH=%s/llama-bench LLAMA_GGUF_stories15M=%s/stories15M.q8_0.gguf",
              dir, dir);
     bench_sh(env, row, sizeof row, col);
-    assert_string_equal(col[4], "-");
-    assert_string_equal(col[6], "200.0");
+    assert_string_equal(col[7], "-");
+    assert_string_equal(col[4], "200.0");
     rm_dir();
 }
 
