@@ -21,6 +21,10 @@
  * sums are exact in any order, and the fp32 operations are the portable
  * loop's, one row per lane, so the result is bit-identical to
  * kernels/mesh.c pe_tile_q8 (built without -ffp-contract: no FMA).
+ *
+ * On CPUs with AVX-512 VNNI the emulator keeps Q8_0 tiles at G = 32 as
+ * transposed units instead (tsr_emu.h): tsr_emu_tile_q8t below, the same
+ * sums and fp32 operations from one 64-byte load per 8 rows' dword pair.
  */
 #include <pthread.h>
 #include <stddef.h>

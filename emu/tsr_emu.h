@@ -7,8 +7,11 @@
  *                [w*P/n, (w+1)*P/n) (the wafer's locality), and helps
  *                with the others' when it is done
  *   tile_simd.c  AVX2 rows and AVX-512 VNNI GEMMs of the Q8_0 and Q4_0 tile
- *                products, bit-identical to the portable loops in
+ *                products, and the rows over the emulator's transposed
+ *                units (below), bit-identical to the portable loops in
  *                kernels/mesh.c
+ *   att_rows.c   attention's multiply-add pass as vectorized loops
+ *   pes.c        a mesh step's PE tasks on the pool
  *
  * kernels/ include this header only under TSR_EMU (tsr_hls.h).  The kernel
  * builds and runs without emu/: `make EMU_SIMD=0` leaves the SIMD rows out

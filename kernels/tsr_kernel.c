@@ -337,11 +337,9 @@ static void emu_wcorr_update(tsr_kstate *st, uint32_t p, uint32_t off, uint32_t 
 
 #ifdef TSR_EMU
 /* A cursor over PE p's tiles in matrix order, for ascending bytes: the
- * current matrix's tile [w0, end), its half's bytes (W13: two halves) and
- * the bytes of its full blocks in a half, tr 1 when they are transposed
- * units (tsr_emu_w8_place's rule, without a division a byte). */
+ * current matrix and the end of its tile's entries. */
 typedef struct emu_w8_cursor {
-    uint32_t m, nm, w0, end, half, full, tr;
+    uint32_t m, nm, end;
 } emu_w8_cursor;
 
 static void emu_cursor_at(const tsr_kstate *st, uint32_t p, emu_w8_cursor *cu, uint32_t m)
@@ -349,11 +347,7 @@ static void emu_cursor_at(const tsr_kstate *st, uint32_t p, emu_w8_cursor *cu, u
     cu->m = m;
     if (m >= cu->nm) return;
     uint32_t eb = st->mat_q4[m] ? TSR_Q4_ENTRY_BYTES : st->cfg.group;
-    cu->w0 = st->tab_woff[p][m];
-    cu->half = st->tab_ent[p][m] * eb;
-    cu->end = cu->w0 + (st->mat_pair[m] ? 2u : 1u) * cu->half;
-    cu->full = st->tab_rows[p][m] / 8u * 8u * st->tab_ng[p][m] * eb;
-    cu->tr = tsr_emu_tr_mat(st, m);
+    cu->end = st->tab_woff[p][m] + (st->mat_pair[m] ? 2u : 1u) * st->tab_ent[p][m] * eb;
 }
 
 static void emu_cursor_init(const tsr_kstate *st, uint32_t p, emu_w8_cursor *cu)
@@ -362,19 +356,16 @@ static void emu_cursor_init(const tsr_kstate *st, uint32_t p, emu_w8_cursor *cu)
     emu_cursor_at(st, p, cu, 0);
 }
 
-/* Where byte a of PE p's int8 array is kept, and *flip its XOR
- * (tsr_emu_w8_place). */
+/* Where byte a of PE p's int8 array is kept, and *flip its XOR: the
+ * place tsr_emu_w8_place gives in the tile that holds a, a itself
+ * between tiles. */
 static uint32_t emu_w8_at(const tsr_kstate *st, uint32_t p, emu_w8_cursor *cu, uint32_t a,
                           uint32_t *flip)
 {
     while (cu->m < cu->nm && a >= cu->end) emu_cursor_at(st, p, cu, cu->m + 1u);
     *flip = 0;
-    if (cu->m >= cu->nm || a < cu->w0 || !cu->tr) return a;
-    uint32_t rel = a - cu->w0;
-    if (rel >= cu->half) rel -= cu->half;   /* W13's second half */
-    if (rel >= cu->full) return a;           /* a tail block */
-    *flip = 0x80u;
-    return a - (rel & 255u) + tsr_emu_tr_byte(rel & 255u);
+    if (cu->m >= cu->nm || a < st->tab_woff[p][cu->m]) return a;
+    return tsr_emu_w8_place(st, p, cu->m, a, flip);
 }
 
 /* LOAD's int8 payload into the transposed units: whole 8-byte runs (a

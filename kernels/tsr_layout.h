@@ -36,7 +36,10 @@
  * consecutive cycles work on different rows, so each row's fp32
  * accumulator is touched once every TSR_ROW_SLOTS cycles.  Groups past n
  * are zero padded.  Each tile starts on a TSR_LANES-byte word in the PE's
- * int8 array, matrices in matrix order.
+ * int8 array, matrices in matrix order.  (The emulator, on a CPU with
+ * AVX-512 VNNI, keeps the full blocks of Q8_0 tiles at G = 32 in its own
+ * arrangement inside the same bytes, emu/tsr_emu.h; LOAD and READ_MEM
+ * still take and give this layout.)
  *
  * Weight formats, per kind of matrix (TSR_KIND_*: the embedding, QKV, WO,
  * W13, W2, an unshared classifier), in the quantized mode (dtype Q8):

@@ -86,10 +86,11 @@ static inline uint32_t tsr_emu_w8_place(const tsr_kstate *st, uint32_t p, uint32
     uint32_t rel = a - st->tab_woff[p][m], half = st->tab_ent[p][m] * 32u;
     uint32_t full = st->tab_rows[p][m] / 8u * 8u * st->tab_ng[p][m] * 32u;
     *flip = 0;
-    if (!tsr_emu_tr_mat(st, m) || rel >= (st->mat_pair[m] ? 2u : 1u) * half || rel % half >= full)
-        return a;
+    if (!tsr_emu_tr_mat(st, m)) return a;
+    if (st->mat_pair[m] && rel >= half) rel -= half;   /* W13's second half */
+    if (rel >= full) return a;                         /* a tail block, or past the tile */
     *flip = 0x80u;
-    return a - (rel % half & 255u) + tsr_emu_tr_byte(rel % half & 255u);
+    return a - (rel & 255u) + tsr_emu_tr_byte(rel & 255u);
 }
 #endif
 
