@@ -197,7 +197,8 @@ static inline uint32_t tsr_emu_tr_byte(uint32_t u)
  * 32): w8 the tile's first unit, ws, xq, xs and psum as there (no weight
  * sums: the correction comes from the inputs).  One item: a pass; 2 to 8:
  * a pass for them all, in pairs of items; more: GEMMs of up to 16 items
- * (each a lane) and the pairs for a rest of up to 8.  The same int32 sums
+ * (each a lane), then a rest of up to 8 as above (one alone: the one-item
+ * pass).  Bytes of a unit that LOAD never wrote read as w = -128.  The same int32 sums
  * and, per row and item, the same fp32 operations in the same order:
  * bit-identical to pe_tile_q8 on the layout.  Returns rows / 8, the blocks
  * done, on any CPU that tsr_emu_tr_available accepts (without memory for

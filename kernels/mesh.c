@@ -469,7 +469,9 @@ static uint32_t gemv_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint3
     const float(*xf)[TSR_PE_XF] = st->xf[xb];
     /* the emulator's SIMD rows (emu/), bit-identical to the loop: the full
      * row blocks of each half, for all items at once */
-    for (uint32_t h = 0; run && st->simd && t.ngroups && h < halves; h++) {
+    /* (transposed units, once configured, only ever go through the SIMD
+     * rows: the portable loop reads the layout) */
+    for (uint32_t h = 0; run && (st->simd || st->emu_tr) && t.ngroups && h < halves; h++) {
         uint32_t po = h * t.rows, ent = h * t.rows * t.ngroups;
         if (q4)
             done[h] = tsr_emu_tile_q4(&st->w8[p][0][0] + t.w_off + ent * TSR_Q4_ENTRY_BYTES,

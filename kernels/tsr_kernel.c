@@ -151,6 +151,9 @@ static int op_configure(tsr_kstate *st, const uint32_t *in_w, const float *in_f,
     c.rope_theta = in_f[TSR_KCONFIG_INTS];
     c.norm_eps = in_f[TSR_KCONFIG_INTS + 1];
     st->configured = 0;
+#ifdef TSR_EMU
+    st->emu_tr = 0;   /* a failed CONFIGURE leaves the raw layout */
+#endif
     uint32_t fit[TSR_KFIT_WORDS];
 cfg_fit_clear:
     for (uint32_t k = 0; k < TSR_KFIT_WORDS; k++) fit[k] = 0;
@@ -692,7 +695,7 @@ static int op_read_mem(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], volatile
             tsr_cdiv(len, 4u) > room)
             return TSR_K_EARG;
 #ifdef TSR_EMU
-        if (st->emu_tr) {   /* back out of the transposed units */
+        if (st->emu_tr && st->configured) {   /* back out of the transposed units */
             emu_w8_cursor cu;
             emu_cursor_init(st, p, &cu);
             for (uint32_t k = 0; k < tsr_cdiv(len, 4u); k++) {

@@ -353,7 +353,8 @@ typedef struct tsr_kstate {
                                     CONFIGURE                               */
     /* emulator: 128 x the sum of each Q8 entry's int8 weights, in the
      * order of its scales (f32), kept by LOAD: the GEMM rows' correction
-     * for their unsigned inputs (emu/tile_simd.c) */
+     * for their unsigned inputs (emu/tile_simd.c); not kept for tiles in
+     * transposed units, whose correction comes from the inputs */
     int32_t  emu_wcorr[TSR_PES][TSR_PE_F32_WORDS];
     /* emulator: a pass's attention, each KV head group's cycles per item
      * and step (its phases and tree levels; tsr_attention_pass) */
