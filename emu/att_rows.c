@@ -49,7 +49,7 @@ static void att_mac(const float *kv, uint32_t stride, const float *s, uint32_t n
 #include <immintrin.h>
 
 #define AVX512 __attribute__((target("avx512f")))
-#define SUM_REGS 4u   /* 16-lane sums kept in registers: 64 elements */
+#define SUM_REGS 8u   /* 16-lane sums kept in registers: up to 128 elements */
 
 /* The lanes of register r (elements 16 r .. 16 r + 15) below n. */
 static inline __mmask16 lane_mask(uint32_t n, uint32_t r)
@@ -58,33 +58,51 @@ static inline __mmask16 lane_mask(uint32_t n, uint32_t r)
     return (__mmask16)(left >= 16u ? 0xffffu : (1u << left) - 1u);
 }
 
-/* parts 1 (the weighted sum of V): each element's sum runs over all the
- * rows in order, a dependency chain per element.  att_mac keeps the sums
- * in acc, so each row waits for the previous row's store to come back
- * (store forwarding, then the add); here a block of up to 64 elements
- * keeps its sums in four registers across the rows, masked past nj.
- * The same operations, in the same order, per element. */
+/* One block of n <= 16 nr elements, nr registers (a constant where it is
+ * inlined): every row's multiply-add into them, rows in order. */
+static inline __attribute__((always_inline)) AVX512 void
+sum_block(uint32_t nr, const float *kv, uint32_t stride, const float *s, uint32_t no, uint32_t n,
+          float *acc)
+{
+    /* registers before the last are full; the last one's lanes past n
+     * are loaded as 0 and never stored */
+    __mmask16 last = lane_mask(n, nr - 1u);
+    __m512 a[SUM_REGS];
+    for (uint32_t r = 0; r < nr; r++) a[r] = _mm512_setzero_ps();
+    const float *k = kv;
+    for (uint32_t o = 0; o < no; o++, k += stride) {
+        __m512 sv = _mm512_set1_ps(s[o]);
+        for (uint32_t r = 0; r + 1u < nr; r++)
+            a[r] = _mm512_add_ps(a[r], _mm512_mul_ps(sv, _mm512_loadu_ps(k + 16u * r)));
+        a[nr - 1u] = _mm512_add_ps(a[nr - 1u], _mm512_mul_ps(sv, _mm512_maskz_loadu_ps(last, k + 16u * (nr - 1u))));
+    }
+    for (uint32_t r = 0; r + 1u < nr; r++) _mm512_storeu_ps(acc + 16u * r, a[r]);
+    _mm512_mask_storeu_ps(acc + 16u * (nr - 1u), last, a[nr - 1u]);
+}
+
+/* parts 1: each element's sum runs over all the rows in order, a
+ * dependency chain per element.  att_mac keeps the sums in acc, so each
+ * row waits for the previous row's store to come back (store forwarding,
+ * then the add); here a block of up to 128 elements keeps its sums in as
+ * many 16-lane registers as it needs across the rows, so each row is read
+ * once a block.  The same operations, in the same order, per element. */
 static AVX512 void att_mac_sum_avx512(const float *kv, uint32_t stride, const float *s,
                                       uint32_t no, uint32_t nj, float *acc)
 {
     for (uint32_t j0 = 0; j0 < nj; j0 += 16u * SUM_REGS) {
         uint32_t n = nj - j0 < 16u * SUM_REGS ? nj - j0 : 16u * SUM_REGS;
-        /* lanes past n: masked off (loaded as 0, never stored) */
-        __mmask16 m0 = lane_mask(n, 0u), m1 = lane_mask(n, 1u), m2 = lane_mask(n, 2u),
-                  m3 = lane_mask(n, 3u);
-        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         const float *k = kv + j0;
-        for (uint32_t o = 0; o < no; o++, k += stride) {
-            __m512 sv = _mm512_set1_ps(s[o]);
-            a0 = _mm512_add_ps(a0, _mm512_mul_ps(sv, _mm512_maskz_loadu_ps(m0, k)));
-            a1 = _mm512_add_ps(a1, _mm512_mul_ps(sv, _mm512_maskz_loadu_ps(m1, k + 16)));
-            a2 = _mm512_add_ps(a2, _mm512_mul_ps(sv, _mm512_maskz_loadu_ps(m2, k + 32)));
-            a3 = _mm512_add_ps(a3, _mm512_mul_ps(sv, _mm512_maskz_loadu_ps(m3, k + 48)));
+        float *out = acc + j0;
+        switch ((n + 15u) / 16u) {   /* each register count its own copy */
+        case 1: sum_block(1u, k, stride, s, no, n, out); break;
+        case 2: sum_block(2u, k, stride, s, no, n, out); break;
+        case 3: sum_block(3u, k, stride, s, no, n, out); break;
+        case 4: sum_block(4u, k, stride, s, no, n, out); break;
+        case 5: sum_block(5u, k, stride, s, no, n, out); break;
+        case 6: sum_block(6u, k, stride, s, no, n, out); break;
+        case 7: sum_block(7u, k, stride, s, no, n, out); break;
+        default: sum_block(8u, k, stride, s, no, n, out); break;
         }
-        _mm512_mask_storeu_ps(acc + j0, m0, a0);
-        _mm512_mask_storeu_ps(acc + j0 + 16, m1, a1);
-        _mm512_mask_storeu_ps(acc + j0 + 32, m2, a2);
-        _mm512_mask_storeu_ps(acc + j0 + 48, m3, a3);
     }
 }
 
