@@ -50,6 +50,26 @@ int32_t tsr_emu_wcorr_q4(const int8_t *w)
     return 128 * sum;
 }
 
+#define TR_UNIT 256u   /* bytes: a transposed unit, one group of a block, 8 rows x 32 */
+
+void tsr_emu_tile_q8t_plain(const uint8_t *w8, const float *ws, uint32_t nb, uint32_t ng,
+                            const int8_t *x, const float *xs, float *psum)
+{
+    for (uint32_t b = 0; b < nb; b++)
+        for (uint32_t r = 0; r < 8u; r++) {
+            float acc = 0.0f;
+            for (uint32_t g = 0; g < ng; g++) {
+                const uint8_t *u = w8 + ((size_t)b * ng + g) * TR_UNIT;
+                int32_t isum = 0;
+                for (uint32_t l = 0; l < 32u; l++)
+                    isum += (int32_t)(int8_t)(u[tsr_emu_tr_byte(r * 32u + l)] ^ 0x80u) *
+                            (int32_t)x[(size_t)g * 32u + l];
+                acc += (float)isum * ws[((size_t)b * ng + g) * 8u + r] * xs[g];
+            }
+            psum[(size_t)b * 8u + r] = acc;
+        }
+}
+
 #if defined(TSR_EMU_SIMD) && TSR_EMU_SIMD && defined(__x86_64__)
 #include <immintrin.h>
 
@@ -478,7 +498,6 @@ static int gemm_available(void)
 
 /* ---- the transposed units (tsr_emu.h) ---------------------------------- */
 
-#define TR_UNIT  256u   /* bytes: one group of a block, 8 rows x 32 */
 #define TR_PAIRS 4u     /* pairs of items in one pass: up to 8 items */
 
 int tsr_emu_tr_available(void) { return tsr_emu_simd_available() && gemm_available(); }
@@ -636,25 +655,6 @@ static GEMM void tr_gemm(const uint8_t *w8, const float *ws, uint32_t nb, uint32
     }
 }
 
-/* The plain loop on the transposed units, when there is no scratch. */
-static void tr_plain(const uint8_t *w8, const float *ws, uint32_t nb, uint32_t ng,
-                     const int8_t *x, const float *xs, float *psum)
-{
-    for (uint32_t b = 0; b < nb; b++)
-        for (uint32_t r = 0; r < 8u; r++) {
-            float acc = 0.0f;
-            for (uint32_t g = 0; g < ng; g++) {
-                const uint8_t *u = w8 + ((size_t)b * ng + g) * TR_UNIT;
-                int32_t isum = 0;
-                for (uint32_t l = 0; l < 32u; l++)
-                    isum += (int32_t)(int8_t)(u[tsr_emu_tr_byte(r * 32u + l)] ^ 0x80u) *
-                            (int32_t)x[(size_t)g * 32u + l];
-                acc += (float)isum * ws[((size_t)b * ng + g) * 8u + r] * xs[g];
-            }
-            psum[(size_t)b * 8u + r] = acc;
-        }
-}
-
 /* m <= 8 items: one, or pairs (a zero input for an odd one out). */
 static GEMM int tr_few(const uint8_t *w8, const float *ws, uint32_t nb, uint32_t ng,
                        const int8_t *xq, size_t xq_stride, const float *xs, size_t xs_stride,
@@ -727,8 +727,8 @@ uint32_t tsr_emu_tile_q8t(const uint8_t *w8, const float *ws, uint32_t rows, uin
                        ? tr_many(w8, ws, nb, ng, x, xq_stride, s, xs_stride, m, o, psum_stride)
                        : tr_few(w8, ws, nb, ng, x, xq_stride, s, xs_stride, m, o, psum_stride);
         for (uint32_t i = 0; !done && i < m; i++)
-            tr_plain(w8, ws, nb, ng, x + (size_t)i * xq_stride, s + (size_t)i * xs_stride,
-                     o + (size_t)i * psum_stride);
+            tsr_emu_tile_q8t_plain(w8, ws, nb, ng, x + (size_t)i * xq_stride,
+                                   s + (size_t)i * xs_stride, o + (size_t)i * psum_stride);
         k += m;
     }
     return nb;

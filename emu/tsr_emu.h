@@ -207,6 +207,12 @@ uint32_t tsr_emu_tile_q8t(const uint8_t *w8, const float *ws, uint32_t rows, uin
                           const int8_t *xq, size_t xq_stride, const float *xs, size_t xs_stride,
                           uint32_t nx, float *psum, size_t psum_stride);
 
+/* The plain loop over a tile's nb full blocks of transposed units, one
+ * item (x, xs, psum as tsr_emu_tile_q8t's item 0): what tsr_emu_tile_q8t
+ * falls back to when it gets no memory for its scratch. */
+void tsr_emu_tile_q8t_plain(const uint8_t *w8, const float *ws, uint32_t nb, uint32_t ng,
+                            const int8_t *x, const float *xs, float *psum);
+
 /* 128 x the sum of the 32 values of one Q4_0 entry at w (16 bytes, as
  * tsr_emu_tile_q4 reads it): tsr_emu_wcorr of the entry widened to int8.
  * Kept per entry by the kernel's LOAD. */

@@ -734,6 +734,12 @@ static void simd_rows_bit_identical(void **state)
                 assert_int_equal(tsr_emu_tile_q8t(wt, ws, rows, ng, x, xst, xs, sst, nx, got, pst), nb);
                 for (uint32_t t = 0; t < nx; t++)
                     assert_memory_equal(&got[t * pst], &want[t * pst], sizeof(float) * nb * 8);
+                /* and its plain loop, an item at a time */
+                memset(got, 0, sizeof(float) * nx * pst);
+                for (uint32_t t = 0; t < nx; t++) {
+                    tsr_emu_tile_q8t_plain(wt, ws, nb, ng, x + t * xst, xs + t * sst, got + t * pst);
+                    assert_memory_equal(&got[t * pst], &want[t * pst], sizeof(float) * nb * 8);
+                }
                 free(wt);
             }
             assert_int_equal(tsr_emu_tile_q8(w, ws, wc, rows, ng, 16, x, xst, xs, sst, nx, got, pst), 0);
