@@ -202,13 +202,8 @@ static void q8_matches_golden_q8(void **state)
     /* Position-0 logits of the device (Q8) against the golden F32. */
     int vocab = ck->cfg.vocab_size;
     float *dl = malloc((size_t)vocab * sizeof *dl);
-    tsr_seq *s = NULL;
-    assert_int_equal(tsr_seq_open(m, &s), TSR_OK);
-    int bos = 1;
-    assert_int_equal(tsr_seq_append_tokens(s, &bos, 1), TSR_OK);
-    tsr_gen_opts one = { .max_tokens = 1 };
-    assert_int_equal(tsr_seq_generate(s, &one, NULL, NULL, NULL), TSR_OK);
-    assert_int_equal(tsr_seq_read_logits(s, dl, vocab), TSR_OK);
+    assert_non_null(dl);
+    logits_after_bos(m, dl, vocab);
     const float *fl = golden_forward(&gf, 1, 0);
     double nmse = golden_nmse(dl, fl, vocab);
     /* The device's Q8 logits against the golden Q8 logits. */
@@ -232,7 +227,6 @@ static void q8_matches_golden_q8(void **state)
     assert_true(agree >= STEPS * 9 / 10);
 
     free(dl);
-    tsr_seq_close(s);
     tsr_model_close(m);
     tsr_device_close(dev);
     golden_free(&gq);
