@@ -90,15 +90,18 @@ static void emu_close(tsr_backend *b)
 }
 
 /* Each PE's slice of an [n][...] array over the first n PEs (TSR_PES, or
- * TSR_ATT_PES for the attention PEs') on its owner's NUMA node, on 2 MB
- * pages where the kernel has them (a GEMV streams every tile; 4 KB pages
- * cost a TLB miss every 4 KB). */
-static void place_slices(tsr_backend *b, void *base, size_t per_pe, int n)
+ * TSR_ATT_PES for the attention PEs') on its owner's NUMA node.  huge: on
+ * 2 MB pages where the kernel has them, for the weight slabs, which the
+ * stream fills whole and every GEMV streams (4 KB pages cost a TLB miss
+ * every 4 KB).  The KV cache and the per-item buffers stay on 4 KB pages:
+ * they are touched sparsely, and 2 MB pages would commit memory nothing
+ * uses.  The slices start on pages (TSR_EMU_PAGE, tsr_kernel.h). */
+static void place_slices(tsr_backend *b, void *base, size_t per_pe, int n, int huge)
 {
+    if (huge) (void)madvise(base, (size_t)n * per_pe, MADV_HUGEPAGE);   /* best effort */
     for (int p = 0; p < n; p++) {
         char *s = (char *)base + (size_t)p * per_pe;
-        if (per_pe >= (2u << 20)) madvise(s, per_pe, MADV_HUGEPAGE);
-        if (b->numa && b->nodes > 1 && per_pe % 4096u == 0 && ((uintptr_t)s & 4095u) == 0) {
+        if (b->numa && b->nodes > 1 && per_pe % 4096u == 0) {
             uint32_t w = tsr_emu_pe_owner((uint32_t)(p < b->pes ? p : b->pes - 1), (uint32_t)b->pes,
                                           b->threads);
             numa_tonode_memory(s, per_pe, tsr_emu_worker_node(w, b->threads, b->nodes));
@@ -150,14 +153,14 @@ static int emu_open(const tsr_devspec *spec, tsr_backend **out, tsr_devinfo *inf
     }
     b->st->simd = !spec->no_simd;
     tsr_kstate *s = b->st;
-    place_slices(b, s->w8, sizeof s->w8[0], TSR_PES);
-    place_slices(b, s->f32, sizeof s->f32[0], TSR_PES);
-    place_slices(b, s->kv, sizeof s->kv[0], TSR_ATT_PES);
-    place_slices(b, s->psum, sizeof s->psum[0], TSR_PES);
-    place_slices(b, s->xq, sizeof s->xq[0], TSR_PES);
-    place_slices(b, s->kvh, sizeof s->kvh[0], TSR_ATT_PES);
-    place_slices(b, s->kvq, sizeof s->kvq[0], TSR_ATT_PES);
-    place_slices(b, s->kvs, sizeof s->kvs[0], TSR_ATT_PES);
+    place_slices(b, s->w8, sizeof s->w8[0], TSR_PES, 1);
+    place_slices(b, s->f32, sizeof s->f32[0], TSR_PES, 0);
+    place_slices(b, s->kv, sizeof s->kv[0], TSR_ATT_PES, 0);
+    place_slices(b, s->psum, sizeof s->psum[0], TSR_PES, 0);
+    place_slices(b, s->xq, sizeof s->xq[0], TSR_PES, 0);
+    place_slices(b, s->kvh, sizeof s->kvh[0], TSR_ATT_PES, 0);
+    place_slices(b, s->kvq, sizeof s->kvq[0], TSR_ATT_PES, 0);
+    place_slices(b, s->kvs, sizeof s->kvs[0], TSR_ATT_PES, 0);
     /* the link buffers */
     b->words[TSR_BUF_CTL] = TSR_CTL_WORDS(EMU_RING_N);
     b->words[TSR_BUF_IN] = TSR_IN_WORDS;

@@ -248,6 +248,17 @@ typedef struct tsr_ktab {
 #define TSR_EMU
 #endif
 
+/* The emulator starts each PE memory on a page (the state is one mmap'd,
+ * page-aligned reservation): whole cache lines for the SIMD rows' loads
+ * (a 64-byte load across two lines costs two), and page ranges for
+ * madvise and NUMA placement (driver/backend_emu.c).  Synthesis lays the
+ * memories out itself (tessera_top partitions them). */
+#ifdef TSR_EMU
+#define TSR_EMU_PAGE __attribute__((aligned(4096)))
+#else
+#define TSR_EMU_PAGE
+#endif
+
 /* The device: controller state, then the PEs' memories, each an array over
  * the profile's TSR_PES PEs (partitioned per PE in tessera_top, so every
  * PE owns its memories; in the emulator one reservation, each PE's slice
@@ -327,23 +338,23 @@ typedef struct tsr_kstate {
     float    am[TSR_ATT_PES][TSR_MAX_HEADS];  /* attention: max score, per query head */
     float    asum[TSR_ATT_PES][TSR_MAX_HEADS]; /* sum of exp(score - max)    */
     /* --- PE memories --- */
-    int8_t   w8[TSR_PES][TSR_PE_W8_WORDS][TSR_LANES]; /* int8 tiles          */
-    float    f32[TSR_PES][TSR_PE_F32_WORDS];          /* scales / F32 tiles  */
+    TSR_EMU_PAGE int8_t   w8[TSR_PES][TSR_PE_W8_WORDS][TSR_LANES]; /* int8 tiles          */
+    TSR_EMU_PAGE float    f32[TSR_PES][TSR_PE_F32_WORDS];          /* scales / F32 tiles  */
     /* the attention PEs' memories, in words of TSR_ATT_LANES (a lane is a
      * bank) or TSR_VEC (their copy of q | k | v, latched off the bus) */
-    float    kv[TSR_ATT_PES][TSR_PE_KV_AW][TSR_ATT_LANES];  /* KV cache, fp32 */
-    uint16_t kvh[TSR_ATT_PES][TSR_PE_KVH_AW][TSR_ATT_LANES]; /* ..., IEEE half */
-    int8_t   kvq[TSR_ATT_PES][TSR_PE_KVQ_AW][TSR_ATT_LANES]; /* ..., int8      */
-    float    kvs[TSR_ATT_PES][TSR_KVS_DIM];                 /* its scales     */
-    float    qkvw[TSR_ATT_PES][TSR_PE_QKV_VW][TSR_VEC];     /* q | k | v      */
-    float    att[TSR_ATT_PES][TSR_PE_ATT_AW][TSR_ATT_LANES]; /* scores         */
-    float    ao[TSR_ATT_PES][TSR_PE_AO_AW][TSR_ATT_LANES];  /* head outputs   */
+    TSR_EMU_PAGE float    kv[TSR_ATT_PES][TSR_PE_KV_AW][TSR_ATT_LANES];  /* KV cache, fp32 */
+    TSR_EMU_PAGE uint16_t kvh[TSR_ATT_PES][TSR_PE_KVH_AW][TSR_ATT_LANES]; /* ..., IEEE half */
+    TSR_EMU_PAGE int8_t   kvq[TSR_ATT_PES][TSR_PE_KVQ_AW][TSR_ATT_LANES]; /* ..., int8      */
+    TSR_EMU_PAGE float    kvs[TSR_ATT_PES][TSR_KVS_DIM];                 /* its scales     */
+    TSR_EMU_PAGE float    qkvw[TSR_ATT_PES][TSR_PE_QKV_VW][TSR_VEC];     /* q | k | v      */
+    TSR_EMU_PAGE float    att[TSR_ATT_PES][TSR_PE_ATT_AW][TSR_ATT_LANES]; /* scores         */
+    TSR_EMU_PAGE float    ao[TSR_ATT_PES][TSR_PE_AO_AW][TSR_ATT_LANES];  /* head outputs   */
     /* per item of the pass: a tile's outputs, the broadcast input (Q8:
      * int8 words and group scales; F32: values) */
-    float    psum[TSR_PES][TSR_MAX_BLOCK][TSR_PE_ROWS];
-    int8_t   xq[TSR_PES][TSR_MAX_BLOCK][TSR_PE_XQ_WORDS][TSR_LANES];
-    float    xs[TSR_PES][TSR_MAX_BLOCK][TSR_PE_XS];
-    float    xf[TSR_PES][TSR_MAX_BLOCK][TSR_PE_XF];
+    TSR_EMU_PAGE float    psum[TSR_PES][TSR_MAX_BLOCK][TSR_PE_ROWS];
+    TSR_EMU_PAGE int8_t   xq[TSR_PES][TSR_MAX_BLOCK][TSR_PE_XQ_WORDS][TSR_LANES];
+    TSR_EMU_PAGE float    xs[TSR_PES][TSR_MAX_BLOCK][TSR_PE_XS];
+    TSR_EMU_PAGE float    xf[TSR_PES][TSR_MAX_BLOCK][TSR_PE_XF];
 #ifdef TSR_EMU
     struct tsr_emu_pool *pool;   /* emulator: worker threads over the PEs
                                     (emu/tsr_emu.h); NULL: one thread       */
