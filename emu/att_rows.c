@@ -48,8 +48,10 @@ static void att_mac(const float *kv, uint32_t stride, const float *s, uint32_t n
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
 
-#define AVX512 __attribute__((target("avx512f")))
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
 #define SUM_REGS 8u   /* 16-lane sums kept in registers: up to 128 elements */
+
+enum { KV_F32, KV_F16, KV_I8 };   /* the cache's element type (a constant where inlined) */
 
 /* The lanes of register r (elements 16 r .. 16 r + 15) below n. */
 static inline __mmask16 lane_mask(uint32_t n, uint32_t r)
@@ -58,23 +60,37 @@ static inline __mmask16 lane_mask(uint32_t n, uint32_t r)
     return (__mmask16)(left >= 16u ? 0xffffu : (1u << left) - 1u);
 }
 
-/* One block of n <= 16 nr elements, nr registers (a constant where it is
- * inlined): every row's multiply-add into them, rows in order. */
+/* 16 elements of a row from element i as fp32, lanes outside m as 0: the
+ * fp32 values, the halves decoded (VCVTPH2PS is exact, as
+ * tsr_f32_from_f16 is; the cache's one NaN, 0x7E00, decodes to the same
+ * quiet NaN), or the int8 values converted. */
+static inline __attribute__((always_inline)) AVX512 __m512
+load16(uint32_t t, const void *row, uint32_t i, __mmask16 m)
+{
+    if (t == KV_F16)
+        return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)row + i));
+    if (t == KV_I8)
+        return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, (const int8_t *)row + i)));
+    return _mm512_maskz_loadu_ps(m, (const float *)row + i);
+}
+
+/* One block of n <= 16 nr elements, nr registers (t and nr constants where
+ * it is inlined): every row's multiply-add into them, rows in order. */
 static inline __attribute__((always_inline)) AVX512 void
-sum_block(uint32_t nr, const float *kv, uint32_t stride, const float *s, uint32_t no, uint32_t n,
-          float *acc)
+sum_block(uint32_t t, uint32_t nr, const void *kv, size_t row_bytes, const float *s, uint32_t no,
+          uint32_t n, float *acc)
 {
     /* registers before the last are full; the last one's lanes past n
      * are loaded as 0 and never stored */
     __mmask16 last = lane_mask(n, nr - 1u);
     __m512 a[SUM_REGS];
     for (uint32_t r = 0; r < nr; r++) a[r] = _mm512_setzero_ps();
-    const float *k = kv;
-    for (uint32_t o = 0; o < no; o++, k += stride) {
+    const char *k = kv;
+    for (uint32_t o = 0; o < no; o++, k += row_bytes) {
         __m512 sv = _mm512_set1_ps(s[o]);
         for (uint32_t r = 0; r + 1u < nr; r++)
-            a[r] = _mm512_add_ps(a[r], _mm512_mul_ps(sv, _mm512_loadu_ps(k + 16u * r)));
-        a[nr - 1u] = _mm512_add_ps(a[nr - 1u], _mm512_mul_ps(sv, _mm512_maskz_loadu_ps(last, k + 16u * (nr - 1u))));
+            a[r] = _mm512_add_ps(a[r], _mm512_mul_ps(sv, load16(t, k, 16u * r, 0xffffu)));
+        a[nr - 1u] = _mm512_add_ps(a[nr - 1u], _mm512_mul_ps(sv, load16(t, k, 16u * (nr - 1u), last)));
     }
     for (uint32_t r = 0; r + 1u < nr; r++) _mm512_storeu_ps(acc + 16u * r, a[r]);
     _mm512_mask_storeu_ps(acc + 16u * (nr - 1u), last, a[nr - 1u]);
@@ -85,46 +101,89 @@ sum_block(uint32_t nr, const float *kv, uint32_t stride, const float *s, uint32_
  * row waits for the previous row's store to come back (store forwarding,
  * then the add); here a block of up to 128 elements keeps its sums in as
  * many 16-lane registers as it needs across the rows, so each row is read
- * once a block.  The same operations, in the same order, per element. */
-static AVX512 void att_mac_sum_avx512(const float *kv, uint32_t stride, const float *s,
-                                      uint32_t no, uint32_t nj, float *acc)
+ * once a block.  The same operations, in the same order, per element; the
+ * f16 and int8 caches converted as they are loaded (the converted loops'
+ * values). */
+static inline __attribute__((always_inline)) AVX512 void
+mac_sum(uint32_t t, const void *kv, uint32_t stride, const float *s, uint32_t no, uint32_t nj,
+        float *acc)
 {
+    size_t es = t == KV_F32 ? 4u : t == KV_F16 ? 2u : 1u;   /* element bytes */
     for (uint32_t j0 = 0; j0 < nj; j0 += 16u * SUM_REGS) {
         uint32_t n = nj - j0 < 16u * SUM_REGS ? nj - j0 : 16u * SUM_REGS;
-        const float *k = kv + j0;
+        const char *k = (const char *)kv + j0 * es;
+        size_t rb = stride * es;
         float *out = acc + j0;
         switch ((n + 15u) / 16u) {   /* each register count its own copy */
-        case 1: sum_block(1u, k, stride, s, no, n, out); break;
-        case 2: sum_block(2u, k, stride, s, no, n, out); break;
-        case 3: sum_block(3u, k, stride, s, no, n, out); break;
-        case 4: sum_block(4u, k, stride, s, no, n, out); break;
-        case 5: sum_block(5u, k, stride, s, no, n, out); break;
-        case 6: sum_block(6u, k, stride, s, no, n, out); break;
-        case 7: sum_block(7u, k, stride, s, no, n, out); break;
-        default: sum_block(8u, k, stride, s, no, n, out); break;
+        case 1: sum_block(t, 1u, k, rb, s, no, n, out); break;
+        case 2: sum_block(t, 2u, k, rb, s, no, n, out); break;
+        case 3: sum_block(t, 3u, k, rb, s, no, n, out); break;
+        case 4: sum_block(t, 4u, k, rb, s, no, n, out); break;
+        case 5: sum_block(t, 5u, k, rb, s, no, n, out); break;
+        case 6: sum_block(t, 6u, k, rb, s, no, n, out); break;
+        case 7: sum_block(t, 7u, k, rb, s, no, n, out); break;
+        default: sum_block(t, 8u, k, rb, s, no, n, out); break;
         }
     }
 }
 
+static AVX512 void mac_sum_f32(const float *kv, uint32_t stride, const float *s, uint32_t no,
+                               uint32_t nj, float *acc)
+{
+    mac_sum(KV_F32, kv, stride, s, no, nj, acc);
+}
+
+static AVX512 void mac_sum_f16(const uint16_t *kv, uint32_t stride, const float *s, uint32_t no,
+                               uint32_t nj, float *acc)
+{
+    mac_sum(KV_F16, kv, stride, s, no, nj, acc);
+}
+
+static AVX512 void mac_sum_i8(const int8_t *kv, uint32_t stride, const float *s, uint32_t no,
+                              uint32_t nj, float *acc)
+{
+    mac_sum(KV_I8, kv, stride, s, no, nj, acc);
+}
+
+/* AVX-512 F, BW and VL (every AVX-512 CPU but Xeon Phi has all three). */
 static int avx512_available(void)
 {
     static int have = -1;
     int h = __atomic_load_n(&have, __ATOMIC_RELAXED);
     if (h < 0) {
         __builtin_cpu_init();
-        h = __builtin_cpu_supports("avx512f") != 0;
+        h = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512vl");
         __atomic_store_n(&have, h, __ATOMIC_RELAXED);
     }
     return h;
 }
+/* 16 at a time by VCVTPS2PH, round to nearest even, which is
+ * tsr_f16_from_f32's rounding, overflow to infinity and subnormals; its
+ * NaN keeps the input's sign and payload, so a NaN lane takes the
+ * kernel's one NaN, 0x7E00, instead. */
+static AVX512 void f16_encode_avx512(const float *x, uint16_t *h, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i += 16u) {
+        __mmask16 m = lane_mask(n - i, 0u);
+        __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+        __m256i r = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        r = _mm256_mask_blend_epi16(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), r,
+                                    _mm256_set1_epi16(0x7E00));
+        _mm256_mask_storeu_epi16(h + i, m, r);
+    }
+}
+
+/* The register sums take parts 1 (partials > 1 keep the converted loops). */
+#define SUM_PATH(parts, no) ((parts) == 1u && (no) > 0u && avx512_available())
 #endif
 
 void tsr_emu_att_mac(const float *kv, uint32_t stride, const float *s, uint32_t no, uint32_t nj,
                      uint32_t parts, float *acc, uint32_t acc_stride)
 {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-    if (parts == 1u && no > 0u && avx512_available()) {
-        att_mac_sum_avx512(kv, stride, s, no, nj, acc);
+    if (SUM_PATH(parts, no)) {
+        mac_sum_f32(kv, stride, s, no, nj, acc);
         return;
     }
 #endif
@@ -152,11 +211,34 @@ void tsr_emu_att_mac(const float *kv, uint32_t stride, const float *s, uint32_t 
 void tsr_emu_att_mac_f16(const uint16_t *kv, uint32_t stride, const float *s, uint32_t no,
                          uint32_t nj, uint32_t parts, float *acc, uint32_t acc_stride)
 {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    if (SUM_PATH(parts, no)) {
+        mac_sum_f16(kv, stride, s, no, nj, acc);
+        return;
+    }
+#endif
     ATT_MAC_CONVERTED(tsr_f32_from_f16)
 }
 
 void tsr_emu_att_mac_i8(const int8_t *kv, uint32_t stride, const float *s, uint32_t no,
                         uint32_t nj, uint32_t parts, float *acc, uint32_t acc_stride)
 {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    if (SUM_PATH(parts, no)) {
+        mac_sum_i8(kv, stride, s, no, nj, acc);
+        return;
+    }
+#endif
     ATT_MAC_CONVERTED(I8_TO_F32)
+}
+
+void tsr_emu_f16_encode(const float *x, uint16_t *h, uint32_t n)
+{
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    if (avx512_available()) {
+        f16_encode_avx512(x, h, n);
+        return;
+    }
+#endif
+    for (uint32_t i = 0; i < n; i++) h[i] = tsr_f16_from_f32(x[i]);
 }

@@ -135,6 +135,10 @@ void tsr_emu_att_mac_f16(const uint16_t *kv, uint32_t stride, const float *s, ui
 void tsr_emu_att_mac_i8(const int8_t *kv, uint32_t stride, const float *s, uint32_t no,
                         uint32_t nj, uint32_t parts, float *acc, uint32_t acc_stride);
 
+/* h[i] = tsr_f16_from_f32(x[i]) for i < n, bit for bit (the f16 cache's
+ * stores). */
+void tsr_emu_f16_encode(const float *x, uint16_t *h, uint32_t n);
+
 /* ------------------------------------------------------------------------ */
 /* SIMD rows                                                                  */
 

@@ -64,6 +64,18 @@ static void pe_att_store(float kv[TSR_PE_KV_AW][TSR_ATT_LANES],
     uint32_t ka = kbw + t / TSR_ATT_LANES;                       /* K^T row i's word */
     uint32_t va = vbw + TSR_MUL_SMALL(hsw, t, TSR_BITS(TSR_MAX_SEQ));   /* V row t */
     float ks = 0.0f, vs = 0.0f;
+#if TSR_WITH_KV_F16 && defined(TSR_EMU)
+    /* the emulator encodes the two vectors 16 halves at a time, the same
+     * bits (emu/att_rows.c) */
+    uint16_t kh[TSR_MAX_HEAD_SIZE], vh[TSR_MAX_HEAD_SIZE];
+    if (kvt == TSR_KV_F16) {
+        tsr_emu_f16_encode(&qkvw[0][0] + k0, kh, hs);
+        tsr_emu_f16_encode(&qkvw[0][0] + v0, vh, hs);
+    }
+#define KV_F16_OF(x, xh) (xh)
+#else
+#define KV_F16_OF(x, xh) tsr_f16_from_f32(x)
+#endif
 #if TSR_WITH_KV_INT8
     if (kvt == TSR_KV_INT8) {
         float km = 0.0f, vm = 0.0f;
@@ -94,8 +106,8 @@ att_store:
         float k = qkvw[ki / TSR_VEC][ki % TSR_VEC], v = qkvw[vi / TSR_VEC][vi % TSR_VEC];
 #if TSR_WITH_KV_F16
         if (kvt == TSR_KV_F16) {
-            kvh[ka][tl] = tsr_f16_from_f32(k);
-            kvh[vw][vl] = tsr_f16_from_f32(v);
+            kvh[ka][tl] = KV_F16_OF(k, kh[i]);
+            kvh[vw][vl] = KV_F16_OF(v, vh[i]);
         } else
 #endif
 #if TSR_WITH_KV_INT8
@@ -110,6 +122,7 @@ att_store:
         }
         ka += slw;
     }
+#undef KV_F16_OF
 #if !TSR_WITH_KV_F16
     (void)kvh;
 #endif
