@@ -1,6 +1,7 @@
 /*
  * att_rows.c - the attention PE's multiply-add pass (kernels/attention.c
- * pe_att_mac) as plain nested loops the host compiler vectorizes (see
+ * pe_att_mac) as plain nested loops the host compiler vectorizes, or with
+ * one partial as AVX-512 register sums, and the f16 cache's encoder (see
  * tsr_emu.h).  The kernel's loop is flattened and, with one accumulator per
  * element, padded for the hardware's II=1 schedule; here the same fp32
  * operations run in the same order per element -- acc[o % parts][j] adds
@@ -158,6 +159,7 @@ static int avx512_available(void)
     }
     return h;
 }
+
 /* 16 at a time by VCVTPS2PH, round to nearest even, which is
  * tsr_f16_from_f32's rounding, overflow to infinity and subnormals; its
  * NaN keeps the input's sign and payload, so a NaN lane takes the

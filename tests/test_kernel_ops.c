@@ -34,6 +34,7 @@
 #include "kernel_rig.h"
 #include "tiny_model.h"
 #include "tsr_emu.h"
+#include "tsr_half.h"
 #include "tsr_ops.h"
 
 /* ------------------------------------------------------------------------ */
@@ -918,6 +919,59 @@ static void attention_matches_runc(void **state)
     tm_free(fx);
 }
 
+/* The emulator's attention multiply-add (emu/att_rows.c) against its
+ * definition, pe_att_mac's sums: acc[o % parts][j] = (o < parts ? 0 :
+ * itself) + s[o] * kv(o, j), o ascending, with kv(o, j) row o's element j
+ * as fp32 (a half decoded by tsr_f32_from_f16, an int8 value converted),
+ * for each cache type, one partial (the AVX-512 register sums, masked
+ * past nj) and three (the plain loops), over row lengths around the
+ * 16-lane registers and the 128-element blocks. */
+static void att_rows_bit_identical(void **state)
+{
+    (void)state;
+    enum { NO = 70, STRIDE = 272, ACC = 272 };
+    static float kf[NO * STRIDE], s[NO], want[3 * ACC], got[3 * ACC];
+    static uint16_t kh[NO * STRIDE];
+    static int8_t kq[NO * STRIDE];
+    for (int i = 0; i < NO * STRIDE; i++) {
+        kf[i] = tm_rand();
+        kh[i] = tsr_f16_from_f32(4.0f * tm_rand());
+        kq[i] = (int8_t)(lrintf(127.0f * tm_rand()));
+    }
+    kh[5] = 0x7E00u;      /* the cache's NaN, in row 0 */
+    kh[STRIDE + 3] = 0x0001u;   /* the least subnormal */
+    for (int o = 0; o < NO; o++) s[o] = tm_rand();
+    static const uint32_t njs[] = { 1, 15, 16, 17, 64, 80, 127, 128, 129, 200, 257 };
+    static const uint32_t nos[] = { 1, 2, 64, 70 };
+    int checked = 0;
+    for (int t = 0; t < 3; t++)
+        for (uint32_t parts = 1; parts <= 3; parts += 2)
+            for (size_t a = 0; a < sizeof nos / sizeof nos[0]; a++)
+                for (size_t b = 0; b < sizeof njs / sizeof njs[0]; b++) {
+                    uint32_t no = nos[a], nj = njs[b];
+                    for (uint32_t o = 0; o < no; o++)
+                        for (uint32_t j = 0; j < nj; j++) {
+                            size_t e = (size_t)o * STRIDE + j;
+                            float v = t == 0 ? kf[e] : t == 1 ? tsr_f32_from_f16(kh[e]) : (float)kq[e];
+                            float *w = &want[(o % parts) * ACC + j];
+                            *w = (o < parts ? 0.0f : *w) + s[o] * v;
+                        }
+                    memset(got, 0xff, sizeof got);
+                    if (t == 0) tsr_emu_att_mac(kf, STRIDE, s, no, nj, parts, got, ACC);
+                    else if (t == 1) tsr_emu_att_mac_f16(kh, STRIDE, s, no, nj, parts, got, ACC);
+                    else tsr_emu_att_mac_i8(kq, STRIDE, s, no, nj, parts, got, ACC);
+                    for (uint32_t k = 0; k < parts && k < no; k++) {
+                        assert_bits_equal(got + k * ACC, want + k * ACC, (int)nj, "acc");
+                        checked++;
+                        uint32_t past;   /* nothing written past nj */
+                        memcpy(&past, &got[k * ACC + nj], 4);
+                        assert_int_equal(past, 0xffffffffu);
+                    }
+                }
+    /* 3 caches x 11 lengths x (4 row counts a partial, then 1 + 2 + 3 + 3) */
+    assert_int_equal(checked, 3 * 11 * (4 + 9));
+}
+
 /* ------------------------------------------------------------------------ */
 /* Sampler                                                                    */
 
@@ -1285,6 +1339,7 @@ int main(void)
         cmocka_unit_test_setup(simd_rows_bit_identical, tm_reseed),
         cmocka_unit_test_setup(simd_q4_rows_bit_identical, tm_reseed),
         cmocka_unit_test_setup(attention_matches_runc, tm_reseed),
+        cmocka_unit_test_setup(att_rows_bit_identical, tm_reseed),
         cmocka_unit_test_setup(sampler_matches_runc, tm_reseed),
         cmocka_unit_test_setup(sampler_deterministic_given_seed, tm_reseed),
         cmocka_unit_test_setup(gemv_charges_the_slowest_pe, tm_reseed),
