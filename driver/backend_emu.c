@@ -90,15 +90,10 @@ static void emu_close(tsr_backend *b)
 }
 
 /* Each PE's slice of an [n][...] array over the first n PEs (TSR_PES, or
- * TSR_ATT_PES for the attention PEs') on its owner's NUMA node.  huge: on
- * 2 MB pages where the kernel has them, for the weight slabs, which the
- * stream fills whole and every GEMV streams (4 KB pages cost a TLB miss
- * every 4 KB).  The KV cache and the per-item buffers stay on 4 KB pages:
- * they are touched sparsely, and 2 MB pages would commit memory nothing
- * uses.  The slices start on pages (TSR_EMU_PAGE, tsr_kernel.h). */
-static void place_slices(tsr_backend *b, void *base, size_t per_pe, int n, int huge)
+ * TSR_ATT_PES for the attention PEs') on its owner's NUMA node.  The
+ * slices start on pages (TSR_EMU_PAGE, tsr_kernel.h). */
+static void place_slices(tsr_backend *b, void *base, size_t per_pe, int n)
 {
-    if (huge) (void)madvise(base, (size_t)n * per_pe, MADV_HUGEPAGE);   /* best effort */
     for (int p = 0; p < n; p++) {
         char *s = (char *)base + (size_t)p * per_pe;
         if (b->numa && b->nodes > 1 && per_pe % 4096u == 0) {
@@ -153,14 +148,14 @@ static int emu_open(const tsr_devspec *spec, tsr_backend **out, tsr_devinfo *inf
     }
     b->st->simd = !spec->no_simd;
     tsr_kstate *s = b->st;
-    place_slices(b, s->w8, sizeof s->w8[0], TSR_PES, 1);
-    place_slices(b, s->f32, sizeof s->f32[0], TSR_PES, 0);
-    place_slices(b, s->kv, sizeof s->kv[0], TSR_ATT_PES, 0);
-    place_slices(b, s->psum, sizeof s->psum[0], TSR_PES, 0);
-    place_slices(b, s->xq, sizeof s->xq[0], TSR_PES, 0);
-    place_slices(b, s->kvh, sizeof s->kvh[0], TSR_ATT_PES, 0);
-    place_slices(b, s->kvq, sizeof s->kvq[0], TSR_ATT_PES, 0);
-    place_slices(b, s->kvs, sizeof s->kvs[0], TSR_ATT_PES, 0);
+    place_slices(b, s->w8, sizeof s->w8[0], TSR_PES);
+    place_slices(b, s->f32, sizeof s->f32[0], TSR_PES);
+    place_slices(b, s->kv, sizeof s->kv[0], TSR_ATT_PES);
+    place_slices(b, s->psum, sizeof s->psum[0], TSR_PES);
+    place_slices(b, s->xq, sizeof s->xq[0], TSR_PES);
+    place_slices(b, s->kvh, sizeof s->kvh[0], TSR_ATT_PES);
+    place_slices(b, s->kvq, sizeof s->kvq[0], TSR_ATT_PES);
+    place_slices(b, s->kvs, sizeof s->kvs[0], TSR_ATT_PES);
     /* the link buffers */
     b->words[TSR_BUF_CTL] = TSR_CTL_WORDS(EMU_RING_N);
     b->words[TSR_BUF_IN] = TSR_IN_WORDS;
@@ -274,6 +269,18 @@ static void populate(void *p, size_t n)
     if (n) (void)madvise((void *)a, z - a, MADV_POPULATE_WRITE);   /* best effort */
 }
 
+/* Ask for 2 MB pages over the 2 MB-aligned part of [p, p + n): int8 tiles
+ * that the stream fills whole and every GEMV reads end to end (a 4 KB page
+ * costs a TLB miss every 4 KB).  Not past n: a 2 MB page there would
+ * commit memory nothing uses, as would 2 MB pages for the KV cache and the
+ * per-item buffers, which are touched sparsely. */
+static void huge_interior(void *p, size_t n)
+{
+    const uintptr_t M = (uintptr_t)2 << 20;
+    uintptr_t a = ((uintptr_t)p + M - 1u) & ~(M - 1u), z = ((uintptr_t)p + n) & ~(M - 1u);
+    if (z > a) (void)madvise((void *)a, z - a, MADV_HUGEPAGE);   /* best effort */
+}
+
 /* "Power on" the SRAM the weights of b->prep_cfg will occupy, PE by PE in
  * the order the weight stream fills it: let the OS allocate and zero those
  * pages.  The KV cache is left to fault in as positions are written. */
@@ -285,6 +292,7 @@ static void *prep_main(void *arg)
     for (uint32_t p = 0; p < P; p++) {
         uint64_t w8, f32;
         tsr_lay_pe_weights(kc, p, &w8, &f32, NULL);
+        huge_interior(b->st->w8[p], (size_t)w8);
         populate(b->st->w8[p], (size_t)w8);
         populate(b->st->f32[p], 4u * (size_t)f32);
     }
