@@ -59,9 +59,10 @@ int cmd_synth(int argc, char **argv)
     if (q8 && !group) group = 32;
     if (legacy) group = TSR_SYNTH_LEGACY;
     char err[512];
-    if (tsr_synth_file(shape, out, group, seed, err, sizeof err) != TSR_OK) {
+    int rc = tsr_synth_file(shape, out, group, seed, err, sizeof err);
+    if (rc != TSR_OK) {
         cli_error("%s", err);
-        return 1;
+        return rc == TSR_ERR_ARG ? 2 : 1;   /* a bad shape or group size is a usage error */
     }
     tsr_file_info fi;
     if (tsr_file_inspect(out, &fi, err, sizeof err) != TSR_OK) {

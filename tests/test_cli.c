@@ -207,6 +207,16 @@ static void run_bad_options_exit_2(void **state)
     assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH " --backend gpu", out, err,
                          sizeof out), 2);
     assert_non_null(strstr(err, "unknown backend 'gpu'"));
+    /* synth: a bad shape or group size is a usage error; an unwritable
+     * output a runtime failure */
+    assert_int_equal(run_capture(TESSERA_BIN " synth --shape bogus -o /tmp/tsr_cli_synth.bin", out,
+                                 err, sizeof out), 2);
+    assert_non_null(strstr(err, "bogus: unknown shape"));
+    assert_int_equal(run_capture(TESSERA_BIN " synth --shape stories260K --q8 --group-size 3 -o "
+                                 "/tmp/tsr_cli_synth.bin", out, err, sizeof out), 2);
+    assert_int_equal(run_capture(TESSERA_BIN " synth --shape stories260K -o /nonexistent/dir/x.bin",
+                                 out, err, sizeof out), 1);
+    assert_int_equal(access("/tmp/tsr_cli_synth.bin", F_OK), -1);   /* nothing written */
 }
 
 /* Each line continues the same sequence: the second reply follows the
