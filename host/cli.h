@@ -75,7 +75,8 @@ const char *cli_s(long long n);
 /* Help text for --part, the same in every command: the list is the parts
  * table's (tsr_part_list(), printed through the usage's one %s). */
 #define CLI_PART_HELP \
-    "      --part NAME       emulate the on-chip capacity of a part: %s\n" \
+    "      --part NAME       emulate the on-chip capacity of a part, one of\n" \
+    "                        %s\n" \
     "                        (parts whose block counts hw/parts.def lacks are refused)\n"
 
 /* Help text for --ctx, the same in every command. */
