@@ -147,17 +147,16 @@ static AVX512 void mac_sum_i8(const int8_t *kv, uint32_t stride, const float *s,
 }
 
 /* AVX-512 F, BW and VL (every AVX-512 CPU but Xeon Phi has all three). */
+static int avx512_probe(void)
+{
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl");
+}
+
 static int avx512_available(void)
 {
     static int have = -1;
-    int h = __atomic_load_n(&have, __ATOMIC_RELAXED);
-    if (h < 0) {
-        __builtin_cpu_init();
-        h = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-            __builtin_cpu_supports("avx512vl");
-        __atomic_store_n(&have, h, __ATOMIC_RELAXED);
-    }
-    return h;
+    return tsr_emu_cpu_once(&have, avx512_probe);
 }
 
 /* 16 at a time by VCVTPS2PH, round to nearest even, which is

@@ -201,28 +201,19 @@ static VNNI uint32_t tile_q4_vnni(const int8_t *w8, const float *ws, uint32_t ro
     TILE_BODY(dot32_vnni, 16u, Q4_ROWS)
 }
 
-static int cpu_has(int *cache, const char *what)
-{
-    int h = __atomic_load_n(cache, __ATOMIC_RELAXED);   /* -1: not asked yet */
-    if (h < 0) {
-        __builtin_cpu_init();
-        h = !__builtin_strcmp(what, "avx2") ? __builtin_cpu_supports("avx2") != 0
-                                            : __builtin_cpu_supports("avxvnni") != 0;
-        __atomic_store_n(cache, h, __ATOMIC_RELAXED);
-    }
-    return h;
-}
+static int avx2_probe(void) { return __builtin_cpu_supports("avx2"); }
+static int vnni_probe(void) { return __builtin_cpu_supports("avxvnni"); }
 
 int tsr_emu_simd_available(void)
 {
     static int have = -1;
-    return cpu_has(&have, "avx2");
+    return tsr_emu_cpu_once(&have, avx2_probe);
 }
 
 static int vnni_available(void)
 {
     static int have = -1;
-    return cpu_has(&have, "avxvnni");
+    return tsr_emu_cpu_once(&have, vnni_probe);
 }
 
 /* One item's pass over a Q8_0 (q4 0) or Q4_0 (q4 1) tile. */
@@ -483,17 +474,16 @@ static GEMM uint32_t tile_gemm4(uint32_t q4, const int8_t *w8, const float *ws,
     return nb;
 }
 
+static int gemm_probe(void)
+{
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vnni");
+}
+
 static int gemm_available(void)
 {
     static int have = -1;
-    int h = __atomic_load_n(&have, __ATOMIC_RELAXED);
-    if (h < 0) {
-        __builtin_cpu_init();
-        h = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-            __builtin_cpu_supports("avx512vnni");
-        __atomic_store_n(&have, h, __ATOMIC_RELAXED);
-    }
-    return h;
+    return tsr_emu_cpu_once(&have, gemm_probe);
 }
 
 /* ---- the transposed units (tsr_emu.h) ---------------------------------- */

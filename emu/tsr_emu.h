@@ -10,8 +10,10 @@
  *                products, and the rows over the emulator's transposed
  *                units (below), bit-identical to the portable loops in
  *                kernels/mesh.c
- *   att_rows.c   attention's multiply-add pass as vectorized loops
+ *   att_rows.c   attention's multiply-add pass as vectorized loops, and
+ *                the f16 cache's encoder
  *   pes.c        a mesh step's PE tasks on the pool
+ *   cpu.c        the CPU's features, asked once
  *
  * kernels/ include this header only under TSR_EMU (tsr_hls.h).  The kernel
  * builds and runs without emu/: `make EMU_SIMD=0` leaves the SIMD rows out
@@ -138,6 +140,14 @@ void tsr_emu_att_mac_i8(const int8_t *kv, uint32_t stride, const float *s, uint3
 /* h[i] = tsr_f16_from_f32(x[i]) for i < n, bit for bit (the f16 cache's
  * stores). */
 void tsr_emu_f16_encode(const float *x, uint16_t *h, uint32_t n);
+
+/* ------------------------------------------------------------------------ */
+/* CPU features                                                               */
+
+/* probe()'s answer (its __builtin_cpu_supports tests), asked once and kept
+ * in *cache (a static int, -1 before the first call); 0 off x86-64 GCC.
+ * Thread-safe: racing first calls store the same answer. */
+int tsr_emu_cpu_once(int *cache, int (*probe)(void));
 
 /* ------------------------------------------------------------------------ */
 /* SIMD rows                                                                  */

@@ -1,0 +1,21 @@
+/*
+ * cpu.c - what the CPU can run, asked once (see tsr_emu.h): the SIMD rows
+ * and attention's register sums pick their path by it at run time.
+ */
+#include "tsr_emu.h"
+
+int tsr_emu_cpu_once(int *cache, int (*probe)(void))
+{
+    int h = __atomic_load_n(cache, __ATOMIC_RELAXED);   /* -1: not asked yet */
+    if (h < 0) {
+#if defined(__x86_64__) && defined(__GNUC__)
+        __builtin_cpu_init();
+        h = probe() != 0;
+#else
+        (void)probe;
+        h = 0;
+#endif
+        __atomic_store_n(cache, h, __ATOMIC_RELAXED);
+    }
+    return h;
+}
