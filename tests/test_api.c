@@ -156,6 +156,57 @@ static void truncate_then_regenerate(void **state)
     tsr_seq_close(s);
 }
 
+/* The sampler's RNG (tsr_gen_opts.seed): a sequence seeded with s
+ * samples as a fresh one with s does; after a truncate the same seed goes
+ * on (another tail), and a new seed restarts it (the fresh sequence's
+ * tail for that seed); reset keeps it going too. */
+static void sampler_rng_across_truncate(void **state)
+{
+    fixture *f = *state;
+    tsr_gen_opts g7 = { .max_tokens = 30, .temperature = 1.0f, .seed = 7, .ignore_stop = 1 };
+    tsr_gen_opts g9 = g7;
+    g9.seed = 9;
+    int want7[64], want9[64], got[64];
+    int n7 = 0, n9 = 0;
+    for (int k = 0; k < 2; k++) {   /* fresh sequences, seeds 7 and 9 */
+        tsr_seq *s = NULL;
+        assert_int_equal(tsr_seq_open(f->m, &s), TSR_OK);
+        assert_int_equal(tsr_seq_append_text(s, "Once upon a time"), TSR_OK);
+        assert_int_equal(tsr_seq_generate(s, k ? &g9 : &g7, NULL, NULL, NULL), TSR_OK);
+        if (k) n9 = seq_history(s, want9, 64);
+        else n7 = seq_history(s, want7, 64);
+        tsr_seq_close(s);
+    }
+    assert_int_equal(n7, n9);
+    assert_memory_not_equal(want7, want9, (size_t)n7 * sizeof(int));
+    tsr_seq *s = NULL;
+    assert_int_equal(tsr_seq_open(f->m, &s), TSR_OK);
+    assert_int_equal(tsr_seq_append_text(s, "Once upon a time"), TSR_OK);
+    int p = tsr_seq_length(s);
+    assert_int_equal(tsr_seq_generate(s, &g7, NULL, NULL, NULL), TSR_OK);
+    assert_int_equal(seq_history(s, got, 64), n7);
+    assert_memory_equal(got, want7, (size_t)n7 * sizeof(int));
+    /* the same seed after a truncate: the RNG goes on, another tail */
+    assert_int_equal(tsr_seq_truncate(s, p), TSR_OK);
+    assert_int_equal(tsr_seq_generate(s, &g7, NULL, NULL, NULL), TSR_OK);
+    assert_int_equal(seq_history(s, got, 64), n7);
+    assert_memory_equal(got, want7, (size_t)p * sizeof(int));
+    assert_memory_not_equal(got + p, want7 + p, (size_t)(n7 - p) * sizeof(int));
+    /* a new seed restarts it: seed 9's fresh tail */
+    assert_int_equal(tsr_seq_truncate(s, p), TSR_OK);
+    assert_int_equal(tsr_seq_generate(s, &g9, NULL, NULL, NULL), TSR_OK);
+    assert_int_equal(seq_history(s, got, 64), n9);
+    assert_memory_equal(got, want9, (size_t)n9 * sizeof(int));
+    /* reset keeps it going: the prompt again with seed 9 is not seed 9's
+     * fresh tail */
+    assert_int_equal(tsr_seq_reset(s), TSR_OK);
+    assert_int_equal(tsr_seq_append_text(s, "Once upon a time"), TSR_OK);
+    assert_int_equal(tsr_seq_generate(s, &g9, NULL, NULL, NULL), TSR_OK);
+    assert_int_equal(seq_history(s, got, 64), n9);
+    assert_memory_not_equal(got + p, want9 + p, (size_t)(n9 - p) * sizeof(int));
+    tsr_seq_close(s);
+}
+
 /* Misuse returns the documented error and never crashes. */
 static void misuse_returns_errors(void **state)
 {
@@ -388,6 +439,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(steering_equals_uninterrupted, setup, teardown),
         cmocka_unit_test_setup_teardown(interleaved_sequences_do_not_disturb, setup, teardown),
         cmocka_unit_test_setup_teardown(truncate_then_regenerate, setup, teardown),
+        cmocka_unit_test_setup_teardown(sampler_rng_across_truncate, setup, teardown),
         cmocka_unit_test_setup_teardown(misuse_returns_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(load_from_memory, setup, teardown),
         cmocka_unit_test(replaced_model_is_stale),

@@ -364,7 +364,13 @@ typedef struct tsr_gen_opts {
     float    temperature;  /* 0: greedy (argmax); finite, >= 0              */
     float    top_p;        /* nucleus sampling when in (0,1); else off;
                               finite, >= 0                                   */
-    uint64_t seed;         /* xorshift RNG seed; 0: a fixed default          */
+    uint64_t seed;         /* xorshift RNG seed; 0: a fixed default.  A
+                              sequence's RNG is seeded at its first
+                              generate and whenever the seed differs from
+                              the last one's; otherwise it goes on where
+                              the last generate left it, across
+                              tsr_seq_truncate and tsr_seq_reset (so a
+                              regenerated tail is a fresh sample)          */
     int      ignore_stop;  /* 1: do not stop at the model's BOS/EOS          */
     uint64_t reserved[8];  /* zero                                           */
 } tsr_gen_opts;
