@@ -547,12 +547,18 @@ static GEMM void tr_one(const uint8_t *w8, const float *ws, uint32_t nb, uint32_
 /* np pairs of items (np <= TR_PAIRS, a constant where it is inlined):
  * item 2q's sums in the even lanes of pair q's register, item 2q + 1's in
  * the odd ones, so each unit's 4 loads serve every item and a pair's
- * fp32 operations are one register's.  x[i] item i's input (a zero
- * input for a missing last item, out[i] NULL); corr2, xs2 per pair and
- * group the two items' corrections and scales, side by side. */
+ * fp32 operations are one register's.  The inputs are crossed qwords
+ * (tr_cross): against load k, lane 2r (row r's bytes 8k..8k+3) of A
+ * meets item i's matching dword and lane 2r + 1 (bytes 8k+4..8k+7) item
+ * j's, and D the other way round, so A + D with D's dword pairs swapped
+ * is row r's sum for item i in lane 2r and for item j in lane 2r + 1
+ * (integer sums: exact in any order).  xc per pair and group the two
+ * crossed inputs, A's 4 qwords then D's; corr2, xs2 per pair and group
+ * the two items' corrections and scales, side by side; out[i] NULL for a
+ * missing last item. */
 static inline __attribute__((always_inline)) GEMM void
 tr_pairs(uint32_t np, const uint8_t *w8, const float *ws, uint32_t nb, uint32_t ng,
-         const int8_t *const *x, const int32_t *corr2, const float *xs2, float *const *out)
+         const int64_t *xc, const int32_t *corr2, const float *xs2, float *const *out)
 {
     const __m512i dup = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
     for (uint32_t b = 0; b < nb; b++) {
@@ -569,19 +575,16 @@ tr_pairs(uint32_t np, const uint8_t *w8, const float *ws, uint32_t nb, uint32_t 
             __m512 wsd = _mm512_permutexvar_ps(
                 dup, _mm512_castps256_ps512(_mm256_loadu_ps(sb + (size_t)g * 8u)));
             for (uint32_t q = 0; q < np; q++) {
-                const int8_t *xi = x[2u * q] + (size_t)g * 32u, *xj = x[2u * q + 1u] + (size_t)g * 32u;
-                __m512i A = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w0, _mm512_set1_epi64(load64(xi)));
-                __m512i B = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w0, _mm512_set1_epi64(load64(xj)));
-                A = _mm512_dpbusd_epi32(A, w1, _mm512_set1_epi64(load64(xi + 8)));
-                B = _mm512_dpbusd_epi32(B, w1, _mm512_set1_epi64(load64(xj + 8)));
-                A = _mm512_dpbusd_epi32(A, w2, _mm512_set1_epi64(load64(xi + 16)));
-                B = _mm512_dpbusd_epi32(B, w2, _mm512_set1_epi64(load64(xj + 16)));
-                A = _mm512_dpbusd_epi32(A, w3, _mm512_set1_epi64(load64(xi + 24)));
-                B = _mm512_dpbusd_epi32(B, w3, _mm512_set1_epi64(load64(xj + 24)));
-                /* row sums: item 2q's in the even lanes, 2q + 1's in the odd */
-                __m512i C = _mm512_mask_blend_epi32((__mmask16)0xAAAAu,
-                                                    _mm512_add_epi32(A, _mm512_srli_epi64(A, 32)),
-                                                    _mm512_add_epi32(B, _mm512_slli_epi64(B, 32)));
+                const int64_t *xa = xc + ((size_t)q * ng + g) * 8u, *xd = xa + 4;
+                __m512i A = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w0, _mm512_set1_epi64(xa[0]));
+                __m512i D = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w0, _mm512_set1_epi64(xd[0]));
+                A = _mm512_dpbusd_epi32(A, w1, _mm512_set1_epi64(xa[1]));
+                D = _mm512_dpbusd_epi32(D, w1, _mm512_set1_epi64(xd[1]));
+                A = _mm512_dpbusd_epi32(A, w2, _mm512_set1_epi64(xa[2]));
+                D = _mm512_dpbusd_epi32(D, w2, _mm512_set1_epi64(xd[2]));
+                A = _mm512_dpbusd_epi32(A, w3, _mm512_set1_epi64(xa[3]));
+                D = _mm512_dpbusd_epi32(D, w3, _mm512_set1_epi64(xd[3]));
+                __m512i C = _mm512_add_epi32(A, _mm512_shuffle_epi32(D, _MM_PERM_CDAB));
                 size_t pg = ((size_t)q * ng + g) * 2u;
                 C = _mm512_sub_epi32(C, _mm512_set1_epi64(load64(corr2 + pg)));
                 __m512 xsp = _mm512_castsi512_ps(_mm512_set1_epi64(load64(xs2 + pg)));
@@ -599,14 +602,14 @@ tr_pairs(uint32_t np, const uint8_t *w8, const float *ws, uint32_t nb, uint32_t 
 }
 
 static GEMM void tr_pairs_n(uint32_t np, const uint8_t *w8, const float *ws, uint32_t nb,
-                            uint32_t ng, const int8_t *const *x, const int32_t *corr2,
+                            uint32_t ng, const int64_t *xc, const int32_t *corr2,
                             const float *xs2, float *const *out)
 {
     switch (np) {   /* each count its own copy: the pairs' sums stay in registers */
-    case 1: tr_pairs(1u, w8, ws, nb, ng, x, corr2, xs2, out); break;
-    case 2: tr_pairs(2u, w8, ws, nb, ng, x, corr2, xs2, out); break;
-    case 3: tr_pairs(3u, w8, ws, nb, ng, x, corr2, xs2, out); break;
-    default: tr_pairs(4u, w8, ws, nb, ng, x, corr2, xs2, out); break;
+    case 1: tr_pairs(1u, w8, ws, nb, ng, xc, corr2, xs2, out); break;
+    case 2: tr_pairs(2u, w8, ws, nb, ng, xc, corr2, xs2, out); break;
+    case 3: tr_pairs(3u, w8, ws, nb, ng, xc, corr2, xs2, out); break;
+    default: tr_pairs(4u, w8, ws, nb, ng, xc, corr2, xs2, out); break;
     }
 }
 
@@ -645,16 +648,31 @@ static GEMM void tr_gemm(const uint8_t *w8, const float *ws, uint32_t nb, uint32
     }
 }
 
+/* Pair q's crossed inputs of group g, for tr_pairs: xc[k] takes its low
+ * dword from item i's qword k and its high one from item j's, xc[4 + k]
+ * the other way round (little-endian: the low dword is bytes 8k..8k+3). */
+static void tr_cross(const int8_t *xi, const int8_t *xj, int64_t *xc)
+{
+    for (uint32_t k = 0; k < 4u; k++) {
+        uint64_t a = (uint64_t)load64(xi + 8u * k), b = (uint64_t)load64(xj + 8u * k);
+        const uint64_t lo = 0xFFFFFFFFu;
+        xc[k] = (int64_t)((a & lo) | (b & ~lo));
+        xc[4u + k] = (int64_t)((b & lo) | (a & ~lo));
+    }
+}
+
 /* m <= 8 items: one, or pairs (a zero input for an odd one out). */
 static GEMM int tr_few(const uint8_t *w8, const float *ws, uint32_t nb, uint32_t ng,
                        const int8_t *xq, size_t xq_stride, const float *xs, size_t xs_stride,
                        uint32_t m, float *psum, size_t psum_stride)
 {
     uint32_t np = (m + 1u) / 2u;
-    /* corrections and scales: (np, ng, 2) each; a zero input of ng groups */
-    size_t words = (size_t)np * ng * 2u;
-    int32_t *corr2 = scratch(words * 8u + (size_t)ng * 32u + 64u);
-    if (!corr2) return 0;
+    /* crossed inputs (np, ng, 8) qwords; corrections and scales (np, ng, 2)
+     * each; a zero input of ng groups */
+    size_t words = (size_t)np * ng * 2u, qwords = (size_t)np * ng * 8u;
+    int64_t *xc = scratch(qwords * 8u + words * 8u + (size_t)ng * 32u + 64u);
+    if (!xc) return 0;
+    int32_t *corr2 = (int32_t *)(void *)(xc + qwords);
     float *xs2 = (float *)(void *)(corr2 + words);
     int8_t *zero = (int8_t *)(void *)(xs2 + words);
     if (m == 1u) {
@@ -677,7 +695,11 @@ static GEMM int tr_few(const uint8_t *w8, const float *ws, uint32_t nb, uint32_t
             xs2[pg] = have ? xs[(size_t)i * xs_stride + g] : 0.0f;
         }
     }
-    tr_pairs_n(np, w8, ws, nb, ng, x, corr2, xs2, out);
+    for (uint32_t q = 0; q < np; q++)
+        for (uint32_t g = 0; g < ng; g++)
+            tr_cross(x[2u * q] + (size_t)g * 32u, x[2u * q + 1u] + (size_t)g * 32u,
+                     xc + ((size_t)q * ng + g) * 8u);
+    tr_pairs_n(np, w8, ws, nb, ng, xc, corr2, xs2, out);
     return 1;
 }
 
