@@ -574,6 +574,9 @@ int tsr_kcmd_read_logits(tsr_kcmd *k, float *logits, int n, tsr_err *e)
     uint32_t got = 0;
     int rc = exec(k, TSR_PHASE_DEBUG, &a, &status, logits, (uint32_t)n, &got, e);
     if (rc) return rc;
+    if (status == TSR_K_ESTATE)   /* a prefill or reset since the last full pass */
+        return kfail(k, status,
+                     "read logits: none yet, or a prefill since (generate a token first)", e);
     return status ? kfail(k, status, "read logits", e) : TSR_OK;
 }
 

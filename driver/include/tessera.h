@@ -475,7 +475,8 @@ TSR_API int  tsr_seq_get_stats(const tsr_seq *s, tsr_seq_stats *st);
 
 /* Logits (vocab floats) of the last forward pass on the device, e.g. after
  * a generate of one token.  Debug traffic.  Errors: TSR_ERR_ARG,
- * TSR_ERR_STATE, TSR_ERR_UNSUPPORTED. */
+ * TSR_ERR_STATE (closed; or no pass has computed logits yet, or a prefill
+ * ran since, since a prefill runs no classifier), TSR_ERR_UNSUPPORTED. */
 TSR_API int  tsr_seq_read_logits(tsr_seq *s, float *logits, int n);
 
 /* ------------------------------------------------------------------------ */
