@@ -6,6 +6,7 @@
  * generation within a token (streams end with finish_reason "shutdown"),
  * waits for the connections to finish, frees the device and exits 0.
  * The protocol and the design: docs/server.md. */
+#include <arpa/inet.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,7 +48,7 @@ static const char usage[] =
     "  -v, --verbose         log requests and civetweb's messages to stderr\n"
     "      --backend SPEC    device: emu (default), emu:part=u55c,pes=16, or xrt:0\n"
     "      --xclbin FILE     xrt: the xclbin to load\n"
-    "      --part NAME       emulate a card's on-chip capacity: u55c, u280, u250, u200, vu9p\n"
+    CLI_PART_HELP
     CLI_PES_HELP
     "      --threads N       emulator worker threads over the PEs\n"
     CLI_WEIGHTS_HELP
@@ -63,12 +64,35 @@ typedef struct serve_args {
     srv_config cfg;
 } serve_args;
 
+/* --host: civetweb reads a dotted quad's fields modulo 256 (999.1.1.1
+ * would listen on 231.1.1.1), so digits and dots must make an IPv4
+ * address; a name (localhost) goes to civetweb as it is. */
+static int check_host(const char *v)
+{
+    struct in_addr a;
+    if (v[0] && strspn(v, "0123456789.") == strlen(v) && inet_pton(AF_INET, v, &a) != 1) {
+        cli_error("serve: --host '%s' is not an IPv4 address", v);
+        return -1;
+    }
+    return 0;
+}
+
+/* An empty key would turn authentication off without a word. */
+static int check_key(const char *what, const char *v)
+{
+    if (!v[0]) {
+        cli_error("serve: %s is empty (leave it out to serve without a key)", what);
+        return -1;
+    }
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, serve_args *a)
 {
     for (int i = 0; i < argc; i++) {
         const char *o = argv[i], *v;
         if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
-            fputs(usage, stdout);
+            printf(usage, tsr_part_list());
             exit(0);
         }
 #define IS(s, l) (!strcmp(o, s) || !strcmp(o, l))
@@ -76,11 +100,11 @@ static int parse_args(int argc, char **argv, serve_args *a)
 #define INT(lo, hi, dst) do { VAL(); if (cli_int(o, v, lo, hi, dst)) return -1; } while (0)
         if (IS("-m", "--model"))              { VAL(); a->model = v; }
         else if (IS("-z", "--tokenizer"))     { VAL(); a->tokenizer = v; }
-        else if (!strcmp(o, "--host"))        { VAL(); a->cfg.host = v; }
+        else if (!strcmp(o, "--host"))        { VAL(); if (check_host(v)) return -1; a->cfg.host = v; }
         else if (!strcmp(o, "--port"))        INT(0, 65535, &a->cfg.port);
         else if (!strcmp(o, "--slots"))       INT(0, 8, &a->slots);
         else if (!strcmp(o, "--queue"))       INT(0, 4096, &a->queue);
-        else if (!strcmp(o, "--api-key"))     { VAL(); a->cfg.api_key = v; }
+        else if (!strcmp(o, "--api-key"))     { VAL(); if (check_key(o, v)) return -1; a->cfg.api_key = v; }
         else if (!strcmp(o, "--max-tokens"))  INT(1, 1 << 20, &a->cfg.lim.max_tokens);
         else if (!strcmp(o, "--max-body"))    { int n; INT(1024, 1 << 30, &n); a->cfg.lim.max_body = (size_t)n; }
         else if (!strcmp(o, "--prefill-chunk")) INT(1, 1 << 20, &a->prefill_chunk);

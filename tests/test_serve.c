@@ -347,13 +347,22 @@ static void bad_options_and_busy_port(void **state)
     assert_non_null(strstr(err, "-m MODEL is required"));
     assert_int_equal(run_capture(TESSERA_BIN " serve -m " MODEL " --port 70000", out, err,
                                  sizeof out), 2);
+    /* civetweb would listen on 231.1.1.1; an empty key would serve without one */
+    assert_int_equal(run_capture(TESSERA_BIN " serve -m " MODEL " --host 999.1.1.1", out, err,
+                                 sizeof out), 2);
+    assert_non_null(strstr(err, "--host '999.1.1.1' is not an IPv4 address"));
+    assert_int_equal(run_capture(TESSERA_BIN " serve -m " MODEL " --api-key ''", out, err,
+                                 sizeof out), 2);
+    assert_non_null(strstr(err, "--api-key is empty"));
     assert_int_equal(run_capture(TESSERA_BIN " serve --help", out, err, sizeof out), 0);
     assert_non_null(strstr(out, "--api-key KEY"));
+    assert_non_null(strstr(out, "u55c, u280, u250, u200, vu9p, v80, vck5000"));   /* run's list */
     /* the group's server holds its port */
     snprintf(cmd, sizeof cmd, "timeout 30 " TESSERA_BIN " serve -m " MODEL " -z " TOK " --port %d",
              srv.port);
     assert_int_equal(run_capture(cmd, out, err, sizeof out), 1);
     assert_non_null(strstr(err, "cannot listen on 127.0.0.1:"));
+    assert_non_null(strstr(err, "is the port in use"));
 }
 
 int main(void)

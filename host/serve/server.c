@@ -117,8 +117,11 @@ srv_server *srv_server_start(srv_ctx *ctx, int threads, int *port)
     struct mg_error_data ed = { .code = &code, .text = err, .text_buffer_size = sizeof err };
     mg_init_library(0);
     if (!(srv->mg = mg_start2(&init, &ed))) {
-        fprintf(stderr, "tessera: serve: cannot listen on %s: %s\n", listen,
-                err[0] ? err : "civetweb failed to start");
+        /* civetweb's text does not say why a bind failed */
+        fprintf(stderr, "tessera: serve: cannot listen on %s: %s%s\n", listen,
+                err[0] ? err : "civetweb failed to start",
+                strstr(err, "ports") ? " (is the port in use, or the address not this machine's?)"
+                                     : "");
         mg_exit_library();
         free(srv);
         return NULL;
