@@ -44,7 +44,9 @@ static const char usage[] =
     "      --pes N           PEs per card, 1..4096 (default: the power of two up to 256\n"
     "                        with the fastest projection that fits; 16 if none fits)\n"
     "      --cols C          mesh columns: each matrix row is split over C PEs\n"
-    "                        (a power of two, default 1)\n"
+    "                        (a power of two; default: 1 with a profile whose sums\n"
+    "                        keep run.c's order, else the profile's most that divide\n"
+    "                        the PEs)\n"
     "      --kv-split N      PEs per KV head: its positions spread over N PEs\n"
     "                        (a power of two; default: 1 with a profile whose sums\n"
     "                        keep run.c's order, else as many as the PEs allow)\n"
@@ -59,6 +61,17 @@ static const char usage[] =
     "\n"
     "exit status: 0 fits, 1 does not fit, 2 error (usage, unreadable model),\n"
     "3 cannot decide (hw/parts.def lacks the part's block or DSP counts)\n";
+
+/* --cols and --kv-split: 1..hi, a power of two. */
+static int pow2_opt(const char *o, const char *v, int hi, int *dst)
+{
+    if (cli_int(o, v, 1, hi, dst)) return -1;
+    if (*dst & (*dst - 1)) {
+        cli_error("option %s: %d is not a power of two", o, *dst);
+        return -1;
+    }
+    return 0;
+}
 
 int cmd_plan(int argc, char **argv)
 {
@@ -81,8 +94,8 @@ int cmd_plan(int argc, char **argv)
         else if (!strcmp(a, "--ctx") || !strcmp(a, "--seq"))
                                              { VAL(); if (cli_int(a, v, 1, 1 << 24, &o.seq_len)) return 2; }
         else if (!strcmp(a, "--pes"))        { VAL(); if (cli_int(a, v, 1, 4096, &o.pes)) return 2; }
-        else if (!strcmp(a, "--cols"))       { VAL(); if (cli_int(a, v, 1, 64, &o.cols)) return 2; }
-        else if (!strcmp(a, "--kv-split"))   { VAL(); if (cli_int(a, v, 1, 4096, &o.kv_split)) return 2; }
+        else if (!strcmp(a, "--cols"))       { VAL(); if (pow2_opt(a, v, 64, &o.cols)) return 2; }
+        else if (!strcmp(a, "--kv-split"))   { VAL(); if (pow2_opt(a, v, 4096, &o.kv_split)) return 2; }
         else if (!strcmp(a, "--profile"))    { VAL(); o.profile = v; }
         else if (!strcmp(a, "--clock"))      { VAL(); if (cli_int(a, v, 1, 10000, &o.clock_mhz)) return 2; }
         else if (!strcmp(a, "--pos"))        { VAL(); if (cli_int(a, v, 0, 1 << 24, &pos)) return 2; }

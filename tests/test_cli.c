@@ -389,8 +389,8 @@ static void run_ctrl_c_prints_summary(void **state)
 static void help_is_consistent(void **state)
 {
     (void)state;
-    const char *cmds[] = { "run", "chat", "bench", "plan" };
-    for (int i = 0; i < 4; i++) {
+    const char *cmds[] = { "run", "chat", "bench", "plan", "serve" };
+    for (int i = 0; i < 5; i++) {
         char cmd[256];
         snprintf(cmd, sizeof cmd, TESSERA_BIN " %s --help", cmds[i]);
         assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
@@ -404,6 +404,14 @@ static void help_is_consistent(void **state)
     assert_int_equal(run_capture(TESSERA_BIN " plan -m " MODEL_SH " --part u55c --seq 128", out,
                                  err, sizeof out), 0);
     assert_string_equal(out, a);
+    /* --cols and --kv-split: powers of two, refused as options (before
+     * any candidate mesh's message could name PEs nobody gave) */
+    assert_int_equal(run_capture(TESSERA_BIN " plan --shape stories15M --part u55c --cols 3", out,
+                                 err, sizeof out), 2);
+    assert_non_null(strstr(err, "option --cols: 3 is not a power of two"));
+    assert_int_equal(run_capture(TESSERA_BIN " plan --shape stories15M --part u55c --kv-split 6",
+                                 out, err, sizeof out), 2);
+    assert_non_null(strstr(err, "option --kv-split: 6 is not a power of two"));
 }
 
 /* ---------------------------------------------------------------- chat --- */
