@@ -96,8 +96,10 @@ int tsr_wimage_config(const tsr_checkpoint *m, const tsr_load_opts *o, const tsr
     // the caller may raise it; the device logs a warning
     int max_seq = c->format == TSR_FMT_GGUF ? TSR_CKPT_MAX_SEQ : c->seq_len;
     if (seq_len < 1 || seq_len > max_seq)
-        return tsr_seterr(e, TSR_ERR_ARG, "%s: seq_len %d outside 1..%d", m->path, seq_len,
-                          max_seq);
+        return tsr_seterr(e, TSR_ERR_ARG, "%s: a context of %d positions is outside 1..%d (%s)",
+                          m->path, seq_len, max_seq,
+                          c->format == TSR_FMT_GGUF ? "the most a GGUF file may ask for"
+                                                    : "a llama2.c file's own seq_len");
     if (n_slots < 1)
         return tsr_seterr(e, TSR_ERR_ARG, "%s: %d sequence slots", m->path, n_slots);
     if (cols == 0) {

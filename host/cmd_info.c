@@ -65,8 +65,9 @@ int cmd_info(int argc, char **argv)
                "(as held: each in its stored type, the byte figures above as stored)\n",
                fi.tensors_f32, fi.tensors_f16, fi.tensors_q8_0, fi.tensors_q4_0);
     if (fi.onchip_weights[0])
-        printf("on chip:     %s by default (16 PEs, %d-token fp32 KV cache: %llu bytes)\n",
-               fi.onchip_weights, fi.seq_len, (unsigned long long)fi.onchip_bytes);
+        printf("on chip:     %s by default: %llu bytes with 16 PEs and a %d-token fp32 KV "
+               "cache\n",
+               fi.onchip_weights, (unsigned long long)fi.onchip_bytes, fi.seq_len);
     printf("on-chip bytes (16 PEs, %d-token KV cache): %llu with Q8_0 weights (group 32), "
            "%llu with F32 weights\n", fi.seq_len, (unsigned long long)fi.onchip_q8_bytes,
            (unsigned long long)fi.onchip_f32_bytes);

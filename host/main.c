@@ -22,7 +22,8 @@ static const char usage[] =
     "  plan    fit, BRAM/URAM/DSP and projected tokens/s of a model on an FPGA part\n"
     "  help    this text\n"
     "\n"
-    "'tessera <command> --help' describes a command's options.\n";
+    "'tessera <command> --help' describes a command's options; 'tessera --version'\n"
+    "prints the version.\n";
 
 void cli_error(const char *fmt, ...)
 {
