@@ -150,13 +150,21 @@ typedef struct tsr_tile {
 /* ceil(a / b), b > 0. */
 static inline uint32_t tsr_cdiv(uint32_t a, uint32_t b) { return (a + b - 1u) / b; }
 
-/* The Q8_0 rounding step, (int32) roundf(v) (half away from zero), for
- * |v| <= 2^22, without a libm call so the quantizer loops vectorize.
- * Truncate, then step away from zero when the dropped fraction is >= 1/2;
- * v - (float)t is exact in fp32 (Sterbenz), so this equals roundf: checked
- * for every float with |v| <= 200 (the quantizer's range is |v| <= 127). */
+/* The Q8_0 rounding step, (int32) roundf(v) (half away from zero), without
+ * a libm call so the quantizer loops vectorize.  The quantizer's values
+ * are v = x / (max |x| / 127), so |v| <= 127 up to rounding; what lies
+ * outside +-127 (values that overflowed to infinity make the scale inf
+ * and v NaN or 0) is clamped to +-127 and a NaN gives 0, so the result
+ * is an int8 value for every float and no conversion is undefined (C11
+ * 6.3.1.4).  Then truncate, and step away from zero when the dropped
+ * fraction is >= 1/2; v - (float)t is exact in fp32 (Sterbenz), so for
+ * |v| <= 127 this equals roundf (checked for every float of that range,
+ * test_kernel_ops round_q8_is_roundf). */
 static inline int32_t tsr_round_q8(float v)
 {
+    v = v > 127.0f ? 127.0f : v;
+    v = v < -127.0f ? -127.0f : v;
+    v = v == v ? v : 0.0f;   /* NaN */
     int32_t t = (int32_t)v;
     float f = v - (float)t;
     return t + (f >= 0.5f) - (f <= -0.5f);

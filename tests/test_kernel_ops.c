@@ -369,6 +369,51 @@ static void quantize_matches_runq(void **state)
     }
 }
 
+/* tsr_round_q8 is roundf for |v| <= 127 (a stride through every float of
+ * that range, and both neighbours of every half), and an int8 value for
+ * every other float: clamped to +-127, NaN to 0, so the quantizer has no
+ * undefined conversion when an activation overflowed to inf (found by a
+ * checkpoint with 3e38 weights under UBSan).  A group holding inf gets an
+ * inf scale and zeros. */
+static void round_q8_is_roundf(void **state)
+{
+    (void)state;
+    for (uint32_t b = 0; b <= 0x42FE0000u; b += 61u) {   /* 0 .. 127.0f */
+        float v;
+        memcpy(&v, &b, sizeof v);
+        assert_int_equal(tsr_round_q8(v), (int32_t)roundf(v));
+        assert_int_equal(tsr_round_q8(-v), (int32_t)roundf(-v));
+    }
+    for (int n = 0; n < 127; n++) {
+        float h = (float)n + 0.5f, lo = nextafterf(h, 0.0f), hi = nextafterf(h, 200.0f);
+        assert_int_equal(tsr_round_q8(h), n + 1);
+        assert_int_equal(tsr_round_q8(lo), n);
+        assert_int_equal(tsr_round_q8(hi), n + 1);
+        assert_int_equal(tsr_round_q8(-h), -(n + 1));
+        assert_int_equal(tsr_round_q8(-lo), -n);
+    }
+    const float big[] = { 127.4f, 127.5f, 128.0f, 1e30f, FLT_MAX, INFINITY };
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+        assert_int_equal(tsr_round_q8(big[i]), 127);
+        assert_int_equal(tsr_round_q8(-big[i]), -127);
+    }
+    uint32_t nans[] = { 0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0x7FFFFFFFu };
+    for (size_t i = 0; i < sizeof nans / sizeof nans[0]; i++) {
+        float v;
+        memcpy(&v, &nans[i], sizeof v);
+        assert_int_equal(tsr_round_q8(v), 0);
+    }
+    float x[64], sc[2];
+    int8_t q[64];
+    for (int i = 0; i < 64; i++) x[i] = (float)(i - 20);
+    x[5] = INFINITY;   /* group 0 overflowed; group 1 is finite */
+    tsr_quantize(x, 64, 32u, q, sc);
+    assert_true(isinf(sc[0]));
+    for (int i = 0; i < 32; i++) assert_int_equal(q[i], 0);
+    assert_float_equal(sc[1], 43.0f / 127.0f, 0.0f);
+    assert_int_equal(q[63], 127);
+}
+
 /* The mesh's input path (tsr_mesh_input: TSR_LANES-wide chunks, a
  * segmented max tree for G < TSR_LANES) gives every PE the same int8
  * words and scales as runq.c's quantize, and xn = w * (ss * x) as run.c's
@@ -1331,6 +1376,7 @@ int main(void)
         cmocka_unit_test_setup(swiglu_matches_runc, tm_reseed),
         cmocka_unit_test_setup(rope_matches_runc, tm_reseed),
         cmocka_unit_test_setup(quantize_matches_runq, tm_reseed),
+        cmocka_unit_test(round_q8_is_roundf),
         cmocka_unit_test_setup(mesh_input_matches_runq, tm_reseed),
         cmocka_unit_test_setup(argmax_lowest_index_wins, tm_reseed),
         cmocka_unit_test_setup(mesh_gemv_matches_reference, tm_reseed),
