@@ -126,9 +126,20 @@ int cli_read_prompt(const char *cmd, const char *path, char **out)
         cli_error("%s: cannot open the prompt file %s: %s", cmd, path, strerror(errno));
         return -1;
     }
+    /* A bound, so that -f /dev/zero or an endless pipe cannot take all the
+     * memory: 64 MiB is 4 bytes a position of the longest context --ctx
+     * allows (2^24), and far past any model's */
+    const size_t max = (size_t)1 << 26;
     size_t len = 0, cap = 4096;
     char *buf = malloc(cap);
     for (size_t got = 1; buf && got > 0;) {
+        if (len >= max) {
+            free(buf);
+            if (!from_stdin) fclose(f);
+            cli_error("%s: the prompt from %s is over %zu MiB, the most tessera reads", cmd,
+                      from_stdin ? "stdin" : path, max >> 20);
+            return -1;
+        }
         if (len + 1 == cap) {
             char *p = realloc(buf, cap *= 2);
             if (!p) { free(buf); buf = NULL; break; }

@@ -313,6 +313,11 @@ static void run_prompt_from_stdin_and_file(void **state)
                                  " -f /nonexistent/prompt.txt", out, err, sizeof out), 2);
     assert_string_equal(err, "tessera: run: cannot open the prompt file /nonexistent/prompt.txt: "
                              "No such file or directory\n");
+    /* an endless prompt stops at the bound, not at the memory's end */
+    assert_int_equal(run_capture("yes | " TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH " -f -", out,
+                                 err, sizeof out), 2);
+    assert_string_equal(err, "tessera: run: the prompt from stdin is over 64 MiB, the most "
+                             "tessera reads\n");
 }
 
 /* A sampled run without -s prints its time-based seed, and -s with that
