@@ -198,6 +198,9 @@ typedef struct writer {
     int         err;      // errno of the failed write
 } writer;
 
+/* Appends n bytes; after a failed write nothing more is written, and the
+ * generating loops stop (a full disk must not cost the rest of the
+ * model's random numbers). */
 static void put(writer *w, const void *p, size_t n)
 {
     if (w->failed) return;
@@ -209,7 +212,7 @@ static void put(writer *w, const void *p, size_t n)
 static void put_ones(writer *w, size_t n)
 {
     for (size_t i = 0; i < w->chunk; i++) w->buf[i] = 1.0f;
-    for (size_t done = 0; done < n; ) {
+    for (size_t done = 0; done < n && !w->failed; ) {
         size_t k = n - done < w->chunk ? n - done : w->chunk;
         put(w, w->buf, k * sizeof(float));
         done += k;
@@ -245,7 +248,7 @@ static void put_matrix(writer *w, uint64_t id, size_t n)
     rng r;
     if (w->c->format != TSR_FMT_LLAMA2C_V2) {
         rng_init(&r, w->seed, id);
-        for (size_t done = 0; done < n; ) {
+        for (size_t done = 0; done < n && !w->failed; ) {
             size_t k = n - done < w->chunk ? n - done : w->chunk;
             gen(w, &r, k);
             put(w, w->buf, k * sizeof(float));
@@ -256,7 +259,7 @@ static void put_matrix(writer *w, uint64_t id, size_t n)
     size_t group = (size_t)w->c->group_size;
     for (int pass = 0; pass < 2; pass++) {     // 0: int8 values, 1: scales
         rng_init(&r, w->seed, id);
-        for (size_t done = 0; done < n; ) {
+        for (size_t done = 0; done < n && !w->failed; ) {
             size_t k = n - done < w->chunk ? n - done : w->chunk;
             gen(w, &r, k);
             quantize(w, k, group);

@@ -1,6 +1,7 @@
 /* cmd_synth.c - tessera synth: write a synthetic llama2.c checkpoint. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -63,6 +64,12 @@ int cmd_synth(int argc, char **argv)
     if (rc != TSR_OK) {
         cli_error("%s", err);
         return rc == TSR_ERR_ARG ? 2 : 1;   /* a bad shape or group size is a usage error */
+    }
+    /* a pipe or a device (-o /dev/stdout) cannot be read back */
+    struct stat sb;
+    if (stat(out, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        fprintf(stderr, "tessera: wrote %s (not a regular file: not read back)\n", out);
+        return 0;
     }
     tsr_file_info fi;
     if (tsr_file_inspect(out, &fi, err, sizeof err) != TSR_OK) {

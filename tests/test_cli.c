@@ -526,7 +526,19 @@ static void synth_writes_a_model_info_reads(void **state)
     assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
     assert_non_null(strstr(out, "llama2.c v2 (Q8_0), group size 32"));
     assert_non_null(strstr(out, "dim:         128\n"));
+    /* to a pipe: the same bytes, exit 0 (a pipe is not read back) */
+    static char piped[1 << 16];
+    snprintf(cmd, sizeof cmd, "(" TESSERA_BIN " synth --shape 128x2:vocab=512 --q8 -o /dev/stdout "
+             "| cmp - %s && echo same)", path);
+    assert_int_equal(run_capture(cmd, piped, err, sizeof piped), 0);
+    assert_string_equal(piped, "same\n");
+    assert_non_null(strstr(err, "not a regular file: not read back"));
     unlink(path);
+    /* a full disk stops the writer at once: a 7B-sized shape fails in
+     * well under the 60 s the timeout allows (its weights took minutes) */
+    assert_int_equal(run_capture("timeout 60 " TESSERA_BIN " synth --shape 4096x32 -o /dev/full",
+                                 out, err, sizeof out), 1);
+    assert_non_null(strstr(err, "/dev/full: write failed: No space left on device"));
 }
 
 int main(void)
