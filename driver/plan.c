@@ -175,22 +175,32 @@ static void step_attention(const layout *L, uint32_t S_pe, uint32_t pos, uint64_
     rg[TSR_RG_ATT_IO] += tsr_cy_att_collect(tsr_cdiv(kc->dim, kc->group) * kc->group);
 }
 
-void tsr_plan_pass(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
-                   const uint32_t *pos, uint32_t nx, int classify, tsr_plan_cycles *c)
+/* What plan_regions adds: the regions a pass charges whatever its
+ * positions, and attention's (step_attention, the only charge that
+ * depends on a position).  A projection over many positions computes the
+ * first once (integer sums: the order of the additions changes nothing). */
+enum { PASS_FIXED = 1, PASS_ATT = 2 };
+
+static void plan_regions(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
+                         const uint32_t *pos, uint32_t nx, int classify, int what, uint64_t *rg)
 {
     /* the profile's TSR_ATT_PARTS (tsr_profile.h) */
     layout L = { kc, tsr_lay_pes(kc), sum_lanes >= TSR_FADD_LAT ? TSR_FADD_LAT : 1u, { 0 }, { 0 } };
+    uint32_t S_pe = sum_lanes < TSR_FADD_LAT ? sum_lanes : TSR_FADD_LAT;
+    if (!(what & PASS_FIXED)) {   /* attention alone: every layer charges the same */
+        uint64_t att[TSR_RG_COUNT] = { 0 };
+        for (uint32_t b = 0; b < nx; b++) step_attention(&L, S_pe, pos[b], att);
+        for (int r = 0; r < TSR_RG_COUNT; r++) rg[r] += (uint64_t)kc->n_layers * att[r];
+        return;
+    }
     uint32_t nm = tsr_lay_n_mats(kc), rot = 0, G = kc->group;
     for (uint32_t m = 0; m < nm && m < TSR_WIMAGE_MAX_MATS; m++) {
         L.rot[m] = rot;
         L.cols[m] = tsr_lay_mat_cols(kc, m);
         rot = tsr_lay_rot_next(kc, m, rot);
     }
-    uint32_t S_pe = sum_lanes < TSR_FADD_LAT ? sum_lanes : TSR_FADD_LAT;
     int q8 = kc->dtype == TSR_KDT_Q8;
     uint32_t dim = kc->dim, hid = kc->hidden_dim, hs = tsr_lay_head_size(kc);
-    uint64_t *rg = c->rg;
-    memset(c, 0, sizeof *c);
 
     /* each item: its embedding row, each mesh column's groups of it, and
      * its position's RoPE angles */
@@ -212,7 +222,8 @@ void tsr_plan_pass(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_p
         rg[TSR_RG_INPUT] += (uint64_t)nx * tsr_cy_input(dim, G, q8);
         step_gemv(&L, TSR_MAT_LAYER(l, TSR_W_QKV), 0, nx, rg);
         rg[TSR_RG_GATHER] += (uint64_t)nx * tsr_cy_gather_vec(dim + 2u * tsr_lay_kv_dim(kc));   /* RoPE */
-        for (uint32_t b = 0; b < nx; b++) step_attention(&L, S_pe, pos[b], rg);
+        if (what & PASS_ATT)
+            for (uint32_t b = 0; b < nx; b++) step_attention(&L, S_pe, pos[b], rg);
         rg[TSR_RG_INPUT] += (uint64_t)nx * tsr_cy_input_ready(dim, G, q8);
         step_gemv(&L, TSR_MAT_LAYER(l, TSR_W_O), 0, nx, rg);
         rg[TSR_RG_GATHER] += (uint64_t)nx * (fused ? tsr_cy_gather_vec(dim) : tsr_cy_gather(dim));
@@ -234,11 +245,44 @@ void tsr_plan_pass(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_p
         rg[TSR_RG_ARGMAX] += (uint64_t)nx * tsr_cy_log2(profile_pes) * TSR_D_CMP;
         rg[TSR_RG_SAMPLE] += (uint64_t)nx * TSR_D_BUS;
     }
+}
+
+/* c's controller, mesh and total from its regions. */
+static void plan_totals(tsr_plan_cycles *c)
+{
+    c->controller = c->mesh = 0;
     for (int r = 0; r < TSR_RG_COUNT; r++) {
-        if (r < TSR_RG_FIRST_MESH) c->controller += rg[r];
-        else c->mesh += rg[r];
+        if (r < TSR_RG_FIRST_MESH) c->controller += c->rg[r];
+        else c->mesh += c->rg[r];
     }
     c->total = c->controller + c->mesh;
+}
+
+/* A pass's position-independent regions (plan_regions PASS_FIXED), to be
+ * completed by pass_at for each set of positions. */
+static void pass_fixed(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
+                       uint32_t nx, int classify, tsr_plan_cycles *fixed)
+{
+    memset(fixed, 0, sizeof *fixed);
+    plan_regions(kc, sum_lanes, profile_pes, NULL, nx, classify, PASS_FIXED, fixed->rg);
+}
+
+/* c = fixed (pass_fixed of the same kc, sum_lanes and nx) with the nx
+ * items' attention at pos: tsr_plan_pass's figures. */
+static void pass_at(const tsr_plan_cycles *fixed, const tsr_kconfig *kc, uint32_t sum_lanes,
+                    const uint32_t *pos, uint32_t nx, tsr_plan_cycles *c)
+{
+    *c = *fixed;
+    plan_regions(kc, sum_lanes, 0, pos, nx, 0, PASS_ATT, c->rg);
+    plan_totals(c);
+}
+
+void tsr_plan_pass(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
+                   const uint32_t *pos, uint32_t nx, int classify, tsr_plan_cycles *c)
+{
+    memset(c, 0, sizeof *c);
+    plan_regions(kc, sum_lanes, profile_pes, pos, nx, classify, PASS_FIXED | PASS_ATT, c->rg);
+    plan_totals(c);
 }
 
 void tsr_plan_step(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes, uint32_t pos,
@@ -252,12 +296,13 @@ uint64_t tsr_plan_prefill(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t pr
 {
     uint32_t pos[TSR_PLAN_MAX_ITEMS], B = block < 1u ? 1u : block > TSR_PLAN_MAX_ITEMS ? TSR_PLAN_MAX_ITEMS : block;
     uint64_t cy = 0;
-    uint32_t np = 0;
+    uint32_t np = 0, fixed_nx = 0;   /* the passes' sizes: B, and the last's */
+    tsr_plan_cycles fixed, c;
     for (uint32_t p0 = 0; p0 < n; p0 += B, np++) {
         uint32_t nx = n - p0 < B ? n - p0 : B;
         for (uint32_t b = 0; b < nx; b++) pos[b] = p0 + b;
-        tsr_plan_cycles c;
-        tsr_plan_pass(kc, sum_lanes, profile_pes, pos, nx, 0, &c);
+        if (nx != fixed_nx) pass_fixed(kc, sum_lanes, profile_pes, fixed_nx = nx, 0, &fixed);
+        pass_at(&fixed, kc, sum_lanes, pos, nx, &c);
         cy += c.total;
     }
     if (passes) *passes = np;
@@ -548,6 +593,20 @@ static void card_layers(const tsr_kconfig *kc, int K, int k, uint32_t *l0, uint3
     *l1 = b[1] < b[0] ? b[0] : b[1];
 }
 
+/* At least this many bytes of tiles on any mesh: every weight element at
+ * its element size or more (half a byte where Q4_0; scales, padding and a
+ * shared classifier's copy on the last card not counted). */
+static uint64_t tiles_floor(const tsr_kconfig *kc)
+{
+    uint64_t n = 0;
+    for (uint32_t m = 0; m < tsr_lay_n_mats(kc); m++) {
+        uint32_t d, k, pair;
+        tsr_lay_mat_shape(kc, m, &d, &k, &pair);
+        n += (pair ? 2u : 1u) * (uint64_t)d * k;
+    }
+    return kc->dtype != TSR_KDT_Q8 ? 4u * n : kc->q4_kinds ? n / 2u : n;
+}
+
 /* Card k of K: its PEs' arrays and the controller, what the model needs. */
 static void eval_card(const tsr_kconfig *kc, int K, int k, int kv_in_uram,
                       const tsr_kprofile *pf, int with_profile, card_eval *r)
@@ -810,8 +869,10 @@ static int eval_to(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part
     if (rq->pos >= 0 && (uint32_t)rq->pos >= seq)
         return tsr_seterr(e, TSR_ERR_ARG, "position %d outside the context 0..%u", rq->pos, seq - 1u);
     out->pos = rq->pos < 0 ? (int)seq - 1 : rq->pos;
-    uint32_t ppes = out->with_profile ? out->prof.pes : (uint32_t)pes;
-    tsr_plan_step(kc, out->prof.sum_lanes, ppes, (uint32_t)out->pos, &out->cyc);
+    uint32_t ppes = out->with_profile ? out->prof.pes : (uint32_t)pes, at = (uint32_t)out->pos;
+    tsr_plan_cycles fixed;   /* tsr_plan_step's, but for attention */
+    pass_fixed(kc, out->prof.sum_lanes, ppes, 1, 1, &fixed);
+    pass_at(&fixed, kc, out->prof.sum_lanes, &at, 1, &out->cyc);
     out->cyc.links = K > 1 ? (uint64_t)(K - 1) * HW_LINK_HOP : 0u;
     out->cyc.total += out->cyc.links;
     out->controller_share = out->cyc.total ? (double)out->cyc.controller / (double)out->cyc.total : 0;
@@ -820,7 +881,7 @@ static int eval_to(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part
     uint32_t nsamp = 0;
     for (uint32_t p = 0; p < seq; p += (seq > 256 ? seq / 64u : 1u)) {
         tsr_plan_cycles c;
-        tsr_plan_step(kc, out->prof.sum_lanes, ppes, p, &c);
+        pass_at(&fixed, kc, out->prof.sum_lanes, &p, 1, &c);
         sum += (double)(c.total + out->cyc.links);
         nsamp++;
     }
@@ -879,9 +940,11 @@ static int eval_auto(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_pa
     const tsr_kprofile *pf = rq->profile ? tsr_profile_find(rq->profile) : NULL;
     if (pf && (int)pf->pes < max_p) max_p = (int)pf->pes;
     for (int P = 1; P <= max_p; P *= 2) {
-        rc = eval(cfg, rq, part, P, &t, e);
+        /* the fit first: only a candidate that fits needs its projection */
+        rc = eval_to(cfg, rq, part, P, 1, &t, e);
         if (rc == TSR_ERR_ARG && rq->kv_split) continue;   /* a split this mesh cannot take */
         if (rc) return rc;
+        if (t.fits && (rc = eval(cfg, rq, part, P, &t, e))) return rc;
         if (t.fits && (!have || t.cycles_mean < best.cycles_mean)) {
             best = t;
             have = 1;
@@ -938,11 +1001,17 @@ int tsr_plan_config(const tsr_config *cfg, const tsr_plan_req *req, tsr_plan *ou
         out->max_seq[kv] = max_context(cfg, req, part, out->pes, kv);
     if (out->fits || !out->decidable) return rc;
 
-    /* the smallest changes that fit (each judged at its own last position) */
+    /* the smallest changes that fit (each judged at its own last position;
+     * each search step is an eval_auto over every PE count).  A card holds
+     * its share of the tiles on chip, so fewer cards than kmin cannot fit,
+     * and when the cards asked for are fewer, no shorter context does */
+    uint64_t chip = (uint64_t)out->uram_have * HW_URAM_BYTES + (uint64_t)out->bram_have * HW_BRAM_BYTES;
+    uint64_t kmin = chip ? cdiv64(tiles_floor(&out->kc), chip) : UINT64_MAX;
+    int K0 = req->cards > 1 ? req->cards : 1;
     tsr_plan_req r = *req;
     r.pos = -1;
     tsr_plan t;
-    int seq = (int)out->kc.seq_len, lo = 0, hi = seq - 1;
+    int seq = (int)out->kc.seq_len, lo = 0, hi = kmin > (uint64_t)K0 ? 0 : seq - 1;
     while (lo < hi) {   /* longest context that fits (fit shrinks with it) */
         int mid = (lo + hi + 1) / 2;
         r.seq_len = mid;
@@ -967,7 +1036,9 @@ int tsr_plan_config(const tsr_config *cfg, const tsr_plan_req *req, tsr_plan *ou
     }
     r = *req;
     r.pos = -1;
-    for (int K = (req->cards > 1 ? req->cards : 1) + 1; K <= cfg->n_layers; K++) {
+    int K1 = kmin > (uint64_t)K0 + 1u ? (kmin > (uint64_t)cfg->n_layers ? cfg->n_layers + 1 : (int)kmin)
+                                      : K0 + 1;
+    for (int K = K1; K <= cfg->n_layers; K++) {
         r.cards = K;
         if ((rc = eval_auto(cfg, &r, part, &t, e))) return rc;
         if (t.fits) {
