@@ -152,18 +152,20 @@ static inline uint32_t tsr_cdiv(uint32_t a, uint32_t b) { return (a + b - 1u) / 
 
 /* The Q8_0 rounding step, (int32) roundf(v) (half away from zero), without
  * a libm call so the quantizer loops vectorize.  The quantizer's values
- * are v = x / (max |x| / 127), so |v| <= 127 up to rounding; what lies
- * outside +-127 (values that overflowed to infinity make the scale inf
- * and v NaN or 0) is clamped to +-127 and a NaN gives 0, so the result
- * is an int8 value for every float and no conversion is undefined (C11
- * 6.3.1.4).  Then truncate, and step away from zero when the dropped
- * fraction is >= 1/2; v - (float)t is exact in fp32 (Sterbenz), so for
- * |v| <= 127 this equals roundf (checked for every float of that range,
- * test_kernel_ops round_q8_is_roundf). */
+ * are v = x / (max |x| / 127): |v| <= 127 up to rounding, or up to about
+ * 190 in a group whose max is subnormal (the scale rounds coarsely; the
+ * callers' int8 cast then wraps, as runq.c's cast does with GCC on
+ * x86-64).  So that no
+ * conversion is undefined (C11 6.3.1.4) when activations overflowed (an
+ * inf scale makes v NaN or 0), |v| is clamped to 2^31 - 128, the largest
+ * float below 2^31, and a NaN gives 0; every finite v below that keeps
+ * its result.  Then truncate, and step away from zero when the dropped
+ * fraction is >= 1/2; v - (float)t is exact in fp32 (Sterbenz), so this
+ * equals roundf (test_kernel_ops round_q8_is_roundf). */
 static inline int32_t tsr_round_q8(float v)
 {
-    v = v > 127.0f ? 127.0f : v;
-    v = v < -127.0f ? -127.0f : v;
+    v = v > 2147483520.0f ? 2147483520.0f : v;
+    v = v < -2147483520.0f ? -2147483520.0f : v;
     v = v == v ? v : 0.0f;   /* NaN */
     int32_t t = (int32_t)v;
     float f = v - (float)t;

@@ -369,33 +369,34 @@ static void quantize_matches_runq(void **state)
     }
 }
 
-/* tsr_round_q8 is roundf for |v| <= 127 (a stride through every float of
- * that range, and both neighbours of every half), and an int8 value for
- * every other float: clamped to +-127, NaN to 0, so the quantizer has no
- * undefined conversion when an activation overflowed to inf (found by a
- * checkpoint with 3e38 weights under UBSan).  A group holding inf gets an
- * inf scale and zeros. */
+/* tsr_round_q8 is roundf for every float up to 2^31 - 128 in magnitude (a
+ * stride through them, and both neighbours of every half up to 200: a
+ * group whose max is subnormal gives values up to about 190), clamps
+ * beyond, and gives 0 for NaN, so the quantizer has no undefined
+ * conversion when an activation overflowed to inf (found by a checkpoint
+ * with 3e38 weights under UBSan).  A group holding inf gets an inf scale
+ * and zeros. */
 static void round_q8_is_roundf(void **state)
 {
     (void)state;
-    for (uint32_t b = 0; b <= 0x42FE0000u; b += 61u) {   /* 0 .. 127.0f */
+    for (uint32_t b = 0; b <= 0x4EFFFFFFu; b += 61u) {   /* 0 .. 2147483520.0f */
         float v;
         memcpy(&v, &b, sizeof v);
         assert_int_equal(tsr_round_q8(v), (int32_t)roundf(v));
         assert_int_equal(tsr_round_q8(-v), (int32_t)roundf(-v));
     }
-    for (int n = 0; n < 127; n++) {
-        float h = (float)n + 0.5f, lo = nextafterf(h, 0.0f), hi = nextafterf(h, 200.0f);
+    for (int n = 0; n < 200; n++) {
+        float h = (float)n + 0.5f, lo = nextafterf(h, 0.0f), hi = nextafterf(h, 300.0f);
         assert_int_equal(tsr_round_q8(h), n + 1);
         assert_int_equal(tsr_round_q8(lo), n);
         assert_int_equal(tsr_round_q8(hi), n + 1);
         assert_int_equal(tsr_round_q8(-h), -(n + 1));
         assert_int_equal(tsr_round_q8(-lo), -n);
     }
-    const float big[] = { 127.4f, 127.5f, 128.0f, 1e30f, FLT_MAX, INFINITY };
+    const float big[] = { 2147483648.0f, 1e30f, FLT_MAX, INFINITY };
     for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
-        assert_int_equal(tsr_round_q8(big[i]), 127);
-        assert_int_equal(tsr_round_q8(-big[i]), -127);
+        assert_int_equal(tsr_round_q8(big[i]), 2147483520);
+        assert_int_equal(tsr_round_q8(-big[i]), -2147483520);
     }
     uint32_t nans[] = { 0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0x7FFFFFFFu };
     for (size_t i = 0; i < sizeof nans / sizeof nans[0]; i++) {
