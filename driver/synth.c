@@ -338,11 +338,12 @@ int tsr_synth_write(const char *path, const tsr_config *cfg, int group_size,
     }
     /* A regular file is written under a temporary name and renamed when
      * complete, so that an interrupted write never leaves a partial
-     * checkpoint under the final name; a device or pipe named by path is
-     * written directly. */
+     * checkpoint under the final name; a device, a pipe or a symbolic
+     * link named by path is written directly (through the link: a rename
+     * would replace the link itself, /dev/stdout's included). */
     char *tmp = NULL;
     struct stat sb;
-    int direct = stat(path, &sb) == 0 && !S_ISREG(sb.st_mode);
+    int direct = lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode);
     if (direct) {
         w.f = fopen(path, "wb");
     } else {

@@ -64,13 +64,18 @@ typedef struct serve_args {
     srv_config cfg;
 } serve_args;
 
-/* --host: civetweb reads a dotted quad's fields modulo 256 (999.1.1.1
- * would listen on 231.1.1.1), so digits and dots must make an IPv4
- * address; a name (localhost) goes to civetweb as it is. */
+/* --host: civetweb reads an address with sscanf("%u.%u.%u.%u"), which
+ * skips blanks, takes signs and keeps each field modulo 256 (999.1.1.1
+ * would listen on 231.1.1.1, ' 383.0.0.1' on 127.0.0.1), so whatever it
+ * would read as four fields, or digits and dots alone, must be an IPv4
+ * address as inet_pton has it; a name (localhost) goes to civetweb as it
+ * is. */
 static int check_host(const char *v)
 {
     struct in_addr a;
-    if (v[0] && strspn(v, "0123456789.") == strlen(v) && inet_pton(AF_INET, v, &a) != 1) {
+    unsigned f[4];
+    int quad = sscanf(v, "%u.%u.%u.%u", &f[0], &f[1], &f[2], &f[3]) == 4;
+    if ((quad || (v[0] && strspn(v, "0123456789.") == strlen(v))) && inet_pton(AF_INET, v, &a) != 1) {
         cli_error("serve: --host '%s' is not an IPv4 address", v);
         return -1;
     }
@@ -140,6 +145,7 @@ int cmd_serve(int argc, char **argv)
                      .cfg = { .host = "127.0.0.1", .port = 8080,
                               .lim = { .max_body = 1 << 20, .max_tokens = 256 } } };
     a.cfg.api_key = getenv("TESSERA_API_KEY");
+    if (a.cfg.api_key && check_key("TESSERA_API_KEY", a.cfg.api_key)) return 2;
     if (parse_args(argc, argv, &a)) return 2;
     char spec[600];
     if (cli_device_spec("serve", spec, sizeof spec, a.backend, a.part, a.pes, a.threads, a.xclbin))

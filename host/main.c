@@ -133,7 +133,7 @@ int cli_read_prompt(const char *cmd, const char *path, char **out)
     size_t len = 0, cap = 4096;
     char *buf = malloc(cap);
     for (size_t got = 1; buf && got > 0;) {
-        if (len >= max) {
+        if (len > max) {   /* one byte past the bound: reads stop at max + 1 */
             free(buf);
             if (!from_stdin) fclose(f);
             cli_error("%s: the prompt from %s is over %zu MiB, the most tessera reads", cmd,
@@ -141,7 +141,7 @@ int cli_read_prompt(const char *cmd, const char *path, char **out)
             return -1;
         }
         if (len + 1 == cap) {
-            char *p = realloc(buf, cap *= 2);
+            char *p = realloc(buf, cap = cap * 2 > max + 2 ? max + 2 : cap * 2);
             if (!p) { free(buf); buf = NULL; break; }
             buf = p;
         }

@@ -528,11 +528,20 @@ static void synth_writes_a_model_info_reads(void **state)
     assert_non_null(strstr(out, "dim:         128\n"));
     /* to a pipe: the same bytes, exit 0 (a pipe is not read back) */
     static char piped[1 << 16];
-    snprintf(cmd, sizeof cmd, "(" TESSERA_BIN " synth --shape 128x2:vocab=512 --q8 -o /dev/stdout "
-             "| cmp - %s && echo same)", path);
+    snprintf(cmd, sizeof cmd, "({ " TESSERA_BIN " synth --shape 128x2:vocab=512 --q8 -o /dev/stdout; "
+             "echo rc=$? >&2; } | cmp - %s && echo same)", path);
     assert_int_equal(run_capture(cmd, piped, err, sizeof piped), 0);
     assert_string_equal(piped, "same\n");
+    assert_non_null(strstr(err, "rc=0\n"));
     assert_non_null(strstr(err, "not a regular file: not read back"));
+    /* to a symbolic link: through it, and it stays a link (a rename over
+     * it replaced the link: as root, -o /dev/stdout > file replaced
+     * /dev/stdout itself) */
+    snprintf(cmd, sizeof cmd, "(ln -s %s.out %s.lnk && " TESSERA_BIN " synth --shape "
+             "128x2:vocab=512 --q8 -o %s.lnk && test -L %s.lnk && cmp %s.out %s && echo same; "
+             "rm -f %s.out %s.lnk)", path, path, path, path, path, path, path, path);
+    assert_int_equal(run_capture(cmd, piped, err, sizeof piped), 0);
+    assert_string_equal(piped, "same\n");
     unlink(path);
     /* a full disk stops the writer at once: a 7B-sized shape fails in
      * well under the 60 s the timeout allows (its weights took minutes) */

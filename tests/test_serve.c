@@ -351,6 +351,12 @@ static void bad_options_and_busy_port(void **state)
     assert_int_equal(run_capture(TESSERA_BIN " serve -m " MODEL " --host 999.1.1.1", out, err,
                                  sizeof out), 2);
     assert_non_null(strstr(err, "--host '999.1.1.1' is not an IPv4 address"));
+    assert_int_equal(run_capture(TESSERA_BIN " serve -m " MODEL " --host ' +383.0.0.1'", out, err,
+                                 sizeof out), 2);   /* sscanf's blanks and signs */
+    assert_non_null(strstr(err, "is not an IPv4 address"));
+    assert_int_equal(run_capture("TESSERA_API_KEY= " TESSERA_BIN " serve -m " MODEL, out, err,
+                                 sizeof out), 2);
+    assert_non_null(strstr(err, "TESSERA_API_KEY is empty"));
     assert_int_equal(run_capture(TESSERA_BIN " serve -m " MODEL " --api-key ''", out, err,
                                  sizeof out), 2);
     assert_non_null(strstr(err, "--api-key is empty"));
