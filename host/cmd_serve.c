@@ -145,8 +145,10 @@ int cmd_serve(int argc, char **argv)
                      .cfg = { .host = "127.0.0.1", .port = 8080,
                               .lim = { .max_body = 1 << 20, .max_tokens = 256 } } };
     a.cfg.api_key = getenv("TESSERA_API_KEY");
-    if (a.cfg.api_key && check_key("TESSERA_API_KEY", a.cfg.api_key)) return 2;
     if (parse_args(argc, argv, &a)) return 2;
+    /* (an empty --api-key was refused above: an empty key is the
+     * environment's, unless --api-key replaced it) */
+    if (a.cfg.api_key && check_key("TESSERA_API_KEY", a.cfg.api_key)) return 2;
     char spec[600];
     if (cli_device_spec("serve", spec, sizeof spec, a.backend, a.part, a.pes, a.threads, a.xclbin))
         return 2;
