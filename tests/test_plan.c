@@ -771,6 +771,23 @@ static void test_cli_errors(void **state)
 
 /* The exit status is the verdict: 0 fits, 1 does not fit, 3 cannot decide;
  * --help documents it and the options. */
+/* docs/parts.md's fit / speed table is what its own command prints today
+ * (hw/parts_table.sh over tessera plan --json): a change to the layout, the
+ * cycle accounting or the parts table that moves a figure must regenerate
+ * the page (it had gone stale in 15 of its 21 rows). */
+static void test_parts_md_is_current(void **state)
+{
+    (void)state;
+    static char table[1 << 14], doc[1 << 14], err[4096];
+    assert_int_equal(run_capture("sh '" TSR_SOURCE_DIR "/hw/parts_table.sh' " TESSERA_BIN, table,
+                                 err, sizeof table), 0);
+    assert_non_null(strstr(table, "| stories15M | u55c | yes |"));
+    /* the page's table: from its header line to the first blank line */
+    assert_int_equal(run_capture("sed -n '/^| model | part | fits one card/,/^$/p' '" TSR_SOURCE_DIR
+                                 "/docs/parts.md' | sed '/^$/d'", doc, err, sizeof doc), 0);
+    assert_string_equal(doc, table);
+}
+
 static void test_cli_exit_status(void **state)
 {
     (void)state;
@@ -830,6 +847,7 @@ int main(void)
         cmocka_unit_test(test_json_unknowns_are_null),
         cmocka_unit_test(test_cli_errors),
         cmocka_unit_test(test_cli_exit_status),
+        cmocka_unit_test(test_parts_md_is_current),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
