@@ -175,24 +175,14 @@ static void step_attention(const layout *L, uint32_t S_pe, uint32_t pos, uint64_
     rg[TSR_RG_ATT_IO] += tsr_cy_att_collect(tsr_cdiv(kc->dim, kc->group) * kc->group);
 }
 
-/* What plan_regions adds: the regions a pass charges whatever its
- * positions, and attention's (step_attention, the only charge that
- * depends on a position).  A projection over many positions computes the
- * first once (integer sums: the order of the additions changes nothing). */
-enum { PASS_FIXED = 1, PASS_ATT = 2 };
-
-static void plan_regions(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
-                         const uint32_t *pos, uint32_t nx, int classify, int what, uint64_t *rg)
+/* A pass's charges that do not depend on its positions, into rg: every
+ * one but attention's (plan_attention).  A projection over many positions
+ * computes them once (integer sums: the order of the additions changes
+ * nothing). */
+static void plan_fixed(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
+                       uint32_t nx, int classify, uint64_t *rg)
 {
-    /* the profile's TSR_ATT_PARTS (tsr_profile.h) */
-    layout L = { kc, tsr_lay_pes(kc), sum_lanes >= TSR_FADD_LAT ? TSR_FADD_LAT : 1u, { 0 }, { 0 } };
-    uint32_t S_pe = sum_lanes < TSR_FADD_LAT ? sum_lanes : TSR_FADD_LAT;
-    if (!(what & PASS_FIXED)) {   /* attention alone: every layer charges the same */
-        uint64_t att[TSR_RG_COUNT] = { 0 };
-        for (uint32_t b = 0; b < nx; b++) step_attention(&L, S_pe, pos[b], att);
-        for (int r = 0; r < TSR_RG_COUNT; r++) rg[r] += (uint64_t)kc->n_layers * att[r];
-        return;
-    }
+    layout L = { kc, tsr_lay_pes(kc), 0u, { 0 }, { 0 } };   /* att_parts: attention's alone */
     uint32_t nm = tsr_lay_n_mats(kc), rot = 0, G = kc->group;
     for (uint32_t m = 0; m < nm && m < TSR_WIMAGE_MAX_MATS; m++) {
         L.rot[m] = rot;
@@ -217,13 +207,12 @@ static void plan_regions(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t pro
     uint32_t hid_pad = tsr_cdiv(hid, G) * G;
     for (uint32_t l = 0; l < kc->n_layers; l++) {
         /* per stage: each item's norm and input, one GEMV for all, each
-         * item's gather (and, after QKV, its attention at its position) */
+         * item's gather */
         rg[TSR_RG_NORM] += (uint64_t)nx * tsr_cy_norm_s(dim, sum_lanes, fused && l > 0);
         rg[TSR_RG_INPUT] += (uint64_t)nx * tsr_cy_input(dim, G, q8);
         step_gemv(&L, TSR_MAT_LAYER(l, TSR_W_QKV), 0, nx, rg);
         rg[TSR_RG_GATHER] += (uint64_t)nx * tsr_cy_gather_vec(dim + 2u * tsr_lay_kv_dim(kc));   /* RoPE */
-        if (what & PASS_ATT)
-            for (uint32_t b = 0; b < nx; b++) step_attention(&L, S_pe, pos[b], rg);
+        /* (here each item's attention at its position: plan_attention) */
         rg[TSR_RG_INPUT] += (uint64_t)nx * tsr_cy_input_ready(dim, G, q8);
         step_gemv(&L, TSR_MAT_LAYER(l, TSR_W_O), 0, nx, rg);
         rg[TSR_RG_GATHER] += (uint64_t)nx * (fused ? tsr_cy_gather_vec(dim) : tsr_cy_gather(dim));
@@ -247,6 +236,19 @@ static void plan_regions(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t pro
     }
 }
 
+/* Attention's charges of a pass, into rg: each of the nx items at pos[b],
+ * every layer alike (tsr_attention). */
+static void plan_attention(const tsr_kconfig *kc, uint32_t sum_lanes, const uint32_t *pos,
+                           uint32_t nx, uint64_t *rg)
+{
+    /* the profile's TSR_ATT_PARTS (tsr_profile.h) */
+    layout L = { kc, tsr_lay_pes(kc), sum_lanes >= TSR_FADD_LAT ? TSR_FADD_LAT : 1u, { 0 }, { 0 } };
+    uint32_t S_pe = sum_lanes < TSR_FADD_LAT ? sum_lanes : TSR_FADD_LAT;
+    uint64_t att[TSR_RG_COUNT] = { 0 };
+    for (uint32_t b = 0; b < nx; b++) step_attention(&L, S_pe, pos[b], att);
+    for (int r = 0; r < TSR_RG_COUNT; r++) rg[r] += (uint64_t)kc->n_layers * att[r];
+}
+
 /* c's controller, mesh and total from its regions. */
 static void plan_totals(tsr_plan_cycles *c)
 {
@@ -258,13 +260,13 @@ static void plan_totals(tsr_plan_cycles *c)
     c->total = c->controller + c->mesh;
 }
 
-/* A pass's position-independent regions (plan_regions PASS_FIXED), to be
- * completed by pass_at for each set of positions. */
+/* A pass's position-independent regions (plan_fixed), to be completed by
+ * pass_at for each set of positions. */
 static void pass_fixed(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
                        uint32_t nx, int classify, tsr_plan_cycles *fixed)
 {
     memset(fixed, 0, sizeof *fixed);
-    plan_regions(kc, sum_lanes, profile_pes, NULL, nx, classify, PASS_FIXED, fixed->rg);
+    plan_fixed(kc, sum_lanes, profile_pes, nx, classify, fixed->rg);
 }
 
 /* c = fixed (pass_fixed of the same kc, sum_lanes and nx) with the nx
@@ -273,16 +275,16 @@ static void pass_at(const tsr_plan_cycles *fixed, const tsr_kconfig *kc, uint32_
                     const uint32_t *pos, uint32_t nx, tsr_plan_cycles *c)
 {
     *c = *fixed;
-    plan_regions(kc, sum_lanes, 0, pos, nx, 0, PASS_ATT, c->rg);
+    plan_attention(kc, sum_lanes, pos, nx, c->rg);
     plan_totals(c);
 }
 
 void tsr_plan_pass(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
                    const uint32_t *pos, uint32_t nx, int classify, tsr_plan_cycles *c)
 {
-    memset(c, 0, sizeof *c);
-    plan_regions(kc, sum_lanes, profile_pes, pos, nx, classify, PASS_FIXED | PASS_ATT, c->rg);
-    plan_totals(c);
+    tsr_plan_cycles fixed;
+    pass_fixed(kc, sum_lanes, profile_pes, nx, classify, &fixed);
+    pass_at(&fixed, kc, sum_lanes, pos, nx, c);
 }
 
 void tsr_plan_step(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes, uint32_t pos,
@@ -739,9 +741,11 @@ static int make_kconfig(const tsr_config *cfg, const tsr_plan_req *rq, const tsr
     return tsr_wimage_config(&ck, &o, &mo, pf, kc, e);
 }
 
-/* Fill out (except the fix_* fields) for pes PEs per card. */
+/* Fill out (except the fix_* fields) for pes PEs per card; fit_only: the
+ * fit alone, without eval_projection. */
 static int eval_to(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part *part, int pes,
                    int fit_only, tsr_plan *out, tsr_err *e);
+static int eval_projection(const tsr_plan_req *rq, const tsr_part *part, tsr_plan *out, tsr_err *e);
 
 static int eval(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part *part, int pes,
                 tsr_plan *out, tsr_err *e)
@@ -863,8 +867,16 @@ static int eval_to(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part
         rot = tsr_lay_rot_next(kc, m, rot);
     }
 
-    if (fit_only) return TSR_OK;
-    /* projected speed: the code's charges for a decode step */
+    return fit_only ? TSR_OK : eval_projection(rq, part, out, e);
+}
+
+/* The projected speed of an evaluated out (eval_to's fit filled it): the
+ * code's charges for a decode step at the reported position, and their
+ * mean over a whole context. */
+static int eval_projection(const tsr_plan_req *rq, const tsr_part *part, tsr_plan *out, tsr_err *e)
+{
+    const tsr_kconfig *kc = &out->kc;
+    int pes = out->pes, K = out->cards;
     uint32_t seq = kc->seq_len;
     if (rq->pos >= 0 && (uint32_t)rq->pos >= seq)
         return tsr_seterr(e, TSR_ERR_ARG, "position %d outside the context 0..%u", rq->pos, seq - 1u);
@@ -944,7 +956,7 @@ static int eval_auto(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_pa
         rc = eval_to(cfg, rq, part, P, 1, &t, e);
         if (rc == TSR_ERR_ARG && rq->kv_split) continue;   /* a split this mesh cannot take */
         if (rc) return rc;
-        if (t.fits && (rc = eval(cfg, rq, part, P, &t, e))) return rc;
+        if (t.fits && (rc = eval_projection(rq, part, &t, e))) return rc;
         if (t.fits && (!have || t.cycles_mean < best.cycles_mean)) {
             best = t;
             have = 1;
@@ -1036,8 +1048,8 @@ int tsr_plan_config(const tsr_config *cfg, const tsr_plan_req *req, tsr_plan *ou
     }
     r = *req;
     r.pos = -1;
-    int K1 = kmin > (uint64_t)K0 + 1u ? (kmin > (uint64_t)cfg->n_layers ? cfg->n_layers + 1 : (int)kmin)
-                                      : K0 + 1;
+    int K1 = K0 + 1;
+    if (kmin > (uint64_t)K1) K1 = kmin > (uint64_t)cfg->n_layers ? cfg->n_layers + 1 : (int)kmin;
     for (int K = K1; K <= cfg->n_layers; K++) {
         r.cards = K;
         if ((rc = eval_auto(cfg, &r, part, &t, e))) return rc;
