@@ -548,17 +548,18 @@ static GEMM void tr_one(const uint8_t *w8, const float *ws, uint32_t nb, uint32_
  * item 2q's sums in the even lanes of pair q's register, item 2q + 1's in
  * the odd ones, so each unit's 4 loads serve every item and a pair's
  * fp32 operations are one register's.  The inputs are crossed qwords
- * (tr_cross): against load k, lane 2r (row r's bytes 8k..8k+3) of A
+ * (tr_pair_inputs): against load k, lane 2r (row r's bytes 8k..8k+3) of A
  * meets item i's matching dword and lane 2r + 1 (bytes 8k+4..8k+7) item
  * j's, and D the other way round, so A + D with D's dword pairs swapped
  * is row r's sum for item i in lane 2r and for item j in lane 2r + 1
  * (integer sums: exact in any order).  xc per pair and group the two
- * crossed inputs, A's 4 qwords then D's; corr2, xs2 per pair and group
- * the two items' corrections and scales, side by side; out[i] NULL for a
- * missing last item. */
+ * crossed inputs, A's 4 qwords then D's; ncorr2, xs2 per pair and group
+ * the two items' corrections negated (A's starting sums, lane 2r item i's
+ * and 2r + 1 item j's, as A + D leaves them) and their scales, side by
+ * side; out[i] NULL for a missing last item. */
 static inline __attribute__((always_inline)) GEMM void
 tr_pairs(uint32_t np, const uint8_t *w8, const float *ws, uint32_t nb, uint32_t ng,
-         const int64_t *xc, const int32_t *corr2, const float *xs2, float *const *out)
+         const int64_t *xc, const int32_t *ncorr2, const float *xs2, float *const *out)
 {
     const __m512i dup = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
     for (uint32_t b = 0; b < nb; b++) {
@@ -576,7 +577,9 @@ tr_pairs(uint32_t np, const uint8_t *w8, const float *ws, uint32_t nb, uint32_t 
                 dup, _mm512_castps256_ps512(_mm256_loadu_ps(sb + (size_t)g * 8u)));
             for (uint32_t q = 0; q < np; q++) {
                 const int64_t *xa = xc + ((size_t)q * ng + g) * 8u, *xd = xa + 4;
-                __m512i A = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w0, _mm512_set1_epi64(xa[0]));
+                size_t pg = ((size_t)q * ng + g) * 2u;
+                __m512i A = _mm512_dpbusd_epi32(_mm512_set1_epi64(load64(ncorr2 + pg)), w0,
+                                                _mm512_set1_epi64(xa[0]));
                 __m512i D = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w0, _mm512_set1_epi64(xd[0]));
                 A = _mm512_dpbusd_epi32(A, w1, _mm512_set1_epi64(xa[1]));
                 D = _mm512_dpbusd_epi32(D, w1, _mm512_set1_epi64(xd[1]));
@@ -585,8 +588,6 @@ tr_pairs(uint32_t np, const uint8_t *w8, const float *ws, uint32_t nb, uint32_t 
                 A = _mm512_dpbusd_epi32(A, w3, _mm512_set1_epi64(xa[3]));
                 D = _mm512_dpbusd_epi32(D, w3, _mm512_set1_epi64(xd[3]));
                 __m512i C = _mm512_add_epi32(A, _mm512_shuffle_epi32(D, _MM_PERM_CDAB));
-                size_t pg = ((size_t)q * ng + g) * 2u;
-                C = _mm512_sub_epi32(C, _mm512_set1_epi64(load64(corr2 + pg)));
                 __m512 xsp = _mm512_castsi512_ps(_mm512_set1_epi64(load64(xs2 + pg)));
                 acc[q] = _mm512_add_ps(acc[q], _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(C), wsd), xsp));
             }
@@ -602,14 +603,14 @@ tr_pairs(uint32_t np, const uint8_t *w8, const float *ws, uint32_t nb, uint32_t 
 }
 
 static GEMM void tr_pairs_n(uint32_t np, const uint8_t *w8, const float *ws, uint32_t nb,
-                            uint32_t ng, const int64_t *xc, const int32_t *corr2,
+                            uint32_t ng, const int64_t *xc, const int32_t *ncorr2,
                             const float *xs2, float *const *out)
 {
     switch (np) {   /* each count its own copy: the pairs' sums stay in registers */
-    case 1: tr_pairs(1u, w8, ws, nb, ng, xc, corr2, xs2, out); break;
-    case 2: tr_pairs(2u, w8, ws, nb, ng, xc, corr2, xs2, out); break;
-    case 3: tr_pairs(3u, w8, ws, nb, ng, xc, corr2, xs2, out); break;
-    default: tr_pairs(4u, w8, ws, nb, ng, xc, corr2, xs2, out); break;
+    case 1: tr_pairs(1u, w8, ws, nb, ng, xc, ncorr2, xs2, out); break;
+    case 2: tr_pairs(2u, w8, ws, nb, ng, xc, ncorr2, xs2, out); break;
+    case 3: tr_pairs(3u, w8, ws, nb, ng, xc, ncorr2, xs2, out); break;
+    default: tr_pairs(4u, w8, ws, nb, ng, xc, ncorr2, xs2, out); break;
     }
 }
 
@@ -648,16 +649,31 @@ static GEMM void tr_gemm(const uint8_t *w8, const float *ws, uint32_t nb, uint32
     }
 }
 
-/* Pair q's crossed inputs of group g, for tr_pairs: xc[k] takes its low
- * dword from item i's qword k and its high one from item j's, xc[4 + k]
- * the other way round (little-endian: the low dword is bytes 8k..8k+3). */
-static void tr_cross(const int8_t *xi, const int8_t *xj, int64_t *xc)
+/* Pair (xi, xj)'s inputs for tr_pairs, ng groups: xc per group the
+ * crossed qwords, xc[k] with its low dword from item i's qword k and its
+ * high one from item j's, xc[4 + k] the other way round (little-endian:
+ * the low dword is bytes 8k..8k+3), so two dword blends; ncorr2 per group
+ * the two items' -128 x sum of the 32 inputs (VPSADBW sums x + 128, less
+ * 32 x 128: exact); xs2 their scales (0 for a missing item j, sj NULL). */
+static GEMM void tr_pair_inputs(const int8_t *xi, const int8_t *xj, const float *si,
+                                const float *sj, uint32_t ng, int64_t *xc, int32_t *ncorr2,
+                                float *xs2)
 {
-    for (uint32_t k = 0; k < 4u; k++) {
-        uint64_t a = (uint64_t)load64(xi + 8u * k), b = (uint64_t)load64(xj + 8u * k);
-        const uint64_t lo = 0xFFFFFFFFu;
-        xc[k] = (int64_t)((a & lo) | (b & ~lo));
-        xc[4u + k] = (int64_t)((b & lo) | (a & ~lo));
+    const __m256i flip = _mm256_set1_epi8((char)0x80), zero = _mm256_setzero_si256();
+    for (uint32_t g = 0; g < ng; g++) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(xi + (size_t)g * 32u));
+        __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(xj + (size_t)g * 32u));
+        _mm256_storeu_si256((__m256i *)(void *)(xc + (size_t)g * 8u), _mm256_blend_epi32(a, b, 0xAA));
+        _mm256_storeu_si256((__m256i *)(void *)(xc + (size_t)g * 8u + 4u),
+                            _mm256_blend_epi32(b, a, 0xAA));
+        __m256i sa = _mm256_sad_epu8(_mm256_xor_si256(a, flip), zero);
+        __m256i sb = _mm256_sad_epu8(_mm256_xor_si256(b, flip), zero);
+        __m256i s2 = _mm256_add_epi64(_mm256_unpacklo_epi64(sa, sb), _mm256_unpackhi_epi64(sa, sb));
+        __m128i t = _mm_add_epi64(_mm256_castsi256_si128(s2), _mm256_extracti128_si256(s2, 1));
+        ncorr2[2u * g] = -128 * ((int32_t)_mm_cvtsi128_si64(t) - 4096);
+        ncorr2[2u * g + 1u] = -128 * ((int32_t)_mm_extract_epi64(t, 1) - 4096);
+        xs2[2u * g] = si[g];
+        xs2[2u * g + 1u] = sj ? sj[g] : 0.0f;
     }
 }
 
@@ -667,39 +683,31 @@ static GEMM int tr_few(const uint8_t *w8, const float *ws, uint32_t nb, uint32_t
                        uint32_t m, float *psum, size_t psum_stride)
 {
     uint32_t np = (m + 1u) / 2u;
-    /* crossed inputs (np, ng, 8) qwords; corrections and scales (np, ng, 2)
-     * each; a zero input of ng groups */
+    /* crossed inputs (np, ng, 8) qwords; corrections (tr_one's, or the
+     * pairs' negated) and scales (np, ng, 2) each; a zero input of ng
+     * groups */
     size_t words = (size_t)np * ng * 2u, qwords = (size_t)np * ng * 8u;
     int64_t *xc = scratch(qwords * 8u + words * 8u + (size_t)ng * 32u + 64u);
     if (!xc) return 0;
-    int32_t *corr2 = (int32_t *)(void *)(xc + qwords);
-    float *xs2 = (float *)(void *)(corr2 + words);
+    int32_t *corr = (int32_t *)(void *)(xc + qwords);
+    float *xs2 = (float *)(void *)(corr + words);
     int8_t *zero = (int8_t *)(void *)(xs2 + words);
     if (m == 1u) {
-        tr_corr(xq, ng, corr2);
-        tr_one(w8, ws, nb, ng, xq, xs, corr2, psum);
+        tr_corr(xq, ng, corr);
+        tr_one(w8, ws, nb, ng, xq, xs, corr, psum);
         return 1;
     }
-    memset(zero, 0, (size_t)ng * 32u);
-    const int8_t *x[2u * TR_PAIRS];
+    if (m & 1u) memset(zero, 0, (size_t)ng * 32u);
     float *out[2u * TR_PAIRS];
-    int32_t corr[2];
-    for (uint32_t i = 0; i < 2u * np; i++) {
-        int have = i < m;
-        x[i] = have ? xq + (size_t)i * xq_stride : zero;
-        out[i] = have ? psum + (size_t)i * psum_stride : NULL;
-        for (uint32_t g = 0; g < ng; g++) {
-            size_t pg = ((size_t)(i / 2u) * ng + g) * 2u + i % 2u;
-            tr_corr(x[i] + (size_t)g * 32u, 1u, corr);
-            corr2[pg] = corr[0];
-            xs2[pg] = have ? xs[(size_t)i * xs_stride + g] : 0.0f;
-        }
+    for (uint32_t i = 0; i < 2u * np; i++) out[i] = i < m ? psum + (size_t)i * psum_stride : NULL;
+    for (uint32_t q = 0; q < np; q++) {
+        uint32_t j = 2u * q + 1u;   /* item j may be missing: the zero input */
+        tr_pair_inputs(xq + (size_t)(2u * q) * xq_stride, j < m ? xq + (size_t)j * xq_stride : zero,
+                       xs + (size_t)(2u * q) * xs_stride, j < m ? xs + (size_t)j * xs_stride : NULL,
+                       ng, xc + (size_t)q * ng * 8u, corr + (size_t)q * ng * 2u,
+                       xs2 + (size_t)q * ng * 2u);
     }
-    for (uint32_t q = 0; q < np; q++)
-        for (uint32_t g = 0; g < ng; g++)
-            tr_cross(x[2u * q] + (size_t)g * 32u, x[2u * q + 1u] + (size_t)g * 32u,
-                     xc + ((size_t)q * ng + g) * 8u);
-    tr_pairs_n(np, w8, ws, nb, ng, xc, corr2, xs2, out);
+    tr_pairs_n(np, w8, ws, nb, ng, xc, corr, xs2, out);
     return 1;
 }
 
