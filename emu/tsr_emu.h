@@ -12,6 +12,7 @@
  *                kernels/mesh.c
  *   att_rows.c   attention's multiply-add pass as vectorized loops, and
  *                the f16 cache's encoder
+ *   quant.c      the Q8 input quantizer's values as one vectorized loop
  *   pes.c        a mesh step's PE tasks on the pool
  *   cpu.c        the CPU's features, asked once
  *
@@ -140,6 +141,14 @@ void tsr_emu_att_mac_i8(const int8_t *kv, uint32_t stride, const float *s, uint3
 /* h[i] = tsr_f16_from_f32(x[i]) for i < n, bit for bit (the f16 cache's
  * stores). */
 void tsr_emu_f16_encode(const float *x, uint16_t *h, uint32_t n);
+
+/* ------------------------------------------------------------------------ */
+/* The input quantizer (quant.c)                                              */
+
+/* q[j] = (int8_t)tsr_round_q8(v[j] / sc) for j < n, sc != 0: one group's
+ * values of the Q8 input quantizer (kernels/mesh.c), bit for bit, 16 at a
+ * time on a CPU with AVX-512 F and VL (the scalar loop otherwise). */
+void tsr_emu_quantize_q8(const float *v, float sc, int8_t *q, uint32_t n);
 
 /* ------------------------------------------------------------------------ */
 /* CPU features                                                               */

@@ -609,8 +609,8 @@ static void emu_norm(tsr_kstate *st, uint32_t it, uint32_t n, uint32_t npad, uin
 
 /* The emulator's Q8 pass B for G >= TSR_LANES (in_q8_quant): group g's
  * scale the max of its words' maxima (from 0, words ascending) / 127, its
- * values round(v / scale) (0 for a zero scale), into PE 0's copy
- * (TSR_BCAST_SRC): bit-identical, a group at a time. */
+ * values round(v / scale) (0 for a zero scale; emu/quant.c, vectorized),
+ * into PE 0's copy (TSR_BCAST_SRC): bit-identical, a group at a time. */
 static void emu_quantize(tsr_kstate *st, uint32_t it, uint32_t npad)
 {
     uint32_t G = st->cfg.group, ng = npad >> st->g_log2, wpg = G / TSR_VEC;
@@ -627,7 +627,7 @@ static void emu_quantize(tsr_kstate *st, uint32_t it, uint32_t npad)
         const float *v = xn + (size_t)g * G;
         int8_t *qg = q + (size_t)g * G;
         if (sc != 0.0f)
-            for (uint32_t j = 0; j < G; j++) qg[j] = (int8_t)tsr_round_q8(v[j] / sc);
+            tsr_emu_quantize_q8(v, sc, qg, G);
         else
             for (uint32_t j = 0; j < G; j++) qg[j] = 0;
     }

@@ -415,6 +415,47 @@ static void round_q8_is_roundf(void **state)
     assert_int_equal(q[63], 127);
 }
 
+/* The emulator's vectorized quantizer (emu/quant.c) writes the scalar
+ * loop's bytes: ties either side of every half, values past the clamp,
+ * infinities and NaNs, a subnormal scale whose values wrap past 127, and
+ * every length up to 40 (the vector tail). */
+static void quantize_rows_bit_identical(void **state)
+{
+    (void)state;
+    enum { N = 40 };
+    float v[N];
+    int8_t got[N + 1], want[N];
+    uint64_t r = 777;
+    static const float scales[] = { 1.0f, 0.0625f, 3.0f / 127.0f, 1e-3f, 7.1e-39f, 1e-45f, 1e30f };
+    for (size_t k = 0; k < sizeof scales / sizeof scales[0]; k++) {
+        float sc = scales[k];
+        for (int rep = 0; rep < 200; rep++) {
+            for (int i = 0; i < N; i++) {
+                r = r * 6364136223846793005ull + 1442695040888963407ull;
+                uint32_t u = (uint32_t)(r >> 32);
+                float h = (float)(int)(u % 301u) - 150.0f + 0.5f;   /* a half, in units of sc */
+                switch (u >> 29) {
+                case 0: v[i] = h * sc; break;
+                case 1: v[i] = nextafterf(h * sc, 0.0f); break;
+                case 2: v[i] = nextafterf(h * sc, 1e38f); break;
+                case 3: v[i] = (float)(int32_t)u * 1e-7f; break;
+                case 4: v[i] = (u & 1u ? 1.0f : -1.0f) * 3e38f; break;
+                case 5: v[i] = (u & 1u) ? INFINITY : -INFINITY; break;
+                case 6: v[i] = (u & 1u) ? NAN : -NAN; break;
+                default: memcpy(&v[i], &u, sizeof u); break;   /* any bits */
+                }
+            }
+            for (uint32_t n = rep < N ? (uint32_t)rep + 1u : N; n <= N; n += N) {
+                for (uint32_t j = 0; j < n; j++) want[j] = (int8_t)tsr_round_q8(v[j] / sc);
+                memset(got, 0x5A, sizeof got);
+                tsr_emu_quantize_q8(v, sc, got, n);
+                assert_memory_equal(got, want, n);
+                assert_int_equal(got[n], 0x5A);   /* nothing past n */
+            }
+        }
+    }
+}
+
 /* The mesh's input path (tsr_mesh_input: TSR_LANES-wide chunks, a
  * segmented max tree for G < TSR_LANES) gives every PE the same int8
  * words and scales as runq.c's quantize, and xn = w * (ss * x) as run.c's
@@ -1378,6 +1419,7 @@ int main(void)
         cmocka_unit_test_setup(rope_matches_runc, tm_reseed),
         cmocka_unit_test_setup(quantize_matches_runq, tm_reseed),
         cmocka_unit_test(round_q8_is_roundf),
+        cmocka_unit_test(quantize_rows_bit_identical),
         cmocka_unit_test_setup(mesh_input_matches_runq, tm_reseed),
         cmocka_unit_test_setup(argmax_lowest_index_wins, tm_reseed),
         cmocka_unit_test_setup(mesh_gemv_matches_reference, tm_reseed),

@@ -1,0 +1,57 @@
+/*
+ * quant.c - the Q8 input quantizer's values (kernels/mesh.c emu_quantize)
+ * as one vectorized loop: q[j] = (int8_t)tsr_round_q8(v[j] / sc).
+ *
+ * Every step is the scalar one in vector form: the IEEE divide (VDIVPS
+ * rounds as DIVSS does), tsr_round_q8's clamp to +-2147483520 and its NaN
+ * to 0, the truncating conversion, the fraction v - (float)t and its two
+ * half compares; the int8 store keeps the low byte (VPMOVDB), as GCC's
+ * int32 -> int8 conversion does.  So the bytes are the scalar loop's for
+ * every float (test_kernel_ops quantize_row_bit_identical).
+ */
+#include <stdint.h>
+
+#include "tsr_emu.h"
+#include "tsr_layout.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+
+#define AVX512 __attribute__((target("avx512f,avx512vl")))
+
+static int avx512_probe(void)
+{
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
+}
+
+static AVX512 void quantize_avx512(const float *v, float sc, int8_t *q, uint32_t n)
+{
+    const __m512 s = _mm512_set1_ps(sc), hi = _mm512_set1_ps(2147483520.0f);
+    const __m512 lo = _mm512_set1_ps(-2147483520.0f);
+    const __m512 half = _mm512_set1_ps(0.5f), mhalf = _mm512_set1_ps(-0.5f);
+    const __m512i one = _mm512_set1_epi32(1);
+    for (uint32_t i = 0; i < n; i += 16u) {
+        __mmask16 m = n - i >= 16u ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+        __m512 x = _mm512_div_ps(_mm512_maskz_loadu_ps(m, v + i), s);
+        x = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ), x, hi);
+        x = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ), x, lo);
+        __m512i t = _mm512_cvttps_epi32(x);
+        __m512 f = _mm512_sub_ps(x, _mm512_cvtepi32_ps(t));
+        t = _mm512_mask_add_epi32(t, _mm512_cmp_ps_mask(f, half, _CMP_GE_OQ), t, one);
+        t = _mm512_mask_sub_epi32(t, _mm512_cmp_ps_mask(f, mhalf, _CMP_LE_OQ), t, one);
+        _mm512_mask_cvtepi32_storeu_epi8(q + i, m, t);
+    }
+}
+#endif
+
+void tsr_emu_quantize_q8(const float *v, float sc, int8_t *q, uint32_t n)
+{
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    static int have = -1;
+    if (tsr_emu_cpu_once(&have, avx512_probe)) {
+        quantize_avx512(v, sc, q, n);
+        return;
+    }
+#endif
+    for (uint32_t j = 0; j < n; j++) q[j] = (int8_t)tsr_round_q8(v[j] / sc);
+}
