@@ -84,7 +84,8 @@ fwd_stages:
 #if TSR_EMU_PASS
             if (nx > 1u) {
                 input_pass in = { st, n, row, norm };
-                tsr_emu_pool_share(st->pool, nx, (uint64_t)nx * n, input_item, &in);
+                tsr_emu_pool_share(st->pool, nx, (uint64_t)nx * n * TSR_EMU_ELEM_WORK, input_item,
+                                   &in);
             } else
 #endif
             {

@@ -1047,7 +1047,7 @@ void tsr_mesh_gather_pass(tsr_kstate *st, uint32_t mat, uint32_t nx, uint32_t yw
         TSR_CHARGE(st, TSR_RG_GATHER, gather_cycles(flags, d, nout));
         TSR_COUNT(st, fabric_gather_bytes, 4ull * d);
     }
-    tsr_emu_pool_share(st->pool, nx, (uint64_t)nx * nout, gather_item, &g);
+    tsr_emu_pool_share(st->pool, nx, (uint64_t)nx * nout * TSR_EMU_ELEM_WORK, gather_item, &g);
 }
 #endif
 
