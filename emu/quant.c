@@ -3,11 +3,15 @@
  * as one vectorized loop: q[j] = (int8_t)tsr_round_q8(v[j] / sc).
  *
  * Every step is the scalar one in vector form: the IEEE divide (VDIVPS
- * rounds as DIVSS does), tsr_round_q8's clamp to +-2147483520 and its NaN
- * to 0, the truncating conversion, the fraction v - (float)t and its two
- * half compares; the int8 store keeps the low byte (VPMOVDB), as GCC's
- * int32 -> int8 conversion does.  So the bytes are the scalar loop's for
- * every float (test_kernel_ops quantize_row_bit_identical).
+ * rounds as DIVSS does), tsr_round_q8's clamp to +-2147483520 (ordered
+ * compares, which a NaN fails), the truncating conversion, the fraction
+ * v - (float)t and its two half compares; the int8 store keeps the low
+ * byte (VPMOVDB, truncating), as GCC's int32 -> int8 conversion does.
+ * tsr_round_q8 maps a NaN to 0 first; here a NaN converts to 0x80000000
+ * (the "integer indefinite"), its fraction is NaN so neither compare adds,
+ * and the byte kept is 0 all the same (a saturating VPMOVSDB would give
+ * -128).  So the bytes are the scalar loop's for every float
+ * (test_kernel_ops quantize_rows_bit_identical).
  */
 #include <stdint.h>
 

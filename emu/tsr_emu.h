@@ -66,12 +66,14 @@ void tsr_emu_pool_run(tsr_emu_pool *pool, uint32_t n, uint32_t nw, tsr_emu_item 
 /* tsr_emu_pool_run(pool, n, every worker, fn, ctx), or on the calling
  * thread alone when the step has fewer than 16 K multiply-accumulates of
  * work (roughly): waking the workers would cost more than it saves. */
-/* (In that measure, one element of a per-item vector pass, RMSNorm and
- * the quantizer's divide and rounding, or a gather with RoPE or the
- * residual and its sum of squares, weighs TSR_EMU_ELEM_WORK: so the inputs
- * and gathers of 2 or more items of dim 768 run on every worker.) */
-#define TSR_EMU_ELEM_WORK 16u
 void tsr_emu_pool_share(tsr_emu_pool *pool, uint32_t n, uint64_t work, tsr_emu_item fn, void *ctx);
+
+/* In that measure, one element of a per-item vector pass (RMSNorm and the
+ * quantizer's divide and rounding, or a gather with RoPE or the residual
+ * and its sum of squares) weighs this many multiply-adds: so the inputs
+ * and gathers of 2 or more items of dim 768 (stories110M), or of 4 or
+ * more of dim 288 (stories15M), run on every worker. */
+#define TSR_EMU_ELEM_WORK 16u
 
 /* Store v to *word (release) and wake the threads waiting on it with
  * tsr_emu_wait_change: how the kernel publishes DECODE's token count. */
