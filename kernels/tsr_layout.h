@@ -151,17 +151,19 @@ typedef struct tsr_tile {
 static inline uint32_t tsr_cdiv(uint32_t a, uint32_t b) { return (a + b - 1u) / b; }
 
 /* The Q8_0 rounding step, (int32) roundf(v) (half away from zero), without
- * a libm call so the quantizer loops vectorize.  The quantizer's values
- * are v = x / (max |x| / 127): |v| <= 127 up to rounding, or up to about
- * 190 in a group whose max is subnormal (the scale rounds coarsely; the
+ * a libm call.  GCC 12 does not vectorize loops over it (the clamp's
+ * selects: "control flow in loop"), so the emulator's input quantizer has
+ * its own AVX-512 loop, emu/quant.c, bit for bit this.  The quantizer's values are
+ * v = x / (max |x| / 127): |v| <= 127 up to rounding, or up to about 190
+ * in a group whose max is subnormal (the scale rounds coarsely; the
  * callers' int8 cast then wraps, as runq.c's cast does with GCC on
- * x86-64).  So that no
- * conversion is undefined (C11 6.3.1.4) when activations overflowed (an
- * inf scale makes v NaN or 0), |v| is clamped to 2^31 - 128, the largest
- * float below 2^31, and a NaN gives 0; every finite v below that keeps
- * its result.  Then truncate, and step away from zero when the dropped
- * fraction is >= 1/2; v - (float)t is exact in fp32 (Sterbenz), so this
- * equals roundf (test_kernel_ops round_q8_is_roundf). */
+ * x86-64).  So that no conversion is undefined (C11 6.3.1.4) when
+ * activations overflowed (an inf scale makes v NaN or 0), |v| is clamped
+ * to 2^31 - 128, the largest float below 2^31, and a NaN gives 0; every
+ * finite v below that keeps its result.  Then truncate, and step away
+ * from zero when the dropped fraction is >= 1/2; v - (float)t is exact in
+ * fp32 (Sterbenz), so this equals roundf (test_kernel_ops
+ * round_q8_is_roundf). */
 static inline int32_t tsr_round_q8(float v)
 {
     v = v > 2147483520.0f ? 2147483520.0f : v;
