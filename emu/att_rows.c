@@ -1,8 +1,8 @@
 /*
  * att_rows.c - the attention PE's multiply-add pass (kernels/attention.c
  * pe_att_mac) as plain nested loops the host compiler vectorizes, or with
- * one partial as AVX-512 register sums, and the f16 cache's encoder (see
- * tsr_emu.h).  The kernel's loop is flattened and, with one accumulator per
+ * one partial as AVX-512 register sums, the f16 cache's encoder, and the
+ * prefetch of a pass's KV rows (see tsr_emu.h).  The kernel's loop is flattened and, with one accumulator per
  * element, padded for the hardware's II=1 schedule; here the same fp32
  * operations run in the same order per element -- acc[o % parts][j] adds
  * s[o] * row o's element j for o ascending, each partial from 0 -- without
@@ -242,4 +242,11 @@ void tsr_emu_f16_encode(const float *x, uint16_t *h, uint32_t n)
     }
 #endif
     for (uint32_t i = 0; i < n; i++) h[i] = tsr_f16_from_f32(x[i]);
+}
+
+void tsr_emu_prefetch_runs(const void *p, uint32_t n, size_t stride, size_t bytes)
+{
+    const char *r = p;
+    for (uint32_t i = 0; i < n; i++, r += stride)
+        for (size_t o = 0; o < bytes; o += 64u) __builtin_prefetch(r + o, 0, 2);   /* T1 */
 }

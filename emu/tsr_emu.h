@@ -10,8 +10,8 @@
  *                products, and the rows over the emulator's transposed
  *                units (below), bit-identical to the portable loops in
  *                kernels/mesh.c
- *   att_rows.c   attention's multiply-add pass as vectorized loops, and
- *                the f16 cache's encoder
+ *   att_rows.c   attention's multiply-add pass as vectorized loops, the
+ *                f16 cache's encoder, and the prefetch of KV rows
  *   quant.c      the Q8 input quantizer's values as one vectorized loop
  *   pes.c        a mesh step's PE tasks on the pool
  *   cpu.c        the CPU's features, asked once
@@ -148,6 +148,11 @@ void tsr_emu_att_mac_i8(const int8_t *kv, uint32_t stride, const float *s, uint3
 /* h[i] = tsr_f16_from_f32(x[i]) for i < n, bit for bit (the f16 cache's
  * stores). */
 void tsr_emu_f16_encode(const float *x, uint16_t *h, uint32_t n);
+
+/* Ask for n runs of `bytes` bytes, `stride` bytes apart from p, into L2
+ * (a prefetch a cache line; never faults, changes no value): a KV cache's
+ * rows ahead of the attention pass that reads them. */
+void tsr_emu_prefetch_runs(const void *p, uint32_t n, size_t stride, size_t bytes);
 
 /* ------------------------------------------------------------------------ */
 /* The input quantizer (quant.c)                                              */
