@@ -20,6 +20,19 @@
 /* A layer's four stages, in order (the matrices TSR_MAT_LAYER(l, w)). */
 enum { STAGE_QKV = 0, STAGE_WO, STAGE_W13, STAGE_W2 };
 
+/* Stage k's input (k < 4 L: layer k / 4, place k % 4; 4 L: the
+ * classifier's): RMSNorm of x with norm weights row (rms_att, rms_ffn,
+ * rms_final), or (norm 0) the n values attention or the W13 gather left. */
+static void stage_input(uint32_t k, uint32_t L, uint32_t dim, uint32_t hidden, uint32_t *norm,
+                        uint32_t *row, uint32_t *n)
+{
+#pragma HLS INLINE
+    uint32_t last = k == 4u * L, w = k % 4u, l = k / 4u;
+    *norm = last || w == STAGE_QKV || w == STAGE_W13;
+    *row = last ? 2u * L : w == STAGE_QKV ? l : L + l;
+    *n = *norm || w == STAGE_WO ? dim : hidden;
+}
+
 #if TSR_EMU_PASS
 /* The emulator: one item's input of a stage (fwd_inputs), a worker pool
  * item; an item touches only its own vectors and PE 0's copy of its
@@ -70,22 +83,25 @@ fwd_embed:
     }
 
     uint32_t l = 0, w = 0;   /* the stage's layer and its place in the layer */
+#if TSR_EMU_PASS
+    uint32_t inputs_made = 0;   /* with the last stage's gathers (below) */
+#endif
 fwd_stages:
     for (uint32_t k = k0; k < nst; k++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_STAGES
         int last = k == 4u * L;   /* the classifier */
         uint32_t mat = last ? cls : 1u + k;
         if (!gather_only) {
-            /* each item's input: RMSNorm of x (rms_att, rms_ffn,
-             * rms_final), or the xn that attention / the W13 gather left */
-            uint32_t norm = last || w == STAGE_QKV || w == STAGE_W13;
-            uint32_t row = last ? 2u * L : w == STAGE_QKV ? l : L + l;
-            uint32_t n = norm || w == STAGE_WO ? dim : hidden;
+            /* each item's input */
+            uint32_t norm, row, n;
+            stage_input(k, L, dim, hidden, &norm, &row, &n);
 #if TSR_EMU_PASS
             if (nx > 1u) {
                 input_pass in = { st, n, row, norm };
-                tsr_emu_pool_share(st->pool, nx, (uint64_t)nx * n * TSR_EMU_ELEM_WORK, input_item,
-                                   &in);
+                if (!inputs_made)
+                    tsr_emu_pool_share(st->pool, nx, (uint64_t)nx * n * TSR_EMU_ELEM_WORK,
+                                       input_item, &in);
+                inputs_made = 0;
             } else
 #endif
             {
@@ -107,9 +123,16 @@ fwd_inputs:
         uint32_t gf = last ? TSR_GATHER_LOGITS : w == STAGE_QKV ? TSR_GATHER_QKV
                     : w == STAGE_W13 ? TSR_GATHER_INPUT : TSR_GATHER_ADD;
 #if TSR_EMU_PASS
-        /* the emulator: a block's gathers, then its attention, on the pool */
+        /* the emulator: a block's gathers, then its attention, on the pool;
+         * after WO, W13 and W2 each item's gather makes its next input in
+         * the same pool step (the input reads only that item's x or hb) */
         if (!last && nx > 1u) {
-            tsr_mesh_gather_pass(st, mat, nx, yw, gf);
+            input_pass next = { st, 0, 0, 0 };
+            uint32_t fuse = w != STAGE_QKV && !gather_only && k + 1u < nst;
+            if (fuse) stage_input(k + 1u, L, dim, hidden, &next.norm, &next.row, &next.n);
+            tsr_mesh_gather_pass(st, mat, nx, yw, gf, fuse ? input_item : NULL, &next,
+                                 (uint64_t)nx * next.n * TSR_EMU_ELEM_WORK);
+            inputs_made = fuse;
             if (w == STAGE_QKV) tsr_attention_pass(st, items, nx, l);
         } else
 #endif

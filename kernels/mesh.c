@@ -1028,26 +1028,31 @@ gather_ssq_out:
 
 #if TSR_EMU_PASS
 typedef struct gather_pass {
-    tsr_kstate *st;
-    uint32_t    mat, yw, flags, d, nout, rope_n;
+    tsr_kstate  *st;
+    uint32_t     mat, yw, flags, d, nout, rope_n;
+    tsr_emu_item then;   /* optional, after each item's gather */
+    void        *then_ctx;
 } gather_pass;
 
 static void gather_item(void *ctx, uint32_t it)
 {
     const gather_pass *g = ctx;
     emu_gather(g->st, g->mat, it, g->yw, g->flags, g->d, g->nout, g->rope_n);
+    if (g->then) g->then(g->then_ctx, it);
 }
 
-void tsr_mesh_gather_pass(tsr_kstate *st, uint32_t mat, uint32_t nx, uint32_t yw, uint32_t flags)
+void tsr_mesh_gather_pass(tsr_kstate *st, uint32_t mat, uint32_t nx, uint32_t yw, uint32_t flags,
+                          tsr_emu_item then, void *then_ctx, uint64_t then_work)
 {
     uint32_t d = st->mat_d[mat], nout = gather_words_out(st, d, flags);
     uint32_t rope_n = flags & TSR_GATHER_QKV ? st->cfg.dim + st->kv_dim : 0u;
-    gather_pass g = { st, mat, yw, flags, d, nout, rope_n };
+    gather_pass g = { st, mat, yw, flags, d, nout, rope_n, then, then_ctx };
     for (uint32_t it = 0; it < nx; it++) {
         TSR_CHARGE(st, TSR_RG_GATHER, gather_cycles(flags, d, nout));
         TSR_COUNT(st, fabric_gather_bytes, 4ull * d);
     }
-    tsr_emu_pool_share(st->pool, nx, (uint64_t)nx * nout * TSR_EMU_ELEM_WORK, gather_item, &g);
+    uint64_t work = (uint64_t)nx * nout * TSR_EMU_ELEM_WORK + (then ? then_work : 0u);
+    tsr_emu_pool_share(st->pool, nx, work, gather_item, &g);
 }
 #endif
 

@@ -263,8 +263,12 @@ void tsr_attention_pass(tsr_kstate *st, const tsr_item *items, uint32_t nx, uint
 /* tsr_mesh_gather(st, mat, b, yw, flags, pos) for b = 0..nx-1, the items
  * shared out among the worker pool (each writes only its own vectors),
  * without the QKV latch (tsr_attention_pass latches each item itself):
- * the same values and charges. */
-void tsr_mesh_gather_pass(tsr_kstate *st, uint32_t mat, uint32_t nx, uint32_t yw, uint32_t flags);
+ * the same values and charges.  then (optional) runs then(then_ctx, b)
+ * right after item b's gather, in the same pool step (then_work: its
+ * multiply-adds for all nx, the pool's share-out measure); it must touch
+ * only item b's vectors. */
+void tsr_mesh_gather_pass(tsr_kstate *st, uint32_t mat, uint32_t nx, uint32_t yw, uint32_t flags,
+                          tsr_emu_item then, void *then_ctx, uint64_t then_work);
 #endif
 
 /* Run the nx items (1..TSR_MAX_BLOCK) through the model in one pass: the
