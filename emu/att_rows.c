@@ -2,8 +2,9 @@
  * att_rows.c - the attention PE's multiply-add pass (kernels/attention.c
  * pe_att_mac) as plain nested loops the host compiler vectorizes, or with
  * one partial as AVX-512 register sums, the f16 cache's encoder, and the
- * prefetch of a pass's KV rows (see tsr_emu.h).  The kernel's loop is flattened and, with one accumulator per
- * element, padded for the hardware's II=1 schedule; here the same fp32
+ * prefetch of a pass's KV rows (see tsr_emu.h).  The kernel's loop is
+ * flattened and, with one accumulator per element, padded for the
+ * hardware's II=1 schedule; here the same fp32
  * operations run in the same order per element -- acc[o % parts][j] adds
  * s[o] * row o's element j for o ascending, each partial from 0 -- without
  * the idle slots, so the results are bit-identical.  (Built without
@@ -247,6 +248,9 @@ void tsr_emu_f16_encode(const float *x, uint16_t *h, uint32_t n)
 void tsr_emu_prefetch_runs(const void *p, uint32_t n, size_t stride, size_t bytes)
 {
     const char *r = p;
-    for (uint32_t i = 0; i < n; i++, r += stride)
-        for (size_t o = 0; o < bytes; o += 64u) __builtin_prefetch(r + o, 0, 2);   /* T1 */
+    for (uint32_t i = 0; bytes && i < n; i++, r += stride) {
+        /* every line of [r, r + bytes), from the line r is in */
+        uintptr_t a = (uintptr_t)r & ~(uintptr_t)(TSR_EMU_LINE - 1u), z = (uintptr_t)r + bytes;
+        for (; a < z; a += TSR_EMU_LINE) __builtin_prefetch((const void *)a, 0, 2);   /* T1 */
+    }
 }

@@ -72,7 +72,9 @@ void tsr_emu_pool_share(tsr_emu_pool *pool, uint32_t n, uint64_t work, tsr_emu_i
  * quantizer's divide and rounding, or a gather with RoPE or the residual
  * and its sum of squares) weighs this many multiply-adds: so the inputs
  * and gathers of 2 or more items of dim 768 (stories110M), or of 4 or
- * more of dim 288 (stories15M), run on every worker. */
+ * more of dim 288 (stories15M), run on every worker; a gather that makes
+ * the next stage's input too (kernels/forward.c) weighs both, so it is
+ * shared from 2 items of dim 288. */
 #define TSR_EMU_ELEM_WORK 16u
 
 /* Store v to *word (release) and wake the threads waiting on it with
@@ -149,10 +151,13 @@ void tsr_emu_att_mac_i8(const int8_t *kv, uint32_t stride, const float *s, uint3
  * stores). */
 void tsr_emu_f16_encode(const float *x, uint16_t *h, uint32_t n);
 
-/* Ask for n runs of `bytes` bytes, `stride` bytes apart from p, into L2
- * (a prefetch a cache line; never faults, changes no value): a KV cache's
- * rows ahead of the attention pass that reads them. */
+/* Ask for n runs of `bytes` bytes, `stride` bytes apart from p (every cache
+ * line they touch), into L2: a prefetch a line, which never faults and
+ * changes no value.  A KV cache's rows ahead of the attention pass that
+ * reads them, at most TSR_EMU_PREFETCH_MAX bytes a PE and item. */
 void tsr_emu_prefetch_runs(const void *p, uint32_t n, size_t stride, size_t bytes);
+#define TSR_EMU_PREFETCH_MAX (256u << 10)
+#define TSR_EMU_LINE         64u   /* bytes of a cache line */
 
 /* ------------------------------------------------------------------------ */
 /* The input quantizer (quant.c)                                              */

@@ -84,7 +84,7 @@ fwd_embed:
 
     uint32_t l = 0, w = 0;   /* the stage's layer and its place in the layer */
 #if TSR_EMU_PASS
-    uint32_t inputs_made = 0;   /* with the last stage's gathers (below) */
+    uint32_t inputs_made = 0;   /* by the previous stage's gathers (below) */
 #endif
 fwd_stages:
     for (uint32_t k = k0; k < nst; k++) {
@@ -125,10 +125,12 @@ fwd_inputs:
 #if TSR_EMU_PASS
         /* the emulator: a block's gathers, then its attention, on the pool;
          * after WO, W13 and W2 each item's gather makes its next input in
-         * the same pool step (the input reads only that item's x or hb) */
+         * the same pool step (the input reads that item's x or hb, which
+         * its gather has just written, and the norm weights; it writes
+         * only that item's input words) */
         if (!last && nx > 1u) {
             input_pass next = { st, 0, 0, 0 };
-            uint32_t fuse = w != STAGE_QKV && !gather_only && k + 1u < nst;
+            uint32_t fuse = w != STAGE_QKV && k + 1u < nst;
             if (fuse) stage_input(k + 1u, L, dim, hidden, &next.norm, &next.row, &next.n);
             tsr_mesh_gather_pass(st, mat, nx, yw, gf, fuse ? input_item : NULL, &next,
                                  (uint64_t)nx * next.n * TSR_EMU_ELEM_WORK);
