@@ -70,6 +70,12 @@ void tsr_emu_tile_q8t_plain(const uint8_t *w8, const float *ws, uint32_t nb, uin
         }
 }
 
+uint64_t tsr_emu_next_key(void)
+{
+    static uint64_t last;
+    return __atomic_add_fetch(&last, 1u, __ATOMIC_RELAXED);
+}
+
 #if defined(TSR_EMU_SIMD) && TSR_EMU_SIMD && defined(__x86_64__)
 #include <immintrin.h>
 
@@ -711,21 +717,85 @@ static GEMM int tr_few(const uint8_t *w8, const float *ws, uint32_t nb, uint32_t
     return 1;
 }
 
-/* 9 to 16 items: tr_gemm. */
+/* The transposed inputs of this thread's last TR_KEPT calls of tr_many,
+ * by the caller's xkey, first input byte, groups and items: a pass's
+ * tiles all take the same inputs (the broadcast copy), so a worker
+ * transposes each 16 items once a GEMV, not once a PE tile.  Kept in one
+ * buffer of TR_KEPT slots, freed when the thread exits, as the scratch. */
+#define TR_KEPT 4u   /* TSR_MAX_BLOCK / 16 in the generic profile */
+static __thread struct {
+    uint64_t      key;
+    const int8_t *x;
+    uint32_t      ng, m;
+} tr_kept[TR_KEPT];
+static __thread uint32_t tr_kept_next;
+static __thread void    *tr_kept_buf;
+static __thread size_t   tr_kept_slot;   /* bytes a slot */
+static pthread_key_t     tr_kept_tkey;
+static pthread_once_t    tr_kept_once = PTHREAD_ONCE_INIT;
+static int               tr_kept_keyed;
+
+static void kept_key_make(void)
+{
+    tr_kept_keyed = pthread_key_create(&tr_kept_tkey, free) == 0;
+}
+
+/* The slot of (key, x, ng, m) of `bytes` bytes, and *hit 1 when it holds
+ * those inputs already; NULL without memory. */
+static void *kept_slot(uint64_t key, const int8_t *x, uint32_t ng, uint32_t m, size_t bytes,
+                       int *hit)
+{
+    for (uint32_t i = 0; i < TR_KEPT; i++)
+        if (tr_kept[i].key == key && tr_kept[i].x == x && tr_kept[i].ng == ng &&
+            tr_kept[i].m == m && bytes <= tr_kept_slot) {
+            *hit = 1;
+            return (char *)tr_kept_buf + i * tr_kept_slot;
+        }
+    *hit = 0;
+    if (bytes > tr_kept_slot) {   /* a larger slot: the kept inputs go */
+        pthread_once(&tr_kept_once, kept_key_make);
+        if (!tr_kept_keyed) return NULL;
+        size_t slot = (bytes + 63u) & ~(size_t)63u;
+        void *p = aligned_alloc(64, slot * TR_KEPT);
+        if (!p) return NULL;
+        if (pthread_setspecific(tr_kept_tkey, p) != 0) {
+            free(p);
+            return NULL;
+        }
+        free(tr_kept_buf);
+        tr_kept_buf = p;
+        tr_kept_slot = slot;
+        memset(tr_kept, 0, sizeof tr_kept);
+    }
+    uint32_t i = tr_kept_next++ % TR_KEPT;
+    tr_kept[i].key = key;
+    tr_kept[i].x = x;
+    tr_kept[i].ng = ng;
+    tr_kept[i].m = m;
+    return (char *)tr_kept_buf + i * tr_kept_slot;
+}
+
+/* 9 to 16 items: tr_gemm (xkey: tsr_emu_tile_q8t's). */
 static GEMM int tr_many(const uint8_t *w8, const float *ws, uint32_t nb, uint32_t ng,
                         const int8_t *xq, size_t xq_stride, const float *xs, size_t xs_stride,
-                        uint32_t m, float *psum, size_t psum_stride)
+                        uint32_t m, float *psum, size_t psum_stride, uint64_t xkey)
 {
-    __m512i *xt = scratch((size_t)ng * 10u * sizeof(__m512i));
+    size_t bytes = (size_t)ng * 10u * sizeof(__m512i);
+    int hit = 0;
+    __m512i *xt = xkey ? kept_slot(xkey, xq, ng, m, bytes, &hit) : NULL;
+    if (!xt) xt = scratch(bytes);
     if (!xt) return 0;
     __m512i *xcn = xt + (size_t)ng * 8u;
     __m512 *xsv = (__m512 *)(void *)(xcn + ng);
-    gemm_inputs(xq, xq_stride, xs, xs_stride, m, ng, 32u, GEMM_ITEMS, 0u, xt, xsv);
-    const __m512i ones = _mm512_set1_epi8(1);
-    for (uint32_t g = 0; g < ng; g++) {
-        __m512i sum = _mm512_setzero_si512();
-        for (uint32_t c = 0; c < 8u; c++) sum = _mm512_dpbusd_epi32(sum, ones, xt[(size_t)g * 8u + c]);
-        xcn[g] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sum, 7));
+    if (!hit) {
+        gemm_inputs(xq, xq_stride, xs, xs_stride, m, ng, 32u, GEMM_ITEMS, 0u, xt, xsv);
+        const __m512i ones = _mm512_set1_epi8(1);
+        for (uint32_t g = 0; g < ng; g++) {
+            __m512i sum = _mm512_setzero_si512();
+            for (uint32_t c = 0; c < 8u; c++)
+                sum = _mm512_dpbusd_epi32(sum, ones, xt[(size_t)g * 8u + c]);
+            xcn[g] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sum, 7));
+        }
     }
     tr_gemm(w8, ws, nb, ng, xt, xcn, xsv, m, psum, psum_stride);
     return 1;
@@ -733,7 +803,7 @@ static GEMM int tr_many(const uint8_t *w8, const float *ws, uint32_t nb, uint32_
 
 uint32_t tsr_emu_tile_q8t(const uint8_t *w8, const float *ws, uint32_t rows, uint32_t ng,
                           const int8_t *xq, size_t xq_stride, const float *xs, size_t xs_stride,
-                          uint32_t nx, float *psum, size_t psum_stride)
+                          uint32_t nx, float *psum, size_t psum_stride, uint64_t xkey)
 {
     if (!tsr_emu_tr_available()) return 0;
     uint32_t nb = rows / 8u;
@@ -744,7 +814,8 @@ uint32_t tsr_emu_tile_q8t(const uint8_t *w8, const float *ws, uint32_t rows, uin
         const float *s = xs + (size_t)k * xs_stride;
         float *o = psum + (size_t)k * psum_stride;
         int done = m > 2u * TR_PAIRS
-                       ? tr_many(w8, ws, nb, ng, x, xq_stride, s, xs_stride, m, o, psum_stride)
+                       ? tr_many(w8, ws, nb, ng, x, xq_stride, s, xs_stride, m, o, psum_stride,
+                                 xkey)
                        : tr_few(w8, ws, nb, ng, x, xq_stride, s, xs_stride, m, o, psum_stride);
         for (uint32_t i = 0; !done && i < m; i++)
             tsr_emu_tile_q8t_plain(w8, ws, nb, ng, x + (size_t)i * xq_stride,
@@ -834,10 +905,10 @@ int tsr_emu_tr_available(void) { return 0; }
 
 uint32_t tsr_emu_tile_q8t(const uint8_t *w8, const float *ws, uint32_t rows, uint32_t ng,
                           const int8_t *xq, size_t xq_stride, const float *xs, size_t xs_stride,
-                          uint32_t nx, float *psum, size_t psum_stride)
+                          uint32_t nx, float *psum, size_t psum_stride, uint64_t xkey)
 {
     (void)w8; (void)ws; (void)rows; (void)ng; (void)xq; (void)xq_stride; (void)xs;
-    (void)xs_stride; (void)nx; (void)psum; (void)psum_stride;
+    (void)xs_stride; (void)nx; (void)psum; (void)psum_stride; (void)xkey;
     return 0;
 }
 

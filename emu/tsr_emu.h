@@ -242,10 +242,17 @@ static inline uint32_t tsr_emu_tr_byte(uint32_t u)
  * and, per row and item, the same fp32 operations in the same order:
  * bit-identical to pe_tile_q8 on the layout.  Returns rows / 8, the blocks
  * done, on any CPU that tsr_emu_tr_available accepts (without memory for
- * its scratch it falls back to a plain loop), 0 on others. */
+ * its scratch it falls back to a plain loop), 0 on others.  xkey, when not
+ * 0, names the inputs as they are now (tsr_emu_next_key): a call with the
+ * xkey, xq, ng and nx of one of this thread's last few reuses the 9 to 16
+ * items' transposed inputs it made (the PE tiles of one GEMV take the
+ * same inputs); 0 always makes them. */
 uint32_t tsr_emu_tile_q8t(const uint8_t *w8, const float *ws, uint32_t rows, uint32_t ng,
                           const int8_t *xq, size_t xq_stride, const float *xs, size_t xs_stride,
-                          uint32_t nx, float *psum, size_t psum_stride);
+                          uint32_t nx, float *psum, size_t psum_stride, uint64_t xkey);
+
+/* A new xkey, never returned before in this process (thread-safe). */
+uint64_t tsr_emu_next_key(void);
 
 /* The plain loop over a tile's nb full blocks of transposed units, one
  * item (x, xs, psum as tsr_emu_tile_q8t's item 0): what tsr_emu_tile_q8t

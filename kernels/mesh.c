@@ -484,7 +484,7 @@ static uint32_t gemv_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint3
                                        st->f32[p] + t.f_off + ent, t.rows, t.ngroups,
                                        &st->xq[xb][0][0][0] + t.g0 * G, TSR_PE_XQ_WORDS * TSR_LANES,
                                        &st->xs[xb][0][0] + t.g0, TSR_PE_XS, job->nx,
-                                       &st->psum[p][0][0] + po, TSR_PE_ROWS);
+                                       &st->psum[p][0][0] + po, TSR_PE_ROWS, job->xkey);
         else if (q8)
             done[h] = tsr_emu_tile_q8(&st->w8[p][0][0] + t.w_off + ent * G, st->f32[p] + t.f_off + ent,
                                       st->emu_wcorr[p] + t.f_off + ent, t.rows, t.ngroups, G,
@@ -558,6 +558,11 @@ void tsr_mesh_gemv(tsr_kstate *st, uint32_t mat, uint32_t nx, uint32_t flags)
     uint32_t npad = ((n + st->cfg.group - 1u) >> st->g_log2) << st->g_log2, halves = pair ? 2u : 1u;
     tsr_pe_job job = { .mat = mat, .flags = pair ? TSR_JOB_PAIR : 0u, .nx = nx,
                        .work = halves * d * npad * nx };
+#ifdef TSR_EMU
+    /* the emulator: its PE tiles transpose 9 or more items' inputs once a
+     * worker, not once a tile */
+    job.xkey = nx > 8u ? tsr_emu_next_key() : 0u;
+#endif
 
     TSR_RUN_PES(worst, st, gemv_pe, &job);
     TSR_CHARGE(st, TSR_RG_GEMV, worst);
@@ -849,22 +854,39 @@ static void emu_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, u
         uint32_t src = st->root_pe[mat][k], start = st->root_w0[mat][k], end = st->root_w1[mat][k];
         uint32_t we = end > w ? (end < dwd ? end : dwd) : w + 1u;
         uint32_t i0 = w * TSR_VEC, i1 = we * TSR_VEC < d ? we * TSR_VEC : d;
-        const float *ps = &st->psum[src][it][0];   /* ps[i - o]: element i */
+        /* element i at ps[i - o] (i >= o): the root's psum from word
+         * start; the loops below index from their own first element, so
+         * that the host compiler vectorizes them (an unsigned i - o in the
+         * index it does not) */
+        const float *ps = &st->psum[src][it][0];
         uint32_t o = start * TSR_VEC;
         if (qkv) {
             uint32_t r1 = rope_n < i1 ? (rope_n > i0 ? rope_n : i0) : i1;   /* pairs below rope_n */
-            for (uint32_t i = i0; i < r1; i += 2u) {
-                uint32_t j = st->rope_pj[i / 2u];
-                float fcr = st->rope_cos[it][j], fci = st->rope_sin[it][j];
-                float v0 = ps[i - o], v1 = ps[i + 1u - o];
-                out[i] = v0 * fcr - v1 * fci;
-                out[i + 1u] = v0 * fci + v1 * fcr;
+            /* RoPE a head at a time: pair (i, i + 1) turns by angle
+             * (i % head_size) / 2 (rope_pj), i even (words are whole) */
+            for (uint32_t i = i0; i < r1;) {
+                uint32_t h0 = i - i % st->hs, n = (h0 + st->hs < r1 ? h0 + st->hs : r1) - i;
+                const float *fc = &st->rope_cos[it][(i - h0) / 2u];
+                const float *fs = &st->rope_sin[it][(i - h0) / 2u];
+                const float *v = ps + (i - o);
+                float *y = out + i;
+                for (uint32_t q = 0; q < n / 2u; q++) {
+                    float v0 = v[2u * q], v1 = v[2u * q + 1u];
+                    y[2u * q] = v0 * fc[q] - v1 * fs[q];
+                    y[2u * q + 1u] = v0 * fs[q] + v1 * fc[q];
+                }
+                i += n;
             }
-            for (uint32_t i = r1; i < i1; i++) out[i] = ps[i - o];
-        } else if (add) {
-            for (uint32_t i = i0; i < i1; i++) out[i] = out[i] + ps[i - o];
+            const float *v = ps + (r1 - o);
+            float *y = out + r1;
+            for (uint32_t e = 0; e < i1 - r1; e++) y[e] = v[e];
         } else {
-            for (uint32_t i = i0; i < i1; i++) out[i] = ps[i - o];
+            const float *v = ps + (i0 - o);
+            float *y = out + i0;
+            if (add)
+                for (uint32_t e = 0; e < i1 - i0; e++) y[e] = y[e] + v[e];
+            else
+                for (uint32_t e = 0; e < i1 - i0; e++) y[e] = v[e];
         }
         w = we;
     }

@@ -26,6 +26,9 @@ typedef struct tsr_pe_job {
     uint32_t nx;        /* GEMV: the pass's items (inputs a PE's tile meets) */
     uint32_t work;      /* the step's multiply-accumulates, roughly: the
                            emulator shares only big steps among threads */
+#ifdef TSR_EMU
+    uint64_t xkey;      /* GEMV: names its inputs (tsr_emu_tile_q8t), or 0  */
+#endif
 } tsr_pe_job;
 
 #define TSR_JOB_ARGMAX  1u   /* GEMV: also find the best row (greedy)       */

@@ -818,7 +818,7 @@ static void simd_rows_bit_identical(void **state)
                     for (uint32_t u = 0; u < 256; u++)
                         wt[un * 256 + tsr_emu_tr_byte(u)] = (uint8_t)w[un * 256 + u] ^ 0x80u;
                 memset(got, 0, sizeof(float) * nx * pst);
-                assert_int_equal(tsr_emu_tile_q8t(wt, ws, rows, ng, x, xst, xs, sst, nx, got, pst), nb);
+                assert_int_equal(tsr_emu_tile_q8t(wt, ws, rows, ng, x, xst, xs, sst, nx, got, pst, 0), nb);
                 for (uint32_t t = 0; t < nx; t++)
                     assert_memory_equal(&got[t * pst], &want[t * pst], sizeof(float) * nb * 8);
                 /* and its plain loop, an item at a time */
