@@ -266,19 +266,29 @@ static void scratch_key_make(void)
     gemm_scratch_keyed = pthread_key_create(&gemm_scratch_key, free) == 0;
 }
 
+/* Replace this thread's buffer *buf, held by pthread key `key` (so freed
+ * when the thread exits), by a new one of `bytes` (a multiple of 64).
+ * Returns it, or NULL (and *buf as it was) without memory. */
+static void *thread_buffer(void **buf, pthread_key_t key, size_t bytes)
+{
+    void *p = aligned_alloc(64, bytes);
+    if (!p) return NULL;
+    if (pthread_setspecific(key, p) != 0) {
+        free(p);
+        return NULL;
+    }
+    free(*buf);
+    *buf = p;
+    return p;
+}
+
 static void *scratch(size_t bytes)
 {
     if (bytes > gemm_scratch_bytes) {
         pthread_once(&gemm_scratch_once, scratch_key_make);
         if (!gemm_scratch_keyed) return NULL;
-        void *p = aligned_alloc(64, (bytes + 63u) & ~(size_t)63u);
-        if (!p) return NULL;
-        if (pthread_setspecific(gemm_scratch_key, p) != 0) {
-            free(p);
+        if (!thread_buffer(&gemm_scratch, gemm_scratch_key, (bytes + 63u) & ~(size_t)63u))
             return NULL;
-        }
-        free(gemm_scratch);
-        gemm_scratch = p;
         gemm_scratch_bytes = bytes;
     }
     return gemm_scratch;
@@ -756,14 +766,7 @@ static void *kept_slot(uint64_t key, const int8_t *x, uint32_t ng, uint32_t m, s
         pthread_once(&tr_kept_once, kept_key_make);
         if (!tr_kept_keyed) return NULL;
         size_t slot = (bytes + 63u) & ~(size_t)63u;
-        void *p = aligned_alloc(64, slot * TR_KEPT);
-        if (!p) return NULL;
-        if (pthread_setspecific(tr_kept_tkey, p) != 0) {
-            free(p);
-            return NULL;
-        }
-        free(tr_kept_buf);
-        tr_kept_buf = p;
+        if (!thread_buffer(&tr_kept_buf, tr_kept_tkey, slot * TR_KEPT)) return NULL;
         tr_kept_slot = slot;
         memset(tr_kept, 0, sizeof tr_kept);
     }

@@ -761,7 +761,9 @@ static void simd_inputs(int8_t *x, float *xf, uint32_t n, float *ws, uint32_t nw
  * for 1 to 25 items (one pass an item, and the GEMMs of up to 4 and of up
  * to 16 items a pass where the CPU has AVX-512 VNNI); and, at G = 32 on
  * such a CPU, tsr_emu_tile_q8t on the same tile as transposed units (one
- * item, pairs of items up to 8, GEMMs of up to 16 and the rest). */
+ * item, pairs of items up to 8, GEMMs of up to 16 and the rest; without
+ * an xkey, and with one: made, kept, and made again for changed inputs
+ * under a new xkey). */
 static void simd_rows_bit_identical(void **state)
 {
     (void)state;
@@ -827,6 +829,30 @@ static void simd_rows_bit_identical(void **state)
                     tsr_emu_tile_q8t_plain(wt, ws, nb, ng, x + t * xst, xs + t * sst, got + t * pst);
                     assert_memory_equal(&got[t * pst], &want[t * pst], sizeof(float) * nb * 8);
                 }
+                /* with an xkey: the same sums when the transposed inputs
+                 * are made and when they are kept; then the inputs change
+                 * in place under a new xkey, and the sums are the new
+                 * inputs' (the plain loop's), not the kept ones' */
+                uint64_t key = tsr_emu_next_key();
+                for (int pass = 0; pass < 2; pass++) {
+                    memset(got, 0, sizeof(float) * nx * pst);
+                    assert_int_equal(tsr_emu_tile_q8t(wt, ws, rows, ng, x, xst, xs, sst, nx, got,
+                                                      pst, key), nb);
+                    for (uint32_t t = 0; t < nx; t++)
+                        assert_memory_equal(&got[t * pst], &want[t * pst], sizeof(float) * nb * 8);
+                }
+                for (uint32_t i = 0; i < nx * xst; i++) x[i] = (int8_t)-x[i];
+                memset(got, 0, sizeof(float) * nx * pst);
+                assert_int_equal(tsr_emu_tile_q8t(wt, ws, rows, ng, x, xst, xs, sst, nx, got, pst,
+                                                  tsr_emu_next_key()), nb);
+                float *fresh = calloc((size_t)nx * pst, sizeof(float));
+                assert_non_null(fresh);
+                for (uint32_t t = 0; t < nx; t++) {
+                    tsr_emu_tile_q8t_plain(wt, ws, nb, ng, x + t * xst, xs + t * sst, fresh + t * pst);
+                    assert_memory_equal(&got[t * pst], &fresh[t * pst], sizeof(float) * nb * 8);
+                }
+                free(fresh);
+                for (uint32_t i = 0; i < nx * xst; i++) x[i] = (int8_t)-x[i];
                 free(wt);
             }
             assert_int_equal(tsr_emu_tile_q8(w, ws, wc, rows, ng, 16, x, xst, xs, sst, nx, got, pst), 0);
