@@ -147,19 +147,6 @@ static AVX512 void mac_sum_i8(const int8_t *kv, uint32_t stride, const float *s,
     mac_sum(KV_I8, kv, stride, s, no, nj, acc);
 }
 
-/* AVX-512 F, BW and VL (every AVX-512 CPU but Xeon Phi has all three). */
-static int avx512_probe(void)
-{
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl");
-}
-
-static int avx512_available(void)
-{
-    static int have = -1;
-    return tsr_emu_cpu_once(&have, avx512_probe);
-}
-
 /* 16 at a time by VCVTPS2PH, round to nearest even, which is
  * tsr_f16_from_f32's rounding, overflow to infinity and subnormals; its
  * NaN keeps the input's sign and payload, so a NaN lane takes the
@@ -177,7 +164,7 @@ static AVX512 void f16_encode_avx512(const float *x, uint16_t *h, uint32_t n)
 }
 
 /* The register sums take parts 1 (partials > 1 keep the converted loops). */
-#define SUM_PATH(parts, no) ((parts) == 1u && (no) > 0u && avx512_available())
+#define SUM_PATH(parts, no) ((parts) == 1u && (no) > 0u && tsr_emu_avx512())
 #endif
 
 void tsr_emu_att_mac(const float *kv, uint32_t stride, const float *s, uint32_t no, uint32_t nj,
@@ -237,7 +224,7 @@ void tsr_emu_att_mac_i8(const int8_t *kv, uint32_t stride, const float *s, uint3
 void tsr_emu_f16_encode(const float *x, uint16_t *h, uint32_t n)
 {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-    if (avx512_available()) {
+    if (tsr_emu_avx512()) {
         f16_encode_avx512(x, h, n);
         return;
     }

@@ -19,3 +19,20 @@ int tsr_emu_cpu_once(int *cache, int (*probe)(void))
     }
     return h;
 }
+
+/* AVX-512 F, BW and VL (every AVX-512 CPU but Xeon Phi has all three). */
+static int avx512_probe(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl");
+#else
+    return 0;
+#endif
+}
+
+int tsr_emu_avx512(void)
+{
+    static int have = -1;
+    return tsr_emu_cpu_once(&have, avx512_probe);
+}

@@ -23,11 +23,6 @@
 
 #define AVX512 __attribute__((target("avx512f,avx512vl")))
 
-static int avx512_probe(void)
-{
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
-}
-
 static AVX512 void quantize_avx512(const float *v, float sc, int8_t *q, uint32_t n)
 {
     const __m512 s = _mm512_set1_ps(sc), hi = _mm512_set1_ps(2147483520.0f);
@@ -51,8 +46,7 @@ static AVX512 void quantize_avx512(const float *v, float sc, int8_t *q, uint32_t
 void tsr_emu_quantize_q8(const float *v, float sc, int8_t *q, uint32_t n)
 {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-    static int have = -1;
-    if (tsr_emu_cpu_once(&have, avx512_probe)) {
+    if (tsr_emu_avx512()) {
         quantize_avx512(v, sc, q, n);
         return;
     }

@@ -757,7 +757,7 @@ static void *kept_slot(uint64_t key, const int8_t *x, uint32_t ng, uint32_t m, s
 {
     for (uint32_t i = 0; i < TR_KEPT; i++)
         if (tr_kept[i].key == key && tr_kept[i].x == x && tr_kept[i].ng == ng &&
-            tr_kept[i].m == m && bytes <= tr_kept_slot) {
+            tr_kept[i].m == m) {   /* its slot was sized for ng (a resize drops all) */
             *hit = 1;
             return (char *)tr_kept_buf + i * tr_kept_slot;
         }

@@ -175,6 +175,10 @@ void tsr_emu_quantize_q8(const float *v, float sc, int8_t *q, uint32_t n);
  * Thread-safe: racing first calls store the same answer. */
 int tsr_emu_cpu_once(int *cache, int (*probe)(void));
 
+/* 1 when the CPU has AVX-512 F, BW and VL (asked once): attention's
+ * register sums and the f16 encoder (att_rows.c), the quantizer (quant.c). */
+int tsr_emu_avx512(void);
+
 /* ------------------------------------------------------------------------ */
 /* SIMD rows                                                                  */
 

@@ -82,7 +82,6 @@ fwd_embed:
         }
     }
 
-    uint32_t l = 0, w = 0;   /* the stage's layer and its place in the layer */
 #if TSR_EMU_PASS
     uint32_t inputs_made = 0;   /* by the previous stage's gathers (below) */
 #endif
@@ -90,6 +89,7 @@ fwd_stages:
     for (uint32_t k = k0; k < nst; k++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_STAGES
         int last = k == 4u * L;   /* the classifier */
+        uint32_t l = k / 4u, w = k % 4u;   /* the stage's layer and its place in the layer */
         uint32_t mat = last ? cls : 1u + k;
         if (!gather_only) {
             /* each item's input */
@@ -153,10 +153,6 @@ fwd_outputs:
                  * prompt block) has stored its k, v already */
                 if (!last && w == STAGE_QKV) tsr_attention(st, b, items[b].slot, l, items[b].pos);
             }
-        }
-        if (++w == 4u) {
-            w = 0;
-            l++;
         }
     }
     if (gather_only) {

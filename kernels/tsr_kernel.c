@@ -371,6 +371,12 @@ static uint32_t emu_w8_at(const tsr_kstate *st, uint32_t p, emu_w8_cursor *cu, u
     return tsr_emu_w8_place(st, p, cu->m, a, flip);
 }
 
+/* 8 payload bytes from word w on, each XORed with 0x80 (little-endian) */
+static inline uint64_t emu_flip8(const uint32_t *w)
+{
+    return ((uint64_t)w[0] | (uint64_t)w[1] << 32) ^ 0x8080808080808080ull;
+}
+
 /* LOAD's int8 payload into the transposed units: a whole unit at a time
  * where the chunk holds one from its first byte (the unit's byte u goes to
  * tsr_emu_tr_byte(u): row r's 8-byte run k to 64 k + 8 r), else whole
@@ -388,17 +394,14 @@ static void emu_load_w8(tsr_kstate *st, uint32_t p, uint32_t off, uint32_t len,
         if (flip && at == a && a % 8u == 0 && 4u * i + 256u <= len) {
             for (uint32_t r = 0; r < 8u; r++)
                 for (uint32_t k = 0; k < 4u; k++) {
-                    uint32_t j = i + 8u * r + 2u * k;   /* bytes 32 r + 8 k .. + 7 */
-                    uint64_t v = (uint64_t)in_w[j] | (uint64_t)in_w[j + 1u] << 32;
-                    v ^= 0x8080808080808080ull;
+                    uint64_t v = emu_flip8(in_w + i + 8u * r + 2u * k);   /* bytes 32 r + 8 k .. */
                     __builtin_memcpy(w8 + a + 64u * k + 8u * r, &v, sizeof v);
                 }
             i += 64u;
             continue;
         }
         if (flip && a % 8u == 0 && 4u * i + 8u <= len) {
-            uint64_t v = (uint64_t)in_w[i] | (uint64_t)in_w[i + 1u] << 32;   /* little-endian */
-            v ^= 0x8080808080808080ull;
+            uint64_t v = emu_flip8(in_w + i);
             __builtin_memcpy(w8 + at, &v, sizeof v);
             i += 2u;
             continue;
