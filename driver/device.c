@@ -984,6 +984,6 @@ int tsr_seq_read_logits(tsr_seq *s, float *logits, int n)
     if (!logits || n < vocab)
         rc = tsr_seterr(&dev->err, TSR_ERR_ARG, "read_logits: need room for %d floats", vocab);
     else
-        rc = tsr_kcmd_read_logits(&dev->k, logits, vocab, &dev->err);
+        rc = tsr_kcmd_read_logits(&dev->k, s->slot, logits, vocab, &dev->err);
     return tsr_call_leave(&c, rc);
 }

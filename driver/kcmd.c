@@ -566,17 +566,19 @@ int tsr_kcmd_decode(tsr_kcmd *k, tsr_kdec *q, int m, tsr_token_fn on_token, void
 /* ------------------------------------------------------------------------ */
 /* Debug reads and counters                                                   */
 
-int tsr_kcmd_read_logits(tsr_kcmd *k, float *logits, int n, tsr_err *e)
+int tsr_kcmd_read_logits(tsr_kcmd *k, int slot, float *logits, int n, tsr_err *e)
 {
     if (n <= 0) return TSR_OK;
-    kcmd_args a = { .op = TSR_OP_READ_LOGITS, .out_words = (uint32_t)n };
+    kcmd_args a = { .op = TSR_OP_READ_LOGITS, .slot = (uint32_t)slot, .out_words = (uint32_t)n };
     int status = 0;
     uint32_t got = 0;
     int rc = exec(k, TSR_PHASE_DEBUG, &a, &status, logits, (uint32_t)n, &got, e);
     if (rc) return rc;
-    if (status == TSR_K_ESTATE)   /* a prefill or reset since the last full pass */
+    if (status == TSR_K_ESTATE)   /* the last full pass is not this slot's last */
         return kfail(k, status,
-                     "read logits: none yet, or a prefill since (generate a token first)", e);
+                     "read logits: none for this sequence's last token (generate a token "
+                     "first; a prefill, a truncate or reset, or another sequence's pass "
+                     "since clears them)", e);
     return status ? kfail(k, status, "read logits", e) : TSR_OK;
 }
 

@@ -114,8 +114,9 @@ int tsr_kcmd_batch_max(const tsr_kcmd *k);
 int tsr_kcmd_decode(tsr_kcmd *k, tsr_kdec *q, int m, tsr_token_fn on_token, void *user,
                     tsr_err *e);
 
-/* Logits of the last forward pass: n floats (the vocab). */
-int tsr_kcmd_read_logits(tsr_kcmd *k, float *logits, int n, tsr_err *e);
+/* Logits of the last forward pass: n floats (the vocab), if that pass's
+ * first item was slot's at its last position; TSR_ERR_STATE otherwise. */
+int tsr_kcmd_read_logits(tsr_kcmd *k, int slot, float *logits, int n, tsr_err *e);
 
 /* A debug read of the device's memories (READ_MEM): len units (bytes of
  * a PE's int8 array, words of its fp32 array or of the controller's

@@ -162,6 +162,8 @@ fwd_outputs:
     st->cnt.tokens_fed += nx;
     if (any_out) {
         st->logits_valid = 1;
+        st->logits_slot = items[0].slot;
+        st->logits_pos = items[0].pos;
         /* READ_LOGITS: item 0's, gathered if the pass left them on the mesh */
         st->logits_on_pes = items[0].mode == TSR_FWD_GREEDY ? 1u : 0u;
     }

@@ -580,8 +580,9 @@ dec_batch_seqs:
             rc = dec_seq(st, &d, k, r[TSR_BATCH_SLOT], nk, r[TSR_BATCH_FLAGS], r[TSR_BATCH_SEED_LO],
                          r[TSR_BATCH_SEED_HI], rf[TSR_BATCH_TEMP], rf[TSR_BATCH_TOP_P]);
         }
-    } else if (!st->logits_valid) {
-        return TSR_K_ESTATE;
+    } else if (!st->logits_valid || st->logits_slot != s ||
+               (uint32_t)st->pos[s] != st->logits_pos + 1u) {
+        return TSR_K_ESTATE;   /* none, or not this slot's at its position */
     }
     if (rc != TSR_K_OK) return rc;
 dec_publish0:
@@ -840,8 +841,7 @@ int tsr_kernel_exec(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint3
     }
     /* the rest need a configured device and a valid slot */
     if (!st->configured) return TSR_K_ESTATE;
-    if (op != TSR_OP_READ_LOGITS && op != TSR_OP_DECODE_BATCH && op != TSR_OP_READ_MEM &&
-        s >= st->cfg.n_slots)
+    if (op != TSR_OP_DECODE_BATCH && op != TSR_OP_READ_MEM && s >= st->cfg.n_slots)
         return TSR_K_EARG;
     switch (op) {
     case TSR_OP_RESET:

@@ -93,8 +93,11 @@ enum {
  *                  per token, then its tokens, at most stride - 1).  A
  *                  sequence stops at its n, BOS/EOS, seq_len, the cancel
  *                  word or its slot's cancel word; the others go on.
- *   READ_LOGITS:   answer: the logits (vocab fp32, at most OUT_WORDS) of
- *                  the last full pass (its first item's).
+ *   READ_LOGITS:   SLOT; answer: the logits (vocab fp32, at most OUT_WORDS)
+ *                  of the last full pass (its first item's), if that item
+ *                  was SLOT's at the slot's last position (pos - 1); bad
+ *                  state otherwise (none yet, a prefill since, another
+ *                  slot's, or the slot reset or truncated since).
  *   READ_COUNTERS: answer: tsr_kcounters as (low, high) word pairs, in
  *                  field order, at most OUT_WORDS words.
  *   EXIT:          none.
@@ -306,6 +309,8 @@ typedef struct tsr_kstate {
     uint64_t rng[TSR_MAX_SLOTS];          /* xorshift64* state              */
     uint32_t logits_valid;
     uint32_t logits_on_pes;               /* the last pass left them on the PEs */
+    uint32_t logits_slot, logits_pos;     /* whose they are: its first item's
+                                             slot and position              */
     /* --- controller memories --- */
     /* norm weights: rms_att of layer l at row l, rms_ffn at L + l,
      * rms_final at 2L */

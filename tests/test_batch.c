@@ -13,6 +13,11 @@
  *                     another thread, or stopped by its callback's return
  *                     value stops; the others' tokens are their solo ones,
  *                     and the stopped one continues from what it kept
+ *   logits owner      tsr_seq_read_logits gives a sequence's own logits,
+ *                     bit-identical to its solo run's, and refuses them
+ *                     (TSR_ERR_STATE) once another sequence's pass, a
+ *                     truncate or a reset has come since; after a batch
+ *                     only the last pass's first sequence has them
  *   refusals          every misuse returns its documented code, with a
  *                     message naming the sequence, and changes nothing; a
  *                     cancel before the call stops only its sequence;
@@ -426,12 +431,69 @@ static void refusals(void **state)
     tsr_device_close(dev);
 }
 
+enum { V = 512 };   /* tok512's vocab */
+
+/* s's logits, which must be there. */
+static void logits_of(tsr_seq *s, float *out)
+{
+    assert_int_equal(tsr_seq_read_logits(s, out, V), TSR_OK);
+}
+
+static void logits_owner(void **state)
+{
+    (void)state;
+    static float a1[V], b1[V], got[V];
+    tsr_gen_opts one = { .max_tokens = 1, .ignore_stop = 1 };
+    tsr_model *m = NULL;
+    tsr_device *dev = open_dev("emu", &m);
+    /* each prompt's next-token logits alone */
+    tsr_seq *a = seq_with(m, PROMPTS[0]), *b = seq_with(m, PROMPTS[2]);
+    assert_int_equal(tsr_seq_generate(a, &one, NULL, NULL, NULL), TSR_OK);
+    logits_of(a, a1);
+    assert_int_equal(tsr_seq_generate(b, &one, NULL, NULL, NULL), TSR_OK);
+    logits_of(b, b1);
+    assert_true(memcmp(a1, b1, sizeof a1) != 0);
+    /* b's pass came last: a's are gone, b's stay until b moves */
+    assert_int_equal(tsr_seq_read_logits(a, got, V), TSR_ERR_STATE);
+    assert_non_null(strstr(tsr_device_errmsg(dev), "another sequence's pass"));
+    logits_of(b, got);
+    assert_memory_equal(got, b1, sizeof got);
+    /* a truncate or a reset of their owner clears them */
+    assert_int_equal(tsr_seq_truncate(b, tsr_seq_length(b) - 1), TSR_OK);
+    assert_int_equal(tsr_seq_read_logits(b, got, V), TSR_ERR_STATE);
+    assert_int_equal(tsr_seq_generate(b, &one, NULL, NULL, NULL), TSR_OK);
+    logits_of(b, got);
+    assert_memory_equal(got, b1, sizeof got);   /* the same position again */
+    assert_int_equal(tsr_seq_reset(b), TSR_OK);
+    assert_int_equal(tsr_seq_read_logits(b, got, V), TSR_ERR_STATE);
+
+    /* a batch of two fresh sequences, one token each: its one pass's first
+     * sequence has the logits its solo run had; the other has none */
+    tsr_seq *c = seq_with(m, PROMPTS[0]), *d = seq_with(m, PROMPTS[2]);
+    tsr_seq *both[2] = { c, d };
+    tsr_gen_opts o2[2] = { one, one };
+    int n[2] = { 0, 0 };
+    assert_int_equal(tsr_seq_generate_batch(both, 2, o2, NULL, NULL, n), TSR_OK);
+    assert_int_equal(n[0], 1);
+    assert_int_equal(n[1], 1);
+    logits_of(c, got);
+    assert_memory_equal(got, a1, sizeof got);
+    assert_int_equal(tsr_seq_read_logits(d, got, V), TSR_ERR_STATE);
+    tsr_seq_close(a);
+    tsr_seq_close(b);
+    tsr_seq_close(c);
+    tsr_seq_close(d);
+    tsr_model_close(m);
+    tsr_device_close(dev);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(batched_equals_solo),
         cmocka_unit_test(stop_one_from_its_callback),
         cmocka_unit_test(cancel_one_from_another_thread),
+        cmocka_unit_test(logits_owner),
         cmocka_unit_test(refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -136,9 +136,9 @@ static void blocked_prefill_equals_token_by_token(void **state)
             assert_int_equal(greedy_one(blk, 1), greedy_one(one, 1));
             float lb[VOCAB], lo[VOCAB];
             uint32_t got = 0;
-            assert_int_equal(rig_cmd(blk, TSR_OP_READ_LOGITS, 0, NULL, NULL, 0, lb, VOCAB, &got), TSR_K_OK);
+            assert_int_equal(rig_cmd(blk, TSR_OP_READ_LOGITS, 1, NULL, NULL, 0, lb, VOCAB, &got), TSR_K_OK);
             assert_int_equal(got, VOCAB);
-            assert_int_equal(rig_cmd(one, TSR_OP_READ_LOGITS, 0, NULL, NULL, 0, lo, VOCAB, &got), TSR_K_OK);
+            assert_int_equal(rig_cmd(one, TSR_OP_READ_LOGITS, 1, NULL, NULL, 0, lo, VOCAB, &got), TSR_K_OK);
             assert_memory_equal(lb, lo, sizeof lb);
             assert_kv_equal(blk, one);
             rig_state_free(blk);

@@ -942,9 +942,9 @@ static void test_debug_reads(void **state)
     static float lg[512];
     /* no full forward pass since the prefill: the kernel says bad state */
     assert_int_equal(tsr_seq_read_logits(s, lg, 512), TSR_ERR_STATE);
-    assert_non_null(strstr(tsr_device_errmsg(dev), "xrt: read logits: none yet, or a prefill since "
-                                                   "(generate a token first): kernel status 3 "
-                                                   "(bad state)"));
+    assert_non_null(strstr(tsr_device_errmsg(dev), "xrt: read logits: none for this sequence's "
+                                                   "last token (generate a token first; "));
+    assert_non_null(strstr(tsr_device_errmsg(dev), "kernel status 3 (bad state)"));
 
     tsr_traffic before, after;
     tsr_gen_opts go = { .max_tokens = 7, .ignore_stop = 1 };

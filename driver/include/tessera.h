@@ -473,10 +473,13 @@ typedef struct tsr_seq_stats {
 /* Fill *st.  Errors: TSR_ERR_ARG, TSR_ERR_STATE (closed). */
 TSR_API int  tsr_seq_get_stats(const tsr_seq *s, tsr_seq_stats *st);
 
-/* Logits (vocab floats) of the last forward pass on the device, e.g. after
- * a generate of one token.  Debug traffic.  Errors: TSR_ERR_ARG,
- * TSR_ERR_STATE (closed; or no pass has computed logits yet, or a prefill
- * ran since, since a prefill runs no classifier), TSR_ERR_UNSUPPORTED. */
+/* Logits (vocab floats) that predicted s's last token, e.g. after a
+ * generate of one token: what the device's last forward pass left, if that
+ * pass was s's (in a tsr_seq_generate_batch, the pass's first sequence's
+ * only).  Debug traffic.  Errors: TSR_ERR_ARG, TSR_ERR_STATE (closed; or
+ * the device holds no logits of s's last token: none computed yet, or
+ * since then a prefill (it runs no classifier), a truncate or reset of s,
+ * or a pass of another sequence), TSR_ERR_UNSUPPORTED. */
 TSR_API int  tsr_seq_read_logits(tsr_seq *s, float *logits, int n);
 
 /* ------------------------------------------------------------------------ */
