@@ -93,20 +93,17 @@ uint64_t tsr_emu_next_key(void)
     for (uint32_t pf = 0; pf < (bytes); pf += 64u)                              \
     _mm_prefetch((const char *)(wg) + PREFETCH_AHEAD + pf, _MM_HINT_T1)
 /* A transposed unit's weights (TR_UNIT bytes at u) and, as far ahead in
- * the stream, its 8 rows' scales (ws at sg, 32 bytes a unit: a line every
+ * the stream, its 8 rows' scales (at sg, 8 floats a unit: a line every
  * other unit).  The scales sit on 4 KB pages apart from the weights, so
  * the hardware prefetchers stop at each page's end, and a unit that waits
  * on a scale's miss has nothing else to do once its dot products are not
- * memory-bound (several items).  Measured on a 2-vCPU Zen 4 VM, batches
- * of 4 sequences against single runs interleaved in one process: on
- * stories110M the batch's tokens/s rose 2-8 % in two sets of 5 rounds
- * (its ratio to the single run's 2.89-3.32 before, 2.98-3.28 after); on
- * stories42M batch and single rose 3-4 % (6 rounds): within the noise of
- * a shared machine, never below it. */
+ * memory-bound (several items).  No loss measured, possibly 2-8 % more
+ * batch tokens/s (docs/emulator.md, "Prefetch"). */
+#define PREFETCH_SCALES_AHEAD (PREFETCH_AHEAD / TR_UNIT * 8u * sizeof(float))
 #define PREFETCH_UNIT(u, sg)                                                    \
     do {                                                                        \
         PREFETCH_GROUP(u, TR_UNIT);                                             \
-        _mm_prefetch((const char *)(sg) + PREFETCH_AHEAD / 8u, _MM_HINT_T1);    \
+        _mm_prefetch((const char *)(sg) + PREFETCH_SCALES_AHEAD, _MM_HINT_T1);  \
     } while (0)
 
 #define AVX2 __attribute__((target("avx2")))

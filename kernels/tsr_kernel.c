@@ -532,10 +532,11 @@ dec_seq_distinct:
  *                 or its logits sampled here -> its answer region, its
  *                 count published -> pending; it stops at its n, BOS/EOS,
  *                 seq_len or a cancel word.
- *   READ_LOGITS:  the last full pass's logits -> out; a greedy pass left
- *                 them on the mesh (the classifier's partial sums at the
- *                 roots), so gather them first (a debug read, not charged
- *                 to the token). */
+ *   READ_LOGITS:  the last full pass's logits -> out, if its first item
+ *                 was the slot's last position (else bad state); a greedy
+ *                 pass left them on the mesh (the classifier's partial
+ *                 sums at the roots), so gather them first (a debug read,
+ *                 not charged to the token). */
 static int op_forward(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32_t *in_w,
                       const float *in_f, uint32_t in_n, volatile uint32_t *out_w,
                       volatile float *out_f, uint32_t room, volatile const uint32_t *hdr,

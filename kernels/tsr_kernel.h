@@ -97,7 +97,7 @@ enum {
  *                  of the last full pass (its first item's), if that item
  *                  was SLOT's at the slot's last position (pos - 1); bad
  *                  state otherwise (none yet, a prefill since, another
- *                  slot's, or the slot reset or truncated since).
+ *                  slot's, or the slot reset or truncated back since).
  *   READ_COUNTERS: answer: tsr_kcounters as (low, high) word pairs, in
  *                  field order, at most OUT_WORDS words.
  *   EXIT:          none.

@@ -140,6 +140,11 @@ static void blocked_prefill_equals_token_by_token(void **state)
             assert_int_equal(got, VOCAB);
             assert_int_equal(rig_cmd(one, TSR_OP_READ_LOGITS, 1, NULL, NULL, 0, lo, VOCAB, &got), TSR_K_OK);
             assert_memory_equal(lb, lo, sizeof lb);
+            /* they are slot 1's: slot 0 (empty) has none; no slot past n_slots */
+            assert_int_equal(rig_cmd(one, TSR_OP_READ_LOGITS, 0, NULL, NULL, 0, lo, VOCAB, &got),
+                             TSR_K_ESTATE);
+            assert_int_equal(rig_cmd(one, TSR_OP_READ_LOGITS, SLOTS, NULL, NULL, 0, lo, VOCAB,
+                                     &got), TSR_K_EARG);
             assert_kv_equal(blk, one);
             rig_state_free(blk);
             rig_state_free(one);

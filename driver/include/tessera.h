@@ -475,11 +475,15 @@ TSR_API int  tsr_seq_get_stats(const tsr_seq *s, tsr_seq_stats *st);
 
 /* Logits (vocab floats) that predicted s's last token, e.g. after a
  * generate of one token: what the device's last forward pass left, if that
- * pass was s's (in a tsr_seq_generate_batch, the pass's first sequence's
- * only).  Debug traffic.  Errors: TSR_ERR_ARG, TSR_ERR_STATE (closed; or
- * the device holds no logits of s's last token: none computed yet, or
- * since then a prefill (it runs no classifier), a truncate or reset of s,
- * or a pass of another sequence), TSR_ERR_UNSUPPORTED. */
+ * pass was s's.  After a tsr_seq_generate_batch only one sequence has
+ * them: the first of seqs still generating at the batch's last step.
+ * Debug traffic.  Errors: TSR_ERR_ARG, TSR_ERR_STATE (closed; or the
+ * device holds no logits of s's last token: none computed yet, or since
+ * then a prefill or append on any sequence (a prefill runs no classifier),
+ * a forward pass of another sequence, a reset of s or a truncate that
+ * dropped tokens of s; also after a generate whose callback stopped it
+ * when the device had already sampled past that token, since the rewind
+ * is a truncate), TSR_ERR_UNSUPPORTED. */
 TSR_API int  tsr_seq_read_logits(tsr_seq *s, float *logits, int n);
 
 /* ------------------------------------------------------------------------ */
