@@ -76,6 +76,16 @@ uint64_t tsr_emu_next_key(void)
     return __atomic_add_fetch(&last, 1u, __ATOMIC_RELAXED);
 }
 
+void tsr_emu_tile_q8t_head(const uint8_t *w8, const float *ws, uint32_t rows, uint32_t ng)
+{
+    size_t units = (size_t)(rows / 8u) * ng, wb = units * TR_UNIT, sb = units * 8u * sizeof(float);
+    if (wb > TSR_EMU_TILE_AHEAD) wb = TSR_EMU_TILE_AHEAD;
+    if (sb > TSR_EMU_TILE_AHEAD / TR_UNIT * 8u * sizeof(float))
+        sb = TSR_EMU_TILE_AHEAD / TR_UNIT * 8u * sizeof(float);
+    tsr_emu_prefetch_runs(w8, 1u, 0u, wb);
+    tsr_emu_prefetch_runs(ws, 1u, 0u, sb);
+}
+
 #if defined(TSR_EMU_SIMD) && TSR_EMU_SIMD && defined(__x86_64__)
 #include <immintrin.h>
 
@@ -88,7 +98,7 @@ uint64_t tsr_emu_next_key(void)
  * little difference (docs/emulator.md).  A prefetch past the tile's end
  * reads ahead into the next (prefetches never fault: Intel SDM,
  * PREFETCHh). */
-#define PREFETCH_AHEAD 16384u
+#define PREFETCH_AHEAD TSR_EMU_TILE_AHEAD
 #define PREFETCH_GROUP(wg, bytes)                                               \
     for (uint32_t pf = 0; pf < (bytes); pf += 64u)                              \
     _mm_prefetch((const char *)(wg) + PREFETCH_AHEAD + pf, _MM_HINT_T1)

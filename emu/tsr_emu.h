@@ -237,6 +237,10 @@ static inline uint32_t tsr_emu_tr_byte(uint32_t u)
     return ((u >> 3) & 3u) << 6 | (u >> 5) << 3 | (u & 7u);
 }
 
+/* Bytes the tile loops prefetch their weight stream ahead of the unit
+ * they read (emu/tile_simd.c). */
+#define TSR_EMU_TILE_AHEAD 16384u
+
 /* tsr_emu_tile_q8 for a tile whose full blocks are transposed units (G =
  * 32): w8 the tile's first unit, ws, xq, xs and psum as there (no weight
  * sums: the correction comes from the inputs).  One item: a pass; 2 to 8:
@@ -257,6 +261,13 @@ uint32_t tsr_emu_tile_q8t(const uint8_t *w8, const float *ws, uint32_t rows, uin
 
 /* A new xkey, never returned before in this process (thread-safe). */
 uint64_t tsr_emu_next_key(void);
+
+/* Ask for what a tsr_emu_tile_q8t call on this tile reads first: the
+ * weight units of its first TSR_EMU_TILE_AHEAD bytes and their scales.
+ * The call's own prefetch runs that far ahead of it inside the tile, so
+ * a tile that does not follow its predecessor in memory (the next PE's
+ * slab) would otherwise start on misses.  A hint: no value changes. */
+void tsr_emu_tile_q8t_head(const uint8_t *w8, const float *ws, uint32_t rows, uint32_t ng);
 
 /* The plain loop over a tile's nb full blocks of transposed units, one
  * item (x, xs, psum as tsr_emu_tile_q8t's item 0): what tsr_emu_tile_q8t
