@@ -251,7 +251,8 @@ NCPU=$(grep -c '^processor' /proc/cpuinfo 2>/dev/null || echo "?")
     echo "stories15M/42M/110M checkpoints are synthetic (\`tessera synth --q8\`, deterministic"
     echo "pseudo-random weights, std 0.02) with the real shapes, so the speeds are those of"
     echo "the real models but the text is noise.  The machine is shared: compare rows of one"
-    echo "run, and expect the absolute figures to move by 10-30 % between runs."
+    echo "run, and expect the absolute figures to move by up to 2x between runs (with how"
+    echo "busy the shared DRAM is; the same-run ratios move less)."
     echo
     echo "| shape | threads | N | decode tok/s | llama.cpp tg tok/s | x llama.cpp | decode after prompt | runq tok/s | x runq | prefill tok/s | llama.cpp pp tok/s | x llama.cpp pp | TTFT ms | load s | prep s | peak RSS MB |"
     echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
