@@ -76,12 +76,15 @@ uint64_t tsr_emu_next_key(void)
     return __atomic_add_fetch(&last, 1u, __ATOMIC_RELAXED);
 }
 
+/* Bytes of the 8 row scales (fp32) of the units in TSR_EMU_TILE_AHEAD
+ * bytes of weights: how far ahead the scale stream is prefetched. */
+#define TR_SCALES_AHEAD (TSR_EMU_TILE_AHEAD / TR_UNIT * 8u * sizeof(float))
+
 void tsr_emu_tile_q8t_head(const uint8_t *w8, const float *ws, uint32_t rows, uint32_t ng)
 {
     size_t units = (size_t)(rows / 8u) * ng, wb = units * TR_UNIT, sb = units * 8u * sizeof(float);
     if (wb > TSR_EMU_TILE_AHEAD) wb = TSR_EMU_TILE_AHEAD;
-    if (sb > TSR_EMU_TILE_AHEAD / TR_UNIT * 8u * sizeof(float))
-        sb = TSR_EMU_TILE_AHEAD / TR_UNIT * 8u * sizeof(float);
+    if (sb > TR_SCALES_AHEAD) sb = TR_SCALES_AHEAD;
     tsr_emu_prefetch_runs(w8, 1u, 0u, wb);
     tsr_emu_prefetch_runs(ws, 1u, 0u, sb);
 }
@@ -109,11 +112,10 @@ void tsr_emu_tile_q8t_head(const uint8_t *w8, const float *ws, uint32_t rows, ui
  * on a scale's miss has nothing else to do once its dot products are not
  * memory-bound (several items).  No loss measured, possibly 2-8 % more
  * batch tokens/s (docs/emulator.md, "Prefetch"). */
-#define PREFETCH_SCALES_AHEAD (PREFETCH_AHEAD / TR_UNIT * 8u * sizeof(float))
 #define PREFETCH_UNIT(u, sg)                                                    \
     do {                                                                        \
         PREFETCH_GROUP(u, TR_UNIT);                                             \
-        _mm_prefetch((const char *)(sg) + PREFETCH_SCALES_AHEAD, _MM_HINT_T1);  \
+        _mm_prefetch((const char *)(sg) + TR_SCALES_AHEAD, _MM_HINT_T1);        \
     } while (0)
 
 #define AVX2 __attribute__((target("avx2")))

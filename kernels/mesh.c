@@ -474,9 +474,9 @@ static uint32_t gemv_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint3
     if (run && st->emu_tr && q8 && !q4 && p + 1u < st->P) {
         /* the next PE's tile head: a worker takes its block's PEs in order
          * (emu/pool.c), and their tiles lie in different slabs */
-        tsr_ktab n = tsr_ktab_of(st, p + 1u, job->mat);
-        tsr_emu_tile_q8t_head((const uint8_t *)&st->w8[p + 1u][0][0] + n.w_off,
-                              st->f32[p + 1u] + n.f_off, n.rows, n.ngroups);
+        tsr_ktab next = tsr_ktab_of(st, p + 1u, job->mat);
+        tsr_emu_tile_q8t_head((const uint8_t *)&st->w8[p + 1u][0][0] + next.w_off,
+                              st->f32[p + 1u] + next.f_off, next.rows, next.ngroups);
     }
     for (uint32_t h = 0; run && (st->simd || st->emu_tr) && t.ngroups && h < halves; h++) {
         uint32_t po = h * t.rows, ent = h * t.rows * t.ngroups;
