@@ -264,7 +264,9 @@ int tsr_tokenizer_load(const char *path, int vocab_size, tsr_tokenizer **out, ts
     // records: every length checked against max_token_length and the file end
     token_scan sc = scan_tokens(d, size, 4, max_len, vocab_size);
     if (sc.status == SCAN_BAD_LENGTH)
-        rc = tsr_seterr(e, TSR_ERR_FORMAT, "%s: token %ld has length %d, outside [0, max_token_length %d]",
+        rc = tsr_seterr(e, TSR_ERR_FORMAT,
+                        "%s: token %ld has length %d, outside [0, max_token_length %d] (not a "
+                        "llama2.c tokenizer.bin? -z takes the tokenizer, -m the model)",
                         path, sc.count, (int)sc.bad_len, (int)max_len);
     else if (sc.status == SCAN_TRUNCATED)
         rc = tsr_seterr(e, TSR_ERR_FORMAT, "%s: truncated: token %ld of %d runs past the end (%zu bytes)",

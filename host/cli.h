@@ -53,6 +53,11 @@ int cli_kv(const char *opt, const char *val, const char **kv);
  * error when it is missing. */
 const char *cli_value(int argc, char **argv, int *i);
 
+/* Print that command cmd does not take arg: an unknown option, or (not
+ * starting with '-') a value without its option, e.g. a model path
+ * without -m.  The caller returns 2. */
+void cli_unknown(const char *cmd, const char *arg);
+
 /* The library's log hook for the commands: warnings and errors to stderr
  * as "tessera: <msg>" lines (set with tsr_device_set_log). */
 void cli_log_to_stderr(int level, const char *msg, void *user);

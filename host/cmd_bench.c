@@ -111,7 +111,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
         else if (!strcmp(o, "--weights")) { VAL(); if (cli_weights(o, v, &a->weights_f32, &a->weights)) return -1; }
         else if (!strcmp(o, "--kv"))      { VAL(); if (cli_kv(o, v, &a->kv)) return -1; }
         else {
-            cli_error("bench: unknown option '%s' (see tessera bench --help)", o);
+            cli_unknown("bench", o);
             return -1;
         }
 #undef IS

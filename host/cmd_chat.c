@@ -273,7 +273,7 @@ int cmd_chat(int argc, char **argv)
         else if (!strcmp(o, "--group-size")) { VAL(); if (cli_int(o, v, 1, 1 << 16, &group)) return 2; }
         else if (!strcmp(o, "--kv"))      { VAL(); if (cli_kv(o, v, &kv)) return 2; }
         else {
-            cli_error("chat: unknown option '%s' (see tessera chat --help)", o);
+            cli_unknown("chat", o);
             return 2;
         }
 #undef IS

@@ -26,7 +26,7 @@ int cmd_info(int argc, char **argv)
         } else if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) {
             if (!(model = cli_value(argc, argv, &i))) return 2;
         } else {
-            cli_error("info: unknown option '%s'", argv[i]);
+            cli_unknown("info", argv[i]);
             return 2;
         }
     }

@@ -109,7 +109,7 @@ int cmd_plan(int argc, char **argv)
             }
             o.kv = v;
         } else {
-            cli_error("plan: unknown option '%s' (see tessera plan --help)", a);
+            cli_unknown("plan", a);
             return 2;
         }
 #undef VAL

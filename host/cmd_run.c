@@ -176,7 +176,7 @@ static int parse_args(int argc, char **argv, run_args *a)
         else if (!strcmp(o, "--weights")) { VAL(); if (cli_weights(o, v, &a->weights_f32, &a->weights)) return -1; }
         else if (!strcmp(o, "--kv"))      { VAL(); if (cli_kv(o, v, &a->kv)) return -1; }
         else {
-            cli_error("run: unknown option '%s' (see tessera run --help)", o);
+            cli_unknown("run", o);
             return -1;
         }
 #undef IS

@@ -125,7 +125,7 @@ static int parse_args(int argc, char **argv, serve_args *a)
         else if (!strcmp(o, "--weights"))     { VAL(); if (cli_weights(o, v, &a->weights_f32, &a->weights)) return -1; }
         else if (!strcmp(o, "--kv"))          { VAL(); if (cli_kv(o, v, &a->kv)) return -1; }
         else {
-            cli_error("serve: unknown option '%s' (see tessera serve --help)", o);
+            cli_unknown("serve", o);
             return -1;
         }
 #undef INT

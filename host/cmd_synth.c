@@ -45,7 +45,7 @@ int cmd_synth(int argc, char **argv)
         } else if (!strcmp(a, "--seed")) {
             if (!(v = cli_value(argc, argv, &i)) || cli_u64(a, v, &seed)) return 2;
         } else {
-            cli_error("synth: unknown option '%s'", a);
+            cli_unknown("synth", a);
             return 2;
         }
     }

@@ -44,6 +44,15 @@ int cli_flush_stdout(void)
     return 0;
 }
 
+void cli_unknown(const char *cmd, const char *arg)
+{
+    if (arg[0] == '-')
+        cli_error("%s: unknown option '%s' (see tessera %s --help)", cmd, arg, cmd);
+    else
+        cli_error("%s: unexpected argument '%s': values follow their option, as in -m MODEL "
+                  "(see tessera %s --help)", cmd, arg, cmd);
+}
+
 const char *cli_value(int argc, char **argv, int *i)
 {
     if (*i + 1 >= argc) {

@@ -65,6 +65,11 @@ static void run_mismatched_tokenizer_is_refused(void **state)
     assert_int_equal(rc, 1);
     assert_non_null(strstr(err, "tokenizer.bin"));
     assert_int_equal(count_lines(err), 1);
+    /* the model given as the tokenizer too: the error says which is which */
+    rc = run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " MODEL_SH, out, err, sizeof out);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(err, "not a llama2.c tokenizer.bin? -z takes the tokenizer, -m the model"));
+    assert_int_equal(count_lines(err), 1);
 }
 
 static void run_directory_tokenizer_is_refused(void **state)
@@ -203,6 +208,12 @@ static void run_bad_options_exit_2(void **state)
                          sizeof out), 2);
     assert_non_null(strstr(err, "--weights"));
     assert_int_equal(run_capture(TESSERA_BIN " run --bogus", out, err, sizeof out), 2);
+    assert_string_equal(err, "tessera: run: unknown option '--bogus' (see tessera run --help)\n");
+    /* a model path without -m: named as a value without its option */
+    assert_int_equal(run_capture(TESSERA_BIN " info " MODEL_SH, out, err, sizeof out), 2);
+    assert_non_null(strstr(err, "info: unexpected argument '"));
+    assert_non_null(strstr(err, "values follow their option, as in -m MODEL (see tessera info --help)"));
+    assert_int_equal(count_lines(err), 1);
     assert_int_equal(run_capture(TESSERA_BIN " frobnicate", out, err, sizeof out), 2);
     assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH " --backend gpu", out, err,
                          sizeof out), 2);
