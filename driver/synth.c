@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <strings.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -73,7 +74,7 @@ int tsr_synth_shape(const char *spec, tsr_config *cfg, tsr_err *e)
     int found = 0;
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
         const preset *p = &presets[i];
-        if (strlen(p->name) == base_len && strncmp(spec, p->name, base_len) == 0) {
+        if (strlen(p->name) == base_len && strncasecmp(spec, p->name, base_len) == 0) {
             c.dim = p->dim; c.hidden_dim = p->hidden_dim; c.n_layers = p->n_layers;
             c.n_heads = p->n_heads; c.n_kv_heads = p->n_kv_heads;
             c.vocab_size = p->vocab_size; c.seq_len = p->seq_len;

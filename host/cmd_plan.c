@@ -6,6 +6,7 @@
  * Its exit status is the verdict, so a script can test it (as grep's says
  * match / no match / trouble): 0 fits, 1 does not fit, 2 error (bad usage,
  * unreadable model), 3 cannot decide (hw/parts.def lacks a figure). */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +52,8 @@ static const char usage[] =
     "                        (a power of two; default: 1 with a profile whose sums\n"
     "                        keep run.c's order, else as many as the PEs allow)\n"
     "      --profile NAME    plan for a shipped synthesis profile: stories260k,\n"
-    "                        stories15m, generic (its PEs, arrays and limits)\n"
+    "                        stories15m, generic (its PEs, arrays and limits; names\n"
+    "                        and shapes in any case)\n"
     "      --clock MHZ       kernel clock (default: the part's)\n"
     "      --pos P           report the decode step (and the batched one) at position P\n"
     "                        (default: the last)\n"
@@ -73,12 +75,22 @@ static int pow2_opt(const char *o, const char *v, int hi, int *dst)
     return 0;
 }
 
+/* s in lowercase into buf (cap bytes, cut short if longer). */
+static const char *lower(const char *s, char *buf, size_t cap)
+{
+    size_t i = 0;
+    for (; s[i] && i + 1 < cap; i++) buf[i] = (char)tolower((unsigned char)s[i]);
+    buf[i] = '\0';
+    return buf;
+}
+
 int cmd_plan(int argc, char **argv)
 {
     const char *model = NULL;
     tsr_plan_opts o;
     memset(&o, 0, sizeof o);
     int json = 0, pos = -1;
+    char profile[64];   /* --profile's value lowercased: the names are (stories15m) */
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -96,7 +108,7 @@ int cmd_plan(int argc, char **argv)
         else if (!strcmp(a, "--pes"))        { VAL(); if (cli_int(a, v, 1, 4096, &o.pes)) return 2; }
         else if (!strcmp(a, "--cols"))       { VAL(); if (pow2_opt(a, v, 64, &o.cols)) return 2; }
         else if (!strcmp(a, "--kv-split"))   { VAL(); if (pow2_opt(a, v, 4096, &o.kv_split)) return 2; }
-        else if (!strcmp(a, "--profile"))    { VAL(); o.profile = v; }
+        else if (!strcmp(a, "--profile"))    { VAL(); o.profile = lower(v, profile, sizeof profile); }
         else if (!strcmp(a, "--clock"))      { VAL(); if (cli_int(a, v, 1, 10000, &o.clock_mhz)) return 2; }
         else if (!strcmp(a, "--pos"))        { VAL(); if (cli_int(a, v, 0, 1 << 24, &pos)) return 2; }
         else if (!strcmp(a, "--cards"))      { VAL(); if (cli_int(a, v, 1, 1024, &o.cards)) return 2; }

@@ -223,6 +223,10 @@ static void run_bad_options_exit_2(void **state)
     assert_int_equal(run_capture(TESSERA_BIN " synth --shape bogus -o /tmp/tsr_cli_synth.bin", out,
                                  err, sizeof out), 2);
     assert_non_null(strstr(err, "bogus: unknown shape"));
+    /* names in either case: the shape's and the profile's */
+    assert_int_equal(run_capture(TESSERA_BIN " plan --shape STORIES15m --part u55c --profile "
+                                 "Stories15M", out, err, sizeof out), 0);
+    assert_non_null(strstr(out, "dim 288, hidden 768, 6 layers"));
     assert_int_equal(run_capture(TESSERA_BIN " synth --shape stories260K --q8 --group-size 3 -o "
                                  "/tmp/tsr_cli_synth.bin", out, err, sizeof out), 2);
     assert_int_equal(run_capture(TESSERA_BIN " synth --shape stories260K -o /nonexistent/dir/x.bin",

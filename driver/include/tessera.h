@@ -530,7 +530,7 @@ TSR_API int tsr_file_inspect(const char *path, tsr_file_info *info, char *err, s
 
 /* Write a llama2.c checkpoint with deterministic pseudo-random weights
  * (normal, std 0.02; norm weights 1) of a named shape: "stories260K",
- * "stories15M", "stories42M", "stories110M", or "DIMxLAYERS" with optional
+ * "stories15M", "stories42M", "stories110M" (in any case), or "DIMxLAYERS" with optional
  * ":hidden=H,heads=N,kv=K,vocab=V,seq=S".  group_size 0 writes version 1
  * fp32; > 0 writes version 2 Q8_0 with that group size; TSR_SYNTH_LEGACY
  * writes llama2.c's legacy (version 0) fp32 layout, the one run.c and
