@@ -273,6 +273,14 @@ bench-serve: $(TESSERA) $(SERVE_REF) $(VENV)/.stamp
 # make test: every CMocka program, the server's Python suites, the HLS
 # lints, a short run of each fuzzer, and the emulator builds test_plan needs.
 # TSAN=1: the concurrency tests alone under ThreadSanitizer.
+# Without the model files no test can run: say so (tests/check_shared.sh)
+# before building anything.
+ifneq ($(filter test,$(MAKECMDGOALS)),)
+  SHARED_PROBLEM := $(shell TSR_SHARED='$(abspath $(SHARED))' sh tests/check_shared.sh 2>&1)
+  ifneq ($(SHARED_PROBLEM),)
+    $(error $(SHARED_PROBLEM))
+  endif
+endif
 ifeq ($(TSAN),1)
 test: $(TEST_BIN)
 	@TSR_SHARED='$(abspath $(SHARED))' $(TSAN_ENV) sh tests/run_tests.sh $(TEST_BIN)

@@ -93,7 +93,8 @@ static void native_only_when_asked(void **state)
 }
 
 /* The test programs read TSR_SHARED when they run: pointed at a folder
- * without the models, the runner says so in one line and fails. */
+ * without the models, the runner says so in one line and fails; make test
+ * says so before building. */
 static void shared_is_read_at_run_time(void **state)
 {
     (void)state;
@@ -104,6 +105,10 @@ static void shared_is_read_at_run_time(void **state)
     assert_int_equal(count_lines(err), 1);
     assert_non_null(strstr(err, "model files missing in /nonexistent/shared"));
     assert_non_null(strstr(err, "make test SHARED="));
+    assert_string_equal(out, "");
+    /* make test says it before it builds anything: nothing to run */
+    assert_int_equal(make_n("test SHARED=/nonexistent/shared"), 2);
+    assert_non_null(strstr(err, "model files missing in /nonexistent/shared"));
     assert_string_equal(out, "");
 }
 
