@@ -12,8 +12,11 @@
  */
 #include <stddef.h>
 
+#include "tsr_arch.h"
 #include "tsr_emu.h"
 #include "tsr_half.h"
+
+#define W TSR_ATT_LANES   /* elements of a word: of a position tile's row */
 
 /* Row buffers for the converted rows: the longest row (positions or head
  * dimensions) a pass reads. */
@@ -33,17 +36,25 @@
 #define ATT_CLONES
 #endif
 
+/* Rows stored whole (step W) a row at a time; position tiles a word of
+ * positions at a time, every row's word before the next word's (each
+ * element's sum keeps o ascending either way). */
 ATT_CLONES
-static void att_mac(const float *kv, uint32_t stride, const float *s, uint32_t no, uint32_t nj,
-                    uint32_t parts, float *acc, uint32_t acc_stride)
+static void att_mac(const float *kv, uint32_t stride, uint32_t step, const float *s, uint32_t no,
+                    uint32_t nj, uint32_t parts, float *acc, uint32_t acc_stride)
 {
-    for (uint32_t o = 0; o < no; o++) {
-        const float *k = kv + (size_t)o * stride;   /* (nj,) row o */
-        float *a = acc + (size_t)(o % parts) * acc_stride, sv = s[o];
-        if (o < parts)
-            for (uint32_t j = 0; j < nj; j++) a[j] = 0.0f + sv * k[j];
-        else
-            for (uint32_t j = 0; j < nj; j++) a[j] = a[j] + sv * k[j];
+    uint32_t run = step == W ? nj : W;   /* elements a row holds contiguously */
+    for (uint32_t j0 = 0; j0 < nj; j0 += run) {
+        uint32_t n = nj - j0 < run ? nj - j0 : run;
+        const float *kw = kv + (size_t)(j0 / W) * step;
+        for (uint32_t o = 0; o < no; o++) {
+            const float *k = kw + (size_t)o * stride;   /* (n,) of row o */
+            float *a = acc + (size_t)(o % parts) * acc_stride + j0, sv = s[o];
+            if (o < parts)
+                for (uint32_t j = 0; j < n; j++) a[j] = 0.0f + sv * k[j];
+            else
+                for (uint32_t j = 0; j < n; j++) a[j] = a[j] + sv * k[j];
+        }
     }
 }
 
@@ -129,22 +140,91 @@ mac_sum(uint32_t t, const void *kv, uint32_t stride, const float *s, uint32_t no
     }
 }
 
-static AVX512 void mac_sum_f32(const float *kv, uint32_t stride, const float *s, uint32_t no,
-                               uint32_t nj, float *acc)
+#define SUM_TILES 8u   /* 8-lane sums kept in registers: 8 words, 64 positions */
+
+/* A word of a row as fp32, lanes outside m as 0 (load16's conversions). */
+static inline __attribute__((always_inline)) AVX512 __m256
+load8(uint32_t t, const void *word, __mmask8 m)
 {
-    mac_sum(KV_F32, kv, stride, s, no, nj, acc);
+    if (t == KV_F16)   /* the 512-bit VCVTPH2PS: AVX-512F, without F16C */
+        return _mm512_castps512_ps256(
+            _mm512_cvtph_ps(_mm256_zextsi128_si256(_mm_maskz_loadu_epi16(m, word))));
+    if (t == KV_I8)
+        return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_maskz_loadu_epi8((__mmask16)m, word)));
+    return _mm256_maskz_loadu_ps(m, word);
 }
 
-static AVX512 void mac_sum_f16(const uint16_t *kv, uint32_t stride, const float *s, uint32_t no,
-                               uint32_t nj, float *acc)
+/* One block of n <= 8 nr positions of K^T's position tiles, a register a
+ * tile (tiles step_bytes apart, a row's word row_bytes after the previous
+ * row's): every row's multiply-add into them, rows in order.  Each tile is
+ * read front to back, a contiguous run, and nr of them at once (at most
+ * SUM_TILES: each its own stream into the L1). */
+static inline __attribute__((always_inline)) AVX512 void
+sum_tiles(uint32_t t, uint32_t nr, const void *kv, size_t row_bytes, size_t step_bytes,
+          const float *s, uint32_t no, uint32_t n, float *acc)
 {
-    mac_sum(KV_F16, kv, stride, s, no, nj, acc);
+    uint32_t left = n - W * (nr - 1u);
+    __mmask8 last = (__mmask8)(left >= W ? 0xffu : (1u << left) - 1u);
+    __m256 a[SUM_TILES];
+    for (uint32_t r = 0; r < nr; r++) a[r] = _mm256_setzero_ps();
+    const char *k = kv;
+    for (uint32_t o = 0; o < no; o++, k += row_bytes) {
+        __m256 sv = _mm256_set1_ps(s[o]);
+        for (uint32_t r = 0; r + 1u < nr; r++)
+            a[r] = _mm256_add_ps(a[r], _mm256_mul_ps(sv, load8(t, k + r * step_bytes, 0xffu)));
+        a[nr - 1u] = _mm256_add_ps(a[nr - 1u],
+                                   _mm256_mul_ps(sv, load8(t, k + (nr - 1u) * step_bytes, last)));
+    }
+    for (uint32_t r = 0; r + 1u < nr; r++) _mm256_storeu_ps(acc + W * r, a[r]);
+    _mm256_mask_storeu_ps(acc + W * (nr - 1u), last, a[nr - 1u]);
 }
 
-static AVX512 void mac_sum_i8(const int8_t *kv, uint32_t stride, const float *s, uint32_t no,
-                              uint32_t nj, float *acc)
+/* parts 1 over position tiles (K^T): blocks of up to 8 tiles, each
+ * element's chain of adds in registers across the rows, as mac_sum. */
+static inline __attribute__((always_inline)) AVX512 void
+mac_tiles(uint32_t t, const void *kv, uint32_t stride, uint32_t step, const float *s, uint32_t no,
+          uint32_t nj, float *acc)
 {
-    mac_sum(KV_I8, kv, stride, s, no, nj, acc);
+    size_t es = t == KV_F32 ? 4u : t == KV_F16 ? 2u : 1u;   /* element bytes */
+    for (uint32_t j0 = 0; j0 < nj; j0 += W * SUM_TILES) {
+        uint32_t n = nj - j0 < W * SUM_TILES ? nj - j0 : W * SUM_TILES;
+        const char *k = (const char *)kv + (size_t)(j0 / W) * step * es;
+        size_t rb = stride * es, sb = step * es;
+        float *out = acc + j0;
+        switch ((n + W - 1u) / W) {   /* each register count its own copy */
+        case 1: sum_tiles(t, 1u, k, rb, sb, s, no, n, out); break;
+        case 2: sum_tiles(t, 2u, k, rb, sb, s, no, n, out); break;
+        case 3: sum_tiles(t, 3u, k, rb, sb, s, no, n, out); break;
+        case 4: sum_tiles(t, 4u, k, rb, sb, s, no, n, out); break;
+        case 5: sum_tiles(t, 5u, k, rb, sb, s, no, n, out); break;
+        case 6: sum_tiles(t, 6u, k, rb, sb, s, no, n, out); break;
+        case 7: sum_tiles(t, 7u, k, rb, sb, s, no, n, out); break;
+        default: sum_tiles(t, 8u, k, rb, sb, s, no, n, out); break;
+        }
+    }
+}
+
+/* Rows stored whole (step W) or position tiles, per cache type. */
+#define MAC_SUM_OF(t)                                         \
+    if (step == W) mac_sum((t), kv, stride, s, no, nj, acc); \
+    else mac_tiles((t), kv, stride, step, s, no, nj, acc)
+
+static AVX512 void mac_sum_f32(const float *kv, uint32_t stride, uint32_t step, const float *s,
+                               uint32_t no, uint32_t nj, float *acc)
+{
+    MAC_SUM_OF(KV_F32);
+}
+
+static AVX512 void mac_sum_f16(const uint16_t *kv, uint32_t stride, uint32_t step, const float *s,
+                               uint32_t no, uint32_t nj, float *acc)
+{
+    MAC_SUM_OF(KV_F16);
+}
+
+static AVX512 void mac_sum_i8(const int8_t *kv, uint32_t stride, uint32_t step, const float *s,
+                              uint32_t no, uint32_t nj, float *acc)
+{
+    MAC_SUM_OF(KV_I8);
 }
 
 /* 16 at a time by VCVTPS2PH, round to nearest even, which is
@@ -167,26 +247,28 @@ static AVX512 void f16_encode_avx512(const float *x, uint16_t *h, uint32_t n)
 #define SUM_PATH(parts, no) ((parts) == 1u && (no) > 0u && tsr_emu_avx512())
 #endif
 
-void tsr_emu_att_mac(const float *kv, uint32_t stride, const float *s, uint32_t no, uint32_t nj,
-                     uint32_t parts, float *acc, uint32_t acc_stride)
+void tsr_emu_att_mac(const float *kv, uint32_t stride, uint32_t step, const float *s, uint32_t no,
+                     uint32_t nj, uint32_t parts, float *acc, uint32_t acc_stride)
 {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
     if (SUM_PATH(parts, no)) {
-        mac_sum_f32(kv, stride, s, no, nj, acc);
+        mac_sum_f32(kv, stride, step, s, no, nj, acc);
         return;
     }
 #endif
-    att_mac(kv, stride, s, no, nj, parts, acc, acc_stride);
+    att_mac(kv, stride, step, s, no, nj, parts, acc, acc_stride);
 }
 
-/* A converted row at a time, then the fp32 loop's own operations. */
+/* A converted row at a time (its elements gathered from its words), then
+ * the fp32 loop's own operations. */
 #define ATT_MAC_CONVERTED(CONVERT)                                                        \
     float row[ROW_MAX];                                                                   \
     for (uint32_t j0 = 0; j0 < nj; j0 += ROW_MAX) {                                       \
         uint32_t n = nj - j0 < ROW_MAX ? nj - j0 : ROW_MAX;                               \
         for (uint32_t o = 0; o < no; o++) {                                               \
-            const __typeof__(kv) k = kv + (size_t)o * stride + j0;                        \
-            for (uint32_t j = 0; j < n; j++) row[j] = CONVERT(k[j]);                      \
+            const __typeof__(kv) k = kv + (size_t)o * stride;                             \
+            for (uint32_t j = 0; j < n; j++)                                              \
+                row[j] = CONVERT(k[(size_t)((j0 + j) / W) * step + (j0 + j) % W]);        \
             float *a = acc + (size_t)(o % parts) * acc_stride + j0, sv = s[o];            \
             if (o < parts)                                                                \
                 for (uint32_t j = 0; j < n; j++) a[j] = 0.0f + sv * row[j];               \
@@ -197,24 +279,24 @@ void tsr_emu_att_mac(const float *kv, uint32_t stride, const float *s, uint32_t 
 
 #define I8_TO_F32(v) ((float)(v))
 
-void tsr_emu_att_mac_f16(const uint16_t *kv, uint32_t stride, const float *s, uint32_t no,
-                         uint32_t nj, uint32_t parts, float *acc, uint32_t acc_stride)
+void tsr_emu_att_mac_f16(const uint16_t *kv, uint32_t stride, uint32_t step, const float *s,
+                         uint32_t no, uint32_t nj, uint32_t parts, float *acc, uint32_t acc_stride)
 {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
     if (SUM_PATH(parts, no)) {
-        mac_sum_f16(kv, stride, s, no, nj, acc);
+        mac_sum_f16(kv, stride, step, s, no, nj, acc);
         return;
     }
 #endif
     ATT_MAC_CONVERTED(tsr_f32_from_f16)
 }
 
-void tsr_emu_att_mac_i8(const int8_t *kv, uint32_t stride, const float *s, uint32_t no,
-                        uint32_t nj, uint32_t parts, float *acc, uint32_t acc_stride)
+void tsr_emu_att_mac_i8(const int8_t *kv, uint32_t stride, uint32_t step, const float *s,
+                         uint32_t no, uint32_t nj, uint32_t parts, float *acc, uint32_t acc_stride)
 {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
     if (SUM_PATH(parts, no)) {
-        mac_sum_i8(kv, stride, s, no, nj, acc);
+        mac_sum_i8(kv, stride, step, s, no, nj, acc);
         return;
     }
 #endif

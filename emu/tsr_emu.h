@@ -134,18 +134,21 @@ uint32_t tsr_emu_run_pes(struct tsr_kstate *st, uint32_t P, tsr_emu_pe_task fn,
 /* Attention passes (att_rows.c)                                              */
 
 /* pe_att_mac's sums: for o < no, acc[(o % parts) * acc_stride + j] (j < nj)
- * = (o < parts ? 0 : itself) + s[o] * kv[o * stride + j]; bit-identical to
- * the kernel's pass. */
-void tsr_emu_att_mac(const float *kv, uint32_t stride, const float *s, uint32_t no, uint32_t nj,
-                     uint32_t parts, float *acc, uint32_t acc_stride);
+ * = (o < parts ? 0 : itself) + s[o] * row o's element j, bit-identical to
+ * the kernel's pass.  Row o's element j is kv[o * stride + (j / W) * step
+ * + j % W], W = TSR_ATT_LANES (a word; all three in elements): step W
+ * for rows stored whole (V), step head_size x W for K^T's position tiles
+ * (stride W). */
+void tsr_emu_att_mac(const float *kv, uint32_t stride, uint32_t step, const float *s, uint32_t no,
+                     uint32_t nj, uint32_t parts, float *acc, uint32_t acc_stride);
 
 /* The same over an IEEE-half cache (each element decoded exactly, as the
  * kernel's tsr_f32_from_f16) and over an int8 cache (each element's
  * integer value; its scale is the kernel's business). */
-void tsr_emu_att_mac_f16(const uint16_t *kv, uint32_t stride, const float *s, uint32_t no,
-                         uint32_t nj, uint32_t parts, float *acc, uint32_t acc_stride);
-void tsr_emu_att_mac_i8(const int8_t *kv, uint32_t stride, const float *s, uint32_t no,
-                        uint32_t nj, uint32_t parts, float *acc, uint32_t acc_stride);
+void tsr_emu_att_mac_f16(const uint16_t *kv, uint32_t stride, uint32_t step, const float *s,
+                         uint32_t no, uint32_t nj, uint32_t parts, float *acc, uint32_t acc_stride);
+void tsr_emu_att_mac_i8(const int8_t *kv, uint32_t stride, uint32_t step, const float *s,
+                        uint32_t no, uint32_t nj, uint32_t parts, float *acc, uint32_t acc_stride);
 
 /* h[i] = tsr_f16_from_f32(x[i]) for i < n, bit for bit (the f16 cache's
  * stores). */

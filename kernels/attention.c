@@ -38,8 +38,9 @@
 /*
  * An attention PE's memories are word-major, so a lane is a bank and
  * every base and stride is in words: the KV cache kv[word][TSR_ATT_LANES]
- * (per (slot, layer, head) block K^T as hs rows of slw = sl / 8 words,
- * then V as sl rows of hsw = hs / 8 words), the scores att[word][lane]
+ * (per (slot, layer, head) block K^T as slw = sl / 8 position tiles of
+ * hs words, word w * hs + d holding row d's positions 8w..8w+7, then V
+ * as sl rows of hsw = hs / 8 words), the scores att[word][lane]
  * (query head h from word h * slw), the head outputs ao[word][lane]
  * (query head h from word h * hsw), and its copy of this token's
  * q | k | v, qkvw[word][TSR_VEC], latched off the QKV gather.  The f16 and
@@ -49,8 +50,10 @@
  */
 
 /* Store this position's k, v (qkvw from element k0, v0) at local index t:
- * a column of K^T and a row of V, one value of each a cycle (two writes,
- * at run-time banks: the KV memory is true dual-port), in precision kvt.
+ * a column of K^T (in t's position tile: hs consecutive words, lane
+ * t % TSR_ATT_LANES) and a row of V, one value of each a cycle (two
+ * writes, at run-time banks: the KV memory is true dual-port), in
+ * precision kvt.
  * int8: first the two vectors' max |v| (their scales into kvs at sb + t,
  * the K scale, and sb + sl + t, the V scale), then q = round(v / scale). */
 static void pe_att_store(float kv[TSR_PE_KV_AW][TSR_ATT_LANES],
@@ -61,7 +64,8 @@ static void pe_att_store(float kv[TSR_PE_KV_AW][TSR_ATT_LANES],
                          uint32_t slw, uint32_t hsw, uint32_t t)
 {
     uint32_t tl = t % TSR_ATT_LANES;
-    uint32_t ka = kbw + t / TSR_ATT_LANES;                       /* K^T row i's word */
+    /* K^T row 0's word in t's tile (row i's: ka + i) */
+    uint32_t ka = kbw + TSR_MUL_SMALL(hs, t / TSR_ATT_LANES, TSR_BITS(TSR_MAX_SEQ));
     uint32_t va = vbw + TSR_MUL_SMALL(hsw, t, TSR_BITS(TSR_MAX_SEQ));   /* V row t */
     float ks = 0.0f, vs = 0.0f;
 #if TSR_WITH_KV_F16 && defined(TSR_EMU)
@@ -96,6 +100,7 @@ att_store_amax:
 #else
     (void)kvs;
     (void)sb;
+    (void)slw;
 #endif
 att_store:
     for (uint32_t i = 0; i < hs; i++) {
@@ -120,7 +125,7 @@ att_store:
             kv[ka][tl] = k;
             kv[vw][vl] = v;
         }
-        ka += slw;
+        ka++;
     }
 #undef KV_F16_OF
 #if !TSR_WITH_KV_F16
@@ -179,36 +184,38 @@ att_qcopy:
  * multiply-adds, not twice that.  For o < no, over the words w of j < nj,
  * TSR_ATT_LANES lanes a cycle:
  *   acc[o % parts][j] = (o < parts ? 0 : acc[o % parts][j])
- *                       + coef[o] * kv[basew + o * stridew + w][l]
+ *                       + coef[o] * kv[basew + o * stridew + w * stepw][l]
  * (j = w * TSR_ATT_LANES + l).  parts 1: o ascending into one accumulator
  * per j (run.c's order), each pass over the words padded to TSR_FADD_LAT
  * so an accumulator is added to once every TSR_FADD_LAT cycles; parts
  * TSR_ATT_PARTS > 1: o into partial o % parts, each added to once every
  * parts passes, so nothing is padded.  Scores: o a head dimension, j a
- * position (K^T rows); values: o a position, j a head dimension (V
- * rows). */
+ * position (K^T rows in position tiles: stridew 1, stepw hs); values: o
+ * a position, j a head dimension (V rows: stridew hs / TSR_ATT_LANES,
+ * stepw 1). */
 static void pe_att_mac(const float kv[TSR_PE_KV_AW][TSR_ATT_LANES],
                        const uint16_t kvh[TSR_PE_KVH_AW][TSR_ATT_LANES],
                        const int8_t kvq[TSR_PE_KVQ_AW][TSR_ATT_LANES], uint32_t kvt, uint32_t basew,
-                       uint32_t stridew, const float coef[TSR_ATT_ACC], uint32_t no, uint32_t nj,
-                       uint32_t parts, float acc[TSR_ATT_PARTS][TSR_ATT_ACC])
+                       uint32_t stridew, uint32_t stepw, const float coef[TSR_ATT_ACC], uint32_t no,
+                       uint32_t nj, uint32_t parts, float acc[TSR_ATT_PARTS][TSR_ATT_ACC])
 {
 #pragma HLS INLINE off
     uint32_t nw = (nj + TSR_ATT_LANES - 1u) / TSR_ATT_LANES, nwp = parts > 1u ? nw : tsr_cy_padded(nw);
 #ifdef TSR_EMU
     /* the emulator's unpadded loops (emu/att_rows.c), the same sums */
     if (kvt == TSR_KV_F16)
-        tsr_emu_att_mac_f16(&kvh[basew][0], stridew * TSR_ATT_LANES, coef, no, nj, parts,
-                            &acc[0][0], TSR_ATT_ACC);
+        tsr_emu_att_mac_f16(&kvh[basew][0], stridew * TSR_ATT_LANES, stepw * TSR_ATT_LANES, coef,
+                            no, nj, parts, &acc[0][0], TSR_ATT_ACC);
     else if (kvt == TSR_KV_INT8)
-        tsr_emu_att_mac_i8(&kvq[basew][0], stridew * TSR_ATT_LANES, coef, no, nj, parts,
-                           &acc[0][0], TSR_ATT_ACC);
+        tsr_emu_att_mac_i8(&kvq[basew][0], stridew * TSR_ATT_LANES, stepw * TSR_ATT_LANES, coef,
+                           no, nj, parts, &acc[0][0], TSR_ATT_ACC);
     else
-        tsr_emu_att_mac(&kv[basew][0], stridew * TSR_ATT_LANES, coef, no, nj, parts, &acc[0][0],
-                        TSR_ATT_ACC);
+        tsr_emu_att_mac(&kv[basew][0], stridew * TSR_ATT_LANES, stepw * TSR_ATT_LANES, coef, no,
+                        nj, parts, &acc[0][0], TSR_ATT_ACC);
     nwp = 0;
 #endif
-    uint32_t o = 0, w = 0, r = 0, ob = basew;
+    /* ob: row o's first word; wa: its word w (running sums, no multiplier) */
+    uint32_t o = 0, w = 0, r = 0, ob = basew, wa = basew;
     uint32_t steps = TSR_MUL_SMALL(no, nwp, TSR_BITS(TSR_ATT_ACC));
 att_mac_steps:
     for (uint32_t k = 0; k < steps; k++) {
@@ -223,14 +230,16 @@ att_mac_lanes:
                 uint32_t jj = w * TSR_ATT_LANES + l;
                 if (jj < nj) {
                     float prev = o < parts ? 0.0f : acc[r][jj];
-                    acc[r][jj] = prev + sv * kv_elem(kv, kvh, kvq, kvt, ob + w, l);
+                    acc[r][jj] = prev + sv * kv_elem(kv, kvh, kvq, kvt, wa, l);
                 }
             }
         }
+        wa += stepw;
         if (++w == nwp) {
             w = 0;
             o++;
             ob += stridew;
+            wa = ob;
             r = r + 1u == parts ? 0u : r + 1u;
         }
     }
@@ -461,7 +470,7 @@ att_heads_scores:
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_KV_MUL
                 if (nl) {
                     pe_att_qcopy(qkvw, coef, qq, hs);
-                    pe_att_mac(kv, kvh, kvq, kvt, kbw, slw, coef, hs, nl, TSR_ATT_PARTS, acc);
+                    pe_att_mac(kv, kvh, kvq, kvt, kbw, 1u, hs, coef, hs, nl, TSR_ATT_PARTS, acc);
                     pe_att_scale_max(acc, att, &am[hh], hs, nl, a, sqrt_hs, kvs, sb, kvt);
                 } else {
                     am[hh] = -FLT_MAX;
@@ -489,7 +498,7 @@ att_heads_values:
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_KV_MUL
                 if (nl) {
                     pe_att_norm(att, coef, a, nl, asum[hh], kvs, sb + slw * TSR_ATT_LANES, kvt);
-                    pe_att_mac(kv, kvh, kvq, kvt, vbw, hsw, coef, nl, hs, 1u, acc);
+                    pe_att_mac(kv, kvh, kvq, kvt, vbw, hsw, 1u, coef, nl, hs, 1u, acc);
                 }
                 pe_att_out(acc, ao, o, hsw, nl);
                 hh++;
@@ -840,12 +849,12 @@ static void unit_collect(tsr_kstate *st, uint32_t u, uint32_t it)
 }
 
 /* Ask for what group u's PEs read of item it's KV cache in layer l: per
- * head the first nl positions of its head_size K^T rows and its first nl
- * V rows (int8: and their scales), at most TSR_EMU_PREFETCH_MAX bytes a
- * PE (the first positions; the L2 also holds the item being summed).
- * They are short runs (at position 80 of a 256-position cache, 320 bytes
- * of each 1 KB K^T row), whose misses the pass's own loops keep too few
- * of in flight.  No value changes. */
+ * head the position tiles of its first nl positions and its first nl V
+ * rows, two contiguous runs (int8: and their scales), at most
+ * TSR_EMU_PREFETCH_MAX bytes a PE (the first positions; the L2 also holds
+ * the item being summed).  Each is a few KB to a few tens of KB (at
+ * position 80, head_size 64, fp32: 20 KB), too short for the hardware
+ * prefetchers to run far ahead.  No value changes. */
 static void unit_prefetch(const tsr_kstate *st, uint32_t u, const tsr_item *it, uint32_t l)
 {
     uint32_t Q = st->cfg.kv_split, hs = st->hs, slw = st->seq_local / TSR_ATT_LANES;
@@ -864,7 +873,7 @@ static void unit_prefetch(const tsr_kstate *st, uint32_t u, const tsr_item *it, 
         uint32_t nlw = (nl + TSR_ATT_LANES - 1u) / TSR_ATT_LANES;
         size_t kw = (size_t)st->kv_blkw[p] * blk, sb = (size_t)st->kv_blks[p] * blk;
         for (uint32_t j = 0; j < nh; j++) {
-            tsr_emu_prefetch_runs(base + kw * wb, hs, slw * wb, nlw * wb);   /* K^T rows */
+            tsr_emu_prefetch_runs(base + kw * wb, 1u, 0u, (size_t)nlw * hs * wb);   /* K^T tiles */
             tsr_emu_prefetch_runs(base + (kw + (size_t)slw * hs) * wb, 1u, 0u,
                                   (size_t)nl * hs / TSR_ATT_LANES * wb);       /* V rows */
             if (kvt == TSR_KV_INT8) {

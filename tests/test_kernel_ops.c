@@ -1012,6 +1012,23 @@ static void attention_matches_runc(void **state)
                 assert_int_equal(st->cnt.attended - att0, HEADS * (pos + 1));
                 assert_true(Q > 1 ? charged(st, TSR_RG_ATT_TREE) > tree0
                                   : charged(st, TSR_RG_ATT_TREE) == tree0);
+                /* where the k and v went (tsr_layout.h): position pos of KV
+                 * head h at local index pos / Q on the group's PE pos % Q;
+                 * K^T in position tiles, V a row a position */
+                for (int h = 0; h < KVH; h++) {
+                    enum { L = TSR_ATT_LANES };
+                    uint32_t p = st->kv_pe[h] + (uint32_t)pos % (uint32_t)Q, t = (uint32_t)pos / Q;
+                    uint32_t slw = st->seq_local / L, hs = HS;
+                    uint32_t kb = st->kv_blkw[p] * (uint32_t)(s * st->cfg.n_layers + s) +
+                                  st->kv_j[h] * 2u * hs * slw;
+                    assert_int_equal(st->cfg.kv_dtype, TSR_KV_F32);
+                    for (uint32_t d = 0; d < hs; d++) {
+                        assert_float_equal(st->kv[p][kb + (t / L) * hs + d][t % L],
+                                           K[s][pos][h * HS + d], 0.0f);
+                        assert_float_equal(st->kv[p][kb + hs * slw + t * (hs / L) + d / L][d % L],
+                                           V[s][pos][h * HS + d], 0.0f);
+                    }
+                }
                 for (int h = 0; h < HEADS; h++) {
                     ref_attention(q, (const float (*)[KVD])K[s], (const float (*)[KVD])V[s], h,
                                   pos, Q, want);
@@ -1037,14 +1054,18 @@ static void attention_matches_runc(void **state)
  * as fp32 (a half decoded by tsr_f32_from_f16, an int8 value converted),
  * for each cache type, one partial (the AVX-512 register sums, masked
  * past nj) and three (the plain loops), over row lengths around the
- * 16-lane registers and the 128-element blocks. */
+ * 16-lane registers and the 128-element blocks (rows stored whole, V) and
+ * the 8-word blocks (K^T's position tiles: row o's word w at o + w x NO
+ * words). */
 static void att_rows_bit_identical(void **state)
 {
     (void)state;
-    enum { NO = 70, STRIDE = 272, ACC = 272 };
+    enum { NO = 70, STRIDE = 272, ACC = 272, W = TSR_ATT_LANES };
     static float kf[NO * STRIDE], s[NO], want[3 * ACC], got[3 * ACC];
     static uint16_t kh[NO * STRIDE];
     static int8_t kq[NO * STRIDE];
+    /* the tiles of the longest rows fit the same arrays */
+    assert_true((size_t)(STRIDE / W) * NO * W <= (size_t)NO * STRIDE);
     for (int i = 0; i < NO * STRIDE; i++) {
         kf[i] = tm_rand();
         kh[i] = tsr_f16_from_f32(4.0f * tm_rand());
@@ -1056,32 +1077,38 @@ static void att_rows_bit_identical(void **state)
     static const uint32_t njs[] = { 1, 15, 16, 17, 64, 80, 127, 128, 129, 200, 257 };
     static const uint32_t nos[] = { 1, 2, 64, 70 };
     int checked = 0;
-    for (int t = 0; t < 3; t++)
-        for (uint32_t parts = 1; parts <= 3; parts += 2)
-            for (size_t a = 0; a < sizeof nos / sizeof nos[0]; a++)
-                for (size_t b = 0; b < sizeof njs / sizeof njs[0]; b++) {
-                    uint32_t no = nos[a], nj = njs[b];
-                    for (uint32_t o = 0; o < no; o++)
-                        for (uint32_t j = 0; j < nj; j++) {
-                            size_t e = (size_t)o * STRIDE + j;
-                            float v = t == 0 ? kf[e] : t == 1 ? tsr_f32_from_f16(kh[e]) : (float)kq[e];
-                            float *w = &want[(o % parts) * ACC + j];
-                            *w = (o < parts ? 0.0f : *w) + s[o] * v;
+    for (int tiled = 0; tiled < 2; tiled++)
+        for (int t = 0; t < 3; t++)
+            for (uint32_t parts = 1; parts <= 3; parts += 2)
+                for (size_t a = 0; a < sizeof nos / sizeof nos[0]; a++)
+                    for (size_t b = 0; b < sizeof njs / sizeof njs[0]; b++) {
+                        uint32_t no = nos[a], nj = njs[b];
+                        uint32_t stride = tiled ? W : STRIDE, step = tiled ? NO * W : W;
+                        for (uint32_t o = 0; o < no; o++)
+                            for (uint32_t j = 0; j < nj; j++) {
+                                size_t e = (size_t)o * stride + (size_t)(j / W) * step + j % W;
+                                float v = t == 0   ? kf[e]
+                                          : t == 1 ? tsr_f32_from_f16(kh[e])
+                                                   : (float)kq[e];
+                                float *w = &want[(o % parts) * ACC + j];
+                                *w = (o < parts ? 0.0f : *w) + s[o] * v;
+                            }
+                        memset(got, 0xff, sizeof got);
+                        if (t == 0) tsr_emu_att_mac(kf, stride, step, s, no, nj, parts, got, ACC);
+                        else if (t == 1)
+                            tsr_emu_att_mac_f16(kh, stride, step, s, no, nj, parts, got, ACC);
+                        else tsr_emu_att_mac_i8(kq, stride, step, s, no, nj, parts, got, ACC);
+                        for (uint32_t k = 0; k < parts && k < no; k++) {
+                            assert_bits_equal(got + k * ACC, want + k * ACC, (int)nj, "acc");
+                            checked++;
+                            uint32_t past;   /* nothing written past nj */
+                            memcpy(&past, &got[k * ACC + nj], 4);
+                            assert_int_equal(past, 0xffffffffu);
                         }
-                    memset(got, 0xff, sizeof got);
-                    if (t == 0) tsr_emu_att_mac(kf, STRIDE, s, no, nj, parts, got, ACC);
-                    else if (t == 1) tsr_emu_att_mac_f16(kh, STRIDE, s, no, nj, parts, got, ACC);
-                    else tsr_emu_att_mac_i8(kq, STRIDE, s, no, nj, parts, got, ACC);
-                    for (uint32_t k = 0; k < parts && k < no; k++) {
-                        assert_bits_equal(got + k * ACC, want + k * ACC, (int)nj, "acc");
-                        checked++;
-                        uint32_t past;   /* nothing written past nj */
-                        memcpy(&past, &got[k * ACC + nj], 4);
-                        assert_int_equal(past, 0xffffffffu);
                     }
-                }
-    /* 3 caches x 11 lengths x (4 row counts a partial, then 1 + 2 + 3 + 3) */
-    assert_int_equal(checked, 3 * 11 * (4 + 9));
+    /* 2 layouts x 3 caches x 11 lengths x (4 row counts a partial, then
+     * 1 + 2 + 3 + 3) */
+    assert_int_equal(checked, 2 * 3 * 11 * (4 + 9));
 }
 
 /* ------------------------------------------------------------------------ */
