@@ -10,6 +10,7 @@
  * the idle slots, so the results are bit-identical.  (Built without
  * -ffp-contract: no FMA.)
  */
+#include <float.h>
 #include <stddef.h>
 
 #include "tsr_arch.h"
@@ -56,6 +57,16 @@ static void att_mac(const float *kv, uint32_t stride, uint32_t step, const float
                 for (uint32_t j = 0; j < n; j++) a[j] = a[j] + sv * k[j];
         }
     }
+}
+
+/* The kernel's tree over its 8 lanes' maxima (pe_att_scale_max): lane l
+ * takes lane l + h's when larger, h = 4, 2, 1. */
+static float lanes_max(float l[W])
+{
+    for (uint32_t h = W / 2u; h >= 1u; h /= 2u)
+        for (uint32_t k = 0; k < h; k++)
+            if (l[k + h] > l[k]) l[k] = l[k + h];
+    return l[0];
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -243,6 +254,39 @@ static AVX512 void f16_encode_avx512(const float *x, uint16_t *h, uint32_t n)
     }
 }
 
+/* Scores scaled and their max, 8 positions a register (lane l: positions
+ * l mod 8, as the kernel's lanes), then the kernel's tree of the 8. */
+static AVX512 float scale_max_avx512(const float *acc, const float *ks, float sqrt_hs, float *att,
+                                     uint32_t nl)
+{
+    __m256 lm = _mm256_set1_ps(-FLT_MAX), d = _mm256_set1_ps(sqrt_hs);
+    for (uint32_t t = 0; t < nl; t += 8u) {
+        uint32_t left = nl - t;
+        __mmask8 m = (__mmask8)(left >= 8u ? 0xffu : (1u << left) - 1u);
+        __m256 v = _mm256_maskz_loadu_ps(m, acc + t);
+        if (ks) v = _mm256_mul_ps(v, _mm256_maskz_loadu_ps(m, ks + t));
+        v = _mm256_div_ps(v, d);
+        _mm256_mask_storeu_ps(att + t, m, v);
+        lm = _mm256_mask_blend_ps(_mm256_mask_cmp_ps_mask(m, v, lm, _CMP_GT_OQ), lm, v);
+    }
+    float l[8];
+    _mm256_storeu_ps(l, lm);
+    return lanes_max(l);
+}
+
+static AVX512 void norm_avx512(const float *att, const float *vs, float sum, float *coef,
+                               uint32_t nl)
+{
+    __m256 d = _mm256_set1_ps(sum);
+    for (uint32_t t = 0; t < nl; t += 8u) {
+        uint32_t left = nl - t;
+        __mmask8 m = (__mmask8)(left >= 8u ? 0xffu : (1u << left) - 1u);
+        __m256 w = _mm256_div_ps(_mm256_maskz_loadu_ps(m, att + t), d);
+        if (vs) w = _mm256_mul_ps(w, _mm256_maskz_loadu_ps(m, vs + t));
+        _mm256_mask_storeu_ps(coef + t, m, w);
+    }
+}
+
 /* The register sums take parts 1 (partials > 1 keep the converted loops). */
 #define SUM_PATH(parts, no) ((parts) == 1u && (no) > 0u && tsr_emu_avx512())
 #endif
@@ -321,5 +365,37 @@ void tsr_emu_prefetch_runs(const void *p, uint32_t n, size_t stride, size_t byte
         /* every line of [r, r + bytes), from the line r is in */
         uintptr_t a = (uintptr_t)r & ~(uintptr_t)(TSR_EMU_LINE - 1u), z = (uintptr_t)r + bytes;
         for (; a < z; a += TSR_EMU_LINE) __builtin_prefetch((const void *)a, 0, 2);   /* T1 */
+    }
+}
+
+float tsr_emu_att_scale_max(const float *acc, const float *ks, float sqrt_hs, float *att,
+                            uint32_t nl)
+{
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    if (tsr_emu_avx512()) return scale_max_avx512(acc, ks, sqrt_hs, att, nl);
+#endif
+    float l[W];
+    for (uint32_t k = 0; k < W; k++) l[k] = -FLT_MAX;
+    for (uint32_t t = 0; t < nl; t++) {
+        float v = acc[t];
+        if (ks) v = v * ks[t];
+        att[t] = v / sqrt_hs;
+        if (att[t] > l[t % W]) l[t % W] = att[t];
+    }
+    return lanes_max(l);
+}
+
+void tsr_emu_att_norm(const float *att, const float *vs, float sum, float *coef, uint32_t nl)
+{
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    if (tsr_emu_avx512()) {
+        norm_avx512(att, vs, sum, coef, nl);
+        return;
+    }
+#endif
+    for (uint32_t t = 0; t < nl; t++) {
+        float w = att[t] / sum;
+        if (vs) w = w * vs[t];
+        coef[t] = w;
     }
 }

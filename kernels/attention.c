@@ -254,6 +254,16 @@ static void pe_att_scale_max(const float acc[TSR_ATT_PARTS][TSR_ATT_ACC],
                              uint32_t nl, uint32_t a0w, float sqrt_hs,
                              const float kvs[TSR_KVS_DIM], uint32_t ks0, uint32_t kvt)
 {
+#if defined(TSR_EMU) && TSR_ATT_PARTS == 1
+    /* the emulator's vector loop, the same values and max (emu/att_rows.c) */
+    const float *ks = NULL;
+#if TSR_WITH_KV_INT8
+    if (kvt == TSR_KV_INT8) ks = &kvs[ks0];
+#endif
+    (void)hs;
+    *am = tsr_emu_att_scale_max(&acc[0][0], ks, sqrt_hs, &att[a0w][0], nl);
+    return;
+#endif
 att_score_scale:
     for (uint32_t t = 0; t < nl; t++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_SEQ
@@ -359,6 +369,12 @@ pe_sum_level_adds:
 static void pe_att_exp(float att[TSR_PE_ATT_AW][TSR_ATT_LANES], uint32_t a0w, uint32_t nl, float m,
                        float *sum)
 {
+#ifdef TSR_EMU
+    /* the emulator's vector exponentials, the same values (emu/vexpf.c) */
+    tsr_emu_exp_shifted(&att[a0w][0], nl, m);
+    *sum = pe_reduce_sum(att, a0w, nl);
+    return;
+#endif
 att_exp:
     for (uint32_t t = 0; t < nl; t++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_SEQ
@@ -379,6 +395,15 @@ static void pe_att_norm(const float att[TSR_PE_ATT_AW][TSR_ATT_LANES], float coe
                         uint32_t a0w, uint32_t nl, float sum, const float kvs[TSR_KVS_DIM],
                         uint32_t vs0, uint32_t kvt)
 {
+#ifdef TSR_EMU
+    /* the emulator's vector loop, the same values (emu/att_rows.c) */
+    const float *vs = NULL;
+#if TSR_WITH_KV_INT8
+    if (kvt == TSR_KV_INT8) vs = &kvs[vs0];
+#endif
+    tsr_emu_att_norm(&att[a0w][0], vs, sum, coef, nl);
+    return;
+#endif
 att_norm:
     for (uint32_t t = 0; t < nl; t++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_SEQ

@@ -264,6 +264,11 @@ f32_steps:
  * halves are disjoint, so the loop carries no dependence through psum. */
 static void pe_swiglu(float psum[TSR_PE_ROWS], uint32_t rows)
 {
+#ifdef TSR_EMU
+    /* the emulator's vector rows, the same operations (emu/vexpf.c) */
+    tsr_emu_swiglu(psum, rows);
+    return;
+#endif
 pe_swiglu_rows:
     for (uint32_t i = 0; i < rows; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PE_ROWS

@@ -1111,6 +1111,114 @@ static void att_rows_bit_identical(void **state)
     assert_int_equal(checked, 2 * 3 * 11 * (4 + 9));
 }
 
+/* The emulator's expf over arrays (emu/vexpf.c) against the C library's
+ * expf, bit for bit: 1 in 7 of all 2^32 encodings (every sign, exponent
+ * and NaN class), 8191 at a time through the masked tail, and on a CPU
+ * with AVX-512 through the vector path (glibc 2.36's algorithm: its own
+ * check must have found it equal). */
+static void expf_bit_identical(void **state)
+{
+    (void)state;
+    enum { CHUNK = 8191 };
+    static float x[CHUNK], y[CHUNK];
+    if (tsr_emu_avx512()) assert_int_equal(tsr_emu_expf_vector(), 1);
+    uint64_t checked = 0;
+    uint32_t k = 0;
+    for (uint64_t u = 0; u < 0x100000000ull; u += 7u) {
+        uint32_t b = (uint32_t)u;
+        memcpy(&x[k++], &b, 4);
+        if (k == CHUNK || u + 7u >= 0x100000000ull) {
+            tsr_emu_expf(x, y, k);
+            for (uint32_t i = 0; i < k; i++) {
+                float want = expf(x[i]);
+                if (memcmp(&want, &y[i], 4) != 0)
+                    fail_msg("expf(%a): %a, the C library %a", (double)x[i], (double)y[i],
+                             (double)want);
+            }
+            checked += k;
+            k = 0;
+        }
+    }
+    assert_int_equal(checked, (0x100000000ull + 6u) / 7u);
+}
+
+/* SwiGLU's rows and attention's exponentials (emu/vexpf.c) against the
+ * kernel's scalar loops (pe_swiglu, pe_att_exp): every length 1..40 (the
+ * 8-lane tail), values over expf's whole range, its special inputs among
+ * them, and nothing written past the rows. */
+static void swiglu_exp_bit_identical(void **state)
+{
+    (void)state;
+    enum { MAX = 40 };
+    static const float special[] = { 0.0f, -0.0f, 88.0f, -88.0f, 89.0f, -104.0f, 1e30f, -1e30f,
+                                     INFINITY, -INFINITY, NAN, 0x1.04845ep+5f, -0x1.f8cbb2p+5f };
+    for (uint32_t n = 1; n <= MAX; n++) {
+        float g[2 * MAX + 1], want[2 * MAX + 1], a[MAX + 1], wa[MAX + 1];
+        for (uint32_t i = 0; i < 2u * n + 1u; i++) {
+            float v = (float)ldexp(tm_rand(), (int)(i % 9u)) * 12.0f;   /* |v| up to ~3000 */
+            if (i % 5u == 3u) v = special[(i + n) % (sizeof special / sizeof special[0])];
+            g[i] = want[i] = v;
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            float val = want[i], e = expf(-val);
+            val *= (1.0f / (1.0f + e));
+            val *= want[n + i];
+            want[i] = val;
+        }
+        tsr_emu_swiglu(g, n);
+        assert_bits_equal(g, want, (int)(2u * n + 1u), "swiglu");
+        float m = tm_rand() * 4.0f;
+        for (uint32_t i = 0; i <= n; i++) a[i] = wa[i] = g[n + i] * 0.01f;
+        for (uint32_t i = 0; i < n; i++) wa[i] = expf(wa[i] - m);
+        tsr_emu_exp_shifted(a, n, m);
+        assert_bits_equal(a, wa, (int)n + 1, "exp");
+    }
+}
+
+/* Attention's score scaling with its max, and its weights (emu/att_rows.c
+ * tsr_emu_att_scale_max, tsr_emu_att_norm) against the kernel's loops:
+ * the max over 8 lanes (t in lane t mod 8, a larger value only, from
+ * -FLT_MAX) and their tree, bit for bit even between -0 and +0 and past
+ * NaNs; with and without the int8 cache's scales; every length 1..40. */
+static void att_scale_norm_bit_identical(void **state)
+{
+    (void)state;
+    enum { MAX = 40, L = 8 };
+    for (int scaled = 0; scaled < 2; scaled++)
+        for (uint32_t n = 1; n <= MAX; n++) {
+            float acc[MAX], sc[MAX], att[MAX + 1], want[MAX + 1], coef[MAX + 1], wc[MAX + 1];
+            for (uint32_t t = 0; t < n; t++) {
+                acc[t] = tm_rand() * 8.0f;
+                if (n >= 9u && n <= 24u) acc[t] = -fabsf(acc[t]);   /* a zero is the max */
+                if (t % 7u == 2u) acc[t] = (t & 8u) ? -0.0f : 0.0f;   /* ties of zeros */
+                if (t == 5u && n > 30u) acc[t] = NAN;
+                if (n < 8u) acc[t] = -fabsf(acc[t]) - 1e30f;   /* all negative */
+                sc[t] = fabsf(tm_rand()) * 0.1f;
+            }
+            const float *ks = scaled ? sc : NULL;
+            float sq = sqrtf(64.0f), lm[L];
+            for (uint32_t l = 0; l < L; l++) lm[l] = -FLT_MAX;
+            for (uint32_t t = 0; t < n; t++) {
+                float v = acc[t];
+                if (ks) v = v * ks[t];
+                want[t] = v / sq;
+                if (want[t] > lm[t % L]) lm[t % L] = want[t];
+            }
+            for (uint32_t h = L / 2u; h >= 1u; h /= 2u)
+                for (uint32_t k = 0; k < h; k++)
+                    if (lm[k + h] > lm[k]) lm[k] = lm[k + h];
+            att[n] = want[n] = 12345.0f;   /* past nl: untouched */
+            float m = tsr_emu_att_scale_max(acc, ks, sq, att, n);
+            assert_bits_equal(att, want, (int)n + 1, "scores");
+            assert_bits_equal(&m, &lm[0], 1, "max");
+            float sum = 3.0f + tm_rand();
+            for (uint32_t t = 0; t < n; t++) wc[t] = scaled ? (att[t] / sum) * sc[t] : att[t] / sum;
+            coef[n] = wc[n] = -7.0f;
+            tsr_emu_att_norm(att, scaled ? sc : NULL, sum, coef, n);
+            assert_bits_equal(coef, wc, (int)n + 1, "weights");
+        }
+}
+
 /* ------------------------------------------------------------------------ */
 /* Sampler                                                                    */
 
@@ -1481,6 +1589,9 @@ int main(void)
         cmocka_unit_test_setup(simd_q4_rows_bit_identical, tm_reseed),
         cmocka_unit_test_setup(attention_matches_runc, tm_reseed),
         cmocka_unit_test_setup(att_rows_bit_identical, tm_reseed),
+        cmocka_unit_test(expf_bit_identical),
+        cmocka_unit_test_setup(swiglu_exp_bit_identical, tm_reseed),
+        cmocka_unit_test_setup(att_scale_norm_bit_identical, tm_reseed),
         cmocka_unit_test_setup(sampler_matches_runc, tm_reseed),
         cmocka_unit_test_setup(sampler_deterministic_given_seed, tm_reseed),
         cmocka_unit_test_setup(gemv_charges_the_slowest_pe, tm_reseed),
