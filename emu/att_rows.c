@@ -18,6 +18,8 @@
 #include "tsr_half.h"
 
 #define W TSR_ATT_LANES   /* elements of a word: of a position tile's row */
+/* the 256-bit registers below hold a word of fp32 lanes */
+_Static_assert(TSR_ATT_LANES == 8, "a word of fp32 lanes is one 256-bit register");
 
 /* Row buffers for the converted rows: the longest row (positions or head
  * dimensions) a pass reads. */
@@ -372,7 +374,8 @@ float tsr_emu_att_scale_max(const float *acc, const float *ks, float sqrt_hs, fl
                             uint32_t nl)
 {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-    if (tsr_emu_avx512()) return scale_max_avx512(acc, ks, sqrt_hs, att, nl);
+    if (tsr_emu_avx512() && !tsr_emu_scalar_only)
+        return scale_max_avx512(acc, ks, sqrt_hs, att, nl);
 #endif
     float l[W];
     for (uint32_t k = 0; k < W; k++) l[k] = -FLT_MAX;
@@ -388,7 +391,7 @@ float tsr_emu_att_scale_max(const float *acc, const float *ks, float sqrt_hs, fl
 void tsr_emu_att_norm(const float *att, const float *vs, float sum, float *coef, uint32_t nl)
 {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-    if (tsr_emu_avx512()) {
+    if (tsr_emu_avx512() && !tsr_emu_scalar_only) {
         norm_avx512(att, vs, sum, coef, nl);
         return;
     }

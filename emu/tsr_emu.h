@@ -162,6 +162,12 @@ void tsr_emu_expf(const float *x, float *y, uint32_t n);
 /* 1 when tsr_emu_expf takes the vector path on this CPU and C library. */
 int tsr_emu_expf_vector(void);
 
+/* Tests only: nonzero sends tsr_emu_expf, tsr_emu_exp_shifted,
+ * tsr_emu_swiglu, tsr_emu_att_scale_max and tsr_emu_att_norm down their
+ * scalar loops (0, the vector paths where the CPU has them, by default).
+ * Not thread-safe: set it while no pass runs. */
+extern int tsr_emu_scalar_only;
+
 /* a[i] = expf(a[i] - sub) for i < n: attention's exponentials
  * (kernels/attention.c pe_att_exp), bit for bit. */
 void tsr_emu_exp_shifted(float *a, uint32_t n, float sub);

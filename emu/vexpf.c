@@ -5,7 +5,7 @@
  * (kernels/attention.c pe_att_exp).  See tsr_emu.h.
  *
  * The algorithm is glibc's expf (sysdeps/ieee754/flt-32/e_expf.c, from
- * Arm's optimized-routines; glibc 2.28 and later): in double precision,
+ * Arm's optimized-routines; glibc 2.27 and later): in double precision,
  * x N / ln 2 = k + r with N = 32 and k an integer (rounded by adding and
  * subtracting 1.5 x 2^52), 2^(k/N) as a table entry for k mod N with k's
  * other bits added into its exponent, 2^(r/N) by a cubic in r, the product
@@ -15,24 +15,43 @@
  * here.  |x| >= 88, infinities and NaNs (overflow, underflow, errno) go to
  * expf itself, lane by lane.
  *
- * Not assumed but checked: the first call compares this code with expf on
- * 65,536 inputs spread over the range and on two inputs that only the
- * fused form gets right, and on any difference (another C library) keeps
- * to expf.  On Debian 12 (glibc 2.36) it equals expf on every float below
- * 88 in magnitude (2,237,661,184 inputs, compared once);
- * test_kernel_ops checks 1 in 7 of them.
+ * Checked, within limits: the vector path runs only under glibc 2.27 or
+ * later, and after the first call has compared it with expf on 65,536
+ * inputs spread over the range and on two inputs that only the fused form
+ * gets right; on any difference (another build of expf, e.g. glibc's
+ * unfused one when GLIBC_TUNABLES hides FMA) it keeps to expf.  A sample
+ * cannot rule out a libm that differs on rare inputs only.  On Debian 12
+ * (glibc 2.36) it equals expf on every float below 88 in magnitude
+ * (2,237,661,184 inputs, compared once); test_kernel_ops checks 1 in 7 of
+ * all 2^32 encodings.
  */
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <gnu/libc-version.h>
+#endif
 
 #include "tsr_emu.h"
 
 #define EXP_N 32   /* table entries: 2^(i/N) */
 
-static uint64_t exp_tab[EXP_N];   /* bits of 2^(i/N), less i << (52 - 5) */
-static int      vec_ok;           /* 1: the vector path equals expf here */
+/* Bits of 2^(i/N) rounded to double, less i << (52 - 5) (so that adding
+ * k << (52 - 5) for k = i mod N gives 2^(k/N)'s bits): computed once with
+ * exp2l and written out, so that no run depends on a C library's exp2l. */
+static const uint64_t exp_tab[EXP_N] = {
+    0x3ff0000000000000, 0x3fefd9b0d3158574, 0x3fefb5586cf9890f, 0x3fef9301d0125b51,
+    0x3fef72b83c7d517b, 0x3fef54873168b9aa, 0x3fef387a6e756238, 0x3fef1e9df51fdee1,
+    0x3fef06fe0a31b715, 0x3feef1a7373aa9cb, 0x3feedea64c123422, 0x3feece086061892d,
+    0x3feebfdad5362a27, 0x3feeb42b569d4f82, 0x3feeab07dd485429, 0x3feea47eb03a5585,
+    0x3feea09e667f3bcd, 0x3fee9f75e8ec5f74, 0x3feea11473eb0187, 0x3feea589994cce13,
+    0x3feeace5422aa0db, 0x3feeb737b0cdc5e5, 0x3feec49182a3f090, 0x3feed503b23e255d,
+    0x3feee89f995ad3ad, 0x3feeff76f2fb5e47, 0x3fef199bdd85529c, 0x3fef3720dcef9069,
+    0x3fef5818dcfba487, 0x3fef7c97337b9b5f, 0x3fefa4afa2a490da, 0x3fefd0765b6e4540,
+};
+static int vec_ok;   /* 1: the vector path equals expf here */
 static pthread_once_t vec_once = PTHREAD_ONCE_INIT;
 
 static const double INV_LN2_N = 0x1.71547652b82fep+0 * EXP_N; /* N / ln 2 */
@@ -62,7 +81,8 @@ static inline __attribute__((always_inline)) AVX512 __m256 exp8(__m256 x, __mmas
     __m512d r = _mm512_fmsub_pd(_mm512_set1_pd(INV_LN2_N), xd, kd);
     /* the table entry of k mod 32: bits 0..3 pick among 16, bit 4 the pair */
     __m512i idx = _mm512_and_si512(ki, _mm512_set1_epi64(EXP_N - 1));
-    __m512i lo = _mm512_permutex2var_epi64(t0, idx, t1), hi = _mm512_permutex2var_epi64(t2, idx, t3);
+    __m512i lo = _mm512_permutex2var_epi64(t0, idx, t1);
+    __m512i hi = _mm512_permutex2var_epi64(t2, idx, t3);
     __m512i t = _mm512_mask_blend_epi64(_mm512_test_epi64_mask(idx, _mm512_set1_epi64(16)), lo, hi);
     t = _mm512_add_epi64(t, _mm512_slli_epi64(ki, 52 - 5));
     __m512d s = _mm512_castsi512_pd(t);
@@ -87,7 +107,10 @@ static inline __attribute__((always_inline)) AVX512 __m256 exp8(__m256 x, __mmas
     return out;
 }
 
-static inline __mmask8 mask8(uint32_t left) { return (__mmask8)(left >= 8u ? 0xffu : (1u << left) - 1u); }
+static inline __mmask8 mask8(uint32_t left)
+{
+    return (__mmask8)(left >= 8u ? 0xffu : (1u << left) - 1u);
+}
 
 static AVX512 void expf_avx512(const float *x, float *y, uint32_t n)
 {
@@ -147,24 +170,32 @@ static int matches_expf(void)
 }
 #endif
 
+/* glibc 2.27 or later (its expf is this algorithm from 2.27 on). */
+static int glibc_expf(void)
+{
+#ifdef __GLIBC__
+    unsigned major = 0, minor = 0;
+    if (sscanf(gnu_get_libc_version(), "%u.%u", &major, &minor) != 2) return 0;
+    return major > 2u || (major == 2u && minor >= 27u);
+#else
+    return 0;
+#endif
+}
+
 static void vec_init(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-    if (!tsr_emu_avx512()) return;
-    for (uint32_t i = 0; i < EXP_N; i++) {
-        double v = (double)exp2l((long double)i / EXP_N);   /* 2^(i/N), to nearest */
-        uint64_t b;
-        memcpy(&b, &v, 8);
-        exp_tab[i] = b - ((uint64_t)i << (52 - 5));
-    }
+    if (!tsr_emu_avx512() || !glibc_expf()) return;
     vec_ok = matches_expf();
 #endif
 }
 
+int tsr_emu_scalar_only;
+
 int tsr_emu_expf_vector(void)
 {
     pthread_once(&vec_once, vec_init);
-    return vec_ok;
+    return vec_ok && !tsr_emu_scalar_only;
 }
 
 void tsr_emu_expf(const float *x, float *y, uint32_t n)

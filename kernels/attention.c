@@ -65,7 +65,7 @@ static void pe_att_store(float kv[TSR_PE_KV_AW][TSR_ATT_LANES],
 {
     uint32_t tl = t % TSR_ATT_LANES;
     /* K^T row 0's word in t's tile (row i's: ka + i) */
-    uint32_t ka = kbw + TSR_MUL_SMALL(hs, t / TSR_ATT_LANES, TSR_BITS(TSR_MAX_SEQ));
+    uint32_t ka = kbw + TSR_MUL_SMALL(hs, t / TSR_ATT_LANES, TSR_BITS(TSR_MAX_SEQ / TSR_ATT_LANES));
     uint32_t va = vbw + TSR_MUL_SMALL(hsw, t, TSR_BITS(TSR_MAX_SEQ));   /* V row t */
     float ks = 0.0f, vs = 0.0f;
 #if TSR_WITH_KV_F16 && defined(TSR_EMU)

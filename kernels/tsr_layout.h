@@ -63,12 +63,13 @@
  * n_kv_heads; with Q > 1 at most one head a group), position t on the
  * group's PE t % Q, at local index t / Q (seq_local = ceil(seq_len / Q)
  * per PE).  Per PE, for each slot s, layer l and head j of its heads:
- * K^T (head_size, seq_local) in position tiles, then V (seq_local,
- * head_size), in words of TSR_ATT_LANES elements: K^T's word w * head_size
- * + d holds row d's positions [w L, w L + L) (L = TSR_ATT_LANES), so the
- * first t positions of every row are the first ceil(t / L) tiles, one
- * contiguous run; V's word t * head_size / L + i holds position t's
- * elements [i L, i L + L).  The array is that of the configured precision
+ * K^T (head_size, S) in position tiles, then V (S, head_size), S =
+ * seq_words (seq_local rounded up to whole words), in words of L =
+ * TSR_ATT_LANES elements: K^T's word w * head_size + d holds row d's
+ * positions [w L, w L + L), so the first t positions of every row are the
+ * first ceil(t / L) tiles, one contiguous run; V starts head_size * S / L
+ * words into the block, and its word t * head_size / L + i holds position
+ * t's elements [i L, i L + L).  The array is that of the configured precision
  * (kv_dtype): fp32 (kv), IEEE half
  * (kvh) or int8 (kvq).  int8 adds one fp32 scale per head vector per
  * position (kvs): per block, the K scales (seq_local) then the V scales,
