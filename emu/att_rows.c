@@ -79,6 +79,12 @@ static float lanes_max(float l[W])
 
 enum { KV_F32, KV_F16, KV_I8 };   /* the cache's element type (a constant where inlined) */
 
+/* The first min(left, 8) lanes of an 8-lane register. */
+static inline __mmask8 lanes8(uint32_t left)
+{
+    return (__mmask8)(left >= 8u ? 0xffu : (1u << left) - 1u);
+}
+
 /* The lanes of register r (elements 16 r .. 16 r + 15) below n. */
 static inline __mmask16 lane_mask(uint32_t n, uint32_t r)
 {
@@ -176,8 +182,7 @@ static inline __attribute__((always_inline)) AVX512 void
 sum_tiles(uint32_t t, uint32_t nr, const void *kv, size_t row_bytes, size_t step_bytes,
           const float *s, uint32_t no, uint32_t n, float *acc)
 {
-    uint32_t left = n - W * (nr - 1u);
-    __mmask8 last = (__mmask8)(left >= W ? 0xffu : (1u << left) - 1u);
+    __mmask8 last = lanes8(n - W * (nr - 1u));
     __m256 a[SUM_TILES];
     for (uint32_t r = 0; r < nr; r++) a[r] = _mm256_setzero_ps();
     const char *k = kv;
@@ -263,8 +268,7 @@ static AVX512 float scale_max_avx512(const float *acc, const float *ks, float sq
 {
     __m256 lm = _mm256_set1_ps(-FLT_MAX), d = _mm256_set1_ps(sqrt_hs);
     for (uint32_t t = 0; t < nl; t += 8u) {
-        uint32_t left = nl - t;
-        __mmask8 m = (__mmask8)(left >= 8u ? 0xffu : (1u << left) - 1u);
+        __mmask8 m = lanes8(nl - t);
         __m256 v = _mm256_maskz_loadu_ps(m, acc + t);
         if (ks) v = _mm256_mul_ps(v, _mm256_maskz_loadu_ps(m, ks + t));
         v = _mm256_div_ps(v, d);
@@ -281,8 +285,7 @@ static AVX512 void norm_avx512(const float *att, const float *vs, float sum, flo
 {
     __m256 d = _mm256_set1_ps(sum);
     for (uint32_t t = 0; t < nl; t += 8u) {
-        uint32_t left = nl - t;
-        __mmask8 m = (__mmask8)(left >= 8u ? 0xffu : (1u << left) - 1u);
+        __mmask8 m = lanes8(nl - t);
         __m256 w = _mm256_div_ps(_mm256_maskz_loadu_ps(m, att + t), d);
         if (vs) w = _mm256_mul_ps(w, _mm256_maskz_loadu_ps(m, vs + t));
         _mm256_mask_storeu_ps(coef + t, m, w);
