@@ -150,6 +150,18 @@ void tsr_emu_att_mac_f16(const uint16_t *kv, uint32_t stride, uint32_t step, con
 void tsr_emu_att_mac_i8(const int8_t *kv, uint32_t stride, uint32_t step, const float *s,
                         uint32_t no, uint32_t nj, uint32_t parts, float *acc, uint32_t acc_stride);
 
+/* pe_att_scale_max with one partial: att[t] = (ks ? acc[t] * ks[t] :
+ * acc[t]) / sqrt_hs for t < nl (nl >= 1; ks: the int8 cache's K scales,
+ * else NULL); returns their max as the kernel finds it (8 lanes, t in lane
+ * t mod 8, each taking a larger value only, from -FLT_MAX; then its tree),
+ * bit for bit. */
+float tsr_emu_att_scale_max(const float *acc, const float *ks, float sqrt_hs, float *att,
+                            uint32_t nl);
+
+/* pe_att_norm: coef[t] = att[t] / sum (vs: times the int8 cache's V scale
+ * vs[t]; else NULL) for t < nl, bit for bit. */
+void tsr_emu_att_norm(const float *att, const float *vs, float sum, float *coef, uint32_t nl);
+
 /* ------------------------------------------------------------------------ */
 /* expf over arrays (vexpf.c)                                                 */
 
@@ -176,18 +188,6 @@ void tsr_emu_exp_shifted(float *a, uint32_t n, float sub);
  * that order of fp32 operations: SwiGLU of W13's two halves
  * (kernels/mesh.c pe_swiglu), bit for bit. */
 void tsr_emu_swiglu(float *g, uint32_t rows);
-
-/* pe_att_scale_max with one partial: att[t] = (ks ? acc[t] * ks[t] :
- * acc[t]) / sqrt_hs for t < nl (nl >= 1; ks: the int8 cache's K scales,
- * else NULL); returns their max as the kernel finds it (8 lanes, t in lane
- * t mod 8, each taking a larger value only, from -FLT_MAX; then its tree),
- * bit for bit. */
-float tsr_emu_att_scale_max(const float *acc, const float *ks, float sqrt_hs, float *att,
-                            uint32_t nl);
-
-/* pe_att_norm: coef[t] = att[t] / sum (vs: times the int8 cache's V scale
- * vs[t]; else NULL) for t < nl, bit for bit. */
-void tsr_emu_att_norm(const float *att, const float *vs, float sum, float *coef, uint32_t nl);
 
 /* h[i] = tsr_f16_from_f32(x[i]) for i < n, bit for bit (the f16 cache's
  * stores). */
