@@ -292,6 +292,40 @@ static AVX512 void norm_avx512(const float *att, const float *vs, float sum, flo
     }
 }
 
+#define AVX2 __attribute__((target("avx2")))
+
+/* The same loops with AVX2, whole groups of 8 (the rest as the scalar
+ * loops, from the returned t); scale_max_avx2 leaves the lanes' maxima in
+ * l for the rest to update. */
+static AVX2 uint32_t scale_max_avx2(const float *acc, const float *ks, float sqrt_hs, float *att,
+                                    uint32_t nl, float l[W])
+{
+    __m256 lm = _mm256_set1_ps(-FLT_MAX), d = _mm256_set1_ps(sqrt_hs);
+    uint32_t t = 0;
+    for (; t + 8u <= nl; t += 8u) {
+        __m256 v = _mm256_loadu_ps(acc + t);
+        if (ks) v = _mm256_mul_ps(v, _mm256_loadu_ps(ks + t));
+        v = _mm256_div_ps(v, d);
+        _mm256_storeu_ps(att + t, v);
+        lm = _mm256_blendv_ps(lm, v, _mm256_cmp_ps(v, lm, _CMP_GT_OQ));
+    }
+    _mm256_storeu_ps(l, lm);
+    return t;
+}
+
+static AVX2 uint32_t norm_avx2(const float *att, const float *vs, float sum, float *coef,
+                               uint32_t nl)
+{
+    __m256 d = _mm256_set1_ps(sum);
+    uint32_t t = 0;
+    for (; t + 8u <= nl; t += 8u) {
+        __m256 w = _mm256_div_ps(_mm256_loadu_ps(att + t), d);
+        if (vs) w = _mm256_mul_ps(w, _mm256_loadu_ps(vs + t));
+        _mm256_storeu_ps(coef + t, w);
+    }
+    return t;
+}
+
 /* The register sums take parts 1 (partials > 1 keep the converted loops). */
 #define SUM_PATH(parts, no) ((parts) == 1u && (no) > 0u && tsr_emu_avx512())
 #endif
@@ -376,13 +410,15 @@ void tsr_emu_prefetch_runs(const void *p, uint32_t n, size_t stride, size_t byte
 float tsr_emu_att_scale_max(const float *acc, const float *ks, float sqrt_hs, float *att,
                             uint32_t nl)
 {
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-    if (tsr_emu_avx512() && !tsr_emu_scalar_only)
-        return scale_max_avx512(acc, ks, sqrt_hs, att, nl);
-#endif
     float l[W];
+    uint32_t t = 0;
     for (uint32_t k = 0; k < W; k++) l[k] = -FLT_MAX;
-    for (uint32_t t = 0; t < nl; t++) {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    int v = tsr_emu_vec_level();
+    if (v == TSR_EMU_VEC_AVX512) return scale_max_avx512(acc, ks, sqrt_hs, att, nl);
+    if (v == TSR_EMU_VEC_AVX2) t = scale_max_avx2(acc, ks, sqrt_hs, att, nl, l);
+#endif
+    for (; t < nl; t++) {
         float v = acc[t];
         if (ks) v = v * ks[t];
         att[t] = v / sqrt_hs;
@@ -393,13 +429,16 @@ float tsr_emu_att_scale_max(const float *acc, const float *ks, float sqrt_hs, fl
 
 void tsr_emu_att_norm(const float *att, const float *vs, float sum, float *coef, uint32_t nl)
 {
+    uint32_t t = 0;
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-    if (tsr_emu_avx512() && !tsr_emu_scalar_only) {
+    int v = tsr_emu_vec_level();
+    if (v == TSR_EMU_VEC_AVX512) {
         norm_avx512(att, vs, sum, coef, nl);
         return;
     }
+    if (v == TSR_EMU_VEC_AVX2) t = norm_avx2(att, vs, sum, coef, nl);
 #endif
-    for (uint32_t t = 0; t < nl; t++) {
+    for (; t < nl; t++) {
         float w = att[t] / sum;
         if (vs) w = w * vs[t];
         coef[t] = w;

@@ -36,3 +36,28 @@ int tsr_emu_avx512(void)
     static int have = -1;
     return tsr_emu_cpu_once(&have, avx512_probe);
 }
+
+/* AVX2 and FMA (every x86-64 CPU since Haswell and Zen). */
+static int avx2_probe(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return 0;
+#endif
+}
+
+int tsr_emu_avx2(void)
+{
+    static int have = -1;
+    return tsr_emu_cpu_once(&have, avx2_probe);
+}
+
+int tsr_emu_vec_limit = TSR_EMU_VEC_AVX512;
+
+int tsr_emu_vec_level(void)
+{
+    int v = tsr_emu_avx512() ? TSR_EMU_VEC_AVX512 : tsr_emu_avx2() ? TSR_EMU_VEC_AVX2
+                                                                  : TSR_EMU_VEC_NONE;
+    return v < tsr_emu_vec_limit ? v : tsr_emu_vec_limit;
+}

@@ -166,19 +166,16 @@ void tsr_emu_att_norm(const float *att, const float *vs, float sum, float *coef,
 /* expf over arrays (vexpf.c)                                                 */
 
 /* y[i] = expf(x[i]) for i < n, bit for bit the C library's expf (x == y
- * allowed): with AVX-512, 8 at a time by glibc's algorithm, when the first
- * call's check found it equal to this process's expf; expf a value at a
- * time otherwise.  Thread-safe (the check runs once, under pthread_once). */
+ * allowed): with AVX-512 or AVX2 and FMA, 8 at a time by glibc's
+ * algorithm, when the first call's check found it equal to this process's
+ * expf; expf a value at a time otherwise.  Thread-safe (the check runs
+ * once, under pthread_once). */
 void tsr_emu_expf(const float *x, float *y, uint32_t n);
 
-/* 1 when tsr_emu_expf takes the vector path on this CPU and C library. */
+/* The path tsr_emu_expf takes on this CPU and C library (TSR_EMU_VEC_*:
+ * the widest the CPU has whose first-call check found it equal to expf,
+ * at most tsr_emu_vec_limit). */
 int tsr_emu_expf_vector(void);
-
-/* Tests only: nonzero sends tsr_emu_expf, tsr_emu_exp_shifted,
- * tsr_emu_swiglu, tsr_emu_att_scale_max and tsr_emu_att_norm down their
- * scalar loops (0, the vector paths where the CPU has them, by default).
- * Not thread-safe: set it while no pass runs. */
-extern int tsr_emu_scalar_only;
 
 /* a[i] = expf(a[i] - sub) for i < n: attention's exponentials
  * (kernels/attention.c pe_att_exp), bit for bit. */
@@ -220,6 +217,19 @@ int tsr_emu_cpu_once(int *cache, int (*probe)(void));
 /* 1 when the CPU has AVX-512 F, BW and VL (asked once): attention's
  * register sums and the f16 encoder (att_rows.c), the quantizer (quant.c). */
 int tsr_emu_avx512(void);
+
+/* 1 when the CPU has AVX2 and FMA (asked once). */
+int tsr_emu_avx2(void);
+
+/* The vector paths of the expf, SwiGLU and softmax loops (vexpf.c,
+ * att_rows.c): the CPU's widest of these, at most tsr_emu_vec_limit. */
+enum { TSR_EMU_VEC_NONE = 0, TSR_EMU_VEC_AVX2 = 1, TSR_EMU_VEC_AVX512 = 2 };
+int tsr_emu_vec_level(void);
+
+/* Tests only: the widest path those loops may take (default
+ * TSR_EMU_VEC_AVX512; TSR_EMU_VEC_NONE: the scalar loops).  Not
+ * thread-safe: set it while no pass runs. */
+extern int tsr_emu_vec_limit;
 
 /* ------------------------------------------------------------------------ */
 /* SIMD rows                                                                  */

@@ -51,7 +51,7 @@ static const uint64_t exp_tab[EXP_N] = {
     0x3feee89f995ad3ad, 0x3feeff76f2fb5e47, 0x3fef199bdd85529c, 0x3fef3720dcef9069,
     0x3fef5818dcfba487, 0x3fef7c97337b9b5f, 0x3fefa4afa2a490da, 0x3fefd0765b6e4540,
 };
-static int vec_ok;   /* 1: the vector path equals expf here */
+static int ok_avx2, ok_avx512;   /* 1: that path equals expf here */
 static pthread_once_t vec_once = PTHREAD_ONCE_INIT;
 
 static const double INV_LN2_N = 0x1.71547652b82fep+0 * EXP_N; /* N / ln 2 */
@@ -143,10 +143,81 @@ static AVX512 void swiglu_avx512(float *g, uint32_t rows)
     }
 }
 
+#define AVX2 __attribute__((target("avx2,fma")))
+
+/* exp8's operations on 4 doubles: expf of 4 floats (no special lanes). */
+static inline __attribute__((always_inline)) AVX2 __m128 exp4_avx2(__m128 x)
+{
+    __m256d xd = _mm256_cvtps_pd(x);
+    __m256d kd = _mm256_fmadd_pd(_mm256_set1_pd(INV_LN2_N), xd, _mm256_set1_pd(SHIFT));
+    __m256i ki = _mm256_castpd_si256(kd);
+    kd = _mm256_sub_pd(kd, _mm256_set1_pd(SHIFT));
+    __m256d r = _mm256_fmsub_pd(_mm256_set1_pd(INV_LN2_N), xd, kd);
+    __m256i idx = _mm256_and_si256(ki, _mm256_set1_epi64x(EXP_N - 1));
+    __m256i t = _mm256_i64gather_epi64((const long long *)exp_tab, idx, 8);
+    t = _mm256_add_epi64(t, _mm256_slli_epi64(ki, 52 - 5));
+    __m256d s = _mm256_castsi256_pd(t);
+    __m256d z = _mm256_fmadd_pd(_mm256_set1_pd(C0), r, _mm256_set1_pd(C1));
+    __m256d r2 = _mm256_mul_pd(r, r);
+    __m256d y = _mm256_fmadd_pd(_mm256_set1_pd(C2), r, _mm256_set1_pd(1.0));
+    y = _mm256_fmadd_pd(z, r2, y);
+    return _mm256_cvtpd_ps(_mm256_mul_pd(y, s));
+}
+
+/* expf of 8 floats with AVX2 and FMA, the special lanes by expf. */
+static inline __attribute__((always_inline)) AVX2 __m256 exp8_avx2(__m256 x)
+{
+    __m256 out = _mm256_set_m128(exp4_avx2(_mm256_extractf128_ps(x, 1)),
+                                 exp4_avx2(_mm256_castps256_ps128(x)));
+    __m256i top = _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(x), 20),
+                                   _mm256_set1_epi32(0x7ff));
+    int sp = _mm256_movemask_ps(
+        _mm256_castsi256_ps(_mm256_cmpgt_epi32(top, _mm256_set1_epi32(SPECIAL_TOP - 1))));
+    if (sp) {
+        float xv[8], yv[8];
+        _mm256_storeu_ps(xv, x);
+        _mm256_storeu_ps(yv, out);
+        for (int l = 0; l < 8; l++)
+            if (sp >> l & 1) yv[l] = expf(xv[l]);
+        out = _mm256_loadu_ps(yv);
+    }
+    return out;
+}
+
+/* Whole groups of 8 by AVX2; the rest (under 8) as the scalar loops. */
+static AVX2 uint32_t expf_avx2(const float *x, float *y, uint32_t n)
+{
+    uint32_t i = 0;
+    for (; i + 8u <= n; i += 8u) _mm256_storeu_ps(y + i, exp8_avx2(_mm256_loadu_ps(x + i)));
+    return i;
+}
+
+static AVX2 uint32_t exp_shifted_avx2(float *a, uint32_t n, float sub)
+{
+    __m256 s = _mm256_set1_ps(sub);
+    uint32_t i = 0;
+    for (; i + 8u <= n; i += 8u)
+        _mm256_storeu_ps(a + i, exp8_avx2(_mm256_sub_ps(_mm256_loadu_ps(a + i), s)));
+    return i;
+}
+
+static AVX2 uint32_t swiglu_avx2(float *g, uint32_t rows)
+{
+    const __m256 one = _mm256_set1_ps(1.0f), neg = _mm256_set1_ps(-0.0f);
+    uint32_t i = 0;
+    for (; i + 8u <= rows; i += 8u) {
+        __m256 v = _mm256_loadu_ps(g + i);
+        __m256 e = exp8_avx2(_mm256_xor_ps(v, neg));   /* expf(-val) */
+        v = _mm256_mul_ps(v, _mm256_div_ps(one, _mm256_add_ps(one, e)));
+        _mm256_storeu_ps(g + i, _mm256_mul_ps(v, _mm256_loadu_ps(g + rows + i)));
+    }
+    return i;
+}
+
 /* The sample the first call checks: 65,536 encodings spread over each
  * sign's range below 88 in magnitude, and 2 that an unfused x N / ln 2
  * gets wrong. */
-static int matches_expf(void)
+static int matches_expf(int level)
 {
     float x[256], y[256];
     uint32_t k = 0;
@@ -158,7 +229,8 @@ static int matches_expf(void)
         if (i == 65537u) v = -0x1.f8cbb2p+5f;
         x[k++] = v;
         if (k == 256u || i == 65537u) {
-            expf_avx512(x, y, k);
+            if (level == TSR_EMU_VEC_AVX512) expf_avx512(x, y, k);
+            else for (uint32_t d = expf_avx2(x, y, k); d < k; d++) y[d] = expf(x[d]);
             for (uint32_t j = 0; j < k; j++) {
                 float want = expf(x[j]);
                 if (memcmp(&want, &y[j], 4) != 0) return 0;
@@ -185,50 +257,62 @@ static int glibc_expf(void)
 static void vec_init(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-    if (!tsr_emu_avx512() || !glibc_expf()) return;
-    vec_ok = matches_expf();
+    if (!glibc_expf()) return;
+    ok_avx2 = tsr_emu_avx2() && matches_expf(TSR_EMU_VEC_AVX2);
+    ok_avx512 = tsr_emu_avx512() && matches_expf(TSR_EMU_VEC_AVX512);
 #endif
 }
-
-int tsr_emu_scalar_only;
 
 int tsr_emu_expf_vector(void)
 {
     pthread_once(&vec_once, vec_init);
-    return vec_ok && !tsr_emu_scalar_only;
+    if (ok_avx512 && tsr_emu_vec_limit >= TSR_EMU_VEC_AVX512) return TSR_EMU_VEC_AVX512;
+    if (ok_avx2 && tsr_emu_vec_limit >= TSR_EMU_VEC_AVX2) return TSR_EMU_VEC_AVX2;
+    return TSR_EMU_VEC_NONE;
 }
 
+/* The vector paths do all n (AVX-512, masked) or whole groups of 8
+ * (AVX2); the scalar loops take the rest from element i. */
 void tsr_emu_expf(const float *x, float *y, uint32_t n)
 {
+    uint32_t i = 0;
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-    if (tsr_emu_expf_vector()) {
+    int v = tsr_emu_expf_vector();
+    if (v == TSR_EMU_VEC_AVX512) {
         expf_avx512(x, y, n);
         return;
     }
+    if (v == TSR_EMU_VEC_AVX2) i = expf_avx2(x, y, n);
 #endif
-    for (uint32_t i = 0; i < n; i++) y[i] = expf(x[i]);
+    for (; i < n; i++) y[i] = expf(x[i]);
 }
 
 void tsr_emu_exp_shifted(float *a, uint32_t n, float sub)
 {
+    uint32_t i = 0;
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-    if (tsr_emu_expf_vector()) {
+    int v = tsr_emu_expf_vector();
+    if (v == TSR_EMU_VEC_AVX512) {
         exp_shifted_avx512(a, n, sub);
         return;
     }
+    if (v == TSR_EMU_VEC_AVX2) i = exp_shifted_avx2(a, n, sub);
 #endif
-    for (uint32_t i = 0; i < n; i++) a[i] = expf(a[i] - sub);
+    for (; i < n; i++) a[i] = expf(a[i] - sub);
 }
 
 void tsr_emu_swiglu(float *g, uint32_t rows)
 {
+    uint32_t i = 0;
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-    if (tsr_emu_expf_vector()) {
+    int v = tsr_emu_expf_vector();
+    if (v == TSR_EMU_VEC_AVX512) {
         swiglu_avx512(g, rows);
         return;
     }
+    if (v == TSR_EMU_VEC_AVX2) i = swiglu_avx2(g, rows);
 #endif
-    for (uint32_t i = 0; i < rows; i++) {
+    for (; i < rows; i++) {
         float val = g[i];
         float e = expf(-val);
         val *= (1.0f / (1.0f + e));

@@ -1113,35 +1113,45 @@ static void att_rows_bit_identical(void **state)
 
 /* The emulator's expf over arrays (emu/vexpf.c) against the C library's
  * expf, bit for bit: 1 in 7 of all 2^32 encodings (every sign, exponent
- * and NaN class), 8191 at a time through the masked tail, and on a CPU
- * with AVX-512 through the vector path (glibc 2.36's algorithm: its own
- * check must have found it equal). */
+ * and NaN class) through the AVX-512 path, 1 in 11 through the AVX2 one,
+ * 8191 at a time (the tails), each on a CPU that has it and required
+ * there (glibc 2.36's algorithm: its own check must have found it
+ * equal). */
 static void expf_bit_identical(void **state)
 {
     (void)state;
     enum { CHUNK = 8191 };
     static float x[CHUNK], y[CHUNK];
-    /* glibc's tunables can hide FMA, and its expf is then the unfused
-     * build, which the vector path rightly declines */
-    if (tsr_emu_avx512() && !getenv("GLIBC_TUNABLES")) assert_int_equal(tsr_emu_expf_vector(), 1);
-    uint64_t checked = 0;
-    uint32_t k = 0;
-    for (uint64_t u = 0; u < 0x100000000ull; u += 7u) {
-        uint32_t b = (uint32_t)u;
-        memcpy(&x[k++], &b, 4);
-        if (k == CHUNK || u + 7u >= 0x100000000ull) {
-            tsr_emu_expf(x, y, k);
-            for (uint32_t i = 0; i < k; i++) {
-                float want = expf(x[i]);
-                if (memcmp(&want, &y[i], 4) != 0)
-                    fail_msg("expf(%a): %a, the C library %a", (double)x[i], (double)y[i],
-                             (double)want);
+    static const struct { int level, step; } paths[] = { { TSR_EMU_VEC_AVX512, 7 },
+                                                         { TSR_EMU_VEC_AVX2, 11 } };
+    for (size_t p = 0; p < sizeof paths / sizeof paths[0]; p++) {
+        int level = paths[p].level;
+        uint32_t step = (uint32_t)paths[p].step;
+        if (level == TSR_EMU_VEC_AVX512 ? !tsr_emu_avx512() : !tsr_emu_avx2()) continue;
+        tsr_emu_vec_limit = level;
+        /* glibc's tunables can hide FMA, and its expf is then the unfused
+         * build, which the vector paths rightly decline */
+        if (!getenv("GLIBC_TUNABLES")) assert_int_equal(tsr_emu_expf_vector(), level);
+        uint64_t checked = 0;
+        uint32_t k = 0;
+        for (uint64_t u = 0; u < 0x100000000ull; u += step) {
+            uint32_t b = (uint32_t)u;
+            memcpy(&x[k++], &b, 4);
+            if (k == CHUNK || u + step >= 0x100000000ull) {
+                tsr_emu_expf(x, y, k);
+                for (uint32_t i = 0; i < k; i++) {
+                    float want = expf(x[i]);
+                    if (memcmp(&want, &y[i], 4) != 0)
+                        fail_msg("path %d: expf(%a): %a, the C library %a", level, (double)x[i],
+                                 (double)y[i], (double)want);
+                }
+                checked += k;
+                k = 0;
             }
-            checked += k;
-            k = 0;
         }
+        assert_int_equal(checked, (0x100000000ull + step - 1u) / step);
     }
-    assert_int_equal(checked, (0x100000000ull + 6u) / 7u);
+    tsr_emu_vec_limit = TSR_EMU_VEC_AVX512;
 }
 
 /* SwiGLU's rows and attention's exponentials (emu/vexpf.c) against the
@@ -1152,8 +1162,8 @@ static void swiglu_exp_bit_identical(void **state)
 {
     (void)state;
     enum { MAX = 40 };
-    for (int scalar = 0; scalar < 2; scalar++) {
-    tsr_emu_scalar_only = scalar;
+    for (int level = TSR_EMU_VEC_AVX512; level >= TSR_EMU_VEC_NONE; level--) {
+    tsr_emu_vec_limit = level;
     static const float special[] = { 0.0f, -0.0f, 88.0f, -88.0f, 89.0f, -104.0f, 1e30f, -1e30f,
                                      INFINITY, -INFINITY, NAN, 0x1.04845ep+5f, -0x1.f8cbb2p+5f };
     for (uint32_t n = 1; n <= MAX; n++) {
@@ -1184,7 +1194,7 @@ static void swiglu_exp_bit_identical(void **state)
         assert_bits_equal(a, wa, (int)n + 1, "exp");
     }
     }
-    tsr_emu_scalar_only = 0;
+    tsr_emu_vec_limit = TSR_EMU_VEC_AVX512;
 }
 
 /* Attention's score scaling with its max, and its weights (emu/att_rows.c
@@ -1200,7 +1210,7 @@ static void att_scale_norm_bit_identical(void **state)
      * x / s from x * (1 / s) */
     static const float sqs[] = { 6.92820323f, 2.82842712f };
     int cases = 0;
-    for (int scalar = 0; scalar < 2; scalar++)
+    for (int level = TSR_EMU_VEC_AVX512; level >= TSR_EMU_VEC_NONE; level--)
     for (int scaled = 0; scaled < 2; scaled++)
     for (size_t q = 0; q < sizeof sqs / sizeof sqs[0]; q++)
         for (uint32_t n = 1; n <= MAX; n++) {
@@ -1229,7 +1239,7 @@ static void att_scale_norm_bit_identical(void **state)
                     if (lm[k + h] > lm[k]) lm[k] = lm[k + h];
             if (n == 37u) assert_true(lm[0] == -FLT_MAX);
             att[n] = want[n] = 12345.0f;   /* past nl: untouched */
-            tsr_emu_scalar_only = scalar;
+            tsr_emu_vec_limit = level;
             float m = tsr_emu_att_scale_max(acc, ks, sq, att, n);
             assert_bits_equal(att, want, (int)n + 1, "scores");
             assert_bits_equal(&m, &lm[0], 1, "max");
@@ -1237,11 +1247,11 @@ static void att_scale_norm_bit_identical(void **state)
             for (uint32_t t = 0; t < n; t++) wc[t] = scaled ? (att[t] / sum) * sc[t] : att[t] / sum;
             coef[n] = wc[n] = -7.0f;
             tsr_emu_att_norm(att, scaled ? sc : NULL, sum, coef, n);
-            tsr_emu_scalar_only = 0;
+            tsr_emu_vec_limit = TSR_EMU_VEC_AVX512;
             assert_bits_equal(coef, wc, (int)n + 1, "weights");
             cases++;
         }
-    assert_int_equal(cases, 2 * 2 * 2 * MAX);
+    assert_int_equal(cases, 3 * 2 * 2 * MAX);
 }
 
 /* ------------------------------------------------------------------------ */
