@@ -316,7 +316,8 @@ int cmd_bench(int argc, char **argv)
         a.decode_tokens = left;
     }
     if (a.prompt_tokens + a.decode_tokens > mi.seq_len) {
-        cli_error("%s: %d prompt + %d decode tokens exceed the context of %d tokens",
+        cli_error("%s: %d prompt + %d decode tokens exceed the context of %d tokens "
+                  "(--prompt-tokens, --decode-tokens or --ctx to change)",
                   a.model, a.prompt_tokens, a.decode_tokens, mi.seq_len);
         status = 2;
         goto out;

@@ -7,8 +7,9 @@
 static const char usage[] =
     "usage: tessera info -m MODEL\n"
     "\n"
-    "Print a model file's header, its parameter count and the bytes each\n"
-    "tensor group takes in the file.\n";
+    "Print a model file's header, its parameter count, the bytes each\n"
+    "tensor group takes in the file, and the bytes the device holds on chip\n"
+    "(weights and KV cache, with the default PEs and context).\n";
 
 static void row(const char *name, uint64_t params, uint64_t bytes)
 {

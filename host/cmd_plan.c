@@ -41,7 +41,8 @@ static const char usage[] =
     "      --group-size N    quantization group (default: the file's; 32)\n"
     "      --kv f32|f16|int8 KV cache precision (default f32; int8 adds one fp32 scale\n"
     "                        per head vector per position)\n"
-    "      --ctx N           context length (default: the model's; --seq N is the same)\n"
+    "      --ctx N           context length (default: the model's; --seq-len N is the\n"
+    "                        same, as in run)\n"
     "      --pes N           PEs per card, 1..4096 (default: the power of two up to 256\n"
     "                        with the fastest projection that fits; 16 if none fits)\n"
     "      --cols C          mesh columns: each matrix row is split over C PEs\n"
@@ -103,7 +104,7 @@ int cmd_plan(int argc, char **argv)
         else if (!strcmp(a, "--part"))       { VAL(); o.part = v; }
         else if (!strcmp(a, "--weights"))    { VAL(); if (cli_weights(a, v, &o.weights_f32, &o.weights)) return 2; }
         else if (!strcmp(a, "--group-size")) { VAL(); if (cli_int(a, v, 1, 1 << 16, &o.group_size)) return 2; }
-        else if (!strcmp(a, "--ctx") || !strcmp(a, "--seq"))
+        else if (!strcmp(a, "--ctx") || !strcmp(a, "--seq-len") || !strcmp(a, "--seq"))
                                              { VAL(); if (cli_int(a, v, 1, 1 << 24, &o.seq_len)) return 2; }
         else if (!strcmp(a, "--pes"))        { VAL(); if (cli_int(a, v, 1, 4096, &o.pes)) return 2; }
         else if (!strcmp(a, "--cols"))       { VAL(); if (pow2_opt(a, v, 64, &o.cols)) return 2; }

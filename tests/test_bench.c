@@ -217,7 +217,8 @@ static void explicit_counts_are_not_clamped(void **state)
                  " --ctx 64 --prompt-tokens 32 --decode-tokens 256", out, err, sizeof out);
     assert_int_equal(rc, 2);
     assert_int_equal(count_lines(err), 1);
-    assert_non_null(strstr(err, "32 prompt + 256 decode tokens exceed the context of 64 tokens"));
+    assert_non_null(strstr(err, "32 prompt + 256 decode tokens exceed the context of 64 tokens "
+                                "(--prompt-tokens, --decode-tokens or --ctx to change)"));
     assert_string_equal(out, "");
 }
 

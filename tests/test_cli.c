@@ -417,11 +417,15 @@ static void help_is_consistent(void **state)
         assert_non_null(strstr(out, "--ctx N"));
         assert_non_null(strstr(out, "u55c, u280, u250, u200, vu9p, v80, vck5000"));
     }
-    /* plan's old --seq stays an alias of --ctx */
+    /* plan's old --seq stays an alias of --ctx, and --seq-len is one as
+     * in the other commands */
     static char a[1 << 14];
     assert_int_equal(run_capture(TESSERA_BIN " plan -m " MODEL_SH " --part u55c --ctx 128", a, err,
                                  sizeof a), 0);
     assert_int_equal(run_capture(TESSERA_BIN " plan -m " MODEL_SH " --part u55c --seq 128", out,
+                                 err, sizeof out), 0);
+    assert_string_equal(out, a);
+    assert_int_equal(run_capture(TESSERA_BIN " plan -m " MODEL_SH " --part u55c --seq-len 128", out,
                                  err, sizeof out), 0);
     assert_string_equal(out, a);
     /* --cols and --kv-split: powers of two, refused as options (before
