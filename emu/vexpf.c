@@ -69,6 +69,14 @@ static const double C2 = 0x1.62e42ff0c52d6p-1 / EXP_N;
 
 #define AVX512 __attribute__((target("avx512f,avx512vl")))
 
+/* y[l] = expf(x[l]) for the lanes l set in sp (|x| >= 88, infinities,
+ * NaNs: overflow, underflow and errno as expf has them). */
+static void special_lanes(const float x[8], float y[8], unsigned sp)
+{
+    for (int l = 0; l < 8; l++)
+        if (sp >> l & 1u) y[l] = expf(x[l]);
+}
+
 /* expf of x[0..n), n <= 8, lanes past n untouched. */
 static inline __attribute__((always_inline)) AVX512 __m256 exp8(__m256 x, __mmask8 m)
 {
@@ -100,8 +108,7 @@ static inline __attribute__((always_inline)) AVX512 __m256 exp8(__m256 x, __mmas
         float xv[8], yv[8];
         _mm256_storeu_ps(xv, x);
         _mm256_storeu_ps(yv, out);
-        for (int l = 0; l < 8; l++)
-            if (sp >> l & 1) yv[l] = expf(xv[l]);
+        special_lanes(xv, yv, (unsigned)sp);
         out = _mm256_loadu_ps(yv);
     }
     return out;
@@ -177,8 +184,7 @@ static inline __attribute__((always_inline)) AVX2 __m256 exp8_avx2(__m256 x)
         float xv[8], yv[8];
         _mm256_storeu_ps(xv, x);
         _mm256_storeu_ps(yv, out);
-        for (int l = 0; l < 8; l++)
-            if (sp >> l & 1) yv[l] = expf(xv[l]);
+        special_lanes(xv, yv, (unsigned)sp);
         out = _mm256_loadu_ps(yv);
     }
     return out;
