@@ -45,6 +45,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -61,22 +62,33 @@
  * waits for off the CPU: such a pool never spins, it sleeps at once. */
 #define MAX_WORKERS  256
 
+/* Words that different threads write go on lines of their own, two
+ * cache lines apart (the adjacent-line prefetcher pairs lines): a worker
+ * claiming from its own block then keeps its claim word in its own
+ * cache, and the spinners' reads of `gen` do not bounce the line the
+ * finished items are counted on. */
+#define POOL_LINE 128
+
+typedef struct block_claim {
+    _Alignas(POOL_LINE) uint64_t word;   /* (gen << 32) | the block's next item */
+} block_claim;
+
 struct tsr_emu_pool {
     uint32_t     n;           /* workers, the caller included             */
     int          nodes;       /* NUMA nodes (1: no placement)             */
     pthread_t   *threads;     /* (n - 1,) workers 1..n-1                  */
     uint32_t     started;     /* threads created                          */
-    /* the current step */
+    int          worker_spins, caller_spins;   /* 0 when oversubscribed  */
+    /* the current step, written by the caller only */
     tsr_emu_item fn;
     void        *ctx;
     uint32_t     nblk;        /* blocks (= workers taking part)           */
     uint32_t     end[MAX_WORKERS];   /* block b's items end here          */
-    uint64_t     claim[MAX_WORKERS]; /* (gen << 32) | block b's next item  */
-    uint32_t     remaining;   /* items not finished; futex word           */
-    uint32_t     gen;         /* step number; futex word                  */
-    uint32_t     sleeping;    /* workers inside FUTEX_WAIT                */
+    block_claim  claim[MAX_WORKERS];
+    _Alignas(POOL_LINE) uint32_t remaining;   /* items not finished; futex word */
     uint32_t     caller_waits; /* 1: the caller sleeps on `remaining`     */
-    int          worker_spins, caller_spins;   /* 0 when oversubscribed  */
+    _Alignas(POOL_LINE) uint32_t gen;   /* step number; futex word        */
+    uint32_t     sleeping;    /* workers inside FUTEX_WAIT                */
     uint32_t     stop;
 };
 
@@ -124,23 +136,26 @@ static void take_items(tsr_emu_pool *pool, uint32_t g, uint32_t first)
      * late; the claim word's step number decides.  end[b] is acquired: a
      * later step's end comes with that step's retagged claim word, which
      * fails the claims below (the head comment) */
-    uint32_t nb = __atomic_load_n(&pool->nblk, __ATOMIC_RELAXED);
+    uint32_t nb = __atomic_load_n(&pool->nblk, __ATOMIC_RELAXED), done = 0;
     for (uint32_t k = 0; k < nb; k++) {
         uint32_t b = (first + k) % nb, end = __atomic_load_n(&pool->end[b], __ATOMIC_ACQUIRE);
-        uint64_t c = __atomic_load_n(&pool->claim[b], __ATOMIC_ACQUIRE);
+        uint64_t *claim = &pool->claim[b].word, c = __atomic_load_n(claim, __ATOMIC_ACQUIRE);
         while ((uint32_t)(c >> 32) == g && (uint32_t)c < end) {
-            if (!__atomic_compare_exchange_n(&pool->claim[b], &c, c + 1u, 0, __ATOMIC_ACQ_REL,
+            if (!__atomic_compare_exchange_n(claim, &c, c + 1u, 0, __ATOMIC_ACQ_REL,
                                              __ATOMIC_ACQUIRE))
                 continue;   /* c now holds the current word */
             pool->fn(pool->ctx, (uint32_t)c);
             c++;
-            /* seq_cst pairs with the caller's store of caller_waits then
-             * read of remaining (as `sleeping` below) */
-            if (__atomic_sub_fetch(&pool->remaining, 1u, __ATOMIC_SEQ_CST) == 0u &&
-                __atomic_load_n(&pool->caller_waits, __ATOMIC_SEQ_CST))
-                futex_wake_all(&pool->remaining);
+            done++;
         }
     }
+    /* the items this thread ran, counted off at once: every block is
+     * taken, so nothing is left for this thread to do in step g.  seq_cst
+     * pairs with the caller's store of caller_waits then read of
+     * remaining (as `sleeping` below) */
+    if (done && __atomic_sub_fetch(&pool->remaining, done, __ATOMIC_SEQ_CST) == 0u &&
+        __atomic_load_n(&pool->caller_waits, __ATOMIC_SEQ_CST))
+        futex_wake_all(&pool->remaining);
 }
 
 static void *worker_main(void *arg)
@@ -192,8 +207,10 @@ int tsr_emu_pool_create(uint32_t n, int nodes, tsr_emu_pool **out)
 {
     *out = NULL;
     if (n == 0 || n > MAX_WORKERS) return EINVAL;
-    tsr_emu_pool *pool = calloc(1, sizeof *pool);
+    size_t bytes = (sizeof(tsr_emu_pool) + POOL_LINE - 1u) / POOL_LINE * POOL_LINE;
+    tsr_emu_pool *pool = aligned_alloc(POOL_LINE, bytes);
     if (!pool) return ENOMEM;
+    memset(pool, 0, bytes);
     pool->n = n;
     pool->nodes = nodes > 1 ? nodes : 1;
     cpu_set_t set;
@@ -239,7 +256,7 @@ void tsr_emu_pool_run(tsr_emu_pool *pool, uint32_t n, uint32_t nw, tsr_emu_item 
      * No worker takes a word tagged g before it acquires gen == g. */
     uint32_t g = pool->gen + 1u;
     for (uint32_t b = 0; b < nw; b++)
-        __atomic_store_n(&pool->claim[b], ((uint64_t)g << 32) | (uint64_t)b * n / nw,
+        __atomic_store_n(&pool->claim[b].word, ((uint64_t)g << 32) | (uint64_t)b * n / nw,
                          __ATOMIC_RELAXED);
     pool->fn = fn;
     pool->ctx = ctx;
