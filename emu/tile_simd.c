@@ -50,7 +50,7 @@ int32_t tsr_emu_wcorr_q4(const int8_t *w)
     return 128 * sum;
 }
 
-#define TR_UNIT 256u   /* bytes: a transposed unit, one group of a block, 8 rows x 32 */
+#define TR_UNIT TSR_EMU_TR_UNIT
 
 void tsr_emu_tile_q8t_plain(const uint8_t *w8, const float *ws, uint32_t nb, uint32_t ng,
                             const int8_t *x, const float *xs, float *psum)
@@ -808,8 +808,8 @@ static GEMM int tr_many(const uint8_t *w8, const float *ws, uint32_t nb, uint32_
                         const int8_t *xq, size_t xq_stride, const float *xs, size_t xs_stride,
                         uint32_t m, float *psum, size_t psum_stride, uint64_t xkey)
 {
-    size_t bytes = (size_t)ng * 10u * sizeof(__m512i);
     int hit = 0;
+    size_t bytes = (size_t)ng * 10u * sizeof(__m512i);
     __m512i *xt = xkey ? kept_slot(xkey, xq, ng, m, bytes, &hit) : NULL;
     if (!xt) xt = scratch(bytes);
     if (!xt) return 0;
@@ -836,6 +836,14 @@ uint32_t tsr_emu_tile_q8t(const uint8_t *w8, const float *ws, uint32_t rows, uin
     if (!tsr_emu_tr_available()) return 0;
     uint32_t nb = rows / 8u;
     if (nb == 0 || ng == 0) return nb;
+    if (nx > 2u * TR_PAIRS && tsr_emu_amx_available()) {   /* the items at once, through AMX */
+        uint8_t *pb = scratch((size_t)ng * TSR_EMU_AMX_PAIR);
+        if (pb) {
+            tsr_emu_tr_gemm_amx(w8, ws, nb, ng, xq, xq_stride, xs, xs_stride, nx, psum,
+                                psum_stride, pb);
+            return nb;
+        }
+    }
     for (uint32_t k = 0; k < nx;) {
         uint32_t m = nx - k > GEMM_ITEMS ? GEMM_ITEMS : nx - k;
         const int8_t *x = xq + (size_t)k * xq_stride;

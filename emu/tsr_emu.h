@@ -277,9 +277,36 @@ uint32_t tsr_emu_tile_q8(const int8_t *w8, const float *ws, const int32_t *wcorr
  * inputs as they are: w . x = (w + 128) . x - 128 sum(x), the correction
  * one per item and group instead of per row. */
 
+/* Bytes of a transposed unit: one group of a block, 8 rows x 32. */
+#define TSR_EMU_TR_UNIT 256u
+
 /* 1 when this CPU and build run tsr_emu_tile_q8t (AVX-512 F, BW and VNNI,
  * with the SIMD rows built in). */
 int tsr_emu_tr_available(void);
+
+/* 1 when tsr_emu_tile_q8t takes its GEMMs of 9 to 16 items through Intel
+ * AMX (tile_amx.c): the CPU has AMX-TILE, AMX-INT8 and AVX-512, Linux
+ * granted the process the tile data (arch_prctl ARCH_REQ_XCOMP_PERM), and
+ * a first product equalled the plain loop's; asked once (thread-safe),
+ * then 0 while tsr_emu_amx_limit is 0. */
+int tsr_emu_amx_available(void);
+
+/* Tests only: 0 keeps tsr_emu_tile_q8t off AMX (default 1).  Not
+ * thread-safe: set it while no pass runs. */
+extern int tsr_emu_amx_limit;
+
+/* Bytes of the B tiles of one group of a pair of blocks (tile_amx.c). */
+#define TSR_EMU_AMX_PAIR 512u
+
+/* The nb blocks of transposed units at w8 (scales ws) times nx items (xq,
+ * xq_stride, xs, xs_stride, psum, psum_stride as tsr_emu_tile_q8t's),
+ * with AMX: bit-identical to tsr_emu_tile_q8t.  pb: the caller's scratch
+ * of ng * TSR_EMU_AMX_PAIR bytes, 64-byte aligned.  Only where
+ * tsr_emu_amx_available() says 1; thread-safe (tile state is per thread:
+ * configured on entry, released on return). */
+void tsr_emu_tr_gemm_amx(const uint8_t *w8, const float *ws, uint32_t nb, uint32_t ng,
+                         const int8_t *xq, size_t xq_stride, const float *xs, size_t xs_stride,
+                         uint32_t nx, float *psum, size_t psum_stride, uint8_t *pb);
 
 /* The place in its transposed unit of the unit's layout byte u (0..255):
  * row u / 32, byte u % 32 of the row's entry.  Whole 8-byte runs move
@@ -298,7 +325,8 @@ static inline uint32_t tsr_emu_tr_byte(uint32_t u)
  * sums: the correction comes from the inputs).  One item: a pass; 2 to 8:
  * a pass for them all, in pairs of items; more: GEMMs of up to 16 items
  * (each a lane), then a rest of up to 8 as above (one alone: the one-item
- * pass).  Bytes of a unit that LOAD never wrote read as w = -128.  The same int32 sums
+ * pass), or, where tsr_emu_amx_available(), all of them in one pass of
+ * AMX tile products (tsr_emu_tr_gemm_amx).  Bytes of a unit that LOAD never wrote read as w = -128.  The same int32 sums
  * and, per row and item, the same fp32 operations in the same order:
  * bit-identical to pe_tile_q8 on the layout.  Returns rows / 8, the blocks
  * done, on any CPU that tsr_emu_tr_available accepts (without memory for

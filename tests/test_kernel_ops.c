@@ -763,7 +763,9 @@ static void simd_inputs(int8_t *x, float *xf, uint32_t n, float *ws, uint32_t nw
  * such a CPU, tsr_emu_tile_q8t on the same tile as transposed units (one
  * item, pairs of items up to 8, GEMMs of up to 16 and the rest; without
  * an xkey, and with one: made, kept, and made again for changed inputs
- * under a new xkey). */
+ * under a new xkey), on a CPU with AMX once through it (9 items or more:
+ * pairs of blocks and a single last one, 16 items and a rest) and once
+ * without. */
 static void simd_rows_bit_identical(void **state)
 {
     (void)state;
@@ -812,7 +814,11 @@ static void simd_rows_bit_identical(void **state)
                     }
             /* the same tile as transposed units (G 32), each full block's
              * unit bytes moved by tsr_emu_tr_byte and XORed with 0x80 */
-            if (G == 32 && tsr_emu_tr_available()) {
+            /* where the CPU has AMX, once through it (9 or more items)
+             * and once without */
+            for (int amx = tsr_emu_amx_available(); G == 32 && tsr_emu_tr_available() && amx >= 0;
+                 amx--) {
+                tsr_emu_amx_limit = amx;
                 uint8_t *wt = malloc((size_t)rows * n);
                 assert_non_null(wt);
                 memcpy(wt, w, (size_t)rows * n);
@@ -854,6 +860,7 @@ static void simd_rows_bit_identical(void **state)
                 free(fresh);
                 for (uint32_t i = 0; i < nx * xst; i++) x[i] = (int8_t)-x[i];
                 free(wt);
+                tsr_emu_amx_limit = 1;
             }
             assert_int_equal(tsr_emu_tile_q8(w, ws, wc, rows, ng, 16, x, xst, xs, sst, nx, got, pst), 0);
             free(wc);
