@@ -10,8 +10,10 @@
  * step by bumping `gen` (release), takes part as worker 0 and returns when
  * `remaining` reaches 0.  It never waits for a worker that has not
  * claimed anything: a worker the OS has not scheduled (a busy machine) just
- * leaves its block to the others, so a step on a loaded machine costs no
- * more than on one thread.  Idle workers spin briefly, then sleep on the
+ * leaves its block to the others, so a step on a loaded machine costs
+ * about what it costs on one thread (a worker counts its items off once,
+ * after its last claim, so one preempted between them holds the step
+ * until it runs again, as one preempted inside an item always did).  Idle workers spin briefly, then sleep on the
  * futex word `gen`; `sleeping` lets the caller skip the wake-up syscall
  * when every worker is still spinning (the usual case between the GEMVs
  * of a token).
@@ -62,11 +64,13 @@
  * waits for off the CPU: such a pool never spins, it sleeps at once. */
 #define MAX_WORKERS  256
 
-/* Words that different threads write go on lines of their own, two
- * cache lines apart (the adjacent-line prefetcher pairs lines): a worker
- * claiming from its own block then keeps its claim word in its own
- * cache, and the spinners' reads of `gen` do not bounce the line the
- * finished items are counted on. */
+/* The words written in a step go on lines of their own, two cache lines
+ * apart (the adjacent-line prefetcher pairs lines): each claim word; the
+ * finished count (with caller_waits); the step word (with sleeping); and
+ * the step's description, which only the caller writes.  A worker
+ * claiming from its own block keeps its claim word in its own cache, and
+ * the spinners' reads of `gen` do not bounce the line the finished items
+ * are counted on. */
 #define POOL_LINE 128
 
 typedef struct block_claim {
@@ -80,7 +84,7 @@ struct tsr_emu_pool {
     uint32_t     started;     /* threads created                          */
     int          worker_spins, caller_spins;   /* 0 when oversubscribed  */
     /* the current step, written by the caller only */
-    tsr_emu_item fn;
+    _Alignas(POOL_LINE) tsr_emu_item fn;
     void        *ctx;
     uint32_t     nblk;        /* blocks (= workers taking part)           */
     uint32_t     end[MAX_WORKERS];   /* block b's items end here          */
@@ -207,7 +211,7 @@ int tsr_emu_pool_create(uint32_t n, int nodes, tsr_emu_pool **out)
 {
     *out = NULL;
     if (n == 0 || n > MAX_WORKERS) return EINVAL;
-    size_t bytes = (sizeof(tsr_emu_pool) + POOL_LINE - 1u) / POOL_LINE * POOL_LINE;
+    size_t bytes = sizeof(tsr_emu_pool);   /* a multiple of its alignment, POOL_LINE */
     tsr_emu_pool *pool = aligned_alloc(POOL_LINE, bytes);
     if (!pool) return ENOMEM;
     memset(pool, 0, bytes);

@@ -23,8 +23,9 @@
  * operations are pe_tile_q8's in its order, one (item, row) a lane (an
  * item a register), so the sums are bit for bit the same.
  *
- * Two groups are in flight (tiles 0-2 and 3-5); a C goes through memory
- * (TILESTORED, then vector loads) two groups after its product.
+ * Two groups are in flight (tiles 0-2 and 3-5); each C is stored
+ * (TILESTORED) right after its product, and its vector loads and fp32
+ * work come two groups later.
  * Measured on a 2-vCPU Xeon with AMX: the fp32 work (4 operations an
  * item, row and group, the same as the AVX-512 path's) and the tile
  * loads and stores do not overlap, so this is about 1.5x tr_gemm on 64
@@ -239,9 +240,8 @@ static int amx_agrees(void)
     return memcmp(got, want, sizeof got) == 0;
 }
 
-/* AMX-TILE and AMX-INT8 (CPUID leaf 7: EDX bits 24, 25), the OS's leave
- * to use the tile data, AVX-512 for the rest, and a first product equal
- * to the plain loop's. */
+/* AMX-TILE and AMX-INT8 (CPUID leaf 7: EDX bits 24, 25), AVX-512 for the
+ * rest, and the OS's leave to use the tile data. */
 static int amx_probe(void)
 {
     unsigned a, b, c, d;
@@ -251,13 +251,17 @@ static int amx_probe(void)
     if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
         !__builtin_cpu_supports("avx512dq") || !__builtin_cpu_supports("avx512vl"))
         return 0;
-    if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0) return 0;
-    return amx_agrees();
+    return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
 }
 
-static int amx_have = -1;
+static int amx_granted = 0, amx_have = 0;
 static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
-static void amx_ask(void) { amx_have = amx_probe(); }
+
+static void amx_ask(void)
+{
+    amx_granted = amx_probe();
+    amx_have = amx_granted && amx_agrees();
+}
 
 int tsr_emu_amx_available(void)
 {
@@ -266,9 +270,16 @@ int tsr_emu_amx_available(void)
     return amx_have;
 }
 
+int tsr_emu_amx_granted(void)
+{
+    pthread_once(&amx_once, amx_ask);
+    return amx_granted;
+}
+
 #else /* no AMX in this build */
 
 int tsr_emu_amx_available(void) { return 0; }
+int tsr_emu_amx_granted(void) { return 0; }
 
 void tsr_emu_tr_gemm_amx(const uint8_t *w8, const float *ws, uint32_t nb, uint32_t ng,
                          const int8_t *xq, size_t xq_stride, const float *xs, size_t xs_stride,

@@ -284,12 +284,18 @@ uint32_t tsr_emu_tile_q8(const int8_t *w8, const float *ws, const int32_t *wcorr
  * with the SIMD rows built in). */
 int tsr_emu_tr_available(void);
 
-/* 1 when tsr_emu_tile_q8t takes its GEMMs of 9 to 16 items through Intel
- * AMX (tile_amx.c): the CPU has AMX-TILE, AMX-INT8 and AVX-512, Linux
- * granted the process the tile data (arch_prctl ARCH_REQ_XCOMP_PERM), and
- * a first product equalled the plain loop's; asked once (thread-safe),
- * then 0 while tsr_emu_amx_limit is 0. */
+/* 1 when tsr_emu_tile_q8t takes calls of 9 or more items (all of them)
+ * through Intel AMX (tile_amx.c): tsr_emu_amx_granted(), and a first
+ * product equalled the plain loop's; asked once (thread-safe), then 0
+ * while tsr_emu_amx_limit is 0. */
 int tsr_emu_amx_available(void);
+
+/* 1 when the CPU has AMX-TILE, AMX-INT8 and AVX-512 and Linux granted the
+ * process the tile data (arch_prctl ARCH_REQ_XCOMP_PERM, process-wide and
+ * for good); asked once, with tsr_emu_amx_available.  Where this is 1 and
+ * tsr_emu_amx_available() is 0, the AMX product disagreed with the plain
+ * loop: the tests take that for a failure. */
+int tsr_emu_amx_granted(void);
 
 /* Tests only: 0 keeps tsr_emu_tile_q8t off AMX (default 1).  Not
  * thread-safe: set it while no pass runs. */

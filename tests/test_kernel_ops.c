@@ -815,7 +815,9 @@ static void simd_rows_bit_identical(void **state)
             /* the same tile as transposed units (G 32), each full block's
              * unit bytes moved by tsr_emu_tr_byte and XORed with 0x80 */
             /* where the CPU has AMX, once through it (9 or more items)
-             * and once without */
+             * and once without; granted, its first product must have
+             * agreed, or AMX would quietly be off */
+            assert_int_equal(tsr_emu_amx_available(), tsr_emu_amx_granted());
             for (int amx = tsr_emu_amx_available(); G == 32 && tsr_emu_tr_available() && amx >= 0;
                  amx--) {
                 tsr_emu_amx_limit = amx;
