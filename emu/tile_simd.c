@@ -50,8 +50,6 @@ int32_t tsr_emu_wcorr_q4(const int8_t *w)
     return 128 * sum;
 }
 
-#define TR_UNIT TSR_EMU_TR_UNIT
-
 void tsr_emu_tile_q8t_plain(const uint8_t *w8, const float *ws, uint32_t nb, uint32_t ng,
                             const int8_t *x, const float *xs, float *psum)
 {
@@ -59,7 +57,7 @@ void tsr_emu_tile_q8t_plain(const uint8_t *w8, const float *ws, uint32_t nb, uin
         for (uint32_t r = 0; r < 8u; r++) {
             float acc = 0.0f;
             for (uint32_t g = 0; g < ng; g++) {
-                const uint8_t *u = w8 + ((size_t)b * ng + g) * TR_UNIT;
+                const uint8_t *u = w8 + ((size_t)b * ng + g) * TSR_EMU_TR_UNIT;
                 int32_t isum = 0;
                 for (uint32_t l = 0; l < 32u; l++)
                     isum += (int32_t)(int8_t)(u[tsr_emu_tr_byte(r * 32u + l)] ^ 0x80u) *
@@ -78,11 +76,12 @@ uint64_t tsr_emu_next_key(void)
 
 /* Bytes of the 8 row scales (fp32) of the units in TSR_EMU_TILE_AHEAD
  * bytes of weights: how far ahead the scale stream is prefetched. */
-#define TR_SCALES_AHEAD (TSR_EMU_TILE_AHEAD / TR_UNIT * 8u * sizeof(float))
+#define TR_SCALES_AHEAD (TSR_EMU_TILE_AHEAD / TSR_EMU_TR_UNIT * 8u * sizeof(float))
 
 void tsr_emu_tile_q8t_head(const uint8_t *w8, const float *ws, uint32_t rows, uint32_t ng)
 {
-    size_t units = (size_t)(rows / 8u) * ng, wb = units * TR_UNIT, sb = units * 8u * sizeof(float);
+    size_t units = (size_t)(rows / 8u) * ng;
+    size_t wb = units * TSR_EMU_TR_UNIT, sb = units * 8u * sizeof(float);
     if (wb > TSR_EMU_TILE_AHEAD) wb = TSR_EMU_TILE_AHEAD;
     if (sb > TR_SCALES_AHEAD) sb = TR_SCALES_AHEAD;
     tsr_emu_prefetch_runs(w8, 1u, 0u, wb);
@@ -105,7 +104,7 @@ void tsr_emu_tile_q8t_head(const uint8_t *w8, const float *ws, uint32_t rows, ui
 #define PREFETCH_GROUP(wg, bytes)                                               \
     for (uint32_t pf = 0; pf < (bytes); pf += 64u)                              \
     _mm_prefetch((const char *)(wg) + PREFETCH_AHEAD + pf, _MM_HINT_T1)
-/* A transposed unit's weights (TR_UNIT bytes at u) and, as far ahead in
+/* A transposed unit's weights (TSR_EMU_TR_UNIT bytes at u) and, as far ahead in
  * the stream, its 8 rows' scales (at sg, 8 floats a unit: a line every
  * other unit).  The scales sit on 4 KB pages apart from the weights, so
  * the hardware prefetchers stop at each page's end, and a unit that waits
@@ -114,7 +113,7 @@ void tsr_emu_tile_q8t_head(const uint8_t *w8, const float *ws, uint32_t rows, ui
  * batch tokens/s (docs/emulator.md, "Prefetch"). */
 #define PREFETCH_UNIT(u, sg)                                                    \
     do {                                                                        \
-        PREFETCH_GROUP(u, TR_UNIT);                                             \
+        PREFETCH_GROUP(u, TSR_EMU_TR_UNIT);                                             \
         _mm_prefetch((const char *)(sg) + TR_SCALES_AHEAD, _MM_HINT_T1);        \
     } while (0)
 
@@ -563,11 +562,11 @@ static GEMM void tr_one(const uint8_t *w8, const float *ws, uint32_t nb, uint32_
                         const int8_t *x, const float *xs, const int32_t *corr, float *psum)
 {
     for (uint32_t b = 0; b < nb; b++) {
-        const uint8_t *wb = w8 + (size_t)b * ng * TR_UNIT;
+        const uint8_t *wb = w8 + (size_t)b * ng * TSR_EMU_TR_UNIT;
         const float *sb = ws + (size_t)b * 8u * ng;
         __m256 acc = _mm256_setzero_ps();
         for (uint32_t g = 0; g < ng; g++) {
-            const uint8_t *u = wb + (size_t)g * TR_UNIT;
+            const uint8_t *u = wb + (size_t)g * TSR_EMU_TR_UNIT;
             const int8_t *xg = x + (size_t)g * 32u;
             PREFETCH_UNIT(u, sb + (size_t)g * 8u);
             __m512i is = _mm512_setzero_si512();
@@ -604,12 +603,12 @@ tr_pairs(uint32_t np, const uint8_t *w8, const float *ws, uint32_t nb, uint32_t 
 {
     const __m512i dup = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
     for (uint32_t b = 0; b < nb; b++) {
-        const uint8_t *wb = w8 + (size_t)b * ng * TR_UNIT;
+        const uint8_t *wb = w8 + (size_t)b * ng * TSR_EMU_TR_UNIT;
         const float *sb = ws + (size_t)b * 8u * ng;
         __m512 acc[TR_PAIRS];
         for (uint32_t q = 0; q < np; q++) acc[q] = _mm512_setzero_ps();
         for (uint32_t g = 0; g < ng; g++) {
-            const uint8_t *u = wb + (size_t)g * TR_UNIT;
+            const uint8_t *u = wb + (size_t)g * TSR_EMU_TR_UNIT;
             PREFETCH_UNIT(u, sb + (size_t)g * 8u);
             __m512i w0 = _mm512_loadu_si512(u), w1 = _mm512_loadu_si512(u + 64);
             __m512i w2 = _mm512_loadu_si512(u + 128), w3 = _mm512_loadu_si512(u + 192);
@@ -663,13 +662,13 @@ static GEMM void tr_gemm(const uint8_t *w8, const float *ws, uint32_t nb, uint32
                          float *psum, size_t psum_stride)
 {
     for (uint32_t b = 0; b < nb; b++) {
-        const uint8_t *wb = w8 + (size_t)b * ng * TR_UNIT;
+        const uint8_t *wb = w8 + (size_t)b * ng * TSR_EMU_TR_UNIT;
         const float *sb = ws + (size_t)b * 8u * ng;
         __m512 acc[8];
         for (uint32_t j = 0; j < 8u; j++) acc[j] = _mm512_setzero_ps();
         for (uint32_t g = 0; g < ng; g++) {
-            const uint8_t *u = wb + (size_t)g * TR_UNIT;
-            PREFETCH_GROUP(u, TR_UNIT);
+            const uint8_t *u = wb + (size_t)g * TSR_EMU_TR_UNIT;
+            PREFETCH_GROUP(u, TSR_EMU_TR_UNIT);
             __m512i is[8];
             for (uint32_t j = 0; j < 8u; j++) is[j] = xcn[g];
             for (uint32_t c = 0; c < 8u; c++) {
@@ -808,8 +807,8 @@ static GEMM int tr_many(const uint8_t *w8, const float *ws, uint32_t nb, uint32_
                         const int8_t *xq, size_t xq_stride, const float *xs, size_t xs_stride,
                         uint32_t m, float *psum, size_t psum_stride, uint64_t xkey)
 {
-    int hit = 0;
     size_t bytes = (size_t)ng * 10u * sizeof(__m512i);
+    int hit = 0;
     __m512i *xt = xkey ? kept_slot(xkey, xq, ng, m, bytes, &hit) : NULL;
     if (!xt) xt = scratch(bytes);
     if (!xt) return 0;
