@@ -188,6 +188,12 @@ cmake -B build-noamx -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 cmake --build build-noamx -j2 --target llama-bench llama-cli llama-quantize llama-convert-llama2c-to-ggml
 ```
 
+(The native build with `-DCMAKE_C_FLAGS="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"`
+and the same for `CMAKE_CXX_FLAGS` also leaves AMX out; it measured the same.
+Check either with `llama-cli -m ../shared/models/stories260K-q8_0.gguf -p "Once
+upon a time" -n 40 --temp 0 -no-cnv` against
+`../shared/reference/stories260K_once_upon_a_time.txt`.)
+
 GGUF Q8_0 files of the same weights as make bench's checkpoints: `tessera
 synth` writes the same pseudo-random weights (seed 42) as llama2.c's legacy
 fp32 layout, which llama.cpp's converter reads; llama-quantize makes Q8_0
