@@ -37,6 +37,20 @@ def s15m_model():
     return path
 
 
+def s15m_long_model():
+    """build/serve-test/s15m-2k.bin: the stories15M shape with a 2048-token
+    context, written once with tessera synth: a generation long enough
+    (about 0.8 s at 2,500 tokens/s) to stop by hand on a fast machine."""
+    path = ARTIFACTS / "s15m-2k.bin"
+    if not path.exists():
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        subprocess.run([str(TESSERA), "synth", "--shape", "288x6:hidden=768,heads=6,seq=2048",
+                        "-o", str(tmp)], check=True, capture_output=True, timeout=120)
+        tmp.rename(path)
+    return path
+
+
 class Server:
     """tessera serve ARGS --port 0, up until stop()."""
 
