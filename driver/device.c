@@ -322,7 +322,8 @@ static int load_checkpoint(tsr_device *dev, tsr_checkpoint *ck, const char *path
         ck->tok = NULL;
     } else if (!o->tokenizer) {
         rc = tsr_seterr(&dev->err, TSR_ERR_ARG,
-                        "%s: a tokenizer file is needed for llama2.c checkpoints", path);
+                        "%s: a tokenizer file is needed for llama2.c checkpoints "
+                        "(tsr_model_opts.tokenizer; the tessera program's -z)", path);
         goto fail;
     } else {
         rc = tsr_tokenizer_load(o->tokenizer, c->vocab_size, &m->tok, &dev->err);

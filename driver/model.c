@@ -113,11 +113,12 @@ void tsr_tensor_row(const tsr_tensor *t, int r, float *out)
 /* Model                                                                      */
 
 /* The storage of one tensor for the kinds scan: 8 (Q8_0 in whole groups
- * along its rows), 4 (Q4_0), 0 (anything else). */
+ * along its rows), 9 (Q8_0 in groups across its rows' ends), 4 (Q4_0), 0
+ * (anything else). */
 static int stored_as(const tsr_tensor *t)
 {
     if (t->type == TSR_DT_Q4_0) return 4;
-    if (t->type == TSR_DT_Q8_0 && t->group > 0 && t->cols % t->group == 0) return 8;
+    if (t->type == TSR_DT_Q8_0 && t->group > 0) return t->cols % t->group == 0 ? 8 : 9;
     return 0;
 }
 
@@ -138,9 +139,10 @@ void tsr_checkpoint_scan_kinds(tsr_checkpoint *m)
         SEE(TSR_KIND_W2, &m->w2[l]);
     }
 #undef SEE
-    m->cfg.kinds_q8 = m->cfg.kinds_q4 = 0;
+    m->cfg.kinds_q8 = m->cfg.kinds_q4 = m->cfg.kinds_q8x = 0;
     for (int k = 0; k < TSR_KIND_COUNT; k++) {
         if (st[k] == 8) m->cfg.kinds_q8 |= 1u << k;
+        if (st[k] == 9) m->cfg.kinds_q8x |= 1u << k;
         if (st[k] == 4) m->cfg.kinds_q4 |= 1u << k;
     }
 }

@@ -85,6 +85,12 @@ typedef struct tsr_config {
      * row's end) or in Q4_0; a kind in neither has F32/F16 tensors, mixed
      * types or row-crossing groups.  Set by the loaders. */
     uint32_t kinds_q8, kinds_q4;
+    /* The kinds whose every tensor is Q8_0 in groups that cross a row's
+     * end (a llama2.c v2 file quantizes each tensor flattened, so a shape
+     * whose rows are not a multiple of the group, stories260K's w2 with
+     * rows of 172, has groups across rows): on chip they are re-quantized
+     * along the rows, as F32/F16 kinds are quantized. */
+    uint32_t kinds_q8x;
     /* Special tokens: special_ids 1 when the file names them (GGUF
      * metadata), else llama2.c's BOS 1 and EOS 2 apply (tsr_config_bos). */
     int   special_ids;

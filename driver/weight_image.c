@@ -264,6 +264,15 @@ int tsr_wimage_notice(const tsr_checkpoint *m, const tsr_kconfig *kc, char *buf,
         PUTB(")");
         sep = "; ";
     }
+    uint32_t across = rest & c->kinds_q8x;   /* Q8_0 groups across row ends */
+    rest &= ~across;
+    if (across) {
+        PUTB("%sQ8_0 in groups across row ends re-quantized to %s along the rows (", sep,
+             (across & q4) == across ? "Q4_0" : "Q8_0");
+        put_kinds(buf, cap, &at, across);
+        PUTB(")");
+        sep = "; ";
+    }
     if (rest) {
         PUTB("%sF32/F16 quantized to %s (", sep, (rest & q4) == rest ? "Q4_0" : "Q8_0");
         put_kinds(buf, cap, &at, rest);

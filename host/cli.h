@@ -49,6 +49,15 @@ int cli_kv(const char *opt, const char *val, const char **kv);
     "      --kv P            KV cache precision: f32 (default), f16 (IEEE half), int8\n" \
     "                        (one fp32 scale per head vector per position)\n"
 
+/* Option argv[i] of a command's argument loop: a "--name=value" argument
+ * is split in place into "--name" and "value" (the rest of argv moves up
+ * one, *argc grows by one; argv has room: main gives every command an
+ * array of 2 argc entries), so each option takes "--name value" and
+ * "--name=value" alike.  Only arguments the loop reads as options are
+ * split: a value, which cli_value takes, is never looked at, so "-p
+ * --a=b" keeps its prompt. */
+const char *cli_opt(int *argc, char **argv, int i);
+
 /* The value of option argv[*i] (advancing *i), or NULL after printing an
  * error when it is missing. */
 const char *cli_value(int argc, char **argv, int *i);

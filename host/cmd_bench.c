@@ -86,7 +86,7 @@ typedef struct bench_run {
 static int parse_args(int argc, char **argv, bench_args *a)
 {
     for (int i = 0; i < argc; i++) {
-        const char *o = argv[i], *v;
+        const char *o = cli_opt(&argc, argv, i), *v;
         if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
             printf(usage, tsr_part_list());
             exit(0);
@@ -314,6 +314,13 @@ int cmd_bench(int argc, char **argv)
                   "tokens, %d of them prompt (--decode-tokens or --ctx to change)",
                   a.decode_tokens, left, mi.seq_len, a.prompt_tokens);
         a.decode_tokens = left;
+    }
+    if (a.prompt_tokens >= mi.seq_len) {
+        cli_error("%s: %d prompt tokens leave no room to decode in the context of %d tokens "
+                  "(--prompt-tokens up to %d, or --ctx to change)",
+                  a.model, a.prompt_tokens, mi.seq_len, mi.seq_len - 1);
+        status = 2;
+        goto out;
     }
     if (a.prompt_tokens + a.decode_tokens > mi.seq_len) {
         cli_error("%s: %d prompt + %d decode tokens exceed the context of %d tokens "

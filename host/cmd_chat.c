@@ -253,7 +253,7 @@ int cmd_chat(int argc, char **argv)
     float temp = 0.8f, top_p = 0.9f;
     uint64_t seed = 42;
     for (int i = 0; i < argc; i++) {
-        const char *o = argv[i], *v;
+        const char *o = cli_opt(&argc, argv, i), *v;
         if (!strcmp(o, "-h") || !strcmp(o, "--help")) { printf(usage, tsr_part_list()); return 0; }
 #define IS(s, l) (!strcmp(o, s) || !strcmp(o, l))
 #define VAL() if (!(v = cli_value(argc, argv, &i))) return 2

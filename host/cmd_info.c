@@ -21,6 +21,7 @@ int cmd_info(int argc, char **argv)
 {
     const char *model = NULL;
     for (int i = 0; i < argc; i++) {
+        cli_opt(&argc, argv, i);
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             fputs(usage, stdout);
             return 0;

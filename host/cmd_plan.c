@@ -93,7 +93,7 @@ int cmd_plan(int argc, char **argv)
     int json = 0, pos = -1;
     char profile[64];   /* --profile's value lowercased: the names are (stories15m) */
     for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v;
+        const char *a = cli_opt(&argc, argv, i), *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf(usage, tsr_part_list());
             return 0;

@@ -150,7 +150,7 @@ static void load_progress(uint64_t sent, uint64_t total, void *user)
 static int parse_args(int argc, char **argv, run_args *a)
 {
     for (int i = 0; i < argc; i++) {
-        const char *o = argv[i], *v;
+        const char *o = cli_opt(&argc, argv, i), *v;
         if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
             printf(usage, tsr_part_list());
             exit(0);

@@ -95,7 +95,7 @@ static int check_key(const char *what, const char *v)
 static int parse_args(int argc, char **argv, serve_args *a)
 {
     for (int i = 0; i < argc; i++) {
-        const char *o = argv[i], *v;
+        const char *o = cli_opt(&argc, argv, i), *v;
         if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
             printf(usage, tsr_part_list());
             exit(0);

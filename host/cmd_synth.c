@@ -12,7 +12,8 @@ static const char usage[] =
     "(normal, std 0.02), for benchmarks on shapes whose real weights are not at hand.\n"
     "\n"
     "  --shape SHAPE     stories260K | stories15M | stories42M | stories110M | DIMxLAYERS\n"
-    "                    (DIMxLAYERS may add :hidden=H,heads=N,kv=K,vocab=V,seq=S)\n"
+    "                    (DIMxLAYERS may add :hidden=H,heads=N,kv=K,vocab=V,seq=S,\n"
+    "                    shared=0|1, the classifier shared with the embedding)\n"
     "  -o FILE           output path\n"
     "  --q8              write version 2 (Q8_0) instead of version 1 (fp32)\n"
     "  --legacy          write llama2.c's legacy (version 0) fp32 layout, which\n"
@@ -27,7 +28,7 @@ int cmd_synth(int argc, char **argv)
     int q8 = 0, group = 0, legacy = 0;
     uint64_t seed = 42;
     for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v;
+        const char *a = cli_opt(&argc, argv, i), *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(usage, stdout);
             return 0;

@@ -22,8 +22,9 @@ static const char usage[] =
     "  plan    fit, BRAM/URAM/DSP and projected tokens/s of a model on an FPGA part\n"
     "  help    this text\n"
     "\n"
-    "'tessera <command> --help' describes a command's options; 'tessera --version'\n"
-    "prints the version.\n";
+    "'tessera <command> --help' describes a command's options (a long option takes\n"
+    "its value as --name VALUE or --name=VALUE); 'tessera --version' prints the\n"
+    "version.\n";
 
 void cli_error(const char *fmt, ...)
 {
@@ -44,13 +45,33 @@ int cli_flush_stdout(void)
     return 0;
 }
 
+/* The last "--name=value" cli_opt split: a value the loop then meets as
+ * an argument was given to an option that takes none. */
+static const char *split_name, *split_value;
+
 void cli_unknown(const char *cmd, const char *arg)
 {
-    if (arg[0] == '-')
+    if (arg == split_value)
+        cli_error("%s: option %s takes no value (see tessera %s --help)", cmd, split_name, cmd);
+    else if (arg[0] == '-')
         cli_error("%s: unknown option '%s' (see tessera %s --help)", cmd, arg, cmd);
     else
         cli_error("%s: unexpected argument '%s': values follow their option, as in -m MODEL "
                   "(see tessera %s --help)", cmd, arg, cmd);
+}
+
+const char *cli_opt(int *argc, char **argv, int i)
+{
+    char *a = argv[i], *eq;
+    if (a[0] == '-' && a[1] == '-' && a[2] != '\0' && a[2] != '=' && (eq = strchr(a, '='))) {
+        memmove(argv + i + 2, argv + i + 1, (size_t)(*argc - i - 1) * sizeof *argv);
+        *eq = '\0';
+        argv[i + 1] = eq + 1;
+        ++*argc;
+        split_name = a;
+        split_value = eq + 1;
+    }
+    return argv[i];
 }
 
 const char *cli_value(int argc, char **argv, int *i)
@@ -201,7 +222,7 @@ int cli_device_spec(const char *cmd, char *buf, size_t cap, const char *backend,
     return 0;
 }
 
-int main(int argc, char **argv)
+static int dispatch(int argc, char **argv)
 {
     if (argc < 2) {
         fputs(usage, stderr);
@@ -237,4 +258,18 @@ int main(int argc, char **argv)
     }
     cli_error("unknown command '%s' (valid: run, chat, serve, info, synth, bench, plan, help)", cmd);
     return 2;
+}
+
+int main(int argc, char **argv)
+{
+    /* argv with room for cli_opt's splits: at most one per argument */
+    char **args = calloc((size_t)argc * 2u + 1u, sizeof *args);
+    if (!args) {
+        cli_error("out of memory");
+        return 1;
+    }
+    memcpy(args, argv, (size_t)argc * sizeof *argv);
+    int rc = dispatch(argc, args);
+    free(args);
+    return rc;
 }

@@ -222,6 +222,20 @@ static void explicit_counts_are_not_clamped(void **state)
     assert_string_equal(out, "");
 }
 
+/* A prompt that fills the context leaves no decode token: the error says
+ * the prompt's limit, not a decode count that cannot fix it. */
+static void prompt_filling_the_context_is_refused(void **state)
+{
+    (void)state;
+    int rc = run_capture(TESSERA_BIN " bench -m " MODEL_SH " -z " TOK_SH
+                 " --ctx 64 --prompt-tokens 64", out, err, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_int_equal(count_lines(err), 1);
+    assert_non_null(strstr(err, "64 prompt tokens leave no room to decode in the context of 64 "
+                                "tokens (--prompt-tokens up to 63, or --ctx to change)"));
+    assert_string_equal(out, "");
+}
+
 /* --pes reaches the device, whose profile sets the limit (exit 2). */
 static void pes_beyond_the_profile_is_refused(void **state)
 {
@@ -486,6 +500,7 @@ int main(void)
         cmocka_unit_test(gguf_defaults_fit_its_context),
         cmocka_unit_test(gguf_ctx_512_runs_the_default),
         cmocka_unit_test(explicit_counts_are_not_clamped),
+        cmocka_unit_test(prompt_filling_the_context_is_refused),
         cmocka_unit_test(pes_beyond_the_profile_is_refused),
         cmocka_unit_test(bench_sh_without_peers_has_no_ratio),
         cmocka_unit_test(bench_sh_measures_peers_in_the_run),

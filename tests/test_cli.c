@@ -234,6 +234,37 @@ static void run_bad_options_exit_2(void **state)
     assert_int_equal(access("/tmp/tsr_cli_synth.bin", F_OK), -1);   /* nothing written */
 }
 
+/* "--name=value" is "--name value": the same text; a value is never
+ * split, so a prompt that looks like one stays the prompt; a flag given
+ * a value, and an empty value, are one-line usage errors. */
+static void long_options_take_name_equals_value(void **state)
+{
+    (void)state;
+    static char want[1 << 14];
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH
+                                 " --weights f32 -t 0 -n 40 -p 'Once upon a time'",
+                                 want, err, sizeof want), 0);
+    assert_true(strlen(want) > 16);
+    assert_int_equal(run_capture(TESSERA_BIN " run --model=" MODEL_SH " --tokenizer=" TOK_SH
+                                 " --weights=f32 --temperature=0 --steps=40 --threads=2"
+                                 " --prompt='Once upon a time'", out, err, sizeof out), 0);
+    assert_string_equal(out, want);
+    /* the value of -p is "--steps=3" itself: 3 is not the step count */
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH
+                                 " -t 0 -n 30 -p --steps=3", out, err, sizeof out), 0);
+    assert_true(strncmp(out, "--steps=3", 9) == 0);
+    assert_true(strlen(out) > 9);
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH " --stats=1", out,
+                                 err, sizeof out), 2);
+    assert_string_equal(err, "tessera: run: option --stats takes no value (see tessera run --help)\n");
+    assert_int_equal(run_capture(TESSERA_BIN " bench -m " MODEL_SH " -z " TOK_SH " --threads=", out,
+                                 err, sizeof out), 2);
+    assert_int_equal(count_lines(err), 1);
+    assert_non_null(strstr(err, "--threads"));
+    assert_int_equal(run_capture(TESSERA_BIN " info --model=" MODEL_SH, out, err, sizeof out), 0);
+    assert_non_null(strstr(out, "format:      llama2.c legacy (fp32)"));
+}
+
 /* Each line continues the same sequence: the second reply follows the
  * first without re-prefilling it (greedy, so the text is fixed). */
 static void chat_continues_one_sequence(void **state)
@@ -586,6 +617,7 @@ int main(void)
         cmocka_unit_test(run_prompt_longer_than_context_is_refused),
         cmocka_unit_test(run_steps_beyond_context_are_clamped),
         cmocka_unit_test(run_bad_options_exit_2),
+        cmocka_unit_test(long_options_take_name_equals_value),
         cmocka_unit_test(chat_continues_one_sequence),
         cmocka_unit_test(chat_gguf_without_tokenizer),
         cmocka_unit_test(chat_full_context_starts_over),
