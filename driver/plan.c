@@ -1105,6 +1105,8 @@ static void fmt_text(const tsr_plan *p, const char *name, sbuf *b)
         p->kv == TSR_KV_INT8 ? " (one fp32 scale per head vector per position)" : "");
     const char *chosen = p->pes_chosen == 1 ? ", chosen: fastest projected that fits"
                          : p->pes_chosen != 2 ? ""
+                         : p->with_profile && !p->profile_ok
+                             ? ", the default: the profile does not hold the model (below)"
                          : p->decidable ? ", the default: no power of two up to 256 fits"
                                         : ", the default: no count chosen, the fit cannot be decided";
     put(b, "mesh:    %d PEs per card (%u x %u)%s, %d card%s; %u with attention, each KV head "

@@ -270,6 +270,9 @@ int cmd_run(int argc, char **argv)
     free(prompt);
 
     int n_gen = a.steps - n_prompt + 1, got = 0;
+    if (n_gen <= 0)   /* as run.c: -n counts the prompt's positions too */
+        cli_error("warning: -n %d leaves no position after the prompt's %d tokens (BOS "
+                  "included; -n counts them): no token is generated", a.steps, n_prompt);
     if (n_gen > 0) {
         /* A sampled run says its seed, so that -s repeats it. */
         if (time_seed && a.temperature > 0.0f)

@@ -234,6 +234,21 @@ static void run_bad_options_exit_2(void **state)
     assert_int_equal(access("/tmp/tsr_cli_synth.bin", F_OK), -1);   /* nothing written */
 }
 
+/* -n inside the prompt, as run.c: the prompt's first tokens, nothing
+ * generated, and a warning that says why. */
+static void run_steps_inside_the_prompt_warn(void **state)
+{
+    (void)state;
+    /* -n inside the prompt, as run.c: its tokens, nothing generated, and
+     * a warning that says why */
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH
+                                 " -t 0 -n 3 -p 'Once upon a time'", out, err, sizeof out), 0);
+    assert_string_equal(out, "Once upon a\n");
+    assert_non_null(strstr(err, "tessera: warning: -n 3 leaves no position after the prompt's 5 "
+                                "tokens (BOS included; -n counts them): no token is generated\n"));
+    assert_non_null(strstr(err, "tessera: 0 tokens generated"));
+}
+
 /* "--name=value" is "--name value": the same text; a value is never
  * split, so a prompt that looks like one stays the prompt; a flag given
  * a value, and an empty value, are one-line usage errors. */
@@ -618,6 +633,7 @@ int main(void)
         cmocka_unit_test(run_steps_beyond_context_are_clamped),
         cmocka_unit_test(run_bad_options_exit_2),
         cmocka_unit_test(long_options_take_name_equals_value),
+        cmocka_unit_test(run_steps_inside_the_prompt_warn),
         cmocka_unit_test(chat_continues_one_sequence),
         cmocka_unit_test(chat_gguf_without_tokenizer),
         cmocka_unit_test(chat_full_context_starts_over),

@@ -712,6 +712,9 @@ static void test_report(void **state)
     assert_int_equal(fits, 0);
     assert_non_null(strstr(buf, "DOES NOT HOLD THE MODEL: n_heads 8 exceeds the stories15m "
                                 "profile's maximum 6"));
+    /* the mesh line points at that reason, not at a PE count search */
+    assert_non_null(strstr(buf, "the default: the profile does not hold the model (below)"));
+    assert_null(strstr(buf, "no power of two up to 256 fits"));
     f.shape = "stories15M";
     f.weights_f32 = 1;
     assert_int_equal(tsr_plan_report(NULL, &f, 0, buf, sizeof buf, &fits, err, sizeof err), TSR_OK);
