@@ -104,16 +104,16 @@ void tsr_emu_tile_q8t_head(const uint8_t *w8, const float *ws, uint32_t rows, ui
 #define PREFETCH_GROUP(wg, bytes)                                               \
     for (uint32_t pf = 0; pf < (bytes); pf += 64u)                              \
     _mm_prefetch((const char *)(wg) + PREFETCH_AHEAD + pf, _MM_HINT_T1)
-/* A transposed unit's weights (TSR_EMU_TR_UNIT bytes at u) and, as far ahead in
- * the stream, its 8 rows' scales (at sg, 8 floats a unit: a line every
- * other unit).  The scales sit on 4 KB pages apart from the weights, so
+/* A transposed unit's weights (TSR_EMU_TR_UNIT bytes at u) and, as far
+ * ahead in the stream, its 8 rows' scales (at sg, 8 floats a unit: a line
+ * every other unit).  The scales sit on 4 KB pages apart from the weights, so
  * the hardware prefetchers stop at each page's end, and a unit that waits
  * on a scale's miss has nothing else to do once its dot products are not
  * memory-bound (several items).  No loss measured, possibly 2-8 % more
  * batch tokens/s (docs/emulator.md, "Prefetch"). */
 #define PREFETCH_UNIT(u, sg)                                                    \
     do {                                                                        \
-        PREFETCH_GROUP(u, TSR_EMU_TR_UNIT);                                             \
+        PREFETCH_GROUP(u, TSR_EMU_TR_UNIT);                                     \
         _mm_prefetch((const char *)(sg) + TR_SCALES_AHEAD, _MM_HINT_T1);        \
     } while (0)
 

@@ -209,31 +209,30 @@ static void gguf_ctx_512_runs_the_default(void **state)
     assert_non_null(strstr(err, "context 512 exceeds the file's llama.context_length 128"));
 }
 
-/* Both counts given explicitly: never clamped, refused with exit 2. */
-static void explicit_counts_are_not_clamped(void **state)
+/* Counts the context cannot take, refused up front with exit 2 and one
+ * line: both counts given explicitly are never clamped; a prompt that
+ * fills the context leaves no decode token, and the error says the
+ * prompt's limit, not a decode count that cannot fix it. */
+static void counts_beyond_the_context_are_refused(void **state)
 {
     (void)state;
-    int rc = run_capture(TESSERA_BIN " bench -m " MODEL_SH " -z " TOK_SH
-                 " --ctx 64 --prompt-tokens 32 --decode-tokens 256", out, err, sizeof out);
-    assert_int_equal(rc, 2);
-    assert_int_equal(count_lines(err), 1);
-    assert_non_null(strstr(err, "32 prompt + 256 decode tokens exceed the context of 64 tokens "
-                                "(--prompt-tokens, --decode-tokens or --ctx to change)"));
-    assert_string_equal(out, "");
-}
-
-/* A prompt that fills the context leaves no decode token: the error says
- * the prompt's limit, not a decode count that cannot fix it. */
-static void prompt_filling_the_context_is_refused(void **state)
-{
-    (void)state;
-    int rc = run_capture(TESSERA_BIN " bench -m " MODEL_SH " -z " TOK_SH
-                 " --ctx 64 --prompt-tokens 64", out, err, sizeof out);
-    assert_int_equal(rc, 2);
-    assert_int_equal(count_lines(err), 1);
-    assert_non_null(strstr(err, "64 prompt tokens leave no room to decode in the context of 64 "
-                                "tokens (--prompt-tokens up to 63, or --ctx to change)"));
-    assert_string_equal(out, "");
+    static const struct { const char *args, *msg; } cases[] = {
+        { " --ctx 64 --prompt-tokens 32 --decode-tokens 256",
+          "32 prompt + 256 decode tokens exceed the context of 64 tokens "
+          "(--prompt-tokens, --decode-tokens or --ctx to change)" },
+        { " --ctx 64 --prompt-tokens 64",
+          "64 prompt tokens leave no room to decode in the context of 64 "
+          "tokens (--prompt-tokens up to 63, or --ctx to change)" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, TESSERA_BIN " bench -m " MODEL_SH " -z " TOK_SH "%s",
+                 cases[i].args);
+        assert_int_equal(run_capture(cmd, out, err, sizeof out), 2);
+        assert_int_equal(count_lines(err), 1);
+        assert_non_null(strstr(err, cases[i].msg));
+        assert_string_equal(out, "");
+    }
 }
 
 /* --pes reaches the device, whose profile sets the limit (exit 2). */
@@ -499,8 +498,7 @@ int main(void)
         cmocka_unit_test(default_decode_clamped_to_context),
         cmocka_unit_test(gguf_defaults_fit_its_context),
         cmocka_unit_test(gguf_ctx_512_runs_the_default),
-        cmocka_unit_test(explicit_counts_are_not_clamped),
-        cmocka_unit_test(prompt_filling_the_context_is_refused),
+        cmocka_unit_test(counts_beyond_the_context_are_refused),
         cmocka_unit_test(pes_beyond_the_profile_is_refused),
         cmocka_unit_test(bench_sh_without_peers_has_no_ratio),
         cmocka_unit_test(bench_sh_measures_peers_in_the_run),

@@ -239,8 +239,6 @@ static void run_bad_options_exit_2(void **state)
 static void run_steps_inside_the_prompt_warn(void **state)
 {
     (void)state;
-    /* -n inside the prompt, as run.c: its tokens, nothing generated, and
-     * a warning that says why */
     assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH
                                  " -t 0 -n 3 -p 'Once upon a time'", out, err, sizeof out), 0);
     assert_string_equal(out, "Once upon a\n");

@@ -25,30 +25,28 @@ TOK32K = SHARED / "models" / "tokenizer.bin"
 ARTIFACTS = BUILD / "serve-test"
 
 
-def s15m_model():
-    """build/serve-test/s15m.bin, written once with tessera synth."""
-    path = ARTIFACTS / "s15m.bin"
+def _synth_once(name, shape):
+    """build/serve-test/NAME, written once with tessera synth --shape SHAPE."""
+    path = ARTIFACTS / name
     if not path.exists():
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        subprocess.run([str(TESSERA), "synth", "--shape", "stories15M", "-o", str(tmp)],
+        subprocess.run([str(TESSERA), "synth", "--shape", shape, "-o", str(tmp)],
                        check=True, capture_output=True, timeout=120)
         tmp.rename(path)
     return path
 
 
+def s15m_model():
+    """build/serve-test/s15m.bin: the stories15M shape (random weights)."""
+    return _synth_once("s15m.bin", "stories15M")
+
+
 def s15m_long_model():
     """build/serve-test/s15m-2k.bin: the stories15M shape with a 2048-token
-    context, written once with tessera synth: a generation long enough
-    (about 0.8 s at 2,500 tokens/s) to stop by hand on a fast machine."""
-    path = ARTIFACTS / "s15m-2k.bin"
-    if not path.exists():
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        subprocess.run([str(TESSERA), "synth", "--shape", "288x6:hidden=768,heads=6,seq=2048",
-                        "-o", str(tmp)], check=True, capture_output=True, timeout=120)
-        tmp.rename(path)
-    return path
+    context: a generation long enough (about 0.8 s at 2,500 tokens/s) to
+    stop by hand on a fast machine."""
+    return _synth_once("s15m-2k.bin", "288x6:hidden=768,heads=6,seq=2048")
 
 
 class Server:
