@@ -20,6 +20,7 @@
  * Every count, length and offset is checked against the bytes that remain
  * before it is used, in 64-bit arithmetic that cannot overflow.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,10 +174,34 @@ static int kv_float(const rd *r, const kv *kvs, uint64_t n, const char *key, flo
     const kv *k = find_kv(kvs, n, key);
     if (!k) return 1;
     const uint8_t *p = r->b + k->voff;
-    if (k->type == GT_F32) { memcpy(v, p, 4); return 0; }
-    if (k->type == GT_F64) { double d; memcpy(&d, p, 8); *v = (float)d; return 0; }
-    return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: metadata %s has type %u, expected a float",
-                      r->name, key, k->type);
+    double d;
+    if (k->type == GT_F32) { float f; memcpy(&f, p, 4); d = f; }
+    else if (k->type == GT_F64) memcpy(&d, p, 8);
+    else
+        return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: metadata %s has type %u, expected a float",
+                          r->name, key, k->type);
+    /* every float the model takes must be one: a NaN or an infinity (an F64
+     * past FLT_MAX included) would run and print nonsense */
+    if (!isfinite((float)d))
+        return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: metadata %s is %g, not a finite number",
+                          r->name, key, d);
+    *v = (float)d;
+    return 0;
+}
+
+/* kv_float for a value that must lie in (lo, hi): the same returns, and
+ * TSR_ERR_FORMAT naming the key and the range outside it. */
+static int kv_float_in(const rd *r, const kv *kvs, uint64_t n, const char *key, float *v,
+                       double lo, double hi)
+{
+    float f = 0.0f;
+    int rc = kv_float(r, kvs, n, key, &f);
+    if (rc) return rc;
+    if (!(f > lo && f < hi))
+        return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: metadata %s is %g, outside (%g, %g)",
+                          r->name, key, (double)f, lo, hi);
+    *v = f;
+    return 0;
 }
 
 /* String value of key: *s into the file, *len bytes.  Returns as kv_int. */
@@ -449,9 +474,14 @@ static int read_config(gguf *g, tsr_config *c)
     if (!c->n_kv_heads) c->n_kv_heads = c->n_heads;
     c->rope_theta = 10000.0f;
     c->norm_eps = 1e-5f;
-    if ((rc = kv_float(r, g->kvs, g->n_kv, "llama.rope.freq_base", &c->rope_theta)) > 1) return rc;
-    if ((rc = kv_float(r, g->kvs, g->n_kv, "llama.attention.layer_norm_rms_epsilon",
-                       &c->norm_eps)) > 1)
+    /* the ranges every llama-family file is in (10000 to 1e6 and 1e-6 to
+     * 1e-5 in practice): a base of 1 or less gives no rotation that varies
+     * with position, an epsilon of 0 divides by zero on a zero vector */
+    if ((rc = kv_float_in(r, g->kvs, g->n_kv, "llama.rope.freq_base", &c->rope_theta, 1.0,
+                          1e30)) > 1)
+        return rc;
+    if ((rc = kv_float_in(r, g->kvs, g->n_kv, "llama.attention.layer_norm_rms_epsilon",
+                          &c->norm_eps, 0.0, 1.0)) > 1)
         return rc;
 
     // vocab: the tokenizer's token list

@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -452,6 +453,23 @@ static void malformed_files_fail_cleanly(void **state)
                                             "vocabulary (0..3)" },
         { { .emb_type = 2, .bad_name = "token_embd.weight", .off_delta = 1 << 20 },
           TSR_ERR_FORMAT, "token_embd.weight" },   // Q4_0 blocks past the end
+        // hyperparameters: finite, and in the range that has a meaning
+        { { .hyper = 1, .rms_eps = NAN, .freq_base = 5e5 }, TSR_ERR_FORMAT,
+          "layer_norm_rms_epsilon is nan, not a finite number" },
+        { { .hyper = 1, .rms_eps = INFINITY, .freq_base = 5e5 }, TSR_ERR_FORMAT,
+          "layer_norm_rms_epsilon is inf, not a finite number" },
+        { { .hyper = 1, .rms_eps = -1e-5f, .freq_base = 5e5 }, TSR_ERR_FORMAT,
+          "layer_norm_rms_epsilon is -1e-05, outside (0, 1)" },
+        { { .hyper = 1, .rms_eps = 0.0f, .freq_base = 5e5 }, TSR_ERR_FORMAT,
+          "layer_norm_rms_epsilon is 0, outside (0, 1)" },
+        { { .hyper = 1, .rms_eps = 1e-6f, .freq_base = NAN }, TSR_ERR_FORMAT,
+          "llama.rope.freq_base is nan, not a finite number" },
+        { { .hyper = 1, .rms_eps = 1e-6f, .freq_base = -INFINITY }, TSR_ERR_FORMAT,
+          "llama.rope.freq_base is -inf, not a finite number" },
+        { { .hyper = 1, .rms_eps = 1e-6f, .freq_base = 1e300 }, TSR_ERR_FORMAT,
+          "llama.rope.freq_base is 1e+300, not a finite number" },   // past FLT_MAX
+        { { .hyper = 1, .rms_eps = 1e-6f, .freq_base = 0.5 }, TSR_ERR_FORMAT,
+          "llama.rope.freq_base is 0.5, outside (1, 1e+30)" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         buf b = { 0 };

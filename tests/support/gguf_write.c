@@ -98,8 +98,10 @@ void tsr_gguf_build(tsr_gbuf *b, const tsr_gguf_spec *sp)
         { "llama.attention.head_count_kv", 1 }, { "llama.context_length", 64 },
     };
     for (int i = 0; i < 6; i++) { put_str(b, u32s[i].k); put_u32(b, 4); put_u32(b, u32s[i].v); }
-    put_str(b, "llama.attention.layer_norm_rms_epsilon"); put_u32(b, 6); put_f32(b, 1e-6f);
-    put_str(b, "llama.rope.freq_base"); put_u32(b, 12); { double d = 5e5; put(b, &d, 8); }
+    put_str(b, "llama.attention.layer_norm_rms_epsilon"); put_u32(b, 6);
+    put_f32(b, sp->hyper ? sp->rms_eps : 1e-6f);
+    put_str(b, "llama.rope.freq_base"); put_u32(b, 12);
+    { double d = sp->hyper ? sp->freq_base : 5e5; put(b, &d, 8); }
     put_str(b, "tokenizer.ggml.model"); put_u32(b, 8); put_str(b, "llama");
     const char *toks[TV] = { "<unk>", "<s>", "</s>", "\xe2\x96\x81" "a\xe2\x96\x81" "b" };
     put_str(b, "tokenizer.ggml.tokens"); put_u32(b, 9); put_u32(b, 8);

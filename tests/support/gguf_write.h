@@ -35,6 +35,10 @@ typedef struct tsr_gguf_spec {
                                   NaN (poison_inf 0) or +Inf (1)               */
     uint64_t poison_at;
     int poison_inf;
+    int hyper;                 /* 1: rms_eps and freq_base below, instead of
+                                  1e-6 and 5e5                                */
+    float rms_eps;             /* llama.attention.layer_norm_rms_epsilon (F32) */
+    double freq_base;          /* llama.rope.freq_base (F64)                   */
 } tsr_gguf_spec;
 
 /* Append the tiny GGUF of sp to b (aborts when out of memory). */
