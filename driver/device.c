@@ -703,6 +703,11 @@ static int on_token(int k, int token, void *user)
     gen_ctx *c = user;
     gen_seq *g = &c->g[k];
     if (g->stopped) return 1;   /* already asked; later tokens are dropped */
+    /* A cancel stops the stream here, however far the device sampled ahead
+     * while the callback ran (a slow callback sees tokens arrive in one
+     * burst): the rest are dropped and the device rewound, as for a
+     * callback's stop. */
+    if (__atomic_load_n(&g->s->cancel, __ATOMIC_ACQUIRE)) return g->stopped = 1;
     if (g->seen == 0) g->t_first = now_s();
     g->seen++;
     g->stopped = c->cb ? c->cb(g->s, token, c->user) != 0 : 0;
@@ -804,11 +809,12 @@ static int generate(tsr_device *dev, tsr_seq *const *seqs, int n, const tsr_gen_
         tsr_seq *s = g[j].s;
         int got = q[j].got;
         /* The device may have sampled past the token whose callback asked
-         * to stop: rewind it, so the history is exactly what the caller saw. */
+         * to stop, or past a cancel: rewind it, so the history is exactly
+         * what the caller saw (no token at all: back to the prompt's end). */
         if (rc == TSR_OK && g[j].stopped && got > g[j].seen) {
             got = g[j].seen;
-            rc = tsr_kcmd_truncate(&dev->k, s->slot, g[j].n_hist0 + got - 1, q[j].out[got - 1],
-                                   &dev->err);
+            int pending = got > 0 ? q[j].out[got - 1] : s->hist[g[j].n_hist0 - 1];
+            rc = tsr_kcmd_truncate(&dev->k, s->slot, g[j].n_hist0 + got - 1, pending, &dev->err);
         }
         if (got > 0) memcpy(s->hist + g[j].n_hist0, q[j].out, (size_t)got * sizeof *out);
         s->n_hist = g[j].n_hist0 + got;

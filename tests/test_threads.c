@@ -236,6 +236,79 @@ static void cancel_from_thread_and_signal(void **state)
     sigaction(SIGUSR1, &old, NULL);
 }
 
+/* A callback slower than the device (2 ms a token: the device samples
+ * ahead and the tokens reach the host in one burst): a cancel from another
+ * thread after 5 tokens still stops the stream within one token, the
+ * history holds only what the callback saw, and the next generate goes on
+ * from there with the solo run's tokens (the device was rewound). */
+typedef struct slow_job {
+    tsr_seq *s;
+    int      seen;      /* atomic: tokens the callback has seen           */
+    int      at_cancel; /* atomic: seen when the cancel was made, or -1   */
+} slow_job;
+
+static int slow_count(tsr_seq *s, int token, void *user)
+{
+    (void)s;
+    (void)token;
+    slow_job *j = user;
+    usleep(2000);
+    __atomic_add_fetch(&j->seen, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+static void *slow_canceller(void *arg)
+{
+    slow_job *j = arg;
+    while (__atomic_load_n(&j->seen, __ATOMIC_ACQUIRE) < 5) usleep(100);
+    __atomic_store_n(&j->at_cancel, __atomic_load_n(&j->seen, __ATOMIC_ACQUIRE),
+                     __ATOMIC_RELEASE);
+    tsr_seq_cancel(j->s);
+    return NULL;
+}
+
+static void cancel_with_a_slow_callback(void **state)
+{
+    (void)state;
+    tsr_device *dev = NULL;
+    assert_int_equal(tsr_device_open(SPEC, &dev), TSR_OK);
+    tsr_model *m = load(dev, 1);
+    for (int round = 0; round < 3; round++) {
+        tsr_seq *s = NULL;
+        assert_int_equal(tsr_seq_open(m, &s), TSR_OK);
+        assert_int_equal(tsr_seq_append_text(s, prompts[0]), TSR_OK);
+        const int *t;
+        int n0 = 0, n = 0, got = -1;
+        assert_int_equal(tsr_seq_tokens(s, &t, &n0), TSR_OK);
+        slow_job j = { .s = s, .at_cancel = -1 };
+        pthread_t th;
+        assert_int_equal(pthread_create(&th, NULL, slow_canceller, &j), 0);
+        tsr_gen_opts g = { .max_tokens = 200, .ignore_stop = 1 };
+        assert_int_equal(tsr_seq_generate(s, &g, slow_count, &j, &got), TSR_OK);
+        pthread_join(th, NULL);
+        int at = __atomic_load_n(&j.at_cancel, __ATOMIC_ACQUIRE);
+        print_message("slow callback, cancel after %d tokens seen: %d generated\n", at, got);
+        assert_int_equal(tsr_seq_was_cancelled(s), 1);
+        assert_true(at >= 5);
+        assert_true(got >= at && got <= at + 1);   /* within one token */
+        assert_int_equal(got, __atomic_load_n(&j.seen, __ATOMIC_ACQUIRE));
+        assert_int_equal(tsr_seq_tokens(s, &t, &n), TSR_OK);
+        assert_int_equal(n, n0 + got);
+        /* 3 more tokens continue the solo run: the device's KV cache and
+         * pending token were rewound to what the callback saw */
+        g.max_tokens = 3;
+        assert_int_equal(tsr_seq_generate(s, &g, NULL, NULL, &got), TSR_OK);
+        assert_int_equal(got, 3);
+        assert_int_equal(tsr_seq_was_cancelled(s), 0);
+        assert_int_equal(tsr_seq_tokens(s, &t, &n), TSR_OK);
+        assert_true(n <= n_ref[0]);
+        assert_memory_equal(t, ref[0], (size_t)n * sizeof *t);
+        tsr_seq_close(s);
+    }
+    tsr_model_close(m);
+    tsr_device_close(dev);
+}
+
 /* A cancel from another thread before generate starts (while this one
  * appends, or just before): kept, so the generate stops at once. */
 static void *cancel_now(void *arg)
@@ -377,6 +450,7 @@ int main(void)
         cmocka_unit_test(open_in_many_threads),
         cmocka_unit_test(two_sequences_at_once),
         cmocka_unit_test(cancel_from_thread_and_signal),
+        cmocka_unit_test(cancel_with_a_slow_callback),
         cmocka_unit_test(cancel_before_generate_is_kept),
         cmocka_unit_test(two_devices_two_threads),
         cmocka_unit_test(reads_while_another_thread_generates),

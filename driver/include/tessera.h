@@ -432,8 +432,10 @@ TSR_API int  tsr_seq_generate(tsr_seq *s, const tsr_gen_opts *opts, tsr_token_cb
 TSR_API int  tsr_seq_generate_batch(tsr_seq *const *seqs, int n, const tsr_gen_opts *opts,
                                     tsr_token_cb cb, void *user, int *n_generated);
 
-/* Ask s's generation to stop; a running one returns within one token (the
- * device may sample ahead of a cancel).  A cancel that arrives while no
+/* Ask s's generation to stop; a running one returns within one token: the
+ * callback sees at most the token it is being handed as the cancel lands,
+ * however slow it is, and tokens the device sampled ahead of the cancel
+ * are dropped (the sequence is rewound to what the callback saw).  A cancel that arrives while no
  * generate runs on s is kept: the next tsr_seq_generate(s) returns at once
  * with no tokens, and tsr_seq_was_cancelled(s) is 1.  Each generate
  * consumes the cancel it returns for.  Safe from any thread and from a
