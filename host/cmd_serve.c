@@ -36,6 +36,9 @@ static const char usage[] =
     "                        WebSocket sessions (default 4; 0: as many as fit, <= 8)\n"
     "      --queue N         requests that may wait for a slot; beyond them, HTTP 503\n"
     "                        (default 16)\n"
+    "      --alias NAME      the model's name in the API: /v1/models lists it, and a\n"
+    "                        request naming another model gets 404 model_not_found\n"
+    "                        (default: MODEL's file name)\n"
     "      --api-key KEY     require 'Authorization: Bearer KEY' (default: the\n"
     "                        TESSERA_API_KEY environment variable, else none)\n"
     "      --max-tokens N    most tokens one generation may ask for, and the default\n"
@@ -60,6 +63,7 @@ typedef struct serve_args {
     int pes, threads, weights_f32, group_size, seq_len;
     int weights;          /* TSR_WEIGHTS_* */
     const char *kv;       /* --kv */
+    const char *alias;    /* --alias: the model's name in the API */
     int slots, queue, prefill_chunk, quantum;
     srv_config cfg;
 } serve_args;
@@ -92,6 +96,24 @@ static int check_key(const char *what, const char *v)
     return 0;
 }
 
+/* A name a client can send back: not empty, no longer than a request's
+ * "model" field is kept (127 bytes), and UTF-8 without control bytes, so
+ * that it goes into JSON and a /v1/models/NAME path as it is. */
+static int check_alias(const char *v)
+{
+    size_t n = strlen(v);
+    int ctl = 0;
+    for (size_t i = 0; i < n; i++) ctl |= (unsigned char)v[i] < 0x20 || v[i] == 0x7f;
+    json_t *j = json_string(v);   /* NULL when v is not UTF-8 */
+    json_decref(j);
+    if (!n || n > 127 || ctl || !j) {
+        cli_error("serve: --alias '%s' must be 1..127 bytes of UTF-8 without control "
+                  "characters", v);
+        return -1;
+    }
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, serve_args *a)
 {
     for (int i = 0; i < argc; i++) {
@@ -110,6 +132,7 @@ static int parse_args(int argc, char **argv, serve_args *a)
         else if (!strcmp(o, "--slots"))       INT(0, 8, &a->slots);
         else if (!strcmp(o, "--queue"))       INT(0, 4096, &a->queue);
         else if (!strcmp(o, "--api-key"))     { VAL(); if (check_key(o, v)) return -1; a->cfg.api_key = v; }
+        else if (!strcmp(o, "--alias"))       { VAL(); if (check_alias(v)) return -1; a->alias = v; }
         else if (!strcmp(o, "--max-tokens"))  INT(1, 1 << 20, &a->cfg.lim.max_tokens);
         else if (!strcmp(o, "--max-body"))    { int n; INT(1024, 1 << 30, &n); a->cfg.lim.max_body = (size_t)n; }
         else if (!strcmp(o, "--prefill-chunk")) INT(1, 1 << 20, &a->prefill_chunk);
@@ -153,7 +176,7 @@ int cmd_serve(int argc, char **argv)
     if (cli_device_spec("serve", spec, sizeof spec, a.backend, a.part, a.pes, a.threads, a.xclbin))
         return 2;
     const char *base = strrchr(a.model, '/');
-    a.cfg.model_id = base ? base + 1 : a.model;
+    a.cfg.model_id = a.alias ? a.alias : base ? base + 1 : a.model;
 
     /* SIGINT and SIGTERM are taken by sigwait below: blocked here, before
      * any thread starts, so that every thread inherits the mask. */

@@ -195,9 +195,11 @@ static void bad_requests_name_the_field(void **state)
 {
     (void)state;
     static const struct { const char *body, *param, *msg; } bad[] = {
-        { "{\"max_tokens\": \"7\"}",     "max_tokens",  "integer in 0..256" },
-        { "{\"max_tokens\": 257}",       "max_tokens",  "integer in 0..256" },
+        { "{\"max_tokens\": \"7\"}",     "max_tokens",  "integer in 1..256" },
+        { "{\"max_tokens\": 257}",       "max_tokens",  "integer in 1..256" },
         { "{\"max_tokens\": -1}",        "max_tokens",  "integer" },
+        { "{\"max_tokens\": 0}",         "max_tokens",  "integer in 1..256 (the server's --max-tokens)" },
+        { "{\"max_completion_tokens\": 0}", "max_completion_tokens", "integer in 1..256" },
         { "{\"max_tokens\": 1.5}",       "max_tokens",  "integer" },
         { "{\"temperature\": 2.5}",      "temperature", "0..2" },
         { "{\"temperature\": \"hot\"}",  "temperature", "number" },

@@ -238,9 +238,13 @@ static int handle(struct mg_connection *c, srv_ctx *ctx, int chat)
     size_t len;
     int st = srv_read_body(c, ctx->cfg->lim.max_body, &body, &len);
     if (st) {
-        srv_send_error(c, st, st == 413 ? "request_too_large" : "invalid_body", NULL,
-                       st == 413 ? "the body is larger than %zu bytes" : "cannot read the body",
-                       ctx->cfg->lim.max_body);
+        if (st == 411)
+            srv_send_error(c, st, "length_required", NULL,
+                           "a body needs Content-Length or Transfer-Encoding: chunked");
+        else
+            srv_send_error(c, st, st == 413 ? "request_too_large" : "invalid_body", NULL,
+                           st == 413 ? "the body is larger than %zu bytes" : "cannot read the body",
+                           ctx->cfg->lim.max_body);
         return st;
     }
     parse_job pj = { .body = body, .len = len, .lim = &ctx->cfg->lim, .chat = chat, .bad = -1 };
@@ -253,6 +257,16 @@ static int handle(struct mg_connection *c, srv_ctx *ctx, int chat)
         return 400;
     }
     srv_http_req req = pj.req;
+    /* One model is served, under one name (--alias, else the file's);
+     * a request for another is refused as OpenAI refuses an unknown model
+     * (no "model" at all: the served one) */
+    if (req.model_set && (req.model_set == 2 || strcmp(req.model, ctx->cfg->model_id))) {
+        srv_cmd_free(req.cmd);
+        srv_send_error(c, 404, "model_not_found", "model",
+                       "this server serves one model, '%s' (tessera serve --alias names it)",
+                       ctx->cfg->model_id);
+        return 404;
+    }
     srv_session *ss = srv_session_new(ctx->sched, 0);
     if (!ss) {
         srv_cmd_free(req.cmd);

@@ -65,7 +65,8 @@ int srv_handle_models(struct mg_connection *c, srv_ctx *ctx)
     int st = only_get(c);
     if (!st && !srv_authorized(c, ctx, 0)) st = deny(c);
     if (!st) {
-        const char *uri = mg_get_request_info(c)->local_uri;
+        char uri[SRV_PATH_MAX];
+        if (srv_path(c, uri, sizeof uri) < 0) uri[0] = '\0';
         const char *name = uri + strlen("/v1/models");
         if (!*name || !strcmp(name, "/"))
             st = send_json(c, 200, json_pack("{s:s,s:[o]}", "object", "list", "data",
@@ -73,7 +74,8 @@ int srv_handle_models(struct mg_connection *c, srv_ctx *ctx)
         else if (name[0] == '/' && !strcmp(name + 1, ctx->cfg->model_id))
             st = send_json(c, 200, model_object(ctx));
         else {
-            srv_send_error(c, 404, "model_not_found", "model", "this server serves one model, '%s'",
+            srv_send_error(c, 404, "model_not_found", "model",
+                           "this server serves one model, '%s' (tessera serve --alias names it)",
                            ctx->cfg->model_id);
             st = 404;
         }

@@ -1,6 +1,7 @@
 /* http_util.c - what every HTTP handler needs: the clock, the API key,
  * whole responses, OpenAI-style errors, bounded request bodies.  civetweb
  * writes the status line, headers and chunked framing; jansson the JSON. */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +71,19 @@ int srv_authorized(struct mg_connection *c, const srv_ctx *ctx, int allow_query)
     return 0;
 }
 
+/* ---------------------------------------------------------------- paths --- */
+
+int srv_path(const struct mg_connection *c, char *buf, size_t size)
+{
+    const char *raw = mg_get_request_info(c)->local_uri;
+    if (!raw || size > INT_MAX) return -1;
+    size_t n = strlen(raw);
+    if (n >= size) return -1;   /* decoding never lengthens */
+    int got = mg_url_decode(raw, (int)n, buf, (int)size, 0);
+    if (got < 0 || strlen(buf) != (size_t)got) return -1;
+    return got;
+}
+
 /* ----------------------------------------------------------- responses --- */
 
 void srv_date_header(struct mg_connection *c)
@@ -122,22 +136,38 @@ int srv_send_error(struct mg_connection *c, int status, const char *code, const 
     return rc;
 }
 
-/* civetweb 1.15 cannot answer a WebSocket upgrade request with a status
- * of ours (mg_response_header_start, and with it mg_send_http_error,
- * refuse a connection marked WebSocket: its own refusals come out as a
- * body without a status line).  So this one answer is put together here:
- * a status line, four headers, the JSON error. */
-void srv_refuse_upgrade(struct mg_connection *c, int status, const char *code, const char *msg)
+/* An answer written whole, status line included, ending the connection:
+ * for what civetweb 1.15 will not frame for us.  It cannot answer a
+ * WebSocket upgrade request with a status of ours (mg_response_header_start,
+ * and with it mg_send_http_error, refuse a connection marked WebSocket: its
+ * own refusals come out as a body without a status line), and its status
+ * line repeats the request's HTTP version, which a malformed request line
+ * fills with the client's text. */
+static void send_raw(struct mg_connection *c, int status, const char *code, const char *msg,
+                     const char *extra_header)
 {
-    json_t *o = json_pack("{s:{s:s,s:s,s:s}}", "error", "message", msg, "type",
-                          status == 503 ? "overloaded_error" : "invalid_request_error", "code", code);
+    const char *type = status >= 500 && status != 503 ? "server_error"
+                     : status == 503 ? "overloaded_error" : "invalid_request_error";
+    json_t *o = json_pack("{s:{s:s,s:s,s:s}}", "error", "message", msg, "type", type, "code", code);
     char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
-    const char *b = body ? body : "{}";
+    /* a message that is not UTF-8 (civetweb's may echo the request) still
+     * gets an answer, without the detail */
+    const char *b = body ? body : "{\"error\":{\"message\":\"bad request\"}}";
     mg_printf(c, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-                 "Sec-WebSocket-Version: 13\r\nConnection: close\r\n\r\n%s", status,
-              mg_get_response_code_text(c, status), strlen(b), b);
+                 "Cache-Control: no-store\r\n%sConnection: close\r\n\r\n%s", status,
+              mg_get_response_code_text(c, status), strlen(b), extra_header, b);
     free(body);
+}
+
+void srv_refuse_upgrade(struct mg_connection *c, int status, const char *code, const char *msg)
+{
+    send_raw(c, status, code, msg, "Sec-WebSocket-Version: 13\r\n");
+}
+
+void srv_refuse_close(struct mg_connection *c, int status, const char *code, const char *msg)
+{
+    send_raw(c, status, code, msg, "");
 }
 
 /* ---------------------------------------------------------------- bodies --- */

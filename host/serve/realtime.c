@@ -237,7 +237,7 @@ static srv_cmd *new_cmd(ws_conn *w, srv_cmd_kind kind, const json_t *o)
     const json_t *text = json_object_get(o, "text");
     if (text && !json_is_string(text) && !json_is_null(text)) {
         post_error(w, "invalid_request", "%s", "'text' must be a string");
-    } else if (srv_parse_gen(o, lim, &c->gen, err, sizeof err, &param)) {
+    } else if (srv_parse_gen(o, lim, 0, &c->gen, err, sizeof err, &param)) {
         post_error(w, "invalid_request", "%s", err);
     } else if (!(c->text = strdup(json_is_string(text) ? json_string_value(text) : ""))) {
         post_error(w, "server_error", "%s", "out of memory");
@@ -299,18 +299,62 @@ static void on_message_deep(void *arg)
     json_decref(o);
 }
 
+/* Valid UTF-8 (RFC 3629), as jansson checks every string it makes. */
+static int valid_utf8(const char *s, size_t len)
+{
+    json_t *j = json_stringn(s, len);
+    json_decref(j);
+    return j != NULL;
+}
+
+/* A close code a peer may send (RFC 6455 section 7.4): 1000-1003,
+ * 1007-1011, or 3000-4999 (registered and private). */
+static int close_code_ok(int code)
+{
+    return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1011) ||
+           (code >= 3000 && code <= 4999);
+}
+
+/* What RFC 6455 makes a protocol error (1002) in a frame's first byte and
+ * length, that civetweb 1.15 passes on: a reserved bit set with no
+ * extension agreed (section 5.2), a control frame fragmented or over 125
+ * bytes (section 5.5).  NULL when the frame is well formed. */
+static const char *frame_error(int bits, size_t len)
+{
+    int op = bits & 0x0f;
+    if (bits & 0x70) return "reserved bits set";
+    if (op >= 0x8 && !(bits & 0x80)) return "a fragmented control frame";
+    if (op >= 0x8 && len > 125) return "a control frame over 125 bytes";
+    return NULL;
+}
+
 int srv_ws_data(struct mg_connection *c, int bits, char *data, size_t len, void *arg)
 {
     (void)arg;
     ws_conn *w = mg_get_user_connection_data(c);
     if (!w) return 0;
     int op = bits & 0x0f, fin = bits & 0x80;
+    const char *bad = frame_error(bits, len);
+    if (bad) {
+        close_with(w, 1002, bad);
+        return 0;
+    }
     if (op == MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE) {
         pthread_mutex_lock(&w->mu);
         int sent = w->close_sent;
         pthread_mutex_unlock(&w->mu);
-        if (!sent) close_with(w, len >= 2 ? ((unsigned char)data[0] << 8) | (unsigned char)data[1]
-                                          : 1000, "");
+        /* the answer echoes the peer's code (1000 when it gave none), or
+         * fails a close that breaks section 5.5.1 or 7.4 */
+        int code = len >= 2 ? ((unsigned char)data[0] << 8) | (unsigned char)data[1] : 1000;
+        const char *why = "";
+        if (len == 1 || (len >= 2 && !close_code_ok(code))) {
+            code = 1002;
+            why = len == 1 ? "a close frame of 1 byte" : "an invalid close code";
+        } else if (len > 2 && !valid_utf8(data + 2, len - 2)) {
+            code = 1007;
+            why = "the close reason is not UTF-8";
+        }
+        if (!sent) close_with(w, code, why);
         return 0;
     }
     if (op == MG_WEBSOCKET_OPCODE_PING) {
@@ -334,6 +378,10 @@ int srv_ws_data(struct mg_connection *c, int bits, char *data, size_t len, void 
         return 0;
     }
     if (op == MG_WEBSOCKET_OPCODE_TEXT && fin && !w->msg) {   /* the usual case: one frame */
+        if (!valid_utf8(data, len)) {
+            close_with(w, 1007, "a text message that is not UTF-8");
+            return 0;
+        }
         on_message(w, data, len);
         return 1;
     }
@@ -351,6 +399,10 @@ int srv_ws_data(struct mg_connection *c, int bits, char *data, size_t len, void 
     memcpy(w->msg + w->msg_len, data, len);
     w->msg_len += len;
     if (fin) {
+        if (!valid_utf8(w->msg, w->msg_len)) {
+            close_with(w, 1007, "a text message that is not UTF-8");
+            return 0;
+        }
         on_message(w, w->msg, w->msg_len);
         free(w->msg);
         w->msg = NULL;

@@ -82,8 +82,8 @@ static int parse_stop(const json_t *v, srv_gen *g, char *err, size_t errlen, con
     return 0;
 }
 
-int srv_parse_gen(const void *json, const srv_limits *lim, srv_gen *g, char *err,
-                  size_t errlen, const char **param)
+int srv_parse_gen(const void *json, const srv_limits *lim, int min_tokens, srv_gen *g,
+                  char *err, size_t errlen, const char **param)
 {
     const json_t *o = json;
     const char *keys[] = { "max_completion_tokens", "max_tokens" };
@@ -91,9 +91,10 @@ int srv_parse_gen(const void *json, const srv_limits *lim, srv_gen *g, char *err
         json_t *v = field(o, keys[k]);
         if (!v) continue;
         json_int_t n = json_is_integer(v) ? json_integer_value(v) : -1;
-        if (n < 0 || n > lim->max_tokens)
-            return fail(err, errlen, param, keys[k], "'%s' must be an integer in 0..%d",
-                        keys[k], lim->max_tokens);
+        if (n < min_tokens || n > lim->max_tokens)
+            return fail(err, errlen, param, keys[k],
+                        "'%s' must be an integer in %d..%d (the server's --max-tokens)",
+                        keys[k], min_tokens, lim->max_tokens);
         g->max_tokens = (int)n;
         break;
     }
@@ -155,7 +156,9 @@ static int parse_common(const json_t *o, const srv_limits *lim, srv_http_req *r,
     if ((v = field(o, "model"))) {
         if (!json_is_string(v))
             return fail(err, errlen, param, "model", "'model' must be a string");
-        snprintf(r->model, sizeof r->model, "%s", json_string_value(v));
+        const char *name = json_string_value(v);
+        r->model_set = strlen(name) < sizeof r->model ? 1 : 2;
+        snprintf(r->model, sizeof r->model, "%s", name);
     }
     if ((v = field(o, "stream"))) {
         if (!json_is_boolean(v))
@@ -172,7 +175,7 @@ static int parse_common(const json_t *o, const srv_limits *lim, srv_http_req *r,
     if ((v = field(o, "user")) && !json_is_string(v))
         return fail(err, errlen, param, "user", "'user' must be a string");
     if (unsupported(o, err, errlen, param)) return -1;
-    return srv_parse_gen(o, lim, &r->cmd->gen, err, errlen, param);
+    return srv_parse_gen(o, lim, 1, &r->cmd->gen, err, errlen, param);
 }
 
 /* "prompt": a string, or an array holding one string. */

@@ -74,16 +74,20 @@ typedef struct srv_http_req {
     int      stream;          /* "stream": true                              */
     int      include_usage;   /* "stream_options": {"include_usage": true}   */
     char     model[128];      /* "model" as the client named it              */
+    int      model_set;       /* 1: "model" given (in model); 2: given, and
+                                 longer than model holds                     */
 } srv_http_req;
 
 int srv_parse_completion(const char *body, size_t len, const srv_limits *lim, int chat,
                          srv_http_req *out, char *err, size_t errlen, const char **param);
 
-/* A realtime message's sampling fields ("max_tokens", "temperature", ...)
- * into g, starting from the defaults in g.  json is a jansson json_t *.
- * Returns 0, or -1 with err filled. */
-int srv_parse_gen(const void *json, const srv_limits *lim, srv_gen *g, char *err,
-                  size_t errlen, const char **param);
+/* A request's sampling fields ("max_tokens", "temperature", ...) into g,
+ * starting from the defaults in g.  json is a jansson json_t *.  A token
+ * count below min_tokens is refused: 1 for HTTP (OpenAI refuses 0), 0 for
+ * a WebSocket message (0: append the text only).  Returns 0, or -1 with
+ * err filled. */
+int srv_parse_gen(const void *json, const srv_limits *lim, int min_tokens, srv_gen *g,
+                  char *err, size_t errlen, const char **param);
 
 /* chat_template.c: messages (a jansson array) into one prompt.  The
  * template is documented in docs/server.md.  Returns a malloc'd string,
@@ -296,9 +300,18 @@ void srv_date_header(struct mg_connection *c);
 /* An OpenAI-style error: {"error": {"message", "type", "param", "code"}}. */
 int  srv_send_error(struct mg_connection *c, int status, const char *code, const char *param,
                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* The request's path, %-decoded into buf (size bytes; SRV_PATH_MAX holds
+ * any path civetweb reads).  Returns its length, or -1 when it holds a
+ * NUL byte (%00) or does not fit: such a path names nothing here. */
+#define SRV_PATH_MAX 16384
+int srv_path(const struct mg_connection *c, char *buf, size_t size);
 /* Refuse a WebSocket upgrade request with an HTTP status and a JSON
  * error (civetweb's own answer API cannot, see http_util.c). */
 void srv_refuse_upgrade(struct mg_connection *c, int status, const char *code, const char *msg);
+/* The same answer for a request refused before civetweb could frame one
+ * (a misframed request, an error civetweb raised), with Connection: close;
+ * the caller sees that the connection does close. */
+void srv_refuse_close(struct mg_connection *c, int status, const char *code, const char *msg);
 /* Read the whole body (at most max bytes) into a malloc'd buffer.
  * Returns 0, or the HTTP status to answer (413 too large, 400 unreadable,
  * 411 length required, 500 no memory). */

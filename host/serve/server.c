@@ -19,8 +19,8 @@ struct srv_server {
 static int route(struct mg_connection *c, void *arg)
 {
     srv_ctx *ctx = arg;
-    const char *uri = mg_get_request_info(c)->local_uri;
-    if (!uri) uri = "";
+    char uri[SRV_PATH_MAX];
+    if (srv_path(c, uri, sizeof uri) < 0) uri[0] = '\0';   /* refused before (misframed) */
     if (!strcmp(uri, "/v1/completions"))      return srv_handle_completions(c, ctx, 0);
     if (!strcmp(uri, "/v1/chat/completions")) return srv_handle_completions(c, ctx, 1);
     if (!strcmp(uri, "/v1/models") || !strncmp(uri, "/v1/models/", 11))
@@ -39,17 +39,59 @@ static int route(struct mg_connection *c, void *arg)
     return st;
 }
 
-/* A WebSocket upgrade that civetweb would refuse itself (another path, no
+/* What civetweb 1.15 lets through that RFC 9112 refuses, answered 400
+ * before any handler runs (the reason in why), or NULL:
+ *   - Content-Length twice, or beside Transfer-Encoding (section 6.3: a
+ *     request framed two ways is smuggled past one of its readers; civetweb
+ *     reads the first length and would parse the rest of the body as the
+ *     next request), or a length that is not all digits (civetweb's strtoll
+ *     takes "5abc" as 5);
+ *   - a NUL byte written %00 in the path (srv_path). */
+static const char *misframed(const struct mg_connection *c)
+{
+    const struct mg_request_info *ri = mg_get_request_info(c);
+    int n_cl = 0, te = 0;
+    for (int i = 0; i < ri->num_headers; i++) {
+        const char *name = ri->http_headers[i].name, *v = ri->http_headers[i].value;
+        if (!strcasecmp(name, "Transfer-Encoding")) te = 1;
+        if (strcasecmp(name, "Content-Length")) continue;
+        n_cl++;
+        if (!v || !v[0] || strspn(v, "0123456789") != strlen(v))
+            return "Content-Length must be a decimal number";
+    }
+    if (n_cl > 1) return "Content-Length is given more than once";
+    if (n_cl && te) return "Content-Length and Transfer-Encoding together";
+    char path[SRV_PATH_MAX];
+    if (srv_path(c, path, sizeof path) < 0) return "the path holds a NUL byte (%00), or is too long";
+    return NULL;
+}
+
+/* Every request passes here first.  A misframed one is refused and its
+ * connection closed, so that no byte after it is read as a request.  A
+ * WebSocket upgrade that civetweb would refuse itself (another path, no
  * key, another protocol version) is refused here first, because civetweb
  * 1.15 writes such refusals without a status line (http_util.c). */
 static int begin_request(struct mg_connection *c)
 {
+    srv_ctx *ctx = mg_get_user_data(mg_get_context(c));
+    const char *why = misframed(c);
+    if (why) {
+        srv_refuse_close(c, 400, "bad_request", why);
+        srv_metrics_request(ctx->metrics, SRV_EP_OTHER, 400);
+        /* civetweb 1.15 has no call that ends a server connection after a
+         * response but this one: on a connection of the server's it sets
+         * the connection's must-close flag and shuts the socket (its
+         * close_connection), and the request loop then stops; test
+         * test_bad_input.py's smuggling case holds it to that */
+        mg_close_connection(c);
+        return 400;
+    }
     const char *up = mg_get_header(c, "Upgrade"), *conn = mg_get_header(c, "Connection");
     if (!up || !strcasestr(up, "websocket") || !conn || !strcasestr(conn, "upgrade")) return 0;
-    srv_ctx *ctx = mg_get_user_data(mg_get_context(c));
-    const char *uri = mg_get_request_info(c)->local_uri, *version;
+    char uri[SRV_PATH_MAX];
+    const char *version;
     int st = 0;
-    if (!uri || strcmp(uri, "/v1/realtime")) {
+    if (srv_path(c, uri, sizeof uri) < 0 || strcmp(uri, "/v1/realtime")) {
         st = 404;
         srv_refuse_upgrade(c, st, "not_found", "the WebSocket endpoint is /v1/realtime");
     } else if (!mg_get_header(c, "Sec-WebSocket-Key")) {
@@ -61,6 +103,24 @@ static int begin_request(struct mg_connection *c)
     }
     if (st) srv_metrics_request(ctx->metrics, st == 404 ? SRV_EP_OTHER : SRV_EP_REALTIME, st);
     return st;
+}
+
+/* The errors civetweb raises itself (a request line, headers or chunked
+ * body it cannot parse, 411, 413, 505, ...): the API's JSON error instead
+ * of its plain text, under a status line of our own, since civetweb's
+ * would repeat the client's HTTP version as it came (a version of
+ * "1.1 extra\r\nX: y" went into the status line as it was).  civetweb
+ * closes these connections itself. */
+static int http_error(struct mg_connection *c, int status, const char *msg)
+{
+    srv_ctx *ctx = mg_get_user_data(mg_get_context(c));
+    const char *code = status == 411 ? "length_required"
+                     : status == 413 || status == 431 ? "request_too_large"
+                     : status == 505 ? "http_version_not_supported"
+                     : status >= 500 ? "server_error" : "bad_request";
+    srv_refuse_close(c, status, code, msg && msg[0] ? msg : "the request cannot be read");
+    srv_metrics_request(ctx->metrics, SRV_EP_OTHER, status);
+    return 0;   /* answered */
 }
 
 /* --------------------------------------------------------------- logging --- */
@@ -105,11 +165,15 @@ srv_server *srv_server_start(srv_ctx *ctx, int threads, int *port)
         "keep_alive_timeout_ms", "2000",
         "tcp_nodelay", "1",
         "max_request_size", "16384",
+        /* paths are decoded by srv_path, which refuses a %00: civetweb
+         * decodes in place, so /v1/models/NAME%00x would name NAME */
+        "decode_url", "no",
         NULL,
     };
     /* No access log unless asked: civetweb formats it with localtime(),
      * which is not thread-safe. */
-    struct mg_callbacks cb = { .begin_request = begin_request, .log_message = log_message,
+    struct mg_callbacks cb = { .begin_request = begin_request, .http_error = http_error,
+                               .log_message = log_message,
                                .log_access = verbose ? log_access : NULL };
     struct mg_init_data init = { .callbacks = &cb, .user_data = ctx, .configuration_options = opts };
     char err[256] = "";

@@ -189,6 +189,82 @@ def test_bad_requests_get_4xx_or_close(srv):
     still_serving(srv)
 
 
+def read_all(sock, timeout=15):
+    """Everything the server sends until it closes (or timeout)."""
+    sock.settimeout(timeout)
+    got, until = b"", time.monotonic() + timeout
+    while time.monotonic() < until:
+        try:
+            chunk = sock.recv(65536)
+        except (ConnectionResetError, socket.timeout):
+            break
+        if not chunk:
+            return got, True
+        got += chunk
+    return got, False
+
+
+def answer(srv, data):
+    """(every response's status, the first JSON body, closed) for data."""
+    sock = socket.create_connection(("127.0.0.1", srv.port), timeout=15)
+    try:
+        sock.sendall(data)
+        got, closed = read_all(sock, timeout=5)
+    finally:
+        sock.close()
+    statuses = [int(line.split(b" ", 2)[1]) for line in got.split(b"\r\n")
+                if line.startswith(b"HTTP/1.")]
+    head, _, rest = got.partition(b"\r\n\r\n")
+    n = int([h.split(b":")[1] for h in head.split(b"\r\n") if h.lower().startswith(b"content-length:")][0])
+    return statuses, json.loads(rest[:n]), closed, head
+
+
+def test_misframed_requests_are_refused_and_closed(srv):
+    """RFC 9112 section 6.3: a body framed two ways is refused and the
+    connection closed, so nothing after it is read as a second request."""
+    smuggled = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+    cases = [
+        ("Content-Length twice", request(b"{}" + smuggled, headers={"Content-Length": "2"})
+         .replace(b"Content-Length: 2\r\n", b"Content-Length: 2\r\nContent-Length: %d\r\n"
+                  % (2 + len(smuggled))).replace(b"Connection: close\r\n", b""),
+         "Content-Length is given more than once"),
+        ("chunked and a length", (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                                  b"application/json\r\nTransfer-Encoding: chunked\r\nContent-Length: 7"
+                                  b"\r\n\r\n2\r\n{}\r\n0\r\n\r\n" + smuggled),
+         "Content-Length and Transfer-Encoding together"),
+        ("length with letters", request(b"{}", headers={"Content-Length": "2abc"}),
+         "Content-Length must be a decimal number"),
+        ("a NUL in the path", b"GET /v1/models/stories260K.bin%00x HTTP/1.1\r\nHost: x\r\n\r\n",
+         "NUL byte"),
+    ]
+    for what, data, msg in cases:
+        statuses, body, closed, _ = answer(srv, data)
+        assert statuses == [400] and closed, what           # one answer, then the close
+        assert body["error"]["code"] == "bad_request" and msg in body["error"]["message"], what
+    still_serving(srv)
+
+
+def test_civetweb_errors_are_json_under_our_status_line(srv):
+    cases = [
+        ("extra words after the version", b"GET /health HTTP/1.1 extra\r\nHost: x\r\n\r\n", 400),
+        ("a version with a CR LF in it", b"GET /health HTTP/1.1 x\r\nX-Injected: 1\r\n\r\n", 400),
+        ("garbage line", b"GARBAGE\r\n\r\n", 400),
+        ("HTTP/9.9", b"GET /health HTTP/9.9\r\nHost: x\r\n\r\n", 505),
+        ("bad chunk size", b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                           b"application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", 400),
+        ("huge header", b"GET /health HTTP/1.1\r\nX-Big: " + b"a" * 100000 + b"\r\n\r\n", 400),
+    ]
+    for what, data, status in cases:
+        statuses, body, closed, head = answer(srv, data)
+        assert statuses and statuses[0] == status, (what, statuses)
+        assert head.startswith(b"HTTP/1.1 %d " % status), (what, head[:60])
+        assert b"extra" not in head and b"X-Injected" not in head, what
+        assert b"Content-Type: application/json" in head, what
+        assert body["error"]["message"] and body["error"]["code"], what
+        assert closed, what
+    still_serving(srv)
+
+
 def test_ten_megabyte_body(srv):
     big = b'{"prompt": "' + b"a" * (10 << 20) + b'"}'
     assert assert_refused(srv, request(big), "10 MB body") in (413, None)
@@ -269,7 +345,7 @@ def ws_outcome(sock, leftover, timeout=15):
 WS_CASES = [
     # (what, bytes to send, outcomes allowed)
     ("not JSON", frame(1, b"nope"), {"message"}),
-    ("invalid UTF-8 text", frame(1, b'{"type": "generate", "text": "\xff"}'), {"message"}),
+    ("invalid UTF-8 text", frame(1, b'{"type": "generate", "text": "\xff"}'), {"close"}),
     ("wrong types", frame(1, b'{"type": "generate", "max_tokens": -5}'), {"message"}),
     ("no type", frame(1, b'{"text": "a"}'), {"message"}),
     ("deep JSON", frame(1, b"[" * 5000 + b"]" * 5000), {"message"}),
@@ -287,6 +363,83 @@ WS_CASES = [
     ("2 MB in fragments", b"".join(frame(1 if i == 0 else 0, b"a" * (1 << 16), fin=False)
                                    for i in range(32)) + frame(0, b"a", fin=True), {"close"}),
 ]
+
+
+def ws_close_code(sock, leftover, timeout=15):
+    """The status code of the server's close frame, skipping the text
+    frames before it; None when the socket closed without one."""
+    sock.settimeout(timeout)
+    buf, until = leftover, time.monotonic() + timeout
+    while time.monotonic() < until:
+        if len(buf) >= 2:
+            n, at = buf[1] & 0x7f, 2
+            if n == 126:
+                n, at = struct.unpack(">H", buf[2:4])[0] if len(buf) >= 4 else -1, 4
+            elif n == 127:
+                n, at = struct.unpack(">Q", buf[2:10])[0] if len(buf) >= 10 else -1, 10
+            if n >= 0 and len(buf) >= at + n:
+                if buf[0] & 0x0f == 8:
+                    return struct.unpack(">H", buf[at:at + 2])[0] if n >= 2 else 1005
+                buf = buf[at + n:]
+                continue
+        try:
+            chunk = sock.recv(65536)
+        except (ConnectionResetError, socket.timeout):
+            return None
+        if not chunk:
+            return None
+        buf += chunk
+    return None
+
+
+# RFC 6455: what fails the connection, and with which code
+WS_PROTOCOL_ERRORS = [
+    ("RSV1 without an extension", b"\xc1" + frame(1, b'{"type": "x"}')[1:], 1002),
+    ("RSV2", b"\xa1" + frame(1, b'{"type": "x"}')[1:], 1002),
+    ("RSV3 on a continuation", frame(1, b'{"a":', fin=False) + b"\x90" + frame(0, b"1}")[1:], 1002),
+    ("a fragmented close", frame(8, b"\x03\xe8", fin=False), 1002),
+    ("a close of 1 byte", frame(8, b"\x03"), 1002),
+    ("close code 1005", frame(8, b"\x03\xed"), 1002),
+    ("close code 999", frame(8, b"\x03\xe7"), 1002),
+    ("a close reason that is not UTF-8", frame(8, b"\x03\xe8\xff\xfe"), 1007),
+    ("a text frame that is not UTF-8", frame(1, b'{"type": "generate", "text": "\xff"}'), 1007),
+    ("an overlong encoding", frame(1, b'{"text": "\xc0\xaf"}'), 1007),
+    ("a surrogate", frame(1, b'{"text": "\xed\xa0\x80"}'), 1007),
+    ("fragments that are not UTF-8 together", frame(1, b'{"text": "\xe2', fin=False)
+     + frame(0, b'\x28\xa1"}'), 1007),
+    ("a clean close", frame(8, b"\x03\xe8bye"), 1000),
+    ("a close without a code", frame(8, b""), 1000),
+    ("a private close code", frame(8, b"\x0f\xa0"), 4000),
+]
+
+
+@pytest.mark.parametrize("what,data,code", WS_PROTOCOL_ERRORS, ids=[c[0] for c in WS_PROTOCOL_ERRORS])
+def test_websocket_protocol_errors_close_with_their_code(srv, what, data, code):
+    sock, leftover = ws_open(srv)
+    try:
+        sock.sendall(data)
+        assert ws_close_code(sock, leftover) == code, what
+    finally:
+        sock.close()
+    still_serving(srv)
+
+
+def test_a_fragment_split_character_is_one_message(srv):
+    """UTF-8 is checked on the whole message: a character split across two
+    fragments is fine."""
+    sock, leftover = ws_open(srv)
+    try:
+        sock.sendall(frame(1, b'{"type": "generate", "text": "caf\xc3', fin=False)
+                     + frame(0, b'\xa9", "max_tokens": 2}'))
+        sock.settimeout(15)
+        buf = leftover
+        while b'"done"' not in buf:
+            chunk = sock.recv(65536)
+            assert chunk, "closed"
+            buf += chunk
+        assert b'"type":"done"' in buf
+    finally:
+        sock.close()
 
 
 @pytest.mark.parametrize("what,data,allowed", WS_CASES, ids=[c[0] for c in WS_CASES])
