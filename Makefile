@@ -140,6 +140,7 @@ help:
 	@echo "                  (DOCS=1: write docs/benchmarks.md instead; RUNQ=, LLAMA_BENCH= and"
 	@echo "                  LLAMA_GGUF_DIR= measure the peers in the same run: docs/benchmarks.md)"
 	@echo "  make bench-serve  TTFT and per-token overhead of HTTP+SSE and WebSocket, tokens/s (docs/server.md)"
+	@echo "  make soak-serve   32 clients streaming for SOAK_MINUTES (10): the server's RSS every 10 s (docs/server.md)"
 	@echo "  make examples   build host/examples/ into $(BUILD)/examples/"
 	@echo "  make install    install tessera, the header, libraries, tessera.pc (PREFIX=$(PREFIX), DESTDIR=)"
 	@echo "  make uninstall  remove what make install installed (same PREFIX, DESTDIR)"
@@ -262,7 +263,7 @@ $(VENV)/.stamp: tests/serve/requirements.txt
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r tests/serve/requirements.txt
 	touch $@
 
-.PHONY: venv bench-serve
+.PHONY: venv bench-serve soak-serve
 venv: $(VENV)/.stamp
 
 # What HTTP+SSE and WebSocket cost against the in-process API, and
@@ -270,6 +271,13 @@ venv: $(VENV)/.stamp
 bench-serve: $(TESSERA) $(SERVE_REF) $(VENV)/.stamp
 	TSR_BUILD_DIR=$(abspath $(BUILD)) TSR_SHARED_DIR=$(abspath $(SHARED)) PYTHONDONTWRITEBYTECODE=1 \
 	    $(VENV)/bin/python tests/serve/bench_serve.py $(BENCH_SERVE_ARGS)
+
+# Memory under a long load: 32 clients streaming for SOAK_MINUTES (10) on
+# stories260K, the server's RSS every 10 s (docs/server.md has the figures).
+SOAK_MINUTES ?= 10
+soak-serve: $(TESSERA) $(VENV)/.stamp
+	TSR_BUILD_DIR=$(abspath $(BUILD)) TSR_SHARED_DIR=$(abspath $(SHARED)) PYTHONDONTWRITEBYTECODE=1 \
+	    $(VENV)/bin/python tests/serve/soak_serve.py --minutes $(SOAK_MINUTES) $(SOAK_ARGS)
 
 # make test: every CMocka program, the server's Python suites, the HLS
 # lints, a short run of each fuzzer, and the emulator builds test_plan needs.

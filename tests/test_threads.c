@@ -169,13 +169,17 @@ typedef struct cancel_job {
     pthread_t gen;          /* the generating thread (for the signal)      */
     int       seen;         /* atomic: tokens the callback has seen        */
     int       by_signal;    /* 1: pthread_kill(gen, SIGUSR1), 0: cancel    */
+    int       slow_us;      /* the callback's time per token, us           */
+    int       at_cancel;    /* atomic: seen as the cancel was made         */
 } cancel_job;
 
 static int count(tsr_seq *s, int token, void *user)
 {
     (void)s;
     (void)token;
-    __atomic_add_fetch(&((cancel_job *)user)->seen, 1, __ATOMIC_RELEASE);
+    cancel_job *c = user;
+    if (c->slow_us) usleep((useconds_t)c->slow_us);
+    __atomic_add_fetch(&c->seen, 1, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -183,6 +187,8 @@ static void *canceller(void *arg)
 {
     cancel_job *c = arg;
     while (__atomic_load_n(&c->seen, __ATOMIC_ACQUIRE) < 5) usleep(100);
+    __atomic_store_n(&c->at_cancel, __atomic_load_n(&c->seen, __ATOMIC_ACQUIRE),
+                     __ATOMIC_RELEASE);
     if (c->by_signal) pthread_kill(c->gen, SIGUSR1);
     else tsr_seq_cancel(c->s);
     return NULL;
@@ -241,32 +247,6 @@ static void cancel_from_thread_and_signal(void **state)
  * thread after 5 tokens still stops the stream within one token, the
  * history holds only what the callback saw, and the next generate goes on
  * from there with the solo run's tokens (the device was rewound). */
-typedef struct slow_job {
-    tsr_seq *s;
-    int      seen;      /* atomic: tokens the callback has seen           */
-    int      at_cancel; /* atomic: seen when the cancel was made, or -1   */
-} slow_job;
-
-static int slow_count(tsr_seq *s, int token, void *user)
-{
-    (void)s;
-    (void)token;
-    slow_job *j = user;
-    usleep(2000);
-    __atomic_add_fetch(&j->seen, 1, __ATOMIC_RELEASE);
-    return 0;
-}
-
-static void *slow_canceller(void *arg)
-{
-    slow_job *j = arg;
-    while (__atomic_load_n(&j->seen, __ATOMIC_ACQUIRE) < 5) usleep(100);
-    __atomic_store_n(&j->at_cancel, __atomic_load_n(&j->seen, __ATOMIC_ACQUIRE),
-                     __ATOMIC_RELEASE);
-    tsr_seq_cancel(j->s);
-    return NULL;
-}
-
 static void cancel_with_a_slow_callback(void **state)
 {
     (void)state;
@@ -280,11 +260,11 @@ static void cancel_with_a_slow_callback(void **state)
         const int *t;
         int n0 = 0, n = 0, got = -1;
         assert_int_equal(tsr_seq_tokens(s, &t, &n0), TSR_OK);
-        slow_job j = { .s = s, .at_cancel = -1 };
+        cancel_job j = { .s = s, .slow_us = 2000, .at_cancel = -1 };
         pthread_t th;
-        assert_int_equal(pthread_create(&th, NULL, slow_canceller, &j), 0);
+        assert_int_equal(pthread_create(&th, NULL, canceller, &j), 0);
         tsr_gen_opts g = { .max_tokens = 200, .ignore_stop = 1 };
-        assert_int_equal(tsr_seq_generate(s, &g, slow_count, &j, &got), TSR_OK);
+        assert_int_equal(tsr_seq_generate(s, &g, count, &j, &got), TSR_OK);
         pthread_join(th, NULL);
         int at = __atomic_load_n(&j.at_cancel, __ATOMIC_ACQUIRE);
         print_message("slow callback, cancel after %d tokens seen: %d generated\n", at, got);
