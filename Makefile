@@ -272,7 +272,7 @@ bench-serve: $(TESSERA) $(SERVE_REF) $(VENV)/.stamp
 	TSR_BUILD_DIR=$(abspath $(BUILD)) TSR_SHARED_DIR=$(abspath $(SHARED)) PYTHONDONTWRITEBYTECODE=1 \
 	    $(VENV)/bin/python tests/serve/bench_serve.py $(BENCH_SERVE_ARGS)
 
-# Memory under a long load: 32 clients streaming for SOAK_MINUTES (10) on
+# Memory under a long load: 32 clients streaming (28 HTTP+SSE, 4 WebSocket) for SOAK_MINUTES (10) on
 # stories260K, the server's RSS every 10 s (docs/server.md has the figures).
 SOAK_MINUTES ?= 10
 soak-serve: $(TESSERA) $(VENV)/.stamp

@@ -4,9 +4,11 @@ docs/server.md come from it.
 
 One `tessera serve --slots 8 --queue 32` on stories260K, and CLIENTS
 clients for MINUTES minutes, each a loop of requests with nothing between
-them: three in four stream completions over HTTP+SSE (a new connection
-each), one in four hold a WebSocket session and send generate messages
-(its sequence reset when the context fills).  Prompts and lengths vary
+them: seven in eight stream completions over HTTP+SSE (a new connection
+each), one in eight hold a WebSocket session for 20 turns, then close it
+and open another (a session holds a slot for its life, so sessions that
+never ended would starve the HTTP clients of slots); a turn that finds
+the context full resets the sequence.  Prompts and lengths vary
 per request, so the server sees every size of body, prompt and answer.
 The server's RSS (VmRSS of /proc/PID/status) is sampled every SAMPLE
 seconds and printed as a table; the last line compares the RSS after the
@@ -81,7 +83,9 @@ def ws_client(srv, until, seed, counts):
     while time.monotonic() < until:
         try:
             with connect(srv.ws_url, open_timeout=30, max_size=None) as ws:
-                while time.monotonic() < until:
+                for _ in range(20):
+                    if time.monotonic() >= until:
+                        break
                     ws.send(json.dumps({"type": "generate", "text": " " + prompt(rng),
                                         "max_tokens": rng.randrange(1, 100)}))
                     while True:
@@ -115,13 +119,13 @@ def main():
     until = t0 + 60 * a.minutes
     threads = []
     for i in range(a.clients):
-        fn = ws_client if i % 4 == 3 else http_client
+        fn = ws_client if i % 8 == 7 else http_client
         threads.append(threading.Thread(target=fn, args=(srv, until, 1000 + i, counts), daemon=True))
     for t in threads:
         t.start()
     print("tessera serve --slots 8 --queue 32, %s; %d clients (%d HTTP+SSE, %d WebSocket), "
-          "%.1f minutes" % (a.model.rsplit("/", 1)[-1], a.clients, a.clients - a.clients // 4,
-                            a.clients // 4, a.minutes))
+          "%.1f minutes" % (a.model.rsplit("/", 1)[-1], a.clients, a.clients - a.clients // 8,
+                            a.clients // 8, a.minutes))
     print("%8s %10s %10s %10s %8s" % ("time s", "RSS MB", "requests", "tokens", "errors"))
     print("%8.0f %10.1f %10d %10d %8d" % (0, before / 1024, 0, 0, 0))
     samples = []
