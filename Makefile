@@ -109,8 +109,10 @@ REF_OBJ    := $(REF_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 # Under ThreadSanitizer: the API concurrency tests (the calls tessera.h
 # says are thread-safe, cancel from threads and signal handlers, and a
-# batch's cancel from another thread) and the emulator's worker pool.
-TSAN_TESTS := test_threads test_api test_batch test_pool
+# batch's cancel from another thread), the emulator's worker pool, and
+# the server built with it (test_serve: its scheduler batching four
+# streams, the connection threads).
+TSAN_TESTS := test_threads test_api test_batch test_pool test_serve
 ifeq ($(TSAN),1)
   TEST_BIN := $(TSAN_TESTS:%=$(BUILD)/tests/%)
 endif

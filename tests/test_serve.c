@@ -1,8 +1,10 @@
 /*
  * test_serve.c - tessera serve as curl sees it: greedy completions equal
  * tessera run's text (streamed and not), the -n / max_tokens mapping, the
- * OpenAI shapes, the API key, errors as 4xx JSON, /metrics, the page, and
- * exit 0 on SIGTERM.  The Python suites in tests/serve/ drive the same
+ * OpenAI shapes, the API key, errors as 4xx JSON, /metrics, the page,
+ * four streams at once in shared decode calls, and exit 0 on SIGTERM.
+ * `make test TSAN=1` runs it against the ThreadSanitizer build of the
+ * server too (the scheduler's batching, the connection threads).  The Python suites in tests/serve/ drive the same
  * server with the openai and websockets packages and a browser.
  */
 #include <stdarg.h>
@@ -303,6 +305,65 @@ static void models_health_metrics(void **state)
     assert_non_null(strstr(out, "tessera_requests_total{endpoint=\"metrics\",code=\"200\"} 1\n"));
 }
 
+/* The value of the /metrics sample `name` in text (0 when absent). */
+static double metric(const char *text, const char *name)
+{
+    char key[256];
+    snprintf(key, sizeof key, "\n%s ", name);
+    const char *p = strstr(text, key);
+    return p ? strtod(p + strlen(key), NULL) : 0.0;
+}
+
+/* Four greedy completions streamed at once: continuous batching puts the
+ * four sequences into shared decode calls (/metrics says so), and each
+ * client's text is still tessera run's. */
+static void concurrent_streams_share_decode_calls(void **state)
+{
+    (void)state;
+    static const char *const prompts[4] = { "Once upon a time", "The little dog",
+                                            "Lily and Ben", "One day, a bird" };
+    static char before[1 << 16], text[8192], want[8192], got[16384];
+    snprintf(cmd, sizeof cmd, CURL "%s/metrics", srv.url);
+    run_capture(cmd, before, err, sizeof before);
+    char dir[] = "/tmp/tsr_serve_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    size_t n = (size_t)snprintf(cmd, sizeof cmd, "(");
+    for (int i = 0; i < 4; i++)
+        n += (size_t)snprintf(cmd + n, sizeof cmd - n,
+                              CURL "-N -o %s/%d %s/v1/completions" JSON_HDR "-d '{\"prompt\": "
+                              "\"%s\", \"max_tokens\": 80, \"temperature\": 0, \"stream\": "
+                              "true, \"stream_options\": {\"include_usage\": true}}' & ",
+                              dir, i, srv.url, prompts[i]);
+    snprintf(cmd + n, sizeof cmd - n, "wait)");
+    assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
+    for (int i = 0; i < 4; i++) {
+        char c[256];
+        snprintf(c, sizeof c, "(cat %s/%d && rm %s/%d)", dir, i, dir, i);
+        assert_int_equal(run_capture(c, out, err, sizeof out), 0);
+        char fin[32];
+        int done;
+        sse_text(out, 0, text, sizeof text, fin, &done);
+        assert_true(done);
+        const char *pt = strstr(out, "\"prompt_tokens\":");
+        assert_non_null(pt);
+        run_text(prompts[i], 80 + atoi(pt + 16) - 1, want, sizeof want);
+        snprintf(got, sizeof got, "%s%s\n", prompts[i], text);
+        assert_string_equal(got, want);
+    }
+    assert_int_equal(rmdir(dir), 0);
+    snprintf(cmd, sizeof cmd, CURL "%s/metrics", srv.url);
+    run_capture(cmd, out, err, sizeof out);
+    double calls = metric(out, "tessera_decode_batch_size_count") -
+                   metric(before, "tessera_decode_batch_size_count");
+    double seqs = metric(out, "tessera_decode_batch_size_sum") -
+                  metric(before, "tessera_decode_batch_size_sum");
+    double shared = calls - (metric(out, "tessera_decode_batch_size_bucket{le=\"1\"}") -
+                             metric(before, "tessera_decode_batch_size_bucket{le=\"1\"}"));
+    print_message("4 streams: %.0f decode calls, %.0f of them shared, %.2f sequences a call\n",
+                  calls, shared, seqs / calls);
+    assert_true(calls > 0 && shared > 0 && seqs > calls);
+}
+
 /* The page is in the binary and loads nothing from elsewhere. */
 static void page_is_served_whole(void **state)
 {
@@ -383,6 +444,7 @@ int main(void)
         cmocka_unit_test(page_is_served_whole),
         cmocka_unit_test(api_key_is_required),
         cmocka_unit_test(bad_options_and_busy_port),
+        cmocka_unit_test(concurrent_streams_share_decode_calls),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

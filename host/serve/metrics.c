@@ -18,7 +18,9 @@ static const double ttft_le[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 
                                   1, 2.5, 5, 10 };
 static const double gap_le[]  = { 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
                                   0.025, 0.05, 0.1, 0.25, 1 };
+static const double batch_le[] = { 1, 2, 3, 4, 5, 6, 7, 8 };
 #define N_TTFT (sizeof ttft_le / sizeof ttft_le[0])
+#define N_BATCH (sizeof batch_le / sizeof batch_le[0])
 #define N_GAP  (sizeof gap_le / sizeof gap_le[0])
 #define N_STATUS 600
 
@@ -34,7 +36,7 @@ struct srv_metrics {
     pthread_mutex_t mu;
     uint64_t requests[SRV_EP_COUNT][N_STATUS];
     uint64_t prompt_tokens, completion_tokens, turns;
-    hist     ttft, gap;
+    hist     ttft, gap, batch;
 };
 
 srv_metrics *srv_metrics_new(void)
@@ -44,6 +46,7 @@ srv_metrics *srv_metrics_new(void)
     pthread_mutex_init(&m->mu, NULL);
     m->ttft = (hist){ .le = ttft_le, .n = N_TTFT };
     m->gap = (hist){ .le = gap_le, .n = N_GAP };
+    m->batch = (hist){ .le = batch_le, .n = N_BATCH };
     return m;
 }
 
@@ -85,6 +88,13 @@ void srv_metrics_token_gap(srv_metrics *m, double seconds)
 {
     pthread_mutex_lock(&m->mu);
     observe(&m->gap, seconds);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void srv_metrics_decode_call(srv_metrics *m, int n)
+{
+    pthread_mutex_lock(&m->mu);
+    observe(&m->batch, n);
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -152,6 +162,9 @@ char *srv_metrics_text(srv_metrics *m, srv_sched *s)
     say_hist(&o, "tessera_ttft_seconds", "Request arrival to its first token.", &m->ttft);
     say_hist(&o, "tessera_token_seconds", "Time between consecutive tokens of one generation.",
              &m->gap);
+    say_hist(&o, "tessera_decode_batch_size", "Sequences in each decode call (continuous "
+             "batching: every generating sequence, one pass over the weights a token).",
+             &m->batch);
     pthread_mutex_unlock(&m->mu);
     say(&o, "# HELP tessera_slots Sequence slots on the device.\n# TYPE tessera_slots gauge\n"
             "tessera_slots %d\n", slots);

@@ -8,20 +8,26 @@
  *   start     open the session's sequence (first turn), tokenize the text,
  *             check the context, post STARTED
  *   prefill   append up to prefill_chunk tokens per call
- *   decode    a quantum of tokens per call (--quantum, max_tokens of the
- *             call) while other sessions have work; a greedy session alone
- *             on the device gets one call for all it asked for, and yields
- *             from the token callback as soon as anything changes (a new
+ *   decode    every session that is generating, in one call
+ *             (tsr_seq_generate_batch: each step of the device is one pass
+ *             over the weights for all of them, continuous batching); a
+ *             quantum of tokens each (--quantum) while other sessions have
+ *             work; when the generating sessions are all the work and all
+ *             greedy, one call for all they asked for, which yields from
+ *             the token callback as soon as anything changes (a new
  *             client, an interrupt, a hang-up): an exact stop, the driver
  *             rewinds what the device sampled past it
  *
- * A call has a fixed cost (a kernel command; in the emulator a thread
- * start and wake-ups), which the quantum spreads over its tokens.  A
- * sampled session yields only at quantum boundaries, never by a rewind,
- * so its random stream never skips a token and a seed gives the text of
- * tessera run -s SEED, busy or not (an interrupted turn excepted).
- * Interrupts, steers, resets and hang-ups stop any call at its next token;
- * during a prompt's prefill they wait for the prompt to be in. */
+ * So a new request's start and prefill chunks run between decode calls,
+ * and wait at most one of them.  A call has a fixed cost (a kernel
+ * command; in the emulator a thread start and wake-ups), which the
+ * quantum spreads over its tokens.  A sampled session yields only at
+ * quantum boundaries, never by a rewind, so its random stream never skips
+ * a token and a seed gives the text of tessera run -s SEED, busy or not
+ * (an interrupted turn excepted); the batch gives every sequence its solo
+ * run's tokens.  Interrupts, steers, resets and hang-ups stop any call at
+ * their session's next token; during a prompt's prefill they wait for the
+ * prompt to be in. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,29 +208,41 @@ static void prefill(srv_sched *s, srv_session *ss, srv_turn *t)
 
 /* -------------------------------------------------------------- decode --- */
 
+/* A session of a decode call. */
 typedef struct tok_ctx {
-    srv_sched   *s;
     srv_session *ss;
     srv_turn    *t;
 } tok_ctx;
 
-/* The token callback, on this thread inside tsr_seq_generate: text out to
- * the client; non-zero to stop exactly here. */
+/* One decode call: its sessions, and their sequences in the same order. */
+typedef struct dec_call {
+    srv_sched *s;
+    int        n;
+    tsr_seq   *seq[SRV_BATCH_MAX];
+    tok_ctx    c[SRV_BATCH_MAX];
+} dec_call;
+
+/* The token callback, on this thread inside tsr_seq_generate_batch, for
+ * the sequence seq: text out to its client; non-zero to stop that
+ * sequence exactly here (the others go on). */
 static int on_token(tsr_seq *seq, int token, void *user)
 {
-    (void)seq;
-    tok_ctx *c = user;
-    srv_turn *t = c->t;
+    dec_call *d = user;
+    int k = 0;
+    while (k < d->n - 1 && d->seq[k] != seq) k++;
+    srv_sched *s = d->s;
+    srv_session *ss = d->c[k].ss;
+    srv_turn *t = d->c[k].t;
     double now = srv_now();
     if (t->generated == 0) t->t_first = now;
-    else srv_metrics_token_gap(c->s->metrics, now - t->t_last);
+    else srv_metrics_token_gap(s->metrics, now - t->t_last);
     t->t_last = now;
     t->generated++;
     t->last = token;
     /* the model's BOS and EOS end the text, unprinted */
-    if (token != c->s->info.bos && token != c->s->info.eos) {
+    if (token != s->info.bos && token != s->info.eos) {
         size_t n = 0;
-        const char *piece = tsr_model_token_text(c->s->model, t->prev, token, &n);
+        const char *piece = tsr_model_token_text(s->model, t->prev, token, &n);
         srv_textout_push(&t->out, piece, n);
     }
     t->prev = token;
@@ -235,48 +253,79 @@ static int on_token(tsr_seq *seq, int token, void *user)
         e->token = token;
         if ((e->text = strndup(p, n))) e->len = n;
     }
-    post(c->s, c->ss, e);
+    post(s, ss, e);
     if (t->out.stopped) return 1;
-    if (!__atomic_load_n(&c->s->preempt, __ATOMIC_ACQUIRE)) return 0;
+    if (!__atomic_load_n(&s->preempt, __ATOMIC_ACQUIRE)) return 0;
     /* Something changed: a long call yields to whoever came; any call
      * stops for its own session's interrupt, steer, reset or hang-up. */
     if (t->long_call) return 1;
-    pthread_mutex_lock(&c->s->mu);
-    int stop = c->ss->stop_gen || c->ss->gone || c->s->closing;
-    pthread_mutex_unlock(&c->s->mu);
+    pthread_mutex_lock(&s->mu);
+    int stop = ss->stop_gen || ss->gone || s->closing;
+    pthread_mutex_unlock(&s->mu);
     return stop;
 }
 
-static void decode(srv_sched *s, srv_session *ss, srv_turn *t, int solo)
+/* Generate for the n sessions ss[] (1 <= n <= SRV_BATCH_MAX, each with a
+ * turn in its decode phase) in one device call, every sequence a token at
+ * each of the device's steps: one pass over the weights a step for all of
+ * them (tsr_seq_generate_batch: each sequence's tokens are those of its
+ * solo run).  alone: no other session has work.  Each gets a quantum of
+ * tokens, or, when alone and all greedy, all it asked for: such a long
+ * call yields from the token callback as soon as anything changes (a
+ * rewind is exact for greedy sequences; a sampled one never yields by a
+ * rewind, so that its random stream skips no token). */
+static void decode(srv_sched *s, srv_session *const *ss, int n, int alone)
 {
-    const srv_gen *g = &t->cmd->gen;
-    int remaining = g->max_tokens - t->generated;
-    int room = s->info.seq_len - (tsr_seq_length(ss->seq) - 1);
-    if (remaining <= 0 || room <= 0) {
-        finish(s, ss, t, SRV_R_LENGTH);
-        return;
+    dec_call d = { .s = s };
+    tsr_gen_opts go[SRV_BATCH_MAX];
+    int remaining[SRV_BATCH_MAX], all_greedy = 1;
+    for (int k = 0; k < n; k++) {
+        srv_turn *t = ss[k]->active;
+        const srv_gen *g = &t->cmd->gen;
+        int left = g->max_tokens - t->generated;
+        int room = s->info.seq_len - (tsr_seq_length(ss[k]->seq) - 1);
+        if (left <= 0 || room <= 0) {
+            finish(s, ss[k], t, SRV_R_LENGTH);
+            continue;
+        }
+        all_greedy &= g->temperature == 0.0f;
+        remaining[d.n] = left;
+        d.seq[d.n] = ss[k]->seq;
+        d.c[d.n++] = (tok_ctx){ .ss = ss[k], .t = t };
     }
-    int greedy = g->temperature == 0.0f;
-    int n = solo && greedy ? remaining : remaining < s->o.quantum ? remaining : s->o.quantum;
-    t->long_call = solo && greedy;
-    tsr_gen_opts go = { .max_tokens = n, .temperature = g->temperature, .top_p = g->top_p,
-                        .seed = g->seed };
-    tok_ctx c = { .s = s, .ss = ss, .t = t };
-    tsr_seq_stats a, b;
-    tsr_seq_get_stats(ss->seq, &a);
-    int got = 0, before = t->generated;
-    int rc = tsr_seq_generate(ss->seq, &go, on_token, &c, &got);
-    tsr_seq_get_stats(ss->seq, &b);
-    t->st.decode_h2d += b.decode_h2d - a.decode_h2d;
-    t->st.decode_d2h += b.decode_d2h - a.decode_d2h;
-    if (rc != TSR_OK) {
-        device_failed(s, ss, t, rc);
-        return;
+    if (d.n == 0) return;
+    int long_call = alone && all_greedy;
+    tsr_seq_stats a[SRV_BATCH_MAX];
+    int before[SRV_BATCH_MAX], got[SRV_BATCH_MAX];
+    for (int k = 0; k < d.n; k++) {
+        srv_turn *t = d.c[k].t;
+        const srv_gen *g = &t->cmd->gen;
+        int want = long_call || remaining[k] < s->o.quantum ? remaining[k] : s->o.quantum;
+        t->long_call = long_call;
+        go[k] = (tsr_gen_opts){ .max_tokens = want, .temperature = g->temperature,
+                                .top_p = g->top_p, .seed = g->seed };
+        tsr_seq_get_stats(d.seq[k], &a[k]);
+        before[k] = t->generated;
     }
-    if (t->out.stopped || (t->generated > before && (t->last == s->info.eos || t->last == s->info.bos)))
-        finish(s, ss, t, SRV_R_STOP);
-    else if (t->generated >= g->max_tokens || got == 0)
-        finish(s, ss, t, SRV_R_LENGTH);
+    int rc = tsr_seq_generate_batch(d.seq, d.n, go, on_token, &d, got);
+    srv_metrics_decode_call(s->metrics, d.n);
+    for (int k = 0; k < d.n; k++) {
+        srv_session *sk = d.c[k].ss;
+        srv_turn *t = d.c[k].t;
+        tsr_seq_stats b;
+        tsr_seq_get_stats(d.seq[k], &b);
+        t->st.decode_h2d += b.decode_h2d - a[k].decode_h2d;
+        t->st.decode_d2h += b.decode_d2h - a[k].decode_d2h;
+        if (rc != TSR_OK) {
+            device_failed(s, sk, t, rc);
+            continue;
+        }
+        if (t->out.stopped ||
+            (t->generated > before[k] && (t->last == s->info.eos || t->last == s->info.bos)))
+            finish(s, sk, t, SRV_R_STOP);
+        else if (t->generated >= t->cmd->gen.max_tokens || got[k] == 0)
+            finish(s, sk, t, SRV_R_LENGTH);
+    }
 }
 
 /* ---------------------------------------------------------------- step --- */
@@ -297,7 +346,7 @@ static void cleanup(srv_sched *s, srv_session *ss)
 }
 
 /* One unit of work for ss: at most one device call. */
-static void step(srv_sched *s, srv_session *ss, int solo)
+static void step(srv_sched *s, srv_session *ss, int alone)
 {
     pthread_mutex_lock(&s->mu);
     if (ss->gone) {
@@ -371,7 +420,7 @@ static void step(srv_sched *s, srv_session *ss, int solo)
     switch (t->phase) {
     case SRV_PH_START:   start(s, ss, t); break;
     case SRV_PH_PREFILL: prefill(s, ss, t); break;
-    case SRV_PH_DECODE:  decode(s, ss, t, solo); break;
+    case SRV_PH_DECODE:  decode(s, &ss, 1, alone); break;
     }
 }
 
@@ -404,6 +453,14 @@ static srv_session *pick_locked(srv_sched *s, int *n)
     return pick;
 }
 
+/* A session whose turn can join a decode call as it is: generating, with
+ * nothing to stop it first (step() handles those one by one). */
+static int decode_ready_locked(const srv_sched *s, const srv_session *ss)
+{
+    return ss->admit == SRV_SLOTTED && !ss->gone && !s->closing && !ss->stop_gen &&
+           ss->active && ss->active->phase == SRV_PH_DECODE;
+}
+
 static void *sched_main(void *arg)
 {
     srv_sched *s = arg;
@@ -416,12 +473,25 @@ static void *sched_main(void *arg)
             pthread_cond_wait(&s->work, &s->mu);
             continue;
         }
-        ss->refs++;
+        /* Continuous batching: a session that is generating takes every
+         * other one that is into its call (at most the 8 sequences of a
+         * tsr_seq_generate_batch; a device whose batch is smaller steps
+         * them in turn), so all of them advance a token a pass over the
+         * weights; a session
+         * with anything else to do (a new turn, a prefill chunk, a stop)
+         * gets a step of its own between two such calls. */
+        srv_session *batch[SRV_BATCH_MAX] = { ss };
+        int m = 1;
+        if (decode_ready_locked(s, ss))
+            for (srv_session *o = s->live; o && m < SRV_BATCH_MAX; o = o->next)
+                if (o != ss && decode_ready_locked(s, o)) batch[m++] = o;
+        for (int k = 0; k < m; k++) batch[k]->refs++;
         __atomic_store_n(&s->preempt, 0, __ATOMIC_RELEASE);
         pthread_mutex_unlock(&s->mu);
-        step(s, ss, n == 1);
+        if (m > 1) decode(s, batch, m, n == m);
+        else step(s, ss, n == 1);
         pthread_mutex_lock(&s->mu);
-        srv_unref_locked(ss);
+        for (int k = 0; k < m; k++) srv_unref_locked(batch[k]);
     }
     /* Sessions left when told to quit (their clients are gone) give back
      * their sequences before the device closes. */

@@ -10,6 +10,7 @@
 #include "serve.h"
 
 #define SRV_MAX_PENDING 8   /* commands a session may queue behind its turn */
+#define SRV_BATCH_MAX   8   /* sequences in one decode call (tsr_seq_generate_batch) */
 
 typedef enum srv_admit { SRV_NEW, SRV_WAITING, SRV_SLOTTED, SRV_DETACHED } srv_admit;
 
@@ -24,7 +25,7 @@ typedef struct srv_turn {
     int         generated;     /* tokens the device has sampled                */
     int         prev;          /* the last token: spacing of the next piece    */
     int         last;          /* the last generated token; -1: none           */
-    int         long_call;     /* this generate may yield to others (greedy)   */
+    int         long_call;     /* a call for all it asked: yields to others    */
     srv_textout out;
     srv_stats   st;
     double      t_start, t_first, t_last;

@@ -4,8 +4,9 @@
  *   http_api.c, realtime.c                         sched.c
  *     read and check the request (request.c) ---->   owns every device call:
  *       a srv_cmd on the client's srv_session          open, append, generate,
- *     wait for the session's srv_events <--------      close; interleaves the
- *     and write them out (SSE, JSON, WS frames)        sessions token by token
+ *     wait for the session's srv_events <--------      close; generates for all
+ *     and write them out (SSE, JSON, WS frames)        the sessions at once (a
+ *                                                      batched decode call)
  *
  * A session is one client of the device: an HTTP request (one generation)
  * or a WebSocket connection (one sequence for the connection's lifetime).
@@ -234,6 +235,8 @@ void srv_metrics_free(srv_metrics *m);
 void srv_metrics_request(srv_metrics *m, int endpoint, int status);
 void srv_metrics_turn(srv_metrics *m, const srv_stats *st);
 void srv_metrics_token_gap(srv_metrics *m, double seconds);
+/* A decode call of the scheduler, over n sequences (1..8). */
+void srv_metrics_decode_call(srv_metrics *m, int n);
 /* Prometheus text format (version 0.0.4) into a malloc'd string. */
 char *srv_metrics_text(srv_metrics *m, srv_sched *s);
 

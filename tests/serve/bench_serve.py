@@ -17,7 +17,8 @@ For each model, greedy, on loopback:
              stateless HTTP sends the whole dialogue again each turn.
   throughput aggregate tokens/s with 1, 4 and 8 clients streaming at once.
 
-usage: bench_serve.py [--turns N] [--tokens N] [--threads N] [--models 260k,15m]
+usage: bench_serve.py [--turns N] [--tokens N] [--threads N] [--models 260k,15m,110m]
+                      [--throughput-only]
 """
 import argparse
 import http.client
@@ -253,40 +254,54 @@ def bench_model(name, model, tok, ctx_tokens, a):
         name, a.tokens, a.turns, a.threads, a.quantum))
     srv = tsr_serve.Server(["-m", str(model), "-z", str(tok), "--slots", "8", "--queue", "16",
                             "--threads", str(a.threads), "--max-tokens", str(ctx_tokens),
-                            "--quantum", str(a.quantum)])
+                            "--ctx", str(ctx_tokens), "--quantum", str(a.quantum)])
     try:
-        rows = latency(srv, model, tok, a)
-        base = rows[0][1]
-        print("| transport | TTFT median | TTFT p99 | time a token, median | time a token, p99 |"
-              " TTFT overhead | per-token overhead |")
-        print("|---|---|---|---|---|---|---|")
-        for label, r in rows:
-            print("| %s | %.3f ms | %.3f ms | %.1f us | %.1f us | %+.3f ms | %+.1f us |" % (
-                label, r["ttft_med"], r["ttft_p99"], 1e3 * r["gap_med"], 1e3 * r["gap_p99"],
-                r["ttft_med"] - base["ttft_med"], 1e3 * (r["gap_med"] - base["gap_med"])))
-        new, ka, ws = rows[1][1], rows[2][1], rows[3][1]
-        print()
-        for label, h in (("new connection", new), ("kept alive", ka)):
-            rt_h, rt_w = h["ttft_med"] - base["ttft_med"], ws["ttft_med"] - base["ttft_med"]
-            tok_h, tok_w = h["gap_med"] - base["gap_med"], ws["gap_med"] - base["gap_med"]
-            print("WebSocket against HTTP (%s): round-trip overhead %s, TTFT %s, per-token "
-                  "overhead %s  " % (label, change(rt_w, rt_h), change(ws["ttft_med"], h["ttft_med"]),
-                                     change(tok_w, tok_h)))
-        n = min(a.turns, (ctx_tokens - 8) // (a.tokens + 6))   # what the context holds
-        ref = InProcess(model, tok, a.threads)
-        d_in = [ref.turn(PROMPT if i == 0 else LINE, a.tokens, fresh=i == 0)[0] for i in range(n)]
-        ref.close()
-        d_ws = ws_dialogue(srv, n, a.tokens)
-        d_http = http_dialogue(srv, n, a.tokens)
-        print("\nDialogue of %d turns, TTFT of the last turn / median over turns: in-process "
-              "%.2f / %.2f ms, WebSocket %.2f / %.2f ms, stateless HTTP %.2f / %.2f ms" % (
-                  n, d_in[-1], statistics.median(d_in), d_ws[-1], statistics.median(d_ws),
-                  d_http[-1], statistics.median(d_http)))
+        if not a.throughput_only:
+            latency_and_dialogue(srv, model, tok, ctx_tokens, a)
+        m0 = srv.metrics()
         tput = [(c, throughput(srv, c, a.requests, 64)) for c in (1, 4, 8)]
-        print("\nAggregate tokens/s (HTTP+SSE, 64 tokens a request, %d requests a client, "
-              "8 slots): %s" % (a.requests, ", ".join("%d clients %.0f" % ct for ct in tput)))
+        print("\nAggregate tokens/s (HTTP+SSE, greedy, 64 tokens a request, %d requests a "
+              "client, 8 slots): %s; %s" % (
+                  a.requests, ", ".join("%d clients %.0f" % ct for ct in tput),
+                  ", ".join("%d clients %.2fx" % (c, t / tput[0][1]) for c, t in tput[1:])))
+        m = srv.metrics()
+        calls = m["tessera_decode_batch_size_count"] - m0["tessera_decode_batch_size_count"]
+        seqs = m["tessera_decode_batch_size_sum"] - m0["tessera_decode_batch_size_sum"]
+        print("Decode calls of the three runs: %d, %.2f sequences a call on average" % (
+            calls, seqs / max(calls, 1)))
     finally:
         assert srv.stop() == 0
+
+
+def latency_and_dialogue(srv, model, tok, ctx_tokens, a):
+    """The transports' TTFT and token gaps, then a dialogue's TTFT."""
+    rows = latency(srv, model, tok, a)
+    base = rows[0][1]
+    print("| transport | TTFT median | TTFT p99 | time a token, median | time a token, p99 |"
+          " TTFT overhead | per-token overhead |")
+    print("|---|---|---|---|---|---|---|")
+    for label, r in rows:
+        print("| %s | %.3f ms | %.3f ms | %.1f us | %.1f us | %+.3f ms | %+.1f us |" % (
+            label, r["ttft_med"], r["ttft_p99"], 1e3 * r["gap_med"], 1e3 * r["gap_p99"],
+            r["ttft_med"] - base["ttft_med"], 1e3 * (r["gap_med"] - base["gap_med"])))
+    new, ka, ws = rows[1][1], rows[2][1], rows[3][1]
+    print()
+    for label, h in (("new connection", new), ("kept alive", ka)):
+        rt_h, rt_w = h["ttft_med"] - base["ttft_med"], ws["ttft_med"] - base["ttft_med"]
+        tok_h, tok_w = h["gap_med"] - base["gap_med"], ws["gap_med"] - base["gap_med"]
+        print("WebSocket against HTTP (%s): round-trip overhead %s, TTFT %s, per-token "
+              "overhead %s  " % (label, change(rt_w, rt_h), change(ws["ttft_med"], h["ttft_med"]),
+                                 change(tok_w, tok_h)))
+    n = min(a.turns, (ctx_tokens - 8) // (a.tokens + 6))   # what the context holds
+    ref = InProcess(model, tok, a.threads)
+    d_in = [ref.turn(PROMPT if i == 0 else LINE, a.tokens, fresh=i == 0)[0] for i in range(n)]
+    ref.close()
+    d_ws = ws_dialogue(srv, n, a.tokens)
+    d_http = http_dialogue(srv, n, a.tokens)
+    print("\nDialogue of %d turns, TTFT of the last turn / median over turns: in-process "
+          "%.2f / %.2f ms, WebSocket %.2f / %.2f ms, stateless HTTP %.2f / %.2f ms" % (
+              n, d_in[-1], statistics.median(d_in), d_ws[-1], statistics.median(d_ws),
+              d_http[-1], statistics.median(d_http)))
 
 
 def change(new, old):
@@ -301,7 +316,9 @@ def main():
     ap.add_argument("--requests", type=int, default=8)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--quantum", type=int, default=4)
-    ap.add_argument("--models", default="260k,15m")
+    ap.add_argument("--models", default="260k,15m", help="of 260k, 15m, 110m (Q8_0)")
+    ap.add_argument("--throughput-only", action="store_true",
+                    help="only the aggregate tokens/s with 1, 4 and 8 clients")
     a = ap.parse_args()
     print("tessera serve benchmark, %s" % time.strftime("%Y-%m-%d"))
     if "260k" in a.models:
@@ -309,6 +326,10 @@ def main():
     if "15m" in a.models:
         bench_model("stories15M shape (tessera synth)", tsr_serve.s15m_model(), tsr_serve.TOK32K,
                     256, a)
+    if "110m" in a.models:
+        # a context of 128: 8 slots' fp32 KV caches fit the generic PEs
+        bench_model("stories110M shape, Q8_0 (tessera synth --q8), context 128",
+                    tsr_serve.s110m_q8_model(), tsr_serve.TOK32K, 128, a)
     sys.stdout.flush()
 
 

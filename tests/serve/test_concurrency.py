@@ -101,6 +101,14 @@ def test_eight_clients_on_four_slots_get_their_solo_tokens(four_slots):
     key = 'tessera_requests_total{endpoint="completions",code="200"}'
     assert after[key] - before.get(key, 0) == 8
     assert after["tessera_slots_busy"] == 0 and after["tessera_queue_length"] == 0
+    # continuous batching: the generating sequences shared decode calls
+    # (one pass over the weights a token for all of them)
+    def delta(k):
+        return after.get(k, 0) - before.get(k, 0)
+    calls = delta("tessera_decode_batch_size_count")
+    shared = calls - delta('tessera_decode_batch_size_bucket{le="1"}')
+    assert shared > 0 and delta("tessera_decode_batch_size_sum") > calls, (calls, shared)
+    assert delta('tessera_decode_batch_size_bucket{le="4"}') == calls   # at most the 4 slots
 
 
 def test_beyond_the_queue_gets_503(four_slots):

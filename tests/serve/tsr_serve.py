@@ -25,14 +25,15 @@ TOK32K = SHARED / "models" / "tokenizer.bin"
 ARTIFACTS = BUILD / "serve-test"
 
 
-def _synth_once(name, shape):
-    """build/serve-test/NAME, written once with tessera synth --shape SHAPE."""
+def _synth_once(name, shape, *extra):
+    """build/serve-test/NAME, written once with tessera synth --shape SHAPE
+    (and the options extra)."""
     path = ARTIFACTS / name
     if not path.exists():
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        subprocess.run([str(TESSERA), "synth", "--shape", shape, "-o", str(tmp)],
-                       check=True, capture_output=True, timeout=120)
+        subprocess.run([str(TESSERA), "synth", "--shape", shape, *extra, "-o", str(tmp)],
+                       check=True, capture_output=True, timeout=300)
         tmp.rename(path)
     return path
 
@@ -40,6 +41,12 @@ def _synth_once(name, shape):
 def s15m_model():
     """build/serve-test/s15m.bin: the stories15M shape (random weights)."""
     return _synth_once("s15m.bin", "stories15M")
+
+
+def s110m_q8_model():
+    """build/serve-test/s110m-q8.bin: the stories110M shape in Q8_0 (random
+    weights; for benchmarks)."""
+    return _synth_once("s110m-q8.bin", "stories110M", "--q8")
 
 
 def s15m_long_model():
