@@ -45,12 +45,19 @@ typedef struct ws_conn {
 
 static json_t *stats_json(const srv_stats *st)
 {
-    return json_pack("{s:i,s:i,s:i,s:I,s:I,s:I,s:f,s:f,s:f}", "prompt_tokens", st->prompt_tokens,
-                     "completion_tokens", st->completion_tokens, "history_tokens",
-                     st->history_tokens, "prefill_h2d_bytes", (json_int_t)st->prefill_h2d,
-                     "decode_h2d_bytes", (json_int_t)st->decode_h2d, "decode_d2h_bytes",
-                     (json_int_t)st->decode_d2h, "queue_ms", st->queue_ms, "ttft_ms", st->ttft_ms,
-                     "decode_ms", st->decode_ms);
+    json_t *o = json_pack("{s:i,s:i,s:i,s:I,s:I,s:I,s:f,s:f,s:f}", "prompt_tokens",
+                          st->prompt_tokens, "completion_tokens", st->completion_tokens,
+                          "history_tokens", st->history_tokens, "prefill_h2d_bytes",
+                          (json_int_t)st->prefill_h2d, "decode_h2d_bytes",
+                          (json_int_t)st->decode_h2d, "decode_d2h_bytes",
+                          (json_int_t)st->decode_d2h, "queue_ms", st->queue_ms, "ttft_ms",
+                          st->ttft_ms, "decode_ms", st->decode_ms);
+    /* a turn an interrupt or steer stopped: how fast the stop took hold */
+    if (o && st->stop_ms > 0) {
+        json_object_set_new(o, "tokens_after_stop", json_integer(st->tokens_after_stop));
+        json_object_set_new(o, "stop_ms", json_real(st->stop_ms));
+    }
+    return o;
 }
 
 /* The message for an event; NULL for events the protocol does not show. */

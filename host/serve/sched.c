@@ -126,6 +126,7 @@ static void finish(srv_sched *s, srv_session *ss, srv_turn *t, srv_reason why)
         t->st.ttft_ms = 1e3 * (t->t_first - t->cmd->t_recv);
         t->st.decode_ms = 1e3 * (t->t_last - t->t_first);
     }
+    if (t->t_stop > 0) t->st.stop_ms = 1e3 * (srv_now() - t->t_stop);
     srv_event *done = srv_event_new(SRV_EV_DONE);
     if (done) {
         done->reason = why;
@@ -258,11 +259,11 @@ static int on_token(tsr_seq *seq, int token, void *user)
     if (!__atomic_load_n(&s->preempt, __ATOMIC_ACQUIRE)) return 0;
     /* Something changed: a long call yields to whoever came; any call
      * stops for its own session's interrupt, steer, reset or hang-up. */
-    if (t->long_call) return 1;
     pthread_mutex_lock(&s->mu);
     int stop = ss->stop_gen || ss->gone || s->closing;
     pthread_mutex_unlock(&s->mu);
-    return stop;
+    t->st.tokens_after_stop += stop;   /* this token came after the stop */
+    return t->long_call || stop;
 }
 
 /* Generate for the n sessions ss[] (1 <= n <= SRV_BATCH_MAX, each with a
@@ -357,6 +358,7 @@ static void step(srv_sched *s, srv_session *ss, int alone)
     int closing = s->closing;
     srv_turn *t = ss->active;
     int stop = t && t->phase == SRV_PH_DECODE && (ss->stop_gen || closing);
+    if (stop && ss->stop_gen) t->t_stop = ss->t_stop;
     srv_reason why = closing ? SRV_R_SHUTDOWN
                    : ss->cmds && ss->cmds->kind == SRV_STEER ? SRV_R_STEERED : SRV_R_INTERRUPTED;
     srv_cmd *c = NULL;

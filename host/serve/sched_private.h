@@ -29,6 +29,7 @@ typedef struct srv_turn {
     srv_textout out;
     srv_stats   st;
     double      t_start, t_first, t_last;
+    double      t_stop;        /* when a stop reached the server; 0: none      */
 } srv_turn;
 
 struct srv_session {
@@ -39,6 +40,7 @@ struct srv_session {
     srv_admit        admit;        /* [mu]                                      */
     int              gone;         /* [mu] the client hung up                   */
     int              stop_gen;     /* [mu] stop the running turn at its next token */
+    double           t_stop;       /* [mu] when stop_gen was set (srv_now), s   */
     int              bye_sent;     /* [mu] shutdown: a close was posted         */
     srv_cmd         *cmds;         /* [mu] FIFO of commands not started         */
     int              n_cmds;       /* [mu]                                      */

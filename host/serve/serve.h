@@ -118,6 +118,11 @@ typedef struct srv_stats {
     double   queue_ms;            /* arrival to the first device call        */
     double   ttft_ms;             /* arrival to the first token              */
     double   decode_ms;           /* first token to the last                 */
+    /* a turn that an interrupt, steer or reset stopped: tokens generated
+     * after it reached the server (the token in flight: 0 or 1), and the
+     * time from its arrival to the turn's end, ms */
+    int      tokens_after_stop;
+    double   stop_ms;
 } srv_stats;
 
 typedef enum srv_ev_kind {

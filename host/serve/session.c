@@ -207,7 +207,10 @@ void srv_detach_locked(srv_sched *s, srv_session *ss)
  * and have not started are answered "interrupted" without running. */
 static void interrupt_locked(srv_session *ss)
 {
-    if (ss->active) ss->stop_gen = 1;
+    if (ss->active && !ss->stop_gen) {
+        ss->stop_gen = 1;
+        ss->t_stop = srv_now();
+    }
     for (srv_cmd *c = ss->cmds; c; c = c->next)
         if (c->kind != SRV_RESET) c->cancelled = 1;
 }

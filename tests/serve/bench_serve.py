@@ -15,6 +15,8 @@ For each model, greedy, on loopback:
   dialogue   TURNS turns that each add a line and generate: a WebSocket
              session appends only the new line (its KV cache stays);
              stateless HTTP sends the whole dialogue again each turn.
+  interrupt  a WebSocket interrupt after 5 tokens: send to done, and the
+             server's count of tokens made after it arrived.
   throughput aggregate tokens/s with 1, 4 and 8 clients streaming at once.
 
 usage: bench_serve.py [--turns N] [--tokens N] [--threads N] [--models 260k,15m,110m]
@@ -194,6 +196,42 @@ def ws_dialogue(srv, turns, tokens):
     return ttfts
 
 
+def interrupt_latency(srv, runs, ctx_tokens):
+    """runs turns that a WebSocket interrupt stops after 5 tokens: from the
+    client's send to its done (ms), the tokens it received in between (made
+    before the interrupt reached the server, when the model outruns the
+    client), and the server's own figures (done's stats): tokens made
+    after the interrupt arrived, and arrival to the turn's end (ms)."""
+    ws = RawWS(srv)
+    to_done, received, after, stop_ms = [], [], [], []
+    for _ in range(runs):
+        ws_turn(ws, {"type": "reset"})
+        ws.send(json.dumps({"type": "generate", "text": PROMPT, "max_tokens": ctx_tokens - 16}))
+        n, sent, t0 = 0, None, 0.0
+        while True:
+            m = json.loads(ws.recv())
+            if m["type"] == "token" and "id" in m:
+                n += 1
+                if sent is not None:
+                    sent += 1
+                elif n == 5:
+                    t0 = time.perf_counter()
+                    ws.send(json.dumps({"type": "interrupt"}))
+                    sent = 0
+            elif m["type"] == "done":
+                to_done.append(1e3 * (time.perf_counter() - t0))
+                received.append(sent or 0)
+                after.append(m["stats"].get("tokens_after_stop", 0))
+                stop_ms.append(m["stats"].get("stop_ms", 0.0))
+                break
+    ws.close()
+    print("\nInterrupt after 5 tokens, %d turns: send to done %.2f ms median, %.2f ms p99; "
+          "tokens received after the send %d median, %d p99; on the server, tokens made after "
+          "the interrupt arrived at most %d, arrival to the turn's end %.3f ms median, %.3f ms "
+          "p99" % (runs, statistics.median(to_done), pct(to_done, 99), statistics.median(received),
+                   pct(received, 99), max(after), statistics.median(stop_ms), pct(stop_ms, 99)))
+
+
 # ------------------------------------------------------------ throughput ---
 
 def throughput(srv, clients, requests, tokens):
@@ -258,6 +296,7 @@ def bench_model(name, model, tok, ctx_tokens, a):
     try:
         if not a.throughput_only:
             latency_and_dialogue(srv, model, tok, ctx_tokens, a)
+            interrupt_latency(srv, a.turns, ctx_tokens)
         m0 = srv.metrics()
         tput = [(c, throughput(srv, c, a.requests, 64)) for c in (1, 4, 8)]
         print("\nAggregate tokens/s (HTTP+SSE, greedy, 64 tokens a request, %d requests a "

@@ -59,6 +59,27 @@ def test_interrupt_then_steer_equals_the_driver_api(s15m):
     assert st["history_tokens"] == len(ref[0]["tokens"]) + k + n + 20
 
 
+def test_an_interrupt_stops_within_one_token_on_stories260k(s260k):
+    """stories260K samples a token every 40-60 us, faster than this client
+    reads them, so the tokens it receives after sending an interrupt were
+    mostly made before the interrupt reached the server; the server counts
+    the ones made after (tokens_after_stop) and times the stop (stop_ms).
+    Every token the server made reaches the client, and the history ends
+    at the last of them."""
+    with connect(s260k.ws_url, open_timeout=10) as ws:
+        for _ in range(5):
+            ids, d = turn(ws, {"type": "generate", "text": PROMPT, "max_tokens": 480},
+                          interrupt_after=5)
+            st = d["stats"]
+            assert d["reason"] == "interrupted"
+            assert 5 <= len(ids) == st["completion_tokens"] < 480
+            assert st["tokens_after_stop"] < 16      # the token in flight: 0 or 1
+            assert 0 < st["stop_ms"] < 1000
+            assert st["history_tokens"] == 5 + len(ids)
+            _, r = turn(ws, {"type": "reset"})
+            assert r["reason"] == "reset" and "stop_ms" not in r["stats"]
+
+
 def test_kv_cache_carries_over_between_turns(s260k):
     with connect(s260k.ws_url, open_timeout=10) as ws:
         a, d1 = turn(ws, {"type": "generate", "text": PROMPT, "max_tokens": 10})
