@@ -325,7 +325,8 @@ static int close_code_ok(int code)
 /* What RFC 6455 makes a protocol error (1002) in a frame's first byte and
  * length, that civetweb 1.15 passes on: a reserved bit set with no
  * extension agreed (section 5.2), a control frame fragmented or over 125
- * bytes (section 5.5).  NULL when the frame is well formed. */
+ * bytes (section 5.5; of the control frames only a close reaches here
+ * while civetweb's ping-pong is on).  NULL when the frame is well formed. */
 static const char *frame_error(int bits, size_t len)
 {
     int op = bits & 0x0f;
@@ -364,6 +365,8 @@ int srv_ws_data(struct mg_connection *c, int bits, char *data, size_t len, void 
         if (!sent) close_with(w, code, why);
         return 0;
     }
+    /* civetweb answers pings and takes pongs itself while its
+     * enable_websocket_ping_pong is on (server.c): this is for when not */
     if (op == MG_WEBSOCKET_OPCODE_PING) {
         mg_websocket_write(c, MG_WEBSOCKET_OPCODE_PONG, data, len);
         return 1;

@@ -74,6 +74,7 @@ static void conclude(srv_sched *s, srv_session *ss, srv_event *last)
     pthread_mutex_lock(&s->mu);
     ss->active = NULL;
     ss->stop_gen = 0;
+    ss->t_stop = 0;
     if (!ss->persistent) srv_detach_locked(s, ss);
     srv_post_locked(ss, last);
     pthread_mutex_unlock(&s->mu);
@@ -309,6 +310,12 @@ static void decode(srv_sched *s, srv_session *const *ss, int n, int alone)
         before[k] = t->generated;
     }
     int rc = tsr_seq_generate_batch(d.seq, d.n, go, on_token, &d, got);
+    if ((rc == TSR_ERR_ARG || rc == TSR_ERR_STATE) && d.n > 1) {
+        /* refused before anything ran (the call changes no sequence): each
+         * alone, so that only the one at fault fails */
+        for (int k = 0; k < d.n; k++) decode(s, &d.c[k].ss, 1, 0);
+        return;
+    }
     srv_metrics_decode_call(s->metrics, d.n);
     for (int k = 0; k < d.n; k++) {
         srv_session *sk = d.c[k].ss;
@@ -364,6 +371,7 @@ static void step(srv_sched *s, srv_session *ss, int alone)
     srv_cmd *c = NULL;
     if (!t) {
         ss->stop_gen = 0;
+        ss->t_stop = 0;
         if ((c = ss->cmds)) {
             ss->cmds = c->next;
             ss->n_cmds--;
@@ -435,6 +443,14 @@ static int has_work_locked(const srv_sched *s, const srv_session *ss)
            (s->closing && ss->persistent && !ss->bye_sent);
 }
 
+/* A session whose turn can join a decode call as it is: generating, with
+ * nothing to stop it first (step() handles those one by one). */
+static int decode_ready_locked(const srv_sched *s, const srv_session *ss)
+{
+    return ss->admit == SRV_SLOTTED && !ss->gone && !s->closing && !ss->stop_gen &&
+           ss->active && ss->active->phase == SRV_PH_DECODE;
+}
+
 /* The next session with work after s->rr (round robin); *n gets how many
  * have work. */
 static srv_session *pick_locked(srv_sched *s, int *n)
@@ -455,25 +471,43 @@ static srv_session *pick_locked(srv_sched *s, int *n)
     return pick;
 }
 
-/* A session whose turn can join a decode call as it is: generating, with
- * nothing to stop it first (step() handles those one by one). */
-static int decode_ready_locked(const srv_sched *s, const srv_session *ss)
+/* After a decode call: the next session after s->rr with work a decode
+ * call does not do (a start, a prefill chunk, a stop), or NULL.  So that
+ * such work waits one decode call, not one for each generating session
+ * the round robin would pass on its way. */
+static srv_session *pick_other_locked(srv_sched *s)
 {
-    return ss->admit == SRV_SLOTTED && !ss->gone && !s->closing && !ss->stop_gen &&
-           ss->active && ss->active->phase == SRV_PH_DECODE;
+    srv_session *first = NULL, *after = NULL;
+    int past = s->rr == NULL;
+    for (srv_session *ss = s->live; ss; ss = ss->next) {
+        if (has_work_locked(s, ss) && !decode_ready_locked(s, ss)) {
+            if (!first) first = ss;
+            if (past && !after) after = ss;
+        }
+        if (ss == s->rr) past = 1;
+    }
+    srv_session *pick = after ? after : first;
+    if (pick) s->rr = pick;
+    return pick;
 }
 
 static void *sched_main(void *arg)
 {
     srv_sched *s = arg;
+    int batched = 0;   /* the last call was a decode call of several */
     pthread_mutex_lock(&s->mu);
     for (;;) {
         int n = 0;
-        srv_session *ss = pick_locked(s, &n);
+        srv_session *rr = s->rr, *ss = pick_locked(s, &n), *other;
         if (!ss) {
             if (s->quit) break;
             pthread_cond_wait(&s->work, &s->mu);
             continue;
+        }
+        if (batched) {
+            s->rr = rr;
+            if ((other = pick_other_locked(s))) ss = other;
+            else s->rr = ss;
         }
         /* Continuous batching: a session that is generating takes every
          * other one that is into its call (at most the 8 sequences of a
@@ -490,6 +524,7 @@ static void *sched_main(void *arg)
         for (int k = 0; k < m; k++) batch[k]->refs++;
         __atomic_store_n(&s->preempt, 0, __ATOMIC_RELEASE);
         pthread_mutex_unlock(&s->mu);
+        batched = m > 1;
         if (m > 1) decode(s, batch, m, n == m);
         else step(s, ss, n == 1);
         pthread_mutex_lock(&s->mu);
@@ -550,8 +585,9 @@ void srv_sched_close(srv_sched *s)
             }
             srv_post_locked(ss, e);
             srv_detach_locked(s, ss);
-        } else if (ss->active) {
+        } else if (ss->active && !ss->stop_gen) {
             ss->stop_gen = 1;
+            ss->t_stop = srv_now();
         }
     }
     srv_kick_locked(s);

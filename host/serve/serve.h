@@ -308,10 +308,10 @@ void srv_date_header(struct mg_connection *c);
 /* An OpenAI-style error: {"error": {"message", "type", "param", "code"}}. */
 int  srv_send_error(struct mg_connection *c, int status, const char *code, const char *param,
                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-/* The request's path, %-decoded into buf (size bytes; SRV_PATH_MAX holds
- * any path civetweb reads).  Returns its length, or -1 when it holds a
+/* The request's path, %-decoded into buf (size bytes; SRV_PATH_MAX: a
+ * longer path is refused, 400).  Returns its length, or -1 when it holds a
  * NUL byte (%00) or does not fit: such a path names nothing here. */
-#define SRV_PATH_MAX 16384
+#define SRV_PATH_MAX 4096   /* on a connection thread's stack (100 KB)  */
 int srv_path(const struct mg_connection *c, char *buf, size_t size);
 /* Refuse a WebSocket upgrade request with an HTTP status and a JSON
  * error (civetweb's own answer API cannot, see http_util.c). */

@@ -39,28 +39,56 @@ static int route(struct mg_connection *c, void *arg)
     return st;
 }
 
+/* Whether civetweb 1.15 read the whole header block.  It parses the block
+ * in place (each line's CR and LF become NULs) and stops without a word
+ * after MG_MAX_HEADERS (64) fields, or at a line it does not take for a
+ * field, such as a folded one (obs-fold, RFC 9112 section 5.2): the lines
+ * after it, a Content-Length among them, go unread, and the body would
+ * be read as the next request.  The block ended where it should only if
+ * the empty line follows the last field's line.  An HTTP/1.1 request
+ * without fields lacks Host, which section 3.2 makes a 400 anyway. */
+static int headers_whole(const struct mg_request_info *ri)
+{
+    if (ri->num_headers >= MG_MAX_HEADERS) return 0;
+    if (ri->num_headers == 0) return strcmp(ri->http_version, "1.1") != 0;
+    const char *v = ri->http_headers[ri->num_headers - 1].value;
+    const char *p = v + strlen(v);
+    for (int nul = 0; nul < 2 && *p == '\0'; nul++) p++;   /* its CR and LF */
+    return *p == '\r' || *p == '\n';
+}
+
 /* What civetweb 1.15 lets through that RFC 9112 refuses, answered 400
- * before any handler runs (the reason in why), or NULL:
- *   - Content-Length twice, or beside Transfer-Encoding (section 6.3: a
- *     request framed two ways is smuggled past one of its readers; civetweb
- *     reads the first length and would parse the rest of the body as the
- *     next request), or a length that is not all digits (civetweb's strtoll
- *     takes "5abc" as 5);
+ * before any handler runs (the reason), or NULL:
+ *   - a header block it did not read whole (headers_whole), or an
+ *     HTTP/1.1 request without Host (section 3.2);
+ *   - Content-Length twice, or beside Transfer-Encoding, or a
+ *     Transfer-Encoding twice or other than chunked (section 6.3: a
+ *     request framed two ways is smuggled past one of its readers;
+ *     civetweb reads the first of each, and takes "identity" for no
+ *     body), or a length that is not all digits (civetweb's strtoll takes
+ *     "5abc" as 5);
  *   - a NUL byte written %00 in the path (srv_path). */
 static const char *misframed(const struct mg_connection *c)
 {
     const struct mg_request_info *ri = mg_get_request_info(c);
-    int n_cl = 0, te = 0;
+    if (!headers_whole(ri))
+        return "the header block has a folded line, more than 63 fields, or no Host";
+    int n_cl = 0, n_te = 0, host = 0;
     for (int i = 0; i < ri->num_headers; i++) {
         const char *name = ri->http_headers[i].name, *v = ri->http_headers[i].value;
-        if (!strcasecmp(name, "Transfer-Encoding")) te = 1;
+        host |= !strcasecmp(name, "Host");
+        if (!strcasecmp(name, "Transfer-Encoding")) {
+            if (n_te++ || strcasecmp(v, "chunked"))
+                return "Transfer-Encoding must be given once, as chunked";
+        }
         if (strcasecmp(name, "Content-Length")) continue;
         n_cl++;
         if (!v || !v[0] || strspn(v, "0123456789") != strlen(v))
             return "Content-Length must be a decimal number";
     }
+    if (!host && !strcmp(ri->http_version, "1.1")) return "an HTTP/1.1 request needs Host";
     if (n_cl > 1) return "Content-Length is given more than once";
-    if (n_cl && te) return "Content-Length and Transfer-Encoding together";
+    if (n_cl && n_te) return "Content-Length and Transfer-Encoding together";
     char path[SRV_PATH_MAX];
     if (srv_path(c, path, sizeof path) < 0) return "the path holds a NUL byte (%00), or is too long";
     return NULL;
@@ -114,7 +142,8 @@ static int begin_request(struct mg_connection *c)
 static int http_error(struct mg_connection *c, int status, const char *msg)
 {
     srv_ctx *ctx = mg_get_user_data(mg_get_context(c));
-    const char *code = status == 411 ? "length_required"
+    const char *code = status == 404 ? "not_found" : status == 405 ? "method_not_allowed"
+                     : status == 411 ? "length_required"
                      : status == 413 || status == 431 ? "request_too_large"
                      : status == 505 ? "http_version_not_supported"
                      : status >= 500 ? "server_error" : "bad_request";

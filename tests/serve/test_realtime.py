@@ -73,7 +73,7 @@ def test_an_interrupt_stops_within_one_token_on_stories260k(s260k):
             st = d["stats"]
             assert d["reason"] == "interrupted"
             assert 5 <= len(ids) == st["completion_tokens"] < 480
-            assert st["tokens_after_stop"] < 16      # the token in flight: 0 or 1
+            assert st["tokens_after_stop"] <= 1      # the token in flight (the issue: < 16)
             assert 0 < st["stop_ms"] < 1000
             assert st["history_tokens"] == 5 + len(ids)
             _, r = turn(ws, {"type": "reset"})
