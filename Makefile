@@ -416,13 +416,14 @@ fuzz-smoke: fuzz-build fuzz-seeds
 # RUNQ=llama2.c's runq, LLAMA_BENCH=llama.cpp's llama-bench with a GGUF per
 # shape (LLAMA_GGUF_<shape>=FILE or LLAMA_GGUF_DIR=DIR holding
 # <shape>.q8_0.gguf), measured in the same run, interleaved with tessera;
-# BENCH_ROUNDS, BENCH_SHAPES, BENCH_THREADS, BENCH_PROMPT, BENCH_DECODE
-# narrow it (host/bench.sh).
+# BENCH_ROUNDS, BENCH_SHAPES, BENCH_THREADS, BENCH_PROMPT, BENCH_DECODE narrow
+# it, and BENCH_BACKEND picks tessera's device (emu:simd=avx2: an AVX2-only
+# CPU's paths on one with AVX-512) (host/bench.sh).
 .PHONY: bench
 BENCH_OUT := $(if $(filter 1,$(DOCS)),docs/benchmarks.md,$(BUILD)/bench/benchmarks.md)
 BENCH_VARS := RUNQ LLAMA_BENCH LLAMA_GGUF_DIR LLAMA_GGUF_stories260K LLAMA_GGUF_stories15M \
               LLAMA_GGUF_stories42M LLAMA_GGUF_stories110M BENCH_ROUNDS BENCH_SHAPES \
-              BENCH_THREADS BENCH_PROMPT BENCH_DECODE
+              BENCH_THREADS BENCH_PROMPT BENCH_DECODE BENCH_BACKEND
 bench: $(TESSERA)
 	$(foreach v,$(BENCH_VARS),$(if $(value $(v)),$(v)='$($(v))')) \
 	    sh host/bench.sh $(TESSERA) $(SHARED) $(BUILD)/bench $(BENCH_OUT)

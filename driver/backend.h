@@ -32,6 +32,7 @@ typedef struct tsr_devspec {
                            device's limit (a lower one: to compare)    */
     int  threads;       /* 0: cores available                           */
     int  no_simd;       /* emu: 1 = portable loops only ("simd=0")      */
+    int  simd_avx2;     /* emu: 1 = an AVX2-only CPU's paths ("simd=avx2") */
     char xclbin[256];   /* xrt only; "" for the default in bitstreams/  */
 } tsr_devspec;
 

@@ -147,6 +147,9 @@ static int emu_open(const tsr_devspec *spec, tsr_backend **out, tsr_devinfo *inf
         }
     }
     b->st->simd = !spec->no_simd;
+    /* "simd=avx2": an AVX2-only CPU's paths (no AVX-512, AVX-VNNI or AMX),
+     * for this process, before the first pass (tsr_emu.h) */
+    if (spec->simd_avx2) tsr_emu_vec_limit = TSR_EMU_VEC_AVX2;
     tsr_kstate *s = b->st;
     place_slices(b, s->w8, sizeof s->w8[0], TSR_PES);
     place_slices(b, s->f32, sizeof s->f32[0], TSR_PES);

@@ -72,7 +72,12 @@ int tsr_devspec_parse(const char *spec, tsr_devspec *out, tsr_err *e)
         else if (!strcmp(tok, "threads")) bad = parse_int(val, 1, 1024, &out->threads);
         else if (!strcmp(tok, "xclbin"))  bad = copy_field(out->xclbin, sizeof out->xclbin, val);
         else if (!strcmp(tok, "index"))   bad = parse_int(val, 0, 255, &out->index);
-        else if (!strcmp(tok, "simd"))    { int on = 1; bad = parse_int(val, 0, 1, &on); out->no_simd = !on; }
+        else if (!strcmp(tok, "simd")) {
+            int on = 1;
+            out->simd_avx2 = !strcmp(val, "avx2");
+            bad = out->simd_avx2 ? 0 : parse_int(val, 0, 1, &on);
+            out->no_simd = !on;
+        }
         else if (!strcmp(tok, "cols"))    bad = parse_int(val, 1, 4096, &out->cols);
         else if (!strcmp(tok, "kvsplit")) bad = parse_int(val, 1, 4096, &out->kv_split);
         else if (!strcmp(tok, "batch"))   bad = parse_int(val, 1, 8, &out->batch);

@@ -25,26 +25,24 @@ _Static_assert(TSR_ATT_LANES == 8, "a word of fp32 lanes is one 256-bit register
  * dimensions) a pass reads. */
 #define ROW_MAX 8192u
 
-/* Built for AVX-512, AVX2 and the baseline, picked at load time (GCC's
- * target_clones): the same operations, wider lanes (C11 mode: no FMA
- * contraction in any clone).  The clones are static: GCC gives the ifunc of
- * an extern target_clones function default visibility whatever
- * -fvisibility says, which would export it from libtessera.so.  Not under
- * ASan or TSan: the clones' ifunc resolver runs during relocation, before
- * the sanitizer's runtime is up, and its instrumented entry crashes there. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define ATT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+/* Built for AVX-512, AVX2 and the baseline (the same operations, wider
+ * lanes; C11 mode: no FMA contraction in any of them), and picked at each
+ * call by tsr_emu_vec_level, so that "simd=avx2" takes an AVX2-only CPU's
+ * loop.  (GCC's target_clones would pick by the CPU alone, through an
+ * ifunc that crashes under ASan and TSan and that GCC exports whatever
+ * -fvisibility says.) */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define ATT_WIDE 1
 #else
-#define ATT_CLONES
+#define ATT_WIDE 0
 #endif
 
 /* Rows stored whole (step W) a row at a time; position tiles a word of
  * positions at a time, every row's word before the next word's (each
  * element's sum keeps o ascending either way). */
-ATT_CLONES
-static void att_mac(const float *kv, uint32_t stride, uint32_t step, const float *s, uint32_t no,
-                    uint32_t nj, uint32_t parts, float *acc, uint32_t acc_stride)
+static inline __attribute__((always_inline)) void
+att_mac_body(const float *kv, uint32_t stride, uint32_t step, const float *s, uint32_t no,
+             uint32_t nj, uint32_t parts, float *acc, uint32_t acc_stride)
 {
     uint32_t run = step == W ? nj : W;   /* elements a row holds contiguously */
     for (uint32_t j0 = 0; j0 < nj; j0 += run) {
@@ -59,6 +57,39 @@ static void att_mac(const float *kv, uint32_t stride, uint32_t step, const float
                 for (uint32_t j = 0; j < n; j++) a[j] = a[j] + sv * k[j];
         }
     }
+}
+
+#if ATT_WIDE
+__attribute__((target("avx512f"))) static void
+att_mac_avx512(const float *kv, uint32_t stride, uint32_t step, const float *s, uint32_t no,
+               uint32_t nj, uint32_t parts, float *acc, uint32_t acc_stride)
+{
+    att_mac_body(kv, stride, step, s, no, nj, parts, acc, acc_stride);
+}
+
+__attribute__((target("avx2"))) static void
+att_mac_avx2(const float *kv, uint32_t stride, uint32_t step, const float *s, uint32_t no,
+             uint32_t nj, uint32_t parts, float *acc, uint32_t acc_stride)
+{
+    att_mac_body(kv, stride, step, s, no, nj, parts, acc, acc_stride);
+}
+#endif
+
+static void att_mac(const float *kv, uint32_t stride, uint32_t step, const float *s, uint32_t no,
+                    uint32_t nj, uint32_t parts, float *acc, uint32_t acc_stride)
+{
+#if ATT_WIDE
+    int v = tsr_emu_vec_level();
+    if (v >= TSR_EMU_VEC_AVX512) {
+        att_mac_avx512(kv, stride, step, s, no, nj, parts, acc, acc_stride);
+        return;
+    }
+    if (v >= TSR_EMU_VEC_AVX2) {
+        att_mac_avx2(kv, stride, step, s, no, nj, parts, acc, acc_stride);
+        return;
+    }
+#endif
+    att_mac_body(kv, stride, step, s, no, nj, parts, acc, acc_stride);
 }
 
 /* The kernel's tree over its 8 lanes' maxima (pe_att_scale_max): lane l
@@ -327,7 +358,8 @@ static AVX2 uint32_t norm_avx2(const float *att, const float *vs, float sum, flo
 }
 
 /* The register sums take parts 1 (partials > 1 keep the converted loops). */
-#define SUM_PATH(parts, no) ((parts) == 1u && (no) > 0u && tsr_emu_avx512())
+#define SUM_PATH(parts, no) \
+    ((parts) == 1u && (no) > 0u && tsr_emu_vec_level() >= TSR_EMU_VEC_AVX512)
 #endif
 
 void tsr_emu_att_mac(const float *kv, uint32_t stride, uint32_t step, const float *s, uint32_t no,
@@ -389,7 +421,7 @@ void tsr_emu_att_mac_i8(const int8_t *kv, uint32_t stride, uint32_t step, const 
 void tsr_emu_f16_encode(const float *x, uint16_t *h, uint32_t n)
 {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-    if (tsr_emu_avx512()) {
+    if (tsr_emu_vec_level() >= TSR_EMU_VEC_AVX512) {
         f16_encode_avx512(x, h, n);
         return;
     }

@@ -46,7 +46,7 @@ static AVX512 void quantize_avx512(const float *v, float sc, int8_t *q, uint32_t
 void tsr_emu_quantize_q8(const float *v, float sc, int8_t *q, uint32_t n)
 {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-    if (tsr_emu_avx512()) {
+    if (tsr_emu_vec_level() >= TSR_EMU_VEC_AVX512) {
         quantize_avx512(v, sc, q, n);
         return;
     }

@@ -231,6 +231,111 @@ static VNNI uint32_t tile_q4_vnni(const int8_t *w8, const float *ws, uint32_t ro
     TILE_BODY(dot32_vnni, 16u, Q4_ROWS)
 }
 
+/* ---- several items without AVX-512: a GEMM in 16-bit products (AVX2) ---- */
+
+/* The tile's full 8-row blocks times nx items, G = 32 or 64 (Q4_0: q4 1,
+ * G 32), for CPUs without AVX-512 VNNI.  The items' inputs are widened to
+ * int16 once for the call, and each block's weights once for all the
+ * items (Q4_0's nibbles - 8 straight from the 16-byte entries); then per
+ * item and group, each of the 8 rows is vpmaddwd of 16-bit pairs: w * x is
+ * at most 128 * 127 in magnitude and a pair at most 32512, so the int32
+ * sums are exact, as dot32's are, and a pair of loads and of vpmaddwd a
+ * row and 32 values replaces dot32's load, vpabsb, vpsignb, vpmaddubsw
+ * and vpmaddwd, which a pass an item repeats for every item.  The fp32
+ * operations are TILE_BODY's, item by item: bit-identical to tile_one,
+ * and so to pe_tile_q8 / pe_tile_q4, for every item.
+ *
+ *   scratch: xw (nx, ng * G) int16 the inputs, then bw (ng, 8, G) int16
+ *            one block's weights. */
+static inline __attribute__((always_inline)) AVX2 void
+gemm16_block(const int16_t *bw, const float *sb, uint32_t ng, uint32_t G, const int16_t *xw,
+             const float *xs, uint32_t n16, float *out)
+{
+    __m256 acc = _mm256_setzero_ps();
+    for (uint32_t g = 0; g < ng; g++) {
+        const int16_t *x = xw + (size_t)g * G, *w = bw + (size_t)g * 8u * G;
+        __m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)x);
+        __m256i x1 = _mm256_loadu_si256((const __m256i *)(const void *)(x + 16));
+        __m256i p[8];
+        for (uint32_t j = 0; j < 8u; j++) {
+            const int16_t *r = w + j * G;
+            p[j] = _mm256_add_epi32(
+                _mm256_madd_epi16(x0, _mm256_loadu_si256((const __m256i *)(const void *)r)),
+                _mm256_madd_epi16(x1, _mm256_loadu_si256((const __m256i *)(const void *)(r + 16))));
+        }
+        if (n16 == 4u) {   /* G = 64: the second 32 values */
+            __m256i x2 = _mm256_loadu_si256((const __m256i *)(const void *)(x + 32));
+            __m256i x3 = _mm256_loadu_si256((const __m256i *)(const void *)(x + 48));
+            for (uint32_t j = 0; j < 8u; j++) {
+                const int16_t *r = w + j * G + 32;
+                p[j] = _mm256_add_epi32(
+                    p[j], _mm256_add_epi32(
+                              _mm256_madd_epi16(x2, _mm256_loadu_si256((const __m256i *)(const void *)r)),
+                              _mm256_madd_epi16(x3, _mm256_loadu_si256(
+                                                        (const __m256i *)(const void *)(r + 16)))));
+            }
+        }
+        __m256i isum = sum8(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]);
+        __m256 sc = _mm256_loadu_ps(sb + (size_t)g * 8u);
+        __m256 v = _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(isum), sc),
+                                 _mm256_set1_ps(xs[g]));
+        acc = _mm256_add_ps(acc, v);
+    }
+    _mm256_storeu_ps(out, acc);
+}
+
+static AVX2 void gemm16_g32(const int16_t *bw, const float *sb, uint32_t ng, const int16_t *xw,
+                            const float *xs, float *out)
+{
+    gemm16_block(bw, sb, ng, 32u, xw, xs, 2u, out);
+}
+
+static AVX2 void gemm16_g64(const int16_t *bw, const float *sb, uint32_t ng, const int16_t *xw,
+                            const float *xs, float *out)
+{
+    gemm16_block(bw, sb, ng, 64u, xw, xs, 4u, out);
+}
+
+/* n int8 values at s -> int16 at d (n a multiple of 16). */
+static inline AVX2 void widen16(const int8_t *s, int16_t *d, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i += 16u)
+        _mm256_storeu_si256((__m256i *)(void *)(d + i),
+                            _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(s + i))));
+}
+
+static void *scratch(size_t bytes);
+
+static AVX2 uint32_t tile_gemm_avx2(uint32_t q4, const int8_t *w8, const float *ws,
+                                    uint32_t rows, uint32_t ng, uint32_t G, const int8_t *xq,
+                                    size_t xq_stride, const float *xs, size_t xs_stride,
+                                    uint32_t nx, float *psum, size_t psum_stride)
+{
+    uint32_t nb = rows / 8u, EB = q4 ? 16u : G, n = ng * G;
+    int16_t *xw = scratch(((size_t)nx * n + (size_t)8u * n) * sizeof(int16_t));
+    if (!xw) return 0;   /* out of memory: a pass an item */
+    int16_t *bw = xw + (size_t)nx * n;
+    for (uint32_t k = 0; k < nx; k++) widen16(xq + (size_t)k * xq_stride, xw + (size_t)k * n, n);
+    int8_t wide[8 * 32];
+    for (uint32_t b = 0; b < nb; b++) {
+        const int8_t *wb = w8 + (size_t)b * 8u * ng * EB;   /* (ng, 8, EB) */
+        for (uint32_t g = 0; g < ng; g++) {
+            const int8_t *e = wb + (size_t)g * 8u * EB;
+            PREFETCH_GROUP(e, 8u * EB);
+            widen16(q4 ? q4_widen(e, wide) : e, bw + (size_t)g * 8u * G, 8u * G);
+        }
+        const float *sb = ws + (size_t)b * 8u * ng;
+        for (uint32_t k = 0; k < nx; k++) {
+            const int16_t *x = xw + (size_t)k * n;
+            const float *s = xs + (size_t)k * xs_stride;
+            float *o = psum + (size_t)k * psum_stride + (size_t)b * 8u;
+            if (G == 32u) gemm16_g32(bw, sb, ng, x, s, o);
+            else gemm16_g64(bw, sb, ng, x, s, o);
+        }
+    }
+    return nb;
+}
+
 static int avx2_probe(void) { return __builtin_cpu_supports("avx2"); }
 static int vnni_probe(void) { return __builtin_cpu_supports("avxvnni"); }
 
@@ -240,10 +345,13 @@ int tsr_emu_simd_available(void)
     return tsr_emu_cpu_once(&have, avx2_probe);
 }
 
+/* AVX-VNNI's 256-bit vpdpbusd; off when the emulator is kept to AVX2
+ * (tsr_emu_vec_level below AVX-512: "simd=avx2", an AVX2-only CPU's
+ * paths). */
 static int vnni_available(void)
 {
     static int have = -1;
-    return tsr_emu_cpu_once(&have, vnni_probe);
+    return tsr_emu_cpu_once(&have, vnni_probe) && tsr_emu_vec_level() >= TSR_EMU_VEC_AVX512;
 }
 
 /* One item's pass over a Q8_0 (q4 0) or Q4_0 (q4 1) tile. */
@@ -520,10 +628,11 @@ static int gemm_probe(void)
            __builtin_cpu_supports("avx512vnni");
 }
 
+/* AVX-512 VNNI, unless the emulator is kept to AVX2 (tsr_emu_vec_level). */
 static int gemm_available(void)
 {
     static int have = -1;
-    return tsr_emu_cpu_once(&have, gemm_probe);
+    return tsr_emu_cpu_once(&have, gemm_probe) && tsr_emu_vec_level() >= TSR_EMU_VEC_AVX512;
 }
 
 /* ---- the transposed units (tsr_emu.h) ---------------------------------- */
@@ -860,8 +969,8 @@ uint32_t tsr_emu_tile_q8t(const uint8_t *w8, const float *ws, uint32_t rows, uin
     return nb;
 }
 
-/* nx items through a Q8_0 or Q4_0 tile: GEMMs of up to 16 items, or a
- * pass an item. */
+/* nx items through a Q8_0 or Q4_0 tile: GEMMs of up to 16 items with
+ * AVX-512 VNNI, the AVX2 GEMM without it, or a pass an item. */
 static uint32_t tile_items(uint32_t q4, const int8_t *w8, const float *ws, const int32_t *wcorr,
                            uint32_t rows, uint32_t ng, uint32_t G, const int8_t *xq,
                            size_t xq_stride, const float *xs, size_t xs_stride, uint32_t nx,
@@ -881,6 +990,10 @@ static uint32_t tile_items(uint32_t q4, const int8_t *w8, const float *ws, const
             if (done == 0 && rows >= 8u) break;   /* out of memory: the portable loop does it */
         }
         if (done == rows / 8u) return done;
+    } else if (nx >= 2u) {
+        done = tile_gemm_avx2(q4, w8, ws, rows, ng, G, xq, xq_stride, xs, xs_stride, nx, psum,
+                              psum_stride);
+        if (done == rows / 8u) return done;   /* else out of memory: a pass an item */
     }
     for (uint32_t k = 0; k < nx; k++)
         done = tile_one(q4, w8, ws, rows, ng, G, xq + k * xq_stride, xs + k * xs_stride,

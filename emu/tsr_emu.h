@@ -221,14 +221,18 @@ int tsr_emu_avx512(void);
 /* 1 when the CPU has AVX2 and FMA (asked once). */
 int tsr_emu_avx2(void);
 
-/* The vector paths of the expf, SwiGLU and softmax loops (vexpf.c,
- * att_rows.c): the CPU's widest of these, at most tsr_emu_vec_limit. */
+/* The emulator's vector paths (the expf, SwiGLU and softmax loops, the
+ * register sums, the quantizer, the tile GEMMs, AVX-VNNI, AMX): the CPU's
+ * widest of these, at most tsr_emu_vec_limit.  Below TSR_EMU_VEC_AVX512
+ * the emulator takes an AVX2-only CPU's paths: AVX2 and FMA, no AVX-512,
+ * AVX-VNNI or AMX. */
 enum { TSR_EMU_VEC_NONE = 0, TSR_EMU_VEC_AVX2 = 1, TSR_EMU_VEC_AVX512 = 2 };
 int tsr_emu_vec_level(void);
 
-/* Tests only: the widest path those loops may take (default
- * TSR_EMU_VEC_AVX512; TSR_EMU_VEC_NONE: the scalar loops).  Not
- * thread-safe: set it while no pass runs. */
+/* The widest path those may take (default TSR_EMU_VEC_AVX512;
+ * TSR_EMU_VEC_NONE: the scalar loops): tests, and a device opened with
+ * "simd=avx2" (backend_emu.c; process-wide, as the CPU's features are).
+ * Not thread-safe: set it while no pass runs. */
 extern int tsr_emu_vec_limit;
 
 /* ------------------------------------------------------------------------ */

@@ -23,6 +23,8 @@
 #   BENCH_SHAPES="..."      default "stories260K stories15M stories42M stories110M"
 #   BENCH_THREADS="..."     default "1 2"
 #   BENCH_PROMPT=P BENCH_DECODE=N   prompt and generated tokens (default 16, 240)
+#   BENCH_BACKEND=SPEC      tessera's device (default emu), e.g. emu:simd=avx2
+#                           for an AVX2-only CPU's paths on a CPU with AVX-512
 set -eu
 
 [ $# -eq 4 ] || { echo "usage: sh host/bench.sh TESSERA SHARED BENCHDIR OUT.md" >&2; exit 2; }
@@ -35,6 +37,7 @@ SHAPES=${BENCH_SHAPES:-stories260K stories15M stories42M stories110M}
 THREADS=${BENCH_THREADS:-1 2}
 P=${BENCH_PROMPT:-16}
 N=${BENCH_DECODE:-240}
+BACKEND=${BENCH_BACKEND:-emu}
 RUNQ=${RUNQ:-}
 LLAMA_BENCH=${LLAMA_BENCH:-}
 LLAMA_GGUF_DIR=${LLAMA_GGUF_DIR:-}
@@ -104,13 +107,13 @@ for shape in $SHAPES; do
             # tessera: one load, a warm-up run, one measured run; then the
             # decode alone from a 1-token prompt (positions 1..N, where
             # llama-bench's tgN decodes: 0..N-1)
-            logcmd "$TESSERA bench -m $model -z $tok --prompt-tokens $P --decode-tokens $N --repeat 1 --warmup 1 --threads $t --json"
+            logcmd "$TESSERA bench -m $model -z $tok --backend $BACKEND --prompt-tokens $P --decode-tokens $N --repeat 1 --warmup 1 --threads $t --json"
             echo "bench: $shape, $t thread(s), round $round: tessera" >&2
-            "$TESSERA" bench -m "$model" -z "$tok" --prompt-tokens "$P" --decode-tokens "$N" \
-                --repeat 1 --warmup 1 --threads "$t" --json >> "$tj"
-            logcmd "$TESSERA bench -m $model -z $tok --prompt-tokens 1 --decode-tokens $N --repeat 1 --warmup 1 --threads $t --json"
-            "$TESSERA" bench -m "$model" -z "$tok" --prompt-tokens 1 --decode-tokens "$N" \
-                --repeat 1 --warmup 1 --threads "$t" --json >> "$dj"
+            "$TESSERA" bench -m "$model" -z "$tok" --backend "$BACKEND" --prompt-tokens "$P" \
+                --decode-tokens "$N" --repeat 1 --warmup 1 --threads "$t" --json >> "$tj"
+            logcmd "$TESSERA bench -m $model -z $tok --backend $BACKEND --prompt-tokens 1 --decode-tokens $N --repeat 1 --warmup 1 --threads $t --json"
+            "$TESSERA" bench -m "$model" -z "$tok" --backend "$BACKEND" --prompt-tokens 1 \
+                --decode-tokens "$N" --repeat 1 --warmup 1 --threads "$t" --json >> "$dj"
             # runq: the same file (version 2 only); its own "achieved tok/s"
             if [ -n "$RUNQ" ] && [ "$shape" != stories260K ]; then
                 logcmd "OMP_NUM_THREADS=$t $RUNQ $model -z $tok -n $((P + N)) -i 'Once upon a time' -t 0"

@@ -22,6 +22,7 @@
 #include "model.h"
 #include "tsr_kernel.h"
 #include "tessera.h"
+#include "tsr_emu.h"
 #include "greedy.h"
 #include "test_util.h"
 
@@ -151,8 +152,9 @@ static int run_q8(const char *spec, int G, int *ids, float *logits)
  * passes (emu/att_rows.c) give the same tokens and bit-identical logits as
  * the kernel's portable loops, at group sizes 32 and 64: on the default
  * 16 x 1 mesh, on 6 PEs over 4 threads (worker blocks that are not whole
- * mesh rows), and on a 4 x 2 mesh with each KV head over 2 PEs (column and
- * attention trees). */
+ * mesh rows), on a 4 x 2 mesh with each KV head over 2 PEs (column and
+ * attention trees), and kept to an AVX2-only CPU's paths (simd=avx2: the
+ * AVX2 GEMM for prompt blocks, no AVX-512, AVX-VNNI or AMX). */
 static void simd_rows_match_portable_loops(void **state)
 {
     (void)state;
@@ -160,6 +162,8 @@ static void simd_rows_match_portable_loops(void **state)
         { "emu:simd=0,threads=1", "emu:threads=2" },
         { "emu:simd=0,pes=6,threads=1", "emu:pes=6,threads=4" },
         { "emu:simd=0,pes=8,cols=2,kvsplit=2,threads=1", "emu:pes=8,cols=2,kvsplit=2,threads=2" },
+        /* last: "simd=avx2" keeps the process to an AVX2-only CPU's paths */
+        { "emu:simd=0,threads=1", "emu:simd=avx2,threads=2" },
     };
     static const int groups[] = { 32, 64 };
     for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
@@ -174,6 +178,8 @@ static void simd_rows_match_portable_loops(void **state)
             assert_memory_equal(la, lb, sizeof la);
         }
     }
+    assert_int_equal(tsr_emu_vec_limit, TSR_EMU_VEC_AVX2);   /* simd=avx2 took hold */
+    tsr_emu_vec_limit = TSR_EMU_VEC_AVX512;
 }
 
 /* Q8_0 (group 32, the default) on the default mesh (16 PEs, one column)

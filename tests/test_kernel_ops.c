@@ -759,7 +759,8 @@ static void simd_inputs(int8_t *x, float *xf, uint32_t n, float *ws, uint32_t nw
  * makes (-128) and inputs at its limits (-127..127): the tile's full
  * 8-row blocks, entries (block, group, row) of G bytes (tsr_layout.h),
  * for 1 to 25 items (one pass an item, and the GEMMs of up to 4 and of up
- * to 16 items a pass where the CPU has AVX-512 VNNI); and, at G = 32 on
+ * to 16 items a pass where the CPU has AVX-512 VNNI; then again kept to an
+ * AVX2-only CPU's paths: the AVX2 GEMM of 2 or more items); and, at G = 32 on
  * such a CPU, tsr_emu_tile_q8t on the same tile as transposed units (one
  * item, pairs of items up to 8, GEMMs of up to 16 and the rest; without
  * an xkey, and with one: made, kept, and made again for changed inputs
@@ -777,6 +778,9 @@ static void simd_rows_bit_identical(void **state)
                                           { 64, 1, 8 },  { 64, 20, 21 } };   /* G, ng, rows */
     static const uint32_t items[] = { 1, 2, 3, 4, 5, 8, 9, 16, 20, 21, 25 };
     uint64_t r = 12345;
+    /* the CPU's widest paths, then an AVX2-only CPU's (the AVX2 GEMM) */
+    for (int lim = TSR_EMU_VEC_AVX512; lim >= TSR_EMU_VEC_AVX2; lim--) {
+    tsr_emu_vec_limit = lim;
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
         for (size_t q = 0; q < sizeof items / sizeof items[0]; q++) {
             uint32_t G = shapes[k][0], ng = shapes[k][1], rows = shapes[k][2], n = ng * G;
@@ -878,6 +882,8 @@ static void simd_rows_bit_identical(void **state)
             free(w); free(x); free(ws); free(xs); free(got); free(wf); free(xf); free(want);
         }
     }
+    }
+    tsr_emu_vec_limit = TSR_EMU_VEC_AVX512;
 }
 
 /* tsr_emu_tile_q4 (emu/tile_simd.c) against pe_tile_q4's per-row loop,
@@ -885,7 +891,8 @@ static void simd_rows_bit_identical(void **state)
  * element i in the low nibble of byte i, i + 16 in the high one, value
  * nibble - 8; every nibble 0..15 occurs), inputs at the quantizer's limits,
  * for 1, 3, 16 and 21 items (one pass an item, or GEMMs of up to 16 where
- * the CPU has AVX-512 VNNI), with LOAD's per-entry sums tsr_emu_wcorr_q4. */
+ * the CPU has AVX-512 VNNI, then again with an AVX2-only CPU's paths: the
+ * AVX2 GEMM), with LOAD's per-entry sums tsr_emu_wcorr_q4. */
 static void simd_q4_rows_bit_identical(void **state)
 {
     (void)state;
@@ -896,6 +903,9 @@ static void simd_q4_rows_bit_identical(void **state)
     static const uint32_t shapes[][2] = { { 3, 27 }, { 17, 16 }, { 40, 13 }, { 1, 8 } };   /* ng, rows */
     static const uint32_t items[] = { 1, 2, 3, 4, 16, 20, 21 };
     uint64_t r = 777;
+    /* the CPU's widest paths, then an AVX2-only CPU's (the AVX2 GEMM) */
+    for (int lim = TSR_EMU_VEC_AVX512; lim >= TSR_EMU_VEC_AVX2; lim--) {
+    tsr_emu_vec_limit = lim;
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
         for (size_t q = 0; q < sizeof items / sizeof items[0]; q++) {
             uint32_t ng = shapes[k][0], rows = shapes[k][1], n = ng * 32u, ne = rows * ng;
@@ -933,6 +943,8 @@ static void simd_q4_rows_bit_identical(void **state)
             free(w4); free(x); free(ws); free(xs); free(got); free(wc);
         }
     }
+    }
+    tsr_emu_vec_limit = TSR_EMU_VEC_AVX512;
 }
 
 /* ------------------------------------------------------------------------ */

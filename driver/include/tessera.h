@@ -166,8 +166,11 @@ typedef void (*tsr_log_fn)(int level, const char *msg, void *user);
  *                                  counts the table lacks are refused), 16
  *                                  PEs, 2 worker threads (default: the
  *                                  cores this process may run on); "simd=0"
- *                                  keeps to the portable kernel loops (same
- *                                  tokens); "batch=N" (1..8) steps at most
+ *                                  keeps to the portable kernel loops, and
+ *                                  "simd=avx2" to the paths an AVX2-only CPU
+ *                                  takes (no AVX-512, AVX-VNNI or AMX; for
+ *                                  the whole process) (same tokens either
+ *                                  way); "batch=N" (1..8) steps at most
  *                                  N sequences together in
  *                                  tsr_seq_generate_batch (default: the
  *                                  device's limit; same tokens)
