@@ -235,65 +235,100 @@ static VNNI uint32_t tile_q4_vnni(const int8_t *w8, const float *ws, uint32_t ro
 
 /* The tile's full 8-row blocks times nx items, G = 32 or 64 (Q4_0: q4 1,
  * G 32), for CPUs without AVX-512 VNNI.  The items' inputs are widened to
- * int16 once for the call, and each block's weights once for all the
- * items (Q4_0's nibbles - 8 straight from the 16-byte entries); then per
- * item and group, each of the 8 rows is vpmaddwd of 16-bit pairs: w * x is
- * at most 128 * 127 in magnitude and a pair at most 32512, so the int32
- * sums are exact, as dot32's are, and a pair of loads and of vpmaddwd a
- * row and 32 values replaces dot32's load, vpabsb, vpsignb, vpmaddubsw
- * and vpmaddwd, which a pass an item repeats for every item.  The fp32
- * operations are TILE_BODY's, item by item: bit-identical to tile_one,
- * and so to pe_tile_q8 / pe_tile_q4, for every item.
+ * int16 once a call, and each block's weights once for all the items,
+ * transposed so that a register holds one pair of a group's values for
+ * all 8 rows: bwt[g][c] (8 rows,) = (w[j][2c], w[j][2c + 1]) as two int16.
+ * Then per group, for each pair c, vpmaddwd of an item's pair c (one
+ * dword, broadcast) with bwt[g][c] adds w[j][2c] x[2c] + w[j][2c+1]
+ * x[2c+1] to row j's lane: isum (8 rows,) with no horizontal sums, four
+ * items to one load of bwt[g][c].  Each
+ * product is at most 128 * 127 in magnitude and the sums are int32, so
+ * they are exact, equal to dot32's; the fp32 operations are TILE_BODY's,
+ * item by item: bit-identical to tile_one, and so to pe_tile_q8 /
+ * pe_tile_q4, for every item.
  *
- *   scratch: xw (nx, ng * G) int16 the inputs, then bw (ng, 8, G) int16
- *            one block's weights. */
-static inline __attribute__((always_inline)) AVX2 void
-gemm16_block(const int16_t *bw, const float *sb, uint32_t ng, uint32_t G, const int16_t *xw,
-             const float *xs, uint32_t n16, float *out)
+ *   scratch: xw (nx, ng * G) int16 the inputs, then bwt (ng, G / 2, 8, 2)
+ *            int16 one block's weights. */
+
+/* Rows r[0..7] (8 dwords each) -> t[c] (8 rows,) their dword c. */
+static inline AVX2 void transpose8x8(const __m256i r[8], __m256i t[8])
 {
-    __m256 acc = _mm256_setzero_ps();
-    for (uint32_t g = 0; g < ng; g++) {
-        const int16_t *x = xw + (size_t)g * G, *w = bw + (size_t)g * 8u * G;
-        __m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)x);
-        __m256i x1 = _mm256_loadu_si256((const __m256i *)(const void *)(x + 16));
-        __m256i p[8];
-        for (uint32_t j = 0; j < 8u; j++) {
-            const int16_t *r = w + j * G;
-            p[j] = _mm256_add_epi32(
-                _mm256_madd_epi16(x0, _mm256_loadu_si256((const __m256i *)(const void *)r)),
-                _mm256_madd_epi16(x1, _mm256_loadu_si256((const __m256i *)(const void *)(r + 16))));
-        }
-        if (n16 == 4u) {   /* G = 64: the second 32 values */
-            __m256i x2 = _mm256_loadu_si256((const __m256i *)(const void *)(x + 32));
-            __m256i x3 = _mm256_loadu_si256((const __m256i *)(const void *)(x + 48));
-            for (uint32_t j = 0; j < 8u; j++) {
-                const int16_t *r = w + j * G + 32;
-                p[j] = _mm256_add_epi32(
-                    p[j], _mm256_add_epi32(
-                              _mm256_madd_epi16(x2, _mm256_loadu_si256((const __m256i *)(const void *)r)),
-                              _mm256_madd_epi16(x3, _mm256_loadu_si256(
-                                                        (const __m256i *)(const void *)(r + 16)))));
-            }
-        }
-        __m256i isum = sum8(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]);
-        __m256 sc = _mm256_loadu_ps(sb + (size_t)g * 8u);
-        __m256 v = _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(isum), sc),
-                                 _mm256_set1_ps(xs[g]));
-        acc = _mm256_add_ps(acc, v);
+    __m256i a[8], b[8];
+    for (uint32_t k = 0; k < 4u; k++) {
+        a[2 * k] = _mm256_unpacklo_epi32(r[2 * k], r[2 * k + 1]);
+        a[2 * k + 1] = _mm256_unpackhi_epi32(r[2 * k], r[2 * k + 1]);
     }
-    _mm256_storeu_ps(out, acc);
+    for (uint32_t k = 0; k < 2u; k++) {   /* rows 4k..4k+3: dwords (0|4) (1|5) (2|6) (3|7) */
+        b[4 * k + 0] = _mm256_unpacklo_epi64(a[4 * k], a[4 * k + 2]);
+        b[4 * k + 1] = _mm256_unpackhi_epi64(a[4 * k], a[4 * k + 2]);
+        b[4 * k + 2] = _mm256_unpacklo_epi64(a[4 * k + 1], a[4 * k + 3]);
+        b[4 * k + 3] = _mm256_unpackhi_epi64(a[4 * k + 1], a[4 * k + 3]);
+    }
+    for (uint32_t c = 0; c < 4u; c++) {
+        t[c] = _mm256_permute2x128_si256(b[c], b[4 + c], 0x20);
+        t[c + 4] = _mm256_permute2x128_si256(b[c], b[4 + c], 0x31);
+    }
 }
 
-static AVX2 void gemm16_g32(const int16_t *bw, const float *sb, uint32_t ng, const int16_t *xw,
-                            const float *xs, float *out)
+/* A group's 8 rows (G int8 values each, row j at e + j * G) -> bwt (G / 2
+ * registers of 8 rows' pairs). */
+static inline AVX2 void block_group16(const int8_t *e, uint32_t G, int16_t *bwt)
 {
-    gemm16_block(bw, sb, ng, 32u, xw, xs, 2u, out);
+    for (uint32_t h = 0; h < G / 16u; h++) {   /* 16 values: 8 pairs */
+        __m256i r[8], t[8];
+        for (uint32_t j = 0; j < 8u; j++)
+            r[j] = _mm256_cvtepi8_epi16(
+                _mm_loadu_si128((const __m128i *)(const void *)(e + j * G + h * 16u)));
+        transpose8x8(r, t);
+        for (uint32_t c = 0; c < 8u; c++)
+            _mm256_storeu_si256((__m256i *)(void *)(bwt + (h * 8u + c) * 16u), t[c]);
+    }
 }
 
-static AVX2 void gemm16_g64(const int16_t *bw, const float *sb, uint32_t ng, const int16_t *xw,
-                            const float *xs, float *out)
+/* Four items' (x[i], xs[i]) sums of one block into out[i] (i < m; the
+ * items past m repeat item 0, their sums unstored): each pair register
+ * of bwt is loaded once for the four items. */
+static inline __attribute__((always_inline)) AVX2 void
+gemm16_block(const int16_t *bwt, const float *sb, uint32_t ng, uint32_t G,
+             const int16_t *const xw[4], const float *const xs[4], float *const out[4],
+             uint32_t m)
 {
-    gemm16_block(bw, sb, ng, 64u, xw, xs, 4u, out);
+    __m256 acc[4];
+    for (uint32_t i = 0; i < 4u; i++) acc[i] = _mm256_setzero_ps();
+    for (uint32_t g = 0; g < ng; g++) {
+        const int16_t *w = bwt + (size_t)g * 8u * G;
+        const int32_t *x[4];
+        for (uint32_t i = 0; i < 4u; i++)
+            x[i] = (const int32_t *)(const void *)xw[i] + (size_t)g * (G / 2u);
+        __m256i is[4];
+        for (uint32_t i = 0; i < 4u; i++) is[i] = _mm256_setzero_si256();
+        for (uint32_t c = 0; c < G / 2u; c++) {
+            __m256i wc = _mm256_loadu_si256((const __m256i *)(const void *)(w + c * 16u));
+            for (uint32_t i = 0; i < 4u; i++)
+                is[i] = _mm256_add_epi32(is[i], _mm256_madd_epi16(_mm256_set1_epi32(x[i][c]), wc));
+        }
+        __m256 sc = _mm256_loadu_ps(sb + (size_t)g * 8u);
+        for (uint32_t i = 0; i < 4u; i++) {
+            __m256 v = _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(is[i]), sc),
+                                     _mm256_set1_ps(xs[i][g]));
+            acc[i] = _mm256_add_ps(acc[i], v);
+        }
+    }
+    for (uint32_t i = 0; i < m; i++) _mm256_storeu_ps(out[i], acc[i]);
+}
+
+static AVX2 void gemm16_g32(const int16_t *bwt, const float *sb, uint32_t ng,
+                            const int16_t *const xw[4], const float *const xs[4],
+                            float *const out[4], uint32_t m)
+{
+    gemm16_block(bwt, sb, ng, 32u, xw, xs, out, m);
+}
+
+static AVX2 void gemm16_g64(const int16_t *bwt, const float *sb, uint32_t ng,
+                            const int16_t *const xw[4], const float *const xs[4],
+                            float *const out[4], uint32_t m)
+{
+    gemm16_block(bwt, sb, ng, 64u, xw, xs, out, m);
 }
 
 /* n int8 values at s -> int16 at d (n a multiple of 16). */
@@ -314,7 +349,7 @@ static AVX2 uint32_t tile_gemm_avx2(uint32_t q4, const int8_t *w8, const float *
     uint32_t nb = rows / 8u, EB = q4 ? 16u : G, n = ng * G;
     int16_t *xw = scratch(((size_t)nx * n + (size_t)8u * n) * sizeof(int16_t));
     if (!xw) return 0;   /* out of memory: a pass an item */
-    int16_t *bw = xw + (size_t)nx * n;
+    int16_t *bwt = xw + (size_t)nx * n;
     for (uint32_t k = 0; k < nx; k++) widen16(xq + (size_t)k * xq_stride, xw + (size_t)k * n, n);
     int8_t wide[8 * 32];
     for (uint32_t b = 0; b < nb; b++) {
@@ -322,15 +357,22 @@ static AVX2 uint32_t tile_gemm_avx2(uint32_t q4, const int8_t *w8, const float *
         for (uint32_t g = 0; g < ng; g++) {
             const int8_t *e = wb + (size_t)g * 8u * EB;
             PREFETCH_GROUP(e, 8u * EB);
-            widen16(q4 ? q4_widen(e, wide) : e, bw + (size_t)g * 8u * G, 8u * G);
+            block_group16(q4 ? q4_widen(e, wide) : e, G, bwt + (size_t)g * 8u * G);
         }
         const float *sb = ws + (size_t)b * 8u * ng;
-        for (uint32_t k = 0; k < nx; k++) {
-            const int16_t *x = xw + (size_t)k * n;
-            const float *s = xs + (size_t)k * xs_stride;
-            float *o = psum + (size_t)k * psum_stride + (size_t)b * 8u;
-            if (G == 32u) gemm16_g32(bw, sb, ng, x, s, o);
-            else gemm16_g64(bw, sb, ng, x, s, o);
+        for (uint32_t k0 = 0; k0 < nx; k0 += 4u) {
+            uint32_t m = nx - k0 < 4u ? nx - k0 : 4u;
+            const int16_t *x[4];
+            const float *sx[4];
+            float *o[4];
+            for (uint32_t i = 0; i < 4u; i++) {
+                uint32_t k = k0 + (i < m ? i : 0u);
+                x[i] = xw + (size_t)k * n;
+                sx[i] = xs + (size_t)k * xs_stride;
+                o[i] = psum + (size_t)k * psum_stride + (size_t)b * 8u;
+            }
+            if (G == 32u) gemm16_g32(bwt, sb, ng, x, sx, o, m);
+            else gemm16_g64(bwt, sb, ng, x, sx, o, m);
         }
     }
     return nb;
