@@ -447,10 +447,15 @@ static void quantize_rows_bit_identical(void **state)
             }
             uint32_t n = rep < N ? (uint32_t)rep + 1u : N;   /* every length, then N */
             for (uint32_t j = 0; j < n; j++) want[j] = (int8_t)tsr_round_q8(v[j] / sc);
-            memset(got, 0x5A, sizeof got);
-            tsr_emu_quantize_q8(v, sc, got, n);
-            assert_memory_equal(got, want, n);
-            assert_int_equal(got[n], 0x5A);   /* nothing past n */
+            /* the widest path, the AVX2 one, the scalar loop */
+            for (int lim = TSR_EMU_VEC_AVX512; lim >= TSR_EMU_VEC_NONE; lim--) {
+                tsr_emu_vec_limit = lim;
+                memset(got, 0x5A, sizeof got);
+                tsr_emu_quantize_q8(v, sc, got, n);
+                assert_memory_equal(got, want, n);
+                assert_int_equal(got[n], 0x5A);   /* nothing past n */
+            }
+            tsr_emu_vec_limit = TSR_EMU_VEC_AVX512;
         }
     }
 }
