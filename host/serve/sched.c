@@ -451,41 +451,22 @@ static int decode_ready_locked(const srv_sched *s, const srv_session *ss)
            ss->active && ss->active->phase == SRV_PH_DECODE;
 }
 
-/* The next session with work after s->rr (round robin); *n gets how many
- * have work. */
-static srv_session *pick_locked(srv_sched *s, int *n)
+/* The next session with work after s->rr (round robin), and only one
+ * whose work a decode call does not do (a start, a prefill chunk, a stop)
+ * when not_decoding; *n (optional) gets how many have such work. */
+static srv_session *pick_locked(srv_sched *s, int not_decoding, int *n)
 {
     srv_session *first = NULL, *after = NULL;
-    int past = s->rr == NULL;
-    *n = 0;
+    int past = s->rr == NULL, count = 0;
     for (srv_session *ss = s->live; ss; ss = ss->next) {
-        if (has_work_locked(s, ss)) {
-            (*n)++;
+        if (has_work_locked(s, ss) && !(not_decoding && decode_ready_locked(s, ss))) {
+            count++;
             if (!first) first = ss;
             if (past && !after) after = ss;
         }
         if (ss == s->rr) past = 1;
     }
-    srv_session *pick = after ? after : first;
-    if (pick) s->rr = pick;
-    return pick;
-}
-
-/* After a decode call: the next session after s->rr with work a decode
- * call does not do (a start, a prefill chunk, a stop), or NULL.  So that
- * such work waits one decode call, not one for each generating session
- * the round robin would pass on its way. */
-static srv_session *pick_other_locked(srv_sched *s)
-{
-    srv_session *first = NULL, *after = NULL;
-    int past = s->rr == NULL;
-    for (srv_session *ss = s->live; ss; ss = ss->next) {
-        if (has_work_locked(s, ss) && !decode_ready_locked(s, ss)) {
-            if (!first) first = ss;
-            if (past && !after) after = ss;
-        }
-        if (ss == s->rr) past = 1;
-    }
+    if (n) *n = count;
     srv_session *pick = after ? after : first;
     if (pick) s->rr = pick;
     return pick;
@@ -498,15 +479,17 @@ static void *sched_main(void *arg)
     pthread_mutex_lock(&s->mu);
     for (;;) {
         int n = 0;
-        srv_session *rr = s->rr, *ss = pick_locked(s, &n), *other;
+        srv_session *rr = s->rr, *ss = pick_locked(s, 0, &n), *other;
         if (!ss) {
             if (s->quit) break;
             pthread_cond_wait(&s->work, &s->mu);
             continue;
         }
+        /* after a decode call, other work first: it waits one decode call,
+         * not one for each generating session the round robin passes */
         if (batched) {
             s->rr = rr;
-            if ((other = pick_other_locked(s))) ss = other;
+            if ((other = pick_locked(s, 1, NULL))) ss = other;
             else s->rr = ss;
         }
         /* Continuous batching: a session that is generating takes every
