@@ -357,6 +357,57 @@ static AVX2 uint32_t norm_avx2(const float *att, const float *vs, float sum, flo
     return t;
 }
 
+/* The same register sums with AVX2 (an AVX2-only CPU, or simd=avx2), for
+ * the fp32 cache: 8-lane registers, up to SUM_TILES of them, each
+ * reg_step floats after the previous (8 for rows stored whole, the tile
+ * step for K^T's position tiles); every row's multiply-add into them,
+ * rows in order, 0 + s[0] k first as att_mac's: the same operations per
+ * element.  A block's last register loads and stores its first lanes
+ * only (VMASKMOVPS). */
+#define AVX2R __attribute__((target("avx2")))
+
+static inline __attribute__((always_inline)) AVX2R void
+sum_regs8(uint32_t nr, const float *kv, size_t row_floats, size_t reg_step, const float *s,
+          uint32_t no, uint32_t n, float *acc)
+{
+    __m256i last = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - W * (nr - 1u))),
+                                      _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256 a[SUM_TILES];
+    for (uint32_t r = 0; r < nr; r++) a[r] = _mm256_setzero_ps();
+    const float *k = kv;
+    for (uint32_t o = 0; o < no; o++, k += row_floats) {
+        __m256 sv = _mm256_set1_ps(s[o]);
+        for (uint32_t r = 0; r + 1u < nr; r++)
+            a[r] = _mm256_add_ps(a[r], _mm256_mul_ps(sv, _mm256_loadu_ps(k + r * reg_step)));
+        a[nr - 1u] = _mm256_add_ps(a[nr - 1u], _mm256_mul_ps(sv, _mm256_maskload_ps(
+                                                                     k + (nr - 1u) * reg_step, last)));
+    }
+    for (uint32_t r = 0; r + 1u < nr; r++) _mm256_storeu_ps(acc + W * r, a[r]);
+    _mm256_maskstore_ps(acc + W * (nr - 1u), last, a[nr - 1u]);
+}
+
+static AVX2R void mac_sum_f32_avx2(const float *kv, uint32_t stride, uint32_t step, const float *s,
+                                   uint32_t no, uint32_t nj, float *acc)
+{
+    for (uint32_t j0 = 0; j0 < nj; j0 += W * SUM_TILES) {
+        uint32_t n = nj - j0 < W * SUM_TILES ? nj - j0 : W * SUM_TILES;
+        /* rows stored whole: registers W floats apart; tiles: step apart */
+        const float *k = kv + (step == W ? j0 : (size_t)(j0 / W) * step);
+        size_t rs = step == W ? W : step;
+        float *out = acc + j0;
+        switch ((n + W - 1u) / W) {   /* each register count its own copy */
+        case 1: sum_regs8(1u, k, stride, rs, s, no, n, out); break;
+        case 2: sum_regs8(2u, k, stride, rs, s, no, n, out); break;
+        case 3: sum_regs8(3u, k, stride, rs, s, no, n, out); break;
+        case 4: sum_regs8(4u, k, stride, rs, s, no, n, out); break;
+        case 5: sum_regs8(5u, k, stride, rs, s, no, n, out); break;
+        case 6: sum_regs8(6u, k, stride, rs, s, no, n, out); break;
+        case 7: sum_regs8(7u, k, stride, rs, s, no, n, out); break;
+        default: sum_regs8(8u, k, stride, rs, s, no, n, out); break;
+        }
+    }
+}
+
 /* The register sums take parts 1 (partials > 1 keep the converted loops). */
 #define SUM_PATH(parts, no) \
     ((parts) == 1u && (no) > 0u && tsr_emu_vec_level() >= TSR_EMU_VEC_AVX512)
@@ -368,6 +419,10 @@ void tsr_emu_att_mac(const float *kv, uint32_t stride, uint32_t step, const floa
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
     if (SUM_PATH(parts, no)) {
         mac_sum_f32(kv, stride, step, s, no, nj, acc);
+        return;
+    }
+    if (parts == 1u && no > 0u && tsr_emu_vec_level() == TSR_EMU_VEC_AVX2) {
+        mac_sum_f32_avx2(kv, stride, step, s, no, nj, acc);
         return;
     }
 #endif

@@ -1103,6 +1103,8 @@ static void att_rows_bit_identical(void **state)
     static const uint32_t njs[] = { 1, 15, 16, 17, 64, 80, 127, 128, 129, 200, 257 };
     static const uint32_t nos[] = { 1, 2, 64, 70 };
     int checked = 0;
+    /* the register sums of AVX-512 and of AVX2 (fp32), and the loops */
+    for (int lim = TSR_EMU_VEC_AVX512; lim >= TSR_EMU_VEC_NONE; lim--)
     for (int tiled = 0; tiled < 2; tiled++)
         for (int t = 0; t < 3; t++)
             for (uint32_t parts = 1; parts <= 3; parts += 2)
@@ -1120,6 +1122,7 @@ static void att_rows_bit_identical(void **state)
                                 *w = (o < parts ? 0.0f : *w) + s[o] * v;
                             }
                         memset(got, 0xff, sizeof got);
+                        tsr_emu_vec_limit = lim;
                         if (t == 0) tsr_emu_att_mac(kf, stride, step, s, no, nj, parts, got, ACC);
                         else if (t == 1)
                             tsr_emu_att_mac_f16(kh, stride, step, s, no, nj, parts, got, ACC);
@@ -1132,9 +1135,10 @@ static void att_rows_bit_identical(void **state)
                             assert_int_equal(past, 0xffffffffu);
                         }
                     }
-    /* 2 layouts x 3 caches x 11 lengths x (4 row counts a partial, then
-     * 1 + 2 + 3 + 3) */
-    assert_int_equal(checked, 2 * 3 * 11 * (4 + 9));
+    tsr_emu_vec_limit = TSR_EMU_VEC_AVX512;
+    /* 3 levels x 2 layouts x 3 caches x 11 lengths x (4 row counts a
+     * partial, then 1 + 2 + 3 + 3) */
+    assert_int_equal(checked, 3 * 2 * 3 * 11 * (4 + 9));
 }
 
 /* The emulator's expf over arrays (emu/vexpf.c) against the C library's
