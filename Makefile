@@ -35,7 +35,7 @@ ifeq ($(NATIVE),1)
   EMU_CFLAGS += -march=native
 endif
 EMU_SIMD   ?= 1
-LDLIBS    := -lxxhash -lnuma -lpthread -lm
+LDLIBS    := -lxxhash -lpcre2-8 -lnuma -lpthread -lm
 # tessera serve: HTTP and WebSocket (civetweb), JSON (jansson); the program
 # links them, libtessera does not.
 SERVE_LIBS := -lcivetweb -ljansson
@@ -157,7 +157,7 @@ help:
 
 # clang and its runtime (libFuzzer) build tests/fuzz/; libedit is chat's
 # line editor; python3-clang and libclang-dev run hw/lint_hls.py.
-DEPS_DEBIAN := build-essential pkg-config libcmocka-dev libnuma-dev libxxhash-dev libxrt-dev \
+DEPS_DEBIAN := build-essential pkg-config libcmocka-dev libnuma-dev libxxhash-dev libpcre2-dev libxrt-dev \
                python3-clang libclang-dev libedit-dev clang libclang-rt-14-dev \
                libcivetweb-dev libjansson-dev curl python3-venv chromium chromium-driver
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -356,7 +356,8 @@ FUZZ_CFLAGS   := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer $(WARN) \
 # the driver's parsers: model formats, tokenizer, xclbin reader, device spec
 FUZZ_LIB_SRC  := driver/error.c driver/model.c driver/format_llama2c.c driver/format_gguf.c \
                  driver/weight_image.c \
-                 driver/tokenizer.c driver/xclbin_meta.c driver/devspec.c
+                 driver/tokenizer.c driver/tokenizer_gguf.c driver/pretok.c \
+                 driver/xclbin_meta.c driver/devspec.c
 FUZZ_LIB_OBJ  := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
 FUZZ_BIN      := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
 .SECONDARY: $(FUZZ_LIB_OBJ) $(FUZZ_REPLAY)
@@ -371,7 +372,7 @@ $(FUZZ_BUILD)/driver/%.o: driver/%.c
 
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $(DEPFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJ) -lxxhash -lm
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(DEPFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJ) -lxxhash -lpcre2-8 -lm
 
 # Seeds: small fixtures written by make_seeds (built with the test
 # compiler), and links to the real model files.

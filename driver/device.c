@@ -503,8 +503,9 @@ int tsr_model_tokenize(tsr_model *m, const char *text, int bos, int *tokens,
     tsr_call c;
     tsr_call_enter(&c, m->dev);
     int rc = m->released ? tsr_seterr(&m->dev->err, TSR_ERR_STATE, "the model was closed")
-                         : tsr_tokenizer_encode(m->tok, text, bos, 0, tokens, max_tokens,
-                                                n_tokens, &m->dev->err);
+                         : tsr_tokenizer_encode(m->tok, text,
+                                                bos && tsr_tokenizer_add_bos(m->tok), 0, tokens,
+                                                max_tokens, n_tokens, &m->dev->err);
     return tsr_call_leave(&c, rc);
 }
 
@@ -674,8 +675,9 @@ int tsr_seq_append_text(tsr_seq *s, const char *text)
     int *toks = malloc(max * sizeof *toks);
     if (!toks) return tsr_call_leave(&c, tsr_seterr(&dev->err, TSR_ERR_NOMEM, "out of memory"));
     int n = 0;
-    rc = tsr_tokenizer_encode(s->model->tok, text, s->n_hist == 0, 0, toks, (int)max, &n,
-                              &dev->err);
+    rc = tsr_tokenizer_encode(s->model->tok, text,
+                              s->n_hist == 0 && tsr_tokenizer_add_bos(s->model->tok), 0, toks,
+                              (int)max, &n, &dev->err);
     if (!rc) rc = append_tokens(s, toks, n);
     free(toks);
     return tsr_call_leave(&c, rc);
@@ -687,6 +689,8 @@ typedef struct gen_seq {
     int      n_hist0;  /* its history's length before the call           */
     int      seen;     /* tokens its callback has seen                   */
     int      stopped;  /* its callback asked to stop after token `seen`  */
+    int      eog_stop; /* stop after an end-of-generation token that the
+                          kernel's BOS/EOS rule does not know (<|im_end|>) */
     double   t_first;  /* when its first token reached the host          */
 } gen_seq;
 
@@ -711,6 +715,9 @@ static int on_token(int k, int token, void *user)
     if (g->seen == 0) g->t_first = now_s();
     g->seen++;
     g->stopped = c->cb ? c->cb(g->s, token, c->user) != 0 : 0;
+    /* the vocabulary's other end-of-generation tokens stop as EOS does:
+     * after they are written */
+    if (g->eog_stop && tsr_tokenizer_is_eog(g->s->model->tok, token)) g->stopped = 1;
     return g->stopped;
 }
 
@@ -792,7 +799,7 @@ static int generate(tsr_device *dev, tsr_seq *const *seqs, int n, const tsr_gen_
         };
         s->seeded = 1;
         s->seed = o->seed;
-        g[m] = (gen_seq){ .s = s, .n_hist0 = s->n_hist };
+        g[m] = (gen_seq){ .s = s, .n_hist0 = s->n_hist, .eog_stop = !o->ignore_stop };
         which[m++] = k;
         total += want;
     }

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "model.h"
 #include "tokenizer.h"
@@ -407,6 +408,7 @@ static int parse(gguf *g)
     // the data section starts at the next multiple of the alignment
     uint64_t pad = (uint64_t)al - r->off % (uint64_t)al;
     if (pad == (uint64_t)al) pad = 0;
+    if (n_t == 0 && r->off + pad > r->len) pad = r->len - r->off;   // a vocab-only file ends here
     if (need(r, pad, "alignment padding")) return TSR_ERR_FORMAT;
     g->data_off = r->off + pad;
     uint64_t data_len = r->len - g->data_off;
@@ -523,33 +525,45 @@ static int read_config(gguf *g, tsr_config *c)
     return TSR_OK;
 }
 
-/* Build the tokenizer from tokenizer.ggml.{tokens,scores}; "▁" (U+2581)
- * becomes ' ' so that pieces match llama2.c's tokenizer.bin. */
-static int read_tokenizer(gguf *g, tsr_tokenizer **out)
+/* A boolean key: 0 with *v set, 1 when absent, else an error. */
+static int kv_bool(const rd *r, const kv *kvs, uint64_t n, const char *key, int *v)
 {
-    rd *r = &g->r;
-    const char *s; uint64_t sl;
-    int rc = kv_str(r, g->kvs, g->n_kv, "tokenizer.ggml.model", &s, &sl);
-    if (rc > 1) return rc;
-    if (rc == 0 && (sl != 5 || memcmp(s, "llama", 5)))
-        return tsr_seterr(r->e, TSR_ERR_UNSUPPORTED,
-            "%s: tokenizer model '%.*s' is not supported (llama only)",
-            r->name, sl > 64 ? 64 : (int)sl, s);
-    const kv *tok = find_kv(g->kvs, g->n_kv, "tokenizer.ggml.tokens");
-    const kv *sc = find_kv(g->kvs, g->n_kv, "tokenizer.ggml.scores");
-    const kv *tt = find_kv(g->kvs, g->n_kv, "tokenizer.ggml.token_type");
-    uint64_t n = tok->acount;   // checked by read_config
-    if (!sc || sc->type != GT_ARRAY || sc->atype != GT_F32 || sc->acount != n)
-        return tsr_seterr(r->e, TSR_ERR_FORMAT,
-            "%s: tokenizer.ggml.scores must be %llu f32 values", r->name, (unsigned long long)n);
-    if (tt && (tt->type != GT_ARRAY || tt->atype != GT_I32 || tt->acount != n))
-        return tsr_seterr(r->e, TSR_ERR_FORMAT,
-            "%s: tokenizer.ggml.token_type must be %llu int32 values", r->name,
-            (unsigned long long)n);
+    const kv *k = find_kv(kvs, n, key);
+    if (!k) return 1;
+    if (k->type != GT_BOOL)
+        return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: metadata %s has type %u, expected a bool",
+                          r->name, key, k->type);
+    *v = r->b[k->voff] != 0;
+    return 0;
+}
 
-    // the strings were bounds-checked by parse(); their total bytes bound
-    // the converted pieces, which only shrink
-    const uint8_t *p = r->b + tok->voff;
+/* An optional token id key: *v stays -1 when absent.  Errors: FORMAT for an
+ * id outside the vocab. */
+static int kv_token(const rd *r, const kv *kvs, uint64_t n, const char *key, int vocab, int *v)
+{
+    int64_t x;
+    int rc = kv_int(r, kvs, n, key, &x);
+    if (rc == 1) return TSR_OK;
+    if (rc) return rc;
+    if (x < 0 || x >= vocab)
+        return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: %s %lld is outside the vocabulary (0..%d)",
+                          r->name, key, (long long)x, vocab - 1);
+    *v = (int)x;
+    return TSR_OK;
+}
+
+/* The strings of a string array as pointers into the file (each GGUF
+ * string is a u64 length, then its bytes; parse() bounds-checked them).
+ * *ptr and *len are malloc'd.  sp_space: "▁" (U+2581) becomes ' ' (the
+ * strings are then copied into *buf, malloc'd too).  Errors: FORMAT, NOMEM. */
+static int str_array(const rd *r, const kv *k, const char ***ptr, int **len, char **buf,
+                     int sp_space)
+{
+    uint64_t n = k->acount;
+    *ptr = NULL;
+    *len = NULL;
+    *buf = NULL;
+    const uint8_t *p = r->b + k->voff;
     uint64_t total = 0;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t l = get_u64(p);
@@ -558,39 +572,148 @@ static int read_tokenizer(gguf *g, tsr_tokenizer **out)
     }
     if (total > INT32_MAX)
         return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: tokenizer strings too long", r->name);
-    char *buf = malloc(total + 1);                  // (total,) converted pieces
-    const char **pieces = malloc(n * sizeof *pieces);   // (n,) into buf
-    int *nb = malloc(n * sizeof *nb);               // (n,) bytes of each piece
-    float *scores = malloc(n * sizeof *scores);     // (n,)
-    rc = TSR_OK;
-    if (!buf || !pieces || !nb || !scores) {
-        rc = tsr_seterr(r->e, TSR_ERR_NOMEM, "%s: out of memory for the tokenizer", r->name);
-        goto done;
-    }
-    p = r->b + tok->voff;
-    char *w = buf;
+    *ptr = malloc((n ? n : 1) * sizeof **ptr);
+    *len = malloc((n ? n : 1) * sizeof **len);
+    if (sp_space) *buf = malloc(total + 1);
+    if (!*ptr || !*len || (sp_space && !*buf))
+        return tsr_seterr(r->e, TSR_ERR_NOMEM, "%s: out of memory for the tokenizer", r->name);
+    p = r->b + k->voff;
+    char *w = *buf;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t l = get_u64(p);
         const uint8_t *src = p + 8;
-        pieces[i] = w;
-        for (uint64_t j = 0; j < l; j++) {
-            if (j + 2 < l && src[j] == 0xe2 && src[j + 1] == 0x96 && src[j + 2] == 0x81) {
-                *w++ = ' ';
-                j += 2;
-            } else {
-                *w++ = (char)src[j];
+        if (!sp_space) {
+            (*ptr)[i] = (const char *)src;
+            (*len)[i] = (int)l;
+        } else {
+            (*ptr)[i] = w;
+            for (uint64_t j = 0; j < l; j++) {
+                if (j + 2 < l && src[j] == 0xe2 && src[j + 1] == 0x96 && src[j + 2] == 0x81) {
+                    *w++ = ' ';
+                    j += 2;
+                } else {
+                    *w++ = (char)src[j];
+                }
             }
+            (*len)[i] = (int)(w - (*ptr)[i]);
         }
-        nb[i] = (int)(w - pieces[i]);
         p += 8 + l;
     }
-    memcpy(scores, r->b + sc->voff, n * sizeof *scores);
-    rc = tsr_tokenizer_from_arrays((int)n, pieces, nb, scores, out, r->e);
-done:
-    free(buf);
+    return TSR_OK;
+}
+
+/* Build the tokenizer from tokenizer.ggml.*: model "llama" (SentencePiece,
+ * "▁" becomes ' ' so that pieces match llama2.c's tokenizer.bin) or "gpt2"
+ * (byte-level BPE, with merges and pre-tokenizer), the token types, the
+ * special ids and add_bos_token / add_space_prefix.  Errors: FORMAT,
+ * UNSUPPORTED (another tokenizer model, an unknown pre-tokenizer), NOMEM. */
+static int read_tokenizer(gguf *g, tsr_tokenizer **out)
+{
+    rd *r = &g->r;
+    const char *s = "llama", *pre = NULL;
+    uint64_t sl = 5, pl = 0;
+    int rc = kv_str(r, g->kvs, g->n_kv, "tokenizer.ggml.model", &s, &sl);
+    if (rc > 1) return rc;
+    tsr_vocab_desc d = { .add_bos = -1, .add_space_prefix = -1, .bos = -1, .eos = -1,
+                         .eot = -1, .eom = -1 };
+    if (sl == 5 && !memcmp(s, "llama", 5)) d.kind = TSR_VOCAB_SPM;
+    else if (sl == 4 && !memcmp(s, "gpt2", 4)) d.kind = TSR_VOCAB_BPE;
+    else
+        return tsr_seterr(r->e, TSR_ERR_UNSUPPORTED,
+            "%s: tokenizer model '%.*s' is not supported (llama: SentencePiece, gpt2: "
+            "byte-level BPE)", r->name, sl > 64 ? 64 : (int)sl, s);
+    const kv *tok = find_kv(g->kvs, g->n_kv, "tokenizer.ggml.tokens");
+    const kv *sc = find_kv(g->kvs, g->n_kv, "tokenizer.ggml.scores");
+    const kv *tt = find_kv(g->kvs, g->n_kv, "tokenizer.ggml.token_type");
+    const kv *mg = find_kv(g->kvs, g->n_kv, "tokenizer.ggml.merges");
+    uint64_t n = tok->acount;   // checked by read_config
+    if (d.kind == TSR_VOCAB_SPM &&
+        (!sc || sc->type != GT_ARRAY || sc->atype != GT_F32 || sc->acount != n))
+        return tsr_seterr(r->e, TSR_ERR_FORMAT,
+            "%s: tokenizer.ggml.scores must be %llu f32 values", r->name, (unsigned long long)n);
+    if (tt && (tt->type != GT_ARRAY || tt->atype != GT_I32 || tt->acount != n))
+        return tsr_seterr(r->e, TSR_ERR_FORMAT,
+            "%s: tokenizer.ggml.token_type must be %llu int32 values", r->name,
+            (unsigned long long)n);
+    if (d.kind == TSR_VOCAB_BPE) {
+        if (!mg || mg->type != GT_ARRAY || mg->atype != GT_STRING || mg->acount < 1 ||
+            mg->acount > INT32_MAX)
+            return tsr_seterr(r->e, TSR_ERR_FORMAT,
+                "%s: a gpt2 tokenizer needs tokenizer.ggml.merges, a string array", r->name);
+        if ((rc = kv_str(r, g->kvs, g->n_kv, "tokenizer.ggml.pre", &pre, &pl)) > 1) return rc;
+        d.pre = pre;
+        d.pre_len = pl;
+    }
+    static const struct { const char *key; size_t off; } ids[] = {
+        { "tokenizer.ggml.bos_token_id", offsetof(tsr_vocab_desc, bos) },
+        { "tokenizer.ggml.eos_token_id", offsetof(tsr_vocab_desc, eos) },
+        { "tokenizer.ggml.eot_token_id", offsetof(tsr_vocab_desc, eot) },
+        { "tokenizer.ggml.eom_token_id", offsetof(tsr_vocab_desc, eom) },
+    };
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
+        if ((rc = kv_token(r, g->kvs, g->n_kv, ids[i].key, (int)n,
+                           (int *)(void *)((char *)&d + ids[i].off))))
+            return rc;
+    if (d.kind == TSR_VOCAB_SPM) {   // llama.cpp's defaults for SentencePiece
+        if (d.bos < 0 && n > 1) d.bos = 1;
+        if (d.eos < 0 && n > 2) d.eos = 2;
+    }
+    if ((rc = kv_bool(r, g->kvs, g->n_kv, "tokenizer.ggml.add_bos_token", &d.add_bos)) > 1 ||
+        (rc = kv_bool(r, g->kvs, g->n_kv, "tokenizer.ggml.add_space_prefix",
+                      &d.add_space_prefix)) > 1)
+        return rc;
+    /* Phi-3's special tokens drop the spaces after them (llama.cpp decides
+     * it by the model's name) */
+    const char *name;
+    uint64_t nl;
+    if ((rc = kv_str(r, g->kvs, g->n_kv, "general.name", &name, &nl)) > 1) return rc;
+    for (uint64_t i = 0; rc == 0 && i + 4 <= nl; i++)
+        if (!strncasecmp(name + i, "phi3", 4) || (i + 5 <= nl && !strncasecmp(name + i, "phi-3", 5)))
+            d.rstrip_special = 1;
+
+    const char **pieces = NULL, **merges = NULL;
+    int *nb = NULL, *mb = NULL;
+    char *buf = NULL, *mbuf = NULL;
+    rc = str_array(r, tok, &pieces, &nb, &buf, d.kind == TSR_VOCAB_SPM);
+    if (!rc && d.kind == TSR_VOCAB_BPE) rc = str_array(r, mg, &merges, &mb, &mbuf, 0);
+    if (!rc) {
+        d.vocab_size = (int)n;
+        d.pieces = pieces;
+        d.n_bytes = nb;
+        d.scores = sc && sc->type == GT_ARRAY && sc->atype == GT_F32 && sc->acount == n
+                       ? (const float *)(const void *)(r->b + sc->voff) : NULL;
+        d.types = tt ? (const int32_t *)(const void *)(r->b + tt->voff) : NULL;
+        d.merges = merges;
+        d.merge_bytes = mb;
+        d.n_merges = merges ? (int)mg->acount : 0;
+        float *scores = NULL;
+        int32_t *types = NULL;
+        /* the file's arrays may sit at any alignment: copy them */
+        if (d.scores && (scores = malloc(n * sizeof *scores)))
+            memcpy(scores, d.scores, n * sizeof *scores);
+        if (d.types && (types = malloc(n * sizeof *types)))
+            memcpy(types, d.types, n * sizeof *types);
+        if ((d.scores && !scores) || (d.types && !types))
+            rc = tsr_seterr(r->e, TSR_ERR_NOMEM, "%s: out of memory for the tokenizer", r->name);
+        d.scores = scores;
+        d.types = types;
+        if (!rc) {
+            rc = tsr_tokenizer_from_vocab(&d, out, r->e);
+            if (rc && r->e) {   // name the file in the message
+                char m[TSR_ERRMSG_MAX];
+                snprintf(m, sizeof m, "%s", r->e->msg);
+                tsr_seterr(r->e, rc, "%s: %s", r->name, m);
+            }
+        }
+        free(scores);
+        free(types);
+    }
     free(pieces);
     free(nb);
-    free(scores);
+    free(buf);
+    free(merges);
+    free(mb);
+    free(mbuf);
     return rc;
 }
 
@@ -688,7 +811,15 @@ static int build(gguf *g, tsr_config *c)
     if ((rc = take_all(g, c, m, &d, NULL))) return rc;
     tsr_checkpoint_scan_kinds(m);
     if ((rc = read_tokenizer(g, &m->tok))) return rc;
-    tsr_tokenizer_set_special(m->tok, tsr_config_bos(c), tsr_config_eos(c));
+    /* the kernel stops at the config's BOS / EOS: the tokenizer's, where a
+     * vocabulary names only one, that one for both */
+    int bos = tsr_tokenizer_bos(m->tok), eos = tsr_tokenizer_eos(m->tok);
+    if (bos >= 0 || eos >= 0) {
+        m->cfg.bos_id = bos >= 0 ? bos : eos;
+        m->cfg.eos_id = eos >= 0 ? eos : bos;
+        m->cfg.special_ids = 1;
+    }
+    tsr_tokenizer_set_special(m->tok, tsr_config_bos(&m->cfg), tsr_config_eos(&m->cfg));
     return TSR_OK;
 }
 
@@ -705,5 +836,29 @@ int tsr_gguf_open_memory(const void *data, size_t len, const char *name,
     free(g.ts);
     if (rc) tsr_checkpoint_close(g.m);
     else *out = g.m;
+    return rc;
+}
+
+int tsr_gguf_read_tokenizer(const void *data, size_t len, const char *name,
+                            tsr_tokenizer **out, tsr_err *e)
+{
+    *out = NULL;
+    gguf g = { .r = { .b = data, .len = len, .name = name, .e = e } };
+    int rc = parse(&g);
+    if (!rc) {
+        const kv *tok = find_kv(g.kvs, g.n_kv, "tokenizer.ggml.tokens");
+        if (!tok || tok->type != GT_ARRAY || tok->atype != GT_STRING || tok->acount < 1 ||
+            tok->acount > TSR_CKPT_MAX_VOCAB)
+            rc = tsr_seterr(e, TSR_ERR_FORMAT, "%s: no tokenizer.ggml.tokens string array of "
+                            "1..%d tokens", name, TSR_CKPT_MAX_VOCAB);
+    }
+    if (!rc) rc = read_tokenizer(&g, out);
+    if (!rc) {   // as a model's: BOS / EOS where the vocabulary names one of them
+        int bos = tsr_tokenizer_bos(*out), eos = tsr_tokenizer_eos(*out);
+        if (bos >= 0 || eos >= 0)
+            tsr_tokenizer_set_special(*out, bos >= 0 ? bos : eos, eos >= 0 ? eos : bos);
+    }
+    free(g.kvs);
+    free(g.ts);
     return rc;
 }

@@ -163,6 +163,13 @@ int  tsr_checkpoint_open_memory(const void *data, size_t len, const char *name,
 int  tsr_gguf_open_memory(const void *data, size_t len, const char *name,
                           tsr_checkpoint **out, tsr_err *e);
 
+/* Only the tokenizer of a GGUF file in memory (a vocab-only file such as
+ * llama.cpp's models/ggml-vocab-*.gguf, or a model): its tokenizer.ggml.*
+ * metadata as tsr_gguf_open_memory reads it.  The tokenizer copies what it
+ * keeps.  Errors: TSR_ERR_FORMAT, TSR_ERR_UNSUPPORTED, TSR_ERR_NOMEM. */
+int  tsr_gguf_read_tokenizer(const void *data, size_t len, const char *name,
+                             struct tsr_tokenizer **out, tsr_err *e);
+
 /* Unmap and free (the tokenizer too); NULL is a no-op. */
 void tsr_checkpoint_close(tsr_checkpoint *m);
 

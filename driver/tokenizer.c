@@ -1,8 +1,10 @@
 /*
- * tokenizer.c - the llama2.c sentencepiece-style BPE tokenizer.
+ * tokenizer.c - the tokenizers of tokenizer.h.
  *
  * Sections: the tokenizer struct, building it (from arrays or from a
- * tokenizer.bin), lookup, encoding, decoding.
+ * tokenizer.bin), lookup, encoding, decoding.  GGUF vocabularies' own
+ * parts (types, special tokens, merges, byte characters) are in
+ * tokenizer_gguf.c; the merge loop here serves every kind.
  *
  * Encoding gives exactly the ids of llama2.c run.c encode().  run.c rescans
  * the whole sequence after every merge (quadratic, with a string lookup per
@@ -19,29 +21,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "tokenizer.h"
+#include "tokenizer_impl.h"
 
 /* ---------------------------------------------------------- tokenizer --- */
-
-/* One entry of the lookup index: a piece and its id. */
-struct tok_index {
-    const char *s;   /* piece bytes, inside blob */
-    int         len; /* bytes */
-    int         id;
-};
-
-struct tsr_tokenizer {
-    int    vocab_size;
-    int    max_token_length;  /* longest piece, bytes; sizes merge buffers   */
-    char  *blob;              /* every piece, each followed by a NUL         */
-    size_t *off;              /* (vocab_size,) offset of piece i in blob     */
-    int   *len;               /* (vocab_size,) piece length, bytes           */
-    float *scores;            /* (vocab_size,) merge priority, higher first  */
-    struct tok_index *sorted; /* (vocab_size,) pieces in byte order         */
-    short *byte;              /* (vocab_size,) NN for a "<0xNN>" piece, or -1 */
-    unsigned char raw[256];   /* raw[b] == b: storage for decoded byte pieces */
-    int    bos, eos;          /* special ids (TSR_TOKEN_BOS/EOS unless set)  */
-};
 
 /* run.c starts its best score at -1e10: a merge scored at or below that is
  * never taken, so it is not taken here either. */
@@ -54,8 +36,6 @@ struct tsr_tokenizer {
 
 /* ---------------------------------------------------------- building ---- */
 
-/* Piece i as (pointer, length). */
-static const char *piece_of(const tsr_tokenizer *t, int i) { return t->blob + t->off[i]; }
 
 /* Byte order of two byte strings, shorter first on a common prefix: the
  * order strcmp() gives run.c for NUL-free pieces. */
@@ -92,9 +72,7 @@ static int parse_byte_piece(const char *p, int n)
     return v;
 }
 
-/* An empty tokenizer with room for vocab_size pieces totalling blob_bytes
- * (NULs included), or NULL. */
-static tsr_tokenizer *alloc_tokenizer(int vocab_size, size_t blob_bytes)
+tsr_tokenizer *tok_alloc(int vocab_size, size_t blob_bytes)
 {
     tsr_tokenizer *t = calloc(1, sizeof *t);
     if (!t) return NULL;
@@ -112,18 +90,22 @@ static tsr_tokenizer *alloc_tokenizer(int vocab_size, size_t blob_bytes)
         tsr_tokenizer_free(t);
         return NULL;
     }
-    for (int b = 0; b < 256; b++) t->raw[b] = (unsigned char)b;
+    for (int b = 0; b < 256; b++) {
+        t->raw[b] = (unsigned char)b;
+        t->byte_tok[b] = -1;
+    }
+    t->add_bos = 1;
     return t;
 }
 
-/* Fill the sorted index and byte-piece table once off/len/blob are set. */
-static void build_index(tsr_tokenizer *t)
+void tok_build_index(tsr_tokenizer *t)
 {
     t->max_token_length = 0;
     for (int i = 0; i < t->vocab_size; i++) {
-        t->sorted[i] = (struct tok_index){ piece_of(t, i), t->len[i], i };
-        t->byte[i] = (short)parse_byte_piece(piece_of(t, i), t->len[i]);
+        t->sorted[i] = (struct tok_index){ tok_piece(t, i), t->len[i], i };
+        t->byte[i] = (short)parse_byte_piece(tok_piece(t, i), t->len[i]);
         if (t->len[i] > t->max_token_length) t->max_token_length = t->len[i];
+        if (t->byte[i] >= 0 && t->byte_tok[t->byte[i]] < 0) t->byte_tok[t->byte[i]] = i;
     }
     qsort(t->sorted, (size_t)t->vocab_size, sizeof *t->sorted, index_cmp);
 }
@@ -144,7 +126,7 @@ int tsr_tokenizer_from_arrays(int vocab_size, const char *const *pieces,
                               i, n_bytes[i], n_bytes[i] < 0 ? "" : " and no bytes");
         blob_bytes += (size_t)n_bytes[i] + 1;
     }
-    tsr_tokenizer *t = alloc_tokenizer(vocab_size, blob_bytes);
+    tsr_tokenizer *t = tok_alloc(vocab_size, blob_bytes);
     if (!t) return tsr_seterr(e, TSR_ERR_NOMEM, "tokenizer: out of memory for %d tokens", vocab_size);
     size_t o = 0;
     for (int i = 0; i < vocab_size; i++) {
@@ -155,7 +137,7 @@ int tsr_tokenizer_from_arrays(int vocab_size, const char *const *pieces,
         t->blob[o + (size_t)n_bytes[i]] = '\0';
         o += (size_t)n_bytes[i] + 1;
     }
-    build_index(t);
+    tok_build_index(t);
     *out = t;
     return TSR_OK;
 }
@@ -290,7 +272,7 @@ int tsr_tokenizer_load(const char *path, int vocab_size, tsr_tokenizer **out, ts
         return rc;
     }
 
-    tsr_tokenizer *t = alloc_tokenizer(vocab_size, sc.blob_bytes);
+    tsr_tokenizer *t = tok_alloc(vocab_size, sc.blob_bytes);
     if (!t) {
         free(d);
         return tsr_seterr(e, TSR_ERR_NOMEM, "%s: out of memory for %d tokens", path, vocab_size);
@@ -307,7 +289,7 @@ int tsr_tokenizer_load(const char *path, int vocab_size, tsr_tokenizer **out, ts
         o += 8 + (size_t)n;
     }
     free(d);
-    build_index(t);
+    tok_build_index(t);
     *out = t;
     return TSR_OK;
 }
@@ -321,6 +303,7 @@ void tsr_tokenizer_free(tsr_tokenizer *t)
     free(t->scores);
     free(t->sorted);
     free(t->byte);
+    tok_gguf_free(t);
     free(t);
 }
 
@@ -341,7 +324,7 @@ int tsr_tokenizer_eos(const tsr_tokenizer *t) { return t->eos; }
  * index, as run.c str_lookup() does with bsearch().  This one finds the
  * first match, so a vocab with a duplicated piece (possible through
  * from_arrays) answers with the lowest id. */
-static int lookup_bytes(const tsr_tokenizer *t, const char *s, int n)
+int tok_lookup(const tsr_tokenizer *t, const char *s, int n)
 {
     int lo = 0, hi = t->vocab_size;   // first entry whose piece >= s
     while (lo < hi) {
@@ -361,7 +344,7 @@ int tsr_tokenizer_lookup(const tsr_tokenizer *t, const char *piece)
 {
     size_t n = strlen(piece);
     if (n > (size_t)t->max_token_length) return -1;
-    return lookup_bytes(t, piece, (int)n);
+    return tok_lookup(t, piece, (int)n);
 }
 
 /* ---------------------------------------------------------- encoding ---- */
@@ -411,7 +394,7 @@ static merge heap_pop(merge *h, int *n)
     return top;
 }
 
-/* Working state of one encode() call. */
+/* Working state of one tok_merge() call. */
 typedef struct {
     int      *tok;    /* (n,) token id at each node                        */
     int      *prev;   /* (n,) node to the left, -1 at the start            */
@@ -422,95 +405,51 @@ typedef struct {
     char     *buf;    /* (2 * max_token_length,) concatenation scratch     */
 } merge_state;
 
-/* Look up the merge of nodes l, r and queue it if run.c would consider it. */
+/* Look up the merge of nodes l, r and queue it if it can happen: for
+ * SentencePiece when the joined text is a token run.c would take, for BPE
+ * when the pair has a merge rule (its score the negated rank). */
 static void queue_pair(const tsr_tokenizer *t, merge_state *s, int l, int r)
 {
     if (l < 0 || r < 0) return;
     int a = s->tok[l], b = s->tok[r];
+    if (a < 0 || b < 0) return;   // a byte without a token merges with nothing
+    if (t->kind == TSR_VOCAB_BPE) {
+        int rank, id;
+        if (!tok_bpe_pair(t, a, b, &rank, &id)) return;
+        merge m = { -(float)rank, l, r, id, s->gen[l], s->gen[r] };
+        heap_push(s->heap, &s->n_heap, m);
+        return;
+    }
     int na = t->len[a], nb = t->len[b];
     if (na + nb > t->max_token_length) return;   // cannot be a piece
-    memcpy(s->buf, piece_of(t, a), (size_t)na);
-    memcpy(s->buf + na, piece_of(t, b), (size_t)nb);
-    int id = lookup_bytes(t, s->buf, na + nb);
+    memcpy(s->buf, tok_piece(t, a), (size_t)na);
+    memcpy(s->buf + na, tok_piece(t, b), (size_t)nb);
+    int id = tok_lookup(t, s->buf, na + nb);
     if (id < 0 || !(t->scores[id] > MERGE_SCORE_FLOOR)) return;
     merge m = { t->scores[id], l, r, id, s->gen[l], s->gen[r] };
     heap_push(s->heap, &s->n_heap, m);
 }
 
-/* Append the token(s) for one code point text[0..n): its own token if the
- * vocab has it, else one byte-fallback token per byte.  Errors:
- * TSR_ERR_RANGE when the vocab is too small to hold a byte token. */
-static int push_point(const tsr_tokenizer *t, const char *p, int n, int *tok, int *k, tsr_err *e)
+int tok_merge(const tsr_tokenizer *t, int *tok, int *n_io, tsr_err *e)
 {
-    int id = lookup_bytes(t, p, n);
-    if (id >= 0) {
-        tok[(*k)++] = id;
-        return TSR_OK;
-    }
-    for (int i = 0; i < n; i++) {
-        int b = (unsigned char)p[i];
-        if (b + 3 >= t->vocab_size)
-            return tsr_seterr(e, TSR_ERR_RANGE, "tokenizer: byte 0x%02X needs token %d, vocab has %d",
-                              b, b + 3, t->vocab_size);
-        tok[(*k)++] = b + 3;   // <0x00> is id 3 in llama2.c vocabularies
-    }
-    return TSR_OK;
-}
-
-int tsr_tokenizer_encode(const tsr_tokenizer *t, const char *text, int bos, int eos,
-                         int *tokens, int max_tokens, int *n_tokens, tsr_err *e)
-{
-    if (n_tokens) *n_tokens = 0;
-    if (!t || !text || !n_tokens || (max_tokens > 0 && !tokens))
-        return tsr_seterr(e, TSR_ERR_ARG, "tokenizer: encode given a NULL argument");
-    /* a vocab too small for llama2.c's BOS (1) / EOS (2) ids */
-    if ((bos && t->bos >= t->vocab_size) || (eos && t->eos >= t->vocab_size))
-        return tsr_seterr(e, TSR_ERR_RANGE, "tokenizer: the %s id %d is outside the vocab of %d",
-                          bos && t->bos >= t->vocab_size ? "BOS" : "EOS",
-                          bos && t->bos >= t->vocab_size ? t->bos : t->eos, t->vocab_size);
-
-    // at most one token per byte, plus BOS and the dummy prefix
-    size_t len = strlen(text);
-    if (len > (size_t)(INT32_MAX / 4 - 4))
-        return tsr_seterr(e, TSR_ERR_RANGE, "tokenizer: text of %zu bytes is too long", len);
-    int cap = (int)len + 2;
-    merge_state s = {0};
-    s.tok  = malloc((size_t)cap * sizeof *s.tok);
-    s.prev = malloc((size_t)cap * sizeof *s.prev);
-    s.next = malloc((size_t)cap * sizeof *s.next);
-    s.gen  = calloc((size_t)cap, sizeof *s.gen);
-    s.heap = malloc((size_t)cap * 3 * sizeof *s.heap);
+    int n = *n_io;
+    if (n < 2) return TSR_OK;
+    merge_state s = { .tok = tok };
+    s.prev = malloc((size_t)n * sizeof *s.prev);
+    s.next = malloc((size_t)n * sizeof *s.next);
+    s.gen  = calloc((size_t)n, sizeof *s.gen);
+    s.heap = malloc((size_t)n * 3 * sizeof *s.heap);
     s.buf  = malloc((size_t)t->max_token_length * 2 + 1);
-    int rc = TSR_OK, n = 0;
-    if (!s.tok || !s.prev || !s.next || !s.gen || !s.heap || !s.buf) {
-        rc = tsr_seterr(e, TSR_ERR_NOMEM, "tokenizer: out of memory encoding %zu bytes", len);
+    int rc = TSR_OK;
+    if (!s.prev || !s.next || !s.gen || !s.heap || !s.buf) {
+        rc = tsr_seterr(e, TSR_ERR_NOMEM, "tokenizer: out of memory merging %d tokens", n);
         goto done;
     }
-
-    // BOS, then the dummy prefix " " that sentencepiece adds
-    if (bos) s.tok[n++] = t->bos;
-    if (text[0] != '\0') {
-        rc = push_point(t, " ", 1, s.tok, &n, e);
-        if (rc) goto done;
-    }
-
-    // one token per UTF-8 code point: a lead byte and up to 3 continuation
-    // bytes (0b10xxxxxx); longer runs are cut at 4 bytes as run.c does
-    for (size_t i = 0; i < len;) {
-        size_t j = i + 1;
-        while (j < len && ((unsigned char)text[j] & 0xC0) == 0x80 && j - i < 4) j++;
-        rc = push_point(t, text + i, (int)(j - i), s.tok, &n, e);
-        if (rc) goto done;
-        i = j;
-    }
-
-    // merge the best-scoring adjacent pair until none is in the vocab
     for (int i = 0; i < n; i++) {
         s.prev[i] = i - 1;
         s.next[i] = i + 1 < n ? i + 1 : -1;
     }
     for (int i = 0; i + 1 < n; i++) queue_pair(t, &s, i, i + 1);
-    int live = n;
     while (s.n_heap > 0) {
         merge m = heap_pop(s.heap, &s.n_heap);
         if (s.gen[m.left] != m.gen_left || s.gen[m.right] != m.gen_right ||
@@ -522,25 +461,14 @@ int tsr_tokenizer_encode(const tsr_tokenizer *t, const char *text, int bos, int 
         s.gen[r]++;
         s.next[l] = s.next[r];
         if (s.next[r] >= 0) s.prev[s.next[r]] = l;
-        live--;
         queue_pair(t, &s, s.prev[l], l);
         queue_pair(t, &s, l, s.next[l]);
     }
-
-    // copy out in order
-    int total = live + (eos ? 1 : 0);
-    if (total > max_tokens) {
-        rc = tsr_seterr(e, TSR_ERR_RANGE, "tokenizer: text needs %d tokens, room for %d",
-                        total, max_tokens);
-        goto done;
-    }
+    // compact in order: node 0 always lives (merges keep the left node)
     int k = 0;
-    for (int i = n > 0 ? 0 : -1; i >= 0; i = s.next[i]) tokens[k++] = s.tok[i];
-    if (eos) tokens[k++] = t->eos;
-    *n_tokens = k;
-
+    for (int i = 0; i >= 0; i = s.next[i]) tok[k++] = tok[i];
+    *n_io = k;
 done:
-    free(s.tok);
     free(s.prev);
     free(s.next);
     free(s.gen);
@@ -549,19 +477,128 @@ done:
     return rc;
 }
 
+int tok_buf_push(tok_buf *b, int id)
+{
+    if (b->n == b->cap) {
+        int cap = b->cap ? b->cap * 2 : 64;
+        int *v = realloc(b->v, (size_t)cap * sizeof *v);
+        if (!v) return -1;
+        b->v = v;
+        b->cap = cap;
+    }
+    b->v[b->n++] = id;
+    return 0;
+}
+
+/* Append the token(s) for one code point p[0..n): its own token if the
+ * vocab has it, else one byte-fallback token per byte (llama2.c: id byte +
+ * 3, as run.c; a GGUF vocab: its "<0xNN>" token).  Errors: TSR_ERR_RANGE
+ * when the vocab has no token for a byte. */
+static int push_point(const tsr_tokenizer *t, const char *p, int n, tok_buf *out, tsr_err *e)
+{
+    int id = tok_lookup(t, p, n);
+    if (id >= 0) return tok_buf_push(out, id) ? TSR_ERR_NOMEM : TSR_OK;
+    for (int i = 0; i < n; i++) {
+        int b = (unsigned char)p[i];
+        int bt = t->kind ? t->byte_tok[b] : b + 3;   // <0x00> is id 3 in llama2.c vocabularies
+        if (bt < 0 || bt >= t->vocab_size)
+            return tsr_seterr(e, TSR_ERR_RANGE, "tokenizer: byte 0x%02X has no token (%s)", b,
+                              t->kind ? "no <0xNN> piece for it" : "vocab too small for id byte+3");
+        if (tok_buf_push(out, bt)) return TSR_ERR_NOMEM;
+    }
+    return TSR_OK;
+}
+
+int tok_spm_text(const tsr_tokenizer *t, const char *text, size_t len, int prefix, tok_buf *out,
+                 tsr_err *e)
+{
+    int first = out->n, rc = TSR_OK;
+    // the dummy prefix " " that sentencepiece adds
+    if (prefix) rc = push_point(t, " ", 1, out, e);
+    // one token per UTF-8 code point: a lead byte and up to 3 continuation
+    // bytes (0b10xxxxxx); longer runs are cut at 4 bytes as run.c does
+    for (size_t i = 0; i < len && !rc;) {
+        size_t j = i + 1;
+        while (j < len && ((unsigned char)text[j] & 0xC0) == 0x80 && j - i < 4) j++;
+        rc = push_point(t, text + i, (int)(j - i), out, e);
+        i = j;
+    }
+    if (rc == TSR_ERR_NOMEM)
+        return tsr_seterr(e, TSR_ERR_NOMEM, "tokenizer: out of memory encoding %zu bytes", len);
+    if (rc) return rc;
+    int n = out->n - first;
+    rc = tok_merge(t, out->v + first, &n, e);
+    out->n = first + n;
+    return rc;
+}
+
+int tsr_tokenizer_encode_ex(const tsr_tokenizer *t, const char *text, size_t len, int flags,
+                            int *tokens, int max_tokens, int *n_tokens, tsr_err *e)
+{
+    if (n_tokens) *n_tokens = 0;
+    if (!t || !text || !n_tokens || (max_tokens > 0 && !tokens))
+        return tsr_seterr(e, TSR_ERR_ARG, "tokenizer: encode given a NULL argument");
+    int bos = flags & TSR_ENC_BOS, eos = flags & TSR_ENC_EOS;
+    /* a vocab too small for llama2.c's BOS (1) / EOS (2) ids */
+    if ((bos && (t->bos < 0 || t->bos >= t->vocab_size)) ||
+        (eos && (t->eos < 0 || t->eos >= t->vocab_size)))
+        return tsr_seterr(e, TSR_ERR_RANGE, "tokenizer: the %s id %d is outside the vocab of %d",
+                          bos && (t->bos < 0 || t->bos >= t->vocab_size) ? "BOS" : "EOS",
+                          bos && (t->bos < 0 || t->bos >= t->vocab_size) ? t->bos : t->eos,
+                          t->vocab_size);
+    if (len > (size_t)(INT32_MAX / 4 - 4))
+        return tsr_seterr(e, TSR_ERR_RANGE, "tokenizer: text of %zu bytes is too long", len);
+
+    tok_buf out = { 0 };
+    int rc = TSR_OK;
+    if (bos && tok_buf_push(&out, t->bos)) rc = TSR_ERR_NOMEM;
+    if (!rc && t->kind) rc = tok_gguf_encode(t, text, len, flags, &out, e);
+    else if (!rc) rc = tok_spm_text(t, text, len, len > 0, &out, e);
+    if (!rc && eos && tok_buf_push(&out, t->eos)) rc = TSR_ERR_NOMEM;
+    if (rc == TSR_ERR_NOMEM)
+        rc = tsr_seterr(e, TSR_ERR_NOMEM, "tokenizer: out of memory encoding %zu bytes", len);
+    if (!rc && out.n > max_tokens)
+        rc = tsr_seterr(e, TSR_ERR_RANGE, "tokenizer: text needs %d tokens, room for %d", out.n,
+                        max_tokens);
+    if (!rc) {
+        if (out.n) memcpy(tokens, out.v, (size_t)out.n * sizeof *tokens);
+        *n_tokens = out.n;
+    }
+    free(out.v);
+    return rc;
+}
+
+int tsr_tokenizer_encode(const tsr_tokenizer *t, const char *text, int bos, int eos,
+                         int *tokens, int max_tokens, int *n_tokens, tsr_err *e)
+{
+    return tsr_tokenizer_encode_ex(t, text, text ? strlen(text) : 0,
+                                   (bos ? TSR_ENC_BOS : 0) | (eos ? TSR_ENC_EOS : 0) |
+                                   TSR_ENC_SPECIAL, tokens, max_tokens, n_tokens, e);
+}
+
 /* ---------------------------------------------------------- decoding ---- */
 
 const char *tsr_tokenizer_piece(const tsr_tokenizer *t, int prev, int token, size_t *len)
 {
     assert(t && len && token >= 0 && token < t->vocab_size);
-    const char *p = piece_of(t, token);
+    if (t->kind && tsr_tokenizer_is_control(t, token)) {
+        *len = 0;
+        return (const char *)t->raw;
+    }
+    if (t->kind == TSR_VOCAB_BPE) {
+        *len = (size_t)t->dec_len[token];
+        return t->dec + t->dec_off[token];
+    }
+    const char *p = tok_piece(t, token);
     int n = t->len[token];
     // sentencepiece drops the dummy-prefix space of the first word after BOS
-    if (prev == t->bos && n > 0 && p[0] == ' ') {
+    // (a GGUF vocab's also at the start of a text without BOS)
+    if ((prev == t->bos || (t->kind && prev < 0)) && n > 0 && p[0] == ' ' &&
+        !(t->kind && t->type[token] == TSR_TT_USER_DEFINED)) {
         p++;
         n--;
     }
-    if (t->byte[token] >= 0) {
+    if (t->byte[token] >= 0 && (!t->kind || t->type[token] == TSR_TT_BYTE)) {
         *len = 1;
         return (const char *)&t->raw[t->byte[token]];
     }

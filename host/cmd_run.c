@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "textout.h"
 
 static const char usage[] =
     "usage: tessera run -m MODEL [-z TOKENIZER] [-p PROMPT | -f FILE] [-n STEPS] [-t TEMP] [-s SEED] [options]\n"
@@ -62,13 +63,6 @@ typedef struct run_args {
 
 /* Print a token's text as llama2.c's safe_printf does: a lone unprintable
  * byte (a control code from a byte-fallback token) is dropped. */
-static void print_piece(const char *p, size_t n)
-{
-    if (!p || n == 0) return;
-    if (n == 1 && !isprint((unsigned char)p[0]) && !isspace((unsigned char)p[0])) return;
-    fwrite(p, 1, n, stdout);
-}
-
 /* The sequence Ctrl-C cancels while it generates.  tsr_seq_cancel is
  * async-signal-safe (an atomic store and a wake-up). */
 static tsr_seq *volatile cancel_target;
@@ -84,7 +78,16 @@ typedef struct stream_ctx {
     tsr_model *model;
     int prev;
     int bos, eos;   /* the model's: they end the text, unprinted */
+    textout text;   /* pieces into UTF-8 characters                 */
 } stream_ctx;
+
+/* Print what the text has ready (whole characters). */
+static void print_ready(stream_ctx *c, int finish)
+{
+    const char *p;
+    size_t n = finish ? textout_finish(&c->text, &p) : textout_take(&c->text, &p);
+    if (n) fwrite(p, 1, n, stdout);
+}
 
 static int on_token(tsr_seq *s, int token, void *user)
 {
@@ -93,8 +96,10 @@ static int on_token(tsr_seq *s, int token, void *user)
     if (token != c->bos && token != c->eos) {
         size_t n;
         const char *p = tsr_model_token_text(c->model, c->prev, token, &n);
-        print_piece(p, n);
-        fflush(stdout);
+        if (p && n && textout_push(&c->text, p, n) == 0) {
+            print_ready(c, 0);
+            fflush(stdout);
+        }
     }
     c->prev = token;
     return 0;
@@ -266,6 +271,7 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     stream_ctx sc = { .model = model, .prev = prompt[0], .bos = mi.bos, .eos = mi.eos };
+    textout_init(&sc.text, NULL, 0);
     for (int i = 1; i < n_prompt && i <= a.steps; i++) on_token(seq, prompt[i], &sc);
     free(prompt);
 
@@ -291,9 +297,12 @@ int cmd_run(int argc, char **argv)
         if (rc != TSR_OK) {
             printf("\n");
             cli_error("%s", tsr_device_errmsg(dev));
+            textout_free(&sc.text);
             goto out;
         }
     }
+    print_ready(&sc, 1);
+    textout_free(&sc.text);
     printf("\n");
     if (cli_flush_stdout()) goto out;
     tsr_seq_stats st;

@@ -187,7 +187,7 @@ static void test_minimal_reports_errors(void **state)
     char dir[] = "/tmp/tsr_minimal_XXXXXX";
     assert_non_null(mkdtemp(dir));
     assert_int_equal(run("cc -std=c11 -Wall -Wextra -Werror%s -I'%s/driver/include' -o '%s/minimal' "
-                         "'%s/host/examples/minimal.c' '%s/libtessera.a' -lxxhash -lnuma -lpthread -lm",
+                         "'%s/host/examples/minimal.c' '%s/libtessera.a' -lxxhash -lpcre2-8 -lnuma -lpthread -lm",
                          SAN_CC, TSR_SOURCE_DIR, dir, TSR_SOURCE_DIR, TSR_BUILD_DIR), 0);
     assert_int_equal(run("'%s/minimal' /nonexistent/model.bin '%s' hi 2 > /dev/null 2> '%s/err.txt'",
                          dir, SHARED_MODEL("tok512.bin"), dir), 1);

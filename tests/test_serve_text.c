@@ -18,13 +18,13 @@
 #include "serve/serve.h"
 
 /* Push pieces (NULL-terminated), collecting what is released after each. */
-static void feed(srv_textout *t, const char *const *pieces, char *seen, size_t cap)
+static void feed(textout *t, const char *const *pieces, char *seen, size_t cap)
 {
     size_t n = 0;
     for (; *pieces; pieces++) {
-        assert_int_equal(srv_textout_push(t, *pieces, strlen(*pieces)), 0);
+        assert_int_equal(textout_push(t, *pieces, strlen(*pieces)), 0);
         const char *p;
-        size_t k = srv_textout_take(t, &p);
+        size_t k = textout_take(t, &p);
         assert_true(n + k < cap);
         memcpy(seen + n, p, k);
         n += k;
@@ -38,13 +38,13 @@ static void feed(srv_textout *t, const char *const *pieces, char *seen, size_t c
 static void pieces_pass_through(void **state)
 {
     (void)state;
-    srv_textout t;
-    srv_textout_init(&t, NULL, 0);
+    textout t;
+    textout_init(&t, NULL, 0);
     char seen[256];
     const char *p[] = { "Once", " upon", " a", " time", NULL };
     feed(&t, p, seen, sizeof seen);
     assert_string_equal(seen, "Once| upon| a| time|");
-    srv_textout_free(&t);
+    textout_free(&t);
 }
 
 /* Byte-fallback tokens give one byte each: a character is released when
@@ -52,21 +52,21 @@ static void pieces_pass_through(void **state)
 static void utf8_is_assembled(void **state)
 {
     (void)state;
-    srv_textout t;
-    srv_textout_init(&t, NULL, 0);
+    textout t;
+    textout_init(&t, NULL, 0);
     char seen[256];
     const char *p[] = { "caf", "\xC3", "\xA9", " \xE2", "\x82", "\xAC", "!", NULL };
     feed(&t, p, seen, sizeof seen);
     assert_string_equal(seen, "caf||\xC3\xA9| ||\xE2\x82\xAC|!|");
-    srv_textout_free(&t);
+    textout_free(&t);
 }
 
 /* Bytes that cannot form a character become U+FFFD, so JSON stays valid. */
 static void bad_bytes_become_replacement(void **state)
 {
     (void)state;
-    srv_textout t;
-    srv_textout_init(&t, NULL, 0);
+    textout t;
+    textout_init(&t, NULL, 0);
     char seen[256];
     /* a stray continuation, a lead byte cut off by ASCII, an overlong
      * lead (C0), a surrogate (ED A0), and a lead byte at the end */
@@ -75,10 +75,10 @@ static void bad_bytes_become_replacement(void **state)
     assert_string_equal(seen, "\xEF\xBF\xBD|" "\xEF\xBF\xBD" "a|" "\xEF\xBF\xBD|"
                               "\xEF\xBF\xBD\xEF\xBF\xBD|" "b|" "|");
     const char *tail;
-    size_t n = srv_textout_finish(&t, &tail);
+    size_t n = textout_finish(&t, &tail);
     assert_int_equal(n, 3);
     assert_memory_equal(tail, "\xEF\xBF\xBD", 3);
-    srv_textout_free(&t);
+    textout_free(&t);
 }
 
 /* A lone control byte is dropped, as tessera run drops it; a newline is
@@ -86,13 +86,13 @@ static void bad_bytes_become_replacement(void **state)
 static void control_bytes_are_dropped(void **state)
 {
     (void)state;
-    srv_textout t;
-    srv_textout_init(&t, NULL, 0);
+    textout t;
+    textout_init(&t, NULL, 0);
     char seen[256];
     const char *p[] = { "a", "\x01", "\n", "\x7f", "b", NULL };
     feed(&t, p, seen, sizeof seen);
     assert_string_equal(seen, "a||\n||b|");
-    srv_textout_free(&t);
+    textout_free(&t);
 }
 
 /* Text that may start a stop string waits; the match cuts the text. */
@@ -100,27 +100,27 @@ static void stop_strings_hold_then_cut(void **state)
 {
     (void)state;
     char *stop[] = { "the end", "!!" };
-    srv_textout t;
-    srv_textout_init(&t, stop, 2);
+    textout t;
+    textout_init(&t, stop, 2);
     char seen[256];
     const char *p[] = { "and", " the", " en", "ormous", " dog", " the", " end", " more", NULL };
     feed(&t, p, seen, sizeof seen);
     assert_string_equal(seen, "and| ||the enormous| dog| |||");
     assert_true(t.stopped);
     const char *tail;
-    assert_int_equal(srv_textout_finish(&t, &tail), 0);
+    assert_int_equal(textout_finish(&t, &tail), 0);
     assert_string_equal(t.buf, "and the enormous dog ");
-    srv_textout_free(&t);
+    textout_free(&t);
 
     /* a false start is released at the end of the turn */
-    srv_textout_init(&t, stop, 2);
+    textout_init(&t, stop, 2);
     const char *q[] = { "wow", "!", NULL };
     feed(&t, q, seen, sizeof seen);
     assert_string_equal(seen, "wow||");
-    assert_int_equal(srv_textout_finish(&t, &tail), 1);
+    assert_int_equal(textout_finish(&t, &tail), 1);
     assert_string_equal(tail, "!");
     assert_false(t.stopped);
-    srv_textout_free(&t);
+    textout_free(&t);
 }
 
 /* ------------------------------------------------------- chat template --- */

@@ -327,13 +327,23 @@ typedef struct tsr_model_info {
 /* Fill *info.  Errors: TSR_ERR_ARG, TSR_ERR_STATE (model closed). */
 TSR_API int  tsr_model_get_info(const tsr_model *m, tsr_model_info *info);
 
-/* Tokenize text: BOS first when bos != 0.  *n_tokens gets the count.
+/* Tokenize text: BOS first when bos != 0 and the model's vocabulary starts
+ * its texts with one (llama2.c's and SentencePiece's do; a byte-level BPE
+ * vocabulary's when its tokenizer.ggml.add_bos_token says so, or Llama 3's).
+ * Special tokens written in the text of a GGUF vocabulary ("<|im_start|>",
+ * "<|eot_id|>") are those tokens, as in llama.cpp's prompts.  Text to token
+ * ids follows llama.cpp's tokenizer (its test vectors hold it) for GGUF
+ * files, run.c's for llama2.c files.  *n_tokens gets the count.
  * Errors: TSR_ERR_ARG, TSR_ERR_RANGE (more than max_tokens), TSR_ERR_STATE. */
 TSR_API int  tsr_model_tokenize(tsr_model *m, const char *text, int bos, int *tokens,
                                 int max_tokens, int *n_tokens);
 
 /* The text bytes of token following prev ("<0xNN>" gives one raw byte; the
- * leading space after BOS is dropped).  *len gets the byte count.  The
+ * leading space after BOS is dropped; a control token of a GGUF vocabulary,
+ * such as "<|im_end|>", gives no bytes).  A token may end inside a UTF-8
+ * character that the next token completes: a caller that prints pieces as
+ * they come holds back an incomplete character's bytes.  *len gets the byte
+ * count.  The
  * pointer lives as long as m's host side.  NULL for an out-of-range token
  * or a closed model.  Lock-free. */
 TSR_API const char *tsr_model_token_text(const tsr_model *m, int prev, int token,
@@ -360,7 +370,10 @@ TSR_API int  tsr_seq_append_text(tsr_seq *s, const char *text);
 TSR_API int  tsr_seq_append_tokens(tsr_seq *s, const int *tokens, int n);
 
 /* Sampler settings.  Zero-initialised = greedy, stop at the model's BOS/EOS
- * (tsr_model_info.bos, .eos). */
+ * (tsr_model_info.bos, .eos) and, for a GGUF vocabulary, at its other
+ * end-of-generation tokens (tokenizer.ggml.eot_token_id / eom_token_id and
+ * the tokens llama.cpp ends at by their text: <|im_end|>, <|eot_id|>,
+ * <|end|>, <end_of_turn>, <|endoftext|>, <|eom_id|>, <EOT>). */
 typedef struct tsr_gen_opts {
     int      max_tokens;   /* tokens to generate; clamped to what seq_len
                               leaves                                         */
@@ -374,7 +387,8 @@ typedef struct tsr_gen_opts {
                               the last generate left it, across
                               tsr_seq_truncate and tsr_seq_reset (so a
                               regenerated tail is a fresh sample)          */
-    int      ignore_stop;  /* 1: do not stop at the model's BOS/EOS          */
+    int      ignore_stop;  /* 1: do not stop at the model's BOS/EOS or other
+                              end-of-generation tokens                      */
     uint64_t reserved[8];  /* zero                                           */
 } tsr_gen_opts;
 

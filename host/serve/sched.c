@@ -42,7 +42,7 @@ static srv_turn *turn_new(srv_cmd *c)
     if (!t) return NULL;
     t->cmd = c;
     t->last = -1;
-    srv_textout_init(&t->out, c->gen.stop, c->gen.n_stop);
+    textout_init(&t->out, c->gen.stop, c->gen.n_stop);
     return t;
 }
 
@@ -51,7 +51,7 @@ static void turn_free(srv_turn *t)
     if (!t) return;
     srv_cmd_free(t->cmd);
     free(t->toks);
-    srv_textout_free(&t->out);
+    textout_free(&t->out);
     free(t);
 }
 
@@ -115,7 +115,7 @@ static void device_failed(srv_sched *s, srv_session *ss, srv_turn *t, int rc)
 static void finish(srv_sched *s, srv_session *ss, srv_turn *t, srv_reason why)
 {
     const char *p;
-    size_t n = srv_textout_finish(&t->out, &p);
+    size_t n = textout_finish(&t->out, &p);
     if (n) {
         srv_event *tail = srv_event_new(SRV_EV_TOKEN);
         if (tail && (tail->text = strndup(p, n))) tail->len = n;
@@ -245,11 +245,11 @@ static int on_token(tsr_seq *seq, int token, void *user)
     if (token != s->info.bos && token != s->info.eos) {
         size_t n = 0;
         const char *piece = tsr_model_token_text(s->model, t->prev, token, &n);
-        srv_textout_push(&t->out, piece, n);
+        textout_push(&t->out, piece, n);
     }
     t->prev = token;
     const char *p;
-    size_t n = srv_textout_take(&t->out, &p);
+    size_t n = textout_take(&t->out, &p);
     srv_event *e = srv_event_new(SRV_EV_TOKEN);
     if (e) {
         e->token = token;

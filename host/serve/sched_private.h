@@ -26,7 +26,7 @@ typedef struct srv_turn {
     int         prev;          /* the last token: spacing of the next piece    */
     int         last;          /* the last generated token; -1: none           */
     int         long_call;     /* a call for all it asked: yields to others    */
-    srv_textout out;
+    textout out;
     srv_stats   st;
     double      t_start, t_first, t_last;
     double      t_stop;        /* when a stop reached the server; 0: none      */

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "tessera.h"
+#include "../textout.h"
 
 struct mg_connection;
 
@@ -203,32 +204,6 @@ void srv_session_hangup(srv_session *ss);
 void srv_session_unref(srv_session *ss);
 /* A short id for the session ("42"), for response ids. */
 uint64_t srv_session_id(const srv_session *ss);
-
-/* ------------------------------------------------------------- textout --- */
-
-/* Token pieces into the text a client sees: raw bytes assembled into
- * UTF-8 (a byte that cannot start or continue a character becomes U+FFFD),
- * lone control bytes dropped (as tessera run prints them), and the text
- * held back while it might be the start of a stop string. */
-typedef struct srv_textout {
-    char  *buf;           /* (cap,) released and held text, valid UTF-8      */
-    size_t len, cap, sent;/* bytes in buf; bytes released so far             */
-    unsigned char part[4];/* an incomplete UTF-8 character                   */
-    int    part_len, part_need;
-    char *const *stop;    /* n_stop stop strings, not owned                  */
-    int    n_stop;
-    int    stopped;       /* a stop string matched; buf ends before it       */
-} srv_textout;
-
-void   srv_textout_init(srv_textout *t, char *const *stop, int n_stop);
-void   srv_textout_free(srv_textout *t);
-/* Add one token's piece.  Returns 0, or -1 out of memory. */
-int    srv_textout_push(srv_textout *t, const char *piece, size_t n);
-/* The newly releasable text: *p points into t, valid until the next push. */
-size_t srv_textout_take(srv_textout *t, const char **p);
-/* End of the turn: release what was held (an incomplete character as
- * U+FFFD). */
-size_t srv_textout_finish(srv_textout *t, const char **p);
 
 /* -------------------------------------------------------------- metrics --- */
 

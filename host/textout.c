@@ -1,4 +1,4 @@
-/* textout.c - token pieces into the text a client sees.
+/* textout.c - token pieces into the text a reader sees (textout.h).
  *
  * A piece is raw bytes: a whole word from the vocabulary, or one byte of a
  * byte-fallback token ("<0xE2>").  JSON needs valid UTF-8, so bytes are
@@ -11,24 +11,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "serve.h"
+#include "textout.h"
 
 static const char replacement[] = "\xEF\xBF\xBD";   /* U+FFFD */
 
-void srv_textout_init(srv_textout *t, char *const *stop, int n_stop)
+void textout_init(textout *t, char *const *stop, int n_stop)
 {
     memset(t, 0, sizeof *t);
     t->stop = stop;
     t->n_stop = n_stop;
 }
 
-void srv_textout_free(srv_textout *t)
+void textout_free(textout *t)
 {
     free(t->buf);
     memset(t, 0, sizeof *t);
 }
 
-static int append(srv_textout *t, const void *p, size_t n)
+static int append(textout *t, const void *p, size_t n)
 {
     if (t->len + n + 1 > t->cap) {
         size_t cap = t->cap ? t->cap : 64;
@@ -72,7 +72,7 @@ static int utf8_continues(const unsigned char *part, int part_len, unsigned char
     }
 }
 
-static int push_byte(srv_textout *t, unsigned char b)
+static int push_byte(textout *t, unsigned char b)
 {
     if (t->part_len > 0) {
         if (utf8_continues(t->part, t->part_len, b)) {
@@ -98,7 +98,7 @@ static int push_byte(srv_textout *t, unsigned char b)
 
 /* Cut the text at the first stop string that starts at or after the
  * released part. */
-static void find_stop(srv_textout *t)
+static void find_stop(textout *t)
 {
     size_t best = t->len;
     for (int i = 0; i < t->n_stop; i++) {
@@ -114,7 +114,7 @@ static void find_stop(srv_textout *t)
 
 /* Bytes at the end of the text that are a proper prefix of a stop string:
  * they must wait for the next piece. */
-static size_t held_for_stop(const srv_textout *t)
+static size_t held_for_stop(const textout *t)
 {
     size_t held = 0, avail = t->len - t->sent;
     for (int i = 0; i < t->n_stop; i++) {
@@ -131,7 +131,7 @@ static size_t held_for_stop(const srv_textout *t)
 
 /* ------------------------------------------------------------- pieces --- */
 
-int srv_textout_push(srv_textout *t, const char *piece, size_t n)
+int textout_push(textout *t, const char *piece, size_t n)
 {
     if (t->stopped || !piece || n == 0) return 0;
     unsigned char b0 = (unsigned char)piece[0];
@@ -142,7 +142,7 @@ int srv_textout_push(srv_textout *t, const char *piece, size_t n)
     return 0;
 }
 
-size_t srv_textout_take(srv_textout *t, const char **p)
+size_t textout_take(textout *t, const char **p)
 {
     size_t end = t->stopped ? t->len : t->len - held_for_stop(t);
     *p = t->buf ? t->buf + t->sent : "";
@@ -151,7 +151,7 @@ size_t srv_textout_take(srv_textout *t, const char **p)
     return n;
 }
 
-size_t srv_textout_finish(srv_textout *t, const char **p)
+size_t textout_finish(textout *t, const char **p)
 {
     if (t->part_len > 0 && !t->stopped) {
         t->part_len = 0;
