@@ -235,7 +235,7 @@ $(BUILD)/tests/test_abi: $(LIB_SO)
 
 # test_fuzz_regress replays tests/fuzz/ fixtures through the harnesses,
 # compiled here with the test compiler (each entry point renamed).
-FUZZ_NAMES   := llama2c gguf tokenizer xclbin devspec
+FUZZ_NAMES   := llama2c gguf tokenizer vocab xclbin devspec
 FUZZ_REPLAY  := $(FUZZ_NAMES:%=$(BUILD)/tests/fuzz/fuzz_%.o)
 $(BUILD)/tests/fuzz/fuzz_%.o: tests/fuzz/fuzz_%.c
 	@mkdir -p $(dir $@)
@@ -389,7 +389,9 @@ fuzz-seeds: $(FUZZ_SEEDER)
 	@m='$(abspath $(SHARED))/models'; \
 	    [ ! -f $$m/stories260K.bin ] || ln -sf $$m/stories260K.bin $(FUZZ_BUILD)/seeds/llama2c/real-stories260K.bin; \
 	    for q in f32 f16 q8_0 q4_0; do [ ! -f $$m/stories260K-$$q.gguf ] || \
-	        ln -sf $$m/stories260K-$$q.gguf $(FUZZ_BUILD)/seeds/gguf/real-$$q.gguf; done
+	        ln -sf $$m/stories260K-$$q.gguf $(FUZZ_BUILD)/seeds/gguf/real-$$q.gguf; done; \
+	    v='$(abspath $(SHARED))/vocab'; for q in gpt-2 qwen2 llama-spm; do [ ! -f $$v/ggml-vocab-$$q.gguf ] || \
+	        ln -sf $$v/ggml-vocab-$$q.gguf $(FUZZ_BUILD)/seeds/vocab/real-$$q.gguf; done
 
 fuzz-build: $(FUZZ_BIN)
 

@@ -22,6 +22,7 @@
 int fuzz_llama2c_one(const uint8_t *data, size_t size);
 int fuzz_gguf_one(const uint8_t *data, size_t size);
 int fuzz_tokenizer_one(const uint8_t *data, size_t size);
+int fuzz_vocab_one(const uint8_t *data, size_t size);
 int fuzz_xclbin_one(const uint8_t *data, size_t size);
 int fuzz_devspec_one(const uint8_t *data, size_t size);
 
@@ -75,6 +76,7 @@ static void crash_fixtures_pass(void **state)
     assert_true(replay("xclbin", fuzz_xclbin_one) >= 1);
     replay("gguf", fuzz_gguf_one);
     replay("tokenizer", fuzz_tokenizer_one);
+    replay("vocab", fuzz_vocab_one);
 }
 
 /* The harnesses themselves on a few plain inputs, so that a harness that
@@ -105,7 +107,11 @@ static void harnesses_take_plain_inputs(void **state)
     free(model);
     uint8_t *gguf = slurp(SHARED_MODEL("stories260K-q4_0.gguf"), &n);
     assert_int_equal(fuzz_gguf_one(gguf, n), 0);
+    assert_int_equal(fuzz_vocab_one(gguf, n), 0);
     free(gguf);
+    uint8_t *vocab = slurp(tsr_test_path("vocab/ggml-vocab-qwen2.gguf"), &n);
+    assert_int_equal(fuzz_vocab_one(vocab, n), 0);
+    free(vocab);
 }
 
 int main(void)

@@ -19,6 +19,7 @@
 #include "model.h"
 #include "tokenizer.h"
 #include "test_util.h"
+#include "gguf_write.h"
 
 /* shared/vocab/NAME (a path that lives until exit) */
 static const char *VOCAB(const char *name)
@@ -132,6 +133,165 @@ static void test_qwen2(void **state) { (void)state; check_vectors("ggml-vocab-qw
 static void test_deepseek_coder(void **state) { (void)state; check_vectors("ggml-vocab-deepseek-coder"); }
 static void test_starcoder(void **state) { (void)state; check_vectors("ggml-vocab-starcoder"); }
 
+/* ---------------------------------------------- special tokens, BOS, EOG */
+
+static void encode_all(tsr_tokenizer *t, const char *text, int flags, int *ids, int *n)
+{
+    tsr_err e = { 0 };
+    int rc = tsr_tokenizer_encode_ex(t, text, strlen(text), flags, ids, 256, n, &e);
+    if (rc) fail_msg("%s", e.msg);
+}
+
+/* A prompt with Llama 3's, ChatML's and Phi-3's special tokens written in
+ * it: with special tokens parsed, each of the vocab's own is one token (and
+ * Phi-3's drop the spaces after them); the ids are llama-tokenize's
+ * (llama.cpp c392e509, BOS as the vocab adds it). */
+static const char special_prompt[] =
+    "<|start_header_id|>user<|end_header_id|>\n\nHi <|eot_id|><|im_start|>x<|im_end|> <|end|>"
+    "  <|user|>\n ok";
+
+static void test_special_llama3(void **state)
+{
+    (void)state;
+    tsr_tokenizer *t = open_vocab("ggml-vocab-llama-bpe.gguf");
+    static const int want[] = { 128000, 128006, 882, 128007, 271, 13347, 220, 128009, 27, 91,
+                                318, 5011, 91, 29, 87, 27, 91, 318, 6345, 91, 29, 83739, 408, 91,
+                                29, 220, 83739, 882, 91, 397, 5509 };
+    int ids[256], n;
+    assert_int_equal(tsr_tokenizer_add_bos(t), 1);   // Llama 3 starts with <|begin_of_text|>
+    encode_all(t, special_prompt, TSR_ENC_BOS | TSR_ENC_SPECIAL, ids, &n);
+    assert_int_equal(n, (int)(sizeof want / sizeof want[0]));
+    assert_memory_equal(ids, want, sizeof want);
+    // not parsed: <|eot_id|> is text
+    encode_all(t, "Hi <|eot_id|>", 0, ids, &n);
+    for (int i = 0; i < n; i++) assert_int_not_equal(ids[i], 128009);
+    assert_true(n > 3);
+    // end of generation: EOS and <|eot_id|>; control tokens print nothing
+    assert_true(tsr_tokenizer_is_eog(t, 128001));
+    assert_true(tsr_tokenizer_is_eog(t, 128009));
+    assert_false(tsr_tokenizer_is_eog(t, 128006));
+    assert_false(tsr_tokenizer_is_eog(t, 13347));
+    size_t len;
+    tsr_tokenizer_piece(t, 13347, 128009, &len);
+    assert_int_equal(len, 0);
+    tsr_tokenizer_free(t);
+}
+
+static void test_special_qwen2(void **state)
+{
+    (void)state;
+    tsr_tokenizer *t = open_vocab("ggml-vocab-qwen2.gguf");
+    static const int want[] = { 151644, 872, 198, 13048, 1052, 151645, 198 };
+    int ids[256], n;
+    assert_int_equal(tsr_tokenizer_add_bos(t), 0);   // no add_bos_token: no BOS
+    encode_all(t, "<|im_start|>user\nHi there<|im_end|>\n", TSR_ENC_SPECIAL, ids, &n);
+    assert_int_equal(n, 7);
+    assert_memory_equal(ids, want, sizeof want);
+    int eog[8];
+    assert_int_equal(tsr_tokenizer_eog_ids(t, eog, 8), 2);   // <|endoftext|>, <|im_end|>
+    assert_int_equal(eog[0], 151643);
+    assert_int_equal(eog[1], 151645);
+    tsr_tokenizer_free(t);
+}
+
+static void test_special_phi3(void **state)
+{
+    (void)state;
+    tsr_tokenizer *t = open_vocab("ggml-vocab-phi-3.gguf");
+    int ids[256], n;
+    encode_all(t, special_prompt, TSR_ENC_BOS | TSR_ENC_SPECIAL, ids, &n);
+    // ... <|im_end|> (text), then " " 29871, <|end|> 32007, the spaces
+    // after it dropped, <|user|> 32010, its "\n " dropped, "ok" 3431
+    static const int tail[] = { 29958, 29871, 32007, 32010, 3431 };
+    assert_int_equal(n, 49);
+    assert_int_equal(ids[0], 1);
+    assert_memory_equal(ids + n - 5, tail, sizeof tail);
+    tsr_tokenizer_free(t);
+}
+
+/* ------------------------------------------------ vocabularies refused --- */
+
+/* The small byte-level BPE vocab of gguf_write.h with the given model,
+ * pre-tokenizer and merges. */
+static int bpe_vocab(const char *model, const char *pre, const char *const *merges, int n_merges,
+                     tsr_tokenizer **t, tsr_err *e)
+{
+    tsr_gbuf b = { 0 };
+    tsr_gguf_bpe_vocab(&b, model, pre, merges, n_merges);
+    int rc = tsr_gguf_read_tokenizer(b.p, b.n, "v.gguf", t, e);
+    free(b.p);
+    return rc;
+}
+
+static void test_bpe_small(void **state)
+{
+    (void)state;
+    // "a b" first, then "Ġ a", then "Ġa b": rank order decides
+    static const char *const m[] = { "a b", "\xC4\xA0 a", "\xC4\xA0" "a b" };
+    tsr_tokenizer *t;
+    tsr_err e = { 0 };
+    assert_int_equal(bpe_vocab("gpt2", "gpt-2", m, 3, &t, &e), TSR_OK);
+    int ids[256], n;
+    encode_all(t, "ab ab", 0, ids, &n);
+    // "ab" | " ab": a+b first (rank 0) leaves Ġ ab, which no rule joins
+    assert_int_equal(n, 3);
+    assert_int_equal(ids[0], 256);
+    assert_int_equal(ids[2], 256);
+    assert_int_equal(ids[1], ' ');   // Ġ: token i is byte i's character here
+    // "<|user|>" (user-defined) is cut out of any text; "<|im_end|>"
+    // (control) only of a prompt's
+    encode_all(t, "a<|user|><|im_end|>", 0, ids, &n);
+    assert_int_equal(ids[0], 'a');
+    assert_int_equal(ids[1], 260);
+    assert_true(n > 3);
+    encode_all(t, "a<|user|><|im_end|>", TSR_ENC_SPECIAL, ids, &n);
+    assert_int_equal(n, 3);
+    assert_int_equal(ids[2], 259);
+    assert_true(tsr_tokenizer_is_eog(t, 259));
+    tsr_tokenizer_free(t);
+
+    // with "Ġ a" ranked before "a b", " ab" becomes Ġa then Ġab
+    static const char *const m2[] = { "\xC4\xA0 a", "\xC4\xA0" "a b", "a b" };
+    assert_int_equal(bpe_vocab("gpt2", "gpt-2", m2, 3, &t, &e), TSR_OK);
+    encode_all(t, "ab ab", 0, ids, &n);
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], 256);
+    assert_int_equal(ids[1], 258);
+    size_t len;
+    const char *p = tsr_tokenizer_piece(t, 256, 258, &len);
+    assert_int_equal(len, 3);
+    assert_memory_equal(p, " ab", 3);   // decoded: Ġ is the space byte
+    tsr_tokenizer_free(t);
+}
+
+static void test_bpe_refused(void **state)
+{
+    (void)state;
+    tsr_tokenizer *t = NULL;
+    tsr_err e = { 0 };
+    static const char *const ok[] = { "a b" };
+    assert_int_equal(bpe_vocab("gpt2", "klingon-7b", ok, 1, &t, &e), TSR_ERR_UNSUPPORTED);
+    assert_non_null(strstr(e.msg, "pre-tokenizer 'klingon-7b' is not supported"));
+    assert_null(t);
+    assert_int_equal(bpe_vocab("bert", "gpt-2", ok, 1, &t, &e), TSR_ERR_UNSUPPORTED);
+    assert_non_null(strstr(e.msg, "tokenizer model 'bert' is not supported"));
+    assert_int_equal(bpe_vocab("gpt2", "gpt-2", NULL, 0, &t, &e), TSR_ERR_FORMAT);
+    assert_non_null(strstr(e.msg, "tokenizer.ggml.merges"));
+    static const char *const nospace[] = { "a b", "ab" };
+    assert_int_equal(bpe_vocab("gpt2", "gpt-2", nospace, 2, &t, &e), TSR_ERR_FORMAT);
+    assert_non_null(strstr(e.msg, "merges[1] 'ab' does not parse (no space"));
+    static const char *const notok[] = { "a q7" };
+    assert_int_equal(bpe_vocab("gpt2", "gpt-2", notok, 1, &t, &e), TSR_ERR_FORMAT);
+    assert_non_null(strstr(e.msg, "right side is not a token"));
+    static const char *const nojoin[] = { "b a" };   // "ba" is no token
+    assert_int_equal(bpe_vocab("gpt2", "gpt-2", nojoin, 1, &t, &e), TSR_ERR_FORMAT);
+    assert_non_null(strstr(e.msg, "the two joined are not a token"));
+    assert_null(t);
+    // no tokenizer.ggml.pre: llama.cpp's default pre-tokenizer
+    assert_int_equal(bpe_vocab("gpt2", NULL, ok, 1, &t, &e), TSR_OK);
+    tsr_tokenizer_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -142,6 +302,11 @@ int main(void)
         cmocka_unit_test(test_qwen2),
         cmocka_unit_test(test_deepseek_coder),
         cmocka_unit_test(test_starcoder),
+        cmocka_unit_test(test_special_llama3),
+        cmocka_unit_test(test_special_qwen2),
+        cmocka_unit_test(test_special_phi3),
+        cmocka_unit_test(test_bpe_small),
+        cmocka_unit_test(test_bpe_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

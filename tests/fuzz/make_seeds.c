@@ -134,6 +134,23 @@ int main(int argc, char **argv)
         free(b.p);
     }
 
+    /* byte-level BPE vocabularies: as gguf_write.h writes one, with each
+     * pre-tokenizer family, and refused ones */
+    static const char *const merges[] = { "a b", "\xC4\xA0 a", "\xC4\xA0" "a b" };
+    const struct { const char *name, *model, *pre; int n_merges; } vv[] = {
+        { "bpe-gpt2.gguf", "gpt2", "gpt-2", 3 },      { "bpe-llama3.gguf", "gpt2", "llama-bpe", 3 },
+        { "bpe-qwen2.gguf", "gpt2", "qwen2", 3 },     { "bpe-deepseek.gguf", "gpt2", "deepseek-coder", 3 },
+        { "bpe-starcoder.gguf", "gpt2", "starcoder", 3 }, { "bpe-nopre.gguf", "gpt2", NULL, 3 },
+        { "bpe-nomerges.gguf", "gpt2", "gpt-2", 0 },  { "bpe-unknown-pre.gguf", "gpt2", "x", 3 },
+    };
+    for (size_t i = 0; i < sizeof vv / sizeof vv[0]; i++) {
+        tsr_gbuf b = { 0 };
+        tsr_gguf_bpe_vocab(&b, vv[i].model, vv[i].pre, vv[i].n_merges ? merges : NULL,
+                           vv[i].n_merges);
+        save("vocab", vv[i].name, b.p, b.n);
+        free(b.p);
+    }
+
     char path[4096];
     size_t n;
     void *d;

@@ -153,3 +153,69 @@ void tsr_gguf_build(tsr_gbuf *b, const tsr_gguf_spec *sp)
     }
     while ((b->n - data0) % align) put_u8(b, 0);
 }
+
+/* GPT-2's character for byte c (bytes_to_unicode), as UTF-8 into p. */
+static void byte_char_utf8(int c, char p[3])
+{
+#define OWN(x) (((x) >= 0x21 && (x) <= 0x7E) || ((x) >= 0xA1 && (x) <= 0xAC) || (x) >= 0xAE)
+    int u = c;
+    if (!OWN(c)) {
+        int k = 0;
+        for (int x = 0; x < c; x++) k += !OWN(x);
+        u = 0x100 + k;
+    }
+#undef OWN
+    if (u < 0x80) {
+        p[0] = (char)u;
+        p[1] = 0;
+    } else {
+        p[0] = (char)(0xC0 | (u >> 6));
+        p[1] = (char)(0x80 | (u & 0x3F));
+        p[2] = 0;
+    }
+}
+
+static void kv_strs(tsr_gbuf *b, const char *k, const char *const *v, int n)
+{
+    put_str(b, k);
+    put_u32(b, 9);   // array
+    put_u32(b, 8);   // of strings
+    put_u64(b, (uint64_t)n);
+    for (int i = 0; i < n; i++) put_str(b, v[i]);
+}
+
+void tsr_gguf_bpe_vocab(tsr_gbuf *b, const char *model, const char *pre,
+                        const char *const *merges, int n_merges)
+{
+    static char chars[256][3];
+    const char *toks[TSR_GGUF_BPE_VOCAB];
+    for (int c = 0; c < 256; c++) {
+        byte_char_utf8(c, chars[c]);
+        toks[c] = chars[c];
+    }
+    toks[256] = "ab";
+    toks[257] = "\xC4\xA0" "a";    // "Ġa"
+    toks[258] = "\xC4\xA0" "ab";   // "Ġab"
+    toks[259] = "<|im_end|>";
+    toks[260] = "<|user|>";
+    static const int32_t types[2] = { 3, 4 };   // control, user-defined
+    put(b, "GGUF", 4);
+    put_u32(b, 3);
+    put_u64(b, 0);   // no tensors
+    put_u64(b, 3 + (pre != NULL) + (merges != NULL));
+    put_str(b, "tokenizer.ggml.model");
+    put_u32(b, 8);
+    put_str(b, model);
+    if (pre) {
+        put_str(b, "tokenizer.ggml.pre");
+        put_u32(b, 8);
+        put_str(b, pre);
+    }
+    kv_strs(b, "tokenizer.ggml.tokens", toks, TSR_GGUF_BPE_VOCAB);
+    put_str(b, "tokenizer.ggml.token_type");
+    put_u32(b, 9);
+    put_u32(b, 5);   // int32
+    put_u64(b, TSR_GGUF_BPE_VOCAB);
+    for (int i = 0; i < TSR_GGUF_BPE_VOCAB; i++) put_u32(b, (uint32_t)(i < 259 ? 1 : types[i - 259]));
+    if (merges) kv_strs(b, "tokenizer.ggml.merges", merges, n_merges);
+}

@@ -44,4 +44,13 @@ typedef struct tsr_gguf_spec {
 /* Append the tiny GGUF of sp to b (aborts when out of memory). */
 void tsr_gguf_build(tsr_gbuf *b, const tsr_gguf_spec *sp);
 
+/* A vocab-only GGUF of a byte-level BPE vocabulary, appended to b: the 256
+ * byte characters of GPT-2 (token i is byte i's), "ab" 256, "Ġa" 257,
+ * "Ġab" 258, the control token "<|im_end|>" 259 and the user-defined
+ * "<|user|>" 260; tokenizer.ggml.model `model`, .pre `pre` (NULL: none),
+ * .merges (NULL: none). */
+enum { TSR_GGUF_BPE_VOCAB = 261 };
+void tsr_gguf_bpe_vocab(tsr_gbuf *b, const char *model, const char *pre,
+                        const char *const *merges, int n_merges);
+
 #endif
