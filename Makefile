@@ -259,6 +259,13 @@ $(SERVE_REF): tests/serve/ref.c driver/include/tessera.h $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) -Idriver/include -o $@ $< $(LIB_A) $(LDLIBS)
 
+# chat_format: tsr_chat_format for tests/serve/test_chat_template.py, which
+# holds it against jinja2's renders of the models' templates.
+CHAT_FORMAT := $(BUILD)/tests/chat_format
+$(CHAT_FORMAT): tests/serve/chat_format.c driver/include/tessera.h $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) -Idriver/include -o $@ $< $(LIB_A) -ljansson $(LDLIBS)
+
 $(VENV)/.stamp: tests/serve/requirements.txt
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
@@ -296,7 +303,7 @@ ifeq ($(TSAN),1)
 test: $(TEST_BIN)
 	@TSR_SHARED='$(abspath $(SHARED))' $(TSAN_ENV) sh tests/run_tests.sh $(TEST_BIN)
 else
-test: $(TEST_BIN) $(SERVE_REF) $(VENV)/.stamp lint-hls fuzz-smoke emu-profiles
+test: $(TEST_BIN) $(SERVE_REF) $(CHAT_FORMAT) $(VENV)/.stamp lint-hls fuzz-smoke emu-profiles
 	@TSR_SHARED='$(abspath $(SHARED))' TSR_BUILD_DIR=$(abspath $(BUILD)) \
 	    TSR_SHARED_DIR=$(abspath $(SHARED)) TSR_SOURCE_DIR=$(abspath .) \
 	    PYTHONDONTWRITEBYTECODE=1 PYTEST="$(VENV)/bin/python -m pytest -q tests/serve" \

@@ -350,6 +350,9 @@ static int load_checkpoint(tsr_device *dev, tsr_checkpoint *ck, const char *path
                         "(--weights f32 keeps them)", path, kc.group);
         }
     }
+    if (ck->chat_template && !tsr_chat_template_detect(ck->chat_template))
+        tsr_log(dev, TSR_LOG_WARN, "%s: chat template not recognised (none of %s): chats are "
+                "formatted with plain", path, tsr_chat_template_list());
     if (m->seq_len > c->seq_len && c->format == TSR_FMT_GGUF)
         tsr_log(dev, TSR_LOG_WARN, "%s: context %d exceeds the file's llama.context_length %d "
                 "(fine if the model was trained longer; converters may write less)",
@@ -516,6 +519,17 @@ const char *tsr_model_token_text(const tsr_model *m, int prev, int token, size_t
     if (len) *len = 0;
     if (!m || !len || m->released || token < 0 || token >= m->ck->cfg.vocab_size) return NULL;
     return tsr_tokenizer_piece(m->tok, prev, token, len);
+}
+
+/* Lock-free as tsr_model_token_text: the checkpoint's template is read-only
+ * while the model's host side lives. */
+const char *tsr_model_chat_template(const tsr_model *m, const char **text)
+{
+    if (text) *text = NULL;
+    if (!m || m->released) return NULL;
+    const char *t = m->ck->chat_template, *f = tsr_chat_template_detect(t);
+    if (text) *text = t;
+    return f ? f : tsr_chat_template_find("plain");
 }
 
 /* ----------------------------------------------------------- sequence --- */

@@ -778,6 +778,26 @@ static int take_all(gguf *g, const tsr_config *c, tsr_checkpoint *m, uint8_t **p
     return TSR_OK;
 }
 
+/* tokenizer.chat_template (optional): a NUL-terminated copy into *out, or
+ * NULL when the key is absent.  A template is text: a NUL byte in it is a
+ * malformed file. */
+static int read_chat_template(gguf *g, char **out)
+{
+    rd *r = &g->r;
+    const char *s;
+    uint64_t n;
+    int rc = kv_str(r, g->kvs, g->n_kv, "tokenizer.chat_template", &s, &n);
+    if (rc) return rc == 1 ? TSR_OK : rc;
+    if (memchr(s, '\0', (size_t)n))
+        return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: tokenizer.chat_template holds a NUL byte",
+                          r->name);
+    if (!(*out = malloc((size_t)n + 1)))
+        return tsr_seterr(r->e, TSR_ERR_NOMEM, "%s: out of memory for the chat template", r->name);
+    memcpy(*out, s, (size_t)n);
+    (*out)[n] = '\0';
+    return TSR_OK;
+}
+
 /* Allocate the checkpoint and fill every tensor. */
 static int build(gguf *g, tsr_config *c)
 {
@@ -820,7 +840,7 @@ static int build(gguf *g, tsr_config *c)
         m->cfg.special_ids = 1;
     }
     tsr_tokenizer_set_special(m->tok, tsr_config_bos(&m->cfg), tsr_config_eos(&m->cfg));
-    return TSR_OK;
+    return read_chat_template(g, &m->chat_template);
 }
 
 int tsr_gguf_open_memory(const void *data, size_t len, const char *name,

@@ -294,6 +294,7 @@ void tsr_checkpoint_close(tsr_checkpoint *m)
     if (m->map) munmap(m->map, m->map_len);
     free(m->owned);
     tsr_tokenizer_free(m->tok);
+    free(m->chat_template);
     free(m);
 }
 

@@ -127,6 +127,9 @@ typedef struct tsr_checkpoint {
     void  *owned;               /* allocations the tensors point into      */
     struct tsr_tokenizer *tok;  /* owned; the file's own tokenizer (GGUF), or
                                    NULL (llama2.c files need tokenizer.bin) */
+    char  *chat_template;       /* owned, NUL-terminated: GGUF
+                                   tokenizer.chat_template (Jinja source), or
+                                   NULL when the file has none              */
     char   path[256];           /* for error messages                      */
 } tsr_checkpoint;
 
@@ -153,7 +156,8 @@ int  tsr_checkpoint_open_memory(const void *data, size_t len, const char *name,
  * when not 4-byte aligned), so data must stay valid and unchanged until
  * tsr_checkpoint_close, or until tsr_checkpoint_drop_weights; the
  * tokenizer from the metadata (a copy) goes to (*out)->tok, with BOS/EOS from
- * tokenizer.ggml.bos_token_id / eos_token_id (else 1 and 2).
+ * tokenizer.ggml.bos_token_id / eos_token_id (else 1 and 2), and the
+ * optional tokenizer.chat_template string (a copy) to (*out)->chat_template.
  * Hyperparameters from llama.* keys, vocab from tokenizer.ggml.tokens,
  * seq_len from llama.context_length; no output.weight means a shared
  * classifier.  Errors: TSR_ERR_FORMAT (truncated, counts or offsets past
@@ -170,7 +174,7 @@ int  tsr_gguf_open_memory(const void *data, size_t len, const char *name,
 int  tsr_gguf_read_tokenizer(const void *data, size_t len, const char *name,
                              struct tsr_tokenizer **out, tsr_err *e);
 
-/* Unmap and free (the tokenizer too); NULL is a no-op. */
+/* Unmap and free (the tokenizer and chat template too); NULL is a no-op. */
 void tsr_checkpoint_close(tsr_checkpoint *m);
 
 /* Start reading the whole mapped file into the page cache (read-ahead,

@@ -83,6 +83,11 @@ int cli_device_spec(const char *cmd, char *buf, size_t cap, const char *backend,
  * printing an error naming cmd. */
 int cli_read_prompt(const char *cmd, const char *path, char **out);
 
+/* --chat-template NAME: *out gets the library's name for the family
+ * (tsr_chat_template_find).  Returns 0, or -1 after printing one line
+ * naming cmd and listing the families. */
+int cli_chat_template(const char *cmd, const char *name, const char **out);
+
 /* "s" unless n is 1: printf("%d token%s", n, cli_s(n)). */
 const char *cli_s(long long n);
 

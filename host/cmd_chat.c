@@ -5,7 +5,13 @@
  * with libedit (line editing, history of the session); otherwise plain
  * lines from stdin.  Ctrl-C cancels the reply being generated, or the line
  * being typed, not the program; Ctrl-D (end of input) ends the program.
- * /reset, /stats, /help and /quit are commands, not text. */
+ * /reset, /stats, /help and /quit are commands, not text.
+ *
+ * A model with a chat template (GGUF tokenizer.chat_template), or
+ * --chat-template NAME, makes each line a user message: the conversation
+ * is formatted with the template's family (tsr_chat_format) and only its
+ * new part is appended (chat_convo.c).  A model without one (the llama2.c
+ * checkpoints) continues the typed text as it is, as before. */
 #include <errno.h>
 #include <histedit.h>
 #include <signal.h>
@@ -14,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "chat_convo.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -26,6 +33,12 @@ static const char usage[] =
     "for the context on its own is skipped.  Ctrl-C stops the current reply (or\n"
     "drops the line being typed); Ctrl-D quits.  Commands: /reset (a new\n"
     "conversation), /stats (tokens, context and speed so far), /help, /quit.\n"
+    "\n"
+    "A model with a chat template (GGUF tokenizer.chat_template) gets each line as\n"
+    "a user message in its template's format, and replies as the assistant; the\n"
+    "families: %s (a template of another family:\n"
+    "plain, with a notice).  A model without one (llama2.c checkpoints, GGUF files\n"
+    "without the key) continues the typed text as it is.\n"
     "\n"
     "  -m, --model FILE      llama2.c checkpoint (legacy, v1 fp32, v2 Q8_0) or GGUF\n"
     "  -z, --tokenizer FILE  llama2.c tokenizer.bin matching the model's vocab\n"
@@ -42,6 +55,9 @@ static const char usage[] =
     "                        this process may use; tokens do not depend on it)\n"
     CLI_WEIGHTS_HELP
     CLI_CTX_HELP
+    "      --chat-template NAME  format the conversation with this family instead\n"
+    "                        (also for a model without a template; plain is\n"
+    "                        \"User: ...\\nAssistant:\", as tessera serve formats it)\n"
     "  -h, --help            this text\n";
 
 /* The sequence Ctrl-C cancels while a reply is generated; otherwise Ctrl-C
@@ -62,7 +78,25 @@ typedef struct chat_ctx {
     tsr_model *model;
     int prev;
     int bos, eos;   /* the model's: they end the text, unprinted */
+    char  *reply;   /* (cap,) the reply's text so far, NUL-terminated */
+    size_t len, cap;
 } chat_ctx;
+
+/* Keep the reply's text, for the conversation's next turn. */
+static void keep_reply(chat_ctx *c, const char *p, size_t n)
+{
+    if (c->len + n + 1 > c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 256;
+        while (cap < c->len + n + 1) cap *= 2;
+        char *r = realloc(c->reply, cap);
+        if (!r) return;   /* the next turn then prefills the reply as text */
+        c->reply = r;
+        c->cap = cap;
+    }
+    memcpy(c->reply + c->len, p, n);
+    c->len += n;
+    c->reply[c->len] = '\0';
+}
 
 static int print_token(tsr_seq *s, int token, void *user)
 {
@@ -70,7 +104,10 @@ static int print_token(tsr_seq *s, int token, void *user)
     chat_ctx *c = user;
     size_t n;
     const char *p = tsr_model_token_text(c->model, c->prev, token, &n);
-    if (p && token != c->bos && token != c->eos) fwrite(p, 1, n, stdout);
+    if (p && token != c->bos && token != c->eos) {
+        fwrite(p, 1, n, stdout);
+        keep_reply(c, p, n);
+    }
     fflush(stdout);
     c->prev = token;
     return 0;
@@ -160,13 +197,15 @@ static int input_line(input *in)
 
 /* ------------------------------------------------------------- sequence --- */
 
-/* Append line to seq; when the context is full, empty the sequence (a new
- * conversation) and append it there.  Returns 0 when the line is in, 1 when
- * it was skipped (too long for the context on its own), -1 on a device
- * error (printed). */
-static int append_line(tsr_device *dev, tsr_model *m, tsr_seq *seq, const char *line)
+/* Append text (a typed line, or a turn's new text) to seq; when the context
+ * is full, empty the sequence (a new conversation) and append fresh there
+ * (the line as a conversation's first).  Returns 0 when text is in, 2 when
+ * fresh is (a new conversation), 1 when the line was skipped (too long for
+ * the context on its own), -1 on a device error (printed). */
+static int append_line(tsr_device *dev, tsr_model *m, tsr_seq *seq, const char *text,
+                       const char *line, int templated)
 {
-    int rc = tsr_seq_append_text(seq, line);
+    int rc = tsr_seq_append_text(seq, text);
     if (rc == TSR_OK) return 0;
     if (rc != TSR_ERR_RANGE) {
         cli_error("%s", tsr_device_errmsg(dev));
@@ -187,15 +226,61 @@ static int append_line(tsr_device *dev, tsr_model *m, tsr_seq *seq, const char *
         cli_error("chat: the %d-token context is full: starting a new conversation",
                   mi.seq_len);
         if ((rc = tsr_seq_reset(seq)) == TSR_OK) rc = tsr_seq_append_text(seq, line);
-        if (rc == TSR_OK) return 0;
+        if (rc == TSR_OK) return 2;
         if (rc != TSR_ERR_RANGE) {
             cli_error("%s", tsr_device_errmsg(dev));
             return -1;
         }
     }
-    cli_error("chat: this line is %d tokens (BOS included), more than the %d-token context: "
-              "skipped", nt, mi.seq_len);
+    cli_error("chat: this line is %d tokens (BOS%s included), more than the %d-token context: "
+              "skipped", nt, templated ? " and the chat template's text" : "", mi.seq_len);
     return 1;
+}
+
+/* A user line in a templated chat: the conversation formatted, and the
+ * part the sequence does not hold appended (after it is rewound to what
+ * the new text continues).  Returns as append_line; a skipped line ends
+ * the conversation (the sequence is emptied). */
+static int append_turn(tsr_device *dev, tsr_model *m, tsr_seq *seq, chat_convo *cv,
+                       const chat_ctx *cc, const char *line)
+{
+    chat_convo one = { .family = cv->family, .tmpl = cv->tmpl };
+    size_t tl = 0, fl = 0, from;
+    char *t = NULL, *fresh = NULL;
+    int rc = -1, keep, nt = 0;
+    const int *toks = NULL;
+    if (convo_add(cv, "user", line) || convo_add(&one, "user", line) ||
+        !(t = convo_text(cv, &tl)) || !(fresh = convo_text(&one, &fl))) {
+        cli_error("out of memory");
+        goto out;
+    }
+    tsr_seq_tokens(seq, &toks, &nt);
+    int stop = nt > cv->mark && (toks[nt - 1] == cc->eos || toks[nt - 1] == cc->bos);
+    convo_delta(cv, t, tl, nt, stop, &from, &keep);
+    int st = keep == nt ? TSR_OK : keep > 0 ? tsr_seq_truncate(seq, keep) : tsr_seq_reset(seq);
+    if (st != TSR_OK) {
+        cli_error("%s", tsr_device_errmsg(dev));
+        goto out;
+    }
+    rc = append_line(dev, m, seq, t + from, fresh, 1);
+    if (rc == 0) {
+        convo_hold(cv, t, tl, tsr_seq_length(seq));
+        t = NULL;
+    } else if (rc == 2) {   /* a new conversation: this line its first */
+        convo_clear(cv);
+        if (convo_add(cv, "user", line)) { cli_error("out of memory"); rc = -1; goto out; }
+        convo_hold(cv, fresh, fl, tsr_seq_length(seq));
+        fresh = NULL;
+    } else if (rc == 1) {   /* skipped: what the sequence holds no longer matches */
+        convo_clear(cv);
+        if (tsr_seq_reset(seq) != TSR_OK) { cli_error("%s", tsr_device_errmsg(dev)); rc = -1; }
+    }
+out:
+    if (rc < 0 && cv->n > 0) convo_drop_last(cv);
+    convo_free(&one);
+    free(t);
+    free(fresh);
+    return rc;
 }
 
 static void print_stats(tsr_model *m, tsr_seq *seq, int replies)
@@ -215,7 +300,8 @@ static void print_stats(tsr_model *m, tsr_seq *seq, int replies)
 }
 
 /* A slash command: 1 handled, 0 quit, -1 not a command (text), -2 error. */
-static int command(const char *line, tsr_device *dev, tsr_model *m, tsr_seq *seq, int *replies)
+static int command(const char *line, tsr_device *dev, tsr_model *m, tsr_seq *seq, int *replies,
+                   chat_convo *cv)
 {
     if (!strcmp(line, "/quit") || !strcmp(line, "/exit")) return 0;
     if (!strcmp(line, "/help")) {
@@ -233,6 +319,7 @@ static int command(const char *line, tsr_device *dev, tsr_model *m, tsr_seq *seq
             return -2;
         }
         *replies = 0;
+        convo_clear(cv);
         fputs("tessera: a new conversation\n", stderr);
         return 1;
     }
@@ -250,11 +337,15 @@ int cmd_chat(int argc, char **argv)
     const char *xclbin = NULL;   /* xrt: --xclbin FILE */
     int n = 128, f32 = 0, wfmt = 0, pes = 0, threads = 0, seq_len = 0, group = 0;
     const char *kv = NULL;
+    const char *family = NULL;   /* --chat-template */
     float temp = 0.8f, top_p = 0.9f;
     uint64_t seed = 42;
     for (int i = 0; i < argc; i++) {
         const char *o = cli_opt(&argc, argv, i), *v;
-        if (!strcmp(o, "-h") || !strcmp(o, "--help")) { printf(usage, tsr_part_list()); return 0; }
+        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+            printf(usage, tsr_chat_template_list(), tsr_part_list());
+            return 0;
+        }
 #define IS(s, l) (!strcmp(o, s) || !strcmp(o, l))
 #define VAL() if (!(v = cli_value(argc, argv, &i))) return 2
         if (IS("-m", "--model"))            { VAL(); model = v; }
@@ -272,6 +363,7 @@ int cmd_chat(int argc, char **argv)
         else if (!strcmp(o, "--weights")) { VAL(); if (cli_weights(o, v, &f32, &wfmt)) return 2; }
         else if (!strcmp(o, "--group-size")) { VAL(); if (cli_int(o, v, 1, 1 << 16, &group)) return 2; }
         else if (!strcmp(o, "--kv"))      { VAL(); if (cli_kv(o, v, &kv)) return 2; }
+        else if (!strcmp(o, "--chat-template")) { VAL(); if (cli_chat_template("chat", v, &family)) return 2; }
         else {
             cli_unknown("chat", o);
             return 2;
@@ -291,6 +383,8 @@ int cmd_chat(int argc, char **argv)
     tsr_device *dev = NULL;
     tsr_model *m = NULL;
     tsr_seq *seq = NULL;
+    chat_convo cv = { 0 };
+    chat_ctx cc = { 0 };
     input in;
     input_open(&in);
     /* The tokenizer is optional here: GGUF files carry theirs, and the
@@ -314,7 +408,15 @@ int cmd_chat(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
 
-    chat_ctx cc = { .model = m, .prev = mi.bos, .bos = mi.bos, .eos = mi.eos };
+    cc.model = m;
+    cc.prev = mi.bos;
+    cc.bos = mi.bos;
+    cc.eos = mi.eos;
+    /* the model's chat template, or --chat-template's family; none: the
+     * typed text as it is */
+    const char *tmpl = NULL, *own = tsr_model_chat_template(m, &tmpl);
+    cv.family = family ? family : tmpl ? own : NULL;
+    cv.tmpl = tmpl;
     tsr_gen_opts go = { .max_tokens = n, .temperature = temp, .top_p = top_p, .seed = seed };
     int replies = 0, done = 0;
     for (;;) {
@@ -325,13 +427,15 @@ int cmd_chat(int argc, char **argv)
             done = 1;
             break;
         }
-        int c = command(in.line, dev, m, seq, &replies);
+        int c = command(in.line, dev, m, seq, &replies, &cv);
         if (c == 0) { done = 1; break; }
         if (c == -2) break;
         if (c == 1) continue;
-        int added = append_line(dev, m, seq, in.line);
+        int added = cv.family ? append_turn(dev, m, seq, &cv, &cc, in.line)
+                              : append_line(dev, m, seq, in.line, in.line, 0);
         if (added < 0) break;
-        if (added > 0) continue;                    /* skipped: too long */
+        if (added == 1) continue;                   /* skipped: too long */
+        cc.len = 0;                                 /* the reply starts */
         /* The typed text is in the history; the reply continues it. */
         const int *t;
         int nt;
@@ -346,6 +450,10 @@ int cmd_chat(int argc, char **argv)
             break;
         }
         replies++;
+        if (cv.family && convo_add(&cv, "assistant", cc.reply ? cc.reply : "")) {
+            cli_error("out of memory");
+            break;
+        }
         if (tsr_seq_was_cancelled(seq)) fputs("[cancelled]\n", stderr);
         else if (tsr_seq_length(seq) >= mi.seq_len + 1)   /* cut by the context */
             fprintf(stderr, "[the reply reached the end of the %d-token context: the next line "
@@ -355,6 +463,8 @@ int cmd_chat(int argc, char **argv)
     status = done ? 0 : 1;
 out:
     input_close(&in);
+    convo_free(&cv);
+    free(cc.reply);
     tsr_seq_close(seq);
     tsr_model_close(m);
     tsr_device_close(dev);

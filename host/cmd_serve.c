@@ -49,6 +49,10 @@ static const char usage[] =
     "      --quantum N       tokens per sequence in a decode call (every generating\n"
     "                        client in one call) while another client waits to start\n"
     "                        or prefill (default 4; a call has a fixed cost)\n"
+    "      --chat-template NAME  format /v1/chat/completions with this family: plain,\n"
+    "                        chatml, llama3, llama2, llama2-sys, phi3, gemma (default:\n"
+    "                        the one the model's tokenizer.chat_template is; plain\n"
+    "                        for a model without one, or with one of another family)\n"
     "  -v, --verbose         log requests and civetweb's messages to stderr\n"
     "      --backend SPEC    device: emu (default), emu:part=u55c,pes=16, or xrt:0\n"
     "      --xclbin FILE     xrt: the xclbin to load\n"
@@ -65,6 +69,7 @@ typedef struct serve_args {
     int weights;          /* TSR_WEIGHTS_* */
     const char *kv;       /* --kv */
     const char *alias;    /* --alias: the model's name in the API */
+    const char *chat_template;   /* --chat-template: a family name, or NULL */
     int slots, queue, prefill_chunk, quantum;
     srv_config cfg;
 } serve_args;
@@ -134,6 +139,7 @@ static int parse_args(int argc, char **argv, serve_args *a)
         else if (!strcmp(o, "--queue"))       INT(0, 4096, &a->queue);
         else if (!strcmp(o, "--api-key"))     { VAL(); if (check_key(o, v)) return -1; a->cfg.api_key = v; }
         else if (!strcmp(o, "--alias"))       { VAL(); if (check_alias(v)) return -1; a->alias = v; }
+        else if (!strcmp(o, "--chat-template")) { VAL(); if (cli_chat_template("serve", v, &a->chat_template)) return -1; }
         else if (!strcmp(o, "--max-tokens"))  INT(1, 1 << 20, &a->cfg.lim.max_tokens);
         else if (!strcmp(o, "--max-body"))    { int n; INT(1024, 1 << 30, &n); a->cfg.lim.max_body = (size_t)n; }
         else if (!strcmp(o, "--prefill-chunk")) INT(1, 1 << 20, &a->prefill_chunk);
@@ -208,6 +214,10 @@ int cmd_serve(int argc, char **argv)
         cli_error("%s", tsr_device_errmsg(dev));
         goto out;
     }
+    /* the model's chat template, unless --chat-template names another
+     * family (the library said when the model's is of none it knows) */
+    const char *tmpl = NULL, *family = tsr_model_chat_template(model, &tmpl);
+    a.cfg.chat = (srv_chat){ .family = a.chat_template ? a.chat_template : family, .tmpl = tmpl };
     srv_ctx ctx = { .cfg = &a.cfg };
     tsr_model_get_info(model, &ctx.info);
     a.cfg.lim.ctx = ctx.info.seq_len;
@@ -223,8 +233,9 @@ int cmd_serve(int argc, char **argv)
      * ones so that /health and refusals are answered when all are taken. */
     int port = 0;
     if (!(srv = srv_server_start(&ctx, ctx.info.n_seqs + a.queue + 8, &port))) goto out;
-    printf("tessera: serving %s on http://%s:%d (%d slots, queue %d, context %d tokens%s)\n",
-           a.cfg.model_id, a.cfg.host, port, ctx.info.n_seqs, a.queue, ctx.info.seq_len,
+    printf("tessera: serving %s on http://%s:%d (%d slots, queue %d, context %d tokens, chat "
+           "template %s%s)\n", a.cfg.model_id, a.cfg.host, port, ctx.info.n_seqs, a.queue,
+           ctx.info.seq_len, a.cfg.chat.family,
            a.cfg.api_key && *a.cfg.api_key ? ", API key required" : "");
     if (cli_flush_stdout()) goto out;
 

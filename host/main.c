@@ -205,6 +205,14 @@ void cli_log_to_stderr(int level, const char *msg, void *user)
     if (level <= TSR_LOG_WARN) fprintf(stderr, "tessera: %s\n", msg);
 }
 
+int cli_chat_template(const char *cmd, const char *name, const char **out)
+{
+    if ((*out = tsr_chat_template_find(name))) return 0;
+    cli_error("%s: --chat-template '%s' is not a chat template family (one of: %s)", cmd, name,
+              tsr_chat_template_list());
+    return -1;
+}
+
 /* --- the device spec from --backend/--part/--pes/--threads/--xclbin --- */
 int cli_device_spec(const char *cmd, char *buf, size_t cap, const char *backend,
                     const char *part, int pes, int threads, const char *xclbin)

@@ -142,6 +142,9 @@ static void structs_can_grow(void **state)
     assert_int_equal(sizeof ((tsr_seq_stats *)0)->reserved, 64);
     assert_int_equal(sizeof ((tsr_traffic *)0)->reserved, 64);
     assert_int_equal(sizeof ((tsr_file_info *)0)->reserved, 64);
+    /* a message is an array element: two words, refused when not zero
+     * (tests/test_chat_template.c) */
+    assert_int_equal(sizeof ((tsr_chat_msg *)0)->reserved, 16);
 
     tsr_device *dev = NULL;
     assert_int_equal(tsr_device_open("emu:pes=4,threads=1", &dev), TSR_OK);

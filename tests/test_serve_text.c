@@ -125,6 +125,8 @@ static void stop_strings_hold_then_cut(void **state)
 
 /* ------------------------------------------------------- chat template --- */
 
+static const srv_chat plain = { .family = "plain" };
+
 static void chat_template_is_as_documented(void **state)
 {
     (void)state;
@@ -136,15 +138,15 @@ static void chat_template_is_as_documented(void **state)
                            " {\"role\": \"user\", \"content\": \"A story\"}]", 0, &je);
     assert_non_null(m);
     char err[200] = "";
-    char *p = srv_chat_prompt(m, 1 << 20, err, sizeof err);
+    char *p = srv_chat_prompt(m, &plain, 1 << 20, err, sizeof err);
     assert_non_null(p);
     assert_string_equal(p, "Be brief.\n\nUser: Hi\nAssistant: Hello\nUser: A story\nAssistant:");
     free(p);
-    assert_null(srv_chat_prompt(m, 20, err, sizeof err));          /* too long */
+    assert_null(srv_chat_prompt(m, &plain, 20, err, sizeof err));          /* too long */
     assert_non_null(strstr(err, "too long"));
     json_decref(m);
     m = json_loads("[{\"role\": \"wizard\", \"content\": \"x\"}]", 0, &je);
-    assert_null(srv_chat_prompt(m, 1 << 20, err, sizeof err));
+    assert_null(srv_chat_prompt(m, &plain, 1 << 20, err, sizeof err));
     assert_non_null(strstr(err, "messages[0]: 'role'"));
     json_decref(m);
 }
@@ -164,7 +166,7 @@ static void request_fields_are_read(void **state)
     srv_http_req r;
     char err[300];
     const char *param;
-    assert_int_equal(srv_parse_completion(body, strlen(body), &lim, 0, &r, err, sizeof err, &param), 0);
+    assert_int_equal(srv_parse_completion(body, strlen(body), &lim, NULL, &r, err, sizeof err, &param), 0);
     assert_string_equal(r.cmd->text, "Once");
     assert_int_equal(r.cmd->gen.max_tokens, 7);
     assert_true(r.cmd->gen.temperature == 0.5f);
@@ -177,14 +179,14 @@ static void request_fields_are_read(void **state)
     srv_cmd_free(r.cmd);
 
     /* OpenAI's defaults: 16 tokens for completions, --max-tokens for chat */
-    assert_int_equal(srv_parse_completion("{}", 2, &lim, 0, &r, err, sizeof err, &param), 0);
+    assert_int_equal(srv_parse_completion("{}", 2, &lim, NULL, &r, err, sizeof err, &param), 0);
     assert_int_equal(r.cmd->gen.max_tokens, 16);
     assert_true(r.cmd->gen.temperature == 1.0f);
     assert_string_equal(r.cmd->text, "");
     srv_cmd_free(r.cmd);
     const char *chat = "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], "
                        "\"max_completion_tokens\": 9}";
-    assert_int_equal(srv_parse_completion(chat, strlen(chat), &lim, 1, &r, err, sizeof err, &param), 0);
+    assert_int_equal(srv_parse_completion(chat, strlen(chat), &lim, &plain, &r, err, sizeof err, &param), 0);
     assert_string_equal(r.cmd->text, "User: Hi\nAssistant:");
     assert_int_equal(r.cmd->gen.max_tokens, 9);
     srv_cmd_free(r.cmd);
@@ -225,7 +227,7 @@ static void bad_requests_name_the_field(void **state)
         srv_http_req r;
         char err[300];
         const char *param = "unset";
-        int rc = srv_parse_completion(bad[i].body, strlen(bad[i].body), &lim, 0, &r, err,
+        int rc = srv_parse_completion(bad[i].body, strlen(bad[i].body), &lim, NULL, &r, err,
                                       sizeof err, &param);
         if (rc != -1 || !strstr(err, bad[i].msg) ||
             (bad[i].param ? !param || strcmp(param, bad[i].param) : param != NULL))

@@ -36,7 +36,9 @@
  * Threads:
  *   - No shared state, callable from any thread at any time:
  *     tsr_version, tsr_version_number, tsr_strerror, tsr_part_list,
- *     tsr_device_open, tsr_file_inspect, tsr_synth_file, tsr_plan_report.
+ *     tsr_device_open, tsr_file_inspect, tsr_synth_file, tsr_plan_report,
+ *     tsr_chat_template_list, tsr_chat_template_find,
+ *     tsr_chat_template_detect, tsr_chat_format.
  *   - tsr_seq_cancel and tsr_seq_was_cancelled: from any thread at any time
  *     while the sequence is open, and from a signal handler (they take no
  *     lock and allocate nothing); a cancel stops only its own sequence,
@@ -92,11 +94,12 @@ extern "C" {
 /* Version                                                                   */
 
 #define TSR_VERSION_MAJOR 0
-#define TSR_VERSION_MINOR 2
+#define TSR_VERSION_MINOR 3
 #define TSR_VERSION_PATCH 0
-#define TSR_VERSION_STRING "0.2.0"
-/* One integer, e.g. 0.2.0 -> 200, for compile-time comparisons.  0.2.0
- * added tsr_seq_generate_batch; nothing else changed. */
+#define TSR_VERSION_STRING "0.3.0"
+/* One integer, e.g. 0.3.0 -> 300, for compile-time comparisons.  0.2.0
+ * added tsr_seq_generate_batch; 0.3.0 added chat templates
+ * (tsr_model_chat_template, tsr_chat_*); nothing else changed. */
 #define TSR_VERSION_NUMBER (TSR_VERSION_MAJOR * 10000 + TSR_VERSION_MINOR * 100 + TSR_VERSION_PATCH)
 
 /* The library's version string, e.g. "0.2.0"; compare with TSR_VERSION_STRING
@@ -349,6 +352,19 @@ TSR_API int  tsr_model_tokenize(tsr_model *m, const char *text, int bos, int *to
 TSR_API const char *tsr_model_token_text(const tsr_model *m, int prev, int token,
                                          size_t *len);
 
+/* The model's chat template (see "Chat templates" below).  Returns the
+ * family to format its conversations with, a static string: the family
+ * tsr_chat_template_detect() recognises in the file's
+ * tokenizer.chat_template, or "plain" when the file has none (llama2.c
+ * checkpoints, GGUF files without the key) or when its text is of no
+ * family tessera knows (tsr_model_load then logged one warning line
+ * saying so).  *text (optional) gets the template as the file holds it
+ * (NUL-terminated; the Jinja source, not evaluated), or NULL when the
+ * file has none; it lives as long as m's host side (until
+ * tsr_model_close, or the device's close).  NULL (and *text NULL) for a
+ * NULL or closed model.  Lock-free, like tsr_model_token_text. */
+TSR_API const char *tsr_model_chat_template(const tsr_model *m, const char **text);
+
 /* ------------------------------------------------------------------------ */
 /* Sequences                                                                 */
 
@@ -504,6 +520,125 @@ TSR_API int  tsr_seq_get_stats(const tsr_seq *s, tsr_seq_stats *st);
  * when the device had already sampled past that token, since the rewind
  * is a truncate), TSR_ERR_UNSUPPORTED. */
 TSR_API int  tsr_seq_read_logits(tsr_seq *s, float *logits, int n);
+
+/* ------------------------------------------------------------------------ */
+/* Chat templates                                                            */
+
+/* A model's chat template is a Jinja program (GGUF tokenizer.chat_template).
+ * tessera does not run Jinja: it recognises the template's family by its
+ * text and formats conversations natively, to the bytes the model's own
+ * template renders (jinja2, as Hugging Face transformers sets it up) for
+ * messages of text.  The families (docs/server.md, "Chat templates"):
+ *   plain       no template: "User: ...\nAssistant:" (tessera's own)
+ *   chatml      <|im_start|>ROLE\n...<|im_end|>\n      (Qwen2/2.5, SmolLM2)
+ *   llama3      <|start_header_id|>ROLE<|end_header_id|>\n\n...<|eot_id|>
+ *   llama2      [INST] ... [/INST] (system text as a line of the first turn)
+ *   llama2-sys  [INST] <<SYS>>\n...\n<</SYS>>\n\n... [/INST] (Llama 2 chat)
+ *   phi3        <|user|>\n...<|end|>\n                  (Phi-3, Phi-3.5)
+ *   gemma       <start_of_turn>user\n...<end_of_turn>\n (Gemma; system text
+ *               opens the first turn, as Gemma 3's template puts it)
+ * Details a family's templates differ in are read from the template's text
+ * when it is given: chatml's default system message (the literal
+ * '<|im_start|>system\n...<|im_end|>' a template emits when the
+ * conversation has none, e.g. Qwen2.5's "You are Qwen, created by Alibaba
+ * Cloud. You are a helpful assistant."); llama3's system header with
+ * "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n"
+ * (Llama 3.1/3.2 templates, whose text holds "Cutting Knowledge Date"; the
+ * date is the templates' own default for a renderer without strftime_now,
+ * so the text does not change with the day); llama2's BOS text before
+ * each later turn ("bos_token + '[INST]") and stripped contents
+ * (".strip()" or "trim").  Without a text, a family is its reference
+ * template: ChatML with no default system message, Llama 3 (3.0) with no
+ * system header, Llama 2 chat (BOS text before later turns, contents
+ * stripped).
+ * BOS: templates that open with {{ bos_token }} (Llama 2/3, Gemma) get no
+ * BOS text at the start: the tokenizer adds the BOS token when the text
+ * starts a sequence (tsr_seq_append_text on an empty sequence), so the
+ * formatted text is the template's output after its opening BOS.  Special
+ * tokens inside it (<|im_start|>, </s>, ...) are plain text here. */
+
+/* One message of a conversation.  Zero-initialise (the reserved words). */
+typedef struct tsr_chat_msg {
+    const char *role;        /* "system", "developer" (formatted as system,
+                                as OpenAI's newer name for it), "user" or
+                                "assistant"                                 */
+    const char *content;     /* UTF-8 text, NUL-terminated                  */
+    uint64_t reserved[2];    /* zero                                        */
+} tsr_chat_msg;
+
+/* The family names tsr_chat_format takes, comma-separated: "plain,
+ * chatml, llama3, llama2, llama2-sys, phi3, gemma".  A static string.
+ * Thread-safe. */
+TSR_API const char *tsr_chat_template_list(void);
+
+/* The family called name (one of tsr_chat_template_list(), exactly): the
+ * library's static copy of the name, or NULL for any other string or
+ * NULL.  Thread-safe. */
+TSR_API const char *tsr_chat_template_find(const char *name);
+
+/* Recognise a Jinja chat template's family by the text it contains, as
+ * llama.cpp's llm_chat_detect_template does (src/llama-chat.cpp), checked
+ * in this order:
+ *   "<|im_start|>" (and not "<|im_sep|>", Phi-4's)             chatml
+ *   "[INST]" (not Mistral's: "[SYSTEM_PROMPT]", "[AVAILABLE_TOOLS]",
+ *            "' [INST] ' + system_message")   llama2-sys with "<<SYS>>",
+ *                                             else llama2
+ *   "<|assistant|>" and "<|end|>"                                phi3
+ *   "<start_of_turn>"                                            gemma
+ *   "<|start_header_id|>" and "<|end_header_id|>"                llama3
+ * Returns the family's static name, or NULL when text is NULL or none of
+ * these is in it (callers then format with "plain" and say so).
+ * Thread-safe. */
+TSR_API const char *tsr_chat_template_detect(const char *text);
+
+/* Format a conversation for family (NULL: tsr_chat_template_detect(tmpl),
+ * "plain" when that is NULL) into buf: the text the model's template
+ * renders for msgs, then, when add_generation_prompt is non-zero, the
+ * opening of the assistant's turn for the model to continue.  tmpl
+ * (optional) is the template's text, read for the details above; NULL:
+ * the family's reference template.  msgs is (n_msgs,), read during the
+ * call only; n_msgs 0 formats an empty conversation.  Per family:
+ *   plain:  system "CONTENT\n\n", user "User: CONTENT\n", assistant
+ *           "Assistant: CONTENT\n", generation prompt "Assistant:".
+ *   chatml: "<|im_start|>ROLE\nCONTENT<|im_end|>\n" each, after the
+ *           template's default system message when msgs[0] is not a system
+ *           one; prompt "<|im_start|>assistant\n".  (Qwen2.5's template.)
+ *   llama3: each "<|start_header_id|>ROLE<|end_header_id|>\n\n" +
+ *           trim(CONTENT) + "<|eot_id|>"; with the date header, a system
+ *           turn always comes first (msgs[0]'s content if it is a system
+ *           one, else empty) after the header lines; prompt
+ *           "<|start_header_id|>assistant<|end_header_id|>\n\n".
+ *           (Llama 3.2's template without tools.)
+ *   llama2, llama2-sys: "[INST] " + user + " [/INST]", " " + assistant +
+ *           " </s>", "<s>" before later "[INST]"s (see above); msgs[0]'s
+ *           system text opens the first user turn: "<<SYS>>\nS\n<</SYS>>\n\n"
+ *           (llama2-sys) or "S\n" (llama2); no generation prompt (the text
+ *           ends with " [/INST]").  (Llama 2 chat's template.)
+ *   phi3:   "<|system|>\n" (non-empty content only), "<|user|>\n",
+ *           "<|assistant|>\n" + CONTENT + "<|end|>\n"; prompt
+ *           "<|assistant|>\n", without one "<|endoftext|>" (the eos_token
+ *           Phi-3.5's template ends with).  (Phi-3.5-mini-instruct's.)
+ *   gemma:  "<start_of_turn>" + ("model" for assistant, else the role) +
+ *           "\n" + trim(CONTENT) + "<end_of_turn>\n", msgs[0]'s system
+ *           text + "\n\n" opening the next turn; prompt
+ *           "<start_of_turn>model\n".  (Gemma 3's template, text only.)
+ * trim and strip remove what Python's str.strip() does (ASCII and Unicode
+ * white space).  A system message after the first is formatted as the
+ * family's system turn where it has one (plain, chatml, llama3, phi3),
+ * else as a user turn (llama2, gemma).  The templates' checks that roles
+ * alternate are not made.
+ * *len gets the text's length in bytes (without the NUL) whether or not it
+ * fits; buf (cap bytes, may be NULL when cap is 0) gets the text and a NUL
+ * when cap > *len, else TSR_ERR_RANGE is returned and buf holds the first
+ * cap - 1 bytes and a NUL (nothing when cap is 0): call with cap 0 to
+ * learn the length.  The caller owns buf; the library keeps nothing.
+ * Errors: TSR_ERR_ARG (unknown family, len NULL, n_msgs < 0, msgs NULL
+ * with n_msgs > 0, a NULL role or content, a role outside the four),
+ * TSR_ERR_UNSUPPORTED (a message's reserved words not zero),
+ * TSR_ERR_RANGE.  Thread-safe (no shared state). */
+TSR_API int tsr_chat_format(const char *family, const char *tmpl, const tsr_chat_msg *msgs,
+                            int n_msgs, int add_generation_prompt, char *buf, size_t cap,
+                            size_t *len);
 
 /* ------------------------------------------------------------------------ */
 /* Model files without a device                                              */

@@ -1,7 +1,9 @@
-/* chat_template.c - chat messages into one prompt.
+/* chat_template.c - chat messages into one prompt, by the model's chat
+ * template (tsr_chat_format; the families in docs/server.md).
  *
- * The llama2.c models carry no chat template, so the server uses a plain
- * one (docs/server.md):
+ * The server formats with the family srv_chat names: the model's own
+ * (tsr_model_chat_template), or --chat-template's.  The llama2.c models
+ * carry no template, so they get plain, tessera's own:
  *
  *     system / developer   CONTENT "\n\n"
  *     user                 "User: " CONTENT "\n"
@@ -9,7 +11,7 @@
  *     then                 "Assistant:"
  *
  * A content is a string, or an array of {"type": "text", "text": ...}
- * parts, joined.  A GGUF file's own template is a later step. */
+ * parts, joined. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,41 +20,20 @@
 
 #include "serve.h"
 
-typedef struct strbuf {
-    char  *p;
-    size_t len, cap, max;
-} strbuf;
-
-static int put(strbuf *b, const char *s)
-{
-    size_t n = strlen(s);
-    if (b->len + n > b->max) return -1;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 256;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) return -1;
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n + 1);
-    b->len += n;
-    return 0;
-}
-
-/* Append a message's content; -1 with err filled when it is not text. */
-static int put_content(strbuf *b, const json_t *c, char *err, size_t errlen)
+/* A message's content as one malloc'd string; NULL with err filled when it
+ * is not text (or there is no memory). */
+static char *content_text(const json_t *c, char *err, size_t errlen)
 {
     if (json_is_string(c)) {
-        if (put(b, json_string_value(c)) == 0) return 0;
-        snprintf(err, errlen, "the messages are too long");
-        return -1;
+        char *s = strdup(json_string_value(c));
+        if (!s) snprintf(err, errlen, "out of memory");
+        return s;
     }
     if (!json_is_array(c)) {
         snprintf(err, errlen, "a message's 'content' must be a string or an array of text parts");
-        return -1;
+        return NULL;
     }
-    size_t i;
+    size_t i, n = 1;
     const json_t *part;
     json_array_foreach(c, i, part) {
         const json_t *type = json_object_get(part, "type"), *text = json_object_get(part, "text");
@@ -60,50 +41,77 @@ static int put_content(strbuf *b, const json_t *c, char *err, size_t errlen)
             !json_is_string(text)) {
             snprintf(err, errlen, "only text content parts ({\"type\": \"text\", \"text\": ...}) "
                                   "are supported");
-            return -1;
+            return NULL;
         }
-        if (put(b, json_string_value(text))) {
-            snprintf(err, errlen, "the messages are too long");
-            return -1;
-        }
+        n += json_string_length(text);
     }
-    return 0;
+    char *s = malloc(n), *p = s;
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    json_array_foreach(c, i, part) {
+        const json_t *text = json_object_get(part, "text");
+        memcpy(p, json_string_value(text), json_string_length(text));
+        p += json_string_length(text);
+    }
+    *p = '\0';
+    return s;
 }
 
-char *srv_chat_prompt(const void *messages, size_t max_bytes, char *err, size_t errlen)
+char *srv_chat_prompt(const void *messages, const srv_chat *chat, size_t max_bytes, char *err,
+                      size_t errlen)
 {
     const json_t *msgs = messages;
     if (!json_is_array(msgs) || json_array_size(msgs) == 0) {
         snprintf(err, errlen, "'messages' must be a non-empty array");
         return NULL;
     }
-    strbuf b = { .max = max_bytes };
-    size_t i;
-    const json_t *m;
-    json_array_foreach(msgs, i, m) {
-        const json_t *role = json_object_get(m, "role");
-        const char *r = json_is_string(role) ? json_string_value(role) : "";
-        const char *pre, *post;
-        if (!strcmp(r, "system") || !strcmp(r, "developer")) { pre = ""; post = "\n\n"; }
-        else if (!strcmp(r, "user"))      { pre = "User: "; post = "\n"; }
-        else if (!strcmp(r, "assistant")) { pre = "Assistant: "; post = "\n"; }
-        else {
-            snprintf(err, errlen, "messages[%zu]: 'role' must be system, developer, user or "
-                                  "assistant", i);
-            free(b.p);
-            return NULL;
-        }
-        if (put(&b, pre) || put_content(&b, json_object_get(m, "content"), err, errlen) ||
-            put(&b, post)) {
-            if (!err[0]) snprintf(err, errlen, "the messages are too long");
-            free(b.p);
-            return NULL;
-        }
-    }
-    if (put(&b, "Assistant:")) {
+    size_t n = json_array_size(msgs), i;
+    if (n > INT32_MAX / 2) {
         snprintf(err, errlen, "the messages are too long");
-        free(b.p);
         return NULL;
     }
-    return b.p;
+    tsr_chat_msg *m = calloc(n, sizeof *m);
+    char *out = NULL;
+    if (!m) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    const json_t *jm;
+    json_array_foreach(msgs, i, jm) {
+        const json_t *role = json_object_get(jm, "role");
+        const char *r = json_is_string(role) ? json_string_value(role) : "";
+        if (strcmp(r, "system") && strcmp(r, "developer") && strcmp(r, "user") &&
+            strcmp(r, "assistant")) {
+            snprintf(err, errlen, "messages[%zu]: 'role' must be system, developer, user or "
+                                  "assistant", i);
+            goto out;
+        }
+        m[i].role = r;
+        if (!(m[i].content = content_text(json_object_get(jm, "content"), err, errlen))) goto out;
+    }
+    size_t len = 0;
+    int rc = tsr_chat_format(chat->family, chat->tmpl, m, (int)n, 1, NULL, 0, &len);
+    if (rc != TSR_ERR_RANGE && rc != TSR_OK) {
+        snprintf(err, errlen, "chat template %s: %s", chat->family, tsr_strerror(rc));
+        goto out;
+    }
+    if (len > max_bytes) {
+        snprintf(err, errlen, "the messages are too long");
+        goto out;
+    }
+    if (!(out = malloc(len + 1))) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    if (tsr_chat_format(chat->family, chat->tmpl, m, (int)n, 1, out, len + 1, &len) != TSR_OK) {
+        snprintf(err, errlen, "chat template %s: the text changed length", chat->family);
+        free(out);
+        out = NULL;
+    }
+out:
+    for (i = 0; i < n; i++) free((char *)m[i].content);
+    free(m);
+    return out;
 }

@@ -198,7 +198,8 @@ typedef struct parse_job {
     const char       *body;
     size_t            len;
     const srv_limits *lim;
-    int               chat, bad;
+    const srv_chat   *chat;   /* NULL: a completion */
+    int               bad;
     srv_http_req      req;
     char              err[300];
     const char       *param;
@@ -247,7 +248,8 @@ static int handle(struct mg_connection *c, srv_ctx *ctx, int chat)
                            ctx->cfg->lim.max_body);
         return st;
     }
-    parse_job pj = { .body = body, .len = len, .lim = &ctx->cfg->lim, .chat = chat, .bad = -1 };
+    parse_job pj = { .body = body, .len = len, .lim = &ctx->cfg->lim,
+                     .chat = chat ? &ctx->cfg->chat : NULL, .bad = -1 };
     snprintf(pj.err, sizeof pj.err, "out of memory");
     if (srv_json_shallow(body, len)) parse_on_big_stack(&pj);
     else if (srv_on_big_stack(parse_on_big_stack, &pj) != 0) pj.bad = -1;

@@ -192,7 +192,7 @@ static char *prompt_text(const json_t *o, char *err, size_t errlen, const char *
     return strdup(json_string_value(v));
 }
 
-int srv_parse_completion(const char *body, size_t len, const srv_limits *lim, int chat,
+int srv_parse_completion(const char *body, size_t len, const srv_limits *lim, const srv_chat *chat,
                          srv_http_req *out, char *err, size_t errlen, const char **param)
 {
     memset(out, 0, sizeof *out);
@@ -229,7 +229,7 @@ int srv_parse_completion(const char *body, size_t len, const srv_limits *lim, in
             fail(err, errlen, param, "messages", "'messages' is required");
             goto out;
         }
-        if (!(c->text = srv_chat_prompt(m, lim->max_body, err, errlen))) {
+        if (!(c->text = srv_chat_prompt(m, chat, lim->max_body, err, errlen))) {
             if (param) *param = "messages";
             goto out;
         }

@@ -67,6 +67,13 @@ typedef struct srv_cmd {
 void srv_cmd_free(srv_cmd *c);
 void srv_gen_free(srv_gen *g);
 
+/* The chat template /v1/chat/completions formats with. */
+typedef struct srv_chat {
+    const char *family;   /* a tsr_chat_template_list() name (static)        */
+    const char *tmpl;     /* the model's template text (details of the
+                             family), or NULL                                */
+} srv_chat;
+
 /* request.c: OpenAI-style JSON bodies into commands.  Each returns NULL
  * after writing a one-line reason into err (and the offending field into
  * *param, or NULL); the caller answers 400.  Unknown fields are ignored;
@@ -80,7 +87,9 @@ typedef struct srv_http_req {
                                  longer than model holds                     */
 } srv_http_req;
 
-int srv_parse_completion(const char *body, size_t len, const srv_limits *lim, int chat,
+/* chat: NULL for /v1/completions ("prompt"), else the template that
+ * formats /v1/chat/completions' "messages". */
+int srv_parse_completion(const char *body, size_t len, const srv_limits *lim, const srv_chat *chat,
                          srv_http_req *out, char *err, size_t errlen, const char **param);
 
 /* A request's sampling fields ("max_tokens", "temperature", ...) into g,
@@ -91,10 +100,12 @@ int srv_parse_completion(const char *body, size_t len, const srv_limits *lim, in
 int srv_parse_gen(const void *json, const srv_limits *lim, int min_tokens, srv_gen *g,
                   char *err, size_t errlen, const char **param);
 
-/* chat_template.c: messages (a jansson array) into one prompt.  The
- * template is documented in docs/server.md.  Returns a malloc'd string,
- * or NULL with err filled. */
-char *srv_chat_prompt(const void *messages, size_t max_bytes, char *err, size_t errlen);
+/* chat_template.c: messages (a jansson array) into one prompt with the
+ * chat template chat names (tsr_chat_format, with the generation prompt;
+ * the families are documented in docs/server.md).  Returns a malloc'd
+ * string of at most max_bytes bytes, or NULL with err filled. */
+char *srv_chat_prompt(const void *messages, const srv_chat *chat, size_t max_bytes, char *err,
+                      size_t errlen);
 
 /* -------------------------------------------------------------- events --- */
 
@@ -227,6 +238,7 @@ typedef struct srv_config {
     int         port;        /* 0: any free port                             */
     const char *api_key;     /* NULL: none; else Bearer required             */
     const char *model_id;    /* the name /v1/models gives                    */
+    srv_chat    chat;        /* the chat template                            */
     srv_limits  lim;
     int         verbose;     /* log every request to stderr                  */
 } srv_config;

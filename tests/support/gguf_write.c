@@ -80,7 +80,7 @@ void tsr_gguf_build(tsr_gbuf *b, const tsr_gguf_spec *sp)
     T("blk.0.ffn_up.weight", TD, TH, 0);
 #undef T
     int n_out = nt - (sp->omit ? 1 : 0);
-    int n_kv = 17 + (sp->alignment ? 1 : 0) + (sp->eos_id ? 1 : 0);
+    int n_kv = 17 + (sp->alignment ? 1 : 0) + (sp->eos_id ? 1 : 0) + (sp->chat_template ? 1 : 0);
     size_t start = b->n;
 
     put(b, "GGUF", 4);
@@ -121,6 +121,11 @@ void tsr_gguf_build(tsr_gbuf *b, const tsr_gguf_spec *sp)
     put_str(b, "x.flags"); put_u32(b, 9); put_u32(b, 7); put_u64(b, 2); put_u8(b, 1); put_u8(b, 0);
     if (sp->alignment) { put_str(b, "general.alignment"); put_u32(b, 4); put_u32(b, (uint32_t)sp->alignment); }
     if (sp->eos_id) { put_str(b, "tokenizer.ggml.eos_token_id"); put_u32(b, 4); put_u32(b, (uint32_t)sp->eos_id); }
+    if (sp->chat_template) {
+        uint64_t n = sp->chat_template_len ? sp->chat_template_len : strlen(sp->chat_template);
+        put_str(b, "tokenizer.chat_template"); put_u32(b, 8);
+        put_u64(b, n); put(b, sp->chat_template, n);
+    }
 
     uint64_t align = sp->alignment > 0 ? (uint64_t)sp->alignment : 32;
     uint64_t off = 0, offs[16], prev = 0;

@@ -39,6 +39,9 @@ typedef struct tsr_gguf_spec {
                                   1e-6 and 5e5                                */
     float rms_eps;             /* llama.attention.layer_norm_rms_epsilon (F32) */
     double freq_base;          /* llama.rope.freq_base (F64)                   */
+    const char *chat_template; /* non-NULL: tokenizer.chat_template (a string,
+                                  chat_template_len bytes; 0: strlen)          */
+    uint64_t chat_template_len;
 } tsr_gguf_spec;
 
 /* Append the tiny GGUF of sp to b (aborts when out of memory). */
