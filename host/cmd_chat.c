@@ -22,6 +22,7 @@
 
 #include "chat_convo.h"
 #include "cli.h"
+#include "textout.h"
 
 static const char usage[] =
     "usage: tessera chat -m MODEL [-z TOKENIZER] [-n TOKENS] [-t TEMP] [-s SEED] [options]\n"
@@ -80,6 +81,7 @@ typedef struct chat_ctx {
     int bos, eos;   /* the model's: they end the text, unprinted */
     char  *reply;   /* (cap,) the reply's text so far, NUL-terminated */
     size_t len, cap;
+    textout shown;  /* the reply as printed: whole UTF-8 characters */
 } chat_ctx;
 
 /* Keep the reply's text, for the conversation's next turn. */
@@ -104,9 +106,11 @@ static int print_token(tsr_seq *s, int token, void *user)
     chat_ctx *c = user;
     size_t n;
     const char *p = tsr_model_token_text(c->model, c->prev, token, &n);
-    if (p && token != c->bos && token != c->eos) {
-        fwrite(p, 1, n, stdout);
+    if (p && n && token != c->bos && token != c->eos) {
         keep_reply(c, p, n);
+        const char *q;
+        size_t k = textout_push(&c->shown, p, n) == 0 ? textout_take(&c->shown, &q) : 0;
+        if (k) fwrite(q, 1, k, stdout);
     }
     fflush(stdout);
     c->prev = token;
@@ -442,8 +446,13 @@ int cmd_chat(int argc, char **argv)
         tsr_seq_tokens(seq, &t, &nt);
         cc.prev = t[nt - 1];
         active = seq;
+        textout_init(&cc.shown, NULL, 0);
         rc = tsr_seq_generate(seq, &go, print_token, &cc, NULL);
         active = NULL;
+        const char *rest;
+        size_t n_rest = textout_finish(&cc.shown, &rest);
+        if (n_rest) fwrite(rest, 1, n_rest, stdout);
+        textout_free(&cc.shown);
         fputc('\n', stdout);
         if (rc != TSR_OK) {
             cli_error("%s", tsr_device_errmsg(dev));
