@@ -129,6 +129,9 @@ int tsr_wimage_config(const tsr_checkpoint *m, const tsr_load_opts *o, const tsr
                           "%d PEs <= the %d PEs with attention", m->path, split, nkv, split, att);
     att = att / split * split;   /* whole groups */
     if (att > nkv * split) att = nkv * split;   /* a group a KV head, no idle groups */
+    if (c->qkv_bias || c->rope_neox || c->rope_scaled || m->rope_ff)
+        return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "%s: QKV biases, NEOX RoPE and RoPE scaling "
+                          "are not on the device yet", m->path);
     memset(kc, 0, sizeof *kc);
     kc->magic = TSR_KCONFIG_MAGIC;
     kc->dim = (uint32_t)c->dim;

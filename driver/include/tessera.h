@@ -550,6 +550,31 @@ TSR_API int tsr_file_inspect(const char *path, tsr_file_info *info, char *err, s
 TSR_API int tsr_synth_file(const char *shape, const char *path, int group_size, uint64_t seed,
                            char *err, size_t errlen);
 
+/* Write a GGUF file with deterministic pseudo-random weights (as
+ * tsr_synth_file's; biases std 0.1) of architecture arch: "llama3" (GGUF
+ * architecture llama) or "qwen2" (q, k, v biases, NEOX RoPE), of shape
+ * shape: NULL for the arch's tiny one ("llama3-tiny": dim 128, hidden 384,
+ * 2 layers, 4 heads, 2 KV heads, RoPE base 5e5 with Llama 3 scaling;
+ * "qwen2-tiny": hidden 320, base 1e6, epsilon 1e-6), a real model's
+ * ("smollm2-135m", "llama3.2-1b" for llama3; "qwen2.5-0.5b" for qwen2),
+ * or "DIMxLAYERS[:...]" as tsr_synth_file's, made of the arch.  The
+ * vocabulary is vocab's, a vocab-only GGUF file (llama.cpp's
+ * models/ggml-vocab-*.gguf): its tokenizer.* metadata copied as stored,
+ * vocab_size its token count.  type: TSR_SYNTH_F32, TSR_SYNTH_Q8_0 or
+ * TSR_SYNTH_Q4_0 for the matrices (norms, biases, rope_freqs F32).  Tensor
+ * names, metadata keys and layouts are those of llama.cpp's converter, so
+ * llama.cpp loads the file.  Written under a temporary name and renamed.
+ * On failure err (if not NULL) gets a one-line message.  Errors:
+ * TSR_ERR_ARG (unknown arch, shape or type; a shape of the other arch),
+ * TSR_ERR_IO, TSR_ERR_FORMAT (vocab is not a GGUF with tokens),
+ * TSR_ERR_NOMEM.  Thread-safe. */
+#define TSR_SYNTH_F32  0
+#define TSR_SYNTH_Q8_0 1
+#define TSR_SYNTH_Q4_0 2
+TSR_API int tsr_synth_gguf_file(const char *arch, const char *shape, const char *vocab,
+                                const char *path, int type, uint64_t seed, char *err,
+                                size_t errlen);
+
 /* ------------------------------------------------------------------------ */
 /* Planning for a real FPGA part (tessera plan)                              */
 
