@@ -1,5 +1,5 @@
 /*
- * format_gguf.c - open GGUF v2/v3 files of the llama architecture.
+ * format_gguf.c - open GGUF v2/v3 files of the llama and qwen2 architectures.
  * Facts from the GGUF spec (ggml docs/gguf.md) and ggml's block layouts.
  *
  * Layout (little-endian):

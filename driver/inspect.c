@@ -96,7 +96,8 @@ int tsr_file_inspect(const char *path, tsr_file_info *info, char *err, size_t er
         info->bytes_classifier = tensor_bytes(&ck->wcls);
     }
     if (c->format == TSR_FMT_GGUF) {
-        snprintf(info->architecture, sizeof info->architecture, "llama");
+        snprintf(info->architecture, sizeof info->architecture, "%s",
+                 ck->cfg.arch == TSR_ARCH_QWEN2 ? "qwen2" : "llama");
         info->tensors_f32 = ck->n_src_type[0];
         info->tensors_f16 = ck->n_src_type[1];
         info->tensors_q8_0 = ck->n_src_type[2];

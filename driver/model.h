@@ -175,7 +175,7 @@ int  tsr_checkpoint_open(const char *path, tsr_checkpoint **out, tsr_err *e);
 int  tsr_checkpoint_open_memory(const void *data, size_t len, const char *name,
                                 tsr_checkpoint **out, tsr_err *e);
 
-/* Open a GGUF v2/v3 file of the llama architecture held in memory (data,
+/* Open a GGUF v2/v3 file of the llama or qwen2 architecture held in memory (data,
  * len bytes; name for messages).  Every tensor stays in data as stored,
  * nothing is copied: Q8_0 and Q4_0 as their ggml blocks (tsr_tensor.blk),
  * F16 as halves, F32 as fp32 (copied into memory the checkpoint owns only
@@ -183,12 +183,19 @@ int  tsr_checkpoint_open_memory(const void *data, size_t len, const char *name,
  * tsr_checkpoint_close, or until tsr_checkpoint_drop_weights; the
  * tokenizer from the metadata (a copy) goes to (*out)->tok, with BOS/EOS from
  * tokenizer.ggml.bos_token_id / eos_token_id (else 1 and 2).
- * Hyperparameters from llama.* keys, vocab from tokenizer.ggml.tokens,
- * seq_len from llama.context_length; no output.weight means a shared
- * classifier.  Errors: TSR_ERR_FORMAT (truncated, counts or offsets past
- * the end, overlapping or misaligned tensors, missing keys or tensors, bad
- * shapes), TSR_ERR_UNSUPPORTED (GGUF version, architecture, tensor type,
- * partial RoPE), TSR_ERR_NOMEM.  Source: ggml docs/gguf.md. */
+ * Hyperparameters from the ARCH.* keys (ARCH = general.architecture:
+ * "llama" or "qwen2"), vocab from tokenizer.ggml.tokens, seq_len from
+ * ARCH.context_length; no output.weight means a shared classifier; qwen2
+ * (or a llama file with blk.0.attn_q.bias) takes blk.N.attn_{q,k,v}.bias
+ * and uses NEOX RoPE (llama.cpp's rope type for qwen2); rope_freqs.weight
+ * (Llama 3) gives RoPE's frequency divisors (rope_ff), ARCH.rope.scaling.type
+ * "linear" a uniform one.  Errors: TSR_ERR_FORMAT (truncated, counts or
+ * offsets past the end, overlapping or misaligned tensors, missing keys or
+ * tensors, bad shapes, a bias of the wrong length, a rope factor <= 0),
+ * TSR_ERR_UNSUPPORTED (GGUF version, architecture (named), tensor type,
+ * partial RoPE, a head size apart from dim / n_heads, rope scaling other
+ * than linear), TSR_ERR_NOMEM.  Source: ggml docs/gguf.md; llama.cpp
+ * src/llama-model.cpp (tensors per architecture, rope types). */
 int  tsr_gguf_open_memory(const void *data, size_t len, const char *name,
                           tsr_checkpoint **out, tsr_err *e);
 

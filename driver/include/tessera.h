@@ -263,12 +263,14 @@ typedef struct tsr_model_opts {
  * file's own quantization where the kernel takes it (opts->weights); every
  * conversion away from it is logged as one warning line.  Formats: llama2.c checkpoints
  * (legacy, version 1 fp32, version 2 Q8_0) with a tokenizer.bin, and GGUF
- * v2/v3 files of the llama architecture (F32, F16, Q8_0, Q4_0 tensors;
- * tokenizer and BOS/EOS from the metadata).  Paths must name regular
+ * v2/v3 files of the llama architecture (Llama 2/3 with rope_freqs
+ * scaling, SmolLM2, TinyLlama, Mistral) or qwen2 (q, k, v biases; NEOX
+ * RoPE); another architecture is TSR_ERR_UNSUPPORTED naming it (F32, F16,
+ * Q8_0, Q4_0 tensors; tokenizer and BOS/EOS from the metadata).  Paths must name regular
  * files (a FIFO or directory is refused with TSR_ERR_IO before it is
  * opened).  A model with a NaN or infinite weight is refused with
  * TSR_ERR_FORMAT naming the tensor.  A seq_len above a GGUF file's
- * llama.context_length is allowed with a warning through the log hook.
+ * ARCH.context_length is allowed with a warning through the log hook.
  * Loading a model whose weight image equals the one already resident (same
  * content hash) streams nothing.  The model replaces any other model on
  * dev; sequences of a replaced model fail with TSR_ERR_STATE.
