@@ -355,6 +355,35 @@ static void llama3_scaled_rope_logits_equal_reference(void **state)
     logits_match("llama3", TSR_SYNTH_Q4_0, 1e-2);
 }
 
+/* The fuzzers' small seeds of the new metadata (tests/support/gguf_write.c)
+ * open with it. */
+static void tiny_seeds_open(void **state)
+{
+    (void)state;
+    tsr_gbuf b = { 0 };
+    tsr_gguf_build(&b, &(tsr_gguf_spec){ .qwen2 = 1 });
+    tsr_checkpoint *m = NULL;
+    tsr_err e = { 0 };
+    assert_int_equal(tsr_checkpoint_open_memory(b.p, b.n, "q.gguf", &m, &e), TSR_OK);
+    assert_int_equal(m->cfg.arch, TSR_ARCH_QWEN2);
+    assert_int_equal(m->cfg.rope_neox, 1);
+    assert_int_equal(m->bk[0].cols, 16);
+    assert_float_equal(tsr_tensor_get(&m->bq[0], 5), (float)(5 % 7 - 3) / 4, 0.0f);
+    tsr_checkpoint_close(m);
+    free(b.p);
+    b = (tsr_gbuf){ 0 };
+    tsr_gguf_build(&b, &(tsr_gguf_spec){ .rope_freqs = 1 });
+    assert_int_equal(tsr_checkpoint_open_memory(b.p, b.n, "l.gguf", &m, &e), TSR_OK);
+    assert_int_equal(m->cfg.arch, TSR_ARCH_LLAMA);
+    assert_int_equal(m->cfg.qkv_bias, 0);
+    assert_float_equal(m->rope_ff[7], 8.0f, 0.0f);
+    float f[8];
+    tsr_checkpoint_rope_freqs(m, f);
+    assert_float_equal(f[7], 1.0f / powf(5e5f, 14.0f / 16.0f) / 8.0f, 0.0f);
+    tsr_checkpoint_close(m);
+    free(b.p);
+}
+
 /* Another architecture, by name, in one line. */
 static void other_architectures_refused(void **state)
 {
@@ -459,6 +488,7 @@ int main(void)
         cmocka_unit_test(synth_files_load),
         cmocka_unit_test(qwen2_logits_equal_reference),
         cmocka_unit_test(llama3_scaled_rope_logits_equal_reference),
+        cmocka_unit_test(tiny_seeds_open),
         cmocka_unit_test(other_architectures_refused),
         cmocka_unit_test(bad_metadata_refused),
     };

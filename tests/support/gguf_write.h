@@ -1,5 +1,5 @@
 /*
- * gguf_write.h - a tiny GGUF v3 file of the llama architecture (dim 32,
+ * gguf_write.h - a tiny GGUF v3 file of the llama (or qwen2) architecture (dim 32,
  * hidden 32, 1 layer, 2 heads, 1 KV head, vocab 4, context 64) for tests
  * and fuzz seeds, with switches that corrupt it in one named way each.
  * Layout: ggml docs/gguf.md.
@@ -39,6 +39,9 @@ typedef struct tsr_gguf_spec {
                                   1e-6 and 5e5                                */
     float rms_eps;             /* llama.attention.layer_norm_rms_epsilon (F32) */
     double freq_base;          /* llama.rope.freq_base (F64)                   */
+    int qwen2;                 /* 1: architecture qwen2 (its keys) with
+                                  blk.0.attn_{q,k,v}.bias                      */
+    int rope_freqs;            /* 1: a rope_freqs.weight of divisors 1..8      */
 } tsr_gguf_spec;
 
 /* Append the tiny GGUF of sp to b (aborts when out of memory). */
