@@ -1066,6 +1066,17 @@ int tsr_plan_config(const tsr_config *cfg, const tsr_plan_req *req, tsr_plan *ou
             break;
         }
     }
+    if (!out->fix_cards) {
+        /* why none: a layer split keeps the embedding whole on stage 0
+         * (and the classifier on the last), in the weights' format */
+        const tsr_kconfig *kc = &out->kc;
+        uint64_t n = (uint64_t)kc->vocab_size * kc->dim;
+        out->emb_bytes = kc->dtype == TSR_KDT_F32 ? 4u * n
+                       : kc->q4_kinds & (1u << TSR_KIND_EMB) ? n / 32u * 18u
+                       : n + 4u * tsr_cdiv(kc->dim, kc->group) * kc->vocab_size;
+        out->chip_bytes = chip;
+        out->cards_floor = kmin;
+    }
     return TSR_OK;
 }
 
@@ -1186,7 +1197,16 @@ static void fmt_text(const tsr_plan *p, const char *name, sbuf *b)
         else if (p->fix_cards > 0)
             put(b, "  --cards %d: split the layers over %d cards, %d PEs each\n", p->fix_cards,
                 p->fix_cards, p->fix_cards_pes);
+        else if (p->emb_bytes > p->chip_bytes && p->chip_bytes)
+            put(b, "  split over cards: none up to one layer per card fits: the embedding "
+                   "(%d x %d) alone takes %.1f MB on chip, a card holds %.1f MB, and a layer "
+                   "split keeps it whole on the first card%s\n", (int)p->kc.vocab_size,
+                (int)p->kc.dim, p->emb_bytes / 1e6, p->chip_bytes / 1e6,
+                p->kc.shared_classifier ? " (and, tied, as the classifier on the last)" : "");
         else put(b, "  split over cards: none up to one layer per card fits\n");
+        if (!p->fix_cards && p->cards_floor > 0 && p->cards_floor < UINT64_MAX)
+            put(b, "  the weight tiles alone need %llu cards' on-chip memory, however they are "
+                   "split\n", (unsigned long long)p->cards_floor);
     }
     put(b, "\nprojected decode (the kernel's cycle accounting, not measured on hardware):\n");
     put(b, "  cycles/token at position %d: %llu (controller %llu = %.1f%%, mesh %llu%s)\n", p->pos,

@@ -355,6 +355,31 @@ static void llama3_scaled_rope_logits_equal_reference(void **state)
     logits_match("llama3", TSR_SYNTH_Q4_0, 1e-2);
 }
 
+/* tessera plan on the real shapes: a U55C holds none of them, and the
+ * plan says how many cards' memory they need and why a layer split
+ * cannot hold them (the embedding stays whole on one card). */
+static void plan_real_shapes(void **state)
+{
+    (void)state;
+    static const struct { const char *shape; int weights; const char *floor, *emb; } c[] = {
+        { "qwen2.5-0.5b", TSR_WEIGHTS_Q8, "need 13 cards'", "(151936 x 896) alone takes 153.2 MB" },
+        { "qwen2.5-0.5b", TSR_WEIGHTS_Q4, "need 7 cards'", "(151936 x 896) alone takes 76.6 MB" },
+        { "llama3.2-1b", TSR_WEIGHTS_Q8, "need 32 cards'", "(128256 x 2048) alone takes 295.5 MB" },
+        { "llama3.2-1b", TSR_WEIGHTS_Q4, "need 16 cards'", "(128256 x 2048) alone takes 147.8 MB" },
+    };
+    static char out[1 << 16];
+    for (int i = 0; i < 4; i++) {
+        tsr_plan_opts o = { .part = "u55c", .shape = c[i].shape, .weights = c[i].weights };
+        char err[256];
+        int fits = -2;
+        assert_int_equal(tsr_plan_report(NULL, &o, 0, out, sizeof out, &fits, err, sizeof err),
+                         TSR_OK);
+        assert_int_equal(fits, 0);
+        assert_non_null(strstr(out, c[i].floor));
+        assert_non_null(strstr(out, c[i].emb));
+    }
+}
+
 /* The fuzzers' small seeds of the new metadata (tests/support/gguf_write.c)
  * open with it. */
 static void tiny_seeds_open(void **state)
@@ -488,6 +513,7 @@ int main(void)
         cmocka_unit_test(synth_files_load),
         cmocka_unit_test(qwen2_logits_equal_reference),
         cmocka_unit_test(llama3_scaled_rope_logits_equal_reference),
+        cmocka_unit_test(plan_real_shapes),
         cmocka_unit_test(tiny_seeds_open),
         cmocka_unit_test(other_architectures_refused),
         cmocka_unit_test(bad_metadata_refused),
