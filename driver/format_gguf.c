@@ -1,5 +1,5 @@
 /*
- * format_gguf.c - open GGUF v2/v3 files of the llama architecture.
+ * format_gguf.c - open GGUF v2/v3 files of the llama and qwen2 architectures.
  * Facts from the GGUF spec (ggml docs/gguf.md) and ggml's block layouts.
  *
  * Layout (little-endian):
@@ -98,6 +98,7 @@ typedef struct kv {
     uint64_t voff;        // file offset of the value (arrays: first element)
     uint32_t atype;       // arrays: element type
     uint64_t acount;      // arrays: element count
+    uint64_t kend;        // file offset just past the value
 } kv;
 
 /* Skip one value of type t at r->off, checking every length against the
@@ -382,6 +383,7 @@ static int parse(gguf *g)
             k->voff = r->off + 12;
         }
         if (skip_value(r, k->type, 0)) return TSR_ERR_FORMAT;
+        k->kend = r->off;
     }
 
     int64_t al = 32;
@@ -408,7 +410,9 @@ static int parse(gguf *g)
     // the data section starts at the next multiple of the alignment
     uint64_t pad = (uint64_t)al - r->off % (uint64_t)al;
     if (pad == (uint64_t)al) pad = 0;
-    if (n_t == 0 && r->off + pad > r->len) pad = r->len - r->off;   // a vocab-only file ends here
+    /* a file without tensors (llama.cpp's vocab-only files) may end
+     * without the padding: it has no data section */
+    if (n_t == 0 && pad > r->len - r->off) pad = r->len - r->off;
     if (need(r, pad, "alignment padding")) return TSR_ERR_FORMAT;
     g->data_off = r->off + pad;
     uint64_t data_len = r->len - g->data_off;
@@ -436,7 +440,15 @@ static int parse(gguf *g)
     return rc;
 }
 
-/* Read hyperparameters into cfg.  Errors: FORMAT, UNSUPPORTED. */
+/* The architectures tessera runs: general.architecture's name, the
+ * variant, the prefix of its hyperparameter keys (the name itself). */
+static const struct { const char *name; tsr_arch arch; } archs[] = {
+    { "llama", TSR_ARCH_LLAMA },
+    { "qwen2", TSR_ARCH_QWEN2 },
+};
+
+/* Read hyperparameters into cfg; *prefix gets the architecture's name,
+ * the prefix of its keys.  Errors: FORMAT, UNSUPPORTED. */
 static int read_config(gguf *g, tsr_config *c)
 {
     rd *r = &g->r;
@@ -445,31 +457,47 @@ static int read_config(gguf *g, tsr_config *c)
     if (rc == 1)
         return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: no general.architecture", r->name);
     if (rc) return rc;
-    if (sl != 5 || memcmp(s, "llama", 5))
+    size_t ai = sizeof archs / sizeof archs[0];
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        if (sl == strlen(archs[i].name) && !memcmp(s, archs[i].name, sl)) ai = i;
+    if (ai == sizeof archs / sizeof archs[0]) {
+        /* the name as printable ASCII, whatever bytes the file holds */
+        char nm[65];
+        size_t n = sl > 64 ? 64 : (size_t)sl;
+        for (size_t i = 0; i < n; i++) nm[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+        nm[n] = '\0';
         return tsr_seterr(r->e, TSR_ERR_UNSUPPORTED,
-            "%s: architecture '%.*s' is not supported (llama only)",
-            r->name, sl > 64 ? 64 : (int)sl, s);
+            "%s: architecture '%s' is not supported (llama, qwen2)", r->name, nm);
+    }
+    const char *a = archs[ai].name;
 
     memset(c, 0, sizeof *c);
     c->format = TSR_FMT_GGUF;
+    c->arch = archs[ai].arch;
+    /* qwen2 has q, k, v biases; a llama file may (llama.cpp takes them
+     * when present) */
+    c->qkv_bias = c->arch == TSR_ARCH_QWEN2 || find_tensor(g->ts, g->n_t, "blk.0.attn_q.bias");
+    c->rope_neox = c->arch == TSR_ARCH_QWEN2;   /* llama.cpp: LLAMA_ROPE_TYPE_NEOX */
     static const struct { const char *key; size_t off; int required; } ints[] = {
-        { "llama.embedding_length",      offsetof(tsr_config, dim),        1 },
-        { "llama.feed_forward_length",   offsetof(tsr_config, hidden_dim), 1 },
-        { "llama.block_count",           offsetof(tsr_config, n_layers),   1 },
-        { "llama.attention.head_count",  offsetof(tsr_config, n_heads),    1 },
-        { "llama.attention.head_count_kv", offsetof(tsr_config, n_kv_heads), 0 },
-        { "llama.context_length",        offsetof(tsr_config, seq_len),    1 },
+        { "embedding_length",      offsetof(tsr_config, dim),        1 },
+        { "feed_forward_length",   offsetof(tsr_config, hidden_dim), 1 },
+        { "block_count",           offsetof(tsr_config, n_layers),   1 },
+        { "attention.head_count",  offsetof(tsr_config, n_heads),    1 },
+        { "attention.head_count_kv", offsetof(tsr_config, n_kv_heads), 0 },
+        { "context_length",        offsetof(tsr_config, seq_len),    1 },
     };
+    char key[96];
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
         int64_t v = 0;
-        rc = kv_int(r, g->kvs, g->n_kv, ints[i].key, &v);
+        snprintf(key, sizeof key, "%s.%s", a, ints[i].key);
+        rc = kv_int(r, g->kvs, g->n_kv, key, &v);
         if (rc == 1 && ints[i].required)
-            return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: no %s", r->name, ints[i].key);
+            return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: no %s", r->name, key);
         if (rc > 1) return rc;
         if (rc == 0) {
             if (v < 1 || v > INT32_MAX)
                 return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: %s %lld out of range",
-                                  r->name, ints[i].key, (long long)v);
+                                  r->name, key, (long long)v);
             *(int *)(void *)((char *)c + ints[i].off) = (int)v;
         }
     }
@@ -479,12 +507,27 @@ static int read_config(gguf *g, tsr_config *c)
     /* the ranges every llama-family file is in (10000 to 1e6 and 1e-6 to
      * 1e-5 in practice): a base of 1 or less gives no rotation that varies
      * with position, an epsilon of 0 divides by zero on a zero vector */
-    if ((rc = kv_float_in(r, g->kvs, g->n_kv, "llama.rope.freq_base", &c->rope_theta, 1.0,
-                          1e30)) > 1)
+    snprintf(key, sizeof key, "%s.rope.freq_base", a);
+    if ((rc = kv_float_in(r, g->kvs, g->n_kv, key, &c->rope_theta, 1.0, 1e30)) > 1)
         return rc;
-    if ((rc = kv_float_in(r, g->kvs, g->n_kv, "llama.attention.layer_norm_rms_epsilon",
-                          &c->norm_eps, 0.0, 1.0)) > 1)
+    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", a);
+    if ((rc = kv_float_in(r, g->kvs, g->n_kv, key, &c->norm_eps, 0.0, 1.0)) > 1)
         return rc;
+    /* RoPE scaling by keys: none, or linear (Llama 3's comes as the
+     * rope_freqs.weight tensor, read with the tensors) */
+    snprintf(key, sizeof key, "%s.rope.scaling.type", a);
+    if ((rc = kv_str(r, g->kvs, g->n_kv, key, &s, &sl)) > 1) return rc;
+    if (rc == 0 && !(sl == 4 && !memcmp(s, "none", 4))) {
+        if (!(sl == 6 && !memcmp(s, "linear", 6)))
+            return tsr_seterr(r->e, TSR_ERR_UNSUPPORTED,
+                "%s: %s '%.*s' is not supported (none, linear)", r->name, key,
+                sl > 32 ? 32 : (int)sl, s);
+        snprintf(key, sizeof key, "%s.rope.scaling.factor", a);
+        c->rope_factor = 1.0f;
+        if ((rc = kv_float_in(r, g->kvs, g->n_kv, key, &c->rope_factor, 0.0, 1e6)) > 1)
+            return rc;
+        c->rope_scaled = 2;
+    }
 
     // vocab: the tokenizer's token list
     const kv *tok = find_kv(g->kvs, g->n_kv, "tokenizer.ggml.tokens");
@@ -516,12 +559,23 @@ static int read_config(gguf *g, tsr_config *c)
     if ((rc = tsr_config_check(c, r->name, TSR_ERR_FORMAT, r->e))) return rc;
 
     int64_t rope_dims;
-    rc = kv_int(r, g->kvs, g->n_kv, "llama.rope.dimension_count", &rope_dims);
+    snprintf(key, sizeof key, "%s.rope.dimension_count", a);
+    rc = kv_int(r, g->kvs, g->n_kv, key, &rope_dims);
     if (rc > 1) return rc;
     if (rc == 0 && rope_dims != c->dim / c->n_heads)
         return tsr_seterr(r->e, TSR_ERR_UNSUPPORTED,
-            "%s: llama.rope.dimension_count %lld differs from head_size %d (partial RoPE)",
-            r->name, (long long)rope_dims, c->dim / c->n_heads);
+            "%s: %s %lld differs from head_size %d (partial RoPE)",
+            r->name, key, (long long)rope_dims, c->dim / c->n_heads);
+    /* a head size given apart from dim / n_heads (Gemma-style) */
+    static const char *const hd[2] = { "attention.key_length", "attention.value_length" };
+    for (int i = 0; i < 2; i++) {
+        snprintf(key, sizeof key, "%s.%s", a, hd[i]);
+        if ((rc = kv_int(r, g->kvs, g->n_kv, key, &rope_dims)) > 1) return rc;
+        if (rc == 0 && rope_dims != c->dim / c->n_heads)
+            return tsr_seterr(r->e, TSR_ERR_UNSUPPORTED,
+                "%s: %s %lld differs from dim / n_heads %d", r->name, key,
+                (long long)rope_dims, c->dim / c->n_heads);
+    }
     return TSR_OK;
 }
 
@@ -774,6 +828,34 @@ static int take_all(gguf *g, const tsr_config *c, tsr_checkpoint *m, uint8_t **p
             (rc = take(g, m ? &m->w2[l] : NULL, n[7], D, H, f, need)) ||
             (rc = take(g, m ? &m->w3[l] : NULL, n[8], H, D, f, need)))
             return rc;
+        if (!c->qkv_bias) continue;
+        for (int i = 1; i < 4; i++) snprintf(n[i], sizeof n[i], "blk.%d.%s.bias", l, suf[i]);
+        if ((rc = take(g, m ? &m->bq[l] : NULL, n[1], 1, D, f, need)) ||
+            (rc = take(g, m ? &m->bk[l] : NULL, n[2], 1, KV, f, need)) ||
+            (rc = take(g, m ? &m->bv[l] : NULL, n[3], 1, KV, f, need)))
+            return rc;
+    }
+    /* Llama 3's RoPE scaling, as llama.cpp's converter writes it: one
+     * divisor per frequency (head_size / 2 of them) */
+    if (find_tensor(g->ts, g->n_t, "rope_freqs.weight")) {
+        tsr_tensor ff;
+        if ((rc = take(g, m ? &ff : NULL, "rope_freqs.weight", 1, D / c->n_heads / 2, f, need)))
+            return rc;
+        if (!m) {
+            *need += (uint64_t)(D / c->n_heads / 2) * sizeof(float);
+            return TSR_OK;
+        }
+        m->rope_ff = (float *)(void *)*f;
+        *f += (size_t)(D / c->n_heads / 2) * sizeof(float);
+        for (int j = 0; j < D / c->n_heads / 2; j++) {
+            float v = tsr_tensor_get(&ff, (size_t)j);
+            /* a divisor: finite and positive (llama.cpp's are 1 to 32) */
+            if (!(v > 0.0f && v <= 1e30f))
+                return tsr_seterr(g->r.e, TSR_ERR_FORMAT,
+                    "%s: rope_freqs.weight[%d] is %g, not a positive divisor",
+                    g->r.name, j, (double)v);
+            m->rope_ff[j] = v;
+        }
     }
     return TSR_OK;
 }
@@ -806,7 +888,7 @@ static int build(gguf *g, tsr_config *c)
     uint64_t bytes = 0;
     int rc = take_all(g, c, NULL, NULL, &bytes);
     if (rc) return rc;
-    int ovf = __builtin_add_overflow(bytes, 9 * L * sizeof(tsr_tensor), &bytes);
+    int ovf = __builtin_add_overflow(bytes, 12 * L * sizeof(tsr_tensor), &bytes);
     if (ovf || bytes > SIZE_MAX)
         return tsr_seterr(r->e, TSR_ERR_NOMEM, "%s: model too large", r->name);
     /* the quantized tensors' group: the block of 32 */
@@ -822,11 +904,12 @@ static int build(gguf *g, tsr_config *c)
     m->owned = owned;
     m->map_len = (size_t)r->len;   // file size; the map itself is set by open_gguf
     snprintf(m->path, sizeof m->path, "%s", r->name);
-    tsr_tensor *t = owned;   // (9, n_layers) per-layer tensor views
+    tsr_tensor *t = owned;   // (12, n_layers) per-layer tensor views
     m->rms_att = t + 0 * L;  m->wq = t + 1 * L;  m->wk = t + 2 * L;
     m->wv = t + 3 * L;       m->wo = t + 4 * L;  m->rms_ffn = t + 5 * L;
     m->w1 = t + 6 * L;       m->w2 = t + 7 * L;  m->w3 = t + 8 * L;
-    uint8_t *d = (uint8_t *)(void *)(t + 9 * L);   // the tensors' values
+    if (c->qkv_bias) { m->bq = t + 9 * L;  m->bk = t + 10 * L;  m->bv = t + 11 * L; }
+    uint8_t *d = (uint8_t *)(void *)(t + 12 * L);   // the tensors' values
 
     if ((rc = take_all(g, c, m, &d, NULL))) return rc;
     tsr_checkpoint_scan_kinds(m);
@@ -881,4 +964,48 @@ int tsr_gguf_read_tokenizer(const void *data, size_t len, const char *name,
     free(g.kvs);
     free(g.ts);
     return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Metadata as stored (tessera synth copies a vocabulary's)                   */
+
+int tsr_gguf_meta_prefix(const void *data, size_t len, const char *name, const char *prefix,
+                         uint8_t **out, size_t *out_len, uint64_t *count, int *n_tokens,
+                         tsr_err *e)
+{
+    *out = NULL;
+    *out_len = 0;
+    *count = 0;
+    *n_tokens = 0;
+    gguf g = { .r = { .b = data, .len = len, .name = name, .e = e } };
+    int rc = parse(&g);
+    size_t pl = strlen(prefix), total = 0;
+    for (uint64_t i = 0; !rc && i < g.n_kv; i++) {
+        const kv *k = &g.kvs[i];
+        if (k->klen >= pl && !memcmp(k->key, prefix, pl))
+            total += (size_t)(k->kend - ((uint64_t)((const uint8_t *)k->key - g.r.b) - 8));
+    }
+    uint8_t *buf = rc ? NULL : malloc(total ? total : 1);
+    if (!rc && !buf) rc = tsr_seterr(e, TSR_ERR_NOMEM, "%s: out of memory", name);
+    for (uint64_t i = 0; !rc && i < g.n_kv; i++) {
+        const kv *k = &g.kvs[i];
+        if (k->klen < pl || memcmp(k->key, prefix, pl)) continue;
+        uint64_t start = (uint64_t)((const uint8_t *)k->key - g.r.b) - 8;   // its key's length
+        memcpy(buf + *out_len, g.r.b + start, (size_t)(k->kend - start));
+        *out_len += (size_t)(k->kend - start);
+        (*count)++;
+    }
+    const kv *tok = rc ? NULL : find_kv(g.kvs, g.n_kv, "tokenizer.ggml.tokens");
+    if (tok && tok->type == GT_ARRAY && tok->atype == GT_STRING && tok->acount <= INT32_MAX)
+        *n_tokens = (int)tok->acount;
+    free(g.kvs);
+    free(g.ts);
+    if (rc) {
+        free(buf);
+        *out_len = 0;
+        *count = 0;
+        return rc;
+    }
+    *out = buf;
+    return TSR_OK;
 }

@@ -96,7 +96,8 @@ int tsr_file_inspect(const char *path, tsr_file_info *info, char *err, size_t er
         info->bytes_classifier = tensor_bytes(&ck->wcls);
     }
     if (c->format == TSR_FMT_GGUF) {
-        snprintf(info->architecture, sizeof info->architecture, "llama");
+        snprintf(info->architecture, sizeof info->architecture, "%s",
+                 ck->cfg.arch == TSR_ARCH_QWEN2 ? "qwen2" : "llama");
         info->tensors_f32 = ck->n_src_type[0];
         info->tensors_f16 = ck->n_src_type[1];
         info->tensors_q8_0 = ck->n_src_type[2];
@@ -149,6 +150,35 @@ int tsr_synth_file(const char *shape, const char *path, int group_size, uint64_t
     tsr_config cfg;
     rc = tsr_synth_shape(shape, &cfg, &e);
     if (!rc) rc = tsr_synth_write(path, &cfg, group_size, seed, &e);
+    if (rc) copy_err(&e, err, errlen);
+    return rc;
+}
+
+int tsr_synth_gguf_file(const char *arch, const char *shape, const char *vocab,
+                        const char *path, int type, uint64_t seed, char *err, size_t errlen)
+{
+    tsr_err e = {0};
+    int rc = TSR_OK, qwen = arch && !strcmp(arch, "qwen2");
+    tsr_config cfg;
+    if (!arch || !vocab || !path)
+        rc = tsr_seterr(&e, TSR_ERR_ARG, "synth: NULL arch, vocab or path");
+    else if (!qwen && strcmp(arch, "llama3"))
+        rc = tsr_seterr(&e, TSR_ERR_ARG, "synth: architecture '%s' (want llama3 or qwen2)", arch);
+    else if (type < TSR_SYNTH_F32 || type > TSR_SYNTH_Q4_0)
+        rc = tsr_seterr(&e, TSR_ERR_ARG, "%s: weight type %d (want TSR_SYNTH_F32, _Q8_0, _Q4_0)",
+                        path, type);
+    if (!rc) rc = tsr_synth_shape(shape ? shape : qwen ? "qwen2-tiny" : "llama3-tiny", &cfg, &e);
+    if (!rc && shape && strchr("0123456789", shape[0]) && qwen) {
+        /* DIMxLAYERS made qwen2 */
+        cfg.arch = TSR_ARCH_QWEN2;
+        cfg.qkv_bias = cfg.rope_neox = 1;
+    }
+    if (!rc && (cfg.arch == TSR_ARCH_QWEN2) != qwen)
+        rc = tsr_seterr(&e, TSR_ERR_ARG, "synth: shape %s is not of architecture %s", shape, arch);
+    if (!rc) {
+        static const int types[3] = { TSR_DT_F32, TSR_DT_Q8_0, TSR_DT_Q4_0 };
+        rc = tsr_synth_gguf_write(path, &cfg, vocab, types[type], seed, &e);
+    }
     if (rc) copy_err(&e, err, errlen);
     return rc;
 }

@@ -160,7 +160,36 @@ uint64_t tsr_checkpoint_param_count(const tsr_checkpoint *m)
                + (uint64_t)p->n_layers * per_layer
                + dim;                            // rms_final
     if (!p->shared_classifier) n += (uint64_t)p->vocab_size * dim;
+    if (p->qkv_bias) n += (uint64_t)p->n_layers * (dim + 2 * kv_dim);   // bq, bk, bv
     return n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* RoPE frequencies                                                           */
+
+float tsr_rope_llama3_factor(const tsr_config *c, double f)
+{
+    if (!c->rope_scaled) return 1.0f;
+    if (c->rope_scaled == 2) return c->rope_factor;
+    double ctx = c->rope_orig_ctx, lo = c->rope_low, hi = c->rope_high, k = c->rope_factor;
+    double wavelen = 2.0 * 3.14159265358979323846 / f;
+    if (wavelen < ctx / hi) return 1.0f;
+    if (wavelen > ctx / lo) return (float)k;
+    double s = (ctx / wavelen - lo) / (hi - lo);
+    return (float)(1.0 / ((1.0 - s) / k + s));
+}
+
+void tsr_checkpoint_rope_freqs(const tsr_checkpoint *m, float *out)
+{
+    const tsr_config *c = &m->cfg;
+    uint32_t hs = (uint32_t)(c->dim / c->n_heads);
+    for (uint32_t j = 0; j < hs / 2u; j++) {
+        /* run.c's frequency, bit for bit (the kernel computed it so before) */
+        float f = 1.0f / powf(c->rope_theta, (float)(2u * j) / (float)hs);
+        if (m->rope_ff) f = f / m->rope_ff[j];
+        else if (c->rope_scaled) f = f / tsr_rope_llama3_factor(c, f);
+        out[j] = f;
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -182,7 +211,7 @@ static uint64_t count_out_of_range(const float *x, size_t n, float lim, size_t *
 
 /* Tensor kinds, in the order of the name tables below. */
 enum { T_EMB, T_RMS_ATT, T_WQ, T_WK, T_WV, T_WO, T_RMS_FFN, T_W1, T_W2, T_W3, T_RMS_FINAL,
-       T_WCLS, T_KINDS };
+       T_WCLS, T_BQ, T_BK, T_BV, T_KINDS };
 
 /* The tensor's name in the file: llama2.c model.py's state_dict keys (what
  * export.py writes), or the GGUF names llama.cpp's converter writes. */
@@ -194,13 +223,15 @@ static void tensor_name(const tsr_checkpoint *m, int kind, int layer, char *buf,
         "layers.%d.attention.wv.weight", "layers.%d.attention.wo.weight",
         "layers.%d.ffn_norm.weight", "layers.%d.feed_forward.w1.weight",
         "layers.%d.feed_forward.w2.weight", "layers.%d.feed_forward.w3.weight",
-        "norm.weight", "output.weight",
+        "norm.weight", "output.weight", "layers.%d.attention.wq.bias",
+        "layers.%d.attention.wk.bias", "layers.%d.attention.wv.bias",
     };
     static const char *const gguf[T_KINDS] = {
         "token_embd.weight", "blk.%d.attn_norm.weight", "blk.%d.attn_q.weight",
         "blk.%d.attn_k.weight", "blk.%d.attn_v.weight", "blk.%d.attn_output.weight",
         "blk.%d.ffn_norm.weight", "blk.%d.ffn_gate.weight", "blk.%d.ffn_down.weight",
-        "blk.%d.ffn_up.weight", "output_norm.weight", "output.weight",
+        "blk.%d.ffn_up.weight", "output_norm.weight", "output.weight", "blk.%d.attn_q.bias",
+        "blk.%d.attn_k.bias", "blk.%d.attn_v.bias",
     };
     const char *fmt = (m->cfg.format == TSR_FMT_GGUF ? gguf : l2c)[kind];
 #pragma GCC diagnostic push
@@ -282,6 +313,11 @@ int tsr_checkpoint_check_finite(const tsr_checkpoint *m, tsr_err *e)
                                      &m->w3[l] };
         for (int k = 0; k < 9; k++)
             if ((rc = check_tensor(m, per[k], T_RMS_ATT + k, l, e))) return rc;
+        if (m->cfg.qkv_bias &&
+            ((rc = check_tensor(m, &m->bq[l], T_BQ, l, e)) ||
+             (rc = check_tensor(m, &m->bk[l], T_BK, l, e)) ||
+             (rc = check_tensor(m, &m->bv[l], T_BV, l, e))))
+            return rc;
     }
     if ((rc = check_tensor(m, &m->rms_final, T_RMS_FINAL, 0, e))) return rc;
     if (!m->cfg.shared_classifier && (rc = check_tensor(m, &m->wcls, T_WCLS, 0, e))) return rc;
@@ -329,9 +365,9 @@ void tsr_checkpoint_drop_weights(tsr_checkpoint *m)
     clear_data(&m->tok_embedding);
     clear_data(&m->rms_final);
     clear_data(&m->wcls);
-    tsr_tensor *per[9] = { m->rms_att, m->wq, m->wk, m->wv, m->wo, m->rms_ffn, m->w1, m->w2,
-                           m->w3 };
-    for (int k = 0; k < 9; k++)
+    tsr_tensor *per[12] = { m->rms_att, m->wq, m->wk, m->wv, m->wo, m->rms_ffn, m->w1, m->w2,
+                            m->w3, m->bq, m->bk, m->bv };
+    for (int k = 0; k < 12; k++)
         for (int l = 0; per[k] && l < m->cfg.n_layers; l++) clear_data(&per[k][l]);
 }
 

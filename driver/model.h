@@ -65,7 +65,13 @@ typedef enum {
     TSR_FMT_GGUF           = 3,
 } tsr_format;
 
-/* Hyperparameters of a llama-architecture model. */
+/* Architectures (GGUF general.architecture; llama2.c files are llama). */
+typedef enum {
+    TSR_ARCH_LLAMA = 0,   /* "llama": Llama 2/3, TinyLlama, SmolLM2, Mistral */
+    TSR_ARCH_QWEN2 = 1,   /* "qwen2": biases on q, k, v; NEOX-style RoPE     */
+} tsr_arch;
+
+/* Hyperparameters of a llama-family model. */
 typedef struct tsr_config {
     int   dim;               /* transformer width                          */
     int   hidden_dim;        /* FFN inner width                            */
@@ -95,6 +101,22 @@ typedef struct tsr_config {
      * metadata), else llama2.c's BOS 1 and EOS 2 apply (tsr_config_bos). */
     int   special_ids;
     int   bos_id, eos_id;
+    /* Architecture variants (zero for llama2.c and llama files). */
+    tsr_arch arch;
+    int   qkv_bias;          /* 1: q, k, v have biases (qwen2)             */
+    int   rope_neox;         /* 1: RoPE pairs element j with j + head_size/2
+                                of each head (llama.cpp's NEOX rope, qwen2);
+                                0: adjacent pairs (2i, 2i + 1), as run.c.
+                                The loader permutes q and k rows so that
+                                the kernel's adjacent pairs are these      */
+    /* RoPE scaling besides a file's rope_freqs.weight factors (which take
+     * precedence): 0 none; 1 Llama 3's rule with the fields below (synth
+     * and plan shapes); 2 linear (GGUF ARCH.rope.scaling.type "linear":
+     * every frequency divided by rope_factor) */
+    int   rope_scaled;
+    float rope_factor;       /* long-wavelength divisor (32 for Llama 3.2) */
+    float rope_low, rope_high; /* low / high frequency factors (1, 4)      */
+    int   rope_orig_ctx;     /* original context (8192)                    */
 } tsr_config;
 
 /* The model's BOS / EOS ids: the file's, or llama2.c's 1 and 2. */
@@ -119,6 +141,13 @@ typedef struct tsr_checkpoint {
     tsr_tensor rms_final;       /* (1, dim), F32                           */
     tsr_tensor wcls;            /* (vocab_size, dim); a copy of tok_embedding's
                                    view when cfg.shared_classifier          */
+    tsr_tensor *bq;             /* [n_layers] each (1, dim), F32; NULL unless
+                                   cfg.qkv_bias                             */
+    tsr_tensor *bk;             /* [n_layers] each (1, kv_dim)              */
+    tsr_tensor *bv;             /* [n_layers] each (1, kv_dim)              */
+    float *rope_ff;             /* (head_size / 2,) RoPE frequency divisors
+                                   from the file (GGUF rope_freqs.weight,
+                                   owned); NULL when it has none            */
     int    n_src_type[4];       /* GGUF: tensors stored as F32, F16, Q8_0,
                                    Q4_0 (before conversion); zero otherwise */
     /* private */
@@ -149,7 +178,7 @@ int  tsr_checkpoint_open(const char *path, tsr_checkpoint **out, tsr_err *e);
 int  tsr_checkpoint_open_memory(const void *data, size_t len, const char *name,
                                 tsr_checkpoint **out, tsr_err *e);
 
-/* Open a GGUF v2/v3 file of the llama architecture held in memory (data,
+/* Open a GGUF v2/v3 file of the llama or qwen2 architecture held in memory (data,
  * len bytes; name for messages).  Every tensor stays in data as stored,
  * nothing is copied: Q8_0 and Q4_0 as their ggml blocks (tsr_tensor.blk),
  * F16 as halves, F32 as fp32 (copied into memory the checkpoint owns only
@@ -158,14 +187,32 @@ int  tsr_checkpoint_open_memory(const void *data, size_t len, const char *name,
  * tokenizer from the metadata (a copy) goes to (*out)->tok, with BOS/EOS from
  * tokenizer.ggml.bos_token_id / eos_token_id (else 1 and 2), and the
  * optional tokenizer.chat_template string (a copy) to (*out)->chat_template.
- * Hyperparameters from llama.* keys, vocab from tokenizer.ggml.tokens,
- * seq_len from llama.context_length; no output.weight means a shared
- * classifier.  Errors: TSR_ERR_FORMAT (truncated, counts or offsets past
- * the end, overlapping or misaligned tensors, missing keys or tensors, bad
- * shapes), TSR_ERR_UNSUPPORTED (GGUF version, architecture, tensor type,
- * partial RoPE), TSR_ERR_NOMEM.  Source: ggml docs/gguf.md. */
+ * Hyperparameters from the ARCH.* keys (ARCH = general.architecture:
+ * "llama" or "qwen2"), vocab from tokenizer.ggml.tokens, seq_len from
+ * ARCH.context_length; no output.weight means a shared classifier; qwen2
+ * (or a llama file with blk.0.attn_q.bias) takes blk.N.attn_{q,k,v}.bias
+ * and uses NEOX RoPE (llama.cpp's rope type for qwen2); rope_freqs.weight
+ * (Llama 3) gives RoPE's frequency divisors (rope_ff), ARCH.rope.scaling.type
+ * "linear" a uniform one.  Errors: TSR_ERR_FORMAT (truncated, counts or
+ * offsets past the end, overlapping or misaligned tensors, missing keys or
+ * tensors, bad shapes, a bias of the wrong length, a rope factor <= 0),
+ * TSR_ERR_UNSUPPORTED (GGUF version, architecture (named), tensor type,
+ * partial RoPE, a head size apart from dim / n_heads, rope scaling other
+ * than linear), TSR_ERR_NOMEM.  Source: ggml docs/gguf.md; llama.cpp
+ * src/llama-model.cpp (tensors per architecture, rope types). */
 int  tsr_gguf_open_memory(const void *data, size_t len, const char *name,
                           tsr_checkpoint **out, tsr_err *e);
+
+/* The metadata pairs of the GGUF file held in data (len bytes; name for
+ * messages) whose key starts with prefix, byte for byte as stored (key,
+ * value type, value), concatenated into *out (malloc()ed, *out_len bytes;
+ * the caller frees it), *count pairs; *n_tokens gets the length of
+ * tokenizer.ggml.tokens (0 without one).  The whole file is checked as
+ * tsr_gguf_open_memory's parse does.  Errors: TSR_ERR_FORMAT,
+ * TSR_ERR_UNSUPPORTED, TSR_ERR_NOMEM.  Source: ggml docs/gguf.md. */
+int  tsr_gguf_meta_prefix(const void *data, size_t len, const char *name, const char *prefix,
+                          uint8_t **out, size_t *out_len, uint64_t *count, int *n_tokens,
+                          tsr_err *e);
 
 /* Only the tokenizer of a GGUF file in memory (a vocab-only file such as
  * llama.cpp's models/ggml-vocab-*.gguf, or a model): its tokenizer.ggml.*
@@ -207,6 +254,32 @@ void tsr_checkpoint_drop_weights(tsr_checkpoint *m);
  * llama2.c model.py names, GGUF tensor names), the count of non-finite
  * values and the first one's element index. */
 int  tsr_checkpoint_check_finite(const tsr_checkpoint *m, tsr_err *e);
+
+/* RoPE's frequencies, (head_size / 2,) into out: theta^(-2j / head_size)
+ * (as run.c, in fp32: 1.0f / powf(theta, 2j / head_size)), each divided by
+ * the file's rope_freqs factor j when it has one, else by the Llama 3
+ * factor the cfg's rope scaling gives (llama.cpp convert_hf_to_gguf.py's
+ * rule: wavelength 2 pi / f shorter than orig_ctx / high: 1; longer than
+ * orig_ctx / low: factor; between, 1 / ((1 - s) / factor + s) with
+ * s = (orig_ctx / wavelength - low) / (high - low)).  Needs only cfg and
+ * rope_ff, so it works after tsr_checkpoint_drop_weights. */
+void tsr_checkpoint_rope_freqs(const tsr_checkpoint *m, float *out);
+
+/* The Llama 3 factor of frequency f (radians per position) under cfg's
+ * scaling (the rule above); 1 when cfg has none. */
+float tsr_rope_llama3_factor(const tsr_config *cfg, double f);
+
+/* The row of q (or k, n_heads_of = its head count) that feeds row r of
+ * the on-chip q (k): r itself, or with cfg->rope_neox, within each head
+ * element j < hs / 2 at 2j and element j + hs / 2 at 2j + 1, so that the
+ * kernel's adjacent pairs rotate NEOX's pairs (q . k is unchanged when q and
+ * k are permuted alike). */
+static inline int tsr_rope_src_row(const tsr_config *cfg, int r)
+{
+    if (!cfg->rope_neox) return r;
+    int hs = cfg->dim / cfg->n_heads, i = r % hs;
+    return r - i + (i % 2 ? hs / 2 + i / 2 : i / 2);
+}
 
 /* Number of weight parameters (elements), counting a shared classifier once. */
 uint64_t tsr_checkpoint_param_count(const tsr_checkpoint *m);
@@ -276,7 +349,11 @@ int tsr_llama2c_size(const tsr_config *cfg, uint64_t *bytes);
 /* Synthetic checkpoints (tessera synth)                                      */
 
 /* Shape presets: "stories260K", "stories15M", "stories42M", "stories110M",
- * or "DIMxLAYERS" with optional ":hidden=H,heads=N,kv=K,vocab=V,seq=S"
+ * the llama / qwen2 shapes "smollm2-135m", "qwen2.5-0.5b", "llama3.2-1b"
+ * (their own vocabulary sizes, RoPE bases, epsilons, Llama 3.2's RoPE
+ * scaling, qwen2's biases) and the tiny "llama3-tiny" (dim 128, 2 layers,
+ * 4 heads, 2 KV heads, Llama 3 RoPE scaling) and "qwen2-tiny" (the same
+ * with hidden 320, biases), or "DIMxLAYERS" with optional ":hidden=H,heads=N,kv=K,vocab=V,seq=S"
  * (and "shared=0" for a separate classifier).  Defaults: hidden by
  * llama2.c's rule (2/3 of 4*dim, rounded up to a multiple of 32), heads =
  * dim/64 (at least 1), kv = heads, vocab 32000, seq 1024, shared 1.
@@ -295,5 +372,21 @@ int tsr_synth_shape(const char *spec, tsr_config *cfg, tsr_err *e);
  * divide some tensor's element count). */
 int tsr_synth_write(const char *path, const tsr_config *cfg, int group_size,
                     uint64_t seed, tsr_err *e);
+
+/* Write a GGUF v3 file of cfg's shape and architecture (llama, or qwen2
+ * with q, k, v biases) with deterministic pseudo-random weights (normal,
+ * std 0.02; biases std 0.1; norm weights 1; with cfg->rope_scaled == 1 a
+ * rope_freqs.weight of Llama 3 factors) and the vocabulary of the
+ * vocab-only GGUF at vocab_path: every tokenizer.* metadata pair copied as
+ * stored, vocab_size its token count.  Matrices are wtype (TSR_DT_F32,
+ * TSR_DT_Q8_0 or TSR_DT_Q4_0, quantized by ggml's reference rules), the
+ * rest F32.  Names, keys and layouts as llama.cpp's convert_hf_to_gguf.py
+ * writes them (gguf-py constants.py), so llama.cpp loads the file; the
+ * classifier is tied unless cfg->shared_classifier is 0.  Written to a
+ * temporary name and renamed, as tsr_synth_write.  Errors: TSR_ERR_ARG
+ * (bad shape or type; quantized rows not a multiple of 32), TSR_ERR_IO,
+ * TSR_ERR_FORMAT (vocab_path is not a GGUF with tokens), TSR_ERR_NOMEM. */
+int tsr_synth_gguf_write(const char *path, const tsr_config *cfg, const char *vocab_path,
+                         int wtype, uint64_t seed, tsr_err *e);
 
 #endif

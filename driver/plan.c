@@ -211,7 +211,7 @@ static void plan_fixed(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profi
         rg[TSR_RG_NORM] += (uint64_t)nx * tsr_cy_norm_s(dim, sum_lanes, fused && l > 0);
         rg[TSR_RG_INPUT] += (uint64_t)nx * tsr_cy_input(dim, G, q8);
         step_gemv(&L, TSR_MAT_LAYER(l, TSR_W_QKV), 0, nx, rg);
-        rg[TSR_RG_GATHER] += (uint64_t)nx * tsr_cy_gather_vec(dim + 2u * tsr_lay_kv_dim(kc));   /* RoPE */
+        rg[TSR_RG_GATHER] += (uint64_t)nx * tsr_cy_gather_qkv(dim + 2u * tsr_lay_kv_dim(kc), kc->qkv_bias);   /* bias, RoPE */
         /* (here each item's attention at its position: plan_attention) */
         rg[TSR_RG_INPUT] += (uint64_t)nx * tsr_cy_input_ready(dim, G, q8);
         step_gemv(&L, TSR_MAT_LAYER(l, TSR_W_O), 0, nx, rg);
@@ -371,18 +371,20 @@ static void pe_blocks(const pe_arrays *a, long *uram, long *bram)
 
 static uint64_t pad32(uint64_t n) { return (n + 31u) / 32u * 32u; }
 
-/* The controller's memories: the norm weights as rows, each item's vectors
+/* The controller's memories: the norm weights as rows (and the QKV
+ * biases, a model with them), each item's vectors
  * (x, xn, q | k | v) in one memory and a batch's logits in another,
  * TSR_VEC banks each; the
  * sampler's copy in TSR_SUM_E banks, its candidates in one memory each;
  * the quantizer's scratch and the tables are LUTRAM-small. */
 static long ctrl_blocks(uint64_t dim, uint64_t kvd, uint64_t vocab, uint64_t layers, uint64_t nmax,
-                        uint32_t sum_lanes, uint32_t block, uint32_t batch)
+                        uint32_t sum_lanes, uint32_t block, uint32_t batch, uint32_t qkv_bias)
 {
     uint32_t E = sum_lanes >= TSR_FADD_LAT ? sum_lanes / TSR_FADD_LAT : 1u;
     /* per item of a pass: x, xn, q | k | v; per batch item: the logits */
     uint64_t cv = pad32(dim) + pad32(nmax + TSR_LANES) + pad32(dim + 2u * kvd);
     return banked_bram((2u * layers + 1u) * pad32(dim), 4u, TSR_VEC) +
+           (qkv_bias ? banked_bram(layers * pad32(dim + 2u * kvd), 4u, TSR_VEC) : 0) +
            banked_bram(cv * block, 4u, TSR_VEC) + banked_bram(pad32(vocab) * batch, 4u, TSR_VEC) +
            banked_bram(vocab, 4u, E) + 2 * banked_bram(vocab, 4u, 1u);
 }
@@ -530,7 +532,7 @@ void tsr_plan_profile_resources(const tsr_kprofile *p, tsr_plan_res *r)
     r->bram = (long)p->att_pes * b + (long)(p->pes - p->att_pes) * bn +
               ctrl_blocks(p->dim, p->dim, p->vocab, p->layers,
                           (p->hidden > p->dim ? p->hidden : p->dim) + p->group_max, p->sum_lanes, B,
-                          p->slots < B ? p->slots : B);
+                          p->slots < B ? p->slots : B, 1u);   /* qkvb: TSR_MAX_QKV = 3 dim */
     r->kv_in_uram = (int)p->kv_uram;
     r->dsp = dsp_count(p->pes, p->att_pes, p->mesh_cols, p->kv_split_max, (int)p->with_f32,
                        (int)p->with_q4, profile_kv_paths(p), p->sum_lanes, &r->dsp_pe);
@@ -663,12 +665,16 @@ static void eval_card(const tsr_kconfig *kc, int K, int k, int kv_in_uram,
         r->res.bram += b;
     }
     uint64_t dim = kc->dim, kvd = tsr_lay_kv_dim(kc), V = kc->vocab_size;
-    uint64_t norms = 4u * (2u * (uint64_t)(l1 - l0) + (last ? 1u : 0u)) * dim;
+    /* the controller region (tsr_layout.h): the stage's norm rows, RoPE's
+     * frequencies, its layers' QKV biases */
+    uint64_t norms = 4u * ((2u * (uint64_t)(l1 - l0) + (last ? 1u : 0u)) * dim +
+                           tsr_lay_head_size(kc) / 2u +
+                           (kc->qkv_bias ? (uint64_t)(l1 - l0) * (dim + 2u * kvd) : 0u));
     r->bytes.norms = norms;
     r->bytes.activations = 4u * (dim + (nmax + kc->group) + dim + 2u * kvd + (last ? V : 0u));
     r->bytes.scratch += last ? 12u * V : 0u;   /* the sampler's copy and candidates */
     r->res.bram += ctrl_blocks(dim, kvd, last ? V : 0u, l1 - l0, nmax + kc->group, pf->sum_lanes, B,
-                               kc->n_slots < B ? kc->n_slots : B);
+                               kc->n_slots < B ? kc->n_slots : B, kc->qkv_bias);
     r->res.kv_in_uram = kv_in_uram;
     r->bytes.stationary = r->bytes.weights + r->bytes.scales + r->bytes.kv + r->bytes.norms;
     r->bytes.total = r->bytes.stationary + r->bytes.activations + r->bytes.scratch;
@@ -1060,6 +1066,17 @@ int tsr_plan_config(const tsr_config *cfg, const tsr_plan_req *req, tsr_plan *ou
             break;
         }
     }
+    if (!out->fix_cards) {
+        /* why none: a layer split keeps the embedding whole on stage 0
+         * (and the classifier on the last), in the weights' format */
+        const tsr_kconfig *kc = &out->kc;
+        uint64_t n = (uint64_t)kc->vocab_size * kc->dim;
+        out->emb_bytes = kc->dtype == TSR_KDT_F32 ? 4u * n
+                       : kc->q4_kinds & (1u << TSR_KIND_EMB) ? n / 32u * 18u
+                       : n + 4u * tsr_cdiv(kc->dim, kc->group) * kc->vocab_size;
+        out->chip_bytes = chip;
+        out->cards_floor = kmin;
+    }
     return TSR_OK;
 }
 
@@ -1180,7 +1197,16 @@ static void fmt_text(const tsr_plan *p, const char *name, sbuf *b)
         else if (p->fix_cards > 0)
             put(b, "  --cards %d: split the layers over %d cards, %d PEs each\n", p->fix_cards,
                 p->fix_cards, p->fix_cards_pes);
+        else if (p->emb_bytes > p->chip_bytes && p->chip_bytes)
+            put(b, "  split over cards: none up to one layer per card fits: the embedding "
+                   "(%d x %d) alone takes %.1f MB on chip, a card holds %.1f MB, and a layer "
+                   "split keeps it whole on the first card%s\n", (int)p->kc.vocab_size,
+                (int)p->kc.dim, p->emb_bytes / 1e6, p->chip_bytes / 1e6,
+                p->kc.shared_classifier ? " (and, tied, as the classifier on the last)" : "");
         else put(b, "  split over cards: none up to one layer per card fits\n");
+        if (!p->fix_cards && p->cards_floor > 0 && p->cards_floor < UINT64_MAX)
+            put(b, "  the weight tiles alone need %llu cards' on-chip memory, however they are "
+                   "split\n", (unsigned long long)p->cards_floor);
     }
     put(b, "\nprojected decode (the kernel's cycle accounting, not measured on hardware):\n");
     put(b, "  cycles/token at position %d: %llu (controller %llu = %.1f%%, mesh %llu%s)\n", p->pos,

@@ -138,6 +138,12 @@ typedef struct tsr_plan {
     int fix_kv_int8;           /* 1: an int8 KV cache fits; -1: the profile has none */
     int fix_cards, fix_cards_pes; /* fewest cards that fit, PEs per card     */
     double fix_cards_tok_s;    /* their projected tok/s (mean)               */
+    uint64_t emb_bytes;        /* no split fits: the embedding's on-chip
+                                  bytes (stage 0 holds it whole; a tied
+                                  classifier, the last stage too)         */
+    uint64_t chip_bytes;       /* a card's URAM + BRAM bytes                 */
+    uint64_t cards_floor;      /* cards whose on-chip bytes the weight tiles
+                                  need at least, however they are split    */
 } tsr_plan;
 
 /* Plan model cfg on req.  Errors: TSR_ERR_ARG (unknown part or profile:

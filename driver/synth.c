@@ -1,6 +1,8 @@
 /*
- * synth.c - synthetic llama2.c checkpoints: shape presets and a writer of
- * deterministic pseudo-random weights (version 1 fp32, version 2 Q8_0).
+ * synth.c - synthetic checkpoints: shape presets and writers of
+ * deterministic pseudo-random weights: llama2.c (version 1 fp32, version 2
+ * Q8_0, legacy) and GGUF of the llama and qwen2 architectures (F32, Q8_0,
+ * Q4_0) with a real vocabulary copied from a vocab-only GGUF.
  *
  * For tests and capacity planning without a trained model of the shape.
  * The writer streams: weights are generated chunk by chunk into a small
@@ -19,6 +21,7 @@
 #include <unistd.h>
 
 #include "model.h"
+#include "tsr_half.h"
 
 /* ------------------------------------------------------------------------ */
 /* Shapes                                                                     */
@@ -36,6 +39,47 @@ static const preset presets[] = {
     { "stories42M",  512, 1376,  8,  8,  8, 32000, 1024 },
     { "stories110M", 768, 2048, 12, 12, 12, 32000, 1024 },
 };
+
+/* Shapes of real small models of the llama and qwen2 architectures, from
+ * their published config.json (hidden_size, num_hidden_layers,
+ * num_attention_heads, num_key_value_heads, intermediate_size,
+ * max_position_embeddings, rope_theta, rms_norm_eps, rope_scaling,
+ * tie_word_embeddings: every one of these ties), and a tiny one of each
+ * for fast tests.  The vocabulary is the model's own size here (plan);
+ * a GGUF synth takes the vocabulary file's. */
+typedef struct arch_preset {
+    const char *name;
+    tsr_arch arch;
+    int dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len;
+    float theta, eps;
+    int llama3_rope;   /* Llama 3 RoPE scaling: factor 32, low 1, high 4, 8192 */
+} arch_preset;
+
+static const arch_preset arch_presets[] = {
+    { "smollm2-135m", TSR_ARCH_LLAMA,  576, 1536, 30,  9, 3,  49152,   8192, 1e5f, 1e-5f, 0 },
+    { "qwen2.5-0.5b", TSR_ARCH_QWEN2,  896, 4864, 24, 14, 2, 151936,  32768, 1e6f, 1e-6f, 0 },
+    { "llama3.2-1b",  TSR_ARCH_LLAMA, 2048, 8192, 16, 32, 8, 128256, 131072, 5e5f, 1e-5f, 1 },
+    { "llama3-tiny",  TSR_ARCH_LLAMA,  128,  384,  2,  4, 2,  32000,    512, 5e5f, 1e-5f, 1 },
+    { "qwen2-tiny",   TSR_ARCH_QWEN2,  128,  320,  2,  4, 2,  32000,    512, 1e6f, 1e-6f, 0 },
+};
+
+static void arch_fill(const arch_preset *p, tsr_config *c)
+{
+    c->arch = p->arch;
+    c->dim = p->dim; c->hidden_dim = p->hidden_dim; c->n_layers = p->n_layers;
+    c->n_heads = p->n_heads; c->n_kv_heads = p->n_kv_heads;
+    c->vocab_size = p->vocab_size; c->seq_len = p->seq_len;
+    c->rope_theta = p->theta;
+    c->norm_eps = p->eps;
+    c->qkv_bias = c->rope_neox = p->arch == TSR_ARCH_QWEN2;
+    if (p->llama3_rope) {
+        c->rope_scaled = 1;
+        c->rope_factor = 32.0f;
+        c->rope_low = 1.0f;
+        c->rope_high = 4.0f;
+        c->rope_orig_ctx = 8192;
+    }
+}
 
 /* llama2.c model.py's FFN width: 2/3 of 4*dim, rounded up to a multiple of
  * multiple_of (32). */
@@ -72,6 +116,13 @@ int tsr_synth_shape(const char *spec, tsr_config *cfg, tsr_err *e)
     const char *colon = strchr(spec, ':');
     size_t base_len = colon ? (size_t)(colon - spec) : strlen(spec);
     int found = 0;
+    for (size_t i = 0; i < sizeof arch_presets / sizeof arch_presets[0]; i++) {
+        const arch_preset *p = &arch_presets[i];
+        if (strlen(p->name) == base_len && strncasecmp(spec, p->name, base_len) == 0) {
+            arch_fill(p, &c);
+            found = 1;
+        }
+    }
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
         const preset *p = &presets[i];
         if (strlen(p->name) == base_len && strncasecmp(spec, p->name, base_len) == 0) {
@@ -89,7 +140,8 @@ int tsr_synth_shape(const char *spec, tsr_config *cfg, tsr_err *e)
         ok = ok && parse_int(&s, &c.n_layers) == 0 && s == spec + base_len;
         if (!ok)
             return tsr_seterr(e, TSR_ERR_ARG,
-                "%s: unknown shape (want stories260K|stories15M|stories42M|stories110M "
+                "%s: unknown shape (want stories260K|stories15M|stories42M|stories110M|"
+                "smollm2-135m|qwen2.5-0.5b|llama3.2-1b|llama3-tiny|qwen2-tiny "
                 "or DIMxLAYERS[:hidden=H,heads=N,kv=K,vocab=V,seq=S,shared=0|1])", spec);
         c.vocab_size = 32000;
         c.seq_len = 1024;
@@ -319,6 +371,10 @@ int tsr_synth_write(const char *path, const tsr_config *cfg, int group_size,
     c.shared_classifier = cfg->shared_classifier ? 1 : 0;
     int rc = tsr_config_check(&c, path, TSR_ERR_ARG, e);
     if (rc != TSR_OK) return rc;
+    if (c.arch != TSR_ARCH_LLAMA || c.qkv_bias || c.rope_scaled || c.rope_theta != 10000.0f ||
+        c.norm_eps != 1e-5f)
+        return tsr_seterr(e, TSR_ERR_ARG, "%s: a llama2.c file cannot hold this shape's RoPE "
+                          "base, scaling, epsilon or biases (write it as GGUF: --arch)", path);
     uint64_t implied;
     if (tsr_llama2c_size(&c, &implied) != TSR_OK)
         return tsr_seterr(e, TSR_ERR_ARG, "%s: file size beyond 64 bits", path);
@@ -432,5 +488,300 @@ written:;
         return tsr_seterr(e, TSR_ERR_IO, "%s: write failed: %s", path, strerror(err));
     }
     free(tmp);
+    return TSR_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* GGUF writer (tessera synth --arch)                                         */
+
+/* GGUF value types and ggml tensor types (ggml docs/gguf.md). */
+enum { GV_U32 = 4, GV_F32 = 6, GV_STRING = 8 };
+enum { GG_F32 = 0, GG_Q4_0 = 2, GG_Q8_0 = 8 };
+#define GG_ALIGN 32u   /* general.alignment's default */
+#define GG_QK    32u   /* elements of a Q8_0 / Q4_0 block */
+
+/* A growable byte buffer for the header part (metadata, tensor infos). */
+typedef struct hbuf { uint8_t *p; size_t n, cap; int oom; } hbuf;
+
+static void hb_put(hbuf *b, const void *d, size_t n)
+{
+    if (b->oom) return;
+    if (b->n + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->n + n) cap *= 2;
+        uint8_t *p = realloc(b->p, cap);
+        if (!p) { b->oom = 1; return; }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, d, n);
+    b->n += n;
+}
+static void hb_u32(hbuf *b, uint32_t v) { hb_put(b, &v, 4); }
+static void hb_u64(hbuf *b, uint64_t v) { hb_put(b, &v, 8); }
+static void hb_str(hbuf *b, const char *s) { hb_u64(b, strlen(s)); hb_put(b, s, strlen(s)); }
+static void kv_u32(hbuf *b, const char *k, uint32_t v) { hb_str(b, k); hb_u32(b, GV_U32); hb_u32(b, v); }
+static void kv_f32(hbuf *b, const char *k, float v)
+{
+    hb_str(b, k);
+    hb_u32(b, GV_F32);
+    hb_put(b, &v, 4);
+}
+static void kv_s(hbuf *b, const char *k, const char *v) { hb_str(b, k); hb_u32(b, GV_STRING); hb_str(b, v); }
+
+/* One tensor of the file: what it holds and where. */
+typedef struct gten {
+    char     name[48];
+    uint64_t rows, cols;   /* ne[1], ne[0]                                 */
+    int      kind;         /* 0 matrix (random), 1 norm (ones), 2 bias
+                              (random), 3 rope_freqs (the Llama 3 factors) */
+    uint64_t id;           /* its random stream                            */
+    uint32_t type;         /* GG_*                                         */
+    uint64_t off, bytes;   /* in the data section                          */
+} gten;
+
+static uint64_t gg_bytes(uint32_t type, uint64_t n)
+{
+    return type == GG_Q8_0 ? n / GG_QK * 34u : type == GG_Q4_0 ? n / GG_QK * 18u : 4u * n;
+}
+
+/* Blocks of 32 of x (n a multiple of 32) as ggml's reference quantizers
+ * make them (ggml-quants.c quantize_row_q8_0_ref / q4_0_ref): Q8_0 d =
+ * max |x| / 127 as a half, q = roundf(x / d); Q4_0 d = the value of
+ * largest magnitude / -8, q = min(15, (int8)(x / d + 8.5)), element j in
+ * the low nibble of byte j and j + 16 in the high one. */
+static size_t gg_quantize(uint32_t type, const float *x, size_t n, uint8_t *out)
+{
+    uint8_t *o = out;
+    for (size_t b = 0; b < n / GG_QK; b++, x += GG_QK) {
+        float amax = 0.0f, mx = 0.0f;
+        for (uint32_t j = 0; j < GG_QK; j++)
+            if (fabsf(x[j]) > amax) { amax = fabsf(x[j]); mx = x[j]; }
+        float d = type == GG_Q8_0 ? amax / 127.0f : mx / -8.0f;
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        uint16_t h = tsr_f16_from_f32(d);
+        memcpy(o, &h, 2);
+        o += 2;
+        if (type == GG_Q8_0) {
+            for (uint32_t j = 0; j < GG_QK; j++) o[j] = (uint8_t)(int8_t)roundf(x[j] * id);
+            o += GG_QK;
+        } else {
+            for (uint32_t j = 0; j < GG_QK / 2; j++) {
+                int a = (int8_t)(x[j] * id + 8.5f), c = (int8_t)(x[j + GG_QK / 2] * id + 8.5f);
+                a = a < 15 ? a : 15;
+                c = c < 15 ? c : 15;
+                o[j] = (uint8_t)(a | (c << 4));
+            }
+            o += GG_QK / 2;
+        }
+    }
+    return (size_t)(o - out);
+}
+
+/* The tensors of cfg's model, in the order llama.cpp's converter writes
+ * a Hugging Face checkpoint (names: gguf-py constants.py TENSOR_NAMES),
+ * into t (room for 4 + 12 n_layers); returns the count.  Matrices get
+ * type wt; norms, biases and rope_freqs F32. */
+static int gg_tensors(const tsr_config *c, uint32_t wt, gten *t)
+{
+    uint64_t L = (uint64_t)c->n_layers, D = (uint64_t)c->dim, H = (uint64_t)c->hidden_dim;
+    uint64_t KV = (uint64_t)c->n_kv_heads * (D / (uint64_t)c->n_heads);
+    int n = 0;
+#define GT(nm_fmt, lay, r, co, k, i, ty)                                                          \
+    do {                                                                                         \
+        snprintf(t[n].name, sizeof t[n].name, nm_fmt, lay);                                      \
+        t[n].rows = (r); t[n].cols = (co); t[n].kind = (k); t[n].id = (i); t[n].type = (ty);     \
+        n++;                                                                                     \
+    } while (0)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-extra-args"
+    GT("token_embd.weight", 0, (uint64_t)c->vocab_size, D, 0, 0, wt);
+    for (uint64_t l = 0; l < L; l++) {
+        int li = (int)l;
+        GT("blk.%d.attn_norm.weight", li, 1, D, 1, 0, GG_F32);
+        GT("blk.%d.attn_q.weight", li, D, D, 0, 1 + 0 * L + l, wt);
+        GT("blk.%d.attn_k.weight", li, KV, D, 0, 1 + 1 * L + l, wt);
+        GT("blk.%d.attn_v.weight", li, KV, D, 0, 1 + 2 * L + l, wt);
+        if (c->qkv_bias) {
+            GT("blk.%d.attn_q.bias", li, 1, D, 2, 1 + 8 * L + l, GG_F32);
+            GT("blk.%d.attn_k.bias", li, 1, KV, 2, 1 + 9 * L + l, GG_F32);
+            GT("blk.%d.attn_v.bias", li, 1, KV, 2, 1 + 10 * L + l, GG_F32);
+        }
+        GT("blk.%d.attn_output.weight", li, D, D, 0, 1 + 3 * L + l, wt);
+        GT("blk.%d.ffn_norm.weight", li, 1, D, 1, 0, GG_F32);
+        GT("blk.%d.ffn_gate.weight", li, H, D, 0, 1 + 4 * L + l, wt);
+        GT("blk.%d.ffn_down.weight", li, D, H, 0, 1 + 5 * L + l, wt);
+        GT("blk.%d.ffn_up.weight", li, H, D, 0, 1 + 6 * L + l, wt);
+    }
+    GT("output_norm.weight", 0, 1, D, 1, 0, GG_F32);
+    if (!c->shared_classifier) GT("output.weight", 0, (uint64_t)c->vocab_size, D, 0, 1 + 7 * L, wt);
+    if (c->rope_scaled == 1) GT("rope_freqs.weight", 0, 1, D / (uint64_t)c->n_heads / 2, 3, 0, GG_F32);
+#pragma GCC diagnostic pop
+#undef GT
+    return n;
+}
+
+#define SYNTH_BIAS_STD 0.1   /* biases: larger than the weights, so that they matter */
+
+/* Tensor g's data, streamed: chunks of generated values, quantized when
+ * its type says so. */
+static void gg_put_tensor(writer *w, const gten *g, uint64_t seed, const tsr_config *c)
+{
+    uint64_t n = g->rows * g->cols;
+    if (g->kind == 1) { put_ones(w, (size_t)n); return; }
+    if (g->kind == 3) {
+        uint32_t hs = (uint32_t)(c->dim / c->n_heads);
+        for (uint32_t j = 0; j < hs / 2u; j++)
+            w->buf[j] = tsr_rope_llama3_factor(c, pow(c->rope_theta, -2.0 * j / hs));
+        put(w, w->buf, hs / 2u * sizeof(float));
+        return;
+    }
+    rng r;
+    rng_init(&r, seed, g->id);
+    for (uint64_t done = 0; done < n && !w->failed; ) {
+        size_t k = n - done < w->chunk ? (size_t)(n - done) : w->chunk;
+        if (g->kind == 2)
+            for (size_t i = 0; i < k; i++) w->buf[i] = (float)(SYNTH_BIAS_STD * rng_normal(&r));
+        else
+            gen(w, &r, k);
+        if (g->type == GG_F32) put(w, w->buf, k * sizeof(float));
+        else put(w, w->qbuf, gg_quantize(g->type, w->buf, k, (uint8_t *)w->qbuf));
+        done += k;
+    }
+}
+
+int tsr_synth_gguf_write(const char *path, const tsr_config *cfg, const char *vocab_path,
+                         int wtype, uint64_t seed, tsr_err *e)
+{
+    static const uint8_t zeros[GG_ALIGN] = { 0 };
+    if (wtype != TSR_DT_F32 && wtype != TSR_DT_Q8_0 && wtype != TSR_DT_Q4_0)
+        return tsr_seterr(e, TSR_ERR_ARG, "%s: GGUF synth writes F32, Q8_0 or Q4_0", path);
+    uint32_t wt = wtype == TSR_DT_Q8_0 ? GG_Q8_0 : wtype == TSR_DT_Q4_0 ? GG_Q4_0 : GG_F32;
+
+    /* the vocabulary: every tokenizer.* pair, as stored */
+    FILE *vf = fopen(vocab_path, "rb");
+    if (!vf) return tsr_seterr(e, TSR_ERR_IO, "%s: cannot open: %s", vocab_path, strerror(errno));
+    uint8_t *vb = NULL;
+    long vlen = -1;
+    if (fseek(vf, 0, SEEK_END) == 0 && (vlen = ftell(vf)) >= 0 && fseek(vf, 0, SEEK_SET) == 0) {
+        vb = malloc(vlen > 0 ? (size_t)vlen : 1u);
+        if (vb && fread(vb, 1, (size_t)vlen, vf) != (size_t)vlen) vlen = -1;
+    }
+    fclose(vf);
+    if (!vb || vlen < 0) {
+        free(vb);
+        return tsr_seterr(e, vb ? TSR_ERR_IO : TSR_ERR_NOMEM, "%s: cannot read", vocab_path);
+    }
+    uint8_t *meta = NULL;
+    size_t meta_len = 0;
+    uint64_t n_meta = 0;
+    int n_tok = 0;
+    int rc = tsr_gguf_meta_prefix(vb, (size_t)vlen, vocab_path, "tokenizer.", &meta, &meta_len,
+                                  &n_meta, &n_tok, e);
+    free(vb);
+    if (rc) return rc;
+    if (n_tok < 1) {
+        free(meta);
+        return tsr_seterr(e, TSR_ERR_FORMAT, "%s: no tokenizer.ggml.tokens", vocab_path);
+    }
+
+    tsr_config c = *cfg;
+    c.vocab_size = n_tok;
+    c.format = TSR_FMT_GGUF;
+    c.shared_classifier = cfg->shared_classifier ? 1 : 0;
+    if ((rc = tsr_config_check(&c, path, TSR_ERR_ARG, e))) { free(meta); return rc; }
+    uint64_t D = (uint64_t)c.dim, H = (uint64_t)c.hidden_dim;
+    uint64_t KV = (uint64_t)c.n_kv_heads * (D / (uint64_t)c.n_heads);
+    if (wt != GG_F32 && (D % GG_QK || H % GG_QK || KV % GG_QK)) {
+        free(meta);
+        return tsr_seterr(e, TSR_ERR_ARG, "%s: dim %llu, hidden %llu and kv_dim %llu must be "
+                          "multiples of 32 for Q8_0 / Q4_0 rows", path, (unsigned long long)D,
+                          (unsigned long long)H, (unsigned long long)KV);
+    }
+    const char *a = c.arch == TSR_ARCH_QWEN2 ? "qwen2" : "llama";
+    gten *ts = calloc(4u + 12u * (size_t)c.n_layers, sizeof *ts);
+    if (!ts) { free(meta); return tsr_seterr(e, TSR_ERR_NOMEM, "%s: out of memory", path); }
+    int nt = gg_tensors(&c, wt, ts);
+    uint64_t off = 0;
+    for (int i = 0; i < nt; i++) {
+        ts[i].off = off;
+        ts[i].bytes = gg_bytes(ts[i].type, ts[i].rows * ts[i].cols);
+        off += (ts[i].bytes + GG_ALIGN - 1u) / GG_ALIGN * GG_ALIGN;
+    }
+
+    /* header, metadata (the keys llama.cpp's converter writes: gguf-py
+     * constants.py Keys), tensor infos */
+    hbuf hb = { 0 };
+    char k[96];
+    int llama = c.arch == TSR_ARCH_LLAMA;
+    uint64_t n_kv = 11u + (llama ? 2u : 0u) + (wt != GG_F32 ? 1u : 0u) + n_meta;
+    hb_put(&hb, "GGUF", 4);
+    hb_u32(&hb, 3);
+    hb_u64(&hb, (uint64_t)nt);
+    hb_u64(&hb, n_kv);
+    kv_s(&hb, "general.architecture", a);
+    snprintf(k, sizeof k, "tessera synth %s", cfg->rope_scaled == 1 ? "llama3" : a);
+    kv_s(&hb, "general.name", k);
+#define KEY(suffix) (snprintf(k, sizeof k, "%s.%s", a, suffix), k)
+    kv_u32(&hb, KEY("block_count"), (uint32_t)c.n_layers);
+    kv_u32(&hb, KEY("context_length"), (uint32_t)c.seq_len);
+    kv_u32(&hb, KEY("embedding_length"), (uint32_t)c.dim);
+    kv_u32(&hb, KEY("feed_forward_length"), (uint32_t)c.hidden_dim);
+    kv_u32(&hb, KEY("attention.head_count"), (uint32_t)c.n_heads);
+    kv_u32(&hb, KEY("attention.head_count_kv"), (uint32_t)c.n_kv_heads);
+    kv_f32(&hb, KEY("rope.freq_base"), c.rope_theta);
+    kv_f32(&hb, KEY("attention.layer_norm_rms_epsilon"), c.norm_eps);
+    kv_u32(&hb, "general.file_type", wt == GG_Q8_0 ? 7u : wt == GG_Q4_0 ? 2u : 0u);   /* LlamaFileType */
+    if (llama) {
+        kv_u32(&hb, KEY("vocab_size"), (uint32_t)c.vocab_size);
+        kv_u32(&hb, KEY("rope.dimension_count"), (uint32_t)(c.dim / c.n_heads));
+    }
+#undef KEY
+    if (wt != GG_F32) kv_u32(&hb, "general.quantization_version", 2u);
+    hb_put(&hb, meta, meta_len);
+    free(meta);
+    for (int i = 0; i < nt; i++) {
+        hb_str(&hb, ts[i].name);
+        hb_u32(&hb, ts[i].rows == 1 ? 1u : 2u);
+        hb_u64(&hb, ts[i].cols);
+        if (ts[i].rows != 1) hb_u64(&hb, ts[i].rows);
+        hb_u32(&hb, ts[i].type);
+        hb_u64(&hb, ts[i].off);
+    }
+    size_t pad = (GG_ALIGN - hb.n % GG_ALIGN) % GG_ALIGN;
+    hb_put(&hb, zeros, pad);
+    if (hb.oom) {
+        free(hb.p);
+        free(ts);
+        return tsr_seterr(e, TSR_ERR_NOMEM, "%s: out of memory", path);
+    }
+
+    writer w = { .c = &c, .seed = seed, .chunk = SYNTH_CHUNK };
+    size_t iobuf_len = 1 << 20;
+    char *iobuf = malloc(iobuf_len);
+    w.buf = malloc(w.chunk * sizeof(float));
+    w.qbuf = malloc(w.chunk / GG_QK * 34u);
+    w.sbuf = NULL;
+    char *tmp = malloc(strlen(path) + 48);
+    int fd = tmp && iobuf && w.buf && w.qbuf ? open_temp(path, tmp) : -1;
+    if (fd < 0 || !(w.f = fdopen(fd, "wb"))) {
+        int err = errno;
+        if (fd >= 0) { close(fd); unlink(tmp); }
+        free(tmp); free(iobuf); free(w.buf); free(w.qbuf); free(hb.p); free(ts);
+        return tsr_seterr(e, TSR_ERR_IO, "%s: cannot create: %s", path, strerror(err));
+    }
+    setvbuf(w.f, iobuf, _IOFBF, iobuf_len);
+    put(&w, hb.p, hb.n);
+    for (int i = 0; i < nt && !w.failed; i++) {
+        gg_put_tensor(&w, &ts[i], seed, &c);
+        put(&w, zeros, (size_t)((GG_ALIGN - ts[i].bytes % GG_ALIGN) % GG_ALIGN));
+    }
+    int failed = w.failed, err = w.err;
+    if (fclose(w.f) != 0 && !failed) { failed = 1; err = errno; }
+    if (!failed && w.written != hb.n + off) { failed = 1; err = EIO; }   /* a bug */
+    if (!failed && rename(tmp, path) != 0) { failed = 1; err = errno; }
+    if (failed) unlink(tmp);
+    free(tmp); free(iobuf); free(w.buf); free(w.qbuf); free(hb.p); free(ts);
+    if (failed) return tsr_seterr(e, TSR_ERR_IO, "%s: write failed: %s", path, strerror(err));
     return TSR_OK;
 }

@@ -150,6 +150,7 @@ int tsr_wimage_config(const tsr_checkpoint *m, const tsr_load_opts *o, const tsr
     kc->kv_dtype = (uint32_t)o->kv;
     kc->bos = (uint32_t)bos;
     kc->eos = (uint32_t)eos;
+    kc->qkv_bias = c->qkv_bias ? 1u : 0u;
     kc->rope_theta = c->rope_theta;
     kc->norm_eps = c->norm_eps;
     return TSR_OK;
@@ -377,13 +378,46 @@ static const tsr_tensor *mat_row_src(const tsr_checkpoint *m, const tsr_kconfig 
     uint32_t l = (mat - 1u) / TSR_W_COUNT, dim = kc->dim, kvd = tsr_lay_kv_dim(kc);
     switch ((mat - 1u) % TSR_W_COUNT) {
     case TSR_W_QKV:
-        if (row < dim) return &m->wq[l];
-        if (row < dim + kvd) { *src_row = row - dim; return &m->wk[l]; }
+        /* q and k rows in the kernel's RoPE pair order (NEOX: permuted
+         * within each head, model.h tsr_rope_src_row) */
+        if (row < dim) {
+            *src_row = (uint32_t)tsr_rope_src_row(&m->cfg, (int)row);
+            return &m->wq[l];
+        }
+        if (row < dim + kvd) {
+            *src_row = (uint32_t)tsr_rope_src_row(&m->cfg, (int)(row - dim));
+            return &m->wk[l];
+        }
         *src_row = row - dim - kvd;
         return &m->wv[l];
     case TSR_W_O:  return &m->wo[l];
     case TSR_W_13: return h ? &m->w3[l] : &m->w1[l];
     default:       return &m->w2[l];
+    }
+}
+
+/* The controller region of m for kc (tsr_lay_ctrl_words(kc) floats): the
+ * norm rows, RoPE's frequencies (model.c tsr_checkpoint_rope_freqs), and
+ * with qkv_bias each layer's q | k | v biases, q and k in the QKV matrix's
+ * row order (mat_row_src). */
+static void fill_ctrl(const tsr_checkpoint *m, const tsr_kconfig *kc, float *ctrl)
+{
+    uint32_t L = kc->n_layers, dim = kc->dim, kvd = tsr_lay_kv_dim(kc);
+    for (uint32_t l = 0; l < L; l++) {
+        tsr_tensor_row(&m->rms_att[l], 0, ctrl + (size_t)l * dim);
+        tsr_tensor_row(&m->rms_ffn[l], 0, ctrl + (size_t)(L + l) * dim);
+    }
+    tsr_tensor_row(&m->rms_final, 0, ctrl + (size_t)2u * L * dim);
+    tsr_checkpoint_rope_freqs(m, ctrl + tsr_lay_ctrl_norms(kc));
+    if (!kc->qkv_bias) return;
+    float *b = ctrl + tsr_lay_ctrl_rope_end(kc);   /* (L, dim + 2 kvd) */
+    for (uint32_t l = 0; l < L; l++, b += dim + 2u * kvd) {
+        for (uint32_t i = 0; i < dim; i++)
+            b[i] = tsr_tensor_get(&m->bq[l], (size_t)tsr_rope_src_row(&m->cfg, (int)i));
+        for (uint32_t i = 0; i < kvd; i++) {
+            b[dim + i] = tsr_tensor_get(&m->bk[l], (size_t)tsr_rope_src_row(&m->cfg, (int)i));
+            b[dim + kvd + i] = tsr_tensor_get(&m->bv[l], i);
+        }
     }
 }
 
@@ -596,15 +630,11 @@ int tsr_wimage_build(const tsr_checkpoint *m, const tsr_kconfig *kc, tsr_wimage 
         rot = tsr_lay_rot_next(kc, mat, rot);
     }
 
-    /* controller: norm weights */
+    /* controller: norm weights, RoPE's frequencies, QKV biases */
     img->ctrl_words = tsr_lay_ctrl_words(kc);
     img->ctrl = calloc(img->ctrl_words, sizeof *img->ctrl);
     if (!img->ctrl) goto fail;
-    for (uint32_t l = 0; l < kc->n_layers; l++) {
-        tsr_tensor_row(&m->rms_att[l], 0, img->ctrl + (size_t)l * kc->dim);
-        tsr_tensor_row(&m->rms_ffn[l], 0, img->ctrl + (size_t)(kc->n_layers + l) * kc->dim);
-    }
-    tsr_tensor_row(&m->rms_final, 0, img->ctrl + (size_t)2u * kc->n_layers * kc->dim);
+    fill_ctrl(m, kc, img->ctrl);
 
     /* chunks, in streaming order: per PE int8 then fp32, then the controller */
     int cap = 0;
@@ -805,11 +835,7 @@ int tsr_wstream_open(const tsr_checkpoint *m, const tsr_kconfig *kc, tsr_wstream
         tsr_wstream_close(ws);
         return tsr_seterr(e, TSR_ERR_NOMEM, "%s: out of memory for the weight stream", m->path);
     }
-    for (uint32_t l = 0; l < kc->n_layers; l++) {
-        tsr_tensor_row(&m->rms_att[l], 0, ws->ctrl + (size_t)l * kc->dim);
-        tsr_tensor_row(&m->rms_ffn[l], 0, ws->ctrl + (size_t)(kc->n_layers + l) * kc->dim);
-    }
-    tsr_tensor_row(&m->rms_final, 0, ws->ctrl + (size_t)2u * kc->n_layers * kc->dim);
+    fill_ctrl(m, kc, ws->ctrl);
     tsr_wstream_rewind(ws);
     return TSR_OK;
 }

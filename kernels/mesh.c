@@ -827,13 +827,14 @@ in_q8_pe_scales:
 /* A gather's cycles (tsr_cycles.h): a word a cycle, with the vector
  * unit's depth for RoPE (and, fused, the residual's sum of squares); the
  * emulator's and C simulation's accounting only (TSR_CHARGE). */
-static uint32_t gather_cycles(uint32_t flags, uint32_t d, uint32_t nout)
+static uint32_t gather_cycles(uint32_t flags, uint32_t d, uint32_t nout, uint32_t bias)
 {
 #if TSR_SSQ_FUSED
     uint32_t vec = flags & (TSR_GATHER_QKV | TSR_GATHER_ADD);
 #else
     uint32_t vec = flags & TSR_GATHER_QKV;
 #endif
+    if (flags & TSR_GATHER_QKV) return tsr_cy_gather_qkv(d, bias);
     return vec ? tsr_cy_gather_vec(d)
                : flags & TSR_GATHER_INPUT ? tsr_cy_gather_input(nout) : tsr_cy_gather(d);
 }
@@ -872,7 +873,27 @@ static void emu_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, u
          * index it does not) */
         const float *ps = &st->psum[src][it][0];
         uint32_t o = start * TSR_VEC;
-        if (qkv) {
+        if (qkv && st->cfg.qkv_bias) {
+            /* the same with each row's bias added first (before RoPE) */
+            const float *bb = st->qkvb[(mat - 1u) / TSR_W_COUNT];
+            uint32_t r1 = rope_n < i1 ? (rope_n > i0 ? rope_n : i0) : i1;
+            for (uint32_t i = i0; i < r1;) {
+                uint32_t h0 = i - i % st->hs, n = (h0 + st->hs < r1 ? h0 + st->hs : r1) - i;
+                const float *fc = &st->rope_cos[it][(i - h0) / 2u];
+                const float *fs = &st->rope_sin[it][(i - h0) / 2u];
+                const float *v = ps + (i - o), *b = bb + i;
+                float *y = out + i;
+                for (uint32_t q = 0; q < n / 2u; q++) {
+                    float v0 = v[2u * q] + b[2u * q], v1 = v[2u * q + 1u] + b[2u * q + 1u];
+                    y[2u * q] = v0 * fc[q] - v1 * fs[q];
+                    y[2u * q + 1u] = v0 * fs[q] + v1 * fc[q];
+                }
+                i += n;
+            }
+            const float *v = ps + (r1 - o), *b = bb + r1;
+            float *y = out + r1;
+            for (uint32_t e = 0; e < i1 - r1; e++) y[e] = v[e] + b[e];
+        } else if (qkv) {
             uint32_t r1 = rope_n < i1 ? (rope_n > i0 ? rope_n : i0) : i1;   /* pairs below rope_n */
             /* RoPE a head at a time: pair (i, i + 1) turns by angle
              * (i % head_size) / 2 (rope_pj), i even (words are whole) */
@@ -935,6 +956,8 @@ void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, uin
     uint32_t qkv = flags & TSR_GATHER_QKV, lg = flags & TSR_GATHER_LOGITS;
     uint32_t nout = gather_words_out(st, d, flags);
     uint32_t dw = (nout + TSR_VEC - 1u) / TSR_VEC, rope_n = qkv ? st->cfg.dim + st->kv_dim : 0u;
+    /* QKV with biases: its layer's row of them (mat >= 1 for QKV) */
+    uint32_t bias = qkv ? st->cfg.qkv_bias : 0u, lay = qkv ? (mat - 1u) / TSR_W_COUNT : 0u;
     uint32_t src = 0, start = 0, end = 0;   /* the root holding the current words */
     uint32_t k = 0;                         /* the next root, in row order */
 #if TSR_SSQ_FUSED
@@ -943,14 +966,14 @@ void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, uin
     float ssq[TSR_SSQ_DIST][TSR_VEC];   /* partial r * TSR_VEC + l: word r's lane l */
 #pragma HLS ARRAY_PARTITION variable=ssq type=complete dim=0
     uint32_t sr = 0;
-    TSR_CHARGE(st, TSR_RG_GATHER, gather_cycles(flags, d, nout));
+    TSR_CHARGE(st, TSR_RG_GATHER, gather_cycles(flags, d, nout, bias));
 gather_ssq_zero:
     for (uint32_t k = 0; k < TSR_SUM_LANES; k++) {
 #pragma HLS UNROLL
         ssq[k / TSR_VEC][k % TSR_VEC] = 0.0f;
     }
 #else
-    TSR_CHARGE(st, TSR_RG_GATHER, gather_cycles(flags, d, nout));
+    TSR_CHARGE(st, TSR_RG_GATHER, gather_cycles(flags, d, nout, bias));
 #endif
     (void)pos;
 #ifdef TSR_EMU
@@ -962,6 +985,7 @@ gather_ssq_zero:
     (void)add;
     (void)lg;
     (void)input;
+    (void)lay;
 #if TSR_SSQ_FUSED
     (void)sr;
     (void)ssq;
@@ -989,6 +1013,15 @@ gather_lanes:
 #pragma HLS UNROLL
             uint32_t i = w * TSR_VEC + l;
             v[l] = i < d ? st->psum[src][it][(w - start) * TSR_VEC + l] : 0.0f;
+        }
+        if (bias) {
+            /* the row's bias, before RoPE (a bank a lane, as cv) */
+gather_bias:
+            for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+                uint32_t i = w * TSR_VEC + l;
+                if (i < d) v[l] = v[l] + st->qkvb[lay][i];
+            }
         }
         if (qkv) {
             /* RoPE as run.c: q[i], and k[i] for i < kv_dim, pairwise */
@@ -1081,8 +1114,9 @@ void tsr_mesh_gather_pass(tsr_kstate *st, uint32_t mat, uint32_t nx, uint32_t yw
     uint32_t d = st->mat_d[mat], nout = gather_words_out(st, d, flags);
     uint32_t rope_n = flags & TSR_GATHER_QKV ? st->cfg.dim + st->kv_dim : 0u;
     gather_pass g = { st, mat, yw, flags, d, nout, rope_n, then, then_ctx };
+    uint32_t bias = flags & TSR_GATHER_QKV ? st->cfg.qkv_bias : 0u;
     for (uint32_t it = 0; it < nx; it++) {
-        TSR_CHARGE(st, TSR_RG_GATHER, gather_cycles(flags, d, nout));
+        TSR_CHARGE(st, TSR_RG_GATHER, gather_cycles(flags, d, nout, bias));
         TSR_COUNT(st, fabric_gather_bytes, 4ull * d);
     }
     uint64_t work = (uint64_t)nx * nout * TSR_EMU_ELEM_WORK + (then ? then_work : 0u);

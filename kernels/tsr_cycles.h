@@ -141,6 +141,11 @@ static inline uint32_t tsr_cy_gather_vec(uint32_t d)
 {
     return tsr_cy_loop(tsr_cdiv(d, TSR_VEC), 1u, TSR_D_BUS + TSR_D_VEC);
 }
+/* The QKV gather: RoPE's multiply-add, and with biases an add before it. */
+static inline uint32_t tsr_cy_gather_qkv(uint32_t d, uint32_t bias)
+{
+    return tsr_cy_loop(tsr_cdiv(d, TSR_VEC), 1u, TSR_D_BUS + TSR_D_VEC + (bias ? (uint32_t)TSR_FADD_LAT : 0u));
+}
 static inline uint32_t tsr_cy_gather_input(uint32_t npad)
 {
     return tsr_cy_loop(tsr_cdiv(npad, TSR_VEC), 1u, TSR_D_BUS + tsr_cy_log2(TSR_VEC) * TSR_D_CMP);

@@ -148,6 +148,7 @@ static int op_configure(tsr_kstate *st, const uint32_t *in_w, const float *in_f,
     c.kv_dtype = in_w[17];
     c.bos = in_w[18];
     c.eos = in_w[19];
+    c.qkv_bias = in_w[20];
     c.rope_theta = in_f[TSR_KCONFIG_INTS];
     c.norm_eps = in_f[TSR_KCONFIG_INTS + 1];
     st->configured = 0;
@@ -309,6 +310,45 @@ cfg_fit_out:
 /* ------------------------------------------------------------------------ */
 /* LOAD                                                                       */
 
+/* A position in the controller region (tsr_layout.h): word a, its norm
+ * row and column, its bias row and column, and where the parts end. */
+typedef struct ctrl_cur {
+    uint32_t a, row, col, brow, bcol;
+    uint32_t norms, rope_end, qkvd;
+} ctrl_cur;
+
+static ctrl_cur ctrl_at(const tsr_kstate *st, uint32_t off)
+{
+    ctrl_cur c;
+    uint32_t dim = st->cfg.dim;
+    c.a = off;
+    c.norms = tsr_lay_ctrl_norms(&st->cfg);
+    c.rope_end = tsr_lay_ctrl_rope_end(&st->cfg);
+    c.qkvd = dim + 2u * st->kv_dim;
+    c.row = off < c.norms ? off / dim : 0u;
+    c.col = off < c.norms ? off % dim : 0u;
+    c.brow = off > c.rope_end ? (off - c.rope_end) / c.qkvd : 0u;
+    c.bcol = off > c.rope_end ? (off - c.rope_end) % c.qkvd : 0u;
+    return c;
+}
+
+/* The next word: counters, no division. */
+static void ctrl_next(ctrl_cur *c, uint32_t dim)
+{
+    if (c->a < c->norms) {
+        if (++c->col == dim) {
+            c->col = 0;
+            c->row++;
+        }
+    } else if (c->a >= c->rope_end) {
+        if (++c->bcol == c->qkvd) {
+            c->bcol = 0;
+            c->brow++;
+        }
+    }
+    c->a++;
+}
+
 /* The emulator's per-entry weight sums (tsr_emu_wcorr, kept in the
  * scales' order) of PE p's entries that bytes [off, off + len) of its int8
  * array touched, tile by tile: an entry is G bytes (Q8_0) or 16 (Q4_0),
@@ -463,20 +503,20 @@ load_f32:
         return TSR_K_OK;
     }
     if (region == TSR_REG_CTRL) {
-        /* the norm weights, (2L + 1) rows of dim in the payload's order,
-         * into their rows: one division a command, then counters */
+        /* the norm weights, (2L + 1) rows of dim, then RoPE's frequencies,
+         * then the QKV bias rows, in the payload's order, into their rows:
+         * divisions once a command, then counters */
         uint32_t cw = tsr_lay_ctrl_words(&st->cfg), dim = st->cfg.dim;
         if (p != 0 || off > cw || len > cw - off || len > in_n) return TSR_K_EARG;
-        uint32_t row = off / dim, col = off % dim;
+        ctrl_cur c = ctrl_at(st, off);
 load_ctrl:
         for (uint32_t i = 0; i < len; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_CTRL_WORDS
 #pragma HLS PIPELINE II=1
-            st->rms[row][col] = in_f[i];
-            if (++col == dim) {
-                col = 0;
-                row++;
-            }
+            if (c.a < c.norms) st->rms[c.row][c.col] = in_f[i];
+            else if (c.a < c.rope_end) st->rope_freq[c.a - c.norms] = in_f[i];
+            else st->qkvb[c.brow][c.bcol] = in_f[i];
+            ctrl_next(&c, dim);
         }
         st->cnt.load_bytes += 4ull * len;
         return TSR_K_OK;
@@ -759,19 +799,17 @@ read_f32:
         return TSR_K_OK;
     }
     if (region == TSR_REG_CTRL) {
-        /* the norm rows, in LOAD's order */
+        /* the norm rows, RoPE's frequencies, the bias rows, in LOAD's order */
         uint32_t cw = tsr_lay_ctrl_words(&st->cfg), dim = st->cfg.dim;
         if (p != 0 || off > cw || len > cw - off || len > room) return TSR_K_EARG;
-        uint32_t row = off / dim, col = off % dim;
+        ctrl_cur c = ctrl_at(st, off);
 read_ctrl:
         for (uint32_t i = 0; i < len; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_CTRL_WORDS
 #pragma HLS PIPELINE II=1
-            out_f[i] = st->rms[row][col];
-            if (++col == dim) {
-                col = 0;
-                row++;
-            }
+            out_f[i] = c.a < c.norms ? st->rms[c.row][c.col]
+                     : c.a < c.rope_end ? st->rope_freq[c.a - c.norms] : st->qkvb[c.brow][c.bcol];
+            ctrl_next(&c, dim);
         }
         *out_n = len;
         return TSR_K_OK;
@@ -1053,6 +1091,7 @@ void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f
 #pragma HLS ARRAY_PARTITION variable=st.cv type=cyclic factor=TSR_VEC dim=2
 #pragma HLS ARRAY_PARTITION variable=st.logits type=cyclic factor=TSR_VEC dim=2
 #pragma HLS ARRAY_PARTITION variable=st.rms type=cyclic factor=TSR_VEC dim=2
+#pragma HLS ARRAY_PARTITION variable=st.qkvb type=cyclic factor=TSR_VEC dim=2
 #if TSR_SUM_E > 1
 #pragma HLS ARRAY_PARTITION variable=st.probs type=cyclic factor=TSR_SUM_E
 #endif

@@ -108,7 +108,8 @@ enum {
 /* LOAD regions. */
 enum { TSR_REG_W8 = 0,   /* a PE's int8 array (bytes)                      */
        TSR_REG_F32,      /* a PE's fp32 array (words)                      */
-       TSR_REG_CTRL,     /* the controller's norm weights (words; pe = 0)  */
+       TSR_REG_CTRL,     /* the controller's norm weights, RoPE frequencies
+                            and QKV biases (words; pe = 0; tsr_layout.h) */
        TSR_REG_COUNT };
 
 /* DECODE flags. */
@@ -301,7 +302,8 @@ typedef struct tsr_kstate {
     uint32_t g_log2;                      /* log2(group)                    */
     uint32_t cpg_log2;                    /* log2(chunks a group), 0 for G <= TSR_LANES */
     uint32_t q_log2;                      /* log2(kv_split)                 */
-    float    rope_freq[TSR_MAX_HEAD_SIZE / 2]; /* theta^(-2j / head_size)   */
+    float    rope_freq[TSR_MAX_HEAD_SIZE / 2]; /* theta^(-2j / head_size) at
+                                             CONFIGURE; the image's (LOAD) */
     uint32_t rope_pj[TSR_MAX_QKV / 2];    /* pair i/2 of q|k -> (i % head_size) / 2 */
     /* --- per slot --- */
     int32_t  pos[TSR_MAX_SLOTS];          /* tokens in the KV cache         */
@@ -315,6 +317,9 @@ typedef struct tsr_kstate {
     /* norm weights: rms_att of layer l at row l, rms_ffn at L + l,
      * rms_final at 2L */
     float    rms[TSR_RMS_ROWS][TSR_PAD32(TSR_MAX_DIM)];
+    /* q | k | v biases (qkv_bias): layer l's at row l, in the gather's
+     * order (bank l % TSR_VEC for element l, as cv's) */
+    float    qkvb[TSR_MAX_LAYERS][TSR_PAD32(TSR_MAX_QKV)];
     /* each item's vectors: x at TSR_CV_X, xn at TSR_CV_XN, q | k | v at
      * TSR_CV_QKV (tsr_profile.h); a batch item's logits */
     float    cv[TSR_MAX_BLOCK][TSR_CV_WORDS];

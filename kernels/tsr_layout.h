@@ -76,7 +76,10 @@
  * scale = max |v| / 127, q = round(v / scale) (half away from zero).
  *
  * Controller fp32 region: rms_att (n_layers, dim), rms_ffn (n_layers, dim),
- * rms_final (dim,).
+ * rms_final (dim,); RoPE's frequencies (head_size / 2,), the host's
+ * (theta^(-2j / head_size), Llama 3's scaled ones); with qkv_bias the q | k
+ * | v biases (n_layers, dim + 2 kv_dim), in the on-chip row order (q and k
+ * rows permuted per head for NEOX RoPE, as the QKV matrix's).
  */
 #ifndef TSR_LAYOUT_H
 #define TSR_LAYOUT_H
@@ -103,7 +106,7 @@ enum { TSR_KIND_EMB = 0, TSR_KIND_QKV, TSR_KIND_WO, TSR_KIND_W13, TSR_KIND_W2, T
 /* KV cache precisions (kv_dtype). */
 enum { TSR_KV_F32 = 0, TSR_KV_F16 = 1, TSR_KV_INT8 = 2, TSR_KV_COUNT };
 
-#define TSR_KCONFIG_MAGIC 0x74737233u /* "tsr3" */
+#define TSR_KCONFIG_MAGIC 0x74737234u /* "tsr4" */
 
 /* The CONFIGURE block: TSR_KCONFIG_INTS uint32 words, then 2 fp32 words. */
 typedef struct tsr_kconfig {
@@ -129,12 +132,14 @@ typedef struct tsr_kconfig {
     uint32_t kv_dtype;          /* TSR_KV_F32, TSR_KV_F16 or TSR_KV_INT8   */
     uint32_t bos, eos;          /* DECODE stops after either (the model's
                                    special tokens), unless told not to    */
+    uint32_t qkv_bias;          /* 1: the QKV gather adds a bias per row
+                                   (qwen2), from the controller region    */
     float    rope_theta;
     float    norm_eps;
 } tsr_kconfig;
 
-#define TSR_KCONFIG_INTS  20
-#define TSR_KCONFIG_WORDS 22
+#define TSR_KCONFIG_INTS  21
+#define TSR_KCONFIG_WORDS 23
 
 /* Per-layer matrices, in matrix order. */
 enum { TSR_W_QKV = 0, TSR_W_O, TSR_W_13, TSR_W_2, TSR_W_COUNT };
@@ -456,10 +461,20 @@ static inline uint32_t tsr_lay_att_words(const tsr_kconfig *c, uint32_t pe)
     return n * tsr_lay_kv_mul(c) * tsr_lay_seq_words(c);
 }
 
-/* Controller fp32 words (norm weights). */
-static inline uint32_t tsr_lay_ctrl_words(const tsr_kconfig *c)
+/* Controller fp32 words: the norm weights, RoPE's frequencies, the QKV
+ * biases (qkv_bias); the first two parts' ends. */
+static inline uint32_t tsr_lay_ctrl_norms(const tsr_kconfig *c)
 {
     return (2u * c->n_layers + 1u) * c->dim;
+}
+static inline uint32_t tsr_lay_ctrl_rope_end(const tsr_kconfig *c)
+{
+    return tsr_lay_ctrl_norms(c) + tsr_lay_head_size(c) / 2u;
+}
+static inline uint32_t tsr_lay_ctrl_words(const tsr_kconfig *c)
+{
+    return tsr_lay_ctrl_rope_end(c) +
+           (c->qkv_bias ? c->n_layers * (c->dim + 2u * tsr_lay_kv_dim(c)) : 0u);
 }
 
 /* Weight footprint of PE pe over all matrices: int8 bytes, fp32 words,

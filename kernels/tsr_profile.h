@@ -84,8 +84,10 @@ TSR_STATIC_CHECK(slots_cancel_words, TSR_MAX_SLOTS <= 8);
 /* The attention multiply-add's accumulators: a row of positions or of head
  * dimensions. */
 #define TSR_ATT_ACC         (TSR_MAX_SEQ > TSR_MAX_HEAD_SIZE ? TSR_MAX_SEQ : TSR_MAX_HEAD_SIZE)
-/* Controller fp32 words: rms_att, rms_ffn per layer + rms_final. */
-#define TSR_CTRL_WORDS      ((2 * TSR_MAX_LAYERS + 1) * TSR_MAX_DIM)
+/* Controller fp32 words: rms_att, rms_ffn per layer + rms_final, RoPE's
+ * frequencies, the QKV biases per layer. */
+#define TSR_CTRL_WORDS      ((2 * TSR_MAX_LAYERS + 1) * TSR_MAX_DIM + TSR_MAX_HEAD_SIZE / 2 + \
+                             TSR_MAX_LAYERS * TSR_MAX_QKV)
 /* ... held as rows (one row a norm), so a pass reads a row at a constant
  * bank per lane. */
 #define TSR_RMS_ROWS        (2 * TSR_MAX_LAYERS + 1)

@@ -342,7 +342,8 @@ static void commands_check_arguments(void **state)
     assert_int_equal(LOAD(3, TSR_REG_W8, 0, 64, 8), TSR_K_EARG);               /* payload short */
     assert_int_equal(LOAD(4, TSR_REG_W8, 0, 4, 1), TSR_K_EARG);                /* no PE 4 */
     assert_int_equal(LOAD(0, TSR_REG_F32, st->f32_used[0], 1, 1), TSR_K_EARG); /* KV is not weights */
-    assert_int_equal(LOAD(0, TSR_REG_CTRL, (2 * LAYERS + 1) * DIM - 1, 2, 2), TSR_K_EARG);
+    assert_int_equal(LOAD(0, TSR_REG_CTRL, tsr_lay_ctrl_words(&st->cfg) - 1, 2, 2), TSR_K_EARG);
+    assert_int_equal(LOAD(0, TSR_REG_CTRL, tsr_lay_ctrl_words(&st->cfg) - 1, 1, 1), TSR_K_OK);
     assert_int_equal(LOAD(1, TSR_REG_CTRL, 0, 1, 1), TSR_K_EARG);               /* controller is pe 0 */
     assert_int_equal(LOAD(0, TSR_REG_COUNT, 0, 1, 1), TSR_K_EARG);
 #undef LOAD

@@ -296,6 +296,30 @@ static void test_260k_regions(void **state)
     check_against_run(M260K, TOK512, 16, 1, 4, 256, 34);   /* heads over 4 PEs     */
 }
 
+/* A qwen2 model (QKV biases: the QKV gather one add deeper, the bias
+ * rows and RoPE's table in the controller's bytes) and a Llama 3 one
+ * (rope_freqs): plan's regions and bytes equal the emulator's, per token
+ * and for prefill blocks and batches. */
+static void test_arch_regions(void **state)
+{
+    (void)state;
+    static const char *const archs[2] = { "qwen2", "llama3" };
+    for (int a = 0; a < 2; a++) {
+        char path[64], err[256];
+        snprintf(path, sizeof path, "/tmp/tsr_plan_arch_XXXXXX");
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        close(fd);
+        assert_int_equal(tsr_synth_gguf_file(archs[a], NULL,
+                                             tsr_test_path("vocab/ggml-vocab-llama-spm.gguf"),
+                                             path, TSR_SYNTH_Q8_0, 3, err, sizeof err), TSR_OK);
+        check_against_run(path, NULL, 8, 1, 1, 64, 9);
+        check_against_run(path, NULL, 16, 4, 2, 64, 17);
+        check_passes_against_run(path, NULL, 8, 2, 1, 64, 12);
+        unlink(path);
+    }
+}
+
 /* The same with the f16 and int8 caches (their conversions and scales
  * deepen the attention passes; the KV bytes shrink), and with the Q4_0
  * GGUF on its own weights (Q4_0 tiles, a Q8_0 classifier and w2). */
@@ -835,6 +859,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_260k_regions),
+        cmocka_unit_test(test_arch_regions),
         cmocka_unit_test(test_260k_regions_kv_and_q4),
         cmocka_unit_test(test_q4_fits_where_q8_does_not),
         cmocka_unit_test(test_15m_regions_and_projection),

@@ -266,12 +266,14 @@ typedef struct tsr_model_opts {
  * file's own quantization where the kernel takes it (opts->weights); every
  * conversion away from it is logged as one warning line.  Formats: llama2.c checkpoints
  * (legacy, version 1 fp32, version 2 Q8_0) with a tokenizer.bin, and GGUF
- * v2/v3 files of the llama architecture (F32, F16, Q8_0, Q4_0 tensors;
- * tokenizer and BOS/EOS from the metadata).  Paths must name regular
+ * v2/v3 files of the llama architecture (Llama 2/3 with rope_freqs
+ * scaling, SmolLM2, TinyLlama, Mistral) or qwen2 (q, k, v biases; NEOX
+ * RoPE); another architecture is TSR_ERR_UNSUPPORTED naming it (F32, F16,
+ * Q8_0, Q4_0 tensors; tokenizer and BOS/EOS from the metadata).  Paths must name regular
  * files (a FIFO or directory is refused with TSR_ERR_IO before it is
  * opened).  A model with a NaN or infinite weight is refused with
  * TSR_ERR_FORMAT naming the tensor.  A seq_len above a GGUF file's
- * llama.context_length is allowed with a warning through the log hook.
+ * ARCH.context_length is allowed with a warning through the log hook.
  * Loading a model whose weight image equals the one already resident (same
  * content hash) streams nothing.  The model replaces any other model on
  * dev; sequences of a replaced model fail with TSR_ERR_STATE.
@@ -698,6 +700,31 @@ TSR_API int tsr_file_inspect(const char *path, tsr_file_info *info, char *err, s
 #define TSR_SYNTH_LEGACY (-1)
 TSR_API int tsr_synth_file(const char *shape, const char *path, int group_size, uint64_t seed,
                            char *err, size_t errlen);
+
+/* Write a GGUF file with deterministic pseudo-random weights (as
+ * tsr_synth_file's; biases std 0.1) of architecture arch: "llama3" (GGUF
+ * architecture llama) or "qwen2" (q, k, v biases, NEOX RoPE), of shape
+ * shape: NULL for the arch's tiny one ("llama3-tiny": dim 128, hidden 384,
+ * 2 layers, 4 heads, 2 KV heads, RoPE base 5e5 with Llama 3 scaling;
+ * "qwen2-tiny": hidden 320, base 1e6, epsilon 1e-6), a real model's
+ * ("smollm2-135m", "llama3.2-1b" for llama3; "qwen2.5-0.5b" for qwen2),
+ * or "DIMxLAYERS[:...]" as tsr_synth_file's, made of the arch.  The
+ * vocabulary is vocab's, a vocab-only GGUF file (llama.cpp's
+ * models/ggml-vocab-*.gguf): its tokenizer.* metadata copied as stored,
+ * vocab_size its token count.  type: TSR_SYNTH_F32, TSR_SYNTH_Q8_0 or
+ * TSR_SYNTH_Q4_0 for the matrices (norms, biases, rope_freqs F32).  Tensor
+ * names, metadata keys and layouts are those of llama.cpp's converter, so
+ * llama.cpp loads the file.  Written under a temporary name and renamed.
+ * On failure err (if not NULL) gets a one-line message.  Errors:
+ * TSR_ERR_ARG (unknown arch, shape or type; a shape of the other arch),
+ * TSR_ERR_IO, TSR_ERR_FORMAT (vocab is not a GGUF with tokens),
+ * TSR_ERR_NOMEM.  Thread-safe. */
+#define TSR_SYNTH_F32  0
+#define TSR_SYNTH_Q8_0 1
+#define TSR_SYNTH_Q4_0 2
+TSR_API int tsr_synth_gguf_file(const char *arch, const char *shape, const char *vocab,
+                                const char *path, int type, uint64_t seed, char *err,
+                                size_t errlen);
 
 /* ------------------------------------------------------------------------ */
 /* Planning for a real FPGA part (tessera plan)                              */

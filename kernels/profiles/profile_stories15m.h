@@ -59,7 +59,7 @@
 /* Resource estimate: what tessera plan --profile stories15m computes for these
  * arrays and this datapath (tests/test_plan.c holds them equal). */
 #define TSR_EST_URAM          640
-#define TSR_EST_BRAM36        1360
+#define TSR_EST_BRAM36        1376
 #define TSR_EST_DSP           7791
 
 #endif

@@ -126,6 +126,8 @@ int main(int argc, char **argv)
         { "tiny-q4_0.gguf", { .emb_type = 2 } },
         { "tiny-q8_0.gguf", { .emb_type = 8 } },
         { "tiny-output-a64.gguf", { .with_output = 1, .alignment = 64 } },
+        { "tiny-qwen2.gguf", { .qwen2 = 1 } },
+        { "tiny-llama3-rope.gguf", { .rope_freqs = 1, .emb_type = 8 } },
     };
     for (size_t i = 0; i < sizeof gg / sizeof gg[0]; i++) {
         tsr_gbuf b = { 0 };

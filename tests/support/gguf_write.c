@@ -78,6 +78,12 @@ void tsr_gguf_build(tsr_gbuf *b, const tsr_gguf_spec *sp)
     T("blk.0.ffn_gate.weight", TD, TH, 0);
     T("blk.0.ffn_down.weight", TH, TD, 0);
     T("blk.0.ffn_up.weight", TD, TH, 0);
+    if (sp->qwen2) {
+        T("blk.0.attn_q.bias", TD, 1, 0);
+        T("blk.0.attn_k.bias", TD / 2, 1, 0);
+        T("blk.0.attn_v.bias", TD / 2, 1, 0);
+    }
+    if (sp->rope_freqs) T("rope_freqs.weight", TD / 2 / 2, 1, 0);   // head_size / 2
 #undef T
     int n_out = nt - (sp->omit ? 1 : 0);
     int n_kv = 17 + (sp->alignment ? 1 : 0) + (sp->eos_id ? 1 : 0) + (sp->chat_template ? 1 : 0);
@@ -88,19 +94,26 @@ void tsr_gguf_build(tsr_gbuf *b, const tsr_gguf_spec *sp)
     put_u64(b, (uint64_t)n_out);
     put_u64(b, (uint64_t)n_kv);
     // metadata (every value type appears at least once)
-    const char *arch = sp->arch ? sp->arch : "llama";
+    const char *arch = sp->arch ? sp->arch : sp->qwen2 ? "qwen2" : "llama";
+    const char *kp = sp->qwen2 ? "qwen2" : "llama";   // the keys' prefix
+    char k[64];
     put_str(b, "general.architecture"); put_u32(b, 8);
     if (sp->arch_len) { put_u64(b, sp->arch_len); put(b, arch, strlen(arch)); }
     else put_str(b, arch);
     const struct { const char *k; uint32_t v; } u32s[] = {
-        { "llama.embedding_length", TD }, { "llama.feed_forward_length", TH },
-        { "llama.block_count", 1 }, { "llama.attention.head_count", 2 },
-        { "llama.attention.head_count_kv", 1 }, { "llama.context_length", 64 },
+        { "embedding_length", TD }, { "feed_forward_length", TH },
+        { "block_count", 1 }, { "attention.head_count", 2 },
+        { "attention.head_count_kv", 1 }, { "context_length", 64 },
     };
-    for (int i = 0; i < 6; i++) { put_str(b, u32s[i].k); put_u32(b, 4); put_u32(b, u32s[i].v); }
-    put_str(b, "llama.attention.layer_norm_rms_epsilon"); put_u32(b, 6);
+    for (int i = 0; i < 6; i++) {
+        snprintf(k, sizeof k, "%s.%s", kp, u32s[i].k);
+        put_str(b, k); put_u32(b, 4); put_u32(b, u32s[i].v);
+    }
+    snprintf(k, sizeof k, "%s.attention.layer_norm_rms_epsilon", kp);
+    put_str(b, k); put_u32(b, 6);
     put_f32(b, sp->hyper ? sp->rms_eps : 1e-6f);
-    put_str(b, "llama.rope.freq_base"); put_u32(b, 12);
+    snprintf(k, sizeof k, "%s.rope.freq_base", kp);
+    put_str(b, k); put_u32(b, 12);
     { double d = sp->hyper ? sp->freq_base : 5e5; put(b, &d, 8); }
     put_str(b, "tokenizer.ggml.model"); put_u32(b, 8); put_str(b, "llama");
     const char *toks[TV] = { "<unk>", "<s>", "</s>", "\xe2\x96\x81" "a\xe2\x96\x81" "b" };
@@ -154,7 +167,10 @@ void tsr_gguf_build(tsr_gbuf *b, const tsr_gguf_spec *sp)
     for (int i = 0; i < nt; i++) {
         while (b->n < data0 + offs[i]) put_u8(b, 0);
         int64_t at = sp->poison && !strcmp(ts[i].name, sp->poison) ? (int64_t)sp->poison_at : -1;
-        put_data(b, ts[i].type, ts[i].ne0 * ts[i].ne1, at, sp->poison_inf);
+        if (!strcmp(ts[i].name, "rope_freqs.weight"))   // divisors: 1, 2, ...
+            for (uint64_t j = 0; j < ts[i].ne0; j++) put_f32(b, (float)(j + 1));
+        else
+            put_data(b, ts[i].type, ts[i].ne0 * ts[i].ne1, at, sp->poison_inf);
     }
     while ((b->n - data0) % align) put_u8(b, 0);
 }

@@ -1,5 +1,5 @@
 /*
- * gguf_write.h - a tiny GGUF v3 file of the llama architecture (dim 32,
+ * gguf_write.h - a tiny GGUF v3 file of the llama (or qwen2) architecture (dim 32,
  * hidden 32, 1 layer, 2 heads, 1 KV head, vocab 4, context 64) for tests
  * and fuzz seeds, with switches that corrupt it in one named way each.
  * Layout: ggml docs/gguf.md.
@@ -42,6 +42,9 @@ typedef struct tsr_gguf_spec {
     const char *chat_template; /* non-NULL: tokenizer.chat_template (a string,
                                   chat_template_len bytes; 0: strlen)          */
     uint64_t chat_template_len;
+    int qwen2;                 /* 1: architecture qwen2 (its keys) with
+                                  blk.0.attn_{q,k,v}.bias                      */
+    int rope_freqs;            /* 1: a rope_freqs.weight of divisors 1..8      */
 } tsr_gguf_spec;
 
 /* Append the tiny GGUF of sp to b (aborts when out of memory). */
