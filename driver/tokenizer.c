@@ -527,6 +527,7 @@ int tok_spm_text(const tsr_tokenizer *t, const char *text, size_t len, int prefi
         return tsr_seterr(e, TSR_ERR_NOMEM, "tokenizer: out of memory encoding %zu bytes", len);
     if (rc) return rc;
     int n = out->n - first;
+    if (n < 2) return TSR_OK;   // nothing to merge (and out->v may be NULL)
     rc = tok_merge(t, out->v + first, &n, e);
     out->n = first + n;
     return rc;

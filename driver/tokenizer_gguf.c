@@ -444,6 +444,7 @@ static int bpe_word(const tsr_tokenizer *t, const char *w, size_t n, char *scrat
     for (size_t i = 0; i < n; i++)
         if (tok_buf_push(out, t->byte_tok[(unsigned char)w[i]])) return TSR_ERR_NOMEM;
     int m = out->n - first;
+    if (m == 0) return TSR_OK;
     int rc = tok_merge(t, out->v + first, &m, e);
     int k = first;   // drop the bytes without a token
     for (int i = first; i < first + m; i++)
