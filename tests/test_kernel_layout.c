@@ -278,9 +278,11 @@ static void configure_refusals(void **state)
         { { .dim = 64, .hidden_dim = 64, .n_layers = 32, .n_heads = 4, .n_kv_heads = 4,
             .vocab_size = 16, .seq_len = TSR_MAX_SEQ }, 1, 32, 1, TSR_MAX_SLOTS,
           TSR_KFIT_KV_WORDS },
-        /* int8 tiles: 4 wide layers and a 32768 vocabulary on one PE, G 256 */
+        /* int8 tiles: 4 wide layers and a 32768 vocabulary (or the profile's
+         * largest, if smaller) on one PE, G 256: the rows still fit */
         { { .dim = 2048, .hidden_dim = 8192, .n_layers = 4, .n_heads = 32, .n_kv_heads = 32,
-            .vocab_size = TSR_MAX_VOCAB, .seq_len = 16, .shared_classifier = 1 }, 1, 256, 1, 1,
+            .vocab_size = TSR_MAX_VOCAB < 32768 ? TSR_MAX_VOCAB : 32768, .seq_len = 16,
+            .shared_classifier = 1 }, 1, 256, 1, 1,
           TSR_KFIT_W8_WORDS },
         /* fp32 tiles (F32 mode) of a 1024-wide layer on one PE */
         { { .dim = 1024, .hidden_dim = 1024, .n_layers = 1, .n_heads = 16, .n_kv_heads = 16,

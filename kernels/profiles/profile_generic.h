@@ -1,7 +1,9 @@
 /*
  * profile_generic.h - the emulator's profile: the sizes every llama2.c
  * "stories" shape needs up to stories110M (dim 768, hidden 2048, 12 layers,
- * 12 heads, vocab 32000), Q8_0 at group 32 or 64 (or Q4_0) on 16 PEs
+ * 12 heads, vocab 32000) and the small GGUF models' (SmolLM2-135M,
+ * Qwen2.5-0.5B, Llama-3.2-1B: dim up to 2048, vocabularies up to 152064
+ * tokens; 262144 leaves room for Gemma's 256000), Q8_0 at group 32 or 64 (or Q4_0) on 16 PEs
  * with a 1024-token KV cache in fp32, IEEE half or int8, and F32
  * validation runs up to 64 PEs.
  *
@@ -29,7 +31,7 @@
 #define TSR_MAX_HEADS         32
 #define TSR_MAX_KV_HEADS      32
 #define TSR_MAX_HEAD_SIZE     256
-#define TSR_MAX_VOCAB         32768
+#define TSR_MAX_VOCAB         262144
 #define TSR_MAX_SEQ           4096
 #define TSR_MAX_SLOTS         8
 #define TSR_MAX_BLOCK         64   /* items of one pass: a prompt block or a batch */
