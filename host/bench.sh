@@ -20,7 +20,11 @@
 #   LLAMA_GGUF_DIR=DIR        DIR/<shape>.q8_0.gguf; a shape without one: "-"
 #   BENCH_ROUNDS=N          interleaved rounds (default 3): each round runs
 #                           tessera, then runq, then llama-bench, for each row
-#   BENCH_SHAPES="..."      default "stories260K stories15M stories42M stories110M"
+#   BENCH_SHAPES="..."      default "stories260K stories15M stories42M stories110M";
+#                           also smollm2-135m, qwen2.5-0.5b (GGUF files of those
+#                           shapes, `tessera synth --arch`, with the real Llama 3
+#                           and Qwen2 vocabularies of SHARED/vocab/, on 64 PEs;
+#                           llama-bench reads the same file)
 #   BENCH_THREADS="..."     default "1 2"
 #   BENCH_PROMPT=P BENCH_DECODE=N   prompt and generated tokens (default 16, 240)
 #   BENCH_BACKEND=SPEC      tessera's device (default emu), e.g. emu:simd=avx2
@@ -47,19 +51,33 @@ done
 mkdir -p "$BENCHDIR"
 
 # The model, tokenizer and GGUF of a shape (GGUF "" when none is given).
+# The real small models' shapes are GGUF files with their own tokenizer.
+is_gguf_shape() { case $1 in smollm2-135m|qwen2.5-0.5b) return 0 ;; *) return 1 ;; esac; }
 model_of() {
     case $1 in
         stories260K) echo "$SHARED/models/stories260K.bin" ;;
+        smollm2-135m|qwen2.5-0.5b) echo "$BENCHDIR/$1-q8_0.gguf" ;;
         *) echo "$BENCHDIR/$1-q8.bin" ;;
     esac
 }
 tok_of() {
     case $1 in
         stories260K) echo "$SHARED/models/tok512.bin" ;;
+        smollm2-135m|qwen2.5-0.5b) echo "" ;;
         *) echo "$SHARED/models/tokenizer.bin" ;;
     esac
 }
+# tessera's device for a shape: the real shapes' weights need 64 PEs of the
+# emulator's profile (16 hold up to stories110M)
+backend_of() {
+    if is_gguf_shape "$1"; then
+        case $BACKEND in *:*) echo "$BACKEND,pes=64" ;; *) echo "$BACKEND:pes=64" ;; esac
+    else
+        echo "$BACKEND"
+    fi
+}
 gguf_of() {
+    if is_gguf_shape "$1"; then model_of "$1"; return; fi   # llama-bench reads it as it is
     g=$(eval "echo \"\${LLAMA_GGUF_$1:-}\"")
     [ -z "$g" ] && [ -n "$LLAMA_GGUF_DIR" ] && [ -f "$LLAMA_GGUF_DIR/$1.q8_0.gguf" ] &&
         g=$LLAMA_GGUF_DIR/$1.q8_0.gguf
@@ -72,7 +90,13 @@ for shape in $SHAPES; do
     f=$(model_of "$shape")
     [ -f "$f" ] && continue
     echo "bench: writing $f" >&2
-    "$TESSERA" synth --shape "$shape" --q8 -o "$f"   # written under a temporary name, renamed when complete
+    case $shape in   # written under a temporary name, renamed when complete
+        smollm2-135m) "$TESSERA" synth --arch llama3 --vocab "$SHARED/vocab/ggml-vocab-llama-bpe.gguf" \
+                          --shape "$shape" --q8 -o "$f" ;;
+        qwen2.5-0.5b) "$TESSERA" synth --arch qwen2 --vocab "$SHARED/vocab/ggml-vocab-qwen2.gguf" \
+                          --shape "$shape" --q8 -o "$f" ;;
+        *) "$TESSERA" synth --shape "$shape" --q8 -o "$f" ;;
+    esac
 done
 
 WORK=$(mktemp -d /tmp/tsr_bench_XXXXXX)
@@ -99,6 +123,9 @@ for shape in $SHAPES; do
     model=$(model_of "$shape")
     tok=$(tok_of "$shape")
     gguf=$(gguf_of "$shape")
+    be=$(backend_of "$shape")
+    zt=""   # -z TOKENIZER, for llama2.c files
+    [ -n "$tok" ] && zt="-z $tok"
     for t in $THREADS; do
         tj=$WORK/tessera.json dj=$WORK/tessera-decode.json rj=$WORK/runq.txt lj=$WORK/llama.jsonl
         : > "$tj"; : > "$dj"; : > "$rj"; : > "$lj"
@@ -107,15 +134,17 @@ for shape in $SHAPES; do
             # tessera: one load, a warm-up run, one measured run; then the
             # decode alone from a 1-token prompt (positions 1..N, where
             # llama-bench's tgN decodes: 0..N-1)
-            logcmd "$TESSERA bench -m $model -z $tok --backend $BACKEND --prompt-tokens $P --decode-tokens $N --repeat 1 --warmup 1 --threads $t --json"
+            logcmd "$TESSERA bench -m $model $zt --backend $be --prompt-tokens $P --decode-tokens $N --repeat 1 --warmup 1 --threads $t --json"
             echo "bench: $shape, $t thread(s), round $round: tessera" >&2
-            "$TESSERA" bench -m "$model" -z "$tok" --backend "$BACKEND" --prompt-tokens "$P" \
+            # shellcheck disable=SC2086
+            "$TESSERA" bench -m "$model" $zt --backend "$be" --prompt-tokens "$P" \
                 --decode-tokens "$N" --repeat 1 --warmup 1 --threads "$t" --json >> "$tj"
-            logcmd "$TESSERA bench -m $model -z $tok --backend $BACKEND --prompt-tokens 1 --decode-tokens $N --repeat 1 --warmup 1 --threads $t --json"
-            "$TESSERA" bench -m "$model" -z "$tok" --backend "$BACKEND" --prompt-tokens 1 \
+            logcmd "$TESSERA bench -m $model $zt --backend $be --prompt-tokens 1 --decode-tokens $N --repeat 1 --warmup 1 --threads $t --json"
+            # shellcheck disable=SC2086
+            "$TESSERA" bench -m "$model" $zt --backend "$be" --prompt-tokens 1 \
                 --decode-tokens "$N" --repeat 1 --warmup 1 --threads "$t" --json >> "$dj"
             # runq: the same file (version 2 only); its own "achieved tok/s"
-            if [ -n "$RUNQ" ] && [ "$shape" != stories260K ]; then
+            if [ -n "$RUNQ" ] && [ "$shape" != stories260K ] && ! is_gguf_shape "$shape"; then
                 logcmd "OMP_NUM_THREADS=$t $RUNQ $model -z $tok -n $((P + N)) -i 'Once upon a time' -t 0"
                 echo "bench: $shape, $t thread(s), round $round: runq" >&2
                 OMP_NUM_THREADS=$t "$RUNQ" "$model" -z "$tok" -n $((P + N)) -i "Once upon a time" \
@@ -256,7 +285,7 @@ NCPU=$(grep -c '^processor' /proc/cpuinfo 2>/dev/null || echo "?")
     echo "# Benchmarks"
     echo
     echo "Generated by \`make bench DOCS=1\` (host/bench.sh) on $(date -u '+%Y-%m-%d %H:%M UTC')."
-    echo "Device: the emulator (\`$BACKEND\`, 16 PEs, Q8_0 weights at group 32 on chip), worker threads: $(echo "$THREADS" | sed "s/ / and /")."
+    echo "Device: the emulator (\`$BACKEND\`, 16 PEs, 64 for smollm2-135m and qwen2.5-0.5b; Q8_0 weights at group 32 on chip), worker threads: $(echo "$THREADS" | sed "s/ / and /")."
     echo "CPU: ${CPU:-unknown} ($NCPU logical CPUs)."
     echo "Peers measured in this run: runq ${RUNQ:-(none: RUNQ not set)}; llama-bench ${LLAMA_BENCH:-(none: LLAMA_BENCH not set)}."
     echo
@@ -277,7 +306,10 @@ NCPU=$(grep -c '^processor' /proc/cpuinfo 2>/dev/null || echo "?")
     echo "non-finite check, the tokenizer, configure).  Peak RSS is tessera's ru_maxrss.  The"
     echo "stories15M/42M/110M checkpoints are synthetic (\`tessera synth --q8\`, deterministic"
     echo "pseudo-random weights, std 0.02) with the real shapes, so the speeds are those of"
-    echo "the real models but the text is noise.  The machine is shared: compare rows of one"
+    echo "the real models but the text is noise; smollm2-135m and qwen2.5-0.5b are GGUF files of"
+    echo "those models' shapes (\`tessera synth --arch\`, the same weights' law) with the real"
+    echo "Llama 3 and Qwen2 vocabularies, which llama-bench reads as they are (no runq: llama2.c"
+    echo "has neither architecture).  The machine is shared: compare rows of one"
     echo "run, and expect the absolute figures to move by up to 2x between runs (with how"
     echo "busy the shared DRAM is; the same-run ratios move less)."
     echo
@@ -290,7 +322,11 @@ NCPU=$(grep -c '^processor' /proc/cpuinfo 2>/dev/null || echo "?")
     echo '```sh'
     for shape in $SHAPES; do
         [ "$shape" = stories260K ] && continue
-        echo "$TESSERA synth --shape $shape --q8 -o $(model_of "$shape")"
+        case $shape in
+            smollm2-135m) echo "$TESSERA synth --arch llama3 --vocab $SHARED/vocab/ggml-vocab-llama-bpe.gguf --shape $shape --q8 -o $(model_of "$shape")" ;;
+            qwen2.5-0.5b) echo "$TESSERA synth --arch qwen2 --vocab $SHARED/vocab/ggml-vocab-qwen2.gguf --shape $shape --q8 -o $(model_of "$shape")" ;;
+            *) echo "$TESSERA synth --shape $shape --q8 -o $(model_of "$shape")" ;;
+        esac
     done
     cat "$CMDS"
     echo '```'
