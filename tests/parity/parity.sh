@@ -8,8 +8,10 @@
 set -e
 here=$(dirname "$0")
 f=$1; f32=$2; pes=${3:-16}
-for p in 1,9038,2501,263,931,29892 1,450,7483,310,3444,338 \
-         1,822,18755,29898,29876,1125 1,306,763,304,1708,411,590,4091; do
+# PROMPTS (optional): the prompts' ids, a comma-separated list each,
+# space-separated (parity_text.sh sets it)
+for p in ${PROMPTS:-1,9038,2501,263,931,29892 1,450,7483,310,3444,338 \
+         1,822,18755,29898,29876,1125 1,306,763,304,1708,411,590,4091}; do
     a=$("$here/llama_greedy" "$f" 64 "$p" /tmp/parity_ll.bin 2>/dev/null)
     b=$("$here/tsr_greedy" "$f" 64 "$p" /tmp/parity_ts.bin "$f32" "$pes" 2>/dev/null)
     python3 - "$f" "$f32" "$p" "$a" "$b" <<'PY'
