@@ -270,13 +270,37 @@ static int place(tsr_device *dev, const tsr_checkpoint *ck, const tsr_model_opts
     lo->group_size = o->group_size;   /* 0: the file's */
     lo->kv = kv_from_name(o->kv);
     lo->seq_len = o->seq_len ? o->seq_len : ck->cfg.seq_len;
-    int slots = o->n_seqs ? o->n_seqs : TSR_MAX_SEQ_SLOTS;
-    int rc;
+    /* the file's own context (Llama 3.2's 131072) beyond what the device's
+     * profile holds: the profile's, said once; an asked-for seq_len is
+     * checked as it is */
+    uint32_t max_seq = dev->k.info.prof.seq;
+    if (!o->seq_len && max_seq && (uint32_t)lo->seq_len > max_seq) {
+        tsr_log(dev, TSR_LOG_INFO, "%s: context %u tokens, the most the device's profile holds "
+                "(the file says %d; seq_len / --ctx sets it)", ck->path, max_seq, lo->seq_len);
+        lo->seq_len = (int)max_seq;
+    }
+    int slots0 = o->n_seqs ? o->n_seqs : TSR_MAX_SEQ_SLOTS, seq0 = lo->seq_len, rc;
     for (;;) {
-        lo->n_slots = slots;
+        int slots = slots0;
+        for (;;) {
+            lo->n_slots = slots;
+            rc = tsr_kcmd_fit(&dev->k, ck, lo, need, have, &dev->err);
+            if (rc != TSR_ERR_CAPACITY || o->n_seqs || slots == 1) break;
+            slots--;
+        }
+        /* the file's context when its KV cache does not fit: halve it down
+         * to 512 tokens (a real model's 8192 or 131072 on the emulator's
+         * PEs); one that was asked for is not changed */
+        if (rc != TSR_ERR_CAPACITY || o->seq_len || lo->seq_len <= 512) break;
+        lo->seq_len /= 2;
+    }
+    if (rc == TSR_ERR_CAPACITY && lo->seq_len != seq0) {   // no context fits: say so for the file's
+        lo->seq_len = seq0;
+        lo->n_slots = o->n_seqs ? o->n_seqs : 1;
         rc = tsr_kcmd_fit(&dev->k, ck, lo, need, have, &dev->err);
-        if (rc != TSR_ERR_CAPACITY || o->n_seqs || slots == 1) break;
-        slots--;
+    } else if (rc == TSR_OK && lo->seq_len != seq0) {
+        tsr_log(dev, TSR_LOG_INFO, "%s: context %d tokens: the KV cache of the file's %d does "
+                "not fit the device (seq_len / --ctx sets it)", ck->path, lo->seq_len, seq0);
     }
     return rc;
 }

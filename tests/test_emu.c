@@ -403,6 +403,38 @@ static void cancel_from_another_thread(void **state)
     tsr_device_close(dev);
 }
 
+/* A file whose own context is more than the device holds loads with the
+ * most of it that fits: the profile's maximum, then halved while the KV
+ * cache does not fit; a context asked for is refused as it is. */
+static void file_context_cut_to_fit(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/tsr_ctx_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    char err[512];
+    /* 8 layers of 8 KV heads x 64: 4 KiB of fp32 K and V per position and
+     * layer, 32 KiB a position: 8192 positions need 256 MiB of KV */
+    assert_int_equal(tsr_synth_file("512x8:heads=8,vocab=512,seq=8192", path, 32, 1, err,
+                                    sizeof err), TSR_OK);
+    tsr_device *dev = open_dev("emu:pes=4");
+    tsr_model_opts o = { .tokenizer = SHARED_MODEL("tok512.bin"), .n_seqs = 1 };
+    tsr_model *m = NULL;
+    assert_int_equal(tsr_model_load(dev, path, &o, &m), TSR_OK);
+    tsr_model_info mi;
+    assert_int_equal(tsr_model_get_info(m, &mi), TSR_OK);
+    /* 4 PEs x 8 MiB of fp32 KV: 1024 positions (32 MiB) fit, 2048 do not */
+    assert_int_equal(mi.seq_len, 1024);
+    tsr_model_close(m);
+    tsr_model_opts asked = o;
+    asked.seq_len = 8192;
+    assert_int_not_equal(tsr_model_load(dev, path, &asked, &m), TSR_OK);
+    assert_null(m);
+    tsr_device_close(dev);
+    unlink(path);
+}
+
 /* A model too large for the part is refused before any weight streams. */
 static void capacity_refused_before_streaming(void **state)
 {
@@ -451,6 +483,7 @@ int main(void)
         cmocka_unit_test(offchip_budgets),
         cmocka_unit_test(sampling_top_p_and_seed),
         cmocka_unit_test(cancel_from_another_thread),
+        cmocka_unit_test(file_context_cut_to_fit),
         cmocka_unit_test(capacity_refused_before_streaming),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1082,11 +1082,13 @@ static void test_profile_mismatch(void **state)
     snprintf(want, sizeof want, "dim 128 exceeds the stories260k profile's maximum %u", p260->dim);
     expect_load_error(x260, NULL, synth, &none, TSR_ERR_UNSUPPORTED, want);
     unlink(synth);
-    /* a 512-token context against stories15m's */
+    /* a 512-token context asked for against stories15m's (the file's own
+     * context would be cut to the profile's, test_emu) */
     assert_int_equal(tsr_synth_file("96x2:heads=6,vocab=512,seq=512", synth, 32, 2, err, sizeof err),
                      TSR_OK);
     snprintf(want, sizeof want, "seq_len 512 exceeds the stories15m profile's maximum %u", p15->seq);
-    expect_load_error(x15m, "pes=16", synth, &none, TSR_ERR_UNSUPPORTED, want);
+    tsr_model_opts ctx512 = { .seq_len = 512 };
+    expect_load_error(x15m, "pes=16", synth, &ctx512, TSR_ERR_UNSUPPORTED, want);
     /* F32 weights on a profile without the F32 datapath */
     tsr_model_opts f32 = { .weights_f32 = 1, .seq_len = 64 };
     expect_load_error(x15m, "pes=16", synth, &f32, TSR_ERR_UNSUPPORTED,

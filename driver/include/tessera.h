@@ -245,7 +245,11 @@ typedef struct tsr_model_opts {
     int  group_size;         /* Q8_0 group size in elements; 0: the file's
                                 (32 for fp32 files).  Another size than the
                                 file's re-quantizes, with a notice (log)    */
-    int  seq_len;            /* context per sequence, tokens; 0: the model's */
+    int  seq_len;            /* context per sequence, tokens; 0: the model's,
+                                or as much of it as the device holds (at most
+                                its profile's maximum, then halved down to 512
+                                while the KV cache does not fit; said through
+                                the log hook)                                 */
     int  n_seqs;             /* sequence slots; 0: as many as fit (<= 8)     */
     /* Progress of the weight stream: bytes sent of total, called once with
      * sent = 0 as streaming starts (the image is built and the device
