@@ -16,16 +16,24 @@
 
 /* ------------------------------------------------ GPT-2's byte characters */
 
-/* The printable character GPT-2 writes for byte b: the byte itself for
- * '!'..'~', 0xA1..0xAC and 0xAE..0xFF, otherwise U+0100 onwards in byte
- * order. */
-static int byte_char(int b)
+/* The printable characters GPT-2 writes for the bytes: the byte itself
+ * for '!'..'~', 0xA1..0xAC and 0xAE..0xFF, the others U+0100 onwards in
+ * byte order.  cp[b] is byte b's character; back[c] (c < 0x144) the byte
+ * character c stands for, or -1. */
+typedef struct {
+    uint16_t cp[256];
+    int16_t  back[0x144];
+} byte_chars;
+
+static void byte_chars_init(byte_chars *m)
 {
-    if ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE)) return b;
-    int k = 0;   // b's place among the bytes that are not their own character
-    for (int x = 0; x < b; x++)
-        if (!((x >= 0x21 && x <= 0x7E) || (x >= 0xA1 && x <= 0xAC) || (x >= 0xAE))) k++;
-    return 0x100 + k;
+    for (int c = 0; c < 0x144; c++) m->back[c] = -1;
+    int k = 0;
+    for (int b = 0; b < 256; b++) {
+        int own = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+        m->cp[b] = (uint16_t)(own ? b : 0x100 + k++);
+        m->back[m->cp[b]] = (int16_t)b;
+    }
 }
 
 /* UTF-8 of code point c (< 0x800) into p; returns the byte count. */
@@ -42,7 +50,7 @@ static int put_utf8_2(char *p, int c)
 
 /* The byte a GPT-2 character stands for, from its UTF-8 at p (n bytes
  * left); *used gets the character's length.  -1 for any other character. */
-static int char_byte(const unsigned char *p, int n, int *used)
+static int char_byte(const byte_chars *m, const unsigned char *p, int n, int *used)
 {
     int c;
     if (p[0] < 0x80) {
@@ -55,11 +63,7 @@ static int char_byte(const unsigned char *p, int n, int *used)
         *used = 1;
         return -1;
     }
-    if (c < 0x100) return byte_char(c) == c ? c : -1;
-    int k = c - 0x100;   // the k-th byte that is not its own character
-    for (int x = 0; x < 256; x++)
-        if (byte_char(x) != x && k-- == 0) return x;
-    return -1;
+    return c < 0x144 ? m->back[c] : -1;
 }
 
 /* ------------------------------------------------------------ building --- */
@@ -118,6 +122,9 @@ static int build_merges(tsr_tokenizer *t, const tsr_vocab_desc *d, tsr_err *e)
  * token.  Errors: TSR_ERR_FORMAT (a byte without a token), NOMEM. */
 static int build_bytes(tsr_tokenizer *t, tsr_err *e)
 {
+    byte_chars m;
+    byte_chars_init(&m);
+    memcpy(t->byte_cp, m.cp, sizeof t->byte_cp);
     size_t total = 0;
     for (int i = 0; i < t->vocab_size; i++) total += (size_t)t->len[i];
     t->dec = malloc(total + 1);
@@ -135,7 +142,7 @@ static int build_bytes(tsr_tokenizer *t, tsr_err *e)
             o += (size_t)n;
         } else {
             for (int k = 0; k < n;) {
-                int used, b = char_byte(p + k, n - k, &used);
+                int used, b = char_byte(&m, p + k, n - k, &used);
                 if (b >= 0) t->dec[o++] = (char)b;
                 else for (int j = 0; j < used; j++) t->dec[o++] = (char)p[k + j];
                 k += used;
@@ -150,7 +157,7 @@ static int build_bytes(tsr_tokenizer *t, tsr_err *e)
     int n_bytes = 0;
     for (int b = 0; b < 256; b++) {
         char c[2];
-        int n = put_utf8_2(c, byte_char(b));
+        int n = put_utf8_2(c, m.cp[b]);
         t->byte_tok[b] = tok_lookup(t, c, n);
         n_bytes += t->byte_tok[b] >= 0;
     }
@@ -160,13 +167,16 @@ static int build_bytes(tsr_tokenizer *t, tsr_err *e)
     return TSR_OK;
 }
 
-static const tsr_tokenizer *sort_ctx;   /* qsort has no context argument; */
-static int special_cmp(const void *pa, const void *pb)   /* used under build only */
+/* A special token and its text's length, for sorting longest first. */
+typedef struct {
+    int len, id;
+} special_key;
+
+static int special_cmp(const void *pa, const void *pb)
 {
-    int a = *(const int *)pa, b = *(const int *)pb;
-    int la = sort_ctx->len[a], lb = sort_ctx->len[b];
-    if (la != lb) return lb - la;   // longest first
-    return a - b;
+    const special_key *a = pa, *b = pb;
+    if (a->len != b->len) return b->len - a->len;   // longest first
+    return a->id - b->id;
 }
 
 static int int_cmp(const void *pa, const void *pb)
@@ -210,15 +220,17 @@ static int build_special(tsr_tokenizer *t, const tsr_vocab_desc *d, tsr_err *e)
     }
     t->special = malloc((size_t)(t->n_special ? t->n_special : 1) * sizeof *t->special);
     if (!t->special) return tsr_seterr(e, TSR_ERR_NOMEM, "out of memory for the tokenizer");
+    special_key *keys = malloc((size_t)(t->n_special ? t->n_special : 1) * sizeof *keys);
+    if (!keys) return tsr_seterr(e, TSR_ERR_NOMEM, "out of memory for the tokenizer");
     k = 0;
     for (int i = 0; i < t->vocab_size; i++) {
         int ty = t->type[i];
         if (ty == TSR_TT_CONTROL || ty == TSR_TT_USER_DEFINED || ty == TSR_TT_UNKNOWN)
-            t->special[k++] = i;
+            keys[k++] = (special_key){ t->len[i], i };
     }
-    sort_ctx = t;
-    qsort(t->special, (size_t)t->n_special, sizeof *t->special, special_cmp);
-    sort_ctx = NULL;
+    qsort(keys, (size_t)t->n_special, sizeof *keys, special_cmp);
+    for (int i = 0; i < t->n_special; i++) t->special[i] = keys[i].id;
+    free(keys);
 
     if (d->rstrip_special) {   // Phi-3: every special but <unk>, <s>, <|endoftext|>; and </s>
         static const char *const keep[] = { "<unk>", "<s>", "<|endoftext|>" };
@@ -436,7 +448,7 @@ static int bpe_word(const tsr_tokenizer *t, const char *w, size_t n, char *scrat
 {
     if (t->ignore_merges) {
         size_t k = 0;
-        for (size_t i = 0; i < n; i++) k += (size_t)put_utf8_2(scratch + k, byte_char((unsigned char)w[i]));
+        for (size_t i = 0; i < n; i++) k += (size_t)put_utf8_2(scratch + k, t->byte_cp[(unsigned char)w[i]]);
         int id = k <= (size_t)t->max_token_length ? tok_lookup(t, scratch, (int)k) : -1;
         if (id >= 0) return tok_buf_push(out, id) ? TSR_ERR_NOMEM : TSR_OK;
     }

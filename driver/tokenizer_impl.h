@@ -50,6 +50,8 @@ struct tsr_tokenizer {
     tok_merge_rule *merges;   /* (n_merges,) by key, then rank               */
     int    n_merges;
     int    byte_tok[256];     /* BPE: the token of each byte's character     */
+    uint16_t byte_cp[256];    /* BPE: GPT-2's character (code point) of each
+                                 byte                                        */
     tsr_pretok *pre;          /* BPE pre-tokenizer                           */
     int    ignore_merges;     /* BPE: a word that is a token is taken whole  */
     int    add_bos;           /* texts start with BOS                        */
