@@ -97,8 +97,13 @@ typedef struct tsr_sampler {
  * buffer (k: its index in the run); return non-zero to stop that sequence. */
 typedef int (*tsr_token_fn)(int k, int token, void *user);
 
-/* The device buffers. */
-enum { TSR_BUF_CTL = 0, TSR_BUF_IN, TSR_BUF_OUT, TSR_BUF_COUNT };
+/* The device buffers: the three every backend has (ctl, in, out: the
+ * kernel's m_axi ports), then a pipeline stage's link ports (link_in,
+ * link_out: the kernel's AXI4-Stream ports, TSR_LINK_WORDS fp32 each; the
+ * emulator's are host buffers the command layer fills and drains; a
+ * backend without them says 0 words). */
+enum { TSR_BUF_CTL = 0, TSR_BUF_IN, TSR_BUF_OUT, TSR_BUF_COUNT,
+       TSR_BUF_LINK_IN = TSR_BUF_COUNT, TSR_BUF_LINK_OUT, TSR_BUF_ALL };
 
 /* What a backend says of its device when it opens it. */
 typedef struct tsr_devinfo {
@@ -109,7 +114,7 @@ typedef struct tsr_devinfo {
     const char  *cap_name;     /* the part the cap comes from              */
     int          clock_mhz;    /* for projections                          */
     uint32_t     ring_n;       /* command ring entries, 1..TSR_RING_MAX    */
-    uint32_t     words[TSR_BUF_COUNT]; /* buffer sizes, 32-bit words       */
+    uint32_t     words[TSR_BUF_ALL]; /* buffer sizes, 32-bit words (0: none) */
 } tsr_devinfo;
 
 typedef struct tsr_backend tsr_backend; /* a backend instance (one device) */

@@ -235,7 +235,7 @@ void tsr_kcmd_config_words(const tsr_kconfig *c, uint32_t w[TSR_KCONFIG_WORDS])
         c->magic, c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->vocab_size,
         c->seq_len, c->n_slots, c->dtype, c->group, c->mesh_rows, c->mesh_cols,
         c->shared_classifier, c->kv_split, c->att_pes, c->q4_kinds, c->kv_dtype, c->bos, c->eos,
-        c->qkv_bias
+        c->qkv_bias, c->stage
     };
     memcpy(w, ints, sizeof ints);
     memcpy(w + TSR_KCONFIG_INTS, &c->rope_theta, 4);
