@@ -20,6 +20,9 @@
 #include "model.h"
 #include "tsr_kernel.h"
 
+/* Devices a model may be split over (spec cards=). */
+#define TSR_DEV_MAX_CARDS 16
+
 /* What the user asked for in a device spec ("emu:part=u55c,pes=16,threads=2"). */
 typedef struct tsr_devspec {
     char backend[16];   /* "emu", "xrt"                                 */
@@ -34,6 +37,12 @@ typedef struct tsr_devspec {
     int  no_simd;       /* emu: 1 = portable loops only ("simd=0")      */
     int  simd_avx2;     /* emu: 1 = an AVX2-only CPU's paths ("simd=avx2") */
     char xclbin[256];   /* xrt only; "" for the default in bitstreams/  */
+    int  cards;         /* devices the model is split over in pipeline
+                           stages, each its own kernel instance ("cards=N",
+                           or the count of stages=); 0 or 1: one         */
+    int  stage_end[TSR_DEV_MAX_CARDS]; /* "stages=0-3/4-7": stage k's
+                           layers end before stage_end[k] (the first
+                           starts at 0); all 0: the split plan proposes */
 } tsr_devspec;
 
 /* Parse "emu", "emu:pes=16,part=u55c", "xrt:0", "xrt:0,xclbin=F".
@@ -68,6 +77,10 @@ typedef struct tsr_link_counters {
     uint64_t h2d[TSR_PHASE_COUNT];     /* host -> device, bytes */
     uint64_t d2h[TSR_PHASE_COUNT];     /* device -> host, bytes */
     uint64_t invocations[TSR_PHASE_COUNT]; /* commands           */
+    uint64_t hop[TSR_PHASE_COUNT];     /* bytes between pipeline stages,
+                                          over their card links (a model
+                                          split over devices), all hops */
+    uint64_t hops[TSR_PHASE_COUNT];    /* passes moved over a link       */
 } tsr_link_counters;
 
 /* How to place a model on the device. */

@@ -597,6 +597,23 @@ static void card_layers(const tsr_kconfig *kc, int K, int k, uint32_t *l0, uint3
     *l1 = b[1] < b[0] ? b[0] : b[1];
 }
 
+void tsr_plan_card_split(const tsr_kconfig *kc, int K, uint32_t *bounds)
+{
+    uint32_t L = kc->n_layers;
+    for (int k = 0; k < K; k++) {
+        uint32_t l0, l1;
+        card_layers(kc, K, k, &l0, &l1);
+        bounds[k] = l0;
+    }
+    bounds[0] = 0;
+    bounds[K] = L;
+    /* every card at least one layer: push the boundaries apart */
+    for (int k = 1; k < K; k++)
+        if (bounds[k] <= bounds[k - 1]) bounds[k] = bounds[k - 1] + 1u;
+    for (int k = K - 1; k > 0; k--)
+        if (bounds[k] >= bounds[k + 1]) bounds[k] = bounds[k + 1] - 1u;
+}
+
 /* At least this many bytes of tiles on any mesh: every weight element at
  * its element size or more (half a byte where Q4_0; scales, padding and a
  * shared classifier's copy on the last card not counted). */

@@ -582,7 +582,8 @@ dec_seq_distinct:
  *                 pipeline stage's work (tsr_forward: link-in or ids,
  *                 link-out or the classifier); the last stage samples
  *                 when asked (one item), answer: the id.  The others need
- *                 the whole model on the device (stage 0). */
+ *                 the whole model on the device (stage 0), but READ_LOGITS
+ *                 the last stage's. */
 static int op_forward(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32_t *in_w,
                       const float *in_f, uint32_t in_n, volatile uint32_t *out_w,
                       volatile float *out_f, uint32_t room, volatile const uint32_t *hdr,
@@ -597,7 +598,8 @@ static int op_forward(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uin
     uint32_t pflags = c[TSR_CMD_A1], first = (cf->stage & TSR_STAGE_LINK_IN) == 0u;
     dec_seqs d = { 0 };
     int rc = TSR_K_OK;
-    if (!pass && cf->stage != 0u) return TSR_K_ESTATE;   /* a stage runs FORWARD only */
+    /* a stage runs FORWARD, and the last one READ_LOGITS */
+    if (!pass && cf->stage != 0u && !(gather && tsr_lay_holds_head(cf))) return TSR_K_ESTATE;
     if (pass) {
         if (n == 0 || n > TSR_MAX_BLOCK || in_n < 2u + (first ? n : 0u)) return TSR_K_EARG;
         if ((pflags & TSR_FWDC_SAMPLE) && (n != 1u || !tsr_lay_holds_head(cf) || room < 1u))

@@ -119,7 +119,9 @@ enum {
  *                  samples the token after the last item (greedy when the
  *                  temperature or top_p is 0, else the slot's RNG, reseeded
  *                  with TSR_FWDC_RESEED); answer: that id (1 word).  A
- *                  model on one device (stage 0) takes it too.         */
+ *                  model on one device (stage 0) takes it too.  A stage
+ *                  takes no PREFILL, DECODE or DECODE_BATCH (ESTATE);
+ *                  the last one READ_LOGITS after a sampled FORWARD.   */
 
 /* LOAD regions. */
 enum { TSR_REG_W8 = 0,   /* a PE's int8 array (bytes)                      */

@@ -21,6 +21,21 @@
  *                         single device's plus the tied classifier's copy
  *
  * On the rig (tests/support/kernel_rig.c): the kernels on this thread.
+ *
+ * And through the driver (tessera.h, "emu:cards=N"): N emulated devices in
+ * one process, each its own kernel instance, the command layer moving the
+ * vectors (driver/kcmd.c):
+ *
+ *   api split == one device  stories260K (the llama2.c file in F32 and as
+ *                         Q8_0, the F32 and Q8_0 GGUF files) over 2 and 4
+ *                         cards, greedy and seeded: the same tokens
+ *   api traffic           per decoded token and hop 16 + 4 x dim bytes over
+ *                         the card links; the weights cross the host link
+ *                         once (the split's load bytes: the one device's,
+ *                         plus the tied classifier's copy on the last card
+ *                         and each card's configuration)
+ *   api stages            stages= by hand gives the same tokens; a split
+ *                         the model cannot take is refused
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,6 +46,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tessera.h"
 #include "kernel_rig.h"
 #include "model.h"
 #include "plan.h"
@@ -362,6 +378,170 @@ static void stage_holdings(void **state)
     tsr_checkpoint_close(ck);
 }
 
+/* ---- through the driver ---------------------------------------------- */
+
+enum { API_GEN = 48 };
+
+typedef struct api_run {
+    int toks[API_GEN], n;
+    tsr_traffic t;
+    int dim;
+} api_run;
+
+/* Load model (tokenizer tok, NULL for GGUF) on spec, append the prompt,
+ * generate API_GEN tokens with T / top_p / seed (ignore_stop). */
+static void api_generate(const char *spec, const char *model, const char *tok, int f32,
+                         float temp, float top_p, uint64_t seed, api_run *r)
+{
+    tsr_device *dev = NULL;
+    tsr_model *m = NULL;
+    tsr_seq *s = NULL;
+    int rc = tsr_device_open(spec, &dev);
+    if (rc) fail_msg("%s: %s", spec, tsr_device_errmsg(dev));
+    tsr_model_opts mo = { .tokenizer = tok ? tsr_test_path(tok) : NULL, .weights_f32 = f32,
+                          .seq_len = 256, .n_seqs = 1 };
+    rc = tsr_model_load(dev, tsr_test_path(model), &mo, &m);
+    if (rc) fail_msg("%s %s: %s", spec, model, tsr_device_errmsg(dev));
+    tsr_model_info info;
+    assert_int_equal(tsr_model_get_info(m, &info), TSR_OK);
+    r->dim = info.dim;
+    assert_int_equal(tsr_seq_open(m, &s), TSR_OK);
+    assert_int_equal(tsr_seq_append_tokens(s, PROMPT, NP), TSR_OK);
+    tsr_gen_opts g = { .max_tokens = API_GEN, .temperature = temp, .top_p = top_p,
+                       .seed = seed, .ignore_stop = 1 };
+    r->n = 0;
+    assert_int_equal(tsr_seq_generate(s, &g, NULL, NULL, &r->n), TSR_OK);
+    assert_int_equal(r->n, API_GEN);
+    const int *all;
+    int n_all;
+    assert_int_equal(tsr_seq_tokens(s, &all, &n_all), TSR_OK);
+    assert_int_equal(n_all, NP + API_GEN);
+    memcpy(r->toks, all + NP, sizeof r->toks);
+    assert_int_equal(tsr_device_traffic(dev, &r->t), TSR_OK);
+    tsr_seq_close(s);
+    tsr_model_close(m);
+    tsr_device_close(dev);
+}
+
+static void api_splits(const char *model, const char *tok, int f32)
+{
+    static const struct { float t, p; uint64_t seed; } smp[] = { { 0.0f, 0.9f, 0 },
+                                                                 { 1.0f, 0.9f, 42 } };
+    for (size_t q = 0; q < 2; q++) {
+        api_run one, split;
+        api_generate("emu:pes=4,threads=1", model, tok, f32, smp[q].t, smp[q].p, smp[q].seed, &one);
+        assert_int_equal(one.t.link_decode, 0);
+        assert_int_equal(one.t.link_passes, 0);
+        for (int K = 2; K <= 4; K += 2) {
+            char spec[64];
+            snprintf(spec, sizeof spec, "emu:pes=4,threads=1,cards=%d", K);
+            api_generate(spec, model, tok, f32, smp[q].t, smp[q].p, smp[q].seed, &split);
+            for (int i = 0; i < API_GEN; i++)
+                if (split.toks[i] != one.toks[i])
+                    fail_msg("%s %s, %d cards, T %.1f: token %d is %d, one device %d", model,
+                             f32 ? "F32" : "quantized", K, smp[q].t, i, split.toks[i],
+                             one.toks[i]);
+            /* per decoded token, each of the K - 1 hops: the header and
+             * the residual vector; the last token sampled is never fed */
+            uint64_t hop = 4u * (TSR_LINK_HDR + (uint64_t)split.dim);
+            assert_int_equal(split.t.link_decode, (uint64_t)API_GEN * (uint64_t)(K - 1) * hop);
+            assert_true(split.t.link_prefill >= (uint64_t)(K - 1) * (4u * TSR_LINK_HDR +
+                                                                      4u * (NP - 1u) * split.dim));
+            /* the weights once: the one device's bytes, plus the tied
+             * classifier's copy and each card's configuration and
+             * commands (the streams' chunks are per card) */
+            assert_int_equal(split.t.loads, 1);
+            assert_true(split.t.load_h2d > one.t.load_h2d);
+            uint64_t emb = f32 ? 512u * 64u * 4u : 512u * 64u + 512u * 64u / 32u * 4u;
+            assert_true(split.t.load_h2d - one.t.load_h2d <= emb + (uint64_t)K * 8192u);
+        }
+    }
+}
+
+static void api_split_llama2c(void **state)
+{
+    (void)state;
+    api_splits("models/stories260K.bin", "models/tok512.bin", 1);   /* F32 */
+    api_splits("models/stories260K.bin", "models/tok512.bin", 0);   /* as Q8_0 */
+}
+
+static void api_split_gguf(void **state)
+{
+    (void)state;
+    api_splits("models/stories260K-f32.gguf", NULL, 1);
+    api_splits("models/stories260K-q8_0.gguf", NULL, 0);
+}
+
+/* Two sequences of one split generated together (in turn through the
+ * stages) get the tokens each gets alone on one device. */
+static void api_batch_on_split(void **state)
+{
+    (void)state;
+    api_run want[2];
+    api_generate("emu:pes=4,threads=1", "models/stories260K.bin", "models/tok512.bin", 1, 0.0f,
+                 0.9f, 0, &want[0]);
+    api_generate("emu:pes=4,threads=1", "models/stories260K.bin", "models/tok512.bin", 1, 1.0f,
+                 0.9f, 42, &want[1]);
+    tsr_device *dev = NULL;
+    assert_int_equal(tsr_device_open("emu:pes=4,threads=1,cards=3", &dev), TSR_OK);
+    tsr_model *m = NULL;
+    tsr_model_opts mo = { .tokenizer = tsr_test_path("models/tok512.bin"), .weights_f32 = 1,
+                          .seq_len = 256, .n_seqs = 2 };
+    assert_int_equal(tsr_model_load(dev, tsr_test_path("models/stories260K.bin"), &mo, &m), TSR_OK);
+    tsr_seq *s[2];
+    tsr_gen_opts g[2] = { { .max_tokens = API_GEN, .temperature = 0.0f, .top_p = 0.9f,
+                            .ignore_stop = 1 },
+                          { .max_tokens = API_GEN, .temperature = 1.0f, .top_p = 0.9f,
+                            .seed = 42, .ignore_stop = 1 } };
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(tsr_seq_open(m, &s[i]), TSR_OK);
+        assert_int_equal(tsr_seq_append_tokens(s[i], PROMPT, NP), TSR_OK);
+    }
+    int ng[2] = { 0, 0 };
+    assert_int_equal(tsr_seq_generate_batch(s, 2, g, NULL, NULL, ng), TSR_OK);
+    for (int i = 0; i < 2; i++) {
+        const int *all;
+        int n_all;
+        assert_int_equal(ng[i], API_GEN);
+        assert_int_equal(tsr_seq_tokens(s[i], &all, &n_all), TSR_OK);
+        assert_int_equal(n_all, NP + API_GEN);
+        assert_memory_equal(all + NP, want[i].toks, sizeof want[i].toks);
+        tsr_seq_close(s[i]);
+    }
+    tsr_model_close(m);
+    tsr_device_close(dev);
+}
+
+/* stages= by hand: the same tokens as one device; bad splits refused. */
+static void api_stages_by_hand(void **state)
+{
+    (void)state;
+    api_run one, split;
+    api_generate("emu:pes=4,threads=1", "models/stories260K.bin", "models/tok512.bin", 1, 0, 0, 0,
+                 &one);
+    api_generate("emu:pes=4,threads=1,stages=0-0/1-3/4-4", "models/stories260K.bin",
+                 "models/tok512.bin", 1, 0, 0, 0, &split);
+    assert_memory_equal(split.toks, one.toks, sizeof one.toks);
+    assert_int_equal(split.t.link_decode, API_GEN * 2u * 4u * (TSR_LINK_HDR + 64u));
+    /* a gap, and cards= against stages= */
+    tsr_device *dev = NULL;
+    assert_int_equal(tsr_device_open("emu:stages=0-1/3-4", &dev), TSR_ERR_ARG);
+    assert_non_null(strstr(tsr_device_errmsg(dev), "stages"));
+    tsr_device_close(dev);
+    dev = NULL;
+    assert_int_equal(tsr_device_open("emu:stages=0-1/2-4,cards=3", &dev), TSR_ERR_ARG);
+    tsr_device_close(dev);
+    /* stages that do not cover the model's 5 layers */
+    dev = NULL;
+    assert_int_equal(tsr_device_open("emu:pes=4,threads=1,stages=0-1/2-3", &dev), TSR_OK);
+    tsr_model *m = NULL;
+    tsr_model_opts mo = { .tokenizer = tsr_test_path("models/tok512.bin"), .n_seqs = 1 };
+    assert_int_equal(tsr_model_load(dev, tsr_test_path("models/stories260K.bin"), &mo, &m),
+                     TSR_ERR_ARG);
+    assert_non_null(strstr(tsr_device_errmsg(dev), "stages end at layer 3"));
+    tsr_device_close(dev);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -371,6 +551,10 @@ int main(void)
         cmocka_unit_test(plan_equals_stage_counters),
         cmocka_unit_test(link_header_checked),
         cmocka_unit_test(stage_holdings),
+        cmocka_unit_test(api_split_llama2c),
+        cmocka_unit_test(api_split_gguf),
+        cmocka_unit_test(api_batch_on_split),
+        cmocka_unit_test(api_stages_by_hand),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -211,7 +211,16 @@ typedef struct tsr_traffic {
     uint64_t debug_h2d, debug_d2h;       /* logits, counters read back     */
     uint64_t invocations;                /* kernel runs, all phases        */
     uint64_t loads;                      /* weight images streamed         */
-    uint64_t reserved[8];                /* zeroed                         */
+    uint64_t link_prefill, link_decode;  /* a model split over devices
+                                            (spec cards=): bytes of residual
+                                            vectors between its stages, over
+                                            their card links, all hops: a
+                                            decoded token costs 16 + 4 x dim
+                                            bytes a hop (a header, then dim
+                                            fp32); 0 on one device         */
+    uint64_t link_passes;                /* passes moved over a link, all
+                                            hops and phases                */
+    uint64_t reserved[5];                /* zeroed                         */
 } tsr_traffic;
 
 /* Fill *t with dev's counters.  Errors: TSR_ERR_ARG (NULL), TSR_ERR_STATE
