@@ -165,6 +165,13 @@ typedef struct tsr_backend_iface {
 } tsr_backend_iface;
 
 extern const tsr_backend_iface tsr_backend_emu;
+/* A device on another MPI rank (backend_mpi.c; a build with MPI=1): a
+ * spec's index is the rank, which serves it with tsr_mpi_rank_serve. */
+extern const tsr_backend_iface tsr_backend_mpi;
+
+/* The MPI world's size when MPI runs (a build with MPI=1 under mpirun),
+ * else 1. */
+int tsr_mpi_ranks(void);
 
 /* XRT backend (backend_xrt.c): always compiled; without XRT headers its
  * open() says tessera was built without XRT, and without the XRT libraries

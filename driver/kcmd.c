@@ -176,9 +176,18 @@ static int pipe_open(tsr_kcmd *k, const tsr_backend_iface *be, const tsr_devspec
     tsr_devspec one = *spec;
     one.cards = 1;
     memset(one.stage_end, 0, sizeof one.stage_end);
-    int rc = TSR_OK;
+    int rc = TSR_OK, ranks = tsr_mpi_ranks();
+    /* under mpirun (a build with MPI=1): stage k on rank k, the first here */
+    if (ranks > 1 && ranks != k->cards)
+        rc = tsr_seterr(e, TSR_ERR_ARG, "%s: cards=%d under mpirun with %d ranks (one stage a "
+                        "rank: mpirun -np %d)", be->name, k->cards, ranks, k->cards);
     for (int s = 0; s < k->cards && !rc; s++) {
-        if ((rc = tsr_kcmd_open(&k->stage[s], be, &one, e))) break;
+        const tsr_backend_iface *sbe = be;
+#ifdef TSR_HAVE_MPI
+        if (ranks > 1 && s > 0) sbe = &tsr_backend_mpi;
+#endif
+        one.index = ranks > 1 && s > 0 ? s : spec->index;
+        if ((rc = tsr_kcmd_open(&k->stage[s], sbe, &one, e))) break;
         if (k->stage[s].info.words[TSR_BUF_LINK_IN] < TSR_LINK_WORDS ||
             k->stage[s].info.words[TSR_BUF_LINK_OUT] < TSR_LINK_WORDS)
             rc = tsr_seterr(e, TSR_ERR_UNSUPPORTED,

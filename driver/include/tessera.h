@@ -106,6 +106,28 @@ extern "C" {
  * to check that the header matches the library.  Thread-safe. */
 TSR_API const char *tsr_version(void);
 
+/* ---- a model split over processes (MPI) ------------------------------------
+ * A library built with MPI=1 (Open MPI) runs a model split in pipeline
+ * stages over the ranks of mpirun, one stage a rank: every rank calls
+ * tsr_mpi_rank_serve() first; rank 0 goes on as the program (its device
+ * spec's cards= equal to the ranks puts stage k on rank k), the others
+ * serve their stage's device until rank 0 closes it; every rank calls
+ * tsr_mpi_end() before it exits (rank 0 also releases ranks it never
+ * used).  Not thread-safe: call them from the main thread. */
+
+/* 1 when this library was built with MPI, else 0. */
+TSR_API int  tsr_mpi_available(void);
+
+/* Under mpirun with two or more ranks (MPI initialised here if it is not
+ * yet): on rank 0 returns -1 at once; on another rank serves its stage
+ * device, then finalises MPI and returns 0 (1: MPI failed).  Without MPI,
+ * or not under mpirun: -1 at once. */
+TSR_API int  tsr_mpi_rank_serve(void);
+
+/* Rank 0: release the ranks still waiting, then finalise MPI.  A no-op
+ * without MPI. */
+TSR_API void tsr_mpi_end(void);
+
 /* The library's TSR_VERSION_NUMBER (MAJOR * 10000 + MINOR * 100 + PATCH),
  * e.g. to require at least a version at run time:
  * tsr_version_number() >= 200 (tsr_seq_generate_batch).  Thread-safe. */
