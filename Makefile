@@ -239,7 +239,7 @@ $(BUILD)/tests/%: tests/%.c $(REF_OBJ) $(LIB_ALL) $(LIB_A) $(TESSERA)
 	$(CC) $(BASEFLAGS) $(DEPFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) $(TEST_INC) $(TEST_DEFS) -o $@ $< $(TEST_EXTRA) $(REF_OBJ) $(LIB_ALL) -lcmocka $(LDLIBS) $(XRT_TEST_LIBS)
 
 # The server's tests: the pure parts linked in, JSON to read answers.
-SERVE_UNIT_OBJ := $(addprefix $(BUILD)/host/serve/,textout.o chat_template.o request.o http_util.o)
+SERVE_UNIT_OBJ := $(BUILD)/host/textout.o $(addprefix $(BUILD)/host/serve/,chat_template.o request.o http_util.o)
 $(BUILD)/tests/test_serve_text: $(SERVE_UNIT_OBJ)
 $(BUILD)/tests/test_serve_text: TEST_EXTRA = $(SERVE_UNIT_OBJ) $(SERVE_LIBS)
 $(BUILD)/tests/test_serve: TEST_EXTRA = -ljansson
