@@ -20,6 +20,9 @@
 #include "model.h"
 #include "tsr_kernel.h"
 
+/* Devices a model may be split over (spec cards=). */
+#define TSR_DEV_MAX_CARDS 16
+
 /* What the user asked for in a device spec ("emu:part=u55c,pes=16,threads=2"). */
 typedef struct tsr_devspec {
     char backend[16];   /* "emu", "xrt"                                 */
@@ -34,6 +37,12 @@ typedef struct tsr_devspec {
     int  no_simd;       /* emu: 1 = portable loops only ("simd=0")      */
     int  simd_avx2;     /* emu: 1 = an AVX2-only CPU's paths ("simd=avx2") */
     char xclbin[256];   /* xrt only; "" for the default in bitstreams/  */
+    int  cards;         /* devices the model is split over in pipeline
+                           stages, each its own kernel instance ("cards=N",
+                           or the count of stages=); 0 or 1: one         */
+    int  stage_end[TSR_DEV_MAX_CARDS]; /* "stages=0-3/4-7": stage k's
+                           layers end before stage_end[k] (the first
+                           starts at 0); all 0: the split plan proposes */
 } tsr_devspec;
 
 /* Parse "emu", "emu:pes=16,part=u55c", "xrt:0", "xrt:0,xclbin=F".
@@ -68,6 +77,10 @@ typedef struct tsr_link_counters {
     uint64_t h2d[TSR_PHASE_COUNT];     /* host -> device, bytes */
     uint64_t d2h[TSR_PHASE_COUNT];     /* device -> host, bytes */
     uint64_t invocations[TSR_PHASE_COUNT]; /* commands           */
+    uint64_t hop[TSR_PHASE_COUNT];     /* bytes between pipeline stages,
+                                          over their card links (a model
+                                          split over devices), all hops */
+    uint64_t hops[TSR_PHASE_COUNT];    /* passes moved over a link       */
 } tsr_link_counters;
 
 /* How to place a model on the device. */
@@ -97,8 +110,13 @@ typedef struct tsr_sampler {
  * buffer (k: its index in the run); return non-zero to stop that sequence. */
 typedef int (*tsr_token_fn)(int k, int token, void *user);
 
-/* The device buffers. */
-enum { TSR_BUF_CTL = 0, TSR_BUF_IN, TSR_BUF_OUT, TSR_BUF_COUNT };
+/* The device buffers: the three every backend has (ctl, in, out: the
+ * kernel's m_axi ports), then a pipeline stage's link ports (link_in,
+ * link_out: the kernel's AXI4-Stream ports, TSR_LINK_WORDS fp32 each; the
+ * emulator's are host buffers the command layer fills and drains; a
+ * backend without them says 0 words). */
+enum { TSR_BUF_CTL = 0, TSR_BUF_IN, TSR_BUF_OUT, TSR_BUF_COUNT,
+       TSR_BUF_LINK_IN = TSR_BUF_COUNT, TSR_BUF_LINK_OUT, TSR_BUF_ALL };
 
 /* What a backend says of its device when it opens it. */
 typedef struct tsr_devinfo {
@@ -109,7 +127,7 @@ typedef struct tsr_devinfo {
     const char  *cap_name;     /* the part the cap comes from              */
     int          clock_mhz;    /* for projections                          */
     uint32_t     ring_n;       /* command ring entries, 1..TSR_RING_MAX    */
-    uint32_t     words[TSR_BUF_COUNT]; /* buffer sizes, 32-bit words       */
+    uint32_t     words[TSR_BUF_ALL]; /* buffer sizes, 32-bit words (0: none) */
 } tsr_devinfo;
 
 typedef struct tsr_backend tsr_backend; /* a backend instance (one device) */
@@ -147,6 +165,13 @@ typedef struct tsr_backend_iface {
 } tsr_backend_iface;
 
 extern const tsr_backend_iface tsr_backend_emu;
+/* A device on another MPI rank (backend_mpi.c; a build with MPI=1): a
+ * spec's index is the rank, which serves it with tsr_mpi_rank_serve. */
+extern const tsr_backend_iface tsr_backend_mpi;
+
+/* The MPI world's size when MPI runs (a build with MPI=1 under mpirun),
+ * else 1. */
+int tsr_mpi_ranks(void);
 
 /* XRT backend (backend_xrt.c): always compiled; without XRT headers its
  * open() says tessera was built without XRT, and without the XRT libraries

@@ -36,8 +36,8 @@ struct tsr_backend {
     int             nodes;
     uint32_t        threads;
     int             pes;         /* PEs the device exposes                */
-    uint32_t       *buf[TSR_BUF_COUNT];
-    uint32_t        words[TSR_BUF_COUNT];
+    uint32_t       *buf[TSR_BUF_ALL];    /* ctl, in, out, link_in, link_out */
+    uint32_t        words[TSR_BUF_ALL];
     pthread_t       dev;         /* the device thread                     */
     int             started;
     uint32_t       *watch;       /* the word a wait() sleeps on, or NULL  */
@@ -58,7 +58,9 @@ static void *device_main(void *arg)
      * m_axi ports per buffer (kernels/tsr_kernel.h) */
     tsr_kernel_serve(b->st, b->buf[TSR_BUF_CTL], b->buf[TSR_BUF_IN],
                      (const float *)(const void *)b->buf[TSR_BUF_IN], b->buf[TSR_BUF_OUT],
-                     (float *)(void *)b->buf[TSR_BUF_OUT]);
+                     (float *)(void *)b->buf[TSR_BUF_OUT],
+                     (const float *)(const void *)b->buf[TSR_BUF_LINK_IN],
+                     (float *)(void *)b->buf[TSR_BUF_LINK_OUT]);
     return NULL;
 }
 
@@ -85,7 +87,7 @@ static void emu_close(tsr_backend *b)
         tsr_emu_pool_destroy(b->st->pool);
         munmap(b->st, b->st_bytes);
     }
-    for (int i = 0; i < TSR_BUF_COUNT; i++) free(b->buf[i]);
+    for (int i = 0; i < TSR_BUF_ALL; i++) free(b->buf[i]);
     free(b);
 }
 
@@ -163,7 +165,9 @@ static int emu_open(const tsr_devspec *spec, tsr_backend **out, tsr_devinfo *inf
     b->words[TSR_BUF_CTL] = TSR_CTL_WORDS(EMU_RING_N);
     b->words[TSR_BUF_IN] = TSR_IN_WORDS;
     b->words[TSR_BUF_OUT] = TSR_OUT_WORDS;
-    for (int i = 0; i < TSR_BUF_COUNT; i++) {
+    b->words[TSR_BUF_LINK_IN] = TSR_LINK_WORDS;
+    b->words[TSR_BUF_LINK_OUT] = TSR_LINK_WORDS;
+    for (int i = 0; i < TSR_BUF_ALL; i++) {
         b->buf[i] = aligned_alloc(64, ((size_t)b->words[i] * 4u + 63u) & ~(size_t)63u);
         if (!b->buf[i]) {
             emu_close(b);
@@ -183,7 +187,7 @@ static int emu_open(const tsr_devspec *spec, tsr_backend **out, tsr_devinfo *inf
      * default, without part=) */
     info->clock_mhz = part && part->clock_mhz > 0 ? part->clock_mhz : 300;
     info->ring_n = EMU_RING_N;
-    for (int i = 0; i < TSR_BUF_COUNT; i++) info->words[i] = b->words[i];
+    for (int i = 0; i < TSR_BUF_ALL; i++) info->words[i] = b->words[i];
     *out = b;
     return TSR_OK;
 }
@@ -201,9 +205,9 @@ static int emu_start(tsr_backend *b, tsr_err *e)
 
 static int check_range(const tsr_backend *b, int buf, uint32_t off, uint32_t words, tsr_err *e)
 {
-    if (buf < 0 || buf >= TSR_BUF_COUNT || off > b->words[buf] || words > b->words[buf] - off)
+    if (buf < 0 || buf >= TSR_BUF_ALL || off > b->words[buf] || words > b->words[buf] - off)
         return tsr_seterr(e, TSR_ERR_RANGE, "emu: buffer %d: words %u..%u outside its %u", buf,
-                          off, off + words, buf >= 0 && buf < TSR_BUF_COUNT ? b->words[buf] : 0u);
+                          off, off + words, buf >= 0 && buf < TSR_BUF_ALL ? b->words[buf] : 0u);
     return TSR_OK;
 }
 

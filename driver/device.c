@@ -217,6 +217,9 @@ int tsr_device_traffic(const tsr_device *cdev, tsr_traffic *t)
     t->debug_h2d = lc.h2d[TSR_PHASE_DEBUG];     t->debug_d2h = lc.d2h[TSR_PHASE_DEBUG];
     for (int p = 0; p < TSR_PHASE_COUNT; p++) t->invocations += lc.invocations[p];
     t->loads = dev->loads;
+    t->link_prefill = lc.hop[TSR_PHASE_PREFILL];
+    t->link_decode = lc.hop[TSR_PHASE_DECODE];
+    for (int p = 0; p < TSR_PHASE_COUNT; p++) t->link_passes += lc.hops[p];
     return tsr_call_leave(&c, TSR_OK);
 }
 

@@ -1,5 +1,6 @@
 /* devspec.c - parse a device spec string: "emu", "emu:part=u55c,pes=16",
- * "emu:pes=16,cols=4,kvsplit=2", "emu:batch=2", "xrt:0", "xrt:1,xclbin=path". */
+ * "emu:pes=16,cols=4,kvsplit=2", "emu:batch=2", "emu:cards=2",
+ * "emu:stages=0-2/3-4", "xrt:0", "xrt:1,xclbin=path". */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,27 @@ static int parse_int(const char *s, int lo, int hi, int *out)
     if (v < lo || v > hi) return -1;
     *out = (int)v;
     return 0;
+}
+
+/* "0-2/3-4": contiguous layer ranges from 0, into ends (3, 5); the count,
+ * or -1. */
+static int parse_stages(const char *s, int *ends)
+{
+    int n = 0, next = 0;
+    while (*s) {
+        char *p;
+        long a = strtol(s, &p, 10), b;
+        if (p == s || a != next || *p != '-') return -1;
+        s = p + 1;
+        b = strtol(s, &p, 10);
+        if (p == s || b < a || b > 4095 || n == TSR_DEV_MAX_CARDS) return -1;
+        ends[n++] = (int)b + 1;
+        next = (int)b + 1;
+        s = p;
+        if (*s == '/') s++;
+        else if (*s) return -1;
+    }
+    return n > 0 ? n : -1;
 }
 
 static int copy_field(char *dst, size_t cap, const char *src)
@@ -44,7 +66,7 @@ int tsr_devspec_parse(const char *spec, tsr_devspec *out, tsr_err *e)
     strcpy(out->backend, buf);
 
     static const char *const keys[] = { "part", "pes", "threads", "xclbin", "index", "simd",
-                                        "cols", "kvsplit", "batch" };
+                                        "cols", "kvsplit", "batch", "cards", "stages" };
     unsigned seen = 0;   /* bit k: keys[k] given (a bare number is "index") */
     // strtok_r: tsr_device_open is thread-safe, so no parser state is shared
     char *save = NULL;
@@ -81,10 +103,21 @@ int tsr_devspec_parse(const char *spec, tsr_devspec *out, tsr_err *e)
         else if (!strcmp(tok, "cols"))    bad = parse_int(val, 1, 4096, &out->cols);
         else if (!strcmp(tok, "kvsplit")) bad = parse_int(val, 1, 4096, &out->kv_split);
         else if (!strcmp(tok, "batch"))   bad = parse_int(val, 1, 8, &out->batch);
+        else if (!strcmp(tok, "cards")) {
+            int c = 0;
+            bad = parse_int(val, 1, TSR_DEV_MAX_CARDS, &c);
+            if (!bad && out->cards && out->cards != c) bad = 1;   /* stages= says otherwise */
+            if (!bad) out->cards = c;
+        }
+        else if (!strcmp(tok, "stages")) {
+            int c = parse_stages(val, out->stage_end);
+            bad = c < 0 || (out->cards && out->cards != c);
+            if (!bad) out->cards = c;
+        }
         else
             return tsr_seterr(e, TSR_ERR_ARG,
                               "device spec '%s': unknown key '%s' (valid: part, pes, cols, kvsplit, batch, "
-                              "threads, simd, xclbin, index)",
+                              "threads, simd, xclbin, index, cards, stages)",
                               spec, tok);
         if (bad)
             return tsr_seterr(e, TSR_ERR_ARG, "device spec '%s': bad value '%s' for %s",

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "kcmd.h"
+#include "model.h"
 #include "plan.h"
 
 #define CMD_BYTES  (4u * TSR_CMD_WORDS)
@@ -126,10 +127,304 @@ static int simple(tsr_kcmd *k, int phase, uint32_t op, uint32_t slot, uint32_t a
 }
 
 /* ------------------------------------------------------------------------ */
+/* Pipeline stages: a model split over devices (cards > 1)                    */
+
+/* Stage k's TSR_STAGE_* bits of K. */
+static int stage_bits(int k, int K)
+{
+    return (k > 0 ? (int)TSR_STAGE_LINK_IN : 0) | (k < K - 1 ? (int)TSR_STAGE_LINK_OUT : 0);
+}
+
+/* The stages' host-link counters summed into k->link (its hop counters
+ * are its own). */
+static void pipe_sum_links(tsr_kcmd *k)
+{
+    for (int p = 0; p < TSR_PHASE_COUNT; p++) {
+        k->link.h2d[p] = k->link.d2h[p] = k->link.invocations[p] = 0;
+        for (int s = 0; s < k->cards; s++) {
+            k->link.h2d[p] += k->stage[s].link.h2d[p];
+            k->link.d2h[p] += k->stage[s].link.d2h[p];
+            k->link.invocations[p] += k->stage[s].link.invocations[p];
+        }
+    }
+}
+
+static void pipe_close(tsr_kcmd *k)
+{
+    for (int s = 0; s < k->cards && k->stage; s++) tsr_kcmd_close(&k->stage[s]);
+    free(k->stage);
+    free(k->hop_buf);
+    k->stage = NULL;
+    k->hop_buf = NULL;
+    k->b = NULL;
+    k->started = 0;
+}
+
+/* Open spec->cards devices of spec (each with cards = 1), one a stage. */
+static int pipe_open(tsr_kcmd *k, const tsr_backend_iface *be, const tsr_devspec *spec, tsr_err *e)
+{
+    memset(k, 0, sizeof *k);
+    k->be = be;
+    k->cards = spec->cards;
+    for (int s = 0; s < TSR_DEV_MAX_CARDS; s++) k->stage_end[s] = spec->stage_end[s];
+    k->stage = calloc((size_t)k->cards, sizeof *k->stage);
+    k->hop_buf = malloc(4u * TSR_LINK_WORDS);
+    if (!k->stage || !k->hop_buf) {
+        pipe_close(k);
+        return tsr_seterr(e, TSR_ERR_NOMEM, "%s: out of memory", be->name);
+    }
+    tsr_devspec one = *spec;
+    one.cards = 1;
+    memset(one.stage_end, 0, sizeof one.stage_end);
+    int rc = TSR_OK, ranks = tsr_mpi_ranks();
+    /* under mpirun (a build with MPI=1): stage k on rank k, the first here */
+    if (ranks > 1 && ranks != k->cards)
+        rc = tsr_seterr(e, TSR_ERR_ARG, "%s: cards=%d under mpirun with %d ranks (one stage a "
+                        "rank: mpirun -np %d)", be->name, k->cards, ranks, k->cards);
+    for (int s = 0; s < k->cards && !rc; s++) {
+        const tsr_backend_iface *sbe = be;
+#ifdef TSR_HAVE_MPI
+        if (ranks > 1 && s > 0) sbe = &tsr_backend_mpi;
+#endif
+        one.index = ranks > 1 && s > 0 ? s : spec->index;
+        if ((rc = tsr_kcmd_open(&k->stage[s], sbe, &one, e))) break;
+        if (k->stage[s].info.words[TSR_BUF_LINK_IN] < TSR_LINK_WORDS ||
+            k->stage[s].info.words[TSR_BUF_LINK_OUT] < TSR_LINK_WORDS)
+            rc = tsr_seterr(e, TSR_ERR_UNSUPPORTED,
+                            "%s: cards=%d: this backend has no link ports between its devices "
+                            "(a split over devices runs on the emulator: emu:cards=N)",
+                            be->name, k->cards);
+    }
+    if (rc) {
+        pipe_close(k);
+        return rc;
+    }
+    k->info = k->stage[0].info;
+    k->mesh = k->stage[0].mesh;
+    k->batch = spec->batch;
+    k->b = k->stage[0].b;
+    k->started = 1;
+    for (int s = 0; s < TSR_MAX_SLOTS; s++) k->pending[s] = -1;
+    return TSR_OK;
+}
+
+/* The split of m over the stages: the spec's, or plan's (by bytes). */
+static int pipe_split(tsr_kcmd *k, const tsr_checkpoint *m, const tsr_load_opts *o, tsr_err *e)
+{
+    int K = k->cards, L = m->cfg.n_layers;
+    if (K > L)
+        return tsr_seterr(e, TSR_ERR_ARG, "%s: %d stages for %d layers (at most one a layer)",
+                          m->path, K, L);
+    if (k->stage_end[0]) {
+        if (k->stage_end[K - 1] != L)
+            return tsr_seterr(e, TSR_ERR_ARG, "%s: stages end at layer %d, the model has %d "
+                              "(layers 0..%d)", m->path, k->stage_end[K - 1] - 1, L, L - 1);
+        k->bounds[0] = 0;
+        for (int s = 0; s < K; s++) k->bounds[s + 1] = (uint32_t)k->stage_end[s];
+        return TSR_OK;
+    }
+    tsr_kconfig kc;
+    int rc = tsr_kcmd_config(k, m, o, &kc, e);
+    if (!rc) tsr_plan_card_split(&kc, K, k->bounds);
+    return rc;
+}
+
+/* Stage s's view of m, and its mesh set to its stage. */
+static int pipe_stage(tsr_kcmd *k, int s, const tsr_checkpoint *m, tsr_checkpoint *view,
+                      tsr_err *e)
+{
+    k->stage[s].mesh.stage = stage_bits(s, k->cards);
+    return tsr_checkpoint_stage_view(m, (int)k->bounds[s], (int)k->bounds[s + 1], view, e);
+}
+
+static int pipe_fit(tsr_kcmd *k, const tsr_checkpoint *m, const tsr_load_opts *o,
+                    uint64_t *need_bytes, uint64_t *have_bytes, tsr_err *e)
+{
+    uint64_t need = 0, have = 0;
+    int rc = pipe_split(k, m, o, e);
+    for (int s = 0; s < k->cards && !rc; s++) {
+        tsr_checkpoint view;
+        uint64_t n = 0, h = 0;
+        if (!(rc = pipe_stage(k, s, m, &view, e))) rc = tsr_kcmd_fit(&k->stage[s], &view, o, &n, &h, e);
+        need += n;
+        have += h;
+    }
+    if (need_bytes) *need_bytes = need;
+    if (have_bytes) *have_bytes = have;
+    return rc;
+}
+
+static int pipe_load(tsr_kcmd *k, const tsr_checkpoint *m, const tsr_load_opts *o, tsr_err *e)
+{
+    int rc = pipe_split(k, m, o, e);
+    k->loaded = 0;
+    for (int s = 0; s < k->cards && !rc; s++) {
+        tsr_checkpoint view;
+        if (!(rc = pipe_stage(k, s, m, &view, e))) rc = tsr_kcmd_load(&k->stage[s], &view, o, e);
+    }
+    pipe_sum_links(k);
+    if (rc) return rc;
+    if ((rc = tsr_kcmd_config(k, m, o, &k->cfg, e))) return rc;   /* the whole model's */
+    for (int s = 0; s < TSR_MAX_SLOTS; s++) k->pending[s] = -1;
+    k->loaded = 1;
+    return TSR_OK;
+}
+
+/* One FORWARD pass of n tokens ids (1..TSR_MAX_BLOCK) of slot through
+ * every stage, each stage's residual vectors moved to the next; with smp,
+ * the last stage samples after the single item and *next gets the id. */
+static int pipe_pass(tsr_kcmd *k, int phase, int slot, const int *ids, uint32_t n,
+                     const tsr_sampler *smp, int reseed, int *next, tsr_err *e)
+{
+    uint32_t pay[2 + TSR_MAX_BLOCK], words = TSR_LINK_HDR + n * k->cfg.dim;
+    float t = smp ? smp->temperature : 0.0f, p = smp ? smp->top_p : 0.0f;
+    memcpy(&pay[0], &t, 4);
+    memcpy(&pay[1], &p, 4);
+    for (uint32_t i = 0; i < n; i++) pay[2 + i] = (uint32_t)ids[i];
+    int rc = TSR_OK;
+    for (int s = 0; s < k->cards && !rc; s++) {
+        tsr_kcmd *d = &k->stage[s];
+        int last = s == k->cards - 1, status = 0;
+        uint32_t flags = last && smp ? TSR_FWDC_SAMPLE | (reseed ? TSR_FWDC_RESEED : 0u) : 0u;
+        uint32_t out = 0, got = 0;
+        kcmd_args a = { .op = TSR_OP_FORWARD, .slot = (uint32_t)slot,
+                        .a = { n, flags, smp ? (uint32_t)smp->seed : 0u,
+                               smp ? (uint32_t)(smp->seed >> 32) : 0u },
+                        .in = pay, .in_words = s == 0 ? 2u + n : 2u,
+                        .out_words = last && smp ? 1u : 0u };
+        /* the hop into this stage: the bytes the previous one sent */
+        if (s > 0 && (rc = d->be->write(d->b, TSR_BUF_LINK_IN, 0, k->hop_buf, words, e))) break;
+        if ((rc = exec(d, phase, &a, &status, &out, 1, &got, e))) break;
+        if (status) {
+            rc = kfail(d, status, "forward", e);
+            break;
+        }
+        if (!last) {
+            if ((rc = d->be->read(d->b, TSR_BUF_LINK_OUT, 0, k->hop_buf, words, e))) break;
+            k->link.hop[phase] += 4ull * words;
+            k->link.hops[phase]++;
+        } else if (smp) {
+            if (got != 1) rc = tsr_seterr(e, TSR_ERR_DEVICE, "%s: forward: no token", d->be->name);
+            *next = (int)out;
+        }
+    }
+    pipe_sum_links(k);
+    return rc;
+}
+
+static int pipe_slot(const tsr_kcmd *k, int slot, tsr_err *e)
+{
+    if (slot < 0 || slot >= TSR_MAX_SLOTS)
+        return tsr_seterr(e, TSR_ERR_ARG, "%s: slot %d", k->be->name, slot);
+    return TSR_OK;
+}
+
+static int pipe_each(tsr_kcmd *k, uint32_t op, int slot, uint32_t a0, const char *what, tsr_err *e)
+{
+    int rc = pipe_slot(k, slot, e);
+    for (int s = 0; s < k->cards && !rc; s++)
+        rc = simple(&k->stage[s], TSR_PHASE_PREFILL, op, (uint32_t)slot, a0, (uint32_t)-1, what, e);
+    pipe_sum_links(k);
+    return rc;
+}
+
+/* Feed the pending token and all of tokens but the last, in passes of the
+ * stages' block; the last becomes pending. */
+static int pipe_prefill(tsr_kcmd *k, int slot, const int *tokens, int n, tsr_err *e)
+{
+    int rc = pipe_slot(k, slot, e);
+    uint32_t B = TSR_MAX_BLOCK;
+    for (int s = 0; s < k->cards; s++)
+        if (k->stage[s].info.prof.block && k->stage[s].info.prof.block < B) B = k->stage[s].info.prof.block;
+    int ids[TSR_MAX_BLOCK], nb = 0;
+    for (int i = -1; i < n - 1 && !rc; i++) {
+        int t = i < 0 ? k->pending[slot] : tokens[i];
+        if (t < 0) continue;
+        ids[nb++] = t;
+        if ((uint32_t)nb == B || i == n - 2) {
+            rc = pipe_pass(k, TSR_PHASE_PREFILL, slot, ids, (uint32_t)nb, NULL, 0, NULL, e);
+            nb = 0;
+        }
+    }
+    if (!rc) k->pending[slot] = tokens[n - 1];
+    return rc;
+}
+
+/* Decode: each step one token of every sequence still going, one pass
+ * through the stages each. */
+static int pipe_decode(tsr_kcmd *k, tsr_kdec *q, int m, tsr_token_fn on_token, void *user,
+                       tsr_err *e)
+{
+    int live[TSR_KDEC_MAX], any = 1, rc = TSR_OK;
+    uint32_t bos = k->cfg.bos, eos = k->cfg.eos;
+    for (int i = 0; i < m; i++) {
+        q[i].got = 0;
+        live[i] = q[i].n > 0;
+        if (!rc) rc = pipe_slot(k, q[i].slot, e);
+        if (!rc && live[i] && k->pending[q[i].slot] < 0)
+            rc = tsr_seterr(e, TSR_ERR_STATE, "%s: decode: slot %d has no pending token",
+                            k->be->name, q[i].slot);
+    }
+    while (any && !rc) {
+        any = 0;
+        for (int i = 0; i < m && !rc; i++) {
+            if (!live[i]) continue;
+            if (q[i].cancel && __atomic_load_n(q[i].cancel, __ATOMIC_ACQUIRE)) {
+                live[i] = 0;
+                continue;
+            }
+            int cur = k->pending[q[i].slot], next = -1;
+            rc = pipe_pass(k, TSR_PHASE_DECODE, q[i].slot, &cur, 1, &q[i].smp,
+                           q[i].smp.reseed && q[i].got == 0, &next, e);
+            if (rc) break;
+            k->pending[q[i].slot] = next;
+            q[i].out[q[i].got++] = next;
+            if (on_token && on_token(i, next, user)) live[i] = 0;
+            if (q[i].got >= q[i].n ||
+                (!q[i].smp.ignore_stop && ((uint32_t)next == bos || (uint32_t)next == eos)))
+                live[i] = 0;
+            any |= live[i];
+        }
+    }
+    return rc;
+}
+
+static int pipe_counters(tsr_kcmd *k, tsr_kcounters *kc, tsr_err *e)
+{
+    memset(kc, 0, sizeof *kc);
+    int rc = TSR_OK;
+    for (int s = 0; s < k->cards && !rc; s++) {
+        tsr_kcounters c;
+        if ((rc = tsr_kcmd_counters(&k->stage[s], &c, e))) break;
+        /* a token's cycles: every stage's last pass (they run in turn) */
+        for (int o = 0; o < TSR_OP_COUNT; o++) kc->runs[o] += c.runs[o];
+        kc->tokens_fed = c.tokens_fed;
+        kc->tokens_sampled += c.tokens_sampled;
+        kc->macs += c.macs;
+        kc->fabric_bcast_bytes += c.fabric_bcast_bytes;
+        kc->fabric_reduce_bytes += c.fabric_reduce_bytes;
+        kc->fabric_gather_bytes += c.fabric_gather_bytes;
+        kc->attended += c.attended;
+        kc->load_bytes += c.load_bytes;
+        kc->n_pes = c.n_pes;
+        kc->last_pos = c.last_pos;
+        for (int r = 0; r < TSR_RG_COUNT; r++) {
+            kc->cyc[r] += c.cyc[r];
+            kc->cyc_mark[r] += c.cyc_mark[r];
+        }
+        for (int p = 0; p < TSR_MAX_PES; p++)
+            if (c.pe_sram_bytes[p] > kc->pe_sram_bytes[p]) kc->pe_sram_bytes[p] = c.pe_sram_bytes[p];
+    }
+    pipe_sum_links(k);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Open / close                                                               */
 
 int tsr_kcmd_open(tsr_kcmd *k, const tsr_backend_iface *be, const tsr_devspec *spec, tsr_err *e)
 {
+    if (spec->cards > 1) return pipe_open(k, be, spec, e);
     memset(k, 0, sizeof *k);
     k->be = be;
     int rc = be->open(spec, &k->b, &k->info, e);
@@ -169,6 +464,10 @@ int tsr_kcmd_open(tsr_kcmd *k, const tsr_backend_iface *be, const tsr_devspec *s
 
 void tsr_kcmd_close(tsr_kcmd *k)
 {
+    if (k && k->cards > 1) {
+        pipe_close(k);
+        return;
+    }
     if (!k || !k->b) return;
     if (k->started) {
         tsr_err e;
@@ -183,6 +482,10 @@ void tsr_kcmd_close(tsr_kcmd *k)
 
 void tsr_kcmd_interrupt(tsr_kcmd *k)
 {
+    if (k && k->cards > 1 && k->stage) {
+        for (int s = 0; s < k->cards; s++) tsr_kcmd_interrupt(&k->stage[s]);
+        return;
+    }
     if (k && k->b && k->be->interrupt) k->be->interrupt(k->b);
 }
 
@@ -198,6 +501,7 @@ int tsr_kcmd_config(tsr_kcmd *k, const tsr_checkpoint *m, const tsr_load_opts *o
 int tsr_kcmd_fit(tsr_kcmd *k, const tsr_checkpoint *m, const tsr_load_opts *o,
                  uint64_t *need_bytes, uint64_t *have_bytes, tsr_err *e)
 {
+    if (k->cards > 1) return pipe_fit(k, m, o, need_bytes, have_bytes, e);
     const tsr_kprofile *pf = &k->info.prof;
     tsr_kconfig kc;
     tsr_wneed nd;
@@ -235,7 +539,7 @@ void tsr_kcmd_config_words(const tsr_kconfig *c, uint32_t w[TSR_KCONFIG_WORDS])
         c->magic, c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->vocab_size,
         c->seq_len, c->n_slots, c->dtype, c->group, c->mesh_rows, c->mesh_cols,
         c->shared_classifier, c->kv_split, c->att_pes, c->q4_kinds, c->kv_dtype, c->bos, c->eos,
-        c->qkv_bias
+        c->qkv_bias, c->stage
     };
     memcpy(w, ints, sizeof ints);
     memcpy(w + TSR_KCONFIG_INTS, &c->rope_theta, 4);
@@ -253,6 +557,7 @@ static int await_load(tsr_kcmd *k, uint32_t *seq, tsr_err *e)
 
 int tsr_kcmd_load(tsr_kcmd *k, const tsr_checkpoint *m, const tsr_load_opts *o, tsr_err *e)
 {
+    if (k->cards > 1) return pipe_load(k, m, o, e);
     int rc = tsr_kcmd_fit(k, m, o, NULL, NULL, e);
     if (rc) return rc;
     tsr_kconfig kc;
@@ -311,11 +616,22 @@ out:
 
 int tsr_kcmd_reset(tsr_kcmd *k, int slot, tsr_err *e)
 {
+    if (k->cards > 1) {
+        int rc = pipe_each(k, TSR_OP_RESET, slot, 0, "reset", e);
+        if (!rc) k->pending[slot] = -1;
+        return rc;
+    }
     return simple(k, TSR_PHASE_PREFILL, TSR_OP_RESET, (uint32_t)slot, 0, 0, "reset", e);
 }
 
 int tsr_kcmd_truncate(tsr_kcmd *k, int slot, int pos, int pending, tsr_err *e)
 {
+    if (k->cards > 1) {
+        /* the stages keep no pending token: the host does */
+        int rc = pipe_each(k, TSR_OP_TRUNCATE, slot, (uint32_t)pos, "truncate", e);
+        if (!rc) k->pending[slot] = pending;
+        return rc;
+    }
     return simple(k, TSR_PHASE_PREFILL, TSR_OP_TRUNCATE, (uint32_t)slot, (uint32_t)pos,
                   (uint32_t)pending, "truncate", e);
 }
@@ -323,6 +639,7 @@ int tsr_kcmd_truncate(tsr_kcmd *k, int slot, int pos, int pending, tsr_err *e)
 int tsr_kcmd_prefill(tsr_kcmd *k, int slot, const int *tokens, int n, tsr_err *e)
 {
     if (n <= 0) return TSR_OK;
+    if (k->cards > 1) return pipe_prefill(k, slot, tokens, n, e);
     if ((uint32_t)n > k->info.words[TSR_BUF_IN])
         return tsr_seterr(e, TSR_ERR_RANGE, "%s: a prefill of %d tokens exceeds the input buffer "
                           "(%u words)", k->be->name, n, k->info.words[TSR_BUF_IN]);
@@ -359,6 +676,7 @@ static int slot_cancel_word(tsr_kcmd *k, int s, uint32_t v, tsr_err *e)
 
 int tsr_kcmd_batch_max(const tsr_kcmd *k)
 {
+    if (k->cards > 1) return 1;   /* a split steps one sequence a pass */
     uint32_t slots = k->info.prof.slots, block = k->info.prof.block;
     uint32_t m = slots < block ? slots : block;
     if (m > TSR_KDEC_MAX) m = TSR_KDEC_MAX;
@@ -517,6 +835,7 @@ int tsr_kcmd_decode(tsr_kcmd *k, tsr_kdec *q, int m, tsr_token_fn on_token, void
     if (m < 1 || m > TSR_KDEC_MAX)
         return tsr_seterr(e, TSR_ERR_ARG, "%s: a decode of %d sequences (1..%d)", k->be->name, m,
                           TSR_KDEC_MAX);
+    if (k->cards > 1) return pipe_decode(k, q, m, on_token, user, e);
     int state[TSR_KDEC_MAX], reseed[TSR_KDEC_MAX], lim = tsr_kcmd_batch_max(k), rc = TSR_OK;
     for (int i = 0; i < m; i++) {
         q[i].got = 0;
@@ -570,6 +889,11 @@ int tsr_kcmd_decode(tsr_kcmd *k, tsr_kdec *q, int m, tsr_token_fn on_token, void
 int tsr_kcmd_read_logits(tsr_kcmd *k, int slot, float *logits, int n, tsr_err *e)
 {
     if (n <= 0) return TSR_OK;
+    if (k->cards > 1) {   /* the classifier's stage */
+        int rc = tsr_kcmd_read_logits(&k->stage[k->cards - 1], slot, logits, n, e);
+        pipe_sum_links(k);
+        return rc;
+    }
     kcmd_args a = { .op = TSR_OP_READ_LOGITS, .slot = (uint32_t)slot, .out_words = (uint32_t)n };
     int status = 0;
     uint32_t got = 0;
@@ -586,6 +910,9 @@ int tsr_kcmd_read_logits(tsr_kcmd *k, int slot, float *logits, int n, tsr_err *e
 int tsr_kcmd_read_mem(tsr_kcmd *k, uint32_t pe, uint32_t region, uint32_t off, uint32_t len,
                       uint32_t *out, tsr_err *e)
 {
+    if (k->cards > 1)
+        return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "%s: read memory: a model split over %d "
+                          "devices (read each stage's)", k->be->name, k->cards);
     uint32_t words = region == TSR_REG_W8 ? (len + 3u) / 4u : len, got = 0;
     if (words == 0) return TSR_OK;
     kcmd_args a = { .op = TSR_OP_READ_MEM, .a = { pe, region, off, len }, .out_words = words };
@@ -601,6 +928,7 @@ int tsr_kcmd_read_mem(tsr_kcmd *k, uint32_t pe, uint32_t region, uint32_t off, u
 
 int tsr_kcmd_counters(tsr_kcmd *k, tsr_kcounters *kc, tsr_err *e)
 {
+    if (k->cards > 1) return pipe_counters(k, kc, e);
     /* the card's counters end with one pair per PE of its own profile */
     uint32_t pes = k->info.prof.pes < TSR_MAX_PES ? k->info.prof.pes : TSR_MAX_PES;
     uint32_t words = 2u * (TSR_KCOUNTERS_FIXED + pes), got = 0;

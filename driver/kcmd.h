@@ -10,6 +10,16 @@
  * One tsr_kcmd per device.  Not thread-safe: the caller serialises calls
  * (tsr_kcmd_interrupt excepted, which any thread or a signal handler may
  * call).
+ *
+ * A model split over several devices in pipeline stages (spec cards= or
+ * stages=) is one tsr_kcmd over `cards` stage tsr_kcmds, each its own
+ * device (backend instance, kernel, PE slabs, threads).  The protocol is
+ * here too: every call above goes to each stage as the stage needs it;
+ * per token a FORWARD pass runs on each stage in turn, the residual
+ * vector moved from one stage's link-out to the next one's link-in (the
+ * backend only moves the bytes), the sampled id back to stage 0 as the
+ * next token.  The host keeps each slot's pending token, as one device's
+ * kernel does.
  */
 #ifndef TSR_KCMD_H
 #define TSR_KCMD_H
@@ -36,6 +46,16 @@ typedef struct tsr_kcmd {
     tsr_kconfig              cfg;       /* its configuration                  */
     uint32_t                 slot_cancel; /* bit s: slot s's cancel word was set
                                              and not cleared yet            */
+    /* a model split over devices (cards > 1): the stages, each a tsr_kcmd
+     * of one device; b is stage 0's, link the stages' sums plus the hops */
+    int                      cards;     /* 0 or 1: one device               */
+    struct tsr_kcmd         *stage;     /* (cards,), owned                  */
+    int                      stage_end[TSR_DEV_MAX_CARDS]; /* the spec's split, 0: plan's */
+    uint32_t                 bounds[TSR_DEV_MAX_CARDS + 1]; /* the split loaded: stage
+                                             k holds layers [bounds[k], bounds[k+1]) */
+    int32_t                  pending[TSR_MAX_SLOTS]; /* per slot: the next token
+                                             to feed, -1 none               */
+    float                   *hop_buf;   /* (TSR_LINK_WORDS,) a pass on a link */
 } tsr_kcmd;
 
 /* c as CONFIGURE's payload (kernels/tsr_kernel.h): TSR_KCONFIG_INTS

@@ -61,7 +61,7 @@ size_t tsr_kcounters_text(const tsr_kcounters *kc, uint32_t max_pes, const char 
 {
     static const char *const opn[TSR_OP_COUNT] = {
         "nop", "load", "configure", "reset", "truncate", "prefill", "decode", "read_logits",
-        "read_counters", "exit", "decode_batch", "read_mem"
+        "read_counters", "exit", "decode_batch", "read_mem", "forward"
     };
     size_t at = 0;
 #define PUT(...) do { int w_ = snprintf(at < len ? buf + at : NULL, at < len ? len - at : 0, \

@@ -324,6 +324,35 @@ int tsr_checkpoint_check_finite(const tsr_checkpoint *m, tsr_err *e)
     return TSR_OK;
 }
 
+int tsr_checkpoint_stage_view(const tsr_checkpoint *m, int l0, int l1, tsr_checkpoint *view,
+                              tsr_err *e)
+{
+    if (!m || !view || l0 < 0 || l1 <= l0 || l1 > m->cfg.n_layers)
+        return tsr_seterr(e, TSR_ERR_ARG, "stage layers %d..%d outside the model's 0..%d", l0,
+                          l1, m ? m->cfg.n_layers : 0);
+    *view = *m;
+    view->cfg.n_layers = l1 - l0;
+    view->rms_att = m->rms_att + l0;
+    view->wq = m->wq + l0;
+    view->wk = m->wk + l0;
+    view->wv = m->wv + l0;
+    view->wo = m->wo + l0;
+    view->rms_ffn = m->rms_ffn + l0;
+    view->w1 = m->w1 + l0;
+    view->w2 = m->w2 + l0;
+    view->w3 = m->w3 + l0;
+    view->bq = m->bq ? m->bq + l0 : NULL;
+    view->bk = m->bk ? m->bk + l0 : NULL;
+    view->bv = m->bv ? m->bv + l0 : NULL;
+    /* nothing of the view is its own */
+    view->map = NULL;
+    view->map_len = 0;
+    view->owned = NULL;
+    view->tok = NULL;
+    view->chat_template = NULL;
+    return TSR_OK;
+}
+
 void tsr_checkpoint_close(tsr_checkpoint *m)
 {
     if (!m) return;

@@ -224,6 +224,16 @@ int  tsr_gguf_read_tokenizer(const void *data, size_t len, const char *name,
 /* Unmap and free (the tokenizer and chat template too); NULL is a no-op. */
 void tsr_checkpoint_close(tsr_checkpoint *m);
 
+/* A pipeline stage's view of m: layers [l0, l1) of it as a model of l1 -
+ * l0 layers (the per-layer tensors of those layers; the embedding, final
+ * norm, classifier, RoPE factors and config otherwise m's), for the weight
+ * image of one stage (tsr_mesh_opts.stage says which of the embedding and
+ * the classifier it holds).  *view points into m and owns nothing: it is
+ * valid while m is and its weights are, and is never closed.
+ * Errors: TSR_ERR_ARG unless 0 <= l0 < l1 <= n_layers. */
+int tsr_checkpoint_stage_view(const tsr_checkpoint *m, int l0, int l1, tsr_checkpoint *view,
+                              tsr_err *e);
+
 /* Start reading the whole mapped file into the page cache (read-ahead,
  * asynchronous; not into this process's resident set), before a pass that
  * reads all of it.  A no-op for a checkpoint opened from memory. */

@@ -24,11 +24,6 @@
 /* ------------------------------------------------------------------------ */
 /* Assumptions that are not the kernel's (its are in kernels/tsr_arch.h)      */
 
-/* A split model: one hop of the activation vector between cards per token
- * and card boundary, charged as this fixed latency (about 3.3 us at 300 MHz).
- * An assumed cost: no card-to-card link has been built or measured. */
-#define HW_LINK_HOP        1000u
-
 /* Packing.  UltraRAM: 4K x 72 bits; BRAM36: 1K x 36 (32 data bits) or
  * 512 x 72; data bits only (UG573 for UltraScale+, AM007 for Versal).  A
  * PE's int8 array is reshaped to TSR_LANES-byte words (256 bits): 4 URAMs
@@ -60,8 +55,8 @@ const char *tsr_plan_assumptions(void)
 {
     return "the cycle accounting of kernels/tsr_cycles.h (II and depths of kernels/tsr_arch.h: "
            "32 int8 lanes and 8 interleaved rows per PE at II=1, a 16-float controller bus, "
-           "8 fp32 attention lanes, fp32 add recurrences 8 cycles apart); card-to-card hop "
-           "1000 cycles; PE int8 tiles as 256-bit words in URAM, other arrays per partition "
+           "8 fp32 attention lanes, fp32 add recurrences 8 cycles apart); a card-to-card hop "
+           "1000 cycles (TSR_LINK_HOP) plus the residual vector a word a cycle; PE int8 tiles as 256-bit words in URAM, other arrays per partition "
            "bank in BRAM36 (<= 64 words: LUTRAM); fp32 multiply 3 DSP, add 2, expf 7, cos/sin "
            "10, int8 MACs in LUTs";
 }
@@ -69,7 +64,7 @@ const char *tsr_plan_assumptions(void)
 static uint64_t cdiv64(uint64_t a, uint64_t b) { return (a + b - 1u) / b; }
 
 static const char *const rg_names[TSR_RG_COUNT] = {
-    "embed", "norm", "input", "gather", "rope", "attention_io", "sample",
+    "embed", "norm", "input", "gather", "rope", "attention_io", "sample", "link",
     "gemv", "tree", "attention", "attention_tree", "argmax"
 };
 
@@ -192,9 +187,11 @@ static void plan_fixed(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profi
     int q8 = kc->dtype == TSR_KDT_Q8;
     uint32_t dim = kc->dim, hid = kc->hidden_dim, hs = tsr_lay_head_size(kc);
 
-    /* each item: its embedding row, each mesh column's groups of it, and
-     * its position's RoPE angles */
-    for (uint32_t cc = 0; cc < L.cols[TSR_MAT_EMB]; cc++) {
+    /* each item: its embedding row, each mesh column's groups of it (a
+     * pipeline stage after the first: the pass's vectors off link-in, the
+     * hop and a word a cycle), and its position's RoPE angles */
+    if (kc->stage & TSR_STAGE_LINK_IN) rg[TSR_RG_LINK] += tsr_cy_link_in(nx, dim);
+    for (uint32_t cc = 0; !(kc->stage & TSR_STAGE_LINK_IN) && cc < L.cols[TSR_MAT_EMB]; cc++) {
         tsr_tile t = tile_of(&L, TSR_MAT_EMB, cc);
         uint32_t c0 = t.g0 * G, c1 = c0 + t.ngroups * G;
         c1 = c1 < kc->dim ? c1 : kc->dim;
@@ -224,7 +221,10 @@ static void plan_fixed(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profi
         step_gemv(&L, TSR_MAT_LAYER(l, TSR_W_2), 0, nx, rg);
         rg[TSR_RG_GATHER] += (uint64_t)nx * (fused ? tsr_cy_gather_vec(dim) : tsr_cy_gather(dim));
     }
-    if (classify) {
+    if (kc->stage & TSR_STAGE_LINK_OUT) {
+        /* a stage before the last: the pass's vectors onto link-out */
+        rg[TSR_RG_LINK] += tsr_cy_link_out(nx, dim);
+    } else if (classify) {
         /* each item's final norm, the classifier for all, each item's
          * greedy token: the roots' bests, a tree over the profile's PEs,
          * the id to the host */
@@ -597,6 +597,23 @@ static void card_layers(const tsr_kconfig *kc, int K, int k, uint32_t *l0, uint3
     *l1 = b[1] < b[0] ? b[0] : b[1];
 }
 
+void tsr_plan_card_split(const tsr_kconfig *kc, int K, uint32_t *bounds)
+{
+    uint32_t L = kc->n_layers;
+    for (int k = 0; k < K; k++) {
+        uint32_t l0, l1;
+        card_layers(kc, K, k, &l0, &l1);
+        bounds[k] = l0;
+    }
+    bounds[0] = 0;
+    bounds[K] = L;
+    /* every card at least one layer: push the boundaries apart */
+    for (int k = 1; k < K; k++)
+        if (bounds[k] <= bounds[k - 1]) bounds[k] = bounds[k - 1] + 1u;
+    for (int k = K - 1; k > 0; k--)
+        if (bounds[k] >= bounds[k + 1]) bounds[k] = bounds[k + 1] - 1u;
+}
+
 /* At least this many bytes of tiles on any mesh: every weight element at
  * its element size or more (half a byte where Q4_0; scales, padding and a
  * shared classifier's copy on the last card not counted). */
@@ -785,6 +802,16 @@ static int max_context(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_
     return lo;
 }
 
+/* A pass of nx items over a split of K cards: each of the K - 1 hops the
+ * kernel's link charges (tsr_cycles.h): the sender's link-out, the
+ * receiver's link-in (TSR_LINK_HOP, then a word a cycle).  The stages run
+ * one after another for one sequence, so a pass pays every hop. */
+static uint64_t link_cycles(const tsr_kconfig *kc, int K, uint32_t nx)
+{
+    if (K < 2) return 0u;
+    return (uint64_t)(K - 1) * (tsr_cy_link_out(nx, kc->dim) + tsr_cy_link_in(nx, kc->dim));
+}
+
 static int eval_to(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part *part, int pes,
                    int fit_only, tsr_plan *out, tsr_err *e)
 {
@@ -891,7 +918,7 @@ static int eval_projection(const tsr_plan_req *rq, const tsr_part *part, tsr_pla
     tsr_plan_cycles fixed;   /* tsr_plan_step's, but for attention */
     pass_fixed(kc, out->prof.sum_lanes, ppes, 1, 1, &fixed);
     pass_at(&fixed, kc, out->prof.sum_lanes, &at, 1, &out->cyc);
-    out->cyc.links = K > 1 ? (uint64_t)(K - 1) * HW_LINK_HOP : 0u;
+    out->cyc.links = link_cycles(kc, K, 1);
     out->cyc.total += out->cyc.links;
     out->controller_share = out->cyc.total ? (double)out->cyc.controller / (double)out->cyc.total : 0;
     /* mean over a whole context (positions sampled 64 apart, and the last) */
@@ -926,19 +953,19 @@ static void project_passes(tsr_plan *out)
     uint32_t B = out->prof.block ? out->prof.block : 1u;
     if (B > TSR_PLAN_MAX_ITEMS) B = TSR_PLAN_MAX_ITEMS;
     uint32_t n = kc->seq_len < PLAN_PROMPT ? kc->seq_len : PLAN_PROMPT;
-    uint64_t links = out->cyc.links;
+    uint64_t links = link_cycles(kc, out->cards, B);
     out->block = (int)B;
     out->prefill_tokens = (int)n;
     out->prefill_cycles = tsr_plan_prefill(kc, sl, ppes, n, B, &out->prefill_passes);
-    out->prefill_cycles += out->prefill_passes * links;
-    out->prefill_cycles_1 = tsr_plan_prefill(kc, sl, ppes, n, 1, NULL) + n * links;
+    out->prefill_cycles += (uint64_t)(n / B) * links + (n % B ? link_cycles(kc, out->cards, n % B) : 0u);
+    out->prefill_cycles_1 = tsr_plan_prefill(kc, sl, ppes, n, 1, NULL) + n * out->cyc.links;
     uint32_t nb = out->prof.slots < B ? out->prof.slots : B, pos[TSR_PLAN_MAX_ITEMS];
     if (nb < 1u) nb = 1u;
     for (uint32_t b = 0; b < nb; b++) pos[b] = (uint32_t)out->pos;
     out->batch = (int)nb;
     tsr_plan_pass(kc, sl, ppes, pos, nb, 1, &out->batch_cyc);
-    out->batch_cyc.links = links;
-    out->batch_cyc.total += links;
+    out->batch_cyc.links = link_cycles(kc, out->cards, nb);
+    out->batch_cyc.total += out->batch_cyc.links;
     if (out->clock_mhz > 0) {
         out->prefill_tok_s = n * (out->clock_mhz * 1e6) / (double)out->prefill_cycles;
         out->batch_tok_s = nb * (out->clock_mhz * 1e6) / (double)out->batch_cyc.total;

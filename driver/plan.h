@@ -153,6 +153,12 @@ typedef struct tsr_plan {
  * and out->fix_* say what would. */
 int tsr_plan_config(const tsr_config *cfg, const tsr_plan_req *req, tsr_plan *out, tsr_err *e);
 
+/* The layer split plan's --cards K projects for kc (the whole model's
+ * config): card k holds layers [bounds[k], bounds[k + 1]), bounds (K + 1,),
+ * balanced by bytes (the first card also holds the embedding, the last
+ * the classifier), each card at least one layer.  1 <= K <= n_layers. */
+void tsr_plan_card_split(const tsr_kconfig *kc, int K, uint32_t *bounds);
+
 /* The cycles the kernel's accounting charges for one forward pass of nx
  * items on kc's mesh (kernels/forward.c tsr_forward), item b at position
  * pos[b] (pos: (nx,), nx >= 1): each item's embedding, RoPE angles,

@@ -102,6 +102,8 @@ int tsr_wimage_config(const tsr_checkpoint *m, const tsr_load_opts *o, const tsr
                                                     : "a llama2.c file's own seq_len");
     if (n_slots < 1)
         return tsr_seterr(e, TSR_ERR_ARG, "%s: %d sequence slots", m->path, n_slots);
+    if (mo->stage & ~(int)TSR_STAGE_ALL)
+        return tsr_seterr(e, TSR_ERR_ARG, "%s: stage bits 0x%x", m->path, (unsigned)mo->stage);
     if (cols == 0) {
         /* every matrix picks its own columns up to the mesh's
          * (tsr_lay_mat_cols); adding partial sums across columns reorders
@@ -150,6 +152,7 @@ int tsr_wimage_config(const tsr_checkpoint *m, const tsr_load_opts *o, const tsr
     kc->kv_dtype = (uint32_t)o->kv;
     kc->bos = (uint32_t)bos;
     kc->eos = (uint32_t)eos;
+    kc->stage = (uint32_t)mo->stage;
     kc->qkv_bias = c->qkv_bias ? 1u : 0u;
     kc->rope_theta = c->rope_theta;
     kc->norm_eps = c->norm_eps;

@@ -84,6 +84,9 @@ typedef struct tsr_mesh_opts {
     int kv_split;       /* PEs per KV head (a power of two); 0: 1 when the
                            profile keeps run.c's sum order, else as many as
                            the mesh and the profile allow                 */
+    int stage;          /* a pipeline stage's TSR_STAGE_* bits (tsr_layout.h;
+                           the model a tsr_checkpoint_stage_view of its
+                           layers); 0: the whole model on this device     */
 } tsr_mesh_opts;
 
 /* Fill the CONFIGURE block for model m placed by o on the mesh mo of a

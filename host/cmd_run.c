@@ -41,6 +41,9 @@ static const char usage[] =
     "  -s, --seed S          sampler seed (default or 0: time-based, printed on stderr)\n"
     "      --backend SPEC    device: emu (default), emu:part=u55c,pes=16, or xrt:0 (Alveo card 0)\n"
     "      --xclbin FILE     xrt: the xclbin to load (default: the one in bitstreams/ for the card)\n"
+    "      --cards N         split the model's layers over N emulated devices in pipeline\n"
+    "                        stages, as `tessera plan --cards N` proposes (the same tokens)\n"
+    "      --stages A-B,...  the split by hand: contiguous layer ranges from 0, one a device\n"
     CLI_PART_HELP
     CLI_PES_HELP
     "      --threads N       emulator worker threads over the PEs (default: the CPUs\n"
@@ -54,6 +57,8 @@ static const char usage[] =
 typedef struct run_args {
     const char *model, *tokenizer, *prompt, *prompt_file, *backend, *part;
     const char *xclbin;   /* xrt: --xclbin FILE */
+    int cards;            /* --cards N (0: one device) */
+    const char *stages;   /* --stages A-B,C-D,... */
     int steps, pes, threads, weights_f32, weights, group_size, seq_len, stats;
     int prompt_given;     /* -p was passed */
     const char *kv;       /* --kv */
@@ -126,6 +131,10 @@ static void print_stats(tsr_device *dev, tsr_seq *seq)
             (unsigned long long)t.invocations, (unsigned long long)t.loads,
             (unsigned long long)st.prefill_tokens, st.prefill_tok_s,
             (unsigned long long)st.decode_tokens, st.decode_tok_s);
+    if (t.link_passes)   /* a model split over devices: the stages' links */
+        fprintf(stderr, "card links between stages (bytes, all hops): prefill %llu, decode %llu "
+                "in %llu passes\n", (unsigned long long)t.link_prefill,
+                (unsigned long long)t.link_decode, (unsigned long long)t.link_passes);
     char buf[8192];
     if (tsr_device_kernel_counters(dev, buf, sizeof buf) == TSR_OK)
         fprintf(stderr, "kernel counters:\n%s", buf);
@@ -171,6 +180,9 @@ static int parse_args(int argc, char **argv, run_args *a)
         else if (IS("-s", "--seed"))        { VAL(); if (cli_u64(o, v, &a->seed)) return -1; }
         else if (!strcmp(o, "--top-p"))     { VAL(); if (cli_float(o, v, 1e-9f, 1.0f, &a->top_p)) return -1; }
         else if (!strcmp(o, "--backend"))   { VAL(); a->backend = v; }
+        else if (!strcmp(o, "--device"))    { VAL(); a->backend = v; }
+        else if (!strcmp(o, "--cards"))     { VAL(); if (cli_int(o, v, 1, 16, &a->cards)) return -1; }
+        else if (!strcmp(o, "--stages"))    { VAL(); a->stages = v; }
         else if (!strcmp(o, "--part"))      { VAL(); a->part = v; }
         else if (!strcmp(o, "--xclbin"))    { VAL(); a->xclbin = v; }
         else if (!strcmp(o, "--pes"))       { VAL(); if (cli_int(o, v, 1, 1 << 16, &a->pes)) return -1; }
@@ -222,6 +234,21 @@ int cmd_run(int argc, char **argv)
     char spec[512];
     if (cli_device_spec("run", spec, sizeof spec, a.backend, a.part, a.pes, a.threads, a.xclbin))
         return 2;
+    /* --cards / --stages: spec keys cards= and stages= (ranges split by
+     * '/', as ',' separates the spec's keys) */
+    size_t sl = strlen(spec);
+    const char *sep = strchr(spec, ':') ? "," : ":";
+    if (a.cards > 1 && sl < sizeof spec)
+        sl += (size_t)snprintf(spec + sl, sizeof spec - sl, "%scards=%d", sep, a.cards), sep = ",";
+    if (a.stages && sl < sizeof spec) {
+        sl += (size_t)snprintf(spec + sl, sizeof spec - sl, "%sstages=", sep);
+        for (const char *p = a.stages; *p && sl + 1 < sizeof spec; p++) spec[sl++] = *p == ',' ? '/' : *p;
+        if (sl < sizeof spec) spec[sl] = '\0';
+    }
+    if (sl >= sizeof spec - 1) {
+        cli_error("run: device spec too long");
+        return 2;
+    }
 
     int rc, status = 1;
     tsr_device *dev = NULL;

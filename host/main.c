@@ -268,8 +268,29 @@ static int dispatch(int argc, char **argv)
     return 2;
 }
 
+/* Launched by mpirun with n ranks: n (Open MPI's environment), else 1;
+ * *rank gets this process's. */
+static int mpi_launched(int *rank)
+{
+    const char *n = getenv("OMPI_COMM_WORLD_SIZE"), *r = getenv("OMPI_COMM_WORLD_RANK");
+    *rank = r ? atoi(r) : 0;
+    return n ? atoi(n) : 1;
+}
+
 int main(int argc, char **argv)
 {
+    /* under mpirun: a stage's rank serves its device and exits; rank 0 is
+     * the program (docs/architecture.md, "Pipeline stages and links") */
+    int served = tsr_mpi_rank_serve(), rank = 0;
+    if (served >= 0) return served;
+    if (!tsr_mpi_available() && mpi_launched(&rank) > 1) {
+        if (rank == 0)
+            cli_error("this tessera was built without MPI, so it cannot split a model over "
+                      "mpirun's ranks: install Open MPI (Debian: apt-get install libopenmpi-dev "
+                      "openmpi-bin), then make clean && make MPI=1; --cards N without mpirun "
+                      "splits it over N emulated devices in this process");
+        return 2;
+    }
     /* argv with room for cli_opt's splits: at most one per argument */
     char **args = calloc((size_t)argc * 2u + 1u, sizeof *args);
     if (!args) {
@@ -279,5 +300,6 @@ int main(int argc, char **argv)
     memcpy(args, argv, (size_t)argc * sizeof *argv);
     int rc = dispatch(argc, args);
     free(args);
+    tsr_mpi_end();
     return rc;
 }

@@ -7,6 +7,13 @@
  *   the PEs -> w2 GEMV + residual -> [final rmsnorm -> classifier -> the
  *   greedy token on the mesh, or the logits]
  *
+ * A pipeline stage (kconfig.stage) runs its own layers only: a stage after
+ * the first takes each item's residual vector off its link-in port instead
+ * of the embedding row; a stage before the last ends by sending it on its
+ * link-out port instead of the classifier's stage:
+ *
+ *   [link-in ->] layers l0 .. l1-1 [-> link-out]
+ *
  * Same steps and float order as llama2.c run.c forward() (the GEMV sums of
  * a row split over C > 1 mesh columns are added in tree order; the
  * reductions in partial sums when TSR_SUM_LANES > 1).
@@ -50,11 +57,49 @@ static void input_item(void *ctx, uint32_t b)
 }
 #endif
 
-void tsr_forward(tsr_kstate *st, tsr_item *items, uint32_t nx)
+/* A stage's link-out: the header, then each item's residual vector, one
+ * stream word a cycle. */
+static void link_send(tsr_kstate *st, const tsr_item *items, uint32_t nx, float *link_out)
+{
+    uint32_t dim = st->cfg.dim;
+    TSR_CHARGE(st, TSR_RG_LINK, tsr_cy_link_out(nx, dim));
+    link_out[0] = (float)nx;
+    link_out[1] = (float)items[0].slot;
+    link_out[2] = (float)items[0].pos;
+    link_out[3] = (float)dim;
+link_send_items:
+    for (uint32_t b = 0; b < nx; b++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
+link_send_words:
+        for (uint32_t i = 0; i < dim; i++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_DIM
+#pragma HLS PIPELINE II=1
+            link_out[TSR_LINK_HDR + b * dim + i] = st->cv[b][TSR_CV_X + i];
+        }
+    }
+}
+
+/* A stage's link-in: item b's residual vector off the stream, after the
+ * header (FORWARD read and checked it). */
+static void link_take(tsr_kstate *st, uint32_t b, const float *link_in)
+{
+    uint32_t dim = st->cfg.dim;
+link_take_words:
+    for (uint32_t i = 0; i < dim; i++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_DIM
+#pragma HLS PIPELINE II=1
+        st->cv[b][TSR_CV_X + i] = link_in[TSR_LINK_HDR + b * dim + i];
+    }
+}
+
+void tsr_forward(tsr_kstate *st, tsr_item *items, uint32_t nx, const float *link_in,
+                 float *link_out)
 {
     const tsr_kconfig *c = &st->cfg;
     uint32_t dim = c->dim, hidden = c->hidden_dim, L = c->n_layers, cls = tsr_lay_mat_wcls(c);
     uint32_t gather_only = items[0].mode == TSR_FWD_GATHER, any_out = 0, any_greedy = 0;
+    uint32_t from_link = (c->stage & TSR_STAGE_LINK_IN) != 0u;
+    uint32_t to_link = (c->stage & TSR_STAGE_LINK_OUT) != 0u;
 fwd_modes:
     for (uint32_t b = 0; b < nx; b++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
@@ -62,9 +107,9 @@ fwd_modes:
         any_greedy |= items[b].mode == TSR_FWD_GREEDY;
     }
     /* the stages: 4 per layer, then the classifier's (not for a prefill
-     * block); READ_LOGITS after a greedy pass: only the classifier's
-     * gather */
-    uint32_t k0 = gather_only ? 4u * L : 0u, nst = 4u * L + (any_out ? 1u : 0u);
+     * block) or a stage's link-out; READ_LOGITS after a greedy pass: only
+     * the classifier's gather */
+    uint32_t k0 = gather_only ? 4u * L : 0u, nst = 4u * L + (any_out || to_link ? 1u : 0u);
     if (!gather_only) {
         /* cycle accounting: this pass starts here */
 fwd_mark:
@@ -73,10 +118,13 @@ fwd_mark:
             st->cnt.cyc_mark[r] = st->cnt.cyc[r];
         }
         st->cnt.last_pos = items[nx - 1u].pos;
+        /* each item's residual stream: its embedding row, or off link-in */
+        if (from_link) TSR_CHARGE(st, TSR_RG_LINK, tsr_cy_link_in(nx, dim));
 fwd_embed:
         for (uint32_t b = 0; b < nx; b++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
-            tsr_mesh_embed(st, b, items[b].token);
+            if (from_link) link_take(st, b, link_in);
+            else tsr_mesh_embed(st, b, items[b].token);
             st->ssq_fresh[b] = 0;
             tsr_rope_angles(st, b, items[b].pos);
         }
@@ -91,6 +139,11 @@ fwd_stages:
         int last = k == 4u * L;   /* the classifier */
         uint32_t l = k / 4u, w = k % 4u;   /* the stage's layer and its place in the layer */
         uint32_t mat = last ? cls : 1u + k;
+        if (last && to_link) {
+            /* not the last pipeline stage: the residual vectors move on */
+            link_send(st, items, nx, link_out);
+            continue;
+        }
         if (!gather_only) {
             /* each item's input */
             uint32_t norm, row, n;
@@ -130,7 +183,7 @@ fwd_inputs:
          * only that item's input words) */
         if (!last && nx > 1u) {
             input_pass next = { st, 0, 0, 0 };
-            uint32_t fuse = w != STAGE_QKV && k + 1u < nst;
+            uint32_t fuse = w != STAGE_QKV && k + 1u < nst && !(to_link && k + 1u == 4u * L);
             if (fuse) stage_input(k + 1u, L, dim, hidden, &next.norm, &next.row, &next.n);
             tsr_mesh_gather_pass(st, mat, nx, yw, gf, fuse ? input_item : NULL, &next,
                                  (uint64_t)nx * next.n * TSR_EMU_ELEM_WORK);

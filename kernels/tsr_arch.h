@@ -76,6 +76,25 @@
                                tree, scale, round (kernels/tsr_half.h)           */
 #define TSR_D_MUL        4  /* one fp32 multiply (the int8 cache's scales)        */
 
+/* ---- card-to-card links (pipeline stages) ------------------------------ */
+
+/* A model split over cards in pipeline stages moves the residual vector
+ * (dim fp32) from one stage's link-out port to the next stage's link-in
+ * port, AXI4-Stream words of 32 bits, one a cycle (TSR_LINK_WORD_II), after
+ * a fixed latency TSR_LINK_HOP.  The latency is an assumption, not a
+ * measurement: no card link has been built.  1000 cycles is 3.3 us at 300
+ * MHz, the order of a 100 Gb/s transceiver's port-to-port latency (Aurora
+ * 64B/66B or a QSFP28 Ethernet MAC through a switch-less cable: about 1 us
+ * each way through the cores, plus the stream FIFOs and the CDC into the
+ * kernel clock), rounded up; tessera plan used the same figure for its
+ * --cards projection before the ports existed. */
+#define TSR_LINK_HOP     1000
+#define TSR_LINK_WORD_II 1
+/* Words of the header in front of a pass's vectors on a link: items,
+ * slot, first position, dim (fp32 values of exact small integers, so the
+ * stream carries one type). */
+#define TSR_LINK_HDR     4
+
 /* ---- the host link ----------------------------------------------------- */
 
 /* Command ring entries at most (the ctl buffer's depth, tsr_kernel.h). */

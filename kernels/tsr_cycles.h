@@ -160,6 +160,24 @@ static inline uint32_t tsr_cy_embed(uint32_t ng, uint32_t G, uint32_t cols, int 
     return tsr_cy_loop(ng * (G > TSR_LANES ? G / TSR_LANES : 1u), TSR_EMBED_II, TSR_D_BUS);
 }
 
+/* A pass's residual vectors over a card link (forward.c): nx items of dim
+ * fp32 behind the TSR_LINK_HDR header, one stream word a cycle.  The
+ * sending stage's link-out drains them off the controller's bus; the
+ * receiving stage's link-in waits the hop's latency for the first word
+ * (TSR_LINK_HOP, tsr_arch.h), then takes one a cycle. */
+static inline uint32_t tsr_cy_link_words(uint32_t nx, uint32_t dim)
+{
+    return (uint32_t)TSR_LINK_HDR + nx * dim;
+}
+static inline uint32_t tsr_cy_link_out(uint32_t nx, uint32_t dim)
+{
+    return tsr_cy_loop(tsr_cy_link_words(nx, dim), TSR_LINK_WORD_II, TSR_D_BUS);
+}
+static inline uint32_t tsr_cy_link_in(uint32_t nx, uint32_t dim)
+{
+    return tsr_cy_loop(tsr_cy_link_words(nx, dim), TSR_LINK_WORD_II, TSR_LINK_HOP);
+}
+
 /* This token's RoPE angles (ops.c tsr_rope_angles): one cos/sin a cycle. */
 static inline uint32_t tsr_cy_rope_angles(uint32_t hs)
 {

@@ -90,7 +90,7 @@ static int check_shape(const tsr_kconfig *c)
         return TSR_K_EARG;
     if (c->dtype != TSR_KDT_Q8 && c->dtype != TSR_KDT_F32) return TSR_K_EARG;
     if (c->bos >= c->vocab_size || c->eos >= c->vocab_size || c->kv_dtype >= TSR_KV_COUNT ||
-        (c->q4_kinds & ~TSR_KINDS_ALL) != 0)
+        (c->q4_kinds & ~TSR_KINDS_ALL) != 0 || (c->stage & ~TSR_STAGE_ALL) != 0)
         return TSR_K_EARG;
     /* Q4_0 tiles: in the quantized mode, at GGUF's block of 32 */
     if (c->q4_kinds != 0 && (c->dtype != TSR_KDT_Q8 || c->group != TSR_Q4_GROUP)) return TSR_K_EARG;
@@ -149,6 +149,7 @@ static int op_configure(tsr_kstate *st, const uint32_t *in_w, const float *in_f,
     c.bos = in_w[18];
     c.eos = in_w[19];
     c.qkv_bias = in_w[20];
+    c.stage = in_w[21];
     c.rope_theta = in_f[TSR_KCONFIG_INTS];
     c.norm_eps = in_f[TSR_KCONFIG_INTS + 1];
     st->configured = 0;
@@ -576,20 +577,50 @@ dec_seq_distinct:
  *                 was the slot's last position (else bad state); a greedy
  *                 pass left them on the mesh (the classifier's partial
  *                 sums at the roots), so gather them first (a debug read,
- *                 not charged to the token). */
+ *                 not charged to the token).
+ *   FORWARD:      one pass of n items at the slot's next positions, a
+ *                 pipeline stage's work (tsr_forward: link-in or ids,
+ *                 link-out or the classifier); the last stage samples
+ *                 when asked (one item), answer: the id.  The others need
+ *                 the whole model on the device (stage 0), but READ_LOGITS
+ *                 the last stage's. */
 static int op_forward(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32_t *in_w,
                       const float *in_f, uint32_t in_n, volatile uint32_t *out_w,
                       volatile float *out_f, uint32_t room, volatile const uint32_t *hdr,
-                      uint32_t *out_n)
+                      const float *link_in, float *link_out, uint32_t *out_n)
 {
     const tsr_kconfig *cf = &st->cfg;
     uint32_t op = c[TSR_CMD_OP], s = c[TSR_CMD_SLOT], n = c[TSR_CMD_A0];
     int prefill = op == TSR_OP_PREFILL, gather = op == TSR_OP_READ_LOGITS;
-    int decode = !prefill && !gather;
+    int pass = op == TSR_OP_FORWARD;
+    int decode = !prefill && !gather && !pass;
     uint32_t feed = 0, hp = 0, fed = 0, gathered = 0;
+    uint32_t pflags = c[TSR_CMD_A1], first = (cf->stage & TSR_STAGE_LINK_IN) == 0u;
     dec_seqs d = { 0 };
     int rc = TSR_K_OK;
-    if (prefill) {
+    /* a stage runs FORWARD, and the last one READ_LOGITS */
+    if (!pass && cf->stage != 0u && !(gather && tsr_lay_holds_head(cf))) return TSR_K_ESTATE;
+    if (pass) {
+        if (n == 0 || n > TSR_MAX_BLOCK || in_n < 2u + (first ? n : 0u)) return TSR_K_EARG;
+        if ((pflags & TSR_FWDC_SAMPLE) && (n != 1u || !tsr_lay_holds_head(cf) || room < 1u))
+            return TSR_K_EARG;
+        if ((uint64_t)st->pos[s] + n > cf->seq_len) return TSR_K_ERANGE;
+        if (first) {
+pass_check:
+            for (uint32_t i = 0; i < n; i++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
+                if (in_w[2u + i] >= cf->vocab_size) return TSR_K_EARG;
+            }
+        } else if (link_in[0] != (float)n || link_in[1] != (float)s ||
+                   link_in[2] != (float)st->pos[s] || link_in[3] != (float)cf->dim) {
+            return TSR_K_EARG;   /* the link carries another pass */
+        }
+        if (pflags & TSR_FWDC_RESEED) {
+            uint64_t seed = (uint64_t)c[TSR_CMD_A2] | ((uint64_t)c[TSR_CMD_A3] << 32);
+            st->rng[s] = seed ? seed : TSR_RNG_DEFAULT;
+        }
+        feed = n;
+    } else if (prefill) {
         if (n == 0 || n > in_n) return TSR_K_EARG;
 prefill_check:
         for (uint32_t i = 0; i < n; i++) {
@@ -640,7 +671,18 @@ fwd_passes:
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_SEQ
         /* this pass's items */
         uint32_t nx = 0;
-        if (prefill) {
+        if (pass) {
+            nx = feed - fed;
+fwd_pass_items:
+            for (uint32_t b = 0; b < nx; b++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
+                items[b].slot = s;
+                items[b].token = first ? in_w[2u + b] : 0u;
+                items[b].pos = (uint32_t)st->pos[s] + b;
+                items[b].mode = !(pflags & TSR_FWDC_SAMPLE) ? TSR_FWD_NONE
+                              : in_f[0] <= 0.0f || in_f[1] <= 0.0f ? TSR_FWD_GREEDY : TSR_FWD_LOGITS;
+            }
+        } else if (prefill) {
             uint32_t left = feed - fed;
             nx = left < TSR_MAX_BLOCK ? left : TSR_MAX_BLOCK;
 fwd_prefill_items:
@@ -682,8 +724,31 @@ fwd_decode_items:
         }
         if (nx == 0) break;
 
-        tsr_forward(st, items, nx);
+        tsr_forward(st, items, nx, link_in, link_out);
 
+        if (pass) {
+            st->pos[s] += (int32_t)nx;
+            fed += nx;
+            if (items[0].mode == TSR_FWD_NONE) continue;
+            int32_t next = items[0].next;
+            if (items[0].mode == TSR_FWD_LOGITS) {
+                uint32_t cy = 0;
+pass_copy:
+                for (uint32_t v = 0; v < cf->vocab_size; v++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
+#pragma HLS PIPELINE II=1
+                    st->probs[v] = st->logits[0][v];
+                }
+                next = tsr_sample(st->probs, cf->vocab_size, in_f[0], in_f[1], &st->rng[s],
+                                  st->cand_p, st->cand_i, &cy);
+                TSR_CHARGE(st, TSR_RG_SAMPLE, cy);
+            }
+            TSR_CHARGE(st, TSR_RG_SAMPLE, TSR_D_BUS);   /* the id to the host */
+            out_w[0] = (uint32_t)next;
+            *out_n = 1;
+            st->cnt.tokens_sampled++;
+            continue;
+        }
         if (prefill) {
             st->pos[s] += (int32_t)nx;
             fed += nx;
@@ -718,6 +783,11 @@ decode_copy:
                 ((uint32_t)next == cf->bos || (uint32_t)next == cf->eos))
                 d.live[k] = 0;
         }
+    }
+    if (pass) {
+        st->pending[s] = -1;   /* the next token is the host's */
+        if (!(pflags & TSR_FWDC_SAMPLE)) st->logits_valid = 0;
+        return TSR_K_OK;
     }
     if (prefill) {
         st->pending[s] = (int32_t)in_w[n - 1u];
@@ -858,7 +928,8 @@ cnt_pes:
 
 int tsr_kernel_exec(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32_t *in_w,
                     const float *in_f, volatile uint32_t *out_w, volatile float *out_f,
-                    volatile const uint32_t *hdr, uint32_t *out_n)
+                    volatile const uint32_t *hdr, const float *link_in, float *link_out,
+                    uint32_t *out_n)
 {
     uint32_t op = c[TSR_CMD_OP], s = c[TSR_CMD_SLOT];
     uint32_t in_n = c[TSR_CMD_IN_WORDS], room = c[TSR_CMD_OUT_WORDS];
@@ -898,7 +969,17 @@ int tsr_kernel_exec(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint3
     case TSR_OP_DECODE:
     case TSR_OP_DECODE_BATCH:
     case TSR_OP_READ_LOGITS:
-        return op_forward(st, c, in_w, in_f, in_n, out_w, out_f, room, hdr, out_n);
+    case TSR_OP_FORWARD:
+#ifndef __SYNTHESIS__
+        /* the emulator and tests: a stage whose link port is not there (an
+         * AXI4-Stream port of the top always is) */
+        if (op == TSR_OP_FORWARD &&
+            (((st->cfg.stage & TSR_STAGE_LINK_IN) && !link_in) ||
+             ((st->cfg.stage & TSR_STAGE_LINK_OUT) && !link_out)))
+            return TSR_K_ESTATE;
+#endif
+        return op_forward(st, c, in_w, in_f, in_n, out_w, out_f, room, hdr, link_in, link_out,
+                          out_n);
     case TSR_OP_READ_MEM:
         return op_read_mem(st, c, out_w, out_f, room, out_n);
     default:
@@ -910,7 +991,8 @@ int tsr_kernel_exec(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint3
 /* The ring                                                                   */
 
 void tsr_kernel_serve(tsr_kstate *st, volatile uint32_t *ctl, const uint32_t *in_w,
-                      const float *in_f, volatile uint32_t *out_w, volatile float *out_f)
+                      const float *in_f, volatile uint32_t *out_w, volatile float *out_f,
+                      const float *link_in, float *link_out)
 {
     uint32_t n = ctl[TSR_CTL_RING_N], k = 0, seq = 1;
     if (n == 0 || n > TSR_RING_MAX) return;
@@ -932,7 +1014,7 @@ serve_read:
         uint32_t out_n = 0;
         int status = tsr_kernel_exec(st, c, in_w + c[TSR_CMD_IN_OFF], in_f + c[TSR_CMD_IN_OFF],
                                      out_w + c[TSR_CMD_OUT_OFF], out_f + c[TSR_CMD_OUT_OFF],
-                                     ctl, &out_n);
+                                     ctl, link_in, link_out, &out_n);
         uint32_t r = resp0 + k * TSR_RESP_WORDS;
         ctl[r + TSR_RESP_STATUS] = (uint32_t)status;
         ctl[r + TSR_RESP_OUT_WORDS] = out_n;
@@ -948,13 +1030,16 @@ serve_read:
 
 #ifndef TSR_EMU
 void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f,
-                 volatile uint32_t *out_w, volatile float *out_f)
+                 volatile uint32_t *out_w, volatile float *out_f,
+                 const float link_in[TSR_LINK_WORDS], float link_out[TSR_LINK_WORDS])
 {
 #pragma HLS INTERFACE m_axi port=ctl offset=slave bundle=gmem0 depth=TSR_CTL_DEPTH
 #pragma HLS INTERFACE m_axi port=in_w offset=slave bundle=gmem1 depth=TSR_IN_DEPTH max_read_burst_length=256
 #pragma HLS INTERFACE m_axi port=in_f offset=slave bundle=gmem1 depth=TSR_IN_DEPTH max_read_burst_length=256
 #pragma HLS INTERFACE m_axi port=out_w offset=slave bundle=gmem2 depth=TSR_OUT_DEPTH
 #pragma HLS INTERFACE m_axi port=out_f offset=slave bundle=gmem2 depth=TSR_OUT_DEPTH
+#pragma HLS INTERFACE axis port=link_in depth=TSR_LINK_WORDS
+#pragma HLS INTERFACE axis port=link_out depth=TSR_LINK_WORDS
 #pragma HLS INTERFACE s_axilite port=return
     /* The state lives as long as this call: the whole time the model is
      * loaded (docs/hls-flow.md, "A persistent kernel").  C simulation keeps
@@ -1101,6 +1186,6 @@ void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f
 #pragma HLS ARRAY_PARTITION variable=st.rope_cos type=complete dim=2
 #pragma HLS ARRAY_PARTITION variable=st.rope_sin type=complete dim=2
     tsr_kernel_init(&st);
-    tsr_kernel_serve(&st, ctl, in_w, in_f, out_w, out_f);
+    tsr_kernel_serve(&st, ctl, in_w, in_f, out_w, out_f, link_in, link_out);
 }
 #endif

@@ -51,6 +51,8 @@ enum {
     TSR_OP_DECODE_BATCH,  /* generate for several slots, one pass a step  */
     TSR_OP_READ_MEM,      /* a PE's int8 / fp32 array or the controller's
                              norms -> out (a debug read, the mirror of LOAD) */
+    TSR_OP_FORWARD,       /* one pass of a pipeline stage: ids or link-in
+                             -> its layers -> link-out, or the sampled id */
     TSR_OP_COUNT
 };
 
@@ -103,7 +105,23 @@ enum {
  *   EXIT:          none.
  *   READ_MEM:      A0 pe, A1 region, A2 offset, A3 length as LOAD's, inside
  *                  what CONFIGURE laid out; answer: the words as LOAD's
- *                  payload (W8 bytes 4 to a word, little-endian).       */
+ *                  payload (W8 bytes 4 to a word, little-endian).
+ *   FORWARD:       SLOT, A0 n items (1..TSR_MAX_BLOCK) at the slot's next
+ *                  positions pos .. pos + n - 1 (pos += n; pending is not
+ *                  used), A1 TSR_FWDC_* flags, A2/A3 seed low/high words;
+ *                  payload: fp32 temperature, fp32 top_p, then (a stage
+ *                  without TSR_STAGE_LINK_IN) the n token ids.  A stage
+ *                  with LINK_IN reads the header and the n residual
+ *                  vectors from link-in (TSR_LINK_HDR words: n, slot, pos,
+ *                  dim, as fp32 integers; they must match: EARG); one with
+ *                  LINK_OUT writes the same to link-out after its layers.
+ *                  The last stage (no LINK_OUT) with TSR_FWDC_SAMPLE
+ *                  samples the token after the last item (greedy when the
+ *                  temperature or top_p is 0, else the slot's RNG, reseeded
+ *                  with TSR_FWDC_RESEED); answer: that id (1 word).  A
+ *                  model on one device (stage 0) takes it too.  A stage
+ *                  takes no PREFILL, DECODE or DECODE_BATCH (ESTATE);
+ *                  the last one READ_LOGITS after a sampled FORWARD.   */
 
 /* LOAD regions. */
 enum { TSR_REG_W8 = 0,   /* a PE's int8 array (bytes)                      */
@@ -111,6 +129,10 @@ enum { TSR_REG_W8 = 0,   /* a PE's int8 array (bytes)                      */
        TSR_REG_CTRL,     /* the controller's norm weights, RoPE frequencies
                             and QKV biases (words; pe = 0; tsr_layout.h) */
        TSR_REG_COUNT };
+
+/* FORWARD flags (A1). */
+#define TSR_FWDC_SAMPLE     1u  /* the last stage samples after the last item */
+#define TSR_FWDC_RESEED     2u  /* restart the slot's RNG from the seed     */
 
 /* DECODE flags. */
 #define TSR_DEC_RESEED      1u  /* restart the slot's RNG from the seed     */
@@ -176,6 +198,8 @@ enum {
     TSR_RG_ROPE,        /* controller: RoPE                                       */
     TSR_RG_ATT_IO,      /* controller: q, k, v to the KV PEs, head outputs back   */
     TSR_RG_SAMPLE,      /* controller: temperature / top-p sampling, the id out   */
+    TSR_RG_LINK,        /* controller: a stage's residual vectors over its card
+                           links (link-in: the hop and the words; link-out)      */
     TSR_RG_GEMV,        /* mesh: PE tiles and SwiGLU (busiest PE)                 */
     TSR_RG_TREE,        /* mesh: the column adder trees                           */
     TSR_RG_ATTN,        /* mesh: attention on the KV PEs (busiest PE)             */
@@ -225,6 +249,9 @@ TSR_STATIC_CHECK(kcounters_fixed,
 #define TSR_OUT_WORDS_   (TSR_MAX_VOCAB > TSR_MAX_SEQ + 1 ? TSR_MAX_VOCAB : TSR_MAX_SEQ + 1)
 #define TSR_CNT_WORDS    (2u * (TSR_KCOUNTERS_FIXED + TSR_PES))
 #define TSR_OUT_WORDS    (TSR_OUT_WORDS_ > TSR_CNT_WORDS ? TSR_OUT_WORDS_ : TSR_CNT_WORDS)
+/* A link port's words: a pass's header and its items' residual vectors
+ * (the AXI4-Stream ports' depths for C simulation). */
+#define TSR_LINK_WORDS   (TSR_LINK_HDR + TSR_MAX_BLOCK * TSR_MAX_DIM)
 #define TSR_CTL_DEPTH    TSR_CTL_WORDS(TSR_RING_MAX)
 #define TSR_IN_DEPTH     TSR_IN_WORDS
 #define TSR_OUT_DEPTH    TSR_OUT_WORDS
@@ -392,22 +419,31 @@ void tsr_kernel_init(tsr_kstate *st);
  * command's IN_OFF already applied), out_w/out_f: the answer (OUT_OFF
  * applied).  hdr: the ring's header, TSR_CTL_CMD0 words, whose cancel
  * words (TSR_CTL_CANCEL, TSR_CTL_CANCEL_SLOT) are polled once per decode
- * step.  Returns TSR_K_*; *out_n gets the answer words written. */
+ * step.  link_in / link_out: the stage's link ports (TSR_LINK_WORDS fp32
+ * each, read and written in order from word 0; only FORWARD on a stage
+ * with TSR_STAGE_LINK_IN / LINK_OUT touches them; may be NULL otherwise).
+ * Returns TSR_K_*; *out_n gets the answer words written. */
 int tsr_kernel_exec(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32_t *in_w,
                     const float *in_f, volatile uint32_t *out_w, volatile float *out_f,
-                    volatile const uint32_t *hdr, uint32_t *out_n);
+                    volatile const uint32_t *hdr, const float *link_in, float *link_out,
+                    uint32_t *out_n);
 
 /* Serve the ring in ctl until EXIT: the body of tessera_top.  ctl holds
- * TSR_CTL_WORDS(ctl[TSR_CTL_RING_N]) words. */
+ * TSR_CTL_WORDS(ctl[TSR_CTL_RING_N]) words; link_in / link_out as for
+ * tsr_kernel_exec. */
 void tsr_kernel_serve(tsr_kstate *st, volatile uint32_t *ctl, const uint32_t *in_w,
-                      const float *in_f, volatile uint32_t *out_w, volatile float *out_f);
+                      const float *in_f, volatile uint32_t *out_w, volatile float *out_f,
+                      const float *link_in, float *link_out);
 
 #ifndef TSR_EMU
 /* The synthesis top: five m_axi ports (ctl volatile, in read as uint32 and
  * as fp32, out written as uint32 and as fp32; the host binds one buffer to
- * each pair), ap_ctrl_hs control.  Started once; returns after EXIT. */
+ * each pair), two AXI4-Stream ports of fp32 words (link_in, link_out: a
+ * pipeline stage's card-to-card links, TSR_LINK_WORDS a pass at most),
+ * ap_ctrl_hs control.  Started once; returns after EXIT. */
 void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f,
-                 volatile uint32_t *out_w, volatile float *out_f);
+                 volatile uint32_t *out_w, volatile float *out_f,
+                 const float link_in[TSR_LINK_WORDS], float link_out[TSR_LINK_WORDS]);
 #endif
 
 /* ------------------------------------------------------------------------ */

@@ -106,7 +106,7 @@ enum { TSR_KIND_EMB = 0, TSR_KIND_QKV, TSR_KIND_WO, TSR_KIND_W13, TSR_KIND_W2, T
 /* KV cache precisions (kv_dtype). */
 enum { TSR_KV_F32 = 0, TSR_KV_F16 = 1, TSR_KV_INT8 = 2, TSR_KV_COUNT };
 
-#define TSR_KCONFIG_MAGIC 0x74737234u /* "tsr4" */
+#define TSR_KCONFIG_MAGIC 0x74737235u /* "tsr5" */
 
 /* The CONFIGURE block: TSR_KCONFIG_INTS uint32 words, then 2 fp32 words. */
 typedef struct tsr_kconfig {
@@ -134,12 +134,41 @@ typedef struct tsr_kconfig {
                                    special tokens), unless told not to    */
     uint32_t qkv_bias;          /* 1: the QKV gather adds a bias per row
                                    (qwen2), from the controller region    */
+    uint32_t stage;             /* pipeline stage (TSR_STAGE_* bits; 0: the
+                                   whole model on this device): its
+                                   n_layers are the model's layers
+                                   [l0, l0 + n_layers) of another split  */
     float    rope_theta;
     float    norm_eps;
 } tsr_kconfig;
 
-#define TSR_KCONFIG_INTS  21
-#define TSR_KCONFIG_WORDS 23
+#define TSR_KCONFIG_INTS  22
+#define TSR_KCONFIG_WORDS 24
+
+/* Pipeline stages (kconfig.stage): a model split over devices, contiguous
+ * layers each.  A stage with LINK_IN is not the first: instead of the
+ * embedding lookup, a pass takes each item's residual vector (dim fp32)
+ * from its link-in port.  A stage with LINK_OUT is not the last: instead of
+ * the final norm, the classifier and the sampler, a pass ends by sending
+ * each item's residual vector to its link-out port.  A stage holds the
+ * embedding matrix when it embeds, or when it is the last and the
+ * classifier is shared; wcls (unshared) only on the last.  A matrix it
+ * does not hold keeps its place in the matrix order with no rows. */
+#define TSR_STAGE_LINK_IN  1u
+#define TSR_STAGE_LINK_OUT 2u
+#define TSR_STAGE_ALL      3u
+
+/* 1: matrix 0's rows (the embedding, or the shared classifier) are held. */
+static inline uint32_t tsr_lay_holds_emb(const tsr_kconfig *c)
+{
+    return !(c->stage & TSR_STAGE_LINK_IN) ||
+           (!(c->stage & TSR_STAGE_LINK_OUT) && c->shared_classifier);
+}
+/* 1: the stage runs the final norm, classifier and sampler (the last). */
+static inline uint32_t tsr_lay_holds_head(const tsr_kconfig *c)
+{
+    return !(c->stage & TSR_STAGE_LINK_OUT);
+}
 
 /* Per-layer matrices, in matrix order. */
 enum { TSR_W_QKV = 0, TSR_W_O, TSR_W_13, TSR_W_2, TSR_W_COUNT };
@@ -212,7 +241,8 @@ static inline void tsr_lay_mat_shape(const tsr_kconfig *c, uint32_t m, uint32_t 
 {
     *pair = 0;
     if (m == TSR_MAT_EMB || m == 1u + (uint32_t)TSR_W_COUNT * c->n_layers) {
-        *d = c->vocab_size;
+        /* a stage that does not hold it: no rows (tsr_lay_holds_emb) */
+        *d = (m == TSR_MAT_EMB ? tsr_lay_holds_emb(c) : tsr_lay_holds_head(c)) ? c->vocab_size : 0u;
         *n = c->dim;
         return;
     }

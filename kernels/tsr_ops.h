@@ -284,6 +284,13 @@ void tsr_mesh_gather_pass(tsr_kstate *st, uint32_t mat, uint32_t nx, uint32_t yw
  * tokens, logits and KV cache of its items run one by one.  A batch has
  * at most one item a slot and nx <= TSR_MAX_BATCH when any item wants
  * its logits. */
-void tsr_forward(tsr_kstate *st, tsr_item *items, uint32_t nx);
+/* A pipeline stage (kconfig.stage): with TSR_STAGE_LINK_IN the items'
+ * residual vectors come from link_in (their dim fp32 each, in item order,
+ * behind the header FORWARD checked) instead of the embedding; with
+ * TSR_STAGE_LINK_OUT the pass ends by writing the header (n, slot, pos,
+ * dim of item 0) and each item's residual vector to link_out instead of
+ * the classifier.  NULL where the stage has no such port. */
+void tsr_forward(tsr_kstate *st, tsr_item *items, uint32_t nx, const float *link_in,
+                 float *link_out);
 
 #endif

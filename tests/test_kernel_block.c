@@ -211,7 +211,7 @@ static int batch(tsr_kstate *st, const seq *q, uint32_t m, const uint32_t *hdr, 
     c[TSR_CMD_OUT_WORDS] = m * STRIDE;
     c[TSR_CMD_A0] = STRIDE;
     int rc = tsr_kernel_exec(st, c, pay, (const float *)(const void *)pay, ans, (float *)(void *)ans,
-                             hdr, &n);
+                             hdr, NULL, NULL, &n);
     if (rc == TSR_K_OK) assert_int_equal(n, m * STRIDE);
     return rc;
 }
@@ -317,7 +317,7 @@ static void cancel_one_sequence(void **state)
     c[TSR_CMD_A0] = STRIDE;
     none[0] = TSR_MAX_BATCH + 1u;
     assert_int_equal(tsr_kernel_exec(st, c, none, (const float *)(const void *)none, ans,
-                                     (float *)(void *)ans, hdr, &n), TSR_K_EARG);
+                                     (float *)(void *)ans, hdr, NULL, NULL, &n), TSR_K_EARG);
     rig_state_free(st);
     tm_free(fx);
 }

@@ -610,7 +610,10 @@ static void test_fit_and_split(void **state)
     assert_int_equal(tsr_plan_config(&cfg, &rq, &pl, &e), TSR_OK);
     assert_true(pl.fits);
     assert_int_equal(pl.cards, K);
-    assert_int_equal(pl.cyc.links, (uint64_t)(K - 1) * 1000u);
+    /* each hop: the link's latency, the vector (and its header) a word a
+     * cycle into the next card, and off this one's bus (tsr_cycles.h) */
+    uint64_t words = TSR_LINK_HDR + (uint64_t)cfg.dim;
+    assert_int_equal(pl.cyc.links, (uint64_t)(K - 1) * (TSR_LINK_HOP + words + words + TSR_D_BUS));
     if (K > 2) {
         rq.cards = K - 1;
         assert_int_equal(tsr_plan_config(&cfg, &rq, &pl, &e), TSR_OK);

@@ -100,9 +100,10 @@ static void *card_main(void *arg)
 {
     card *c = arg;
     tsr_kernel_init(c->st);
-    /* in and out each bound to two ports, uint32 and fp32, as tessera_top */
+    /* in and out each bound to two ports, uint32 and fp32, as tessera_top;
+     * no link ports (one card holds the whole model) */
     tsr_kernel_serve(c->st, c->ctl, c->in, (const float *)(const void *)c->in, c->out,
-                     (float *)(void *)c->out);
+                     (float *)(void *)c->out, NULL, NULL);
     return NULL;
 }
 

@@ -106,6 +106,28 @@ extern "C" {
  * to check that the header matches the library.  Thread-safe. */
 TSR_API const char *tsr_version(void);
 
+/* ---- a model split over processes (MPI) ------------------------------------
+ * A library built with MPI=1 (Open MPI) runs a model split in pipeline
+ * stages over the ranks of mpirun, one stage a rank: every rank calls
+ * tsr_mpi_rank_serve() first; rank 0 goes on as the program (its device
+ * spec's cards= equal to the ranks puts stage k on rank k), the others
+ * serve their stage's device until rank 0 closes it; every rank calls
+ * tsr_mpi_end() before it exits (rank 0 also releases ranks it never
+ * used).  Not thread-safe: call them from the main thread. */
+
+/* 1 when this library was built with MPI, else 0. */
+TSR_API int  tsr_mpi_available(void);
+
+/* Under mpirun with two or more ranks (MPI initialised here if it is not
+ * yet): on rank 0 returns -1 at once; on another rank serves its stage
+ * device, then finalises MPI and returns 0 (1: MPI failed).  Without MPI,
+ * or not under mpirun: -1 at once. */
+TSR_API int  tsr_mpi_rank_serve(void);
+
+/* Rank 0: release the ranks still waiting, then finalise MPI.  A no-op
+ * without MPI. */
+TSR_API void tsr_mpi_end(void);
+
 /* The library's TSR_VERSION_NUMBER (MAJOR * 10000 + MINOR * 100 + PATCH),
  * e.g. to require at least a version at run time:
  * tsr_version_number() >= 200 (tsr_seq_generate_batch).  Thread-safe. */
@@ -211,7 +233,16 @@ typedef struct tsr_traffic {
     uint64_t debug_h2d, debug_d2h;       /* logits, counters read back     */
     uint64_t invocations;                /* kernel runs, all phases        */
     uint64_t loads;                      /* weight images streamed         */
-    uint64_t reserved[8];                /* zeroed                         */
+    uint64_t link_prefill, link_decode;  /* a model split over devices
+                                            (spec cards=): bytes of residual
+                                            vectors between its stages, over
+                                            their card links, all hops: a
+                                            decoded token costs 16 + 4 x dim
+                                            bytes a hop (a header, then dim
+                                            fp32); 0 on one device         */
+    uint64_t link_passes;                /* passes moved over a link, all
+                                            hops and phases                */
+    uint64_t reserved[5];                /* zeroed                         */
 } tsr_traffic;
 
 /* Fill *t with dev's counters.  Errors: TSR_ERR_ARG (NULL), TSR_ERR_STATE

@@ -76,6 +76,9 @@ static uint32_t ctl[TSR_CTL_DEPTH];
 static uint32_t in[TSR_IN_DEPTH];
 static uint32_t out[TSR_OUT_DEPTH];
 static float out_f[TSR_OUT_DEPTH];
+/* the link ports: a model on one card (stage 0) never touches them */
+static float link_in[TSR_LINK_WORDS];
+static float link_out[TSR_LINK_WORDS];
 
 /* ------------------------------------------------------------------------ */
 /* Input                                                                      */
@@ -150,7 +153,7 @@ static int response(uint32_t n, uint32_t k, uint32_t seq, uint32_t *out_words)
 static void *kernel_thread(void *arg)
 {
     (void)arg;
-    tessera_top(ctl, in, (const float *)(const void *)in, out, out_f);
+    tessera_top(ctl, in, (const float *)(const void *)in, out, out_f, link_in, link_out);
     return NULL;
 }
 
@@ -374,7 +377,7 @@ int main(int argc, char **argv)
 #ifdef TB_LIVE_RING
     if (r.live) pthread_join(kt, NULL);
 #endif
-    if (!r.live && !bad_image) tessera_top(ctl, in, (const float *)(const void *)in, out, out_f);
+    if (!r.live && !bad_image) tessera_top(ctl, in, (const float *)(const void *)in, out, out_f, link_in, link_out);
     if (bad_image) {
         free(want_logits);
         free(w);

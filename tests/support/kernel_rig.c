@@ -47,7 +47,7 @@ int rig_cmd(tsr_kstate *st, uint32_t op, uint32_t slot, const uint32_t a[6], con
     const uint32_t *in_w = in ? in : &none;
     uint32_t *out_w = out ? out : &none;
     int rc = tsr_kernel_exec(st, c, in_w, (const float *)(const void *)in_w, out_w,
-                             (float *)(void *)out_w, hdr, &n);
+                             (float *)(void *)out_w, hdr, NULL, NULL, &n);
     if (out_n) *out_n = n;
     return rc;
 }

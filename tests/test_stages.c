@@ -1,0 +1,560 @@
+/*
+ * test_stages.c - a model split over pipeline stages, on the kernel side
+ * (kernels/forward.c, FORWARD in kernels/tsr_kernel.c): each stage its own
+ * tsr_kstate holding layers [l0, l1) (driver: tsr_checkpoint_stage_view,
+ * tsr_mesh_opts.stage), the residual vectors carried from one stage's
+ * link-out to the next one's link-in by the test, the sampled id back to
+ * stage 0 as the next pass's token.
+ *
+ *   split == one device   stories260K (5 layers) over 2 and 4 stages, F32
+ *                         and its own Q8_0 (the llama2.c v2 file and the
+ *                         Q8_0 GGUF), greedy and seeded top-p: the tokens
+ *                         of PREFILL + DECODE on one device, bit for bit
+ *   link words            a hop carries TSR_LINK_HDR + dim words a token,
+ *                         its header says (items, slot, position, dim); a
+ *                         link-in that carries another pass is refused
+ *   plan == counters      each stage's last pass, region by region, equals
+ *                         tsr_plan_pass of the stage's config (the link
+ *                         region: the hop constant and the words)
+ *   what a stage holds    a middle stage holds no embedding or classifier
+ *                         rows; the stages' weight bytes add up to the
+ *                         single device's plus the tied classifier's copy
+ *
+ * On the rig (tests/support/kernel_rig.c): the kernels on this thread.
+ *
+ * And through the driver (tessera.h, "emu:cards=N"): N emulated devices in
+ * one process, each its own kernel instance, the command layer moving the
+ * vectors (driver/kcmd.c):
+ *
+ *   api split == one device  stories260K (the llama2.c file in F32 and as
+ *                         Q8_0, the F32 and Q8_0 GGUF files) over 2 and 4
+ *                         cards, greedy and seeded: the same tokens
+ *   api traffic           per decoded token and hop 16 + 4 x dim bytes over
+ *                         the card links; the weights cross the host link
+ *                         once (the split's load bytes: the one device's,
+ *                         plus the tied classifier's copy on the last card
+ *                         and each card's configuration)
+ *   api stages            stages= by hand gives the same tokens; a split
+ *                         the model cannot take is refused
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "tessera.h"
+#include "kernel_rig.h"
+#include "model.h"
+#include "plan.h"
+#include "test_util.h"
+#include "weight_image.h"
+
+enum { MAXK = 5, NGEN = 40, PES = 4 };
+
+/* One stage: its state and config. */
+typedef struct stage { tsr_kstate *st; tsr_kconfig kc; } stage;
+
+typedef struct split {
+    int K;
+    stage s[MAXK];
+} split;
+
+/* The stages of m over layer bounds b[0] = 0 < b[1] < ... < b[K] = L,
+ * placed with o on PES PEs. */
+static void split_place(const tsr_checkpoint *m, const tsr_load_opts *o, const int *b, int K,
+                        split *sp)
+{
+    sp->K = K;
+    for (int k = 0; k < K; k++) {
+        tsr_checkpoint view;
+        tsr_err e = { 0 };
+        assert_int_equal(tsr_checkpoint_stage_view(m, b[k], b[k + 1], &view, &e), TSR_OK);
+        int stg = (k > 0 ? (int)TSR_STAGE_LINK_IN : 0) | (k < K - 1 ? (int)TSR_STAGE_LINK_OUT : 0);
+        tsr_mesh_opts mo = { .pes = PES, .stage = stg };
+        sp->s[k].st = rig_state_new();
+        rig_place(sp->s[k].st, &view, o, &mo, &sp->s[k].kc);
+        assert_int_equal(sp->s[k].kc.n_layers, (uint32_t)(b[k + 1] - b[k]));
+        assert_int_equal(sp->s[k].kc.stage, (uint32_t)stg);
+    }
+}
+
+static void split_free(split *sp)
+{
+    for (int k = 0; k < sp->K; k++) rig_state_free(sp->s[k].st);
+}
+
+static float link_buf[2][TSR_LINK_WORDS];
+
+/* FORWARD on st with the link ports li, lo; the status. */
+static int forward(tsr_kstate *st, uint32_t slot, const uint32_t a[6], const void *in,
+                   uint32_t in_words, uint32_t *out, uint32_t *out_n, const float *li, float *lo)
+{
+    uint32_t c[TSR_CMD_WORDS] = { 0 }, none = 0, hdr[TSR_CTL_CMD0] = { 0 }, n = 0;
+    c[TSR_CMD_OP] = TSR_OP_FORWARD;
+    c[TSR_CMD_SLOT] = slot;
+    c[TSR_CMD_IN_WORDS] = in_words;
+    c[TSR_CMD_OUT_WORDS] = out ? 1u : 0u;
+    for (int i = 0; i < 6; i++) c[TSR_CMD_A0 + i] = a[i];
+    const uint32_t *w = in ? in : &none;
+    uint32_t *ow = out ? out : &none;
+    int rc = tsr_kernel_exec(st, c, w, (const float *)(const void *)w, ow, (float *)(void *)ow,
+                             hdr, li, lo, &n);
+    if (out_n) *out_n = n;
+    return rc;
+}
+
+/* One pass of n tokens ids at the next positions through every stage; with
+ * sample, the id the last stage samples (else -1).  *hop_words gets the
+ * words the last hop carried. */
+static int32_t split_pass(split *sp, const int32_t *ids, uint32_t n, int sample, float temp,
+                          float top_p, uint64_t seed, int reseed, uint32_t *hop_words)
+{
+    uint32_t pay[2 + 16];
+    memcpy(&pay[0], &temp, 4);
+    memcpy(&pay[1], &top_p, 4);
+    for (uint32_t i = 0; i < n; i++) pay[2 + i] = (uint32_t)ids[i];
+    uint32_t flags = (sample ? TSR_FWDC_SAMPLE : 0u) | (reseed ? TSR_FWDC_RESEED : 0u);
+    uint32_t a[6] = { n, flags, (uint32_t)seed, (uint32_t)(seed >> 32), 0, 0 };
+    int32_t next = -1;
+    for (int k = 0; k < sp->K; k++) {
+        const float *li = k > 0 ? link_buf[(k - 1) & 1] : NULL;
+        float *lo = k < sp->K - 1 ? link_buf[k & 1] : NULL;
+        uint32_t out = 0, on = 0;
+        int last = k == sp->K - 1;
+        a[1] = last ? flags : 0u;   /* the sampler is the last stage's */
+        assert_int_equal(forward(sp->s[k].st, 0, a, pay, k == 0 ? 2u + n : 2u,
+                                 last && sample ? &out : NULL, &on, li, lo), TSR_K_OK);
+        if (lo) {
+            /* the hop: the header, then the vectors */
+            uint32_t dim = sp->s[k].kc.dim;
+            assert_true(lo[0] == (float)n);
+            assert_true(lo[1] == 0.0f);
+            assert_true(lo[3] == (float)dim);
+            if (hop_words) *hop_words = TSR_LINK_HDR + n * dim;
+        }
+        if (last && sample) {
+            assert_int_equal(on, 1);
+            next = (int32_t)out;
+        }
+    }
+    return next;
+}
+
+/* The tokens of the split: the prompt in blocks (no sampling), its last
+ * token sampled, then NGEN - 1 more, each fed back to stage 0. */
+static void split_run(split *sp, const int32_t *prompt, int np, float temp, float top_p,
+                      uint64_t seed, int32_t *toks)
+{
+    int fed = 0;
+    while (fed < np - 1) {
+        uint32_t n = (uint32_t)(np - 1 - fed);
+        if (n > TSR_MAX_BLOCK) n = TSR_MAX_BLOCK;
+        split_pass(sp, prompt + fed, n, 0, 0, 0, 0, 0, NULL);
+        fed += (int)n;
+    }
+    int32_t cur = prompt[np - 1];
+    for (int i = 0; i < NGEN; i++) {
+        uint32_t hop = 0;
+        toks[i] = split_pass(sp, &cur, 1, 1, temp, top_p, seed, i == 0, &hop);
+        if (sp->K > 1) assert_int_equal(hop, TSR_LINK_HDR + sp->s[0].kc.dim);
+        assert_true(toks[i] >= 0 && (uint32_t)toks[i] < sp->s[0].kc.vocab_size);
+        cur = toks[i];
+    }
+}
+
+/* The reference: the whole model on one device, PREFILL + DECODE. */
+static void single_run(const tsr_checkpoint *m, const tsr_load_opts *o, const int32_t *prompt,
+                       int np, float temp, float top_p, uint64_t seed, int32_t *toks)
+{
+    tsr_kstate *st = rig_state_new();
+    tsr_mesh_opts mo = { .pes = PES };
+    rig_place(st, m, o, &mo, NULL);
+    assert_int_equal(rig_cmd(st, TSR_OP_PREFILL, 0, (uint32_t[6]){ (uint32_t)np }, prompt,
+                             (uint32_t)np, NULL, 0, NULL), TSR_K_OK);
+    float pay[2] = { temp, top_p };
+    uint32_t ans[NGEN + 1], n = 0;
+    uint32_t a[6] = { NGEN, (uint32_t)seed, (uint32_t)(seed >> 32),
+                      TSR_DEC_RESEED | TSR_DEC_IGNORE_STOP };
+    assert_int_equal(rig_cmd(st, TSR_OP_DECODE, 0, a, pay, 2, ans, NGEN + 1, &n), TSR_K_OK);
+    assert_int_equal(ans[0], NGEN);
+    for (int i = 0; i < NGEN; i++) toks[i] = (int32_t)ans[1 + i];
+    rig_state_free(st);
+}
+
+static tsr_checkpoint *open_model(const char *name)
+{
+    tsr_checkpoint *ck = NULL;
+    tsr_err e = { 0 };
+    int rc = tsr_checkpoint_open(tsr_test_path(name), &ck, &e);
+    if (rc) print_error("%s\n", e.msg);
+    assert_int_equal(rc, TSR_OK);
+    return ck;
+}
+
+/* "Once upon a time" in tok512 ids, BOS first: the first five ids of
+ * run.c's reference run (reference/stories260K_once_upon_a_time.tokens). */
+static const int32_t PROMPT[] = { 1, 403, 407, 261, 378 };
+enum { NP = 5 };
+
+/* The reference run's ids after the prompt (run.c, temperature 0). */
+static void runc_tokens(int32_t *ids)
+{
+    FILE *f = fopen(SHARED_REF("stories260K_once_upon_a_time.tokens"), "r");
+    assert_non_null(f);
+    int v, i = 0;
+    while (i < NP + NGEN && fscanf(f, "%d", &v) == 1) {
+        if (i < NP) assert_int_equal(v, PROMPT[i]);
+        else ids[i - NP] = v;
+        i++;
+    }
+    fclose(f);
+    assert_int_equal(i, NP + NGEN);
+}
+
+static void splits_equal_single(const char *model, int f32, int seqlen)
+{
+    tsr_checkpoint *ck = open_model(model);
+    tsr_load_opts o = { .weights_f32 = f32, .seq_len = seqlen, .n_slots = 1 };
+    int L = ck->cfg.n_layers;
+    assert_int_equal(L, 5);
+    static const int b2[] = { 0, 3, 5 }, b4[] = { 0, 1, 2, 4, 5 };
+    static const struct { float t, p; uint64_t seed; } smp[] = { { 0.0f, 0.9f, 0 },
+                                                                 { 1.0f, 0.9f, 42 } };
+    int np = NP;
+    for (size_t q = 0; q < 2; q++) {
+        int32_t want[NGEN], got[NGEN];
+        single_run(ck, &o, PROMPT, np, smp[q].t, smp[q].p, smp[q].seed, want);
+        if (f32 && smp[q].t == 0.0f) {
+            /* one device in F32 is run.c (test_golden); so is the split */
+            int32_t ref[NGEN];
+            runc_tokens(ref);
+            assert_memory_equal(want, ref, sizeof ref);
+        }
+        for (int K = 1; K <= 4; K *= 2) {
+            split sp;
+            int b1[] = { 0, L };
+            split_place(ck, &o, K == 1 ? b1 : K == 2 ? b2 : b4, K, &sp);
+            split_run(&sp, PROMPT, np, smp[q].t, smp[q].p, smp[q].seed, got);
+            for (int i = 0; i < NGEN; i++)
+                if (got[i] != want[i])
+                    fail_msg("%s %s, %d stages, T %.1f: token %d is %d, one device %d", model,
+                             f32 ? "F32" : "Q8_0", K, smp[q].t, i, got[i], want[i]);
+            split_free(&sp);
+        }
+    }
+    tsr_checkpoint_close(ck);
+}
+
+static void split_f32(void **state)
+{
+    (void)state;
+    splits_equal_single("models/stories260K.bin", 1, 0);
+}
+
+static void split_q8(void **state)
+{
+    (void)state;
+    splits_equal_single("models/stories260K.bin", 0, 0);
+}
+
+static void split_q8_gguf(void **state)
+{
+    (void)state;
+    splits_equal_single("models/stories260K-q8_0.gguf", 0, 256);
+}
+
+/* Each stage's pass, region by region, is what plan computes from its
+ * config: a middle stage charges link-in (TSR_LINK_HOP plus a word a
+ * cycle) and link-out, no embedding and no classifier. */
+static void plan_equals_stage_counters(void **state)
+{
+    (void)state;
+    tsr_checkpoint *ck = open_model("models/stories260K.bin");
+    tsr_load_opts o = { .n_slots = 1 };
+    static const int b3[] = { 0, 2, 4, 5 };
+    split sp;
+    split_place(ck, &o, b3, 3, &sp);
+    int32_t toks[NGEN];
+    split_run(&sp, PROMPT, NP, 0.0f, 0.0f, 0, toks);
+    uint32_t pos = NP - 1u + NGEN - 1u;   /* the last pass's position */
+    for (int k = 0; k < 3; k++) {
+        const tsr_kstate *st = sp.s[k].st;
+        assert_int_equal(st->cnt.last_pos, pos);
+        tsr_plan_cycles c;
+        tsr_plan_pass(&sp.s[k].kc, TSR_SUM_LANES, TSR_PES, &pos, 1, 1, &c);
+        for (int r = 0; r < TSR_RG_COUNT; r++) {
+            uint64_t run = st->cnt.cyc[r] - st->cnt.cyc_mark[r];
+            if (run != c.rg[r])
+                fail_msg("stage %d, region %s: kernel %llu, plan %llu", k, tsr_plan_region_name(r),
+                         (unsigned long long)run, (unsigned long long)c.rg[r]);
+        }
+        uint64_t link = st->cnt.cyc[TSR_RG_LINK] - st->cnt.cyc_mark[TSR_RG_LINK];
+        uint64_t words = TSR_LINK_HDR + ck->cfg.dim;
+        uint64_t want = (k > 0 ? TSR_LINK_HOP + words : 0u) + (k < 2 ? TSR_D_BUS + words : 0u);
+        assert_int_equal(link, want);
+        uint64_t embed = st->cnt.cyc[TSR_RG_EMBED] - st->cnt.cyc_mark[TSR_RG_EMBED];
+        uint64_t argmax = st->cnt.cyc[TSR_RG_ARGMAX] - st->cnt.cyc_mark[TSR_RG_ARGMAX];
+        assert_int_equal(embed != 0, k == 0);
+        assert_int_equal(argmax != 0, k == 2);
+    }
+    split_free(&sp);
+    tsr_checkpoint_close(ck);
+}
+
+/* A link-in whose header is another pass's is refused; a stage refuses
+ * the whole-model commands. */
+static void link_header_checked(void **state)
+{
+    (void)state;
+    tsr_checkpoint *ck = open_model("models/stories260K.bin");
+    tsr_load_opts o = { .n_slots = 1 };
+    static const int b2[] = { 0, 3, 5 };
+    split sp;
+    split_place(ck, &o, b2, 2, &sp);
+    int32_t id = 1;
+    split_pass(&sp, &id, 1, 0, 0, 0, 0, 0, NULL);   /* position 0 on both */
+    uint32_t pay[3] = { 0, 0, 1 }, a[6] = { 1, 0, 0, 0, 0, 0 };
+    /* stage 0 moves on to position 1; stage 1's link still says 0 */
+    link_buf[0][2] = 0.0f;
+    assert_int_equal(forward(sp.s[1].st, 0, a, pay, 2, NULL, NULL, link_buf[0], NULL), TSR_K_EARG);
+    link_buf[0][2] = 1.0f;
+    link_buf[0][3] = 63.0f;   /* not its dim */
+    assert_int_equal(forward(sp.s[1].st, 0, a, pay, 2, NULL, NULL, link_buf[0], NULL), TSR_K_EARG);
+    /* no link-in port at all */
+    assert_int_equal(forward(sp.s[1].st, 0, a, pay, 2, NULL, NULL, NULL, NULL), TSR_K_ESTATE);
+    /* sampling on a stage that is not the last */
+    a[1] = TSR_FWDC_SAMPLE;
+    uint32_t out = 0;
+    assert_int_equal(forward(sp.s[0].st, 0, a, pay, 3, &out, NULL, NULL, link_buf[0]), TSR_K_EARG);
+    /* PREFILL and DECODE need the whole model */
+    assert_int_equal(rig_cmd(sp.s[0].st, TSR_OP_PREFILL, 0, (uint32_t[6]){ 1 }, &pay[2], 1, NULL,
+                             0, NULL), TSR_K_ESTATE);
+    split_free(&sp);
+    tsr_checkpoint_close(ck);
+}
+
+/* What each stage holds: the first the embedding, a middle one neither it
+ * nor a classifier, the last the (tied) classifier; every layer's tiles on
+ * exactly one stage. */
+static void stage_holdings(void **state)
+{
+    (void)state;
+    tsr_checkpoint *ck = open_model("models/stories260K.bin");
+    tsr_load_opts o = { .n_slots = 1 };
+    static const int b3[] = { 0, 2, 4, 5 };
+    split sp;
+    split_place(ck, &o, b3, 3, &sp);
+    tsr_kstate *one = rig_state_new();
+    tsr_mesh_opts mo = { .pes = PES };
+    tsr_kconfig kc1;
+    rig_place(one, ck, &o, &mo, &kc1);
+    uint32_t d, n, pair;
+    uint64_t sum = 0, whole = 0, emb = 0;
+    for (int k = 0; k < 3; k++) {
+        const tsr_kconfig *kc = &sp.s[k].kc;
+        tsr_lay_mat_shape(kc, TSR_MAT_EMB, &d, &n, &pair);
+        assert_int_equal(d, k == 1 ? 0u : kc->vocab_size);   /* tied: the last holds it too */
+        for (uint32_t p = 0; p < PES; p++) {
+            uint64_t w8, f32;
+            tsr_lay_pe_weights(kc, p, &w8, &f32, NULL);
+            sum += w8 + 4u * f32;
+        }
+    }
+    for (uint32_t p = 0; p < PES; p++) {
+        uint64_t w8, f32;
+        tsr_lay_pe_weights(&kc1, p, &w8, &f32, NULL);
+        whole += w8 + 4u * f32;
+        tsr_tile t = tsr_lay_tile(&kc1, TSR_MAT_EMB, 0, p);
+        emb += tsr_lay_tile_w8(&kc1, t) + 4u * tsr_lay_tile_f32(&kc1, t);
+    }
+    assert_true(emb > 0);
+    assert_int_equal(sum, whole + emb);
+    rig_state_free(one);
+    split_free(&sp);
+    tsr_checkpoint_close(ck);
+}
+
+/* ---- through the driver ---------------------------------------------- */
+
+enum { API_GEN = 48 };
+
+typedef struct api_run {
+    int toks[API_GEN], n;
+    tsr_traffic t;
+    int dim;
+} api_run;
+
+/* Load model (tokenizer tok, NULL for GGUF) on spec, append the prompt,
+ * generate API_GEN tokens with T / top_p / seed (ignore_stop). */
+static void api_generate(const char *spec, const char *model, const char *tok, int f32,
+                         float temp, float top_p, uint64_t seed, api_run *r)
+{
+    tsr_device *dev = NULL;
+    tsr_model *m = NULL;
+    tsr_seq *s = NULL;
+    int rc = tsr_device_open(spec, &dev);
+    if (rc) fail_msg("%s: %s", spec, tsr_device_errmsg(dev));
+    tsr_model_opts mo = { .tokenizer = tok ? tsr_test_path(tok) : NULL, .weights_f32 = f32,
+                          .seq_len = 256, .n_seqs = 1 };
+    rc = tsr_model_load(dev, tsr_test_path(model), &mo, &m);
+    if (rc) fail_msg("%s %s: %s", spec, model, tsr_device_errmsg(dev));
+    tsr_model_info info;
+    assert_int_equal(tsr_model_get_info(m, &info), TSR_OK);
+    r->dim = info.dim;
+    assert_int_equal(tsr_seq_open(m, &s), TSR_OK);
+    assert_int_equal(tsr_seq_append_tokens(s, PROMPT, NP), TSR_OK);
+    tsr_gen_opts g = { .max_tokens = API_GEN, .temperature = temp, .top_p = top_p,
+                       .seed = seed, .ignore_stop = 1 };
+    r->n = 0;
+    assert_int_equal(tsr_seq_generate(s, &g, NULL, NULL, &r->n), TSR_OK);
+    assert_int_equal(r->n, API_GEN);
+    const int *all;
+    int n_all;
+    assert_int_equal(tsr_seq_tokens(s, &all, &n_all), TSR_OK);
+    assert_int_equal(n_all, NP + API_GEN);
+    memcpy(r->toks, all + NP, sizeof r->toks);
+    assert_int_equal(tsr_device_traffic(dev, &r->t), TSR_OK);
+    tsr_seq_close(s);
+    tsr_model_close(m);
+    tsr_device_close(dev);
+}
+
+static void api_splits(const char *model, const char *tok, int f32)
+{
+    static const struct { float t, p; uint64_t seed; } smp[] = { { 0.0f, 0.9f, 0 },
+                                                                 { 1.0f, 0.9f, 42 } };
+    for (size_t q = 0; q < 2; q++) {
+        api_run one, split;
+        api_generate("emu:pes=4,threads=1", model, tok, f32, smp[q].t, smp[q].p, smp[q].seed, &one);
+        assert_int_equal(one.t.link_decode, 0);
+        assert_int_equal(one.t.link_passes, 0);
+        for (int K = 2; K <= 4; K += 2) {
+            char spec[64];
+            snprintf(spec, sizeof spec, "emu:pes=4,threads=1,cards=%d", K);
+            api_generate(spec, model, tok, f32, smp[q].t, smp[q].p, smp[q].seed, &split);
+            for (int i = 0; i < API_GEN; i++)
+                if (split.toks[i] != one.toks[i])
+                    fail_msg("%s %s, %d cards, T %.1f: token %d is %d, one device %d", model,
+                             f32 ? "F32" : "quantized", K, smp[q].t, i, split.toks[i],
+                             one.toks[i]);
+            /* per decoded token, each of the K - 1 hops: the header and
+             * the residual vector; the last token sampled is never fed */
+            uint64_t hop = 4u * (TSR_LINK_HDR + (uint64_t)split.dim);
+            assert_int_equal(split.t.link_decode, (uint64_t)API_GEN * (uint64_t)(K - 1) * hop);
+            assert_true(split.t.link_prefill >= (uint64_t)(K - 1) * (4u * TSR_LINK_HDR +
+                                                                      4u * (NP - 1u) * split.dim));
+            /* the weights once: the one device's bytes, plus the tied
+             * classifier's copy and each card's configuration and
+             * commands (the streams' chunks are per card) */
+            assert_int_equal(split.t.loads, 1);
+            assert_true(split.t.load_h2d > one.t.load_h2d);
+            uint64_t emb = f32 ? 512u * 64u * 4u : 512u * 64u + 512u * 64u / 32u * 4u;
+            assert_true(split.t.load_h2d - one.t.load_h2d <= emb + (uint64_t)K * 8192u);
+        }
+    }
+}
+
+static void api_split_llama2c(void **state)
+{
+    (void)state;
+    api_splits("models/stories260K.bin", "models/tok512.bin", 1);   /* F32 */
+    api_splits("models/stories260K.bin", "models/tok512.bin", 0);   /* as Q8_0 */
+}
+
+static void api_split_gguf(void **state)
+{
+    (void)state;
+    api_splits("models/stories260K-f32.gguf", NULL, 1);
+    api_splits("models/stories260K-q8_0.gguf", NULL, 0);
+}
+
+/* Two sequences of one split generated together (in turn through the
+ * stages) get the tokens each gets alone on one device. */
+static void api_batch_on_split(void **state)
+{
+    (void)state;
+    api_run want[2];
+    api_generate("emu:pes=4,threads=1", "models/stories260K.bin", "models/tok512.bin", 1, 0.0f,
+                 0.9f, 0, &want[0]);
+    api_generate("emu:pes=4,threads=1", "models/stories260K.bin", "models/tok512.bin", 1, 1.0f,
+                 0.9f, 42, &want[1]);
+    tsr_device *dev = NULL;
+    assert_int_equal(tsr_device_open("emu:pes=4,threads=1,cards=3", &dev), TSR_OK);
+    tsr_model *m = NULL;
+    tsr_model_opts mo = { .tokenizer = tsr_test_path("models/tok512.bin"), .weights_f32 = 1,
+                          .seq_len = 256, .n_seqs = 2 };
+    assert_int_equal(tsr_model_load(dev, tsr_test_path("models/stories260K.bin"), &mo, &m), TSR_OK);
+    tsr_seq *s[2];
+    tsr_gen_opts g[2] = { { .max_tokens = API_GEN, .temperature = 0.0f, .top_p = 0.9f,
+                            .ignore_stop = 1 },
+                          { .max_tokens = API_GEN, .temperature = 1.0f, .top_p = 0.9f,
+                            .seed = 42, .ignore_stop = 1 } };
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(tsr_seq_open(m, &s[i]), TSR_OK);
+        assert_int_equal(tsr_seq_append_tokens(s[i], PROMPT, NP), TSR_OK);
+    }
+    int ng[2] = { 0, 0 };
+    assert_int_equal(tsr_seq_generate_batch(s, 2, g, NULL, NULL, ng), TSR_OK);
+    for (int i = 0; i < 2; i++) {
+        const int *all;
+        int n_all;
+        assert_int_equal(ng[i], API_GEN);
+        assert_int_equal(tsr_seq_tokens(s[i], &all, &n_all), TSR_OK);
+        assert_int_equal(n_all, NP + API_GEN);
+        assert_memory_equal(all + NP, want[i].toks, sizeof want[i].toks);
+        tsr_seq_close(s[i]);
+    }
+    tsr_model_close(m);
+    tsr_device_close(dev);
+}
+
+/* stages= by hand: the same tokens as one device; bad splits refused. */
+static void api_stages_by_hand(void **state)
+{
+    (void)state;
+    api_run one, split;
+    api_generate("emu:pes=4,threads=1", "models/stories260K.bin", "models/tok512.bin", 1, 0, 0, 0,
+                 &one);
+    api_generate("emu:pes=4,threads=1,stages=0-0/1-3/4-4", "models/stories260K.bin",
+                 "models/tok512.bin", 1, 0, 0, 0, &split);
+    assert_memory_equal(split.toks, one.toks, sizeof one.toks);
+    assert_int_equal(split.t.link_decode, API_GEN * 2u * 4u * (TSR_LINK_HDR + 64u));
+    /* a gap, and cards= against stages= */
+    tsr_device *dev = NULL;
+    assert_int_equal(tsr_device_open("emu:stages=0-1/3-4", &dev), TSR_ERR_ARG);
+    assert_non_null(strstr(tsr_device_errmsg(dev), "stages"));
+    tsr_device_close(dev);
+    dev = NULL;
+    assert_int_equal(tsr_device_open("emu:stages=0-1/2-4,cards=3", &dev), TSR_ERR_ARG);
+    tsr_device_close(dev);
+    /* stages that do not cover the model's 5 layers */
+    dev = NULL;
+    assert_int_equal(tsr_device_open("emu:pes=4,threads=1,stages=0-1/2-3", &dev), TSR_OK);
+    tsr_model *m = NULL;
+    tsr_model_opts mo = { .tokenizer = tsr_test_path("models/tok512.bin"), .n_seqs = 1 };
+    assert_int_equal(tsr_model_load(dev, tsr_test_path("models/stories260K.bin"), &mo, &m),
+                     TSR_ERR_ARG);
+    assert_non_null(strstr(tsr_device_errmsg(dev), "stages end at layer 3"));
+    tsr_device_close(dev);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(split_f32),
+        cmocka_unit_test(split_q8),
+        cmocka_unit_test(split_q8_gguf),
+        cmocka_unit_test(plan_equals_stage_counters),
+        cmocka_unit_test(link_header_checked),
+        cmocka_unit_test(stage_holdings),
+        cmocka_unit_test(api_split_llama2c),
+        cmocka_unit_test(api_split_gguf),
+        cmocka_unit_test(api_batch_on_split),
+        cmocka_unit_test(api_stages_by_hand),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
