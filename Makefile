@@ -93,6 +93,19 @@ ifeq ($(XRT),1)
   XRT_TEST_LIBS := -lxrt_coreutil -Wl,--no-as-needed -lxrt_noop -Wl,--as-needed
 endif
 
+# -------------------------------------------------------------------- MPI ---
+# MPI=1: a model split over processes and hosts, one pipeline stage per
+# rank of mpirun (driver/backend_mpi.c; Open MPI, Debian libopenmpi-dev
+# and openmpi-bin, `make deps`).  Without it, the library has the stubs and
+# tessera under mpirun says how to get it.  The flags change every object:
+# make clean when switching.
+MPI ?= 0
+ifeq ($(MPI),1)
+  INC       += $(shell pkg-config --cflags ompi-c)
+  BASEFLAGS += -DTSR_HAVE_MPI
+  LDLIBS    += $(shell pkg-config --libs ompi-c)
+endif
+
 DRIVER_SRC := $(wildcard driver/*.c)
 KERNEL_SRC := $(wildcard kernels/*.c)
 EMU_SRC    := $(wildcard emu/*.c)
@@ -158,6 +171,7 @@ help:
 # clang and its runtime (libFuzzer) build tests/fuzz/; libedit is chat's
 # line editor; python3-clang and libclang-dev run hw/lint_hls.py.
 DEPS_DEBIAN := build-essential pkg-config libcmocka-dev libnuma-dev libxxhash-dev libpcre2-dev libxrt-dev \
+               libopenmpi-dev openmpi-bin \
                python3-clang libclang-dev libedit-dev clang libclang-rt-14-dev \
                libcivetweb-dev libjansson-dev curl python3-venv chromium chromium-driver
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
