@@ -21,7 +21,7 @@
 #include "tsr_kernel.h"
 
 /* Devices a model may be split over (spec cards=). */
-#define TSR_DEV_MAX_CARDS 16
+#define TSR_DEV_MAX_CARDS TSR_MAX_CARDS   /* tessera.h */
 
 /* What the user asked for in a device spec ("emu:part=u55c,pes=16,threads=2"). */
 typedef struct tsr_devspec {

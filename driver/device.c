@@ -223,6 +223,33 @@ int tsr_device_traffic(const tsr_device *cdev, tsr_traffic *t)
     return tsr_call_leave(&c, TSR_OK);
 }
 
+int tsr_device_pipeline(const tsr_device *cdev, tsr_pipeline *p)
+{
+    if (!cdev || !p) return TSR_ERR_ARG;
+    tsr_device *dev = (tsr_device *)cdev;   /* the lock and error record change */
+    tsr_call c;
+    tsr_call_enter(&c, dev);
+    memset(p, 0, sizeof *p);
+    if (!dev->k.b)
+        return tsr_call_leave(&c, tsr_seterr(&dev->err, TSR_ERR_STATE, "the device is not open"));
+    const tsr_kcmd *k = &dev->k;
+    if (k->cards > 1) {
+        p->cards = k->cards;
+        p->clock_mhz = k->info.clock_mhz > 0 ? k->info.clock_mhz : 300;
+        for (int s = 0; s < k->cards && s < TSR_MAX_CARDS; s++) {
+            p->first_layer[s] = k->loaded ? k->bounds[s] : 0u;
+            p->n_layers[s] = k->loaded ? k->bounds[s + 1] - k->bounds[s] : 0u;
+            p->busy_cycles[s] = k->clk_busy[s];
+            p->passes[s] = k->clk_passes[s];
+        }
+        p->prefill_cycles = k->dev_cycles[TSR_PHASE_PREFILL];
+        p->prefill_tokens = k->dev_tokens[TSR_PHASE_PREFILL];
+        p->decode_cycles = k->dev_cycles[TSR_PHASE_DECODE];
+        p->decode_tokens = k->dev_tokens[TSR_PHASE_DECODE];
+    }
+    return tsr_call_leave(&c, TSR_OK);
+}
+
 int tsr_device_kernel_counters(tsr_device *dev, char *buf, size_t len)
 {
     if (!dev || !buf || len == 0) return TSR_ERR_ARG;

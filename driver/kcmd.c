@@ -154,8 +154,10 @@ static void pipe_close(tsr_kcmd *k)
     for (int s = 0; s < k->cards && k->stage; s++) tsr_kcmd_close(&k->stage[s]);
     free(k->stage);
     free(k->hop_buf);
+    free(k->seq_hop);
     k->stage = NULL;
     k->hop_buf = NULL;
+    k->seq_hop = NULL;
     k->b = NULL;
     k->started = 0;
 }
@@ -225,7 +227,7 @@ static int pipe_split(tsr_kcmd *k, const tsr_checkpoint *m, const tsr_load_opts 
     }
     tsr_kconfig kc;
     int rc = tsr_kcmd_config(k, m, o, &kc, e);
-    if (!rc) tsr_plan_card_split(&kc, K, k->bounds);
+    if (!rc) tsr_plan_card_split(&kc, k->info.prof.sum_lanes, k->info.prof.pes, K, k->bounds);
     return rc;
 }
 
@@ -265,49 +267,117 @@ static int pipe_load(tsr_kcmd *k, const tsr_checkpoint *m, const tsr_load_opts *
     pipe_sum_links(k);
     if (rc) return rc;
     if ((rc = tsr_kcmd_config(k, m, o, &k->cfg, e))) return rc;   /* the whole model's */
-    for (int s = 0; s < TSR_MAX_SLOTS; s++) k->pending[s] = -1;
+    free(k->seq_hop);
+    k->seq_hop = malloc(sizeof *k->seq_hop * TSR_KDEC_MAX * (TSR_LINK_HDR + (size_t)k->cfg.dim));
+    if (!k->seq_hop) return tsr_seterr(e, TSR_ERR_NOMEM, "%s: out of memory", k->be->name);
+    for (int s = 0; s < TSR_MAX_SLOTS; s++) {
+        k->pending[s] = -1;
+        k->clk_ready[s] = 0;
+    }
     k->loaded = 1;
     return TSR_OK;
 }
 
-/* One FORWARD pass of n tokens ids (1..TSR_MAX_BLOCK) of slot through
- * every stage, each stage's residual vectors moved to the next; with smp,
- * the last stage samples after the single item and *next gets the id. */
-static int pipe_pass(tsr_kcmd *k, int phase, int slot, const int *ids, uint32_t n,
-                     const tsr_sampler *smp, int reseed, int *next, tsr_err *e)
+/* Stage s's FORWARD of n items of slot started: ids (stage 0's tokens) or
+ * the vectors in hop (written to its link-in first); on the last stage
+ * with smp, sampling after the single item. */
+static int stage_submit(tsr_kcmd *k, int s, int phase, int slot, const int *ids, uint32_t n,
+                        const tsr_sampler *smp, int reseed, const float *hop, uint32_t *seq,
+                        tsr_err *e)
 {
+    tsr_kcmd *d = &k->stage[s];
     uint32_t pay[2 + TSR_MAX_BLOCK], words = TSR_LINK_HDR + n * k->cfg.dim;
+    int last = s == k->cards - 1, rc;
     float t = smp ? smp->temperature : 0.0f, p = smp ? smp->top_p : 0.0f;
     memcpy(&pay[0], &t, 4);
     memcpy(&pay[1], &p, 4);
-    for (uint32_t i = 0; i < n; i++) pay[2 + i] = (uint32_t)ids[i];
-    int rc = TSR_OK;
-    for (int s = 0; s < k->cards && !rc; s++) {
-        tsr_kcmd *d = &k->stage[s];
-        int last = s == k->cards - 1, status = 0;
-        uint32_t flags = last && smp ? TSR_FWDC_SAMPLE | (reseed ? TSR_FWDC_RESEED : 0u) : 0u;
-        uint32_t out = 0, got = 0;
-        kcmd_args a = { .op = TSR_OP_FORWARD, .slot = (uint32_t)slot,
-                        .a = { n, flags, smp ? (uint32_t)smp->seed : 0u,
-                               smp ? (uint32_t)(smp->seed >> 32) : 0u },
-                        .in = pay, .in_words = s == 0 ? 2u + n : 2u,
-                        .out_words = last && smp ? 1u : 0u };
-        /* the hop into this stage: the bytes the previous one sent */
-        if (s > 0 && (rc = d->be->write(d->b, TSR_BUF_LINK_IN, 0, k->hop_buf, words, e))) break;
-        if ((rc = exec(d, phase, &a, &status, &out, 1, &got, e))) break;
-        if (status) {
-            rc = kfail(d, status, "forward", e);
-            break;
-        }
-        if (!last) {
-            if ((rc = d->be->read(d->b, TSR_BUF_LINK_OUT, 0, k->hop_buf, words, e))) break;
-            k->link.hop[phase] += 4ull * words;
-            k->link.hops[phase]++;
-        } else if (smp) {
-            if (got != 1) rc = tsr_seterr(e, TSR_ERR_DEVICE, "%s: forward: no token", d->be->name);
-            *next = (int)out;
-        }
+    for (uint32_t i = 0; s == 0 && i < n; i++) pay[2 + i] = (uint32_t)ids[i];
+    uint32_t flags = last && smp ? TSR_FWDC_SAMPLE | (reseed ? TSR_FWDC_RESEED : 0u) : 0u;
+    kcmd_args a = { .op = TSR_OP_FORWARD, .slot = (uint32_t)slot,
+                    .a = { n, flags, smp ? (uint32_t)smp->seed : 0u,
+                           smp ? (uint32_t)(smp->seed >> 32) : 0u },
+                    .in = pay, .in_words = s == 0 ? 2u + n : 2u,
+                    .out_words = last && smp ? 1u : 0u };
+    /* the hop into this stage: the bytes the previous one sent */
+    if (s > 0 && (rc = d->be->write(d->b, TSR_BUF_LINK_IN, 0, hop, words, e))) return rc;
+    return submit(d, phase, &a, seq, e);
+}
+
+/* Stage s's pass seq of n items answered: on the last stage with a token
+ * its id in *next, before it the vectors off its link-out into hop; *cy:
+ * the cycles the kernel's accounting charged the pass (every region, its
+ * link-in hop included), read with its counters (the debug phase). */
+static int stage_finish(tsr_kcmd *k, int s, int phase, uint32_t seq, uint32_t n, int *next,
+                        float *hop, uint64_t *cy, tsr_err *e)
+{
+    tsr_kcmd *d = &k->stage[s];
+    uint32_t words = TSR_LINK_HDR + n * k->cfg.dim, got = 0, out = 0;
+    int status = 0, rc = await(d, seq, phase, &status, &got, e);
+    if (rc) return rc;
+    if (status) return kfail(d, status, "forward", e);
+    if (s < k->cards - 1) {
+        if ((rc = d->be->read(d->b, TSR_BUF_LINK_OUT, 0, hop, words, e))) return rc;
+        k->link.hop[phase] += 4ull * words;
+        k->link.hops[phase]++;
+    } else if (next) {
+        if (got != 1) return tsr_seterr(e, TSR_ERR_DEVICE, "%s: forward: no token", d->be->name);
+        if ((rc = d->be->read(d->b, TSR_BUF_OUT, 0, &out, 1, e))) return rc;
+        d->link.d2h[phase] += 4u;
+        *next = (int)out;
     }
+    tsr_kcounters c;
+    if ((rc = tsr_kcmd_counters(d, &c, e))) return rc;
+    *cy = 0;
+    for (int r = 0; r < TSR_RG_COUNT; r++) *cy += c.cyc[r] - c.cyc_mark[r];
+    return TSR_OK;
+}
+
+/* Device clocks: a host call begins with every card at the latest clock
+ * (the cards idle until the host speaks); returns that time. */
+static uint64_t clk_sync(tsr_kcmd *k)
+{
+    uint64_t t = 0;
+    for (int s = 0; s < k->cards; s++) t = k->clk_free[s] > t ? k->clk_free[s] : t;
+    for (int s = 0; s < k->cards; s++) k->clk_free[s] = t;
+    return t;
+}
+
+/* A pass of cy cycles on card s whose input arrived at `ready`: it starts
+ * when the card is free too; returns when it ends. */
+static uint64_t clk_pass(tsr_kcmd *k, int s, uint64_t ready, uint64_t cy)
+{
+    uint64_t start = ready > k->clk_free[s] ? ready : k->clk_free[s];
+    k->clk_free[s] = start + cy;
+    k->clk_busy[s] += cy;
+    k->clk_passes[s]++;
+    return start + cy;
+}
+
+/* The device time of a call that began at t0: until the last card is
+ * done. */
+static void clk_account(tsr_kcmd *k, int phase, uint64_t t0, uint64_t tokens)
+{
+    k->dev_cycles[phase] += clk_sync(k) - t0;
+    k->dev_tokens[phase] += tokens;
+}
+
+/* One FORWARD pass of n tokens ids (1..TSR_MAX_BLOCK) of slot through
+ * every stage in turn, each stage's residual vectors moved to the next;
+ * with smp, the last stage samples after the single item and *next gets
+ * the id.  On the clocks: stage 0 starts once the slot's last token is
+ * back (t0 or later), each stage once the one before has sent. */
+static int pipe_pass(tsr_kcmd *k, int phase, int slot, const int *ids, uint32_t n,
+                     const tsr_sampler *smp, int reseed, int *next, uint64_t t0, tsr_err *e)
+{
+    int rc = TSR_OK;
+    uint64_t t = k->clk_ready[slot] > t0 ? k->clk_ready[slot] : t0, cy = 0;
+    for (int s = 0; s < k->cards && !rc; s++) {
+        uint32_t seq = 0;
+        if (!(rc = stage_submit(k, s, phase, slot, ids, n, smp, reseed, k->hop_buf, &seq, e)))
+            rc = stage_finish(k, s, phase, seq, n, smp ? next : NULL, k->hop_buf, &cy, e);
+        if (!rc) t = clk_pass(k, s, t, cy);
+    }
+    if (!rc && smp) k->clk_ready[slot] = t + TSR_PLAN_RETURN_CYCLES;
     pipe_sum_links(k);
     return rc;
 }
@@ -329,7 +399,8 @@ static int pipe_each(tsr_kcmd *k, uint32_t op, int slot, uint32_t a0, const char
 }
 
 /* Feed the pending token and all of tokens but the last, in passes of the
- * stages' block; the last becomes pending. */
+ * stages' block; the last becomes pending.  On the clocks the blocks
+ * pipeline: stage 0 takes the next block while stage 1 runs this one. */
 static int pipe_prefill(tsr_kcmd *k, int slot, const int *tokens, int n, tsr_err *e)
 {
     int rc = pipe_slot(k, slot, e);
@@ -337,55 +408,100 @@ static int pipe_prefill(tsr_kcmd *k, int slot, const int *tokens, int n, tsr_err
     for (int s = 0; s < k->cards; s++)
         if (k->stage[s].info.prof.block && k->stage[s].info.prof.block < B) B = k->stage[s].info.prof.block;
     int ids[TSR_MAX_BLOCK], nb = 0;
+    uint64_t t0 = clk_sync(k), fed = 0;
     for (int i = -1; i < n - 1 && !rc; i++) {
         int t = i < 0 ? k->pending[slot] : tokens[i];
         if (t < 0) continue;
         ids[nb++] = t;
         if ((uint32_t)nb == B || i == n - 2) {
-            rc = pipe_pass(k, TSR_PHASE_PREFILL, slot, ids, (uint32_t)nb, NULL, 0, NULL, e);
+            rc = pipe_pass(k, TSR_PHASE_PREFILL, slot, ids, (uint32_t)nb, NULL, 0, NULL, t0, e);
+            fed += (uint64_t)nb;
             nb = 0;
         }
     }
+    clk_account(k, TSR_PHASE_PREFILL, t0, fed);
     if (!rc) k->pending[slot] = tokens[n - 1];
     return rc;
 }
 
-/* Decode: each step one token of every sequence still going, one pass
- * through the stages each. */
+/* Decode: the m sequences in flight through the stages, a token each per
+ * trip.  Each round every stage takes the sequence that has waited
+ * longest at its input (on the clocks), so stage k works on one sequence
+ * while stage k + 1 works on the one before: the round's passes are
+ * started on every card, then collected (the cards run at once).  A
+ * sequence back at stage 0 with its token is checked for cancel and its
+ * stops before its next trip. */
 static int pipe_decode(tsr_kcmd *k, tsr_kdec *q, int m, tsr_token_fn on_token, void *user,
                        tsr_err *e)
 {
-    int live[TSR_KDEC_MAX], any = 1, rc = TSR_OK;
-    uint32_t bos = k->cfg.bos, eos = k->cfg.eos;
+    int live[TSR_KDEC_MAX], at[TSR_KDEC_MAX], any = 0, rc = TSR_OK, K = k->cards;
+    uint64_t ready[TSR_KDEC_MAX], t0 = clk_sync(k), made = 0;
+    uint32_t bos = k->cfg.bos, eos = k->cfg.eos, vw = TSR_LINK_HDR + k->cfg.dim;
     for (int i = 0; i < m; i++) {
         q[i].got = 0;
         live[i] = q[i].n > 0;
+        at[i] = 0;
+        ready[i] = k->clk_ready[q[i].slot] > t0 ? k->clk_ready[q[i].slot] : t0;
         if (!rc) rc = pipe_slot(k, q[i].slot, e);
         if (!rc && live[i] && k->pending[q[i].slot] < 0)
             rc = tsr_seterr(e, TSR_ERR_STATE, "%s: decode: slot %d has no pending token",
                             k->be->name, q[i].slot);
+        any |= live[i];
     }
     while (any && !rc) {
-        any = 0;
-        for (int i = 0; i < m && !rc; i++) {
+        /* this round's passes: per stage the longest-waiting sequence */
+        int pick[TSR_DEV_MAX_CARDS];
+        uint32_t seq[TSR_DEV_MAX_CARDS];
+        for (int s = 0; s < K; s++) pick[s] = -1;
+        for (int i = 0; i < m; i++) {
             if (!live[i]) continue;
-            if (q[i].cancel && __atomic_load_n(q[i].cancel, __ATOMIC_ACQUIRE)) {
+            if (at[i] == 0 && q[i].cancel && __atomic_load_n(q[i].cancel, __ATOMIC_ACQUIRE)) {
                 live[i] = 0;
                 continue;
             }
-            int cur = k->pending[q[i].slot], next = -1;
-            rc = pipe_pass(k, TSR_PHASE_DECODE, q[i].slot, &cur, 1, &q[i].smp,
-                           q[i].smp.reseed && q[i].got == 0, &next, e);
-            if (rc) break;
+            int *p = &pick[at[i]];
+            if (*p < 0 || ready[i] < ready[*p]) *p = i;
+        }
+        int started = 0;
+        for (int s = 0; s < K && !rc; s++) {
+            int i = pick[s];
+            if (i < 0) continue;
+            int cur = k->pending[q[i].slot];
+            rc = stage_submit(k, s, TSR_PHASE_DECODE, q[i].slot, &cur, 1, &q[i].smp,
+                              q[i].smp.reseed && q[i].got == 0, k->seq_hop + (size_t)i * vw,
+                              &seq[s], e);
+            started = s + 1;
+        }
+        /* collect every pass started, even after a failure */
+        for (int s = 0; s < started; s++) {
+            int i = pick[s], next = -1, frc;
+            if (i < 0) continue;
+            uint64_t cy = 0;
+            frc = stage_finish(k, s, TSR_PHASE_DECODE, seq[s], 1, &next,
+                               k->seq_hop + (size_t)i * vw, &cy, rc ? NULL : e);
+            if (rc || (rc = frc)) continue;
+            ready[i] = clk_pass(k, s, ready[i], cy);
+            if (s < K - 1) {
+                at[i] = s + 1;
+                continue;
+            }
+            /* a token: back to stage 0 */
+            at[i] = 0;
+            ready[i] += TSR_PLAN_RETURN_CYCLES;
+            k->clk_ready[q[i].slot] = ready[i];
             k->pending[q[i].slot] = next;
             q[i].out[q[i].got++] = next;
+            made++;
             if (on_token && on_token(i, next, user)) live[i] = 0;
             if (q[i].got >= q[i].n ||
                 (!q[i].smp.ignore_stop && ((uint32_t)next == bos || (uint32_t)next == eos)))
                 live[i] = 0;
-            any |= live[i];
         }
+        any = 0;
+        for (int i = 0; i < m; i++) any |= live[i];   /* (a stop is only ever at stage 0) */
     }
+    clk_account(k, TSR_PHASE_DECODE, t0, made);
+    pipe_sum_links(k);
     return rc;
 }
 

@@ -56,6 +56,22 @@ typedef struct tsr_kcmd {
     int32_t                  pending[TSR_MAX_SLOTS]; /* per slot: the next token
                                              to feed, -1 none               */
     float                   *hop_buf;   /* (TSR_LINK_WORDS,) a pass on a link */
+    float                   *seq_hop;   /* (TSR_KDEC_MAX, TSR_LINK_HDR + dim) a
+                                             decoding sequence's vector between
+                                             stages                         */
+    /* the device clocks of a split: each card's own time in its cycles,
+     * the kernel's accounting of each pass it ran (its link-in hop
+     * included), a pass starting once its input has arrived and the card
+     * is free; a call of the host starts every clock at the latest */
+    uint64_t                 clk_free[TSR_DEV_MAX_CARDS];  /* card k free at  */
+    uint64_t                 clk_busy[TSR_DEV_MAX_CARDS];  /* cycles it ran   */
+    uint64_t                 clk_passes[TSR_DEV_MAX_CARDS];
+    uint64_t                 clk_ready[TSR_MAX_SLOTS]; /* a slot's next token
+                                             back at card 0 at             */
+    uint64_t                 dev_cycles[TSR_PHASE_COUNT]; /* the calls' device
+                                             time, per phase                */
+    uint64_t                 dev_tokens[TSR_PHASE_COUNT]; /* tokens fed (prefill)
+                                             and generated (decode)         */
 } tsr_kcmd;
 
 /* c as CONFIGURE's payload (kernels/tsr_kernel.h): TSR_KCONFIG_INTS

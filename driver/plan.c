@@ -15,6 +15,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "plan.h"
@@ -572,46 +573,152 @@ static uint64_t mat_bytes(const tsr_kconfig *kc, uint32_t m, uint32_t rot)
     return b;
 }
 
-/* The layers [*l0, *l1) of card k of K.  The first card holds the
- * embedding, the last the classifier (a shared one as a copy of the
- * embedding), so layers are split to balance bytes, not counts. */
-static void card_layers(const tsr_kconfig *kc, int K, int k, uint32_t *l0, uint32_t *l1)
+/* Bytes of card k of K holding n layers (the first card also holds the
+ * embedding, the last the classifier: a shared one as a copy of the
+ * embedding), from the whole model's matrix sizes. */
+typedef struct split_bytes { double emb, layer, cls; } split_bytes;
+
+static split_bytes split_bytes_of(const tsr_kconfig *kc)
 {
-    uint32_t L = kc->n_layers;
-    if (K <= 1) { *l0 = 0; *l1 = L; return; }
-    double E = (double)mat_bytes(kc, TSR_MAT_EMB, 0), layer = 0;
-    for (uint32_t w = 0; w < TSR_W_COUNT; w++) layer += (double)mat_bytes(kc, TSR_MAT_LAYER(0, w), 0);
-    layer += (double)kv_bytes(kc, 2u * (uint64_t)kc->n_kv_heads * kc->seq_len *
-                                      tsr_lay_head_size(kc) * kc->n_slots);
-    double cls = kc->shared_classifier ? E : (double)mat_bytes(kc, tsr_lay_mat_wcls(kc), 0);
-    double T = E + L * layer + cls;
-    uint32_t b[2];
-    for (int i = 0; i < 2; i++) {   /* boundaries k and k + 1 */
-        int j = k + i;
-        if (j <= 0) { b[i] = 0; continue; }
-        if (j >= K) { b[i] = L; continue; }
-        double x = ((double)j * T / K - E) / layer + 0.5;
-        b[i] = x < 0 ? 0u : x > L ? L : (uint32_t)x;
-    }
-    *l0 = b[0];
-    *l1 = b[1] < b[0] ? b[0] : b[1];
+    split_bytes b;
+    b.emb = (double)mat_bytes(kc, TSR_MAT_EMB, 0);
+    b.layer = 0;
+    for (uint32_t w = 0; w < TSR_W_COUNT; w++) b.layer += (double)mat_bytes(kc, TSR_MAT_LAYER(0, w), 0);
+    b.layer += (double)kv_bytes(kc, 2u * (uint64_t)kc->n_kv_heads * kc->seq_len *
+                                        tsr_lay_head_size(kc) * kc->n_slots);
+    b.cls = kc->shared_classifier ? b.emb : (double)mat_bytes(kc, tsr_lay_mat_wcls(kc), 0);
+    return b;
 }
 
-void tsr_plan_card_split(const tsr_kconfig *kc, int K, uint32_t *bounds)
+void tsr_plan_stage_kconfig(const tsr_kconfig *kc, const uint32_t *bounds, int K, int k,
+                            tsr_kconfig *out)
 {
-    uint32_t L = kc->n_layers;
-    for (int k = 0; k < K; k++) {
-        uint32_t l0, l1;
-        card_layers(kc, K, k, &l0, &l1);
-        bounds[k] = l0;
+    *out = *kc;
+    out->n_layers = bounds[k + 1] - bounds[k];
+    out->stage = (k > 0 ? TSR_STAGE_LINK_IN : 0u) | (k < K - 1 ? TSR_STAGE_LINK_OUT : 0u);
+}
+
+/* A stage's greedy decode pass of one item at pos: n layers, first / last
+ * of K stages (the split's cost model: a stage's own config, exactly as
+ * tsr_plan_stage_kconfig makes it). */
+static uint64_t stage_pass_cycles(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
+                                  uint32_t n, int first, int last, uint32_t pos)
+{
+    tsr_kconfig s = *kc;
+    s.n_layers = n;
+    s.stage = (first ? 0u : TSR_STAGE_LINK_IN) | (last ? 0u : TSR_STAGE_LINK_OUT);
+    tsr_plan_cycles c;
+    tsr_plan_pass(&s, sum_lanes, profile_pes, &pos, 1, 1, &c);
+    return c.total;
+}
+
+/* The split's cost of one stage: cycles c(n) = base[kind] + (n - 1) x per
+ * layer (kind 0 the first stage, 1 a middle one, 2 the last, 3 the only
+ * one), bytes emb / cls on the first / last stage plus n layers. */
+typedef struct split_cost {
+    double base[4], layer;
+    split_bytes b;
+} split_cost;
+
+static double cost_cycles(const split_cost *sc, int first, int last, uint32_t n)
+{
+    int kind = first && last ? 3 : first ? 0 : last ? 2 : 1;
+    return sc->base[kind] + (double)(n - 1u) * sc->layer;
+}
+
+static double cost_bytes(const split_cost *sc, int first, int last, uint32_t n)
+{
+    return (first ? sc->b.emb : 0) + (last ? sc->b.cls : 0) + n * sc->b.layer;
+}
+
+/* The split of L layers over K stages that minimises the largest of
+ * cost(first, last, n) (the slowest stage, or the fullest card): a
+ * dynamic program over the stages' last layers; cap > 0: only stages whose
+ * cycles are at most cap (the second pass, bytes under the best cycles). */
+static double split_dp(const split_cost *sc, uint32_t L, int K, int bytes, double cap,
+                       uint32_t *bounds)
+{
+    /* best[k][l]: the least largest cost of layers [0, l) over stages 0..k */
+    size_t W = (size_t)L + 1u;
+    double *best = malloc(sizeof *best * (size_t)K * W);
+    uint32_t *from = malloc(sizeof *from * (size_t)K * W);
+    if (!best || !from) {
+        free(best);
+        free(from);
+        return -1;
     }
+    for (size_t i = 0; i < (size_t)K * W; i++) best[i] = -1;
+    for (int k = 0; k < K; k++)
+        for (uint32_t l = (uint32_t)k + 1u; l + (uint32_t)(K - 1 - k) <= L; l++)
+            for (uint32_t p = (uint32_t)k; p < l; p++) {
+                double prev = k ? best[(size_t)(k - 1) * W + p] : 0;
+                if (k && prev < 0) continue;
+                if (!k && p) break;
+                int first = k == 0, last = k == K - 1;
+                if (last && l != L) continue;
+                if (cap > 0 && cost_cycles(sc, first, last, l - p) > cap * (1 + 1e-12)) continue;
+                double c = bytes ? cost_bytes(sc, first, last, l - p)
+                                 : cost_cycles(sc, first, last, l - p);
+                double m = c > prev ? c : prev;
+                double *b = &best[(size_t)k * W + l];
+                if (*b < 0 || m < *b) {
+                    *b = m;
+                    from[(size_t)k * W + l] = p;
+                }
+            }
+    double r = best[(size_t)(K - 1) * W + L];
+    if (r >= 0 && bounds) {
+        bounds[K] = L;
+        for (int k = K - 1; k >= 0; k--) bounds[k] = from[(size_t)k * W + bounds[k + 1]];
+    }
+    free(best);
+    free(from);
+    return r;
+}
+
+void tsr_plan_card_split(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes, int K,
+                         uint32_t *bounds)
+{
+    uint32_t L = kc->n_layers, pos = kc->seq_len / 2u;
     bounds[0] = 0;
-    bounds[K] = L;
-    /* every card at least one layer: push the boundaries apart */
-    for (int k = 1; k < K; k++)
-        if (bounds[k] <= bounds[k - 1]) bounds[k] = bounds[k - 1] + 1u;
-    for (int k = K - 1; k > 0; k--)
-        if (bounds[k] >= bounds[k + 1]) bounds[k] = bounds[k + 1] - 1u;
+    bounds[K > 0 ? K : 0] = L;
+    if (K <= 1 || L < 2u) return;
+    split_cost sc;
+    sc.b = split_bytes_of(kc);
+    for (int kind = 0; kind < 4; kind++)
+        sc.base[kind] = (double)stage_pass_cycles(kc, sum_lanes, profile_pes, 1, kind == 0 || kind == 3,
+                                                  kind >= 2, pos);
+    sc.layer = (double)stage_pass_cycles(kc, sum_lanes, profile_pes, 2, 0, 0, pos) - sc.base[1];
+    double best = split_dp(&sc, L, K, 0, 0, NULL);
+    if (best < 0 || split_dp(&sc, L, K, 1, best, bounds) < 0) {
+        /* out of memory: layers in equal shares */
+        for (int k = 0; k <= K; k++) bounds[k] = (uint32_t)((uint64_t)L * (uint32_t)k / (uint32_t)K);
+    }
+}
+
+void tsr_plan_pipeline(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
+                       const uint32_t *bounds, int K, uint32_t pos, uint32_t seqs,
+                       tsr_plan_pipe *out)
+{
+    memset(out, 0, sizeof *out);
+    out->cards = K;
+    out->seqs = seqs ? seqs : 1u;
+    for (int k = 0; k < K && k < TSR_PLAN_MAX_STAGES; k++) {
+        tsr_kconfig s;
+        tsr_plan_cycles c;
+        tsr_plan_stage_kconfig(kc, bounds, K, k, &s);
+        tsr_plan_pass(&s, sum_lanes, profile_pes, &pos, 1, 1, &c);
+        out->stage[k] = c.total;
+        out->link[k] = c.rg[TSR_RG_LINK];
+        out->round += c.total;
+        if (c.total > out->slowest) out->slowest = c.total;
+    }
+    out->ret = K > 1 ? TSR_PLAN_RETURN_CYCLES : 0u;
+    out->round += out->ret;
+    /* m sequences in flight: a token each per round trip, but no stage
+     * takes more than one pass at a time */
+    double per = (double)out->round / out->seqs;
+    out->cycles_per_token = per > (double)out->slowest ? per : (double)out->slowest;
 }
 
 /* At least this many bytes of tiles on any mesh: every weight element at
@@ -629,11 +736,10 @@ static uint64_t tiles_floor(const tsr_kconfig *kc)
 }
 
 /* Card k of K: its PEs' arrays and the controller, what the model needs. */
-static void eval_card(const tsr_kconfig *kc, int K, int k, int kv_in_uram,
+static void eval_card(const tsr_kconfig *kc, int K, int k, uint32_t l0, uint32_t l1, int kv_in_uram,
                       const tsr_kprofile *pf, int with_profile, card_eval *r)
 {
-    uint32_t P = tsr_lay_pes(kc), nm = tsr_lay_n_mats(kc), l0, l1;
-    card_layers(kc, K, k, &l0, &l1);
+    uint32_t P = tsr_lay_pes(kc), nm = tsr_lay_n_mats(kc);
     int first = k == 0, last = k == K - 1, q8 = kc->dtype == TSR_KDT_Q8;
     memset(r, 0, sizeof *r);
     uint64_t sl = tsr_lay_seq_words(kc);
@@ -825,11 +931,17 @@ static int eval_to(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part
     out->kv = rq->kv;
     out->cards = K;
     out->pes = pes;
+    /* the split: the stages' cycles balanced (tsr_plan_card_split) */
+    uint32_t *bounds = malloc(sizeof *bounds * ((size_t)K + 1u));
+    if (!bounds) return tsr_seterr(e, TSR_ERR_NOMEM, "plan: out of memory");
+    tsr_plan_card_split(kc, out->prof.sum_lanes, out->with_profile ? out->prof.pes : (uint32_t)pes,
+                        K, bounds);
     for (int k = 0; k < K; k++) {
-        uint32_t l0, l1;
-        card_layers(kc, K, k, &l0, &l1);
-        if ((int)(l1 - l0) > out->layers_per_card) out->layers_per_card = (int)(l1 - l0);
+        if ((int)(bounds[k + 1] - bounds[k]) > out->layers_per_card)
+            out->layers_per_card = (int)(bounds[k + 1] - bounds[k]);
+        if (k < TSR_PLAN_MAX_STAGES) out->bounds[k] = bounds[k];
     }
+    if (K <= TSR_PLAN_MAX_STAGES) out->bounds[K] = bounds[K];
     if (out->with_profile) {
         tsr_plan_profile_resources(&out->prof, &out->prof_res);
         tsr_err pe;
@@ -847,7 +959,7 @@ static int eval_to(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part
         card_eval worst, c;
         memset(&worst, 0, sizeof worst);
         for (int k = 0; k < K; k++) {
-            eval_card(kc, K, k, kv_uram, &out->prof, out->with_profile, &c);
+            eval_card(kc, K, k, bounds[k], bounds[k + 1], kv_uram, &out->prof, out->with_profile, &c);
             if (c.bytes.total > worst.bytes.total) worst.bytes = c.bytes;
             if (c.res.uram_pe > worst.res.uram_pe) worst.res.uram_pe = c.res.uram_pe;
             if (c.res.bram_pe > worst.res.bram_pe) worst.res.bram_pe = c.res.bram_pe;
@@ -870,6 +982,7 @@ static int eval_to(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part
                     (!out->with_profile || out->profile_ok);
         if (out->fits || !out->decidable || out->res.bram <= out->bram_have) break;
     }
+    free(bounds);
     if (!out->decidable) {   /* name exactly the figures the table lacks */
         char miss[64] = "";
         const char *names[] = { "BRAM36", "URAM", "DSP" };
@@ -920,6 +1033,8 @@ static int eval_projection(const tsr_plan_req *rq, const tsr_part *part, tsr_pla
     pass_at(&fixed, kc, out->prof.sum_lanes, &at, 1, &out->cyc);
     out->cyc.links = link_cycles(kc, K, 1);
     out->cyc.total += out->cyc.links;
+    if (K > 1 && K <= TSR_PLAN_MAX_STAGES)
+        tsr_plan_pipeline(kc, out->prof.sum_lanes, ppes, out->bounds, K, at, (uint32_t)K, &out->pipe);
     out->controller_share = out->cyc.total ? (double)out->cyc.controller / (double)out->cyc.total : 0;
     /* mean over a whole context (positions sampled 64 apart, and the last) */
     double sum = 0;
@@ -936,6 +1051,7 @@ static int eval_projection(const tsr_plan_req *rq, const tsr_part *part, tsr_pla
         out->tok_s = out->clock_mhz * 1e6 / (double)out->cyc.total;
         out->tok_s_mean = out->clock_mhz * 1e6 / out->cycles_mean;
         out->stream_gbps = (double)out->weight_bytes_all * out->tok_s_mean / 1e9;
+        if (out->pipe.cards > 1) out->pipe_tok_s = out->clock_mhz * 1e6 / out->pipe.cycles_per_token;
     }
     return TSR_OK;
 }
@@ -1256,6 +1372,25 @@ static void fmt_text(const tsr_plan *p, const char *name, sbuf *b)
     } else {
         put(b, "  projected tokens/s: unknown (no default clock for %s: give --clock MHZ)\n", pt->name);
     }
+    if (p->pipe.cards > 1) {
+        /* the split as a pipeline: one sequence walks the stages in turn;
+         * several in flight keep every stage busy */
+        const tsr_plan_pipe *q = &p->pipe;
+        put(b, "  pipeline at position %d, layers", p->pos);
+        for (int c = 0; c < q->cards; c++)
+            put(b, "%s%u-%u", c ? " | " : " ", p->bounds[c], p->bounds[c + 1] - 1u);
+        put(b, ":\n    stage cycles");
+        for (int c = 0; c < q->cards; c++)
+            put(b, "%s%llu", c ? " | " : " ", (unsigned long long)q->stage[c]);
+        put(b, " (card links included), the id back to card 0 %llu\n", (unsigned long long)q->ret);
+        put(b, "    one sequence: %llu cycles/token (the stages in turn); %u in flight: %.0f "
+               "cycles/token (%s), %.2fx\n", (unsigned long long)q->round, q->seqs,
+            q->cycles_per_token, q->cycles_per_token > (double)q->slowest ? "the round trip" : "the slowest stage",
+            (double)q->round / q->cycles_per_token);
+        if (p->clock_mhz > 0)
+            put(b, "    projected tokens/s at %d MHz: %.0f one sequence, %.0f aggregate of %u\n",
+                p->clock_mhz, p->clock_mhz * 1e6 / (double)q->round, p->pipe_tok_s, q->seqs);
+    }
     /* passes of several items: the same accounting, each tile read once a pass */
     put(b, "\nprojected prefill (passes of up to %d positions, each weight tile read once a pass):\n",
         p->block);
@@ -1363,6 +1498,19 @@ static void fmt_json(const tsr_plan *p, const char *name, sbuf *b)
     json_num(b, "stream_gbps", p->stream_gbps, clk, 2);
     json_num(b, "offchip_gbps", pt->offchip_gbps, pt->offchip_gbps > 0, 0);
     put(b, "\"offchip_kind\":\"%s\"},", pt->offchip_kind);
+    if (p->pipe.cards > 1) {
+        const tsr_plan_pipe *q = &p->pipe;
+        put(b, "\"pipeline\":{\"cards\":%d,\"sequences\":%u,\"bounds\":[", q->cards, q->seqs);
+        for (int c = 0; c <= q->cards; c++) put(b, "%u%s", p->bounds[c], c < q->cards ? "," : "");
+        put(b, "],\"stage_cycles\":[");
+        for (int c = 0; c < q->cards; c++)
+            put(b, "%llu%s", (unsigned long long)q->stage[c], c + 1 < q->cards ? "," : "");
+        put(b, "],\"return_cycles\":%llu,\"round_cycles\":%llu,\"cycles_per_token\":%.1f,",
+            (unsigned long long)q->ret, (unsigned long long)q->round, q->cycles_per_token);
+        json_num(b, "tok_s", p->pipe_tok_s, clk, 1);
+        b->at--;
+        put(b, "},");
+    }
     put(b, "\"prefill\":{\"tokens\":%d,\"block\":%d,\"passes\":%u,\"cycles\":%llu,"
            "\"cycles_one_a_pass\":%llu,", p->prefill_tokens, p->block, p->prefill_passes,
         (unsigned long long)p->prefill_cycles, (unsigned long long)p->prefill_cycles_1);

@@ -31,6 +31,30 @@
 /* KV cache precision: TSR_KV_F32, TSR_KV_F16, TSR_KV_INT8 (the kernel's,
  * kernels/tsr_layout.h; int8: one fp32 scale per head vector per position). */
 
+/* The cycles of a sampled token's id going back from the last stage to the
+ * first (a ring's last hop): the hop's latency and one stream word
+ * (TSR_LINK_HOP, kernels/tsr_arch.h). */
+#define TSR_PLAN_RETURN_CYCLES ((uint64_t)TSR_LINK_HOP + 1u)
+
+/* Stages plan reports one by one. */
+#define TSR_PLAN_MAX_STAGES 16
+
+/* A split's pipeline: a greedy decode token at one position. */
+typedef struct tsr_plan_pipe {
+    int cards;
+    uint32_t seqs;                          /* sequences in flight          */
+    uint64_t stage[TSR_PLAN_MAX_STAGES];    /* stage k's pass, cycles (its
+                                               link-in and link-out included) */
+    uint64_t link[TSR_PLAN_MAX_STAGES];     /* of which its link region       */
+    uint64_t ret;                           /* the id back to stage 0        */
+    uint64_t round;                         /* one sequence's token: every
+                                               stage in turn plus ret        */
+    uint64_t slowest;                       /* the slowest stage's pass      */
+    double cycles_per_token;                /* seqs in flight: max(round /
+                                               seqs, slowest), in steady
+                                               state                         */
+} tsr_plan_pipe;
+
 /* What to plan.  Zero-initialise, then set part (required). */
 typedef struct tsr_plan_req {
     const char *part;      /* hw/parts.def name, e.g. "u55c"                  */
@@ -98,6 +122,11 @@ typedef struct tsr_plan {
                               fits or the fit cannot be decided, so the
                               default (16) is reported                      */
     int layers_per_card;   /* most layers on one card                        */
+    uint32_t bounds[TSR_PLAN_MAX_STAGES + 1]; /* the split (cards <= TSR_PLAN_MAX_STAGES):
+                                  card k holds layers [bounds[k], bounds[k+1]) */
+    tsr_plan_pipe pipe;    /* cards > 1 (up to TSR_PLAN_MAX_STAGES): the
+                              pipeline at pos, `cards` sequences in flight  */
+    double pipe_tok_s;     /* its aggregate tokens/s (no clock: 0)           */
     tsr_plan_bytes bytes;  /* fullest card                                   */
     uint64_t weight_bytes_all; /* weights + scales of the whole model, each
                                   matrix once (what streaming reads per token) */
@@ -154,10 +183,32 @@ typedef struct tsr_plan {
 int tsr_plan_config(const tsr_config *cfg, const tsr_plan_req *req, tsr_plan *out, tsr_err *e);
 
 /* The layer split plan's --cards K projects for kc (the whole model's
- * config): card k holds layers [bounds[k], bounds[k + 1]), bounds (K + 1,),
- * balanced by bytes (the first card also holds the embedding, the last
- * the classifier), each card at least one layer.  1 <= K <= n_layers. */
-void tsr_plan_card_split(const tsr_kconfig *kc, int K, uint32_t *bounds);
+ * config) and the emulator's cards=K loads: card k holds layers
+ * [bounds[k], bounds[k + 1]), bounds (K + 1,), each card at least one
+ * layer.  The split balances the stages' cycles (a greedy decode pass of
+ * one item at the middle of the context: the first stage's embedding row
+ * costs little, the last stage's classifier weighs several layers), and
+ * among the splits whose slowest stage is as fast, it balances the cards'
+ * bytes (the embedding on the first, the classifier, or a tied one's copy,
+ * on the last).  sum_lanes and profile_pes as tsr_plan_pass.  1 <= K. */
+void tsr_plan_card_split(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes, int K,
+                         uint32_t *bounds);
+
+/* Stage k of K's config: kc (the whole model's) with the layers
+ * [bounds[k], bounds[k + 1]) and its link ports (TSR_STAGE_*), as the
+ * command layer configures that stage's device. */
+void tsr_plan_stage_kconfig(const tsr_kconfig *kc, const uint32_t *bounds, int K, int k,
+                            tsr_kconfig *out);
+
+/* The pipeline of the split bounds (K + 1,) of kc over K stages (at most
+ * TSR_PLAN_MAX_STAGES) at position pos with seqs sequences in flight (0:
+ * 1): each stage a greedy pass of one item (tsr_plan_pass of its
+ * tsr_plan_stage_kconfig), stage k working on one sequence while stage
+ * k + 1 works on the one before.  What the emulator's cards=K device
+ * clocks run (driver/kcmd.c "device clocks"). */
+void tsr_plan_pipeline(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
+                       const uint32_t *bounds, int K, uint32_t pos, uint32_t seqs,
+                       tsr_plan_pipe *out);
 
 /* The cycles the kernel's accounting charges for one forward pass of nx
  * items on kc's mesh (kernels/forward.c tsr_forward), item b at position

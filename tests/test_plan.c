@@ -598,7 +598,23 @@ static void test_fit_and_split(void **state)
     assert_true(pl.res.uram <= 960 && pl.res.bram <= 2016 && pl.res.dsp <= 9024);
     assert_true(pl.tok_s > 0);
 
+    /* stories110M: no split fits, since the first card holds the whole
+     * embedding and a layer (the last the tied classifier's copy and a
+     * layer), more than a U55C's URAM; said with the embedding's bytes */
     assert_int_equal(tsr_synth_shape("stories110M", &cfg, &e), TSR_OK);
+    assert_int_equal(tsr_plan_config(&cfg, &rq, &pl, &e), TSR_OK);
+    assert_true(pl.decidable);
+    assert_false(pl.fits);
+    assert_int_equal(pl.fix_cards, 0);
+    assert_int_equal(pl.emb_bytes, 32000ull * 768 + 4ull * (768 / 32) * 32000);
+    rq.cards = cfg.n_layers;   /* one layer a card: still the first card */
+    assert_int_equal(tsr_plan_config(&cfg, &rq, &pl, &e), TSR_OK);
+    assert_false(pl.fits);
+    assert_int_equal(pl.bounds[1], 1);
+    rq.cards = 0;
+
+    /* stories42M: a split does */
+    assert_int_equal(tsr_synth_shape("stories42M", &cfg, &e), TSR_OK);
     assert_int_equal(tsr_plan_config(&cfg, &rq, &pl, &e), TSR_OK);
     assert_true(pl.decidable);
     assert_false(pl.fits);
@@ -698,10 +714,10 @@ static void test_json_unknowns_are_null(void **state)
     /* the regions, named as the kernel's counters name them */
     assert_non_null(strstr(buf, "\"gemv\":"));
     assert_non_null(strstr(buf, "\"controller_share\":"));
-    /* u55c: a clock, so real numbers; stories110M does not fit, no shorter
+    /* u55c: a clock, so real numbers; stories42M does not fit, no shorter
      * context does (null), a split does (a number) */
     o.part = "u55c";
-    o.shape = "stories110M";
+    o.shape = "stories42M";
     o.pes = 0;
     assert_int_equal(tsr_plan_report(NULL, &o, 1, buf, sizeof buf, &fits, err, sizeof err), TSR_OK);
     assert_int_equal(fits, 0);
@@ -823,7 +839,7 @@ static void test_cli_exit_status(void **state)
     (void)state;
     static char out[1 << 16], err[4096];
     /* does not fit: 1, with the smallest changes that fit */
-    int rc = run_capture(TESSERA_BIN " plan --shape stories110M --part u55c", out, err, sizeof err);
+    int rc = run_capture(TESSERA_BIN " plan --shape stories42M --part u55c", out, err, sizeof err);
     assert_int_equal(rc, 1);
     assert_non_null(strstr(out, "fit: DOES NOT FIT"));
     assert_non_null(strstr(out, "split the layers over"));

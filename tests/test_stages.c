@@ -43,8 +43,11 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tessera.h"
 #include "kernel_rig.h"
@@ -512,6 +515,182 @@ static void api_batch_on_split(void **state)
     tsr_device_close(dev);
 }
 
+/* ---- a stories110M-shape model: the pipeline's device clocks ---------- */
+
+enum { PIPE_GEN = 24, PIPE_SEQS = 4 };
+
+static const int32_t PROMPT_B[] = { 1, 9038, 2501, 263, 931 };
+
+/* A stories110M-shape Q8_0 file, written once for the tests below. */
+static const char *model_110m(void)
+{
+    static char path[64];
+    if (path[0]) return path;
+    snprintf(path, sizeof path, "/tmp/tsr_stages110m_XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    char err[512];
+    if (tsr_synth_file("stories110M", path, 32, 7, err, sizeof err)) fail_msg("synth: %s", err);
+    return path;
+}
+
+/* n sequences, sequence i from prompt (i % 2 ? B : A), PIPE_GEN greedy
+ * tokens each in one tsr_seq_generate_batch on dev's model m: the tokens
+ * into toks[i], the decode's pipeline figures (the difference over the
+ * call) into *p. */
+static void pipe_generate(tsr_device *dev, tsr_model *m, int n, int toks[][PIPE_GEN],
+                          tsr_pipeline *p)
+{
+    tsr_seq *s[PIPE_SEQS];
+    tsr_gen_opts g[PIPE_SEQS];
+    int ng[PIPE_SEQS];
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(tsr_seq_open(m, &s[i]), TSR_OK);
+        assert_int_equal(tsr_seq_append_tokens(s[i], i % 2 ? PROMPT_B : PROMPT, NP), TSR_OK);
+        g[i] = (tsr_gen_opts){ .max_tokens = PIPE_GEN, .temperature = 0.0f, .ignore_stop = 1 };
+    }
+    tsr_pipeline before;
+    assert_int_equal(tsr_device_pipeline(dev, &before), TSR_OK);
+    assert_int_equal(tsr_seq_generate_batch(s, n, g, NULL, NULL, ng), TSR_OK);
+    assert_int_equal(tsr_device_pipeline(dev, p), TSR_OK);
+    p->decode_cycles -= before.decode_cycles;
+    p->decode_tokens -= before.decode_tokens;
+    for (int c = 0; c < p->cards; c++) p->busy_cycles[c] -= before.busy_cycles[c];
+    for (int i = 0; i < n; i++) {
+        const int *all;
+        int n_all;
+        assert_int_equal(ng[i], PIPE_GEN);
+        assert_int_equal(tsr_seq_tokens(s[i], &all, &n_all), TSR_OK);
+        memcpy(toks[i], all + NP, sizeof toks[i]);
+        tsr_seq_close(s[i]);
+    }
+}
+
+/* Four sequences in flight over four cards of a stories110M-shape Q8_0
+ * model: each sequence's tokens are its solo run's; on the cards' clocks
+ * the four give at least 3x one sequence's tokens per second (the split
+ * balances the stages' cycles: the classifier weighs about 3.5 layers),
+ * and plan's projection of the same split (tsr_plan_pipeline) agrees
+ * within 5%, one sequence and four. */
+static void api_pipeline_110m(void **state)
+{
+    (void)state;
+    const char *path = model_110m();
+    tsr_device *dev = NULL;
+    assert_int_equal(tsr_device_open("emu:pes=16,cards=4", &dev), TSR_OK);
+    tsr_model_opts mo = { .tokenizer = SHARED_MODEL("tokenizer.bin"), .seq_len = 256,
+                          .n_seqs = PIPE_SEQS };
+    tsr_model *m = NULL;
+    if (tsr_model_load(dev, path, &mo, &m)) fail_msg("load: %s", tsr_device_errmsg(dev));
+    int solo[2][PIPE_GEN], four[PIPE_SEQS][PIPE_GEN], tmp[1][PIPE_GEN];
+    tsr_pipeline p1, p4, pb;
+    pipe_generate(dev, m, 1, tmp, &p1);
+    memcpy(solo[0], tmp[0], sizeof solo[0]);
+    /* prompt B alone: seq 0 of a run of one takes prompt A, so run two */
+    {
+        int two[2][PIPE_GEN];
+        pipe_generate(dev, m, 2, two, &pb);
+        assert_memory_equal(two[0], solo[0], sizeof solo[0]);
+        memcpy(solo[1], two[1], sizeof solo[1]);
+    }
+    pipe_generate(dev, m, PIPE_SEQS, four, &p4);
+    for (int i = 0; i < PIPE_SEQS; i++)
+        for (int t = 0; t < PIPE_GEN; t++)
+            if (four[i][t] != solo[i % 2][t])
+                fail_msg("sequence %d of 4, token %d: %d, alone %d", i, t, four[i][t], solo[i % 2][t]);
+    assert_int_equal(p1.cards, 4);
+    assert_int_equal(p1.decode_tokens, PIPE_GEN);
+    assert_int_equal(p4.decode_tokens, PIPE_SEQS * PIPE_GEN);
+    double c1 = (double)p1.decode_cycles / (double)p1.decode_tokens;
+    double c4 = (double)p4.decode_cycles / (double)p4.decode_tokens;
+    print_message("stories110M-shape Q8_0 over 4 cards, layers %u+%u+%u+%u: one sequence %.0f "
+                  "cycles/token, four %.0f (%.2fx tokens/s on the cards' clocks)\n",
+                  p1.n_layers[0], p1.n_layers[1], p1.n_layers[2], p1.n_layers[3], c1, c4, c1 / c4);
+    assert_true(c1 / c4 >= 3.0);
+
+    /* plan: the same split, mid-decode */
+    tsr_checkpoint *ck = NULL;
+    tsr_err e = { 0 };
+    assert_int_equal(tsr_checkpoint_open(path, &ck, &e), TSR_OK);
+    tsr_load_opts o = { .seq_len = 256, .n_slots = PIPE_SEQS };
+    tsr_mesh_opts mesh = { .pes = 16 };
+    const tsr_kprofile prof = TSR_KPROFILE_INIT;
+    tsr_kconfig kc;
+    assert_int_equal(tsr_wimage_config(ck, &o, &mesh, &prof, &kc, &e), TSR_OK);
+    uint32_t bounds[5];
+    tsr_plan_card_split(&kc, TSR_SUM_LANES, TSR_PES, 4, bounds);
+    for (int c = 0; c < 4; c++) {
+        assert_int_equal(p1.first_layer[c], bounds[c]);
+        assert_int_equal(p1.n_layers[c], bounds[c + 1] - bounds[c]);
+    }
+    tsr_plan_pipe pp1, pp4;
+    uint32_t mid = NP + PIPE_GEN / 2u;
+    tsr_plan_pipeline(&kc, TSR_SUM_LANES, TSR_PES, bounds, 4, mid, 1, &pp1);
+    tsr_plan_pipeline(&kc, TSR_SUM_LANES, TSR_PES, bounds, 4, mid, PIPE_SEQS, &pp4);
+    print_message("plan: one sequence %.0f cycles/token, four %.0f (%.2fx)\n", (double)pp1.round,
+                  pp4.cycles_per_token, (double)pp1.round / pp4.cycles_per_token);
+    assert_true(fabs(c1 / (double)pp1.round - 1.0) < 0.05);
+    assert_true(fabs(c4 / pp4.cycles_per_token - 1.0) < 0.05);
+    tsr_checkpoint_close(ck);
+    tsr_model_close(m);
+    tsr_device_close(dev);
+}
+
+/* The same model over 8 cards of the split plan proposes for 8, and on
+ * one device: the same tokens, greedy and seeded. */
+static void api_split_110m_8_cards(void **state)
+{
+    (void)state;
+    const char *path = model_110m();
+    static const struct { float t; uint64_t seed; } smp[] = { { 0.0f, 0 }, { 1.0f, 42 } };
+    int want[2][PIPE_GEN];
+    for (int c = 0; c < 2; c++) {
+        const char *spec = c ? "emu:pes=16,cards=8" : "emu:pes=16";
+        tsr_device *dev = NULL;
+        assert_int_equal(tsr_device_open(spec, &dev), TSR_OK);
+        tsr_model_opts mo = { .tokenizer = SHARED_MODEL("tokenizer.bin"), .seq_len = 256,
+                              .n_seqs = 1 };
+        tsr_model *m = NULL;
+        if (tsr_model_load(dev, path, &mo, &m)) fail_msg("%s: %s", spec, tsr_device_errmsg(dev));
+        for (int q = 0; q < 2; q++) {
+            tsr_seq *s = NULL;
+            assert_int_equal(tsr_seq_open(m, &s), TSR_OK);
+            assert_int_equal(tsr_seq_append_tokens(s, PROMPT, NP), TSR_OK);
+            tsr_gen_opts g = { .max_tokens = PIPE_GEN, .temperature = smp[q].t, .top_p = 0.9f,
+                               .seed = smp[q].seed, .ignore_stop = 1 };
+            int n = 0;
+            assert_int_equal(tsr_seq_generate(s, &g, NULL, NULL, &n), TSR_OK);
+            assert_int_equal(n, PIPE_GEN);
+            const int *all;
+            int n_all;
+            assert_int_equal(tsr_seq_tokens(s, &all, &n_all), TSR_OK);
+            if (!c) memcpy(want[q], all + NP, sizeof want[q]);
+            else
+                for (int t = 0; t < PIPE_GEN; t++)
+                    if (all[NP + t] != want[q][t])
+                        fail_msg("8 cards, T %.1f: token %d is %d, one device %d", smp[q].t, t,
+                                 all[NP + t], want[q][t]);
+            tsr_seq_close(s);
+        }
+        if (c) {
+            tsr_pipeline p;
+            assert_int_equal(tsr_device_pipeline(dev, &p), TSR_OK);
+            assert_int_equal(p.cards, 8);
+            uint32_t sum = 0;
+            for (int k = 0; k < 8; k++) {
+                assert_true(p.n_layers[k] >= 1);
+                assert_int_equal(p.first_layer[k], sum);
+                sum += p.n_layers[k];
+            }
+            assert_int_equal(sum, 12);
+        }
+        tsr_model_close(m);
+        tsr_device_close(dev);
+    }
+    unlink(path);
+}
+
 /* stages= by hand: the same tokens as one device; bad splits refused. */
 static void api_stages_by_hand(void **state)
 {
@@ -555,6 +734,8 @@ int main(void)
         cmocka_unit_test(api_split_gguf),
         cmocka_unit_test(api_batch_on_split),
         cmocka_unit_test(api_stages_by_hand),
+        cmocka_unit_test(api_pipeline_110m),
+        cmocka_unit_test(api_split_110m_8_cards),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -249,6 +249,39 @@ typedef struct tsr_traffic {
  * (the device failed to open). */
 TSR_API int  tsr_device_traffic(const tsr_device *dev, tsr_traffic *t);
 
+/* Cards a model is split over at most (spec cards=). */
+#define TSR_MAX_CARDS 16
+
+/* A model split over devices (spec cards=N, or stages=): its stages and
+ * their device clocks.  Each card keeps its own time in cycles of the
+ * kernel's clock: the kernel's cycle accounting of every pass it ran (the
+ * hop into it, TSR_LINK_HOP, included), a pass starting once its input
+ * has arrived and the card is free, a sampled id taking one more hop back
+ * to card 0.  So the emulator reports what N cards would do, whatever the
+ * host's cores.  A host call (a prefill, a decode of one or more
+ * sequences) starts every clock at the latest and lasts until the last
+ * card is done; with several sequences decoding, card k works on one while
+ * card k + 1 works on the one before.  Device tokens/s: tokens x
+ * clock_mhz x 1e6 / cycles. */
+typedef struct tsr_pipeline {
+    int      cards;                       /* 0: one device (all else zero)  */
+    int      clock_mhz;                   /* the clock the cycles are of    */
+    uint32_t first_layer[TSR_MAX_CARDS];  /* card k: layers first_layer[k]  */
+    uint32_t n_layers[TSR_MAX_CARDS];     /*   .. first_layer[k] + n_layers[k] - 1 */
+    uint64_t busy_cycles[TSR_MAX_CARDS];  /* cycles card k ran passes       */
+    uint64_t passes[TSR_MAX_CARDS];       /* passes it ran                  */
+    uint64_t prefill_cycles;              /* device time of prefill calls   */
+    uint64_t prefill_tokens;              /* prompt tokens they fed         */
+    uint64_t decode_cycles;               /* device time of decode calls    */
+    uint64_t decode_tokens;               /* tokens they generated          */
+    uint64_t reserved[8];                 /* zeroed                         */
+} tsr_pipeline;
+
+/* Fill *p with dev's stages and device clocks (cards 0 on one device).
+ * Counts from the device's open.  Errors: TSR_ERR_ARG (NULL), TSR_ERR_STATE
+ * (the device failed to open).  Thread-safe as every device call. */
+TSR_API int  tsr_device_pipeline(const tsr_device *dev, tsr_pipeline *p);
+
 /* The kernel's own counters as "name value" lines (MACs, fabric bytes,
  * per-PE SRAM bytes, ...) written into buf (NUL-terminated, truncated to
  * len).  Reading them crosses the host link (debug phase).
