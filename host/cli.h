@@ -78,6 +78,18 @@ void cli_log_to_stderr(int level, const char *msg, void *user);
 int cli_device_spec(const char *cmd, char *buf, size_t cap, const char *backend,
                     const char *part, int pes, int threads, const char *xclbin);
 
+/* Append a model split over devices to the spec in buf (cap bytes):
+ * cards=N when cards > 1, stages=A-B/C-D/... from --stages' "A-B,C-D,..."
+ * (NULL: none; the spec's keys are ','-separated, so its ranges take '/').
+ * Returns 0, or -1 after printing an error naming cmd when it does not fit. */
+int cli_spec_split(const char *cmd, char *buf, size_t cap, int cards, const char *stages);
+
+/* The options' help lines for --cards and --stages (run, bench). */
+#define CLI_SPLIT_HELP \
+    "      --cards N         split the model's layers over N emulated devices in pipeline\n" \
+    "                        stages, as `tessera plan --cards N` proposes (the same tokens)\n" \
+    "      --stages A-B,...  the split by hand: contiguous layer ranges from 0, one a device\n"
+
 /* Read a whole prompt from path ("-": stdin) into *out (NUL-terminated,
  * malloc'd; one trailing newline dropped).  Returns 0, or -1 after
  * printing an error naming cmd. */

@@ -58,6 +58,9 @@ static const char usage[] =
     "      --xclbin FILE     xrt: the xclbin to load (appends xclbin=FILE to the spec)\n"
     CLI_PART_HELP
     CLI_PES_HELP
+    CLI_SPLIT_HELP
+    "                        (then also the decode tokens/s on the cards' own clocks,\n"
+    "                        single and --batch, and each card's layers and busy share)\n"
     "      --threads T       append threads=T to the device spec (emulator\n"
     "                        default: the CPUs this process may use)\n"
     CLI_WEIGHTS_HELP
@@ -75,12 +78,16 @@ typedef struct bench_args {
     int pes, seq_len;       /* 0: the device's / the model's default */
     int decode_given;       /* --decode-tokens was passed: never clamp it */
     const char *xclbin;   /* xrt: --xclbin FILE */
+    int cards;              /* --cards N: 0 one device */
+    const char *stages;     /* --stages A-B,... */
 } bench_args;
 
 /* One measured run. */
 typedef struct bench_run {
     double decode_tok_s, prefill_tok_s, ttft_ms;
     double batch_tok_s, batch_seq_tok_s;   /* --batch: aggregate, per sequence */
+    double dev_tok_s, dev_batch_tok_s;     /* a split: decode tokens/s on the cards'
+                                              clocks, single and --batch */
 } bench_run;
 
 static int parse_args(int argc, char **argv, bench_args *a)
@@ -102,6 +109,8 @@ static int parse_args(int argc, char **argv, bench_args *a)
         else if (!strcmp(o, "--part"))             { VAL(); a->part = v; }
         else if (!strcmp(o, "--repeat"))           { VAL(); if (cli_int(o, v, 1, 1 << 16, &a->repeat)) return -1; }
         else if (!strcmp(o, "--batch"))            { VAL(); if (cli_int(o, v, 1, 8, &a->batch)) return -1; }
+        else if (!strcmp(o, "--cards"))            { VAL(); if (cli_int(o, v, 1, TSR_MAX_CARDS, &a->cards)) return -1; }
+        else if (!strcmp(o, "--stages"))           { VAL(); a->stages = v; }
         else if (!strcmp(o, "--warmup"))           { VAL(); if (cli_int(o, v, 0, 1 << 16, &a->warmup)) return -1; }
         else if (!strcmp(o, "--threads"))          { VAL(); if (cli_int(o, v, 1, 1024, &a->threads)) return -1; }
         else if (!strcmp(o, "--group-size"))       { VAL(); if (cli_int(o, v, 1, 1 << 16, &a->group_size)) return -1; }
@@ -122,6 +131,14 @@ static int parse_args(int argc, char **argv, bench_args *a)
         return -1;
     }
     return 0;
+}
+
+/* Decode tokens/s on a split's cards' clocks between two readings (0: one
+ * device, or no decode between them). */
+static double dev_rate(const tsr_pipeline *a, const tsr_pipeline *b)
+{
+    uint64_t cy = b->decode_cycles - a->decode_cycles, n = b->decode_tokens - a->decode_tokens;
+    return b->cards > 1 && cy ? (double)n * b->clock_mhz * 1e6 / (double)cy : 0.0;
 }
 
 static double now_s(void)
@@ -263,7 +280,8 @@ int cmd_bench(int argc, char **argv)
 
     char spec[512];   /* --backend refined by part=, pes=, threads=, xclbin= */
     if (cli_device_spec("bench", spec, sizeof spec, a.backend, a.part, a.pes, a.threads,
-                        a.xclbin))
+                        a.xclbin) ||
+        cli_spec_split("bench", spec, sizeof spec, a.cards, a.stages))
         return 2;
     int threads = spec_threads(spec);
     if (a.pes && threads > a.pes) threads = a.pes;   /* the emulator caps it so */
@@ -338,14 +356,26 @@ int cmd_bench(int argc, char **argv)
     const char *wname = a.weights_f32 ? "f32" : !strncmp(mi.weights, "Q8_0", 4) ? "q8"
                       : !strncmp(mi.weights, "Q4_0 group", 10) ? "q4" : "mixed";
     int gs = mi.group_size;
+    tsr_pipeline last_pipe;
+    memset(&last_pipe, 0, sizeof last_pipe);
     for (int k = -a.warmup; k < a.repeat; k++) {
         bench_run r = { 0 };
         int got = 0;
         make_prompt(prompt, a.prompt_tokens, 0, mi.vocab_size, mi.bos);
+        tsr_pipeline p0, p1, p2;
+        tsr_device_pipeline(dev, &p0);
         if ((rc = one_run(model, prompt, a.prompt_tokens, a.decode_tokens, &r, &got)) == TSR_OK &&
-            got == a.decode_tokens && a.batch)
+            got == a.decode_tokens && a.batch) {
+            tsr_device_pipeline(dev, &p1);
             rc = batch_run(model, a.batch, prompt, a.prompt_tokens, a.decode_tokens,
                            mi.vocab_size, mi.bos, &r, &got);
+        } else {
+            tsr_device_pipeline(dev, &p1);
+        }
+        tsr_device_pipeline(dev, &p2);
+        r.dev_tok_s = dev_rate(&p0, &p1);
+        r.dev_batch_tok_s = dev_rate(&p1, &p2);
+        last_pipe = p2;
         if (rc != TSR_OK) {
             cli_error("%s", tsr_device_errmsg(dev));
             goto out;
@@ -374,6 +404,10 @@ int cmd_bench(int argc, char **argv)
                 printf(",\"batch\":%d,\"batch_decode_tok_s\":%.3f,\"batch_seq_decode_tok_s\":%.3f,"
                        "\"batch_speedup\":%.3f", a.batch, r.batch_tok_s, r.batch_seq_tok_s,
                        r.decode_tok_s > 0 ? r.batch_tok_s / r.decode_tok_s : 0.0);
+            if (last_pipe.cards > 1) {
+                printf(",\"cards\":%d,\"device_decode_tok_s\":%.1f", last_pipe.cards, r.dev_tok_s);
+                if (a.batch) printf(",\"device_batch_decode_tok_s\":%.1f", r.dev_batch_tok_s);
+            }
             printf("}\n");
             if (cli_flush_stdout()) goto out;
         }
@@ -382,8 +416,15 @@ int cmd_bench(int argc, char **argv)
     if (!a.json) {
         /* (metrics, repeat): decode, prefill, TTFT; with --batch the batch's
          * aggregate and per-sequence rates and its ratio to the single one */
-        enum { N_METRICS = 6 };
-        int nm = a.batch ? N_METRICS : 3;
+        enum { N_METRICS = 9 };
+        int split = last_pipe.cards > 1;
+        int order[N_METRICS], nm = 0;   /* the rows shown */
+        order[nm++] = 0;
+        order[nm++] = 1;
+        order[nm++] = 2;
+        if (a.batch) order[nm++] = 3, order[nm++] = 4, order[nm++] = 5;
+        if (split) order[nm++] = 6;
+        if (split && a.batch) order[nm++] = 7, order[nm++] = 8;
         double *v = malloc(N_METRICS * (size_t)a.repeat * sizeof *v);
         if (!v) { cli_error("out of memory"); goto out; }
         for (int k = 0; k < a.repeat; k++) {
@@ -394,10 +435,14 @@ int cmd_bench(int argc, char **argv)
             v[3 * a.repeat + k] = r->batch_tok_s;
             v[4 * a.repeat + k] = r->batch_seq_tok_s;
             v[5 * a.repeat + k] = r->decode_tok_s > 0 ? r->batch_tok_s / r->decode_tok_s : 0.0;
+            v[6 * a.repeat + k] = r->dev_tok_s;
+            v[7 * a.repeat + k] = r->dev_batch_tok_s;
+            v[8 * a.repeat + k] = r->dev_tok_s > 0 ? r->dev_batch_tok_s / r->dev_tok_s : 0.0;
         }
         static const char *const names[N_METRICS] = {
             "decode tokens/s", "prefill tokens/s", "time to first token, ms",
-            "batch decode tokens/s", "batch per-sequence tok/s", "batch / single decode"
+            "batch decode tokens/s", "batch per-sequence tok/s", "batch / single decode",
+            "cards' clocks decode tok/s", "cards' clocks batch tok/s", "cards' batch / single"
         };
         printf("model %s  backend %s  threads %d  weights %s", a.model, spec, threads, wname);
         if (gs) printf(" (group size %d)", gs);
@@ -409,12 +454,28 @@ int cmd_bench(int argc, char **argv)
             printf("batch: %d sequence%s decoded together in each run (aggregate tokens/s over "
                    "the call)\n", a.batch, cli_s(a.batch));
         printf("\n%-26s %12s %25s\n", "metric", "median", "min..max");
-        for (int m = 0; m < nm; m++) {
+        for (int j = 0; j < nm; j++) {
+            int m = order[j];
             double med, lo, hi;
             summarize(v + (size_t)m * a.repeat, a.repeat, &med, &lo, &hi);
             char range[64];
             snprintf(range, sizeof range, "%.2f..%.2f", lo, hi);
             printf("%-26s %12.2f %25s\n", names[m], med, range);
+        }
+        if (split) {
+            /* each card: its layers and its share of the busiest card's
+             * cycles over all the runs */
+            uint64_t most = 0;
+            for (int c = 0; c < last_pipe.cards; c++)
+                if (last_pipe.busy_cycles[c] > most) most = last_pipe.busy_cycles[c];
+            printf("cards (%d, %d MHz clocks): layers and busy cycles (share of the busiest)\n",
+                   last_pipe.cards, last_pipe.clock_mhz);
+            for (int c = 0; c < last_pipe.cards; c++)
+                printf("  card %d: layers %u-%u, %llu cycles in %llu passes (%.0f%%)\n", c,
+                       last_pipe.first_layer[c], last_pipe.first_layer[c] + last_pipe.n_layers[c] - 1u,
+                       (unsigned long long)last_pipe.busy_cycles[c],
+                       (unsigned long long)last_pipe.passes[c],
+                       most ? 100.0 * (double)last_pipe.busy_cycles[c] / (double)most : 0.0);
         }
         printf("%-26s %12.3f   (%llu bytes streamed in %.3f s)\n", "weight stream GB/s",
                load_gb_s, (unsigned long long)tr.load_h2d, stream_s);

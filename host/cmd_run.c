@@ -41,9 +41,7 @@ static const char usage[] =
     "  -s, --seed S          sampler seed (default or 0: time-based, printed on stderr)\n"
     "      --backend SPEC    device: emu (default), emu:part=u55c,pes=16, or xrt:0 (Alveo card 0)\n"
     "      --xclbin FILE     xrt: the xclbin to load (default: the one in bitstreams/ for the card)\n"
-    "      --cards N         split the model's layers over N emulated devices in pipeline\n"
-    "                        stages, as `tessera plan --cards N` proposes (the same tokens)\n"
-    "      --stages A-B,...  the split by hand: contiguous layer ranges from 0, one a device\n"
+    CLI_SPLIT_HELP
     CLI_PART_HELP
     CLI_PES_HELP
     "      --threads N       emulator worker threads over the PEs (default: the CPUs\n"
@@ -234,21 +232,8 @@ int cmd_run(int argc, char **argv)
     char spec[512];
     if (cli_device_spec("run", spec, sizeof spec, a.backend, a.part, a.pes, a.threads, a.xclbin))
         return 2;
-    /* --cards / --stages: spec keys cards= and stages= (ranges split by
-     * '/', as ',' separates the spec's keys) */
-    size_t sl = strlen(spec);
-    const char *sep = strchr(spec, ':') ? "," : ":";
-    if (a.cards > 1 && sl < sizeof spec)
-        sl += (size_t)snprintf(spec + sl, sizeof spec - sl, "%scards=%d", sep, a.cards), sep = ",";
-    if (a.stages && sl < sizeof spec) {
-        sl += (size_t)snprintf(spec + sl, sizeof spec - sl, "%sstages=", sep);
-        for (const char *p = a.stages; *p && sl + 1 < sizeof spec; p++) spec[sl++] = *p == ',' ? '/' : *p;
-        if (sl < sizeof spec) spec[sl] = '\0';
-    }
-    if (sl >= sizeof spec - 1) {
-        cli_error("run: device spec too long");
-        return 2;
-    }
+    /* --cards / --stages: spec keys cards= and stages= */
+    if (cli_spec_split("run", spec, sizeof spec, a.cards, a.stages)) return 2;
 
     int rc, status = 1;
     tsr_device *dev = NULL;

@@ -230,6 +230,26 @@ int cli_device_spec(const char *cmd, char *buf, size_t cap, const char *backend,
     return 0;
 }
 
+int cli_spec_split(const char *cmd, char *buf, size_t cap, int cards, const char *stages)
+{
+    size_t n = strlen(buf);
+    const char *sep = strchr(buf, ':') ? "," : ":";
+    if (cards > 1 && n < cap) {
+        n += (size_t)snprintf(buf + n, cap - n, "%scards=%d", sep, cards);
+        sep = ",";
+    }
+    if (stages && n < cap) {
+        n += (size_t)snprintf(buf + n, cap - n, "%sstages=", sep);
+        for (const char *p = stages; *p && n + 1 < cap; p++) buf[n++] = *p == ',' ? '/' : *p;
+        if (n < cap) buf[n] = '\0';
+    }
+    if (n >= cap - 1) {
+        cli_error("%s: device spec too long", cmd);
+        return -1;
+    }
+    return 0;
+}
+
 static int dispatch(int argc, char **argv)
 {
     if (argc < 2) {
