@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 #include <sched.h>
 #include <time.h>
 
@@ -86,7 +87,7 @@ static double now_ms(void)
 
 /* Wait for rq until deadline (ms, now_ms's clock): spin first (a reply
  * is usually microseconds away), then yield the CPU, then sleep 100 us
- * between tests.  0 when it completed; -1 after the deadline (the request
+ * between tests (1 ms after a second: an idle server's ranks).  0 when it completed; -1 after the deadline (the request
  * cancelled, so a late reply never lands in the caller's buffer); -2 on
  * an MPI error. */
 static int await(MPI_Request *rq, double deadline)
@@ -117,7 +118,7 @@ static int await(MPI_Request *rq, double deadline)
         if (t - t0 < 10.0) {
             sched_yield();
         } else {
-            struct timespec ts = { 0, 100 * 1000 };
+            struct timespec ts = { 0, t - t0 < 1000.0 ? 100 * 1000 : 1000 * 1000 };
             nanosleep(&ts, NULL);
         }
     }
@@ -289,8 +290,13 @@ static int serve_rank(void)
         tsr_err e;
         memset(&r, 0, sizeof r);
         tsr_clearerr(&e);
-        if (MPI_Recv(&h, (int)sizeof h, MPI_BYTE, 0, TAG_REQ, MPI_COMM_WORLD, MPI_STATUS_IGNORE) !=
-            MPI_SUCCESS)
+        /* the next request may be a long way off (a server without
+         * clients): polled, sleeping between tests once it has been a while,
+         * rather than MPI_Recv's busy wait, which would hold a core */
+        MPI_Request rq;
+        if (MPI_Irecv(&h, (int)sizeof h, MPI_BYTE, 0, TAG_REQ, MPI_COMM_WORLD, &rq) !=
+                MPI_SUCCESS ||
+            await(&rq, INFINITY))
             break;
         size_t bytes = 4u * (size_t)h.words;
         if ((h.op == RQ_WRITE || h.op == RQ_READ) && bytes > tmp_cap) {

@@ -78,6 +78,12 @@ void cli_log_to_stderr(int level, const char *msg, void *user);
 int cli_device_spec(const char *cmd, char *buf, size_t cap, const char *backend,
                     const char *part, int pes, int threads, const char *xclbin);
 
+/* Append --cards N (N > 1) and --stages A-B,C-D (NULL: none) to the device
+ * spec in buf as the keys cards= and stages= (ranges split by '/', since
+ * ',' separates the spec's keys).  Returns 0, or -1 after printing an
+ * error naming cmd when it does not fit. */
+int cli_spec_stages(const char *cmd, char *buf, size_t cap, int cards, const char *stages);
+
 /* Read a whole prompt from path ("-": stdin) into *out (NUL-terminated,
  * malloc'd; one trailing newline dropped).  Returns 0, or -1 after
  * printing an error naming cmd. */
