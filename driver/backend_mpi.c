@@ -65,11 +65,11 @@ static int mpi_up(void)
 /* A rank that neither answers nor fails: a dead rank that mpirun has not
  * yet ended (mpirun ends the whole job when a rank dies, within about a
  * second), a rank stopped or wedged, or a stalled link.  Every request's
- * reply is due within its own wait (at most 100 ms) plus this bound, and
+ * reply is due within its own wait (at most 100 ms) plus this bound (3 s), and
  * its payload's time at 50 MB/s; after it the call fails with
  * TSR_ERR_DEVICE naming the rank, instead of blocking in MPI_Recv for
  * ever. */
-#define STALL_MS        5000.0
+#define STALL_MS        3000.0
 #define STALL_BYTES_PER_MS 50000.0
 
 /* Ranks whose link failed (bit r): the request and reply stream with them
