@@ -245,6 +245,15 @@ $(BUILD)/tests/test_serve_text: $(SERVE_UNIT_OBJ)
 $(BUILD)/tests/test_serve_text: TEST_EXTRA = $(SERVE_UNIT_OBJ) $(SERVE_LIBS)
 $(BUILD)/tests/test_serve: TEST_EXTRA = -ljansson
 
+# test_mpi runs the MPI=1 build under mpirun beside this one: built into
+# $(BUILD)-mpi (Open MPI from `make deps`), so this build is left as it is.
+MPI_BUILD := $(BUILD)-mpi
+.PHONY: mpi-build
+mpi-build:
+	@$(MAKE) --no-print-directory MPI=1 BUILD=$(MPI_BUILD) SANITIZE=0 TSAN=0 EMU_PROFILE=generic EMU_SERIAL=0 NATIVE=$(NATIVE) all
+$(BUILD)/tests/test_mpi: mpi-build
+$(BUILD)/tests/test_mpi: TEST_EXTRA = -DTSR_MPI_BIN='"$(abspath $(MPI_BUILD))/tessera"'
+
 # test_abi reads the shared library's exported symbols.
 $(BUILD)/tests/test_abi: $(LIB_SO)
 
@@ -323,6 +332,11 @@ test: $(TEST_BIN) $(SERVE_REF) $(CHAT_FORMAT) $(VENV)/.stamp lint-hls fuzz-smoke
 	    TSR_SHARED_DIR=$(abspath $(SHARED)) TSR_SOURCE_DIR=$(abspath .) \
 	    PYTHONDONTWRITEBYTECODE=1 PYTEST="$(VENV)/bin/python -m pytest -q tests/serve" \
 	    sh tests/run_tests.sh $(TEST_BIN)
+	@echo "the HTTP and WebSocket suites against tessera serve on mpirun -np 2 (build-mpi):"
+	@TSR_SERVE_MPI=2 TSR_MPI_BUILD_DIR=$(abspath $(MPI_BUILD)) TSR_BUILD_DIR=$(abspath $(BUILD)) \
+	    TSR_SHARED_DIR=$(abspath $(SHARED)) TSR_SOURCE_DIR=$(abspath .) PYTHONDONTWRITEBYTECODE=1 \
+	    timeout 600 $(VENV)/bin/python -m pytest -q tests/serve/test_openai_client.py \
+	    tests/serve/test_realtime.py -k 'not test_shutdown_ends_the_turn'
 endif
 
 # The emulators tests/test_plan.c runs beside this one: the stories15m
@@ -357,7 +371,7 @@ run: $(TESSERA)
 	    -p "Once upon a time" -n 200 -t 0
 
 clean:
-	rm -rf $(BUILD_ROOT) $(addprefix $(BUILD_ROOT),-san -tsan -fuzz -stories15m -serial -san-stories15m -san-serial)
+	rm -rf $(BUILD_ROOT) $(addprefix $(BUILD_ROOT),-san -tsan -fuzz -stories15m -serial -san-stories15m -san-serial -mpi -san-mpi)
 
 # ------------------------------------------------------------------- fuzz ---
 # libFuzzer harnesses (tests/fuzz/), built with clang under ASan + UBSan

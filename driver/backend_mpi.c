@@ -18,6 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
+#include <sched.h>
+#include <time.h>
 
 #include "backend.h"
 #include "tessera.h"
@@ -59,22 +62,110 @@ static int mpi_up(void)
     return init && !fin;
 }
 
+/* A rank that neither answers nor fails: a dead rank that mpirun has not
+ * yet ended (mpirun ends the whole job when a rank dies, within about a
+ * second), a rank stopped or wedged, or a stalled link.  Every request's
+ * reply is due within its own wait (at most 100 ms) plus this bound (3 s), and
+ * its payload's time at 50 MB/s; after it the call fails with
+ * TSR_ERR_DEVICE naming the rank, instead of blocking in MPI_Recv for
+ * ever. */
+#define STALL_MS        3000.0
+#define STALL_BYTES_PER_MS 50000.0
+
+/* Ranks whose link failed (bit r): the request and reply stream with them
+ * is out of step, so later calls fail at once, tsr_mpi_end does not wait
+ * for them, and MPI is not finalised (its finalize waits for every rank;
+ * the process exits without it, and mpirun then ends the job). */
+static uint64_t g_failed_ranks;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Wait for rq until deadline (ms, now_ms's clock): spin first (a reply
+ * is usually microseconds away), then yield the CPU, then sleep 100 us
+ * between tests (1 ms after a second: an idle server's ranks).  0 when it completed; -1 after the deadline (the request
+ * cancelled, so a late reply never lands in the caller's buffer); -2 on
+ * an MPI error. */
+static int await(MPI_Request *rq, double deadline)
+{
+    double t0 = now_ms(), t = t0;
+    for (unsigned n = 0;; n++) {
+        int done = 0;
+        if (MPI_Test(rq, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return -2;
+        if (done) return 0;
+        if (n < 256) continue;
+        if ((n & 15u) == 0 && (t = now_ms()) > deadline) {
+            /* a receive not yet matched cancels at once, so a late reply
+             * never lands in the caller's buffer; one in progress, or a
+             * send (Open MPI cannot cancel sends), is given 100 ms more
+             * and then let go */
+            MPI_Cancel(rq);
+            for (int i = 0; i < 1000 && !done; i++) {
+                if (MPI_Test(rq, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
+                if (!done) {
+                    struct timespec ts = { 0, 100 * 1000 };
+                    nanosleep(&ts, NULL);
+                }
+            }
+            if (!done) MPI_Request_free(rq);
+            return -1;
+        }
+        if (t - t0 < 1.0) continue;
+        if (t - t0 < 10.0) {
+            sched_yield();
+        } else {
+            struct timespec ts = { 0, t - t0 < 1000.0 ? 100 * 1000 : 1000 * 1000 };
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+static int link_failed(int rank, int how, const char *what, double waited_ms, tsr_err *e)
+{
+    if (rank < 64) g_failed_ranks |= 1ull << rank;
+    if (how == -2)
+        return tsr_seterr(e, TSR_ERR_DEVICE, "mpi: rank %d: the link failed (%s); the rank "
+                          "has died or its host is unreachable", rank, what);
+    return tsr_seterr(e, TSR_ERR_DEVICE, "mpi: rank %d has not answered in %.1f s (%s): the "
+                      "rank has died, stopped or its link has stalled", rank, waited_ms / 1e3, what);
+}
+
 /* One request and its reply; payload out (words) after the header, reply
- * payload into in (in_bytes). */
+ * payload into in (in_bytes).  Each step bounded in time (await). */
 static int call(int rank, const req_hdr *h, const void *out, size_t out_bytes, void *in,
                 size_t in_bytes, uint32_t *value, tsr_err *e)
 {
+    if (rank < 64 && (g_failed_ranks >> rank & 1u))
+        return tsr_seterr(e, TSR_ERR_DEVICE, "mpi: rank %d: its link failed earlier", rank);
     rep_hdr r;
-    if (MPI_Send(h, (int)sizeof *h, MPI_BYTE, rank, TAG_REQ, MPI_COMM_WORLD) != MPI_SUCCESS ||
-        (out_bytes &&
-         MPI_Send(out, (int)out_bytes, MPI_BYTE, rank, TAG_DATA, MPI_COMM_WORLD) != MPI_SUCCESS) ||
-        MPI_Recv(&r, (int)sizeof r, MPI_BYTE, rank, TAG_REP, MPI_COMM_WORLD, MPI_STATUS_IGNORE) !=
+    MPI_Request rq;
+    double t0 = now_ms();
+    double deadline = t0 + STALL_MS + h->timeout_us / 1e3 +
+                      (double)(out_bytes + in_bytes) / STALL_BYTES_PER_MS;
+    int w;
+    if (MPI_Isend(h, (int)sizeof *h, MPI_BYTE, rank, TAG_REQ, MPI_COMM_WORLD, &rq) != MPI_SUCCESS)
+        return link_failed(rank, -2, "request", 0, e);
+    if ((w = await(&rq, deadline))) return link_failed(rank, w, "request", now_ms() - t0, e);
+    if (out_bytes) {
+        if (MPI_Isend(out, (int)out_bytes, MPI_BYTE, rank, TAG_DATA, MPI_COMM_WORLD, &rq) !=
             MPI_SUCCESS)
-        return tsr_seterr(e, TSR_ERR_DEVICE, "mpi: rank %d does not answer", rank);
-    if (r.rc == TSR_OK && in_bytes &&
-        MPI_Recv(in, (int)in_bytes, MPI_BYTE, rank, TAG_DATA, MPI_COMM_WORLD,
-                 MPI_STATUS_IGNORE) != MPI_SUCCESS)
-        return tsr_seterr(e, TSR_ERR_DEVICE, "mpi: rank %d: no payload", rank);
+            return link_failed(rank, -2, "payload", 0, e);
+        if ((w = await(&rq, deadline))) return link_failed(rank, w, "payload", now_ms() - t0, e);
+    }
+    if (MPI_Irecv(&r, (int)sizeof r, MPI_BYTE, rank, TAG_REP, MPI_COMM_WORLD, &rq) != MPI_SUCCESS)
+        return link_failed(rank, -2, "reply", 0, e);
+    if ((w = await(&rq, deadline))) return link_failed(rank, w, "reply", now_ms() - t0, e);
+    if (r.rc == TSR_OK && in_bytes) {
+        if (MPI_Irecv(in, (int)in_bytes, MPI_BYTE, rank, TAG_DATA, MPI_COMM_WORLD, &rq) !=
+            MPI_SUCCESS)
+            return link_failed(rank, -2, "reply payload", 0, e);
+        if ((w = await(&rq, deadline)))
+            return link_failed(rank, w, "reply payload", now_ms() - t0, e);
+    }
     if (value) *value = r.value;
     if (r.rc != TSR_OK) {
         r.msg[sizeof r.msg - 1] = '\0';
@@ -199,8 +290,13 @@ static int serve_rank(void)
         tsr_err e;
         memset(&r, 0, sizeof r);
         tsr_clearerr(&e);
-        if (MPI_Recv(&h, (int)sizeof h, MPI_BYTE, 0, TAG_REQ, MPI_COMM_WORLD, MPI_STATUS_IGNORE) !=
-            MPI_SUCCESS)
+        /* the next request may be a long way off (a server without
+         * clients): polled, sleeping between tests once it has been a while,
+         * rather than MPI_Recv's busy wait, which would hold a core */
+        MPI_Request rq;
+        if (MPI_Irecv(&h, (int)sizeof h, MPI_BYTE, 0, TAG_REQ, MPI_COMM_WORLD, &rq) !=
+                MPI_SUCCESS ||
+            await(&rq, INFINITY))
             break;
         size_t bytes = 4u * (size_t)h.words;
         if ((h.op == RQ_WRITE || h.op == RQ_READ) && bytes > tmp_cap) {
@@ -270,9 +366,13 @@ int tsr_mpi_rank_serve(void)
     if (!init) {
         const char *n = getenv("OMPI_COMM_WORLD_SIZE");
         if (!n || atoi(n) < 2) return -1;   /* not launched by mpirun with ranks */
+        /* serialized: rank 0's device calls may come from any one thread at
+         * a time (tessera serve's scheduler), under the device's lock */
         int provided;
-        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) return 1;
+        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) return 1;
     }
+    /* a failed transfer returns its error to call() instead of aborting */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (size < 2 || rank == 0) return -1;   /* the driver's rank goes on */
@@ -289,13 +389,22 @@ void tsr_mpi_end(void)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (rank == 0) {
         /* ranks whose device was never opened, or is still open, wait for a
-         * request: release them */
+         * request: release them (a rank whose link failed is not waited
+         * for: the message goes out or is let go after the stall bound) */
         for (int r = 1; r < size; r++) {
-            if (r < 64 && (g_done_ranks >> r & 1u)) continue;
+            if (r < 64 && ((g_done_ranks | g_failed_ranks) >> r & 1u)) continue;
             req_hdr h = { .op = RQ_QUIT };
-            MPI_Send(&h, (int)sizeof h, MPI_BYTE, r, TAG_REQ, MPI_COMM_WORLD);
+            MPI_Request rq;
+            if (MPI_Isend(&h, (int)sizeof h, MPI_BYTE, r, TAG_REQ, MPI_COMM_WORLD, &rq) !=
+                    MPI_SUCCESS ||
+                await(&rq, now_ms() + STALL_MS))
+                g_failed_ranks |= r < 64 ? 1ull << r : 0;
         }
     }
+    /* MPI_Finalize waits for every rank: with one gone or stalled it would
+     * never return.  Leave MPI as it is; the process exits, and mpirun,
+     * seeing a rank end without finalising, ends the others. */
+    if (g_failed_ranks) return;
     MPI_Finalize();
 }
 

@@ -56,6 +56,11 @@ static const char usage[] =
     "  -v, --verbose         log requests and civetweb's messages to stderr\n"
     "      --backend SPEC    device: emu (default), emu:part=u55c,pes=16, or xrt:0\n"
     "      --xclbin FILE     xrt: the xclbin to load\n"
+    "      --cards N         split the model's layers over N emulated devices in pipeline\n"
+    "                        stages, as `tessera plan --cards N` proposes (the same tokens);\n"
+    "                        under `mpirun -np N` (a build with MPI=1) stage k runs on rank k,\n"
+    "                        rank 0 serves HTTP\n"
+    "      --stages A-B,...  the split by hand: contiguous layer ranges from 0, one a device\n"
     CLI_PART_HELP
     CLI_PES_HELP
     "      --threads N       emulator worker threads over the PEs\n"
@@ -66,6 +71,8 @@ static const char usage[] =
 typedef struct serve_args {
     const char *model, *tokenizer, *backend, *part, *xclbin;
     int pes, threads, weights_f32, group_size, seq_len;
+    int cards;            /* --cards N (0: one device) */
+    const char *stages;   /* --stages A-B,C-D,... */
     int weights;          /* TSR_WEIGHTS_* */
     const char *kv;       /* --kv */
     const char *alias;    /* --alias: the model's name in the API */
@@ -147,6 +154,8 @@ static int parse_args(int argc, char **argv, serve_args *a)
         else if (IS("-v", "--verbose"))       a->cfg.verbose = 1;
         else if (!strcmp(o, "--backend"))     { VAL(); a->backend = v; }
         else if (!strcmp(o, "--xclbin"))      { VAL(); a->xclbin = v; }
+        else if (!strcmp(o, "--cards"))       INT(1, 16, &a->cards);
+        else if (!strcmp(o, "--stages"))      { VAL(); a->stages = v; }
         else if (!strcmp(o, "--part"))        { VAL(); a->part = v; }
         else if (!strcmp(o, "--pes"))         INT(1, 1 << 16, &a->pes);
         else if (!strcmp(o, "--threads"))     INT(1, 1024, &a->threads);
@@ -180,7 +189,8 @@ int cmd_serve(int argc, char **argv)
      * environment's, unless --api-key replaced it) */
     if (a.cfg.api_key && check_key("TESSERA_API_KEY", a.cfg.api_key)) return 2;
     char spec[600];
-    if (cli_device_spec("serve", spec, sizeof spec, a.backend, a.part, a.pes, a.threads, a.xclbin))
+    if (cli_device_spec("serve", spec, sizeof spec, a.backend, a.part, a.pes, a.threads, a.xclbin) ||
+        cli_spec_stages("serve", spec, sizeof spec, a.cards, a.stages))
         return 2;
     const char *base = strrchr(a.model, '/');
     a.cfg.model_id = a.alias ? a.alias : base ? base + 1 : a.model;

@@ -1,6 +1,7 @@
 /* main.c - the tessera program: subcommand dispatch and shared helpers. */
 #include <errno.h>
 #include <stdarg.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,7 +302,16 @@ int main(int argc, char **argv)
 {
     /* under mpirun: a stage's rank serves its device and exits; rank 0 is
      * the program (docs/architecture.md, "Pipeline stages and links") */
-    int served = tsr_mpi_rank_serve(), rank = 0;
+    int rank = 0;
+    /* a stage's rank ends when rank 0 releases it (tsr_mpi_end, also after
+     * Ctrl-C or SIGTERM of a server, which mpirun passes to every rank) or
+     * when mpirun kills the job: the signals that ask rank 0 to stop must
+     * not end it first, under rank 0's feet */
+    if (mpi_launched(&rank) > 1 && rank > 0) {
+        signal(SIGINT, SIG_IGN);
+        signal(SIGTERM, SIG_IGN);
+    }
+    int served = tsr_mpi_rank_serve();
     if (served >= 0) return served;
     if (!tsr_mpi_available() && mpi_launched(&rank) > 1) {
         if (rank == 0)

@@ -66,7 +66,8 @@ static void clean_honours_build(void **state)
     assert_string_equal(out, "rm -rf /tmp/tsr_elsewhere /tmp/tsr_elsewhere-san "
                              "/tmp/tsr_elsewhere-tsan /tmp/tsr_elsewhere-fuzz "
                              "/tmp/tsr_elsewhere-stories15m /tmp/tsr_elsewhere-serial "
-                             "/tmp/tsr_elsewhere-san-stories15m /tmp/tsr_elsewhere-san-serial\n");
+                             "/tmp/tsr_elsewhere-san-stories15m /tmp/tsr_elsewhere-san-serial "
+                             "/tmp/tsr_elsewhere-mpi /tmp/tsr_elsewhere-san-mpi\n");
 }
 
 static void bench_writes_to_the_build_folder(void **state)

@@ -124,8 +124,11 @@ TSR_API int  tsr_mpi_available(void);
  * or not under mpirun: -1 at once. */
 TSR_API int  tsr_mpi_rank_serve(void);
 
-/* Rank 0: release the ranks still waiting, then finalise MPI.  A no-op
- * without MPI. */
+/* Rank 0: release the ranks still waiting, then finalise MPI.  After a
+ * rank's link failed (a device call returned TSR_ERR_DEVICE naming a rank
+ * that did not answer within 3 s beyond the call's own wait), MPI is left
+ * unfinalised, since finalising waits for every rank: the process exits
+ * and mpirun ends the others.  A no-op without MPI. */
 TSR_API void tsr_mpi_end(void);
 
 /* The library's TSR_VERSION_NUMBER (MAJOR * 10000 + MINOR * 100 + PATCH),

@@ -56,14 +56,44 @@ def s15m_long_model():
     return _synth_once("s15m-2k.bin", "288x6:hidden=768,heads=6,seq=2048")
 
 
+# TSR_SERVE_MPI=N: every Server runs under mpirun -np N, the model split
+# over N ranks (--cards N) of the MPI=1 build (TSR_MPI_BUILD_DIR, default
+# BUILD-mpi); rank 0 serves HTTP.  make test runs the HTTP and WebSocket
+# suites so with N = 2.
+MPI_RANKS = int(os.environ.get("TSR_SERVE_MPI", "0") or 0)
+MPI_TESSERA = pathlib.Path(os.environ.get("TSR_MPI_BUILD_DIR", str(BUILD) + "-mpi")) / "tessera"
+
+
+def _serve_cmd(args):
+    if MPI_RANKS > 1:
+        return ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(MPI_RANKS),
+                str(MPI_TESSERA), "serve", "--cards", str(MPI_RANKS), *args, "--port", "0"]
+    return [str(TESSERA), "serve", *args, "--port", "0"]
+
+
+def _rank0(mpirun_pid):
+    """The pid of rank 0 among mpirun's children, or None."""
+    try:
+        kids = pathlib.Path("/proc/%d/task/%d/children" % (mpirun_pid, mpirun_pid)).read_text()
+    except OSError:
+        return None
+    for pid in kids.split():
+        try:
+            env = pathlib.Path("/proc/%s/environ" % pid).read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"OMPI_COMM_WORLD_RANK=0" in env:
+            return int(pid)
+    return None
+
+
 class Server:
     """tessera serve ARGS --port 0, up until stop()."""
 
     def __init__(self, args, timeout=60):
         self.args = args
         self._err = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen([str(TESSERA), "serve", *args, "--port", "0"],
-                                     stdout=subprocess.PIPE, stderr=self._err)
+        self.proc = subprocess.Popen(_serve_cmd(args), stdout=subprocess.PIPE, stderr=self._err)
         line, until = b"", time.monotonic() + timeout
         while b"\n" not in line and time.monotonic() < until:
             ready, _, _ = select.select([self.proc.stdout], [], [], 0.2)
@@ -90,9 +120,16 @@ class Server:
         return self.proc.poll() is None
 
     def stop(self, sig=signal.SIGTERM, timeout=30):
-        """Send sig; the exit status (None when it had to be killed)."""
+        """Send sig; the exit status (None when it had to be killed).  Under
+        mpirun the signal goes to rank 0, which stops the server and releases
+        the other ranks (mpirun exits 0); mpirun itself would end the job
+        after a second and exit 1."""
         if self.proc.poll() is None:
-            self.proc.send_signal(sig)
+            r0 = _rank0(self.proc.pid) if MPI_RANKS > 1 else None
+            if r0:
+                os.kill(r0, sig)
+            else:
+                self.proc.send_signal(sig)
         try:
             return self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
