@@ -190,7 +190,7 @@ int cmd_serve(int argc, char **argv)
     if (a.cfg.api_key && check_key("TESSERA_API_KEY", a.cfg.api_key)) return 2;
     char spec[600];
     if (cli_device_spec("serve", spec, sizeof spec, a.backend, a.part, a.pes, a.threads, a.xclbin) ||
-        cli_spec_stages("serve", spec, sizeof spec, a.cards, a.stages))
+        cli_spec_split("serve", spec, sizeof spec, a.cards, a.stages))
         return 2;
     const char *base = strrchr(a.model, '/');
     a.cfg.model_id = a.alias ? a.alias : base ? base + 1 : a.model;
