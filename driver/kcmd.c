@@ -268,10 +268,11 @@ static int pipe_load(tsr_kcmd *k, const tsr_checkpoint *m, const tsr_load_opts *
     if (rc) return rc;
     if ((rc = tsr_kcmd_config(k, m, o, &k->cfg, e))) return rc;   /* the whole model's */
     free(k->seq_hop);
-    k->seq_hop = malloc(sizeof *k->seq_hop * TSR_KDEC_MAX * (TSR_LINK_HDR + (size_t)k->cfg.dim));
+    k->seq_hop = malloc(sizeof *k->seq_hop * TSR_KDEC_MAX * (size_t)k->cfg.dim);
     if (!k->seq_hop) return tsr_seterr(e, TSR_ERR_NOMEM, "%s: out of memory", k->be->name);
     for (int s = 0; s < TSR_MAX_SLOTS; s++) {
         k->pending[s] = -1;
+        k->pos[s] = 0;
         k->clk_ready[s] = 0;
     }
     k->loaded = 1;
@@ -303,10 +304,21 @@ static int stage_submit(tsr_kcmd *k, int s, int phase, int slot, const int *ids,
     return submit(d, phase, &a, seq, e);
 }
 
+/* The cycles the kernel's accounting charged device d's last pass (every
+ * region, its link-in hop included), read with its counters (the debug
+ * phase). */
+static int stage_cycles(tsr_kcmd *d, uint64_t *cy, tsr_err *e)
+{
+    tsr_kcounters c;
+    int rc = tsr_kcmd_counters(d, &c, e);
+    *cy = 0;
+    for (int r = 0; !rc && r < TSR_RG_COUNT; r++) *cy += c.cyc[r] - c.cyc_mark[r];
+    return rc;
+}
+
 /* Stage s's pass seq of n items answered: on the last stage with a token
  * its id in *next, before it the vectors off its link-out into hop; *cy:
- * the cycles the kernel's accounting charged the pass (every region, its
- * link-in hop included), read with its counters (the debug phase). */
+ * the pass's cycles (stage_cycles). */
 static int stage_finish(tsr_kcmd *k, int s, int phase, uint32_t seq, uint32_t n, int *next,
                         float *hop, uint64_t *cy, tsr_err *e)
 {
@@ -325,11 +337,7 @@ static int stage_finish(tsr_kcmd *k, int s, int phase, uint32_t seq, uint32_t n,
         d->link.d2h[phase] += 4u;
         *next = (int)out;
     }
-    tsr_kcounters c;
-    if ((rc = tsr_kcmd_counters(d, &c, e))) return rc;
-    *cy = 0;
-    for (int r = 0; r < TSR_RG_COUNT; r++) *cy += c.cyc[r] - c.cyc_mark[r];
-    return TSR_OK;
+    return stage_cycles(d, cy, e);
 }
 
 /* Device clocks: a host call begins with every card at the latest clock
@@ -420,82 +428,186 @@ static int pipe_prefill(tsr_kcmd *k, int slot, const int *tokens, int n, tsr_err
         }
     }
     clk_account(k, TSR_PHASE_PREFILL, t0, fed);
+    k->pos[slot] += (uint32_t)fed;
     if (!rc) k->pending[slot] = tokens[n - 1];
     return rc;
 }
 
+/* The sequences one stage pass takes in a decode: the spec's batch=
+ * (up to the stages' batch limit), 1 when it says none. */
+static int pipe_batch(const tsr_kcmd *k)
+{
+    uint32_t m = TSR_KDEC_MAX;
+    for (int s = 0; s < k->cards; s++) {
+        uint32_t slots = k->stage[s].info.prof.slots, block = k->stage[s].info.prof.block;
+        uint32_t b = slots < block ? slots : block;
+        if (b < m) m = b;
+    }
+    if (m < 1u) m = 1u;
+    return k->batch > 0 && (uint32_t)k->batch < m ? k->batch : k->batch > 0 ? (int)m : 1;
+}
+
+/* Stage s's FORWARD of the nb decoding sequences idx[] of q (TSR_FWDC_BATCH:
+ * one item each, at its slot's next position) started: stage 0 feeds their
+ * pending tokens, a later stage their vectors from k->seq_hop (assembled
+ * on its link-in after item 0's header); the last stage samples each with
+ * its sampler. */
+static int dec_submit(tsr_kcmd *k, int s, const tsr_kdec *q, const int *idx, int nb,
+                      uint32_t *seq, tsr_err *e)
+{
+    tsr_kcmd *d = &k->stage[s];
+    uint32_t pay[TSR_KDEC_MAX * TSR_FWDB_WORDS], dim = k->cfg.dim;
+    int last = s == k->cards - 1, rc;
+    for (int b = 0; b < nb; b++) {
+        const tsr_kdec *x = &q[idx[b]];
+        uint32_t *r = pay + b * TSR_FWDB_WORDS;
+        memset(r, 0, 4u * TSR_FWDB_WORDS);
+        r[TSR_FWDB_SLOT] = (uint32_t)x->slot;
+        r[TSR_FWDB_TOKEN] = (uint32_t)k->pending[x->slot];
+        r[TSR_FWDB_FLAGS] = x->smp.reseed && x->got == 0 ? TSR_FWDC_RESEED : 0u;
+        r[TSR_FWDB_SEED_LO] = (uint32_t)x->smp.seed;
+        r[TSR_FWDB_SEED_HI] = (uint32_t)(x->smp.seed >> 32);
+        memcpy(&r[TSR_FWDB_TEMP], &x->smp.temperature, 4);
+        memcpy(&r[TSR_FWDB_TOP_P], &x->smp.top_p, 4);
+    }
+    kcmd_args a = { .op = TSR_OP_FORWARD, .slot = (uint32_t)q[idx[0]].slot,
+                    .a = { (uint32_t)nb, TSR_FWDC_BATCH | (last ? TSR_FWDC_SAMPLE : 0u) },
+                    .in = pay, .in_words = (uint32_t)nb * TSR_FWDB_WORDS,
+                    .out_words = last ? (uint32_t)nb : 0u };
+    if (s > 0) {
+        /* the hop into this stage: item 0's header, each item's vector */
+        float *h = k->hop_buf;
+        int s0 = q[idx[0]].slot;
+        h[0] = (float)nb;
+        h[1] = (float)s0;
+        h[2] = (float)k->pos[s0];
+        h[3] = (float)dim;
+        for (int b = 0; b < nb; b++)
+            memcpy(h + TSR_LINK_HDR + (size_t)b * dim, k->seq_hop + (size_t)idx[b] * dim, 4u * dim);
+        if ((rc = d->be->write(d->b, TSR_BUF_LINK_IN, 0, h, TSR_LINK_HDR + (uint32_t)nb * dim, e)))
+            return rc;
+    }
+    return submit(d, TSR_PHASE_DECODE, &a, seq, e);
+}
+
+/* Stage s's decode pass seq over idx[] answered: the last stage's ids
+ * into next[], an earlier one's vectors off its link-out into k->seq_hop;
+ * *cy its cycles. */
+static int dec_finish(tsr_kcmd *k, int s, uint32_t seq, const int *idx, int nb, int *next,
+                      uint64_t *cy, tsr_err *e)
+{
+    tsr_kcmd *d = &k->stage[s];
+    uint32_t dim = k->cfg.dim, words = TSR_LINK_HDR + (uint32_t)nb * dim, got = 0;
+    uint32_t ids[TSR_KDEC_MAX];
+    int status = 0, rc = await(d, seq, TSR_PHASE_DECODE, &status, &got, e);
+    if (rc) return rc;
+    if (status) return kfail(d, status, "forward", e);
+    if (s < k->cards - 1) {
+        if ((rc = d->be->read(d->b, TSR_BUF_LINK_OUT, 0, k->hop_buf, words, e))) return rc;
+        k->link.hop[TSR_PHASE_DECODE] += 4ull * words;
+        k->link.hops[TSR_PHASE_DECODE]++;
+        for (int b = 0; b < nb; b++)
+            memcpy(k->seq_hop + (size_t)idx[b] * dim, k->hop_buf + TSR_LINK_HDR + (size_t)b * dim,
+                   4u * dim);
+    } else {
+        if (got != (uint32_t)nb)
+            return tsr_seterr(e, TSR_ERR_DEVICE, "%s: forward: %u ids for %d sequences",
+                              d->be->name, got, nb);
+        if ((rc = d->be->read(d->b, TSR_BUF_OUT, 0, ids, (uint32_t)nb, e))) return rc;
+        d->link.d2h[TSR_PHASE_DECODE] += 4u * (uint32_t)nb;
+        for (int b = 0; b < nb; b++) next[b] = (int)ids[b];
+    }
+    return stage_cycles(d, cy, e);
+}
+
+/* Sequence i into a stage's picks p (np of them, at most G, the longest
+ * waiting first: by ready, then index). */
+static void pick_add(int *p, int *np, int G, const uint64_t *ready, int i)
+{
+    int j = *np < G ? (*np)++ : G;
+    while (j > 0 && ready[i] < ready[p[j - 1]]) {
+        if (j < G) p[j] = p[j - 1];
+        j--;
+    }
+    if (j < G) p[j] = i;
+}
+
 /* Decode: the m sequences in flight through the stages, a token each per
- * trip.  Each round every stage takes the sequence that has waited
- * longest at its input (on the clocks), so stage k works on one sequence
- * while stage k + 1 works on the one before: the round's passes are
- * started on every card, then collected (the cards run at once).  A
- * sequence back at stage 0 with its token is checked for cancel and its
- * stops before its next trip. */
+ * trip.  Each round every stage takes the sequences that have waited
+ * longest at its input, up to pipe_batch() of them in one pass (one: stage
+ * k works on one sequence while stage k + 1 works on the one before; more:
+ * those travel together, a pass over each stage's weights for all of
+ * them): the round's passes are started on every card, then collected
+ * (the cards run at once).  A sequence back at stage 0 with its token is
+ * checked for cancel and its stops before its next trip. */
 static int pipe_decode(tsr_kcmd *k, tsr_kdec *q, int m, tsr_token_fn on_token, void *user,
                        tsr_err *e)
 {
     int live[TSR_KDEC_MAX], at[TSR_KDEC_MAX], any = 0, rc = TSR_OK, K = k->cards;
+    int G = pipe_batch(k);
     uint64_t ready[TSR_KDEC_MAX], t0 = clk_sync(k), made = 0;
-    uint32_t bos = k->cfg.bos, eos = k->cfg.eos, vw = TSR_LINK_HDR + k->cfg.dim;
+    uint32_t bos = k->cfg.bos, eos = k->cfg.eos;
     for (int i = 0; i < m; i++) {
         q[i].got = 0;
         live[i] = q[i].n > 0;
         at[i] = 0;
-        ready[i] = k->clk_ready[q[i].slot] > t0 ? k->clk_ready[q[i].slot] : t0;
         if (!rc) rc = pipe_slot(k, q[i].slot, e);
-        if (!rc && live[i] && k->pending[q[i].slot] < 0)
+        if (rc) break;
+        ready[i] = k->clk_ready[q[i].slot] > t0 ? k->clk_ready[q[i].slot] : t0;
+        if (live[i] && k->pending[q[i].slot] < 0)
             rc = tsr_seterr(e, TSR_ERR_STATE, "%s: decode: slot %d has no pending token",
                             k->be->name, q[i].slot);
+        for (int j = 0; j < i && !rc; j++)
+            if (q[j].slot == q[i].slot)
+                rc = tsr_seterr(e, TSR_ERR_ARG, "%s: decode: slot %d twice", k->be->name,
+                                q[i].slot);
         any |= live[i];
     }
     while (any && !rc) {
-        /* this round's passes: per stage the longest-waiting sequence */
-        int pick[TSR_DEV_MAX_CARDS];
+        /* this round's passes: per stage the longest-waiting sequences */
+        int pick[TSR_DEV_MAX_CARDS][TSR_KDEC_MAX], np[TSR_DEV_MAX_CARDS];
         uint32_t seq[TSR_DEV_MAX_CARDS];
-        for (int s = 0; s < K; s++) pick[s] = -1;
+        int sub[TSR_DEV_MAX_CARDS];   /* its pass was submitted */
+        for (int s = 0; s < K; s++) np[s] = sub[s] = 0;
         for (int i = 0; i < m; i++) {
             if (!live[i]) continue;
             if (at[i] == 0 && q[i].cancel && __atomic_load_n(q[i].cancel, __ATOMIC_ACQUIRE)) {
                 live[i] = 0;
                 continue;
             }
-            int *p = &pick[at[i]];
-            if (*p < 0 || ready[i] < ready[*p]) *p = i;
+            pick_add(pick[at[i]], &np[at[i]], G, ready, i);
         }
-        int started = 0;
-        for (int s = 0; s < K && !rc; s++) {
-            int i = pick[s];
-            if (i < 0) continue;
-            int cur = k->pending[q[i].slot];
-            rc = stage_submit(k, s, TSR_PHASE_DECODE, q[i].slot, &cur, 1, &q[i].smp,
-                              q[i].smp.reseed && q[i].got == 0, k->seq_hop + (size_t)i * vw,
-                              &seq[s], e);
-            started = s + 1;
-        }
-        /* collect every pass started, even after a failure */
-        for (int s = 0; s < started; s++) {
-            int i = pick[s], next = -1, frc;
-            if (i < 0) continue;
-            uint64_t cy = 0;
-            frc = stage_finish(k, s, TSR_PHASE_DECODE, seq[s], 1, &next,
-                               k->seq_hop + (size_t)i * vw, &cy, rc ? NULL : e);
+        for (int s = 0; s < K && !rc; s++)
+            if (np[s]) sub[s] = !(rc = dec_submit(k, s, q, pick[s], np[s], &seq[s], e));
+        /* collect every pass submitted, even after a failure */
+        for (int s = 0; s < K; s++) {
+            int next[TSR_KDEC_MAX], frc;
+            if (!sub[s]) continue;
+            uint64_t cy = 0, in = 0;
+            frc = dec_finish(k, s, seq[s], pick[s], np[s], next, &cy, rc ? NULL : e);
             if (rc || (rc = frc)) continue;
-            ready[i] = clk_pass(k, s, ready[i], cy);
-            if (s < K - 1) {
-                at[i] = s + 1;
-                continue;
+            for (int b = 0; b < np[s]; b++) in = ready[pick[s][b]] > in ? ready[pick[s][b]] : in;
+            uint64_t end = clk_pass(k, s, in, cy);
+            for (int b = 0; b < np[s]; b++) {
+                int i = pick[s][b];
+                ready[i] = end;
+                if (s < K - 1) {
+                    at[i] = s + 1;
+                    continue;
+                }
+                /* a token: back to stage 0 */
+                at[i] = 0;
+                ready[i] += TSR_PLAN_RETURN_CYCLES;
+                k->clk_ready[q[i].slot] = ready[i];
+                k->pending[q[i].slot] = next[b];
+                k->pos[q[i].slot]++;
+                q[i].out[q[i].got++] = next[b];
+                made++;
+                if (on_token && on_token(i, next[b], user)) live[i] = 0;
+                if (q[i].got >= q[i].n || (!q[i].smp.ignore_stop &&
+                                           ((uint32_t)next[b] == bos || (uint32_t)next[b] == eos)))
+                    live[i] = 0;
             }
-            /* a token: back to stage 0 */
-            at[i] = 0;
-            ready[i] += TSR_PLAN_RETURN_CYCLES;
-            k->clk_ready[q[i].slot] = ready[i];
-            k->pending[q[i].slot] = next;
-            q[i].out[q[i].got++] = next;
-            made++;
-            if (on_token && on_token(i, next, user)) live[i] = 0;
-            if (q[i].got >= q[i].n ||
-                (!q[i].smp.ignore_stop && ((uint32_t)next == bos || (uint32_t)next == eos)))
-                live[i] = 0;
         }
         any = 0;
         for (int i = 0; i < m; i++) any |= live[i];   /* (a stop is only ever at stage 0) */
@@ -734,7 +846,10 @@ int tsr_kcmd_reset(tsr_kcmd *k, int slot, tsr_err *e)
 {
     if (k->cards > 1) {
         int rc = pipe_each(k, TSR_OP_RESET, slot, 0, "reset", e);
-        if (!rc) k->pending[slot] = -1;
+        if (!rc) {
+            k->pending[slot] = -1;
+            k->pos[slot] = 0;
+        }
         return rc;
     }
     return simple(k, TSR_PHASE_PREFILL, TSR_OP_RESET, (uint32_t)slot, 0, 0, "reset", e);
@@ -745,7 +860,10 @@ int tsr_kcmd_truncate(tsr_kcmd *k, int slot, int pos, int pending, tsr_err *e)
     if (k->cards > 1) {
         /* the stages keep no pending token: the host does */
         int rc = pipe_each(k, TSR_OP_TRUNCATE, slot, (uint32_t)pos, "truncate", e);
-        if (!rc) k->pending[slot] = pending;
+        if (!rc) {
+            k->pending[slot] = pending;
+            k->pos[slot] = (uint32_t)pos;
+        }
         return rc;
     }
     return simple(k, TSR_PHASE_PREFILL, TSR_OP_TRUNCATE, (uint32_t)slot, (uint32_t)pos,
@@ -792,7 +910,7 @@ static int slot_cancel_word(tsr_kcmd *k, int s, uint32_t v, tsr_err *e)
 
 int tsr_kcmd_batch_max(const tsr_kcmd *k)
 {
-    if (k->cards > 1) return 1;   /* a split steps one sequence a pass */
+    if (k->cards > 1) return pipe_batch(k);   /* a stage pass's sequences */
     uint32_t slots = k->info.prof.slots, block = k->info.prof.block;
     uint32_t m = slots < block ? slots : block;
     if (m > TSR_KDEC_MAX) m = TSR_KDEC_MAX;

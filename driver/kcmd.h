@@ -55,10 +55,11 @@ typedef struct tsr_kcmd {
                                              k holds layers [bounds[k], bounds[k+1]) */
     int32_t                  pending[TSR_MAX_SLOTS]; /* per slot: the next token
                                              to feed, -1 none               */
+    uint32_t                 pos[TSR_MAX_SLOTS]; /* per slot: its next position
+                                             (the stages' link headers)     */
     float                   *hop_buf;   /* (TSR_LINK_WORDS,) a pass on a link */
-    float                   *seq_hop;   /* (TSR_KDEC_MAX, TSR_LINK_HDR + dim) a
-                                             decoding sequence's vector between
-                                             stages                         */
+    float                   *seq_hop;   /* (TSR_KDEC_MAX, dim) a decoding
+                                             sequence's vector between stages */
     /* the device clocks of a split: each card's own time in its cycles,
      * the kernel's accounting of each pass it ran (its link-in hop
      * included), a pass starting once its input has arrived and the card

@@ -61,6 +61,12 @@ static const char usage[] =
     CLI_SPLIT_HELP
     "                        (then also the decode tokens/s on the cards' own clocks,\n"
     "                        single and --batch, and each card's layers and busy share)\n"
+    "      --stage-batch N   with --cards and --batch: a stage takes up to N waiting\n"
+    "                        sequences in one pass over its weights (default 1: one\n"
+    "                        sequence a pass, stage k on one while stage k+1 runs the\n"
+    "                        one before, what cards gain from; more: fewer passes over\n"
+    "                        the weights, what the emulator's host gains from; the\n"
+    "                        spec's batch=N)\n"
     "      --threads T       append threads=T to the device spec (emulator\n"
     "                        default: the CPUs this process may use)\n"
     CLI_WEIGHTS_HELP
@@ -80,6 +86,7 @@ typedef struct bench_args {
     const char *xclbin;   /* xrt: --xclbin FILE */
     int cards;              /* --cards N: 0 one device */
     const char *stages;     /* --stages A-B,... */
+    int stage_batch;        /* --stage-batch N: 0 the spec's */
 } bench_args;
 
 /* One measured run. */
@@ -111,6 +118,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
         else if (!strcmp(o, "--batch"))            { VAL(); if (cli_int(o, v, 1, 8, &a->batch)) return -1; }
         else if (!strcmp(o, "--cards"))            { VAL(); if (cli_int(o, v, 1, TSR_MAX_CARDS, &a->cards)) return -1; }
         else if (!strcmp(o, "--stages"))           { VAL(); a->stages = v; }
+        else if (!strcmp(o, "--stage-batch"))      { VAL(); if (cli_int(o, v, 1, 8, &a->stage_batch)) return -1; }
         else if (!strcmp(o, "--warmup"))           { VAL(); if (cli_int(o, v, 0, 1 << 16, &a->warmup)) return -1; }
         else if (!strcmp(o, "--threads"))          { VAL(); if (cli_int(o, v, 1, 1024, &a->threads)) return -1; }
         else if (!strcmp(o, "--group-size"))       { VAL(); if (cli_int(o, v, 1, 1 << 16, &a->group_size)) return -1; }
@@ -283,6 +291,18 @@ int cmd_bench(int argc, char **argv)
                         a.xclbin) ||
         cli_spec_split("bench", spec, sizeof spec, a.cards, a.stages))
         return 2;
+    if (a.stage_batch) {
+        size_t n = strlen(spec);
+        if (a.cards < 2 && !a.stages) {
+            cli_error("bench: --stage-batch needs --cards N or --stages (a split)");
+            return 2;
+        }
+        if ((size_t)snprintf(spec + n, sizeof spec - n, ",batch=%d", a.stage_batch) >=
+            sizeof spec - n) {
+            cli_error("bench: device spec too long");
+            return 2;
+        }
+    }
     int threads = spec_threads(spec);
     if (a.pes && threads > a.pes) threads = a.pes;   /* the emulator caps it so */
 

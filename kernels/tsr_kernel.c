@@ -561,6 +561,66 @@ dec_seq_distinct:
     return TSR_K_OK;
 }
 
+/* A later stage's link-in header: the pass of n items whose first is
+ * slot's at its next position, of the model's dim (else another pass's
+ * vectors are on the link). */
+static int link_header_ok(const tsr_kstate *st, uint32_t n, uint32_t slot, const float *link_in)
+{
+    return link_in[0] == (float)n && link_in[1] == (float)slot &&
+           link_in[2] == (float)st->pos[slot] && link_in[3] == (float)st->cfg.dim;
+}
+
+/* FORWARD's batch records (TSR_FWDC_BATCH): m items of distinct slots, a
+ * position each that seq_len still has, their ids (a first stage) in the
+ * vocabulary, item 0's header on a later stage's link-in. */
+static int fwd_batch_check(const tsr_kstate *st, const uint32_t *in_w, uint32_t in_n, uint32_t m,
+                           uint32_t pflags, uint32_t room, const float *link_in)
+{
+    const tsr_kconfig *cf = &st->cfg;
+    uint32_t first = (cf->stage & TSR_STAGE_LINK_IN) == 0u;
+    if (m == 0 || m > TSR_MAX_BATCH || in_n < m * TSR_FWDB_WORDS) return TSR_K_EARG;
+    if ((pflags & TSR_FWDC_SAMPLE) && (!tsr_lay_holds_head(cf) || room < m)) return TSR_K_EARG;
+fwd_batch_recs:
+    for (uint32_t b = 0; b < m; b++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BATCH
+        uint32_t r = b * TSR_FWDB_WORDS, sl = in_w[r + TSR_FWDB_SLOT];
+        if (sl >= cf->n_slots || (first && in_w[r + TSR_FWDB_TOKEN] >= cf->vocab_size))
+            return TSR_K_EARG;
+        if ((uint64_t)st->pos[sl] + 1u > cf->seq_len) return TSR_K_ERANGE;
+fwd_batch_distinct:
+        for (uint32_t j = 0; j < b; j++) {
+#pragma HLS LOOP_TRIPCOUNT min=0 max=TSR_MAX_BATCH
+            if (in_w[j * TSR_FWDB_WORDS + TSR_FWDB_SLOT] == sl) return TSR_K_EARG;
+        }
+    }
+    if (!first && !link_header_ok(st, m, in_w[TSR_FWDB_SLOT], link_in)) return TSR_K_EARG;
+    return TSR_K_OK;
+}
+
+/* Item b's token after a pass: the greedy one the mesh found, or its
+ * logits sampled with (temp, top_p) and its slot's RNG; the id's trip to
+ * the host charged. */
+static int32_t item_token(tsr_kstate *st, const tsr_item *items, uint32_t b, float temp,
+                          float top_p)
+{
+    int32_t next = items[b].next;
+    if (items[b].mode == TSR_FWD_LOGITS) {
+        uint32_t cy = 0;
+item_copy:
+        for (uint32_t v = 0; v < st->cfg.vocab_size; v++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
+#pragma HLS PIPELINE II=1
+            st->probs[v] = st->logits[b][v];
+        }
+        next = tsr_sample(st->probs, st->cfg.vocab_size, temp, top_p, &st->rng[items[b].slot],
+                          st->cand_p, st->cand_i, &cy);
+        TSR_CHARGE(st, TSR_RG_SAMPLE, cy);
+    }
+    TSR_CHARGE(st, TSR_RG_SAMPLE, TSR_D_BUS);   /* the id to the host */
+    st->cnt.tokens_sampled++;
+    return next;
+}
+
 /* PREFILL, DECODE, DECODE_BATCH and READ_LOGITS: the commands that run the
  * model, in one function around one call of tsr_forward, so the forward
  * pass is one instance in hardware (UG1399, "pragma HLS allocation").
@@ -578,10 +638,11 @@ dec_seq_distinct:
  *                 pass left them on the mesh (the classifier's partial
  *                 sums at the roots), so gather them first (a debug read,
  *                 not charged to the token).
- *   FORWARD:      one pass of n items at the slot's next positions, a
+ *   FORWARD:      one pass of n items at the slot's next positions, or
+ *                 (TSR_FWDC_BATCH) of one item each of m slots, a
  *                 pipeline stage's work (tsr_forward: link-in or ids,
  *                 link-out or the classifier); the last stage samples
- *                 when asked (one item), answer: the id.  The others need
+ *                 when asked (one item a slot), answer: the ids.  The others need
  *                 the whole model on the device (stage 0), but READ_LOGITS
  *                 the last stage's. */
 static int op_forward(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32_t *in_w,
@@ -596,11 +657,16 @@ static int op_forward(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uin
     int decode = !prefill && !gather && !pass;
     uint32_t feed = 0, hp = 0, fed = 0, gathered = 0;
     uint32_t pflags = c[TSR_CMD_A1], first = (cf->stage & TSR_STAGE_LINK_IN) == 0u;
+    uint32_t pbatch = pass && (pflags & TSR_FWDC_BATCH) != 0u;
+    float ptemp[TSR_MAX_BATCH], ptop[TSR_MAX_BATCH];   /* FORWARD: its items' samplers */
     dec_seqs d = { 0 };
     int rc = TSR_K_OK;
     /* a stage runs FORWARD, and the last one READ_LOGITS */
     if (!pass && cf->stage != 0u && !(gather && tsr_lay_holds_head(cf))) return TSR_K_ESTATE;
-    if (pass) {
+    if (pbatch) {
+        if ((rc = fwd_batch_check(st, in_w, in_n, n, pflags, room, link_in)) != TSR_K_OK) return rc;
+        feed = n;
+    } else if (pass) {
         if (n == 0 || n > TSR_MAX_BLOCK || in_n < 2u + (first ? n : 0u)) return TSR_K_EARG;
         if ((pflags & TSR_FWDC_SAMPLE) && (n != 1u || !tsr_lay_holds_head(cf) || room < 1u))
             return TSR_K_EARG;
@@ -611,9 +677,8 @@ pass_check:
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
                 if (in_w[2u + i] >= cf->vocab_size) return TSR_K_EARG;
             }
-        } else if (link_in[0] != (float)n || link_in[1] != (float)s ||
-                   link_in[2] != (float)st->pos[s] || link_in[3] != (float)cf->dim) {
-            return TSR_K_EARG;   /* the link carries another pass */
+        } else if (!link_header_ok(st, n, s, link_in)) {
+            return TSR_K_EARG;
         }
         if (pflags & TSR_FWDC_RESEED) {
             uint64_t seed = (uint64_t)c[TSR_CMD_A2] | ((uint64_t)c[TSR_CMD_A3] << 32);
@@ -676,11 +741,23 @@ fwd_passes:
 fwd_pass_items:
             for (uint32_t b = 0; b < nx; b++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
-                items[b].slot = s;
-                items[b].token = first ? in_w[2u + b] : 0u;
-                items[b].pos = (uint32_t)st->pos[s] + b;
+                uint32_t r = b * TSR_FWDB_WORDS, sl = pbatch ? in_w[r + TSR_FWDB_SLOT] : s;
+                float t = pbatch ? in_f[r + TSR_FWDB_TEMP] : in_f[0];
+                float p = pbatch ? in_f[r + TSR_FWDB_TOP_P] : in_f[1];
+                if (pbatch && (in_w[r + TSR_FWDB_FLAGS] & TSR_FWDC_RESEED)) {
+                    uint64_t seed = (uint64_t)in_w[r + TSR_FWDB_SEED_LO] |
+                                    ((uint64_t)in_w[r + TSR_FWDB_SEED_HI] << 32);
+                    st->rng[sl] = seed ? seed : TSR_RNG_DEFAULT;
+                }
+                items[b].slot = sl;
+                items[b].token = !first ? 0u : pbatch ? in_w[r + TSR_FWDB_TOKEN] : in_w[2u + b];
+                items[b].pos = (uint32_t)st->pos[sl] + (pbatch ? 0u : b);
                 items[b].mode = !(pflags & TSR_FWDC_SAMPLE) ? TSR_FWD_NONE
-                              : in_f[0] <= 0.0f || in_f[1] <= 0.0f ? TSR_FWD_GREEDY : TSR_FWD_LOGITS;
+                              : t <= 0.0f || p <= 0.0f ? TSR_FWD_GREEDY : TSR_FWD_LOGITS;
+                if (b < TSR_MAX_BATCH) {
+                    ptemp[b] = t;
+                    ptop[b] = p;
+                }
             }
         } else if (prefill) {
             uint32_t left = feed - fed;
@@ -727,26 +804,21 @@ fwd_decode_items:
         tsr_forward(st, items, nx, link_in, link_out);
 
         if (pass) {
-            st->pos[s] += (int32_t)nx;
             fed += nx;
-            if (items[0].mode == TSR_FWD_NONE) continue;
-            int32_t next = items[0].next;
-            if (items[0].mode == TSR_FWD_LOGITS) {
-                uint32_t cy = 0;
-pass_copy:
-                for (uint32_t v = 0; v < cf->vocab_size; v++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
-#pragma HLS PIPELINE II=1
-                    st->probs[v] = st->logits[0][v];
-                }
-                next = tsr_sample(st->probs, cf->vocab_size, in_f[0], in_f[1], &st->rng[s],
-                                  st->cand_p, st->cand_i, &cy);
-                TSR_CHARGE(st, TSR_RG_SAMPLE, cy);
+            if (!pbatch) st->pos[s] += (int32_t)nx;
+pass_advance:
+            for (uint32_t b = 0; pbatch && b < nx; b++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BATCH
+                st->pos[items[b].slot]++;
+                st->pending[items[b].slot] = -1;   /* the next token is the host's */
             }
-            TSR_CHARGE(st, TSR_RG_SAMPLE, TSR_D_BUS);   /* the id to the host */
-            out_w[0] = (uint32_t)next;
-            *out_n = 1;
-            st->cnt.tokens_sampled++;
+            if (items[0].mode == TSR_FWD_NONE) continue;
+pass_sample:
+            for (uint32_t b = 0; b < nx; b++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BATCH
+                out_w[b] = (uint32_t)item_token(st, items, b, ptemp[b], ptop[b]);
+            }
+            *out_n = nx;
             continue;
         }
         if (prefill) {
@@ -759,33 +831,19 @@ fwd_decode_out:
         for (uint32_t b = 0; b < nx; b++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BATCH
             uint32_t k = seq_of[b], sl = d.slot[k];
-            int32_t next = items[b].next;
-            if (items[b].mode == TSR_FWD_LOGITS) {
-                uint32_t cy = 0;
-decode_copy:
-                for (uint32_t v = 0; v < cf->vocab_size; v++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
-#pragma HLS PIPELINE II=1
-                    st->probs[v] = st->logits[b][v];
-                }
-                next = tsr_sample(st->probs, cf->vocab_size, d.temp[k], d.top_p[k], &st->rng[sl],
-                                  st->cand_p, st->cand_i, &cy);
-                TSR_CHARGE(st, TSR_RG_SAMPLE, cy);
-            }
-            TSR_CHARGE(st, TSR_RG_SAMPLE, TSR_D_BUS);   /* the id to the host */
+            int32_t next = item_token(st, items, b, d.temp[k], d.top_p[k]);
             st->pos[sl]++;
             out_w[k * d.stride + 1u + d.done[k]] = (uint32_t)next;
             d.done[k]++;
             TSR_PUBLISH(&out_w[k * d.stride], d.done[k]);
             st->pending[sl] = next;
-            st->cnt.tokens_sampled++;
             if (!(d.flags[k] & TSR_DEC_IGNORE_STOP) &&
                 ((uint32_t)next == cf->bos || (uint32_t)next == cf->eos))
                 d.live[k] = 0;
         }
     }
     if (pass) {
-        st->pending[s] = -1;   /* the next token is the host's */
+        if (!pbatch) st->pending[s] = -1;   /* the next token is the host's */
         if (!(pflags & TSR_FWDC_SAMPLE)) st->logits_valid = 0;
         return TSR_K_OK;
     }

@@ -121,7 +121,17 @@ enum {
  *                  with TSR_FWDC_RESEED); answer: that id (1 word).  A
  *                  model on one device (stage 0) takes it too.  A stage
  *                  takes no PREFILL, DECODE or DECODE_BATCH (ESTATE);
- *                  the last one READ_LOGITS after a sampled FORWARD.   */
+ *                  the last one READ_LOGITS after a sampled FORWARD.
+ *                  With TSR_FWDC_BATCH in A1: A0 m items (1 ..
+ *                  TSR_MAX_BATCH), each one position of its own slot
+ *                  (distinct slots; SLOT is not used); payload: m records
+ *                  of TSR_FWDB_WORDS (TSR_FWDB_*: slot, token id (a stage
+ *                  without LINK_IN), RESEED flag, seed, temperature,
+ *                  top_p); the link header's slot and pos are item 0's;
+ *                  with TSR_FWDC_SAMPLE the last stage samples every item
+ *                  with its record's sampler, answer: the m ids in item
+ *                  order.  A stage takes a decode batch of sequences
+ *                  this way: one pass over its weights for all of them. */
 
 /* LOAD regions. */
 enum { TSR_REG_W8 = 0,   /* a PE's int8 array (bytes)                      */
@@ -133,6 +143,11 @@ enum { TSR_REG_W8 = 0,   /* a PE's int8 array (bytes)                      */
 /* FORWARD flags (A1). */
 #define TSR_FWDC_SAMPLE     1u  /* the last stage samples after the last item */
 #define TSR_FWDC_RESEED     2u  /* restart the slot's RNG from the seed     */
+#define TSR_FWDC_BATCH      4u  /* items of several slots, from records     */
+
+/* A FORWARD batch record (words; temperature and top_p read as fp32). */
+enum { TSR_FWDB_SLOT = 0, TSR_FWDB_TOKEN, TSR_FWDB_FLAGS, TSR_FWDB_SEED_LO, TSR_FWDB_SEED_HI,
+       TSR_FWDB_TEMP, TSR_FWDB_TOP_P, TSR_FWDB_RESERVED, TSR_FWDB_WORDS };
 
 /* DECODE flags. */
 #define TSR_DEC_RESEED      1u  /* restart the slot's RNG from the seed     */

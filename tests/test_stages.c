@@ -92,15 +92,17 @@ static void split_free(split *sp)
 
 static float link_buf[2][TSR_LINK_WORDS];
 
-/* FORWARD on st with the link ports li, lo; the status. */
-static int forward(tsr_kstate *st, uint32_t slot, const uint32_t a[6], const void *in,
-                   uint32_t in_words, uint32_t *out, uint32_t *out_n, const float *li, float *lo)
+/* FORWARD on st with the link ports li, lo, room answer words in out;
+ * the status. */
+static int forward_n(tsr_kstate *st, uint32_t slot, const uint32_t a[6], const void *in,
+                     uint32_t in_words, uint32_t *out, uint32_t room, uint32_t *out_n,
+                     const float *li, float *lo)
 {
     uint32_t c[TSR_CMD_WORDS] = { 0 }, none = 0, hdr[TSR_CTL_CMD0] = { 0 }, n = 0;
     c[TSR_CMD_OP] = TSR_OP_FORWARD;
     c[TSR_CMD_SLOT] = slot;
     c[TSR_CMD_IN_WORDS] = in_words;
-    c[TSR_CMD_OUT_WORDS] = out ? 1u : 0u;
+    c[TSR_CMD_OUT_WORDS] = out ? room : 0u;
     for (int i = 0; i < 6; i++) c[TSR_CMD_A0 + i] = a[i];
     const uint32_t *w = in ? in : &none;
     uint32_t *ow = out ? out : &none;
@@ -110,11 +112,18 @@ static int forward(tsr_kstate *st, uint32_t slot, const uint32_t a[6], const voi
     return rc;
 }
 
+static int forward(tsr_kstate *st, uint32_t slot, const uint32_t a[6], const void *in,
+                   uint32_t in_words, uint32_t *out, uint32_t *out_n, const float *li, float *lo)
+{
+    return forward_n(st, slot, a, in, in_words, out, 1, out_n, li, lo);
+}
+
 /* One pass of n tokens ids at the next positions through every stage; with
  * sample, the id the last stage samples (else -1).  *hop_words gets the
  * words the last hop carried. */
-static int32_t split_pass(split *sp, const int32_t *ids, uint32_t n, int sample, float temp,
-                          float top_p, uint64_t seed, int reseed, uint32_t *hop_words)
+static int32_t split_pass_slot(split *sp, uint32_t slot, const int32_t *ids, uint32_t n,
+                               int sample, float temp, float top_p, uint64_t seed, int reseed,
+                               uint32_t *hop_words)
 {
     uint32_t pay[2 + 16];
     memcpy(&pay[0], &temp, 4);
@@ -129,13 +138,13 @@ static int32_t split_pass(split *sp, const int32_t *ids, uint32_t n, int sample,
         uint32_t out = 0, on = 0;
         int last = k == sp->K - 1;
         a[1] = last ? flags : 0u;   /* the sampler is the last stage's */
-        assert_int_equal(forward(sp->s[k].st, 0, a, pay, k == 0 ? 2u + n : 2u,
+        assert_int_equal(forward(sp->s[k].st, slot, a, pay, k == 0 ? 2u + n : 2u,
                                  last && sample ? &out : NULL, &on, li, lo), TSR_K_OK);
         if (lo) {
             /* the hop: the header, then the vectors */
             uint32_t dim = sp->s[k].kc.dim;
             assert_true(lo[0] == (float)n);
-            assert_true(lo[1] == 0.0f);
+            assert_true(lo[1] == (float)slot);
             assert_true(lo[3] == (float)dim);
             if (hop_words) *hop_words = TSR_LINK_HDR + n * dim;
         }
@@ -147,18 +156,30 @@ static int32_t split_pass(split *sp, const int32_t *ids, uint32_t n, int sample,
     return next;
 }
 
+static int32_t split_pass(split *sp, const int32_t *ids, uint32_t n, int sample, float temp,
+                          float top_p, uint64_t seed, int reseed, uint32_t *hop_words)
+{
+    return split_pass_slot(sp, 0, ids, n, sample, temp, top_p, seed, reseed, hop_words);
+}
+
+/* The prompt of np tokens but the last into slot's KV caches on every
+ * stage, in blocks (no sampling). */
+static void split_prefill(split *sp, uint32_t slot, const int32_t *prompt, int np)
+{
+    for (int fed = 0; fed < np - 1;) {
+        uint32_t n = (uint32_t)(np - 1 - fed);
+        if (n > TSR_MAX_BLOCK) n = TSR_MAX_BLOCK;
+        split_pass_slot(sp, slot, prompt + fed, n, 0, 0, 0, 0, 0, NULL);
+        fed += (int)n;
+    }
+}
+
 /* The tokens of the split: the prompt in blocks (no sampling), its last
  * token sampled, then NGEN - 1 more, each fed back to stage 0. */
 static void split_run(split *sp, const int32_t *prompt, int np, float temp, float top_p,
                       uint64_t seed, int32_t *toks)
 {
-    int fed = 0;
-    while (fed < np - 1) {
-        uint32_t n = (uint32_t)(np - 1 - fed);
-        if (n > TSR_MAX_BLOCK) n = TSR_MAX_BLOCK;
-        split_pass(sp, prompt + fed, n, 0, 0, 0, 0, 0, NULL);
-        fed += (int)n;
-    }
+    split_prefill(sp, 0, prompt, np);
     int32_t cur = prompt[np - 1];
     for (int i = 0; i < NGEN; i++) {
         uint32_t hop = 0;
@@ -340,6 +361,117 @@ static void link_header_checked(void **state)
     tsr_checkpoint_close(ck);
 }
 
+/* A FORWARD batch record (TSR_FWDB_*) of slot with token id. */
+static void fwdb_record(uint32_t *r, uint32_t slot, int32_t id, float temp, float top_p,
+                        uint64_t seed, int reseed)
+{
+    memset(r, 0, 4u * TSR_FWDB_WORDS);
+    r[TSR_FWDB_SLOT] = slot;
+    r[TSR_FWDB_TOKEN] = (uint32_t)id;
+    r[TSR_FWDB_FLAGS] = reseed ? TSR_FWDC_RESEED : 0u;
+    r[TSR_FWDB_SEED_LO] = (uint32_t)seed;
+    r[TSR_FWDB_SEED_HI] = (uint32_t)(seed >> 32);
+    memcpy(&r[TSR_FWDB_TEMP], &temp, 4);
+    memcpy(&r[TSR_FWDB_TOP_P], &top_p, 4);
+}
+
+/* One batched FORWARD (TSR_FWDC_BATCH) of m records through every stage,
+ * the last sampling each: the ids into next[]. */
+static void split_batch_pass(split *sp, const uint32_t *recs, uint32_t m, int32_t *next)
+{
+    uint32_t out[8] = { 0 }, on = 0;
+    for (int k = 0; k < sp->K; k++) {
+        const float *li = k > 0 ? link_buf[(k - 1) & 1] : NULL;
+        float *lo = k < sp->K - 1 ? link_buf[k & 1] : NULL;
+        int last = k == sp->K - 1;
+        uint32_t a[6] = { m, TSR_FWDC_BATCH | (last ? TSR_FWDC_SAMPLE : 0u) };
+        assert_int_equal(forward_n(sp->s[k].st, recs[TSR_FWDB_SLOT], a, recs, m * TSR_FWDB_WORDS,
+                                   last ? out : NULL, m, &on, li, lo), TSR_K_OK);
+        if (lo) {
+            /* one hop for all: item 0's header, then the m vectors */
+            assert_true(lo[0] == (float)m);
+            assert_true(lo[1] == (float)recs[TSR_FWDB_SLOT]);
+        }
+    }
+    assert_int_equal(on, m);
+    for (uint32_t b = 0; b < m; b++) next[b] = (int32_t)out[b];
+}
+
+/* Two sequences (greedy, and seeded top-p) stepping together over 2 and
+ * 4 stages, a batched FORWARD a token: each gets its one-device tokens;
+ * and what a batched FORWARD refuses. */
+static void batch_forward(void **state)
+{
+    (void)state;
+    tsr_checkpoint *ck = open_model("models/stories260K.bin");
+    tsr_load_opts o = { .n_slots = 2, .seq_len = 64 };
+    int32_t want[2][NGEN];
+    single_run(ck, &o, PROMPT, NP, 0.0f, 0.9f, 0, want[0]);
+    single_run(ck, &o, PROMPT, NP, 1.0f, 0.9f, 42, want[1]);
+    static const int b2[] = { 0, 3, 5 }, b4[] = { 0, 1, 2, 4, 5 };
+    for (int K = 2; K <= 4; K += 2) {
+        split sp;
+        split_place(ck, &o, K == 2 ? b2 : b4, K, &sp);
+        /* slot 1 first: item 0 need not be slot 0 */
+        split_prefill(&sp, 1, PROMPT, NP);
+        split_prefill(&sp, 0, PROMPT, NP);
+        int32_t cur[2] = { PROMPT[NP - 1], PROMPT[NP - 1] }, got[2][NGEN];
+        for (int i = 0; i < NGEN; i++) {
+            uint32_t recs[2 * TSR_FWDB_WORDS], next[2];
+            fwdb_record(recs, 1, cur[1], 1.0f, 0.9f, 42, i == 0);
+            fwdb_record(recs + TSR_FWDB_WORDS, 0, cur[0], 0.0f, 0.9f, 0, i == 0);
+            split_batch_pass(&sp, recs, 2, (int32_t *)next);
+            got[1][i] = cur[1] = (int32_t)next[0];
+            got[0][i] = cur[0] = (int32_t)next[1];
+        }
+        for (int q = 0; q < 2; q++)
+            for (int i = 0; i < NGEN; i++)
+                if (got[q][i] != want[q][i])
+                    fail_msg("%d stages, sequence %d of 2: token %d is %d, one device %d", K, q, i,
+                             got[q][i], want[q][i]);
+        assert_int_equal(sp.s[0].st->pos[0], NP - 1 + NGEN);
+        assert_int_equal(sp.s[K - 1].st->pos[1], NP - 1 + NGEN);
+
+        /* refused: a slot twice, more items than a pass takes, an id past
+         * the vocabulary, a link header of another slot, a position past
+         * seq_len */
+        uint32_t recs[9 * TSR_FWDB_WORDS], out[9], a[6] = { 2, TSR_FWDC_BATCH };
+        fwdb_record(recs, 0, 1, 0, 0, 0, 0);
+        fwdb_record(recs + TSR_FWDB_WORDS, 0, 1, 0, 0, 0, 0);
+        assert_int_equal(forward_n(sp.s[0].st, 0, a, recs, 2 * TSR_FWDB_WORDS, NULL, 0, NULL, NULL,
+                                   link_buf[0]), TSR_K_EARG);
+        for (uint32_t b = 0; b < 9; b++) fwdb_record(recs + b * TSR_FWDB_WORDS, b % 2, 1, 0, 0, 0, 0);
+        a[0] = TSR_MAX_BATCH + 1u;
+        assert_int_equal(forward_n(sp.s[0].st, 0, a, recs, 9 * TSR_FWDB_WORDS, NULL, 0, NULL, NULL,
+                                   link_buf[0]), TSR_K_EARG);
+        a[0] = 1;
+        fwdb_record(recs, 0, (int32_t)sp.s[0].kc.vocab_size, 0, 0, 0, 0);
+        assert_int_equal(forward_n(sp.s[0].st, 0, a, recs, TSR_FWDB_WORDS, NULL, 0, NULL, NULL,
+                                   link_buf[0]), TSR_K_EARG);
+        /* stage 1's link says slot 0 at its position; the record says 1 */
+        fwdb_record(recs, 0, 1, 0, 0, 0, 0);
+        assert_int_equal(forward_n(sp.s[0].st, 0, a, recs, TSR_FWDB_WORDS, NULL, 0, NULL, NULL,
+                                   link_buf[0]), TSR_K_OK);
+        fwdb_record(recs, 1, 1, 0, 0, 0, 0);
+        assert_int_equal(forward_n(sp.s[1].st, 1, a, recs, TSR_FWDB_WORDS, NULL, 0, NULL,
+                                   link_buf[0], K > 2 ? link_buf[1] : NULL), TSR_K_EARG);
+        /* sampling with no room for every id */
+        a[0] = 2;
+        a[1] = TSR_FWDC_BATCH | TSR_FWDC_SAMPLE;
+        fwdb_record(recs + TSR_FWDB_WORDS, 0, 1, 0, 0, 0, 0);
+        assert_int_equal(forward_n(sp.s[K - 1].st, 1, a, recs, 2 * TSR_FWDB_WORDS, out, 1, NULL,
+                                   link_buf[0], NULL), TSR_K_EARG);
+        /* slot 1 at seq_len */
+        sp.s[0].st->pos[1] = (int32_t)sp.s[0].kc.seq_len;
+        a[0] = 1;
+        a[1] = TSR_FWDC_BATCH;
+        assert_int_equal(forward_n(sp.s[0].st, 1, a, recs, TSR_FWDB_WORDS, NULL, 0, NULL, NULL,
+                                   link_buf[0]), TSR_K_ERANGE);
+        split_free(&sp);
+    }
+    tsr_checkpoint_close(ck);
+}
+
 /* What each stage holds: the first the embedding, a middle one neither it
  * nor a classifier, the last the (tied) classifier; every layer's tiles on
  * exactly one stage. */
@@ -475,8 +607,9 @@ static void api_split_gguf(void **state)
     api_splits("models/stories260K-q8_0.gguf", NULL, 0);
 }
 
-/* Two sequences of one split generated together (in turn through the
- * stages) get the tokens each gets alone on one device. */
+/* Two sequences of one split generated together get the tokens each gets
+ * alone on one device: in turn through the stages (a pass each), and
+ * with batch=2 together (one pass of a stage for both). */
 static void api_batch_on_split(void **state)
 {
     (void)state;
@@ -485,34 +618,43 @@ static void api_batch_on_split(void **state)
                  0.9f, 0, &want[0]);
     api_generate("emu:pes=4,threads=1", "models/stories260K.bin", "models/tok512.bin", 1, 1.0f,
                  0.9f, 42, &want[1]);
-    tsr_device *dev = NULL;
-    assert_int_equal(tsr_device_open("emu:pes=4,threads=1,cards=3", &dev), TSR_OK);
-    tsr_model *m = NULL;
-    tsr_model_opts mo = { .tokenizer = tsr_test_path("models/tok512.bin"), .weights_f32 = 1,
-                          .seq_len = 256, .n_seqs = 2 };
-    assert_int_equal(tsr_model_load(dev, tsr_test_path("models/stories260K.bin"), &mo, &m), TSR_OK);
-    tsr_seq *s[2];
-    tsr_gen_opts g[2] = { { .max_tokens = API_GEN, .temperature = 0.0f, .top_p = 0.9f,
-                            .ignore_stop = 1 },
-                          { .max_tokens = API_GEN, .temperature = 1.0f, .top_p = 0.9f,
-                            .seed = 42, .ignore_stop = 1 } };
-    for (int i = 0; i < 2; i++) {
-        assert_int_equal(tsr_seq_open(m, &s[i]), TSR_OK);
-        assert_int_equal(tsr_seq_append_tokens(s[i], PROMPT, NP), TSR_OK);
+    for (int together = 0; together < 2; together++) {
+        tsr_device *dev = NULL;
+        assert_int_equal(tsr_device_open(together ? "emu:pes=4,threads=1,cards=3,batch=2"
+                                                  : "emu:pes=4,threads=1,cards=3", &dev), TSR_OK);
+        tsr_model *m = NULL;
+        tsr_model_opts mo = { .tokenizer = tsr_test_path("models/tok512.bin"), .weights_f32 = 1,
+                              .seq_len = 256, .n_seqs = 2 };
+        assert_int_equal(tsr_model_load(dev, tsr_test_path("models/stories260K.bin"), &mo, &m),
+                         TSR_OK);
+        tsr_seq *s[2];
+        tsr_gen_opts g[2] = { { .max_tokens = API_GEN, .temperature = 0.0f, .top_p = 0.9f,
+                                .ignore_stop = 1 },
+                              { .max_tokens = API_GEN, .temperature = 1.0f, .top_p = 0.9f,
+                                .seed = 42, .ignore_stop = 1 } };
+        for (int i = 0; i < 2; i++) {
+            assert_int_equal(tsr_seq_open(m, &s[i]), TSR_OK);
+            assert_int_equal(tsr_seq_append_tokens(s[i], PROMPT, NP), TSR_OK);
+        }
+        int ng[2] = { 0, 0 };
+        tsr_pipeline p0, p1;
+        assert_int_equal(tsr_device_pipeline(dev, &p0), TSR_OK);
+        assert_int_equal(tsr_seq_generate_batch(s, 2, g, NULL, NULL, ng), TSR_OK);
+        assert_int_equal(tsr_device_pipeline(dev, &p1), TSR_OK);
+        for (int c = 0; c < 3; c++)   /* a pass a token each, or one for both */
+            assert_int_equal(p1.passes[c] - p0.passes[c], (together ? 1 : 2) * API_GEN);
+        for (int i = 0; i < 2; i++) {
+            const int *all;
+            int n_all;
+            assert_int_equal(ng[i], API_GEN);
+            assert_int_equal(tsr_seq_tokens(s[i], &all, &n_all), TSR_OK);
+            assert_int_equal(n_all, NP + API_GEN);
+            assert_memory_equal(all + NP, want[i].toks, sizeof want[i].toks);
+            tsr_seq_close(s[i]);
+        }
+        tsr_model_close(m);
+        tsr_device_close(dev);
     }
-    int ng[2] = { 0, 0 };
-    assert_int_equal(tsr_seq_generate_batch(s, 2, g, NULL, NULL, ng), TSR_OK);
-    for (int i = 0; i < 2; i++) {
-        const int *all;
-        int n_all;
-        assert_int_equal(ng[i], API_GEN);
-        assert_int_equal(tsr_seq_tokens(s[i], &all, &n_all), TSR_OK);
-        assert_int_equal(n_all, NP + API_GEN);
-        assert_memory_equal(all + NP, want[i].toks, sizeof want[i].toks);
-        tsr_seq_close(s[i]);
-    }
-    tsr_model_close(m);
-    tsr_device_close(dev);
 }
 
 /* ---- a stories110M-shape model: the pipeline's device clocks ---------- */
@@ -729,6 +871,7 @@ int main(void)
         cmocka_unit_test(split_q8_gguf),
         cmocka_unit_test(plan_equals_stage_counters),
         cmocka_unit_test(link_header_checked),
+        cmocka_unit_test(batch_forward),
         cmocka_unit_test(stage_holdings),
         cmocka_unit_test(api_split_llama2c),
         cmocka_unit_test(api_split_gguf),
