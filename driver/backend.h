@@ -32,7 +32,8 @@ typedef struct tsr_devspec {
     int  cols;          /* mesh columns; 0: 1                           */
     int  kv_split;      /* PEs per KV head; 0: the profile's default    */
     int  batch;         /* sequences a decode step takes, 1..8; 0: the
-                           device's limit (a lower one: to compare)    */
+                           device's limit (a lower one: to compare); a
+                           split: a stage pass's, 0: 1                 */
     int  threads;       /* 0: cores available                           */
     int  no_simd;       /* emu: 1 = portable loops only ("simd=0")      */
     int  simd_avx2;     /* emu: 1 = an AVX2-only CPU's paths ("simd=avx2") */

@@ -201,7 +201,9 @@ typedef void (*tsr_log_fn)(int level, const char *msg, void *user);
  *                                  way); "batch=N" (1..8) steps at most
  *                                  N sequences together in
  *                                  tsr_seq_generate_batch (default: the
- *                                  device's limit; same tokens)
+ *                                  device's limit; on a split over cards,
+ *                                  N sequences at most in one stage pass,
+ *                                  default 1; same tokens)
  *   "xrt:0" / "xrt:0,xclbin=FILE"  Alveo card 0 through XRT
  * *out is set to a handle even when the call fails (except TSR_ERR_NOMEM),
  * so that tsr_device_errmsg() can tell why; close it with tsr_device_close().
