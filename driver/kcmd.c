@@ -62,6 +62,7 @@ static int await(tsr_kcmd *k, uint32_t seq, int phase, int *status, uint32_t *ou
     if ((rc = k->be->read(k->b, TSR_BUF_CTL, r, w, TSR_RESP_WORDS, e))) return rc;
     k->link.d2h[phase] += RESP_BYTES;
     if (seq > k->done) k->done = seq;
+    k->resp_cycles = w[TSR_RESP_CYCLES];
     if (status) *status = (int)w[TSR_RESP_STATUS];
     if (out_n) *out_n = w[TSR_RESP_OUT_WORDS];
     return TSR_OK;
@@ -128,12 +129,6 @@ static int simple(tsr_kcmd *k, int phase, uint32_t op, uint32_t slot, uint32_t a
 
 /* ------------------------------------------------------------------------ */
 /* Pipeline stages: a model split over devices (cards > 1)                    */
-
-/* Stage k's TSR_STAGE_* bits of K. */
-static int stage_bits(int k, int K)
-{
-    return (k > 0 ? (int)TSR_STAGE_LINK_IN : 0) | (k < K - 1 ? (int)TSR_STAGE_LINK_OUT : 0);
-}
 
 /* The stages' host-link counters summed into k->link (its hop counters
  * are its own). */
@@ -235,7 +230,7 @@ static int pipe_split(tsr_kcmd *k, const tsr_checkpoint *m, const tsr_load_opts 
 static int pipe_stage(tsr_kcmd *k, int s, const tsr_checkpoint *m, tsr_checkpoint *view,
                       tsr_err *e)
 {
-    k->stage[s].mesh.stage = stage_bits(s, k->cards);
+    k->stage[s].mesh.stage = (int)tsr_lay_stage(s == 0, s == k->cards - 1);
     return tsr_checkpoint_stage_view(m, (int)k->bounds[s], (int)k->bounds[s + 1], view, e);
 }
 
@@ -304,21 +299,10 @@ static int stage_submit(tsr_kcmd *k, int s, int phase, int slot, const int *ids,
     return submit(d, phase, &a, seq, e);
 }
 
-/* The cycles the kernel's accounting charged device d's last pass (every
- * region, its link-in hop included), read with its counters (the debug
- * phase). */
-static int stage_cycles(tsr_kcmd *d, uint64_t *cy, tsr_err *e)
-{
-    tsr_kcounters c;
-    int rc = tsr_kcmd_counters(d, &c, e);
-    *cy = 0;
-    for (int r = 0; !rc && r < TSR_RG_COUNT; r++) *cy += c.cyc[r] - c.cyc_mark[r];
-    return rc;
-}
-
 /* Stage s's pass seq of n items answered: on the last stage with a token
  * its id in *next, before it the vectors off its link-out into hop; *cy:
- * the pass's cycles (stage_cycles). */
+ * the cycles the kernel's accounting charged the pass (every region, its
+ * link-in hop included: its response says). */
 static int stage_finish(tsr_kcmd *k, int s, int phase, uint32_t seq, uint32_t n, int *next,
                         float *hop, uint64_t *cy, tsr_err *e)
 {
@@ -337,7 +321,8 @@ static int stage_finish(tsr_kcmd *k, int s, int phase, uint32_t seq, uint32_t n,
         d->link.d2h[phase] += 4u;
         *next = (int)out;
     }
-    return stage_cycles(d, cy, e);
+    *cy = d->resp_cycles;
+    return TSR_OK;
 }
 
 /* Device clocks: a host call begins with every card at the latest clock
@@ -492,7 +477,7 @@ static int dec_submit(tsr_kcmd *k, int s, const tsr_kdec *q, const int *idx, int
 
 /* Stage s's decode pass seq over idx[] answered: the last stage's ids
  * into next[], an earlier one's vectors off its link-out into k->seq_hop;
- * *cy its cycles. */
+ * *cy its cycles (stage_finish). */
 static int dec_finish(tsr_kcmd *k, int s, uint32_t seq, const int *idx, int nb, int *next,
                       uint64_t *cy, tsr_err *e)
 {
@@ -517,7 +502,8 @@ static int dec_finish(tsr_kcmd *k, int s, uint32_t seq, const int *idx, int nb, 
         d->link.d2h[TSR_PHASE_DECODE] += 4u * (uint32_t)nb;
         for (int b = 0; b < nb; b++) next[b] = (int)ids[b];
     }
-    return stage_cycles(d, cy, e);
+    *cy = d->resp_cycles;
+    return TSR_OK;
 }
 
 /* Sequence i into a stage's picks p (np of them, at most G, the longest

@@ -39,6 +39,7 @@ typedef struct tsr_kcmd {
     int                      started;   /* the kernel serves the ring         */
     uint32_t                 seq;       /* the last command submitted          */
     uint32_t                 done;      /* the last command answered           */
+    uint32_t                 resp_cycles; /* its response's cycles (TSR_RESP_CYCLES) */
     uint32_t                 half_seq[2]; /* the LOAD that last used each half of `in` */
     tsr_link_counters        link;
     int                      loaded;    /* an image is resident               */

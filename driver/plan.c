@@ -595,7 +595,7 @@ void tsr_plan_stage_kconfig(const tsr_kconfig *kc, const uint32_t *bounds, int K
 {
     *out = *kc;
     out->n_layers = bounds[k + 1] - bounds[k];
-    out->stage = (k > 0 ? TSR_STAGE_LINK_IN : 0u) | (k < K - 1 ? TSR_STAGE_LINK_OUT : 0u);
+    out->stage = tsr_lay_stage(k == 0, k == K - 1);
 }
 
 /* A stage's greedy decode pass of one item at pos: n layers, first / last
@@ -606,7 +606,7 @@ static uint64_t stage_pass_cycles(const tsr_kconfig *kc, uint32_t sum_lanes, uin
 {
     tsr_kconfig s = *kc;
     s.n_layers = n;
-    s.stage = (first ? 0u : TSR_STAGE_LINK_IN) | (last ? 0u : TSR_STAGE_LINK_OUT);
+    s.stage = tsr_lay_stage(first, last);
     tsr_plan_cycles c;
     tsr_plan_pass(&s, sum_lanes, profile_pes, &pos, 1, 1, &c);
     return c.total;

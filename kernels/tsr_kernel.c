@@ -1048,6 +1048,19 @@ int tsr_kernel_exec(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint3
 /* ------------------------------------------------------------------------ */
 /* The ring                                                                   */
 
+/* The cycles the model has charged, every region (nothing in hardware,
+ * where TSR_CHARGE is nothing: tsr_cycles.h). */
+static uint64_t cycles_charged(const tsr_kstate *st)
+{
+    uint64_t t = 0;
+#ifndef __SYNTHESIS__
+cycles_sum:
+    for (uint32_t r = 0; r < TSR_RG_COUNT; r++) t += st->cnt.cyc[r];
+#endif
+    (void)st;
+    return t;
+}
+
 void tsr_kernel_serve(tsr_kstate *st, volatile uint32_t *ctl, const uint32_t *in_w,
                       const float *in_f, volatile uint32_t *out_w, volatile float *out_f,
                       const float *link_in, float *link_out)
@@ -1070,12 +1083,14 @@ serve_wait:
 serve_read:
         for (uint32_t i = 0; i < TSR_CMD_WORDS; i++) c[i] = ctl[e + i];
         uint32_t out_n = 0;
+        uint64_t cy0 = cycles_charged(st);
         int status = tsr_kernel_exec(st, c, in_w + c[TSR_CMD_IN_OFF], in_f + c[TSR_CMD_IN_OFF],
                                      out_w + c[TSR_CMD_OUT_OFF], out_f + c[TSR_CMD_OUT_OFF],
                                      ctl, link_in, link_out, &out_n);
         uint32_t r = resp0 + k * TSR_RESP_WORDS;
         ctl[r + TSR_RESP_STATUS] = (uint32_t)status;
         ctl[r + TSR_RESP_OUT_WORDS] = out_n;
+        ctl[r + TSR_RESP_CYCLES] = (uint32_t)(cycles_charged(st) - cy0);
         TSR_PUBLISH(&ctl[r + TSR_RESP_SEQ], seq);
         if (c[TSR_CMD_OP] == TSR_OP_EXIT) break;
         k = k + 1u == n ? 0u : k + 1u;

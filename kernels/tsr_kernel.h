@@ -166,9 +166,12 @@ enum { TSR_BATCH_SLOT = 0, TSR_BATCH_N, TSR_BATCH_FLAGS, TSR_BATCH_SEED_LO, TSR_
  * running DECODE or DECODE_BATCH. */
 #define TSR_CTL_CANCEL_SLOT(s) (8u + (uint32_t)(s))
 #define TSR_CTL_CMD0     16u   /* entry k at TSR_CTL_CMD0 + k * TSR_CMD_WORDS */
-/* Response k at TSR_CTL_RESP(n) + k * TSR_RESP_WORDS. */
+/* Response k at TSR_CTL_RESP(n) + k * TSR_RESP_WORDS: the command's
+ * sequence number (published last), its status, its answer words, and
+ * the cycles the cycle model charged it (every region; its low 32 bits;
+ * in the emulator and C simulation, 0 on a card: tsr_cycles.h). */
 #define TSR_CTL_RESP(n)  (TSR_CTL_CMD0 + (uint32_t)(n) * TSR_CMD_WORDS)
-enum { TSR_RESP_SEQ = 0, TSR_RESP_STATUS, TSR_RESP_OUT_WORDS, TSR_RESP_RESERVED,
+enum { TSR_RESP_SEQ = 0, TSR_RESP_STATUS, TSR_RESP_OUT_WORDS, TSR_RESP_CYCLES,
        TSR_RESP_WORDS };
 /* The ctl buffer's words for a ring of n entries. */
 #define TSR_CTL_WORDS(n) (TSR_CTL_RESP(n) + (uint32_t)(n) * TSR_RESP_WORDS)

@@ -158,6 +158,13 @@ typedef struct tsr_kconfig {
 #define TSR_STAGE_LINK_OUT 2u
 #define TSR_STAGE_ALL      3u
 
+/* The TSR_STAGE_* bits of a stage: first (no link-in) and last (no
+ * link-out) of a split; first and last: the whole model, 0. */
+static inline uint32_t tsr_lay_stage(int first, int last)
+{
+    return (first ? 0u : TSR_STAGE_LINK_IN) | (last ? 0u : TSR_STAGE_LINK_OUT);
+}
+
 /* 1: matrix 0's rows (the embedding, or the shared classifier) are held. */
 static inline uint32_t tsr_lay_holds_emb(const tsr_kconfig *c)
 {

@@ -76,7 +76,7 @@ static void split_place(const tsr_checkpoint *m, const tsr_load_opts *o, const i
         tsr_checkpoint view;
         tsr_err e = { 0 };
         assert_int_equal(tsr_checkpoint_stage_view(m, b[k], b[k + 1], &view, &e), TSR_OK);
-        int stg = (k > 0 ? (int)TSR_STAGE_LINK_IN : 0) | (k < K - 1 ? (int)TSR_STAGE_LINK_OUT : 0);
+        int stg = (int)tsr_lay_stage(k == 0, k == K - 1);
         tsr_mesh_opts mo = { .pes = PES, .stage = stg };
         sp->s[k].st = rig_state_new();
         rig_place(sp->s[k].st, &view, o, &mo, &sp->s[k].kc);
