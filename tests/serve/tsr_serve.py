@@ -119,17 +119,21 @@ class Server:
     def alive(self):
         return self.proc.poll() is None
 
-    def stop(self, sig=signal.SIGTERM, timeout=30):
-        """Send sig; the exit status (None when it had to be killed).  Under
-        mpirun the signal goes to rank 0, which stops the server and releases
-        the other ranks (mpirun exits 0); mpirun itself would end the job
-        after a second and exit 1."""
+    def send_signal(self, sig):
+        """Send sig to the server: under mpirun to rank 0, which stops the
+        server and releases the other ranks (mpirun exits 0); mpirun itself
+        would end the job after a second and exit 1."""
         if self.proc.poll() is None:
             r0 = _rank0(self.proc.pid) if MPI_RANKS > 1 else None
             if r0:
                 os.kill(r0, sig)
             else:
                 self.proc.send_signal(sig)
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        """Send sig (send_signal()); the exit status (None when it had to be
+        killed)."""
+        self.send_signal(sig)
         try:
             return self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
