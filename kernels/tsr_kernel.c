@@ -621,9 +621,10 @@ item_copy:
     return next;
 }
 
-/* PREFILL, DECODE, DECODE_BATCH and READ_LOGITS: the commands that run the
- * model, in one function around one call of tsr_forward, so the forward
- * pass is one instance in hardware (UG1399, "pragma HLS allocation").
+/* PREFILL, DECODE, DECODE_BATCH, FORWARD and READ_LOGITS: the commands
+ * that run the model, in one function around one call of tsr_forward and
+ * one of the sampler (item_token), so the forward pass and the sampler are
+ * one instance each in hardware (UG1399, "pragma HLS allocation").
  * Each pass runs up to TSR_MAX_BLOCK items:
  *   PREFILL:      the pending token (if any) and all prompt tokens but the
  *                 last (which becomes pending), a block of consecutive
@@ -658,7 +659,7 @@ static int op_forward(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uin
     uint32_t feed = 0, hp = 0, fed = 0, gathered = 0;
     uint32_t pflags = c[TSR_CMD_A1], first = (cf->stage & TSR_STAGE_LINK_IN) == 0u;
     uint32_t pbatch = pass && (pflags & TSR_FWDC_BATCH) != 0u;
-    float ptemp[TSR_MAX_BATCH], ptop[TSR_MAX_BATCH];   /* FORWARD: its items' samplers */
+    float item_temp[TSR_MAX_BATCH], item_top_p[TSR_MAX_BATCH];   /* a sampled pass's items' */
     dec_seqs d = { 0 };
     int rc = TSR_K_OK;
     /* a stage runs FORWARD, and the last one READ_LOGITS */
@@ -755,8 +756,8 @@ fwd_pass_items:
                 items[b].mode = !(pflags & TSR_FWDC_SAMPLE) ? TSR_FWD_NONE
                               : t <= 0.0f || p <= 0.0f ? TSR_FWD_GREEDY : TSR_FWD_LOGITS;
                 if (b < TSR_MAX_BATCH) {
-                    ptemp[b] = t;
-                    ptop[b] = p;
+                    item_temp[b] = t;
+                    item_top_p[b] = p;
                 }
             }
         } else if (prefill) {
@@ -795,6 +796,8 @@ fwd_decode_items:
                 items[nx].pos = (uint32_t)st->pos[sl];
                 items[nx].mode = d.temp[k] <= 0.0f || d.top_p[k] <= 0.0f ? TSR_FWD_GREEDY
                                                                          : TSR_FWD_LOGITS;
+                item_temp[nx] = d.temp[k];
+                item_top_p[nx] = d.top_p[k];
                 seq_of[nx] = k;
                 nx++;
             }
@@ -803,36 +806,27 @@ fwd_decode_items:
 
         tsr_forward(st, items, nx, link_in, link_out);
 
-        if (pass) {
-            fed += nx;
-            if (!pbatch) st->pos[s] += (int32_t)nx;
-pass_advance:
-            for (uint32_t b = 0; pbatch && b < nx; b++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BATCH
-                st->pos[items[b].slot]++;
-                st->pending[items[b].slot] = -1;   /* the next token is the host's */
-            }
-            if (items[0].mode == TSR_FWD_NONE) continue;
-pass_sample:
-            for (uint32_t b = 0; b < nx; b++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BATCH
-                out_w[b] = (uint32_t)item_token(st, items, b, ptemp[b], ptop[b]);
-            }
-            *out_n = nx;
-            continue;
-        }
-        if (prefill) {
-            st->pos[s] += (int32_t)nx;
-            fed += nx;
-            continue;
-        }
         if (gather) continue;
-fwd_decode_out:
+        fed += nx;
+        /* a prompt block, a FORWARD of one slot: its consecutive positions */
+        if (prefill || (pass && !pbatch)) st->pos[s] += (int32_t)nx;
+        int slots = decode || pbatch, sampled = items[0].mode != TSR_FWD_NONE;
+        if (!slots && !sampled) continue;
+        /* one item a slot (a decode step, a batched FORWARD; a sampled
+         * FORWARD's one item): its token, at the one sampling site of
+         * every op (nx <= TSR_MAX_BATCH here), then its slot moves on */
+fwd_items_out:
         for (uint32_t b = 0; b < nx; b++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BATCH
-            uint32_t k = seq_of[b], sl = d.slot[k];
-            int32_t next = item_token(st, items, b, d.temp[k], d.top_p[k]);
-            st->pos[sl]++;
+            uint32_t sl = items[b].slot;
+            int32_t next = sampled ? item_token(st, items, b, item_temp[b], item_top_p[b]) : -1;
+            if (slots) st->pos[sl]++;
+            if (pass) {
+                if (pbatch) st->pending[sl] = -1;   /* the next token is the host's */
+                if (sampled) out_w[b] = (uint32_t)next;
+                continue;
+            }
+            uint32_t k = seq_of[b];
             out_w[k * d.stride + 1u + d.done[k]] = (uint32_t)next;
             d.done[k]++;
             TSR_PUBLISH(&out_w[k * d.stride], d.done[k]);
@@ -841,6 +835,7 @@ fwd_decode_out:
                 ((uint32_t)next == cf->bos || (uint32_t)next == cf->eos))
                 d.live[k] = 0;
         }
+        if (pass && sampled) *out_n = nx;
     }
     if (pass) {
         if (!pbatch) st->pending[s] = -1;   /* the next token is the host's */
