@@ -561,6 +561,19 @@ dec_seq_distinct:
     return TSR_K_OK;
 }
 
+/* A command that runs the model (op_forward): which, and where it is. */
+typedef struct fwd_run {
+    uint32_t op, slot, n;          /* the command's op, SLOT, A0           */
+    int      prefill, decode, pass, gather;
+    uint32_t flags;                /* FORWARD: TSR_FWDC_*                  */
+    uint32_t batch;                /* FORWARD with TSR_FWDC_BATCH          */
+    uint32_t first;                /* the stage embeds (no link-in)        */
+    uint32_t feed, fed;            /* PREFILL, FORWARD: positions to fill, filled */
+    uint32_t hp;                   /* PREFILL: the pending token goes first */
+    uint32_t gathered;             /* READ_LOGITS: the gather ran          */
+    dec_seqs d;                    /* DECODE(_BATCH): its sequences        */
+} fwd_run;
+
 /* A later stage's link-in header: the pass of n items whose first is
  * slot's at its next position, of the model's dim (else another pass's
  * vectors are on the link). */
@@ -621,11 +634,228 @@ item_copy:
     return next;
 }
 
+/* FORWARD's checks: n items of one slot (their ids on a first stage, the
+ * link header on a later one; sampling: one item, on the last stage), or
+ * a batch's records (fwd_batch_check); then its RNG reseeded. */
+static int fwd_setup_pass(tsr_kstate *st, fwd_run *r, const uint32_t c[TSR_CMD_WORDS],
+                          const uint32_t *in_w, uint32_t in_n, uint32_t room, const float *link_in)
+{
+    const tsr_kconfig *cf = &st->cfg;
+    uint32_t n = r->n, s = r->slot;
+    r->feed = n;
+    if (r->batch) return fwd_batch_check(st, in_w, in_n, n, r->flags, room, link_in);
+    if (n == 0 || n > TSR_MAX_BLOCK || in_n < 2u + (r->first ? n : 0u)) return TSR_K_EARG;
+    if ((r->flags & TSR_FWDC_SAMPLE) && (n != 1u || !tsr_lay_holds_head(cf) || room < 1u))
+        return TSR_K_EARG;
+    if ((uint64_t)st->pos[s] + n > cf->seq_len) return TSR_K_ERANGE;
+    if (!r->first && !link_header_ok(st, n, s, link_in)) return TSR_K_EARG;
+pass_check:
+    for (uint32_t i = 0; r->first && i < n; i++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
+        if (in_w[2u + i] >= cf->vocab_size) return TSR_K_EARG;
+    }
+    if (r->flags & TSR_FWDC_RESEED) {
+        uint64_t seed = (uint64_t)c[TSR_CMD_A2] | ((uint64_t)c[TSR_CMD_A3] << 32);
+        st->rng[s] = seed ? seed : TSR_RNG_DEFAULT;
+    }
+    return TSR_K_OK;
+}
+
+/* PREFILL's checks: the ids in the vocabulary, the positions it fills
+ * (the pending token plus all but the last) within seq_len. */
+static int fwd_setup_prefill(tsr_kstate *st, fwd_run *r, const uint32_t *in_w, uint32_t in_n)
+{
+    const tsr_kconfig *cf = &st->cfg;
+    uint32_t n = r->n;
+    if (n == 0 || n > in_n) return TSR_K_EARG;
+prefill_check:
+    for (uint32_t i = 0; i < n; i++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_SEQ
+        if (in_w[i] >= cf->vocab_size) return TSR_K_EARG;
+    }
+    r->hp = st->pending[r->slot] >= 0 ? 1u : 0u;
+    r->feed = n - 1u + r->hp;
+    if ((uint64_t)st->pos[r->slot] + r->feed > cf->seq_len) return TSR_K_ERANGE;
+    return TSR_K_OK;
+}
+
+/* DECODE's one sequence or DECODE_BATCH's records (dec_seq each), their
+ * answer regions' counts published as 0. */
+static int fwd_setup_decode(tsr_kstate *st, fwd_run *r, const uint32_t c[TSR_CMD_WORDS],
+                            const uint32_t *in_w, const float *in_f, uint32_t in_n, uint32_t room,
+                            volatile uint32_t *out_w)
+{
+    dec_seqs *d = &r->d;
+    int rc = TSR_K_OK;
+    if (r->op == TSR_OP_DECODE) {
+        if (in_n < 2u || room < 1u) return TSR_K_EARG;
+        d->m = 1;
+        d->stride = room;
+        rc = dec_seq(st, d, 0, r->slot, r->n > room - 1u ? room - 1u : r->n, c[TSR_CMD_A3],
+                     c[TSR_CMD_A1], c[TSR_CMD_A2], in_f[0], in_f[1]);
+    } else {
+        d->m = in_n ? in_w[0] : 0u;
+        d->stride = r->n;
+        if (d->m == 0 || d->m > TSR_MAX_BATCH || in_n < 1u + d->m * TSR_BATCH_WORDS ||
+            d->stride < 1u || (uint64_t)d->m * d->stride > room)
+            return TSR_K_EARG;
+dec_batch_seqs:
+        for (uint32_t k = 0; k < d->m && rc == TSR_K_OK; k++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BATCH
+            const uint32_t *w = in_w + 1u + k * TSR_BATCH_WORDS;
+            const float *wf = in_f + 1u + k * TSR_BATCH_WORDS;
+            uint32_t nk = w[TSR_BATCH_N] > d->stride - 1u ? d->stride - 1u : w[TSR_BATCH_N];
+            rc = dec_seq(st, d, k, w[TSR_BATCH_SLOT], nk, w[TSR_BATCH_FLAGS], w[TSR_BATCH_SEED_LO],
+                         w[TSR_BATCH_SEED_HI], wf[TSR_BATCH_TEMP], wf[TSR_BATCH_TOP_P]);
+        }
+    }
+    if (rc != TSR_K_OK) return rc;
+dec_publish0:
+    for (uint32_t k = 0; k < d->m; k++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BATCH
+        TSR_PUBLISH(&out_w[k * d->stride], 0u);
+    }
+    return TSR_K_OK;
+}
+
+/* FORWARD's items: n of its slot at consecutive positions, or a batch's,
+ * one a record (each record's RNG reseeded when it asks); *temp / *top_p
+ * their samplers (kept for the first TSR_MAX_BATCH). */
+static uint32_t fwd_items_pass(tsr_kstate *st, const fwd_run *r, const uint32_t *in_w,
+                               const float *in_f, tsr_item *items, float *temp, float *top_p)
+{
+    uint32_t nx = r->feed - r->fed;
+fwd_pass_items:
+    for (uint32_t b = 0; b < nx; b++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
+        uint32_t w = b * TSR_FWDB_WORDS, sl = r->batch ? in_w[w + TSR_FWDB_SLOT] : r->slot;
+        float t = r->batch ? in_f[w + TSR_FWDB_TEMP] : in_f[0];
+        float p = r->batch ? in_f[w + TSR_FWDB_TOP_P] : in_f[1];
+        if (r->batch && (in_w[w + TSR_FWDB_FLAGS] & TSR_FWDC_RESEED)) {
+            uint64_t seed = (uint64_t)in_w[w + TSR_FWDB_SEED_LO] |
+                            ((uint64_t)in_w[w + TSR_FWDB_SEED_HI] << 32);
+            st->rng[sl] = seed ? seed : TSR_RNG_DEFAULT;
+        }
+        items[b].slot = sl;
+        items[b].token = !r->first ? 0u : r->batch ? in_w[w + TSR_FWDB_TOKEN] : in_w[2u + b];
+        items[b].pos = (uint32_t)st->pos[sl] + (r->batch ? 0u : b);
+        items[b].mode = !(r->flags & TSR_FWDC_SAMPLE) ? TSR_FWD_NONE
+                      : t <= 0.0f || p <= 0.0f ? TSR_FWD_GREEDY : TSR_FWD_LOGITS;
+        if (b < TSR_MAX_BATCH) {
+            temp[b] = t;
+            top_p[b] = p;
+        }
+    }
+    return nx;
+}
+
+/* PREFILL's next block: the pending token first, then the prompt's, at
+ * the slot's next positions. */
+static uint32_t fwd_items_prefill(const tsr_kstate *st, const fwd_run *r, const uint32_t *in_w,
+                                  tsr_item *items)
+{
+    uint32_t left = r->feed - r->fed, nx = left < TSR_MAX_BLOCK ? left : TSR_MAX_BLOCK;
+fwd_prefill_items:
+    for (uint32_t b = 0; b < nx; b++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
+        uint32_t k = r->fed + b;
+        items[b].slot = r->slot;
+        items[b].token = k < r->hp ? (uint32_t)st->pending[r->slot] : in_w[k - r->hp];
+        items[b].pos = (uint32_t)st->pos[r->slot] + b;
+        items[b].mode = TSR_FWD_NONE;
+    }
+    return nx;
+}
+
+/* A decode step's items: each sequence still going (not cancelled, short
+ * of its n and of seq_len) feeds its pending token; seq_of its sequence,
+ * *temp / *top_p its sampler. */
+static uint32_t fwd_items_decode(const tsr_kstate *st, fwd_run *r, volatile const uint32_t *hdr,
+                                 tsr_item *items, float *temp, float *top_p, uint32_t *seq_of)
+{
+    dec_seqs *d = &r->d;
+    uint32_t nx = 0;
+    int stop_all = TSR_OBSERVE(&hdr[TSR_CTL_CANCEL]) != 0;
+fwd_decode_items:
+    for (uint32_t k = 0; k < d->m; k++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BATCH
+        uint32_t sl = d->slot[k];
+        if (!d->live[k]) continue;
+        if (stop_all || TSR_OBSERVE(&hdr[TSR_CTL_CANCEL_SLOT(sl)]) || d->done[k] >= d->n[k] ||
+            (uint32_t)st->pos[sl] >= st->cfg.seq_len) {
+            d->live[k] = 0;
+            continue;
+        }
+        items[nx].slot = sl;
+        items[nx].token = (uint32_t)st->pending[sl];
+        items[nx].pos = (uint32_t)st->pos[sl];
+        items[nx].mode = d->temp[k] <= 0.0f || d->top_p[k] <= 0.0f ? TSR_FWD_GREEDY
+                                                                   : TSR_FWD_LOGITS;
+        temp[nx] = d->temp[k];
+        top_p[nx] = d->top_p[k];
+        seq_of[nx] = k;
+        nx++;
+    }
+    return nx;
+}
+
+/* After a pass of nx items: a prompt block or one slot's FORWARD moves
+ * its slot on by nx; one item a slot (a decode step, a batched FORWARD,
+ * a sampled FORWARD's one item) gets its token at the one sampling site
+ * of every op (nx <= TSR_MAX_BATCH here), its slot moving on by one: a
+ * FORWARD answers the ids, a decode writes each to its sequence's region
+ * and publishes its count (it stops at BOS/EOS unless told not to). */
+static void fwd_items_done(tsr_kstate *st, fwd_run *r, const tsr_item *items, uint32_t nx,
+                           const float *temp, const float *top_p, const uint32_t *seq_of,
+                           volatile uint32_t *out_w, uint32_t *out_n)
+{
+    const tsr_kconfig *cf = &st->cfg;
+    dec_seqs *d = &r->d;
+    int slots = r->decode || r->batch, sampled = items[0].mode != TSR_FWD_NONE;
+    r->fed += nx;
+    if (!slots) st->pos[r->slot] += (int32_t)nx;
+    if (!slots && !sampled) return;
+fwd_items_out:
+    for (uint32_t b = 0; b < nx; b++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BATCH
+        uint32_t sl = items[b].slot, k = seq_of[b];
+        int32_t next = sampled ? item_token(st, items, b, temp[b], top_p[b]) : -1;
+        if (slots) st->pos[sl]++;
+        if (r->pass) {
+            if (r->batch) st->pending[sl] = -1;   /* the next token is the host's */
+            if (sampled) out_w[b] = (uint32_t)next;
+            continue;
+        }
+        out_w[k * d->stride + 1u + d->done[k]] = (uint32_t)next;
+        d->done[k]++;
+        TSR_PUBLISH(&out_w[k * d->stride], d->done[k]);
+        st->pending[sl] = next;
+        if (!(d->flags[k] & TSR_DEC_IGNORE_STOP) &&
+            ((uint32_t)next == cf->bos || (uint32_t)next == cf->eos))
+            d->live[k] = 0;
+    }
+    if (r->pass && sampled) *out_n = nx;
+}
+
+/* READ_LOGITS' answer: the last pass's first item's logits, at most room
+ * of them; returns the words. */
+static uint32_t fwd_read_logits(const tsr_kstate *st, uint32_t room, volatile float *out_f)
+{
+    uint32_t nv = room < st->cfg.vocab_size ? room : st->cfg.vocab_size;
+read_logits:
+    for (uint32_t i = 0; i < nv; i++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
+#pragma HLS PIPELINE II=1
+        out_f[i] = st->logits[0][i];
+    }
+    return nv;
+}
+
 /* PREFILL, DECODE, DECODE_BATCH, FORWARD and READ_LOGITS: the commands
  * that run the model, in one function around one call of tsr_forward and
- * one of the sampler (item_token), so the forward pass and the sampler are
- * one instance each in hardware (UG1399, "pragma HLS allocation").
- * Each pass runs up to TSR_MAX_BLOCK items:
+ * one of the sampler (item_token, in fwd_items_done), so the forward pass
+ * and the sampler are one instance each in hardware (UG1399, "pragma HLS
+ * allocation").  Each pass runs up to TSR_MAX_BLOCK items:
  *   PREFILL:      the pending token (if any) and all prompt tokens but the
  *                 last (which becomes pending), a block of consecutive
  *                 positions a pass.
@@ -643,225 +873,81 @@ item_copy:
  *                 (TSR_FWDC_BATCH) of one item each of m slots, a
  *                 pipeline stage's work (tsr_forward: link-in or ids,
  *                 link-out or the classifier); the last stage samples
- *                 when asked (one item a slot), answer: the ids.  The others need
- *                 the whole model on the device (stage 0), but READ_LOGITS
- *                 the last stage's. */
+ *                 when asked (one item a slot), answer: the ids.  The
+ *                 others need the whole model on the device (stage 0),
+ *                 but READ_LOGITS the last stage's. */
 static int op_forward(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32_t *in_w,
                       const float *in_f, uint32_t in_n, volatile uint32_t *out_w,
                       volatile float *out_f, uint32_t room, volatile const uint32_t *hdr,
                       const float *link_in, float *link_out, uint32_t *out_n)
 {
     const tsr_kconfig *cf = &st->cfg;
-    uint32_t op = c[TSR_CMD_OP], s = c[TSR_CMD_SLOT], n = c[TSR_CMD_A0];
-    int prefill = op == TSR_OP_PREFILL, gather = op == TSR_OP_READ_LOGITS;
-    int pass = op == TSR_OP_FORWARD;
-    int decode = !prefill && !gather && !pass;
-    uint32_t feed = 0, hp = 0, fed = 0, gathered = 0;
-    uint32_t pflags = c[TSR_CMD_A1], first = (cf->stage & TSR_STAGE_LINK_IN) == 0u;
-    uint32_t pbatch = pass && (pflags & TSR_FWDC_BATCH) != 0u;
-    float item_temp[TSR_MAX_BATCH], item_top_p[TSR_MAX_BATCH];   /* a sampled pass's items' */
-    dec_seqs d = { 0 };
+    fwd_run r = { 0 };
+    r.op = c[TSR_CMD_OP];
+    r.slot = c[TSR_CMD_SLOT];
+    r.n = c[TSR_CMD_A0];
+    r.prefill = r.op == TSR_OP_PREFILL;
+    r.gather = r.op == TSR_OP_READ_LOGITS;
+    r.pass = r.op == TSR_OP_FORWARD;
+    r.decode = !r.prefill && !r.gather && !r.pass;
+    r.flags = r.pass ? c[TSR_CMD_A1] : 0u;
+    r.batch = (r.flags & TSR_FWDC_BATCH) != 0u;
+    r.first = (cf->stage & TSR_STAGE_LINK_IN) == 0u;
     int rc = TSR_K_OK;
     /* a stage runs FORWARD, and the last one READ_LOGITS */
-    if (!pass && cf->stage != 0u && !(gather && tsr_lay_holds_head(cf))) return TSR_K_ESTATE;
-    if (pbatch) {
-        if ((rc = fwd_batch_check(st, in_w, in_n, n, pflags, room, link_in)) != TSR_K_OK) return rc;
-        feed = n;
-    } else if (pass) {
-        if (n == 0 || n > TSR_MAX_BLOCK || in_n < 2u + (first ? n : 0u)) return TSR_K_EARG;
-        if ((pflags & TSR_FWDC_SAMPLE) && (n != 1u || !tsr_lay_holds_head(cf) || room < 1u))
-            return TSR_K_EARG;
-        if ((uint64_t)st->pos[s] + n > cf->seq_len) return TSR_K_ERANGE;
-        if (first) {
-pass_check:
-            for (uint32_t i = 0; i < n; i++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
-                if (in_w[2u + i] >= cf->vocab_size) return TSR_K_EARG;
-            }
-        } else if (!link_header_ok(st, n, s, link_in)) {
-            return TSR_K_EARG;
-        }
-        if (pflags & TSR_FWDC_RESEED) {
-            uint64_t seed = (uint64_t)c[TSR_CMD_A2] | ((uint64_t)c[TSR_CMD_A3] << 32);
-            st->rng[s] = seed ? seed : TSR_RNG_DEFAULT;
-        }
-        feed = n;
-    } else if (prefill) {
-        if (n == 0 || n > in_n) return TSR_K_EARG;
-prefill_check:
-        for (uint32_t i = 0; i < n; i++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_SEQ
-            if (in_w[i] >= cf->vocab_size) return TSR_K_EARG;
-        }
-        /* positions this run fills: the pending token plus all but the last */
-        hp = st->pending[s] >= 0 ? 1u : 0u;
-        feed = n - 1u + hp;
-        if ((uint64_t)st->pos[s] + feed > cf->seq_len) return TSR_K_ERANGE;
-    } else if (op == TSR_OP_DECODE) {
-        if (in_n < 2u || room < 1u) return TSR_K_EARG;
-        d.m = 1;
-        d.stride = room;
-        rc = dec_seq(st, &d, 0, s, n > room - 1u ? room - 1u : n, c[TSR_CMD_A3], c[TSR_CMD_A1],
-                     c[TSR_CMD_A2], in_f[0], in_f[1]);
-    } else if (op == TSR_OP_DECODE_BATCH) {
-        d.m = in_n ? in_w[0] : 0u;
-        d.stride = n;
-        if (d.m == 0 || d.m > TSR_MAX_BATCH || in_n < 1u + d.m * TSR_BATCH_WORDS || d.stride < 1u ||
-            (uint64_t)d.m * d.stride > room)
-            return TSR_K_EARG;
-dec_batch_seqs:
-        for (uint32_t k = 0; k < d.m && rc == TSR_K_OK; k++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BATCH
-            const uint32_t *r = in_w + 1u + k * TSR_BATCH_WORDS;
-            const float *rf = in_f + 1u + k * TSR_BATCH_WORDS;
-            uint32_t nk = r[TSR_BATCH_N] > d.stride - 1u ? d.stride - 1u : r[TSR_BATCH_N];
-            rc = dec_seq(st, &d, k, r[TSR_BATCH_SLOT], nk, r[TSR_BATCH_FLAGS], r[TSR_BATCH_SEED_LO],
-                         r[TSR_BATCH_SEED_HI], rf[TSR_BATCH_TEMP], rf[TSR_BATCH_TOP_P]);
-        }
-    } else if (!st->logits_valid || st->logits_slot != s ||
-               (uint32_t)st->pos[s] != st->logits_pos + 1u) {
-        return TSR_K_ESTATE;   /* none, or not this slot's at its position */
-    }
+    if (!r.pass && cf->stage != 0u && !(r.gather && tsr_lay_holds_head(cf))) return TSR_K_ESTATE;
+    if (r.pass) rc = fwd_setup_pass(st, &r, c, in_w, in_n, room, link_in);
+    else if (r.prefill) rc = fwd_setup_prefill(st, &r, in_w, in_n);
+    else if (r.decode) rc = fwd_setup_decode(st, &r, c, in_w, in_f, in_n, room, out_w);
+    else if (!st->logits_valid || st->logits_slot != r.slot ||
+             (uint32_t)st->pos[r.slot] != st->logits_pos + 1u)
+        rc = TSR_K_ESTATE;   /* none, or not this slot's at its position */
     if (rc != TSR_K_OK) return rc;
-dec_publish0:
-    for (uint32_t k = 0; k < d.m; k++) {
-#pragma HLS LOOP_TRIPCOUNT min=0 max=TSR_MAX_BATCH
-        TSR_PUBLISH(&out_w[k * d.stride], 0u);
-    }
 
     uint64_t g_cy = st->cnt.cyc[TSR_RG_GATHER], g_bytes = st->cnt.fabric_gather_bytes;
     tsr_item items[TSR_MAX_BLOCK];
-    uint32_t seq_of[TSR_MAX_BLOCK];   /* decode: the sequence of each item */
+    float temp[TSR_MAX_BATCH], top_p[TSR_MAX_BATCH];   /* a sampled pass's items' */
+    uint32_t seq_of[TSR_MAX_BLOCK];                     /* decode: each item's sequence */
 fwd_passes:
     for (;;) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_SEQ
-        /* this pass's items */
         uint32_t nx = 0;
-        if (pass) {
-            nx = feed - fed;
-fwd_pass_items:
-            for (uint32_t b = 0; b < nx; b++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
-                uint32_t r = b * TSR_FWDB_WORDS, sl = pbatch ? in_w[r + TSR_FWDB_SLOT] : s;
-                float t = pbatch ? in_f[r + TSR_FWDB_TEMP] : in_f[0];
-                float p = pbatch ? in_f[r + TSR_FWDB_TOP_P] : in_f[1];
-                if (pbatch && (in_w[r + TSR_FWDB_FLAGS] & TSR_FWDC_RESEED)) {
-                    uint64_t seed = (uint64_t)in_w[r + TSR_FWDB_SEED_LO] |
-                                    ((uint64_t)in_w[r + TSR_FWDB_SEED_HI] << 32);
-                    st->rng[sl] = seed ? seed : TSR_RNG_DEFAULT;
-                }
-                items[b].slot = sl;
-                items[b].token = !first ? 0u : pbatch ? in_w[r + TSR_FWDB_TOKEN] : in_w[2u + b];
-                items[b].pos = (uint32_t)st->pos[sl] + (pbatch ? 0u : b);
-                items[b].mode = !(pflags & TSR_FWDC_SAMPLE) ? TSR_FWD_NONE
-                              : t <= 0.0f || p <= 0.0f ? TSR_FWD_GREEDY : TSR_FWD_LOGITS;
-                if (b < TSR_MAX_BATCH) {
-                    item_temp[b] = t;
-                    item_top_p[b] = p;
-                }
-            }
-        } else if (prefill) {
-            uint32_t left = feed - fed;
-            nx = left < TSR_MAX_BLOCK ? left : TSR_MAX_BLOCK;
-fwd_prefill_items:
-            for (uint32_t b = 0; b < nx; b++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
-                uint32_t k = fed + b;
-                items[b].slot = s;
-                items[b].token = k < hp ? (uint32_t)st->pending[s] : in_w[k - hp];
-                items[b].pos = (uint32_t)st->pos[s] + b;
-                items[b].mode = TSR_FWD_NONE;
-            }
-        } else if (gather) {
-            nx = st->logits_on_pes && !gathered ? 1u : 0u;
+        if (r.pass) {
+            nx = fwd_items_pass(st, &r, in_w, in_f, items, temp, top_p);
+        } else if (r.prefill) {
+            nx = fwd_items_prefill(st, &r, in_w, items);
+        } else if (r.decode) {
+            nx = fwd_items_decode(st, &r, hdr, items, temp, top_p, seq_of);
+        } else {
+            nx = st->logits_on_pes && !r.gathered ? 1u : 0u;
             items[0].slot = 0;
             items[0].token = 0;
             items[0].pos = 0;
             items[0].mode = TSR_FWD_GATHER;
-            gathered = 1;
-        } else {
-            int stop_all = TSR_OBSERVE(&hdr[TSR_CTL_CANCEL]) != 0;
-fwd_decode_items:
-            for (uint32_t k = 0; k < d.m; k++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BATCH
-                uint32_t sl = d.slot[k];
-                if (!d.live[k]) continue;
-                if (stop_all || TSR_OBSERVE(&hdr[TSR_CTL_CANCEL_SLOT(sl)]) ||
-                    d.done[k] >= d.n[k] || (uint32_t)st->pos[sl] >= cf->seq_len) {
-                    d.live[k] = 0;
-                    continue;
-                }
-                items[nx].slot = sl;
-                items[nx].token = (uint32_t)st->pending[sl];
-                items[nx].pos = (uint32_t)st->pos[sl];
-                items[nx].mode = d.temp[k] <= 0.0f || d.top_p[k] <= 0.0f ? TSR_FWD_GREEDY
-                                                                         : TSR_FWD_LOGITS;
-                item_temp[nx] = d.temp[k];
-                item_top_p[nx] = d.top_p[k];
-                seq_of[nx] = k;
-                nx++;
-            }
+            r.gathered = 1;
         }
         if (nx == 0) break;
-
         tsr_forward(st, items, nx, link_in, link_out);
-
-        if (gather) continue;
-        fed += nx;
-        /* a prompt block, a FORWARD of one slot: its consecutive positions */
-        if (prefill || (pass && !pbatch)) st->pos[s] += (int32_t)nx;
-        int slots = decode || pbatch, sampled = items[0].mode != TSR_FWD_NONE;
-        if (!slots && !sampled) continue;
-        /* one item a slot (a decode step, a batched FORWARD; a sampled
-         * FORWARD's one item): its token, at the one sampling site of
-         * every op (nx <= TSR_MAX_BATCH here), then its slot moves on */
-fwd_items_out:
-        for (uint32_t b = 0; b < nx; b++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BATCH
-            uint32_t sl = items[b].slot;
-            int32_t next = sampled ? item_token(st, items, b, item_temp[b], item_top_p[b]) : -1;
-            if (slots) st->pos[sl]++;
-            if (pass) {
-                if (pbatch) st->pending[sl] = -1;   /* the next token is the host's */
-                if (sampled) out_w[b] = (uint32_t)next;
-                continue;
-            }
-            uint32_t k = seq_of[b];
-            out_w[k * d.stride + 1u + d.done[k]] = (uint32_t)next;
-            d.done[k]++;
-            TSR_PUBLISH(&out_w[k * d.stride], d.done[k]);
-            st->pending[sl] = next;
-            if (!(d.flags[k] & TSR_DEC_IGNORE_STOP) &&
-                ((uint32_t)next == cf->bos || (uint32_t)next == cf->eos))
-                d.live[k] = 0;
-        }
-        if (pass && sampled) *out_n = nx;
+        if (!r.gather) fwd_items_done(st, &r, items, nx, temp, top_p, seq_of, out_w, out_n);
     }
-    if (pass) {
-        if (!pbatch) st->pending[s] = -1;   /* the next token is the host's */
-        if (!(pflags & TSR_FWDC_SAMPLE)) st->logits_valid = 0;
+    if (r.pass) {
+        if (!r.batch) st->pending[r.slot] = -1;   /* the next token is the host's */
+        if (!(r.flags & TSR_FWDC_SAMPLE)) st->logits_valid = 0;
         return TSR_K_OK;
     }
-    if (prefill) {
-        st->pending[s] = (int32_t)in_w[n - 1u];
+    if (r.prefill) {
+        st->pending[r.slot] = (int32_t)in_w[r.n - 1u];
         st->logits_valid = 0;
         return TSR_K_OK;
     }
-    if (decode) {
-        *out_n = op == TSR_OP_DECODE ? 1u + d.done[0] : d.m * d.stride;
+    if (r.decode) {
+        *out_n = r.op == TSR_OP_DECODE ? 1u + r.d.done[0] : r.d.m * r.d.stride;
         return TSR_K_OK;
     }
     /* READ_LOGITS: the gather is not the token's */
     st->cnt.cyc[TSR_RG_GATHER] = g_cy;
     st->cnt.fabric_gather_bytes = g_bytes;
-    uint32_t nv = room < cf->vocab_size ? room : cf->vocab_size;
-read_logits:
-    for (uint32_t i = 0; i < nv; i++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
-#pragma HLS PIPELINE II=1
-        out_f[i] = st->logits[0][i];
-    }
-    *out_n = nv;
+    *out_n = fwd_read_logits(st, room, out_f);
     return TSR_K_OK;
 }
 
