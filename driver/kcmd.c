@@ -127,6 +127,12 @@ static int simple(tsr_kcmd *k, int phase, uint32_t op, uint32_t slot, uint32_t a
     return rc ? rc : status ? kfail(k, status, what, e) : TSR_OK;
 }
 
+/* The kernel's stop rule: the configured model's BOS or EOS. */
+static int stop_token(const tsr_kcmd *k, const tsr_kdec *q, int tok)
+{
+    return !q->smp.ignore_stop && ((uint32_t)tok == k->cfg.bos || (uint32_t)tok == k->cfg.eos);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Pipeline stages: a model split over devices (cards > 1)                    */
 
@@ -518,6 +524,87 @@ static void pick_add(int *p, int *np, int G, const uint64_t *ready, int i)
     if (j < G) p[j] = i;
 }
 
+/* A split's decode in flight (pipe_decode): each sequence's state. */
+typedef struct pipe_dec {
+    tsr_kdec *q;
+    int       m, G;                  /* sequences; a stage pass's at most */
+    int       live[TSR_KDEC_MAX];    /* still going                       */
+    int       at[TSR_KDEC_MAX];      /* the stage it waits at             */
+    uint64_t  ready[TSR_KDEC_MAX];   /* its input there arrived at (clock) */
+    uint64_t  made;                  /* tokens generated                  */
+} pipe_dec;
+
+/* The decode's sequences checked (a slot each, distinct, with a pending
+ * token), each ready at stage 0 when its last token came back. */
+static int pipe_dec_start(tsr_kcmd *k, pipe_dec *p, uint64_t t0, tsr_err *e)
+{
+    for (int i = 0; i < p->m; i++) {
+        const tsr_kdec *x = &p->q[i];
+        int rc = pipe_slot(k, x->slot, e);
+        if (rc) return rc;
+        p->q[i].got = 0;
+        p->live[i] = x->n > 0;
+        p->at[i] = 0;
+        p->ready[i] = k->clk_ready[x->slot] > t0 ? k->clk_ready[x->slot] : t0;
+        if (p->live[i] && k->pending[x->slot] < 0)
+            return tsr_seterr(e, TSR_ERR_STATE, "%s: decode: slot %d has no pending token",
+                              k->be->name, x->slot);
+        for (int j = 0; j < i; j++)
+            if (p->q[j].slot == x->slot)
+                return tsr_seterr(e, TSR_ERR_ARG, "%s: decode: slot %d twice", k->be->name,
+                                  x->slot);
+    }
+    return TSR_OK;
+}
+
+/* This round's passes: per stage the sequences that have waited longest
+ * at it, up to G; a sequence at stage 0 whose cancel flag is set stops
+ * first.  Returns the sequences still going. */
+static int pipe_dec_pick(const tsr_kcmd *k, pipe_dec *p, int pick[][TSR_KDEC_MAX], int *np)
+{
+    int going = 0;
+    for (int s = 0; s < k->cards; s++) np[s] = 0;
+    for (int i = 0; i < p->m; i++) {
+        const int *cancel = p->q[i].cancel;
+        if (p->live[i] && p->at[i] == 0 && cancel && __atomic_load_n(cancel, __ATOMIC_ACQUIRE))
+            p->live[i] = 0;
+        if (!p->live[i]) continue;
+        pick_add(pick[p->at[i]], &np[p->at[i]], p->G, p->ready, i);
+        going++;
+    }
+    return going;
+}
+
+/* Stage s's pass over the nb sequences idx[] ended (on the clocks) after
+ * cy cycles: they move on to stage s + 1, or, from the last stage, each
+ * with its token next[b] back to stage 0 (on_token sees it; its n, BOS or
+ * EOS stop it). */
+static void pipe_dec_moved(tsr_kcmd *k, pipe_dec *p, int s, const int *idx, int nb,
+                           const int *next, uint64_t cy, tsr_token_fn on_token, void *user)
+{
+    uint64_t in = 0;
+    for (int b = 0; b < nb; b++) in = p->ready[idx[b]] > in ? p->ready[idx[b]] : in;
+    uint64_t end = clk_pass(k, s, in, cy);
+    for (int b = 0; b < nb; b++) {
+        int i = idx[b];
+        tsr_kdec *x = &p->q[i];
+        p->ready[i] = end;
+        if (s < k->cards - 1) {
+            p->at[i] = s + 1;
+            continue;
+        }
+        p->at[i] = 0;
+        p->ready[i] += TSR_PLAN_RETURN_CYCLES;
+        k->clk_ready[x->slot] = p->ready[i];
+        k->pending[x->slot] = next[b];
+        k->pos[x->slot]++;
+        x->out[x->got++] = next[b];
+        p->made++;
+        if (on_token && on_token(i, next[b], user)) p->live[i] = 0;
+        if (x->got >= x->n || stop_token(k, x, next[b])) p->live[i] = 0;
+    }
+}
+
 /* Decode: the m sequences in flight through the stages, a token each per
  * trip.  Each round every stage takes the sequences that have waited
  * longest at its input, up to pipe_batch() of them in one pass (one: stage
@@ -529,76 +616,26 @@ static void pick_add(int *p, int *np, int G, const uint64_t *ready, int i)
 static int pipe_decode(tsr_kcmd *k, tsr_kdec *q, int m, tsr_token_fn on_token, void *user,
                        tsr_err *e)
 {
-    int live[TSR_KDEC_MAX], at[TSR_KDEC_MAX], any = 0, rc = TSR_OK, K = k->cards;
-    int G = pipe_batch(k);
-    uint64_t ready[TSR_KDEC_MAX], t0 = clk_sync(k), made = 0;
-    uint32_t bos = k->cfg.bos, eos = k->cfg.eos;
-    for (int i = 0; i < m; i++) {
-        q[i].got = 0;
-        live[i] = q[i].n > 0;
-        at[i] = 0;
-        if (!rc) rc = pipe_slot(k, q[i].slot, e);
-        if (rc) break;
-        ready[i] = k->clk_ready[q[i].slot] > t0 ? k->clk_ready[q[i].slot] : t0;
-        if (live[i] && k->pending[q[i].slot] < 0)
-            rc = tsr_seterr(e, TSR_ERR_STATE, "%s: decode: slot %d has no pending token",
-                            k->be->name, q[i].slot);
-        for (int j = 0; j < i && !rc; j++)
-            if (q[j].slot == q[i].slot)
-                rc = tsr_seterr(e, TSR_ERR_ARG, "%s: decode: slot %d twice", k->be->name,
-                                q[i].slot);
-        any |= live[i];
-    }
-    while (any && !rc) {
-        /* this round's passes: per stage the longest-waiting sequences */
+    pipe_dec p = { .q = q, .m = m, .G = pipe_batch(k) };
+    uint64_t t0 = clk_sync(k);
+    int rc = pipe_dec_start(k, &p, t0, e);
+    while (!rc) {
         int pick[TSR_DEV_MAX_CARDS][TSR_KDEC_MAX], np[TSR_DEV_MAX_CARDS];
+        int sub[TSR_DEV_MAX_CARDS] = { 0 };   /* its pass was submitted */
         uint32_t seq[TSR_DEV_MAX_CARDS];
-        int sub[TSR_DEV_MAX_CARDS];   /* its pass was submitted */
-        for (int s = 0; s < K; s++) np[s] = sub[s] = 0;
-        for (int i = 0; i < m; i++) {
-            if (!live[i]) continue;
-            if (at[i] == 0 && q[i].cancel && __atomic_load_n(q[i].cancel, __ATOMIC_ACQUIRE)) {
-                live[i] = 0;
-                continue;
-            }
-            pick_add(pick[at[i]], &np[at[i]], G, ready, i);
-        }
-        for (int s = 0; s < K && !rc; s++)
+        if (!pipe_dec_pick(k, &p, pick, np)) break;
+        for (int s = 0; s < k->cards && !rc; s++)
             if (np[s]) sub[s] = !(rc = dec_submit(k, s, q, pick[s], np[s], &seq[s], e));
         /* collect every pass submitted, even after a failure */
-        for (int s = 0; s < K; s++) {
+        for (int s = 0; s < k->cards; s++) {
             int next[TSR_KDEC_MAX], frc;
+            uint64_t cy = 0;
             if (!sub[s]) continue;
-            uint64_t cy = 0, in = 0;
             frc = dec_finish(k, s, seq[s], pick[s], np[s], next, &cy, rc ? NULL : e);
-            if (rc || (rc = frc)) continue;
-            for (int b = 0; b < np[s]; b++) in = ready[pick[s][b]] > in ? ready[pick[s][b]] : in;
-            uint64_t end = clk_pass(k, s, in, cy);
-            for (int b = 0; b < np[s]; b++) {
-                int i = pick[s][b];
-                ready[i] = end;
-                if (s < K - 1) {
-                    at[i] = s + 1;
-                    continue;
-                }
-                /* a token: back to stage 0 */
-                at[i] = 0;
-                ready[i] += TSR_PLAN_RETURN_CYCLES;
-                k->clk_ready[q[i].slot] = ready[i];
-                k->pending[q[i].slot] = next[b];
-                k->pos[q[i].slot]++;
-                q[i].out[q[i].got++] = next[b];
-                made++;
-                if (on_token && on_token(i, next[b], user)) live[i] = 0;
-                if (q[i].got >= q[i].n || (!q[i].smp.ignore_stop &&
-                                           ((uint32_t)next[b] == bos || (uint32_t)next[b] == eos)))
-                    live[i] = 0;
-            }
+            if (!rc && !(rc = frc)) pipe_dec_moved(k, &p, s, pick[s], np[s], next, cy, on_token, user);
         }
-        any = 0;
-        for (int i = 0; i < m; i++) any |= live[i];   /* (a stop is only ever at stage 0) */
     }
-    clk_account(k, TSR_PHASE_DECODE, t0, made);
+    clk_account(k, TSR_PHASE_DECODE, t0, p.made);
     pipe_sum_links(k);
     return rc;
 }
@@ -915,11 +952,6 @@ typedef struct dec_run {
 /* Sequence i's state between commands. */
 enum { DEC_GOING = 0, DEC_DONE };
 
-/* The kernel's stop rule: the configured model's BOS or EOS. */
-static int stop_token(const tsr_kcmd *k, const tsr_kdec *q, int tok)
-{
-    return !q->smp.ignore_stop && ((uint32_t)tok == k->cfg.bos || (uint32_t)tok == k->cfg.eos);
-}
 
 /* One command over the r sequences run[] of q: submit, stream their ids as
  * the kernel publishes each region's count, stop the ones asked to, and
