@@ -16,6 +16,11 @@
  *   publish: one word, written and synced after every earlier write
  *   wait:    poll the word (a 4-byte sync) until it changes, backing off
  *            from 20 us to 1 ms between polls; interrupt() cuts a wait short
+ *   A buffer whose bank is HOST[n] (the ring and the answers, where the
+ *   link config puts them: docs/hls-flow.md, "The command ring") is a
+ *   host-only buffer (XRT_BO_FLAGS_HOST_ONLY): the kernel reads and writes
+ *   host memory over PCIe, so no sync moves it, and a poll is a load from
+ *   memory instead of a DMA of 4 bytes.
  *   close:   wait for the run to finish (the command layer sent EXIT)
  *
  * XRT is optional at build time (TSR_HAVE_XRT) and at link time: the XRT
@@ -114,11 +119,15 @@ static const int arg_buf[TSR_XRT_NARGS] = { TSR_BUF_CTL, TSR_BUF_IN, TSR_BUF_IN,
                                             TSR_BUF_OUT };
 static const char *const buf_names[TSR_BUF_COUNT] = { "ctl", "in", "out" };
 
-/* Sync bytes at offset of buffer buf in direction dir. */
+/* Sync bytes at offset of buffer buf in direction dir (nothing for a
+ * buffer in host memory: the hook still sees it, as a test's card needs
+ * the host's writes to wake it). */
 static int bo_sync(tsr_backend *b, int buf, int dir, size_t bytes, size_t offset, tsr_err *e)
 {
     if (bytes == 0) return TSR_OK;
     if (g_trace.on_sync) g_trace.on_sync(buf, dir, bytes, offset, g_trace.user);
+    if (b->info.host_mem[buf]) return TSR_OK;
+    b->info.dma_syncs[buf]++;
     if (xrtBOSync(b->bo[buf], dir == TSR_XRT_H2D ? XCL_BO_SYNC_BO_TO_DEVICE
                                                  : XCL_BO_SYNC_BO_FROM_DEVICE,
                   bytes, offset) != 0)
@@ -335,8 +344,10 @@ static int xrt_open(const tsr_devspec *spec, tsr_backend **out, tsr_devinfo *inf
     for (int i = 0; i < TSR_BUF_COUNT; i++) {
         int a = first_arg[i];
         in->bo_bytes[i] = round_up(4u * (size_t)words[i], 4096);
+        in->host_mem[i] = !strncmp(in->bank[a], "HOST", 4);
+        xrtBufferFlags fl = in->host_mem[i] ? XRT_BO_FLAGS_HOST_ONLY : 0;
         if (in->group[a] < 0 ||
-            !(b->bo[i] = xrtBOAlloc(b->dev, in->bo_bytes[i], 0, (xrtMemoryGroup)in->group[a])) ||
+            !(b->bo[i] = xrtBOAlloc(b->dev, in->bo_bytes[i], fl, (xrtMemoryGroup)in->group[a])) ||
             !(b->map[i] = xrtBOMap(b->bo[i]))) {
             rc = tsr_seterr(e, TSR_ERR_DEVICE, "xrt: cannot allocate %zu bytes for '%s' in bank "
                             "%s (group %d)", in->bo_bytes[i], buf_names[i], in->bank[a],

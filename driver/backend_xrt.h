@@ -29,6 +29,11 @@ typedef struct tsr_xrt_info {
     int          group[TSR_XRT_NARGS];    /* xrtKernelArgGroupId              */
     char         bank[TSR_XRT_NARGS][17]; /* the bank tag the xclbin names    */
     size_t       bo_bytes[TSR_BUF_COUNT]; /* buffer sizes: ctl, in, out       */
+    int          host_mem[TSR_BUF_COUNT]; /* 1: the buffer is in host memory
+                                             (its bank HOST[n]: a host-only
+                                             buffer the kernel reaches over
+                                             PCIe; no DMA sync)            */
+    uint64_t     dma_syncs[TSR_BUF_COUNT]; /* xrtBOSync calls made on each   */
 } tsr_xrt_info;
 
 /* Fill *info for an open xrt backend b.  Returns TSR_OK, or TSR_ERR_ARG

@@ -1190,8 +1190,11 @@ void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f
 #pragma HLS INTERFACE m_axi port=ctl offset=slave bundle=gmem0 depth=TSR_CTL_DEPTH
 #pragma HLS INTERFACE m_axi port=in_w offset=slave bundle=gmem1 depth=TSR_IN_DEPTH max_read_burst_length=256
 #pragma HLS INTERFACE m_axi port=in_f offset=slave bundle=gmem1 depth=TSR_IN_DEPTH max_read_burst_length=256
-#pragma HLS INTERFACE m_axi port=out_w offset=slave bundle=gmem2 depth=TSR_OUT_DEPTH
-#pragma HLS INTERFACE m_axi port=out_f offset=slave bundle=gmem2 depth=TSR_OUT_DEPTH
+    /* the answers share the ring's bundle: a command's answer words and
+     * then its response's sequence word leave on one AXI master, in
+     * program order (docs/hls-flow.md, "The command ring") */
+#pragma HLS INTERFACE m_axi port=out_w offset=slave bundle=gmem0 depth=TSR_OUT_DEPTH
+#pragma HLS INTERFACE m_axi port=out_f offset=slave bundle=gmem0 depth=TSR_OUT_DEPTH
 #pragma HLS INTERFACE axis port=link_in depth=TSR_LINK_WORDS
 #pragma HLS INTERFACE axis port=link_out depth=TSR_LINK_WORDS
 #pragma HLS INTERFACE s_axilite port=return

@@ -70,7 +70,9 @@ static void *mem_topology_section(const banks *b, size_t *size)
     mt->m_count = b->n;
     for (int k = 0; k < b->n; k++) {
         struct mem_data *md = &mt->m_mem_data[k];
-        md->m_type = strncmp(b->tag[k], "HBM", 3) == 0 ? MEM_HBM : MEM_DDR4;
+        md->m_type = strncmp(b->tag[k], "HBM", 3) == 0    ? MEM_HBM
+                   : strncmp(b->tag[k], "HOST", 4) == 0 ? MEM_HOST
+                                                        : MEM_DDR4;
         md->m_used = 1;
         md->m_size = 256u * 1024u;                          /* KB: 256 MiB */
         md->m_base_address = 0x4000000000ull + (uint64_t)k * 0x10000000ull;
@@ -133,7 +135,7 @@ static void sb_printf(sbuf *b, const char *fmt, ...)
 }
 
 /* The kernel XML, as v++ writes it for tessera_top: one m_axi port per
- * bundle (gmem0 ctl; gmem1 in_w, in_f; gmem2 out_w, out_f, as the INTERFACE
+ * bundle (gmem0 ctl, out_w, out_f; gmem1 in_w, in_f, as the INTERFACE
  * pragmas of kernels/tsr_kernel.c bundle them), 64-bit pointer arguments in
  * the control register map from 0x10. */
 static void *kernel_xml_section(const tsr_xclbin_desc *d, const char *kernel,
@@ -143,8 +145,8 @@ static void *kernel_xml_section(const tsr_xclbin_desc *d, const char *kernel,
         { "ctl", "M_AXI_GMEM0", "unsigned int*" },
         { "in_w", "M_AXI_GMEM1", "unsigned int*" },
         { "in_f", "M_AXI_GMEM1", "float*" },
-        { "out_w", "M_AXI_GMEM2", "unsigned int*" },
-        { "out_f", "M_AXI_GMEM2", "float*" },
+        { "out_w", "M_AXI_GMEM0", "unsigned int*" },
+        { "out_f", "M_AXI_GMEM0", "float*" },
     };
     sbuf b = { 0 };
     sb_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -159,7 +161,7 @@ static void *kernel_xml_section(const tsr_xclbin_desc *d, const char *kernel,
                   "        <kernel name=\"%s\" language=\"c\" vlnv=\"xilinx.com:hls:%s:1.0\" "
                   "preferredWorkGroupSizeMultiple=\"0\" workGroupSize=\"1\" interrupt=\"true\" "
                   "hwControlProtocol=\"ap_ctrl_hs\">\n", platform, kernel, kernel);
-    for (int p = 0; p < 3; p++)
+    for (int p = 0; p < 2; p++)
         sb_printf(&b, "          <port name=\"M_AXI_GMEM%d\" mode=\"master\" range=\"0xFFFFFFFF\" "
                       "dataWidth=\"32\" portType=\"addressable\" base=\"0x0\"/>\n", p);
     sb_printf(&b, "          <port name=\"S_AXI_CONTROL\" mode=\"slave\" range=\"0x1000\" "
