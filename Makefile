@@ -336,7 +336,7 @@ test: $(TEST_BIN) $(SERVE_REF) $(CHAT_FORMAT) $(VENV)/.stamp lint-hls fuzz-smoke
 	@TSR_SERVE_MPI=2 TSR_MPI_BUILD_DIR=$(abspath $(MPI_BUILD)) TSR_BUILD_DIR=$(abspath $(BUILD)) \
 	    TSR_SHARED_DIR=$(abspath $(SHARED)) TSR_SOURCE_DIR=$(abspath .) PYTHONDONTWRITEBYTECODE=1 \
 	    timeout 600 $(VENV)/bin/python -m pytest -q tests/serve/test_openai_client.py \
-	    tests/serve/test_realtime.py
+	    tests/serve/test_realtime.py tests/serve/test_rank_failure.py
 endif
 
 # The emulators tests/test_plan.c runs beside this one: the stories15m

@@ -235,6 +235,11 @@ static int handle(struct mg_connection *c, srv_ctx *ctx, int chat)
         srv_send_error(c, 503, "shutting_down", NULL, "the server is shutting down");
         return 503;
     }
+    const char *lost = srv_sched_device_lost(ctx->sched);
+    if (lost) {
+        srv_send_error(c, 503, "device_unavailable", NULL, "the device failed: %s", lost);
+        return 503;
+    }
     char *body;
     size_t len;
     int st = srv_read_body(c, ctx->cfg->lim.max_body, &body, &len);

@@ -45,10 +45,12 @@ int srv_handle_health(struct mg_connection *c, srv_ctx *ctx)
     if (!st) {
         int slots, busy, queued, cap;
         srv_sched_gauges(ctx->sched, &slots, &busy, &queued, &cap);
-        st = send_json(c, srv_closing(ctx) ? 503 : 200,
-                       json_pack("{s:s,s:i,s:i,s:i,s:i}", "status",
-                                 srv_closing(ctx) ? "shutting_down" : "ok", "slots", slots,
-                                 "slots_busy", busy, "queue", queued, "queue_capacity", cap));
+        const char *lost = srv_sched_device_lost(ctx->sched);
+        const char *status = srv_closing(ctx) ? "shutting_down" : lost ? "device_failed" : "ok";
+        st = send_json(c, srv_closing(ctx) || lost ? 503 : 200,
+                       json_pack("{s:s,s:i,s:i,s:i,s:i,s:s?}", "status", status, "slots", slots,
+                                 "slots_busy", busy, "queue", queued, "queue_capacity", cap,
+                                 "error", lost));
     }
     srv_metrics_request(ctx->metrics, SRV_EP_HEALTH, st);
     return st;

@@ -176,6 +176,9 @@ int srv_ws_connect(const struct mg_connection *cc, void *arg)
     } else if (srv_closing(ctx)) {
         st = 503;
         srv_refuse_upgrade(c, st, "shutting_down", "the server is shutting down");
+    } else if (srv_sched_device_lost(ctx->sched)) {
+        st = 503;
+        srv_refuse_upgrade(c, st, "device_unavailable", "the device failed");
     }
     srv_metrics_request(ctx->metrics, SRV_EP_REALTIME, st ? st : 101);
     return st != 0;

@@ -105,11 +105,29 @@ static void fail_turn(srv_sched *s, srv_session *ss, srv_turn *t, int status, co
     end_turn(s, ss, t, e);
 }
 
+/* A device call failed.  TSR_ERR_DEVICE means the device is gone (a
+ * card's transport, a stage's rank that died or stalled past its link's
+ * deadline): 503 for this turn and, at once, for every later one, which
+ * /health reports too, so a supervisor restarts the server.  Anything
+ * else is this turn's own failure (500). */
 static void device_failed(srv_sched *s, srv_session *ss, srv_turn *t, int rc)
 {
     char msg[200];
     snprintf(msg, sizeof msg, "%s: %s", tsr_strerror(rc), tsr_device_errmsg(s->dev));
-    fail_turn(s, ss, t, 500, "device_error", 1, "%s", msg);
+    if (rc != TSR_ERR_DEVICE) {
+        fail_turn(s, ss, t, 500, "device_error", 1, "%s", msg);
+        return;
+    }
+    if (!__atomic_load_n(&s->dev_lost, __ATOMIC_ACQUIRE)) {
+        snprintf(s->dev_lost_msg, sizeof s->dev_lost_msg, "%s", msg);
+        __atomic_store_n(&s->dev_lost, 1, __ATOMIC_RELEASE);
+    }
+    fail_turn(s, ss, t, 503, "device_unavailable", 1, "the device failed: %s", msg);
+}
+
+const char *srv_sched_device_lost(srv_sched *s)
+{
+    return __atomic_load_n(&s->dev_lost, __ATOMIC_ACQUIRE) ? s->dev_lost_msg : NULL;
 }
 
 static void finish(srv_sched *s, srv_session *ss, srv_turn *t, srv_reason why)
@@ -145,6 +163,11 @@ static void start(srv_sched *s, srv_session *ss, srv_turn *t)
     t->t_start = srv_now();
     t->st.queue_ms = 1e3 * (t->t_start - t->cmd->t_recv);
     int rc;
+    if (__atomic_load_n(&s->dev_lost, __ATOMIC_ACQUIRE)) {
+        fail_turn(s, ss, t, 503, "device_unavailable", 0, "the device failed: %s",
+                  s->dev_lost_msg);
+        return;
+    }
     if (!ss->seq && (rc = tsr_seq_open(s->model, &ss->seq)) != TSR_OK) {
         device_failed(s, ss, t, rc);
         return;

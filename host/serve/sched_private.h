@@ -69,6 +69,11 @@ struct srv_sched {
     int             closing;       /* [mu] srv_sched_close was called           */
     int             quit;          /* [mu] srv_sched_stop was called            */
     int             preempt;       /* atomic: work changed; a long generate yields */
+    int             dev_lost;      /* atomic: a device call failed with
+                                      TSR_ERR_DEVICE (a card, a stage's rank or
+                                      its link is gone): every turn after fails */
+    char            dev_lost_msg[200]; /* why, written once by the thread before
+                                      dev_lost is set                           */
     uint64_t        next_id;       /* [mu]                                      */
 };
 

@@ -187,6 +187,10 @@ void srv_sched_close(srv_sched *s);
 void srv_sched_stop(srv_sched *s);
 /* Slots in use and sessions waiting, for /metrics and /health. */
 void srv_sched_gauges(srv_sched *s, int *slots, int *busy, int *queued, int *queue_cap);
+/* NULL while the device works; once a device call failed with
+ * TSR_ERR_DEVICE (a card or a stage's rank is gone), why, for good: every
+ * request is then answered 503.  Any thread. */
+const char *srv_sched_device_lost(srv_sched *s);
 
 /* A new session for a client (persistent: a WebSocket connection that
  * keeps its sequence between turns).  The caller holds one reference. */

@@ -71,20 +71,25 @@ def _serve_cmd(args):
     return [str(TESSERA), "serve", *args, "--port", "0"]
 
 
-def _rank0(mpirun_pid):
-    """The pid of rank 0 among mpirun's children, or None."""
+def rank_pid(mpirun_pid, rank):
+    """The pid of rank `rank` among mpirun's children, or None."""
     try:
         kids = pathlib.Path("/proc/%d/task/%d/children" % (mpirun_pid, mpirun_pid)).read_text()
     except OSError:
         return None
+    want = b"OMPI_COMM_WORLD_RANK=%d" % rank
     for pid in kids.split():
         try:
             env = pathlib.Path("/proc/%s/environ" % pid).read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"OMPI_COMM_WORLD_RANK=0" in env:
+        if want in env:
             return int(pid)
     return None
+
+
+def _rank0(mpirun_pid):
+    return rank_pid(mpirun_pid, 0)
 
 
 class Server:
