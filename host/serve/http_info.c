@@ -48,7 +48,7 @@ int srv_handle_health(struct mg_connection *c, srv_ctx *ctx)
         const char *lost = srv_sched_device_lost(ctx->sched);
         const char *status = srv_closing(ctx) ? "shutting_down" : lost ? "device_failed" : "ok";
         st = send_json(c, srv_closing(ctx) || lost ? 503 : 200,
-                       json_pack("{s:s,s:i,s:i,s:i,s:i,s:s?}", "status", status, "slots", slots,
+                       json_pack("{s:s,s:i,s:i,s:i,s:i,s:s*}", "status", status, "slots", slots,
                                  "slots_busy", busy, "queue", queued, "queue_capacity", cap,
                                  "error", lost));
     }
