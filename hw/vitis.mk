@@ -10,6 +10,8 @@
 #               [PROFILE_MONITORS=1]   + data/stall/exec monitors for hw/xrt.ini
 #   make csim-gcc   the csim testbench built with gcc: no Vitis needed
 #   make csim-gcc-15m (or csim-gcc TB_PROFILE=stories15m): the stories15m profile
+#   make hls-checklist [PROFILE=...]   the loops a csynth report must show as
+#               the kernels claim them (hw/hls_checklist.py; no Vitis needed)
 #               on a synthetic Q8_0 stories15M, against its emulator
 #
 # Every Vitis target first checks for its tool (need-*) and stops with a
@@ -82,13 +84,15 @@ ifneq ($(filter xclbin,$(MAKECMDGOALS)),)
   endif
 endif
 
-.PHONY: csim csynth cosim xclbin csim-gcc csim-gcc-15m help-hw need-v++ need-vitis-run need-xclbinutil
+.PHONY: csim csynth cosim xclbin csim-gcc csim-gcc-15m hls-checklist help-hw need-v++ need-vitis-run need-xclbinutil
 
 help-hw:
 	@echo "Vitis flow (hw/vitis.mk, docs/hls-flow.md):"
 	@echo "  make csim   KERNEL=$(KERNEL) PROFILE=$(PROFILE) PART=$(PART)   C simulation (vitis-run)"
 	@echo "  make csynth KERNEL=$(KERNEL) PROFILE=$(PROFILE) PART=$(PART)   HLS synthesis (v++ --mode hls)"
 	@echo "  make cosim  KERNEL=$(KERNEL) PROFILE=$(PROFILE) PART=$(PART)   C/RTL co-simulation, after csynth"
+	@echo "  make hls-checklist PROFILE=$(PROFILE)   each pipelined loop's target II and trip count,"
+	@echo "              to read csynth's loop table against (docs/hls-flow.md, the first csynth)"
 	@echo "  make xclbin TARGET=hw|hw_emu PLATFORM=<platform> PROFILE=<profile> [PROFILE_MONITORS=1]"
 	@echo "              -> bitstreams/tessera_<profile>_<platform>.xclbin + bitstreams/MANIFEST"
 	@echo "              (PROFILE_MONITORS=1: ....monitors.xclbin with trace/counter monitors, hw/xrt.ini)"
@@ -230,6 +234,9 @@ csim: need-vitis-run $(HLS_CFG) $(TB_IMAGE)
 
 csynth: need-v++ $(HLS_CFG)
 	$(VPP) -c --mode hls --config $(HLS_CFG) --work_dir $(HLS_WORK)
+
+hls-checklist:
+	@/usr/bin/python3 hw/hls_checklist.py --profile $(PROFILE) kernels
 
 cosim: need-vitis-run $(HLS_CFG) $(TB_IMAGE)
 	@test -d $(HLS_WORK) || { echo "make: cosim needs a synthesized component: run make csynth KERNEL=$(KERNEL) PROFILE=$(PROFILE) PART=$(PART) first" >&2; exit 1; }

@@ -545,6 +545,36 @@ static void test_link_configs(void **state)
 
 /* The HLS config make csim / csynth / cosim use, generated for real:
  * stories15m's defines reach both the kernel's and the testbench's flags. */
+/* The first csynth's loop checklist in docs/hls-flow.md is what `make
+ * hls-checklist PROFILE=stories260k` (hw/hls_checklist.py) prints from the
+ * kernels as they are: a loop, II or trip count changed without the
+ * checklist fails here.  And the generator itself: the gather's loop at
+ * II 1 over TSR_MAX_OUT_WORDS, a per-token and a load loop, the tile's
+ * II leaning on its DEPENDENCE pragma, an unknown profile refused. */
+static void test_hls_checklist(void **state)
+{
+    (void)state;
+    assert_int_equal(run(MAKE "hls-checklist PROFILE=stories260k"), 0);
+    size_t n;
+    char *doc = slurp(SRC "/docs/hls-flow.md", &n);
+    const char *b = strstr(doc, "<!-- hls-checklist stories260k: begin -->\n");
+    const char *e = strstr(doc, "<!-- hls-checklist stories260k: end -->");
+    assert_non_null(b);
+    assert_non_null(e);
+    b += strlen("<!-- hls-checklist stories260k: begin -->\n");
+    if ((size_t)(e - b) != strlen(out) || memcmp(b, out, (size_t)(e - b)) != 0)
+        fail_msg("docs/hls-flow.md's checklist differs from `make hls-checklist "
+                 "PROFILE=stories260k`; paste its output between the markers");
+    assert_non_null(strstr(out, "| `gather_words` | `tsr_mesh_gather` | mesh.c | per token | 1 |"));
+    assert_non_null(strstr(out, "| `load_w8` | `op_load` | tsr_kernel.c | load | 1 |"));
+    assert_non_null(strstr(out, "| `q8_steps` | `pe_tile_q8` | mesh.c | per token | 1 |"));
+    free(doc);
+    assert_int_equal(run(MAKE "hls-checklist PROFILE=stories15m"), 0);
+    assert_non_null(strstr(out, "`q8_steps`"));
+    assert_int_not_equal(run(MAKE "hls-checklist PROFILE=nosuch"), 0);
+    assert_non_null(strstr(out, "no profile 'nosuch'"));
+}
+
 static void test_hls_config(void **state)
 {
     (void)state;
@@ -828,6 +858,7 @@ int main(void)
         cmocka_unit_test(test_make_without_vitis),
         cmocka_unit_test(test_make_n_csim),
         cmocka_unit_test(test_link_configs),
+        cmocka_unit_test(test_hls_checklist),
         cmocka_unit_test(test_hls_config),
         cmocka_unit_test(test_profile_key_memories),
         cmocka_unit_test(test_tb_is_synthesis_view),
