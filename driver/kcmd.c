@@ -632,7 +632,8 @@ static int pipe_decode(tsr_kcmd *k, tsr_kdec *q, int m, tsr_token_fn on_token, v
             uint64_t cy = 0;
             if (!sub[s]) continue;
             frc = dec_finish(k, s, seq[s], pick[s], np[s], next, &cy, rc ? NULL : e);
-            if (!rc && !(rc = frc)) pipe_dec_moved(k, &p, s, pick[s], np[s], next, cy, on_token, user);
+            if (!rc && !(rc = frc))
+                pipe_dec_moved(k, &p, s, pick[s], np[s], next, cy, on_token, user);
         }
     }
     clk_account(k, TSR_PHASE_DECODE, t0, p.made);
