@@ -23,6 +23,17 @@
 /* Devices a model may be split over (spec cards=). */
 #define TSR_DEV_MAX_CARDS TSR_MAX_CARDS   /* tessera.h */
 
+/* The kernel clock a device's cycles are of when nothing says otherwise:
+ * the Alveo platforms' default kernel clock (UG1120), the one the HLS
+ * config targets (hw/hls/tessera_top/hls_config.cfg, 3.33 ns) and the
+ * link configs' [clock] sets.  A part's own (hw/parts.def) wins. */
+#define TSR_CLOCK_MHZ_DEFAULT 300
+
+/* Entries in the command ring a backend opens (TSR_CTL_RING_N; at most
+ * TSR_RING_MAX): enough for a LOAD in flight while the next one is
+ * written, and a decode's cancel beside it. */
+#define TSR_RING_ENTRIES 8u
+
 /* What the user asked for in a device spec ("emu:part=u55c,pes=16,threads=2"). */
 typedef struct tsr_devspec {
     char backend[16];   /* "emu", "xrt"                                 */

@@ -27,7 +27,6 @@
 #include "tsr_kernel.h"
 
 /* Ring entries: LOAD keeps two commands in flight; 8 leaves room. */
-#define EMU_RING_N 8u
 
 struct tsr_backend {
     tsr_kstate     *st;          /* the device state (mmap)               */
@@ -162,7 +161,7 @@ static int emu_open(const tsr_devspec *spec, tsr_backend **out, tsr_devinfo *inf
     place_slices(b, s->kvq, sizeof s->kvq[0], TSR_ATT_PES);
     place_slices(b, s->kvs, sizeof s->kvs[0], TSR_ATT_PES);
     /* the link buffers */
-    b->words[TSR_BUF_CTL] = TSR_CTL_WORDS(EMU_RING_N);
+    b->words[TSR_BUF_CTL] = TSR_CTL_WORDS(TSR_RING_ENTRIES);
     b->words[TSR_BUF_IN] = TSR_IN_WORDS;
     b->words[TSR_BUF_OUT] = TSR_OUT_WORDS;
     b->words[TSR_BUF_LINK_IN] = TSR_LINK_WORDS;
@@ -183,10 +182,10 @@ static int emu_open(const tsr_devspec *spec, tsr_backend **out, tsr_devinfo *inf
     info->pes = pes;
     info->cap_bytes = part ? tsr_part_bytes(part) : 0;
     info->cap_name = part ? part->name : NULL;
-    /* projections at the part's clock (300 MHz, the Alveo platforms'
-     * default, without part=) */
-    info->clock_mhz = part && part->clock_mhz > 0 ? part->clock_mhz : 300;
-    info->ring_n = EMU_RING_N;
+    /* projections at the part's clock (the platforms' default without
+     * part=) */
+    info->clock_mhz = part && part->clock_mhz > 0 ? part->clock_mhz : TSR_CLOCK_MHZ_DEFAULT;
+    info->ring_n = TSR_RING_ENTRIES;
     for (int i = 0; i < TSR_BUF_ALL; i++) info->words[i] = b->words[i];
     *out = b;
     return TSR_OK;

@@ -38,7 +38,6 @@
 #include "weight_image.h"
 
 #define KERNEL_NAME  "tessera_top"
-#define XRT_RING_N   8u
 
 #ifdef TSR_HAVE_XRT
 
@@ -333,7 +332,7 @@ static int xrt_open(const tsr_devspec *spec, tsr_backend **out, tsr_devinfo *inf
      * (decoded ids, logits, counters) of the card's profile.  The group of
      * a buffer is its first argument's. */
     uint32_t words[TSR_BUF_COUNT];
-    words[TSR_BUF_CTL] = TSR_CTL_WORDS(XRT_RING_N);
+    words[TSR_BUF_CTL] = TSR_CTL_WORDS(TSR_RING_ENTRIES);
     words[TSR_BUF_IN] = TSR_IN_WORDS;
     uint32_t ow = p->k.vocab > p->k.seq + 1u ? p->k.vocab : p->k.seq + 1u;
     if (2u * (TSR_KCOUNTERS_FIXED + p->k.pes) > ow) ow = 2u * (TSR_KCOUNTERS_FIXED + p->k.pes);
@@ -370,8 +369,8 @@ static int xrt_open(const tsr_devspec *spec, tsr_backend **out, tsr_devinfo *inf
     snprintf(info->profile, sizeof info->profile, "%s", p->name);
     info->prof = p->k;
     info->pes = pes;
-    info->clock_mhz = 300;   /* the Alveo platforms' default kernel clock */
-    info->ring_n = XRT_RING_N;
+    info->clock_mhz = TSR_CLOCK_MHZ_DEFAULT;
+    info->ring_n = TSR_RING_ENTRIES;
     for (int i = 0; i < TSR_BUF_COUNT; i++) info->words[i] = words[i];
     *out = b;
     return TSR_OK;

@@ -235,7 +235,7 @@ int tsr_device_pipeline(const tsr_device *cdev, tsr_pipeline *p)
     const tsr_kcmd *k = &dev->k;
     if (k->cards > 1) {
         p->cards = k->cards;
-        p->clock_mhz = k->info.clock_mhz > 0 ? k->info.clock_mhz : 300;
+        p->clock_mhz = k->info.clock_mhz > 0 ? k->info.clock_mhz : TSR_CLOCK_MHZ_DEFAULT;
         for (int s = 0; s < k->cards && s < TSR_MAX_CARDS; s++) {
             p->first_layer[s] = k->loaded ? k->bounds[s] : 0u;
             p->n_layers[s] = k->loaded ? k->bounds[s + 1] - k->bounds[s] : 0u;

@@ -1202,6 +1202,6 @@ int tsr_kcmd_counters_text(tsr_kcmd *k, char *buf, size_t len, tsr_err *e)
     if (rc) return rc;
     uint32_t pes = k->info.prof.pes < TSR_MAX_PES ? k->info.prof.pes : TSR_MAX_PES;
     tsr_kcounters_text(&kc, pes, k->info.profile, k->loaded ? &k->cfg : NULL,
-                       k->info.clock_mhz > 0 ? k->info.clock_mhz : 300, buf, len);
+                       k->info.clock_mhz > 0 ? k->info.clock_mhz : TSR_CLOCK_MHZ_DEFAULT, buf, len);
     return TSR_OK;
 }
