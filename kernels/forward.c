@@ -59,14 +59,15 @@ static void input_item(void *ctx, uint32_t b)
 
 /* A stage's link-out: the header, then each item's residual vector, one
  * stream word a cycle. */
-static void link_send(tsr_kstate *st, const tsr_item *items, uint32_t nx, float *link_out)
+static void link_send(tsr_kstate *st, const tsr_item *items, uint32_t nx,
+                      volatile float *link_out)
 {
     uint32_t dim = st->cfg.dim;
     TSR_CHARGE(st, TSR_RG_LINK, tsr_cy_link_out(nx, dim));
-    link_out[0] = (float)nx;
-    link_out[1] = (float)items[0].slot;
-    link_out[2] = (float)items[0].pos;
-    link_out[3] = (float)dim;
+    TSR_LINK_PUT(link_out, 0u, (float)nx);
+    TSR_LINK_PUT(link_out, 1u, (float)items[0].slot);
+    TSR_LINK_PUT(link_out, 2u, (float)items[0].pos);
+    TSR_LINK_PUT(link_out, 3u, (float)dim);
 link_send_items:
     for (uint32_t b = 0; b < nx; b++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
@@ -74,26 +75,26 @@ link_send_words:
         for (uint32_t i = 0; i < dim; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_DIM
 #pragma HLS PIPELINE II=1
-            link_out[TSR_LINK_HDR + b * dim + i] = st->cv[b][TSR_CV_X + i];
+            TSR_LINK_PUT(link_out, TSR_LINK_HDR + b * dim + i, st->cv[b][TSR_CV_X + i]);
         }
     }
 }
 
 /* A stage's link-in: item b's residual vector off the stream, after the
  * header (FORWARD read and checked it). */
-static void link_take(tsr_kstate *st, uint32_t b, const float *link_in)
+static void link_take(tsr_kstate *st, uint32_t b, volatile const float *link_in)
 {
     uint32_t dim = st->cfg.dim;
 link_take_words:
     for (uint32_t i = 0; i < dim; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_DIM
 #pragma HLS PIPELINE II=1
-        st->cv[b][TSR_CV_X + i] = link_in[TSR_LINK_HDR + b * dim + i];
+        st->cv[b][TSR_CV_X + i] = TSR_LINK_GET(link_in, TSR_LINK_HDR + b * dim + i);
     }
 }
 
-void tsr_forward(tsr_kstate *st, tsr_item *items, uint32_t nx, const float *link_in,
-                 float *link_out)
+void tsr_forward(tsr_kstate *st, tsr_item *items, uint32_t nx, volatile const float *link_in,
+                 volatile float *link_out)
 {
     const tsr_kconfig *c = &st->cfg;
     uint32_t dim = c->dim, hidden = c->hidden_dim, L = c->n_layers, cls = tsr_lay_mat_wcls(c);

@@ -48,6 +48,20 @@ mul_small_bits:
 #define TSR_OBSERVE(p)    (*(p))
 #endif
 
+/* Word i of a pass on a link port (tessera_top's AXI4-Stream ports).  In
+ * hardware a port is a volatile pointer whose every access is the
+ * stream's next word, so a pass is read and written in order, each word
+ * once (UG1399 "AXI4-Stream Interfaces"; "Multi-Access Pointers on the
+ * Interface": volatile keeps every access); in C (the emulator, C
+ * simulation) the pass is a buffer and word i sits at i. */
+#ifdef __SYNTHESIS__
+#define TSR_LINK_GET(p, i)    (*(p))
+#define TSR_LINK_PUT(p, i, v) (*(p) = (v))
+#else
+#define TSR_LINK_GET(p, i)    ((p)[i])
+#define TSR_LINK_PUT(p, i, v) ((p)[i] = (v))
+#endif
+
 /* The serve loop waits for the ring entry's sequence word: the emulator
  * sleeps on it (a futex, woken by the host's store), hardware polls. */
 #if defined(TSR_EMU) && !defined(__SYNTHESIS__)

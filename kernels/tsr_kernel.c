@@ -572,41 +572,83 @@ typedef struct fwd_run {
     uint32_t hp;                   /* PREFILL: the pending token goes first */
     uint32_t gathered;             /* READ_LOGITS: the gather ran          */
     dec_seqs d;                    /* DECODE(_BATCH): its sequences        */
+    float    hdr[TSR_LINK_HDR];    /* FORWARD on a later stage: the pass's
+                                      link-in header, read once first      */
+    uint32_t rec[TSR_MAX_BATCH][TSR_FWDB_WORDS]; /* a batch's records, read
+                                      once from `in`                       */
+    float    temp[TSR_MAX_BATCH], top_p[TSR_MAX_BATCH]; /* FORWARD: its items'
+                                      samplers (a single slot's: [0])      */
 } fwd_run;
 
-/* A later stage's link-in header: the pass of n items whose first is
- * slot's at its next position, of the model's dim (else another pass's
- * vectors are on the link). */
-static int link_header_ok(const tsr_kstate *st, uint32_t n, uint32_t slot, const float *link_in)
+/* A later stage's FORWARD: the pass's header off link-in, its first words,
+ * read here and only here (a stream is read in order, each word once). */
+static void link_header_read(fwd_run *r, volatile const float *link_in)
 {
-    return link_in[0] == (float)n && link_in[1] == (float)slot &&
-           link_in[2] == (float)st->pos[slot] && link_in[3] == (float)st->cfg.dim;
+link_header_words:
+    for (uint32_t i = 0; i < TSR_LINK_HDR; i++) {
+#pragma HLS PIPELINE II=1
+        r->hdr[i] = TSR_LINK_GET(link_in, i);
+    }
 }
 
-/* FORWARD's batch records (TSR_FWDC_BATCH): m items of distinct slots, a
- * position each that seq_len still has, their ids (a first stage) in the
- * vocabulary, item 0's header on a later stage's link-in. */
-static int fwd_batch_check(const tsr_kstate *st, const uint32_t *in_w, uint32_t in_n, uint32_t m,
-                           uint32_t pflags, uint32_t room, const float *link_in)
+/* The header says: a pass of n items whose first is slot's at its next
+ * position, of the model's dim (else another pass's vectors are on the
+ * link). */
+static int link_header_ok(const tsr_kstate *st, const fwd_run *r, uint32_t n, uint32_t slot)
+{
+    return r->hdr[0] == (float)n && r->hdr[1] == (float)slot &&
+           r->hdr[2] == (float)st->pos[slot] && r->hdr[3] == (float)st->cfg.dim;
+}
+
+/* A refused pass's vectors off link-in, as many as its header says (at
+ * most a pass's), so that the next pass's header is the next word. */
+static void link_drain(const fwd_run *r, volatile const float *link_in)
+{
+    uint32_t n = r->hdr[0] >= 1.0f && r->hdr[0] <= (float)TSR_MAX_BLOCK ? (uint32_t)r->hdr[0] : 0u;
+    uint32_t d = r->hdr[3] >= 1.0f && r->hdr[3] <= (float)TSR_MAX_DIM ? (uint32_t)r->hdr[3] : 0u;
+link_drain_words:
+    for (uint32_t i = 0; i < n * d; i++) {
+#pragma HLS LOOP_TRIPCOUNT min=0 max=TSR_LINK_WORDS
+#pragma HLS PIPELINE II=1
+        (void)TSR_LINK_GET(link_in, TSR_LINK_HDR + i);
+    }
+}
+
+/* FORWARD's batch records (TSR_FWDC_BATCH), read once into r (one
+ * pipelined pass over the words, then the samplers' fp32 words): m items
+ * of distinct slots (a mask: TSR_MAX_SLOTS <= 8), a position each that
+ * seq_len still has, their ids (a first stage) in the vocabulary, the
+ * reserved word zero; item 0's header on a later stage's link-in. */
+static int fwd_batch_check(const tsr_kstate *st, fwd_run *r, const uint32_t *in_w,
+                           const float *in_f, uint32_t in_n, uint32_t room)
 {
     const tsr_kconfig *cf = &st->cfg;
-    uint32_t first = (cf->stage & TSR_STAGE_LINK_IN) == 0u;
+    uint32_t m = r->n, seen = 0;
     if (m == 0 || m > TSR_MAX_BATCH || in_n < m * TSR_FWDB_WORDS) return TSR_K_EARG;
-    if ((pflags & TSR_FWDC_SAMPLE) && (!tsr_lay_holds_head(cf) || room < m)) return TSR_K_EARG;
+    if ((r->flags & TSR_FWDC_SAMPLE) && (!tsr_lay_holds_head(cf) || room < m)) return TSR_K_EARG;
+fwd_batch_read:
+    for (uint32_t i = 0; i < m * TSR_FWDB_WORDS; i++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BATCH*TSR_FWDB_WORDS
+#pragma HLS PIPELINE II=1
+        r->rec[i / TSR_FWDB_WORDS][i % TSR_FWDB_WORDS] = in_w[i];
+    }
+fwd_batch_samplers:
+    for (uint32_t b = 0; b < m; b++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BATCH
+        r->temp[b] = in_f[b * TSR_FWDB_WORDS + TSR_FWDB_TEMP];
+        r->top_p[b] = in_f[b * TSR_FWDB_WORDS + TSR_FWDB_TOP_P];
+    }
 fwd_batch_recs:
     for (uint32_t b = 0; b < m; b++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BATCH
-        uint32_t r = b * TSR_FWDB_WORDS, sl = in_w[r + TSR_FWDB_SLOT];
-        if (sl >= cf->n_slots || (first && in_w[r + TSR_FWDB_TOKEN] >= cf->vocab_size))
+        uint32_t sl = r->rec[b][TSR_FWDB_SLOT];
+        if (sl >= cf->n_slots || ((seen >> sl) & 1u) || r->rec[b][TSR_FWDB_RESERVED] != 0u ||
+            (r->first && r->rec[b][TSR_FWDB_TOKEN] >= cf->vocab_size))
             return TSR_K_EARG;
         if ((uint64_t)st->pos[sl] + 1u > cf->seq_len) return TSR_K_ERANGE;
-fwd_batch_distinct:
-        for (uint32_t j = 0; j < b; j++) {
-#pragma HLS LOOP_TRIPCOUNT min=0 max=TSR_MAX_BATCH
-            if (in_w[j * TSR_FWDB_WORDS + TSR_FWDB_SLOT] == sl) return TSR_K_EARG;
-        }
+        seen |= 1u << sl;
     }
-    if (!first && !link_header_ok(st, m, in_w[TSR_FWDB_SLOT], link_in)) return TSR_K_EARG;
+    if (!r->first && !link_header_ok(st, r, m, r->rec[0][TSR_FWDB_SLOT])) return TSR_K_EARG;
     return TSR_K_OK;
 }
 
@@ -625,6 +667,7 @@ item_copy:
 #pragma HLS PIPELINE II=1
             st->probs[v] = st->logits[b][v];
         }
+        TSR_CHARGE(st, TSR_RG_SAMPLE, tsr_cy_loop(st->cfg.vocab_size, 1u, TSR_D_BUS));
         next = tsr_sample(st->probs, st->cfg.vocab_size, temp, top_p, &st->rng[items[b].slot],
                           st->cand_p, st->cand_i, &cy);
         TSR_CHARGE(st, TSR_RG_SAMPLE, cy);
@@ -634,25 +677,31 @@ item_copy:
     return next;
 }
 
-/* FORWARD's checks: n items of one slot (their ids on a first stage, the
- * link header on a later one; sampling: one item, on the last stage), or
- * a batch's records (fwd_batch_check); then its RNG reseeded. */
+/* FORWARD's checks: n items of one slot (SLOT a slot; their ids on a
+ * first stage, the link header on a later one; sampling: one item, on the
+ * last stage, its sampler read once), or a batch's records
+ * (fwd_batch_check); then its RNG reseeded. */
 static int fwd_setup_pass(tsr_kstate *st, fwd_run *r, const uint32_t c[TSR_CMD_WORDS],
-                          const uint32_t *in_w, uint32_t in_n, uint32_t room, const float *link_in)
+                          const uint32_t *in_w, const float *in_f, uint32_t in_n, uint32_t room)
 {
     const tsr_kconfig *cf = &st->cfg;
     uint32_t n = r->n, s = r->slot;
     r->feed = n;
-    if (r->batch) return fwd_batch_check(st, in_w, in_n, n, r->flags, room, link_in);
-    if (n == 0 || n > TSR_MAX_BLOCK || in_n < 2u + (r->first ? n : 0u)) return TSR_K_EARG;
+    if (r->batch) return fwd_batch_check(st, r, in_w, in_f, in_n, room);
+    if (s >= cf->n_slots || n == 0 || n > TSR_MAX_BLOCK || in_n < 2u + (r->first ? n : 0u))
+        return TSR_K_EARG;
     if ((r->flags & TSR_FWDC_SAMPLE) && (n != 1u || !tsr_lay_holds_head(cf) || room < 1u))
         return TSR_K_EARG;
     if ((uint64_t)st->pos[s] + n > cf->seq_len) return TSR_K_ERANGE;
-    if (!r->first && !link_header_ok(st, n, s, link_in)) return TSR_K_EARG;
+    if (!r->first && !link_header_ok(st, r, n, s)) return TSR_K_EARG;
 pass_check:
     for (uint32_t i = 0; r->first && i < n; i++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
+#pragma HLS LOOP_TRIPCOUNT min=0 max=TSR_MAX_BLOCK
         if (in_w[2u + i] >= cf->vocab_size) return TSR_K_EARG;
+    }
+    if (r->flags & TSR_FWDC_SAMPLE) {
+        r->temp[0] = in_f[0];
+        r->top_p[0] = in_f[1];
     }
     if (r->flags & TSR_FWDC_RESEED) {
         uint64_t seed = (uint64_t)c[TSR_CMD_A2] | ((uint64_t)c[TSR_CMD_A3] << 32);
@@ -719,32 +768,28 @@ dec_publish0:
 }
 
 /* FORWARD's items: n of its slot at consecutive positions, or a batch's,
- * one a record (each record's RNG reseeded when it asks); *temp / *top_p
- * their samplers (kept for the first TSR_MAX_BATCH). */
+ * one a record (each record's RNG reseeded when it asks); a sampled
+ * item's sampler is r->temp / r->top_p at q (a batch's b, a single
+ * slot's 0). */
 static uint32_t fwd_items_pass(tsr_kstate *st, const fwd_run *r, const uint32_t *in_w,
-                               const float *in_f, tsr_item *items, float *temp, float *top_p)
+                               tsr_item *items)
 {
     uint32_t nx = r->feed - r->fed;
 fwd_pass_items:
     for (uint32_t b = 0; b < nx; b++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
-        uint32_t w = b * TSR_FWDB_WORDS, sl = r->batch ? in_w[w + TSR_FWDB_SLOT] : r->slot;
-        float t = r->batch ? in_f[w + TSR_FWDB_TEMP] : in_f[0];
-        float p = r->batch ? in_f[w + TSR_FWDB_TOP_P] : in_f[1];
-        if (r->batch && (in_w[w + TSR_FWDB_FLAGS] & TSR_FWDC_RESEED)) {
-            uint64_t seed = (uint64_t)in_w[w + TSR_FWDB_SEED_LO] |
-                            ((uint64_t)in_w[w + TSR_FWDB_SEED_HI] << 32);
+        uint32_t q = r->batch ? b : 0u, sl = r->batch ? r->rec[q][TSR_FWDB_SLOT] : r->slot;
+        if (r->batch && (r->rec[q][TSR_FWDB_FLAGS] & TSR_FWDC_RESEED)) {
+            uint64_t seed = (uint64_t)r->rec[q][TSR_FWDB_SEED_LO] |
+                            ((uint64_t)r->rec[q][TSR_FWDB_SEED_HI] << 32);
             st->rng[sl] = seed ? seed : TSR_RNG_DEFAULT;
         }
         items[b].slot = sl;
-        items[b].token = !r->first ? 0u : r->batch ? in_w[w + TSR_FWDB_TOKEN] : in_w[2u + b];
+        items[b].token = !r->first ? 0u : r->batch ? r->rec[q][TSR_FWDB_TOKEN] : in_w[2u + b];
         items[b].pos = (uint32_t)st->pos[sl] + (r->batch ? 0u : b);
         items[b].mode = !(r->flags & TSR_FWDC_SAMPLE) ? TSR_FWD_NONE
-                      : t <= 0.0f || p <= 0.0f ? TSR_FWD_GREEDY : TSR_FWD_LOGITS;
-        if (b < TSR_MAX_BATCH) {
-            temp[b] = t;
-            top_p[b] = p;
-        }
+                      : r->temp[q] <= 0.0f || r->top_p[q] <= 0.0f ? TSR_FWD_GREEDY
+                                                                  : TSR_FWD_LOGITS;
     }
     return nx;
 }
@@ -818,14 +863,16 @@ static void fwd_items_done(tsr_kstate *st, fwd_run *r, const tsr_item *items, ui
 fwd_items_out:
     for (uint32_t b = 0; b < nx; b++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BATCH
-        uint32_t sl = items[b].slot, k = seq_of[b];
-        int32_t next = sampled ? item_token(st, items, b, temp[b], top_p[b]) : -1;
+        uint32_t sl = items[b].slot;
+        float t = r->pass ? r->temp[b] : temp[b], p = r->pass ? r->top_p[b] : top_p[b];
+        int32_t next = sampled ? item_token(st, items, b, t, p) : -1;
         if (slots) st->pos[sl]++;
         if (r->pass) {
             if (r->batch) st->pending[sl] = -1;   /* the next token is the host's */
             if (sampled) out_w[b] = (uint32_t)next;
             continue;
         }
+        uint32_t k = seq_of[b];
         out_w[k * d->stride + 1u + d->done[k]] = (uint32_t)next;
         d->done[k]++;
         TSR_PUBLISH(&out_w[k * d->stride], d->done[k]);
@@ -879,7 +926,7 @@ read_logits:
 static int op_forward(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32_t *in_w,
                       const float *in_f, uint32_t in_n, volatile uint32_t *out_w,
                       volatile float *out_f, uint32_t room, volatile const uint32_t *hdr,
-                      const float *link_in, float *link_out, uint32_t *out_n)
+                      volatile const float *link_in, volatile float *link_out, uint32_t *out_n)
 {
     const tsr_kconfig *cf = &st->cfg;
     fwd_run r = { 0 };
@@ -896,24 +943,30 @@ static int op_forward(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uin
     int rc = TSR_K_OK;
     /* a stage runs FORWARD, and the last one READ_LOGITS */
     if (!r.pass && cf->stage != 0u && !(r.gather && tsr_lay_holds_head(cf))) return TSR_K_ESTATE;
-    if (r.pass) rc = fwd_setup_pass(st, &r, c, in_w, in_n, room, link_in);
+    /* a later stage's pass: its header first, whatever comes of it */
+    if (r.pass && !r.first) link_header_read(&r, link_in);
+    if (r.pass) rc = fwd_setup_pass(st, &r, c, in_w, in_f, in_n, room);
     else if (r.prefill) rc = fwd_setup_prefill(st, &r, in_w, in_n);
     else if (r.decode) rc = fwd_setup_decode(st, &r, c, in_w, in_f, in_n, room, out_w);
     else if (!st->logits_valid || st->logits_slot != r.slot ||
              (uint32_t)st->pos[r.slot] != st->logits_pos + 1u)
         rc = TSR_K_ESTATE;   /* none, or not this slot's at its position */
-    if (rc != TSR_K_OK) return rc;
+    if (rc != TSR_K_OK) {
+        /* a refused pass leaves the stream at the next pass's header */
+        if (r.pass && !r.first) link_drain(&r, link_in);
+        return rc;
+    }
 
     uint64_t g_cy = st->cnt.cyc[TSR_RG_GATHER], g_bytes = st->cnt.fabric_gather_bytes;
     tsr_item items[TSR_MAX_BLOCK];
-    float temp[TSR_MAX_BATCH], top_p[TSR_MAX_BATCH];   /* a sampled pass's items' */
-    uint32_t seq_of[TSR_MAX_BLOCK];                     /* decode: each item's sequence */
+    float temp[TSR_MAX_BATCH], top_p[TSR_MAX_BATCH];   /* decode: its items' samplers */
+    uint32_t seq_of[TSR_MAX_BATCH];                     /* decode: each item's sequence */
 fwd_passes:
     for (;;) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_SEQ
         uint32_t nx = 0;
         if (r.pass) {
-            nx = fwd_items_pass(st, &r, in_w, in_f, items, temp, top_p);
+            nx = fwd_items_pass(st, &r, in_w, items);
         } else if (r.prefill) {
             nx = fwd_items_prefill(st, &r, in_w, items);
         } else if (r.decode) {
@@ -1067,8 +1120,8 @@ cnt_pes:
 
 int tsr_kernel_exec(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32_t *in_w,
                     const float *in_f, volatile uint32_t *out_w, volatile float *out_f,
-                    volatile const uint32_t *hdr, const float *link_in, float *link_out,
-                    uint32_t *out_n)
+                    volatile const uint32_t *hdr, volatile const float *link_in,
+                    volatile float *link_out, uint32_t *out_n)
 {
     uint32_t op = c[TSR_CMD_OP], s = c[TSR_CMD_SLOT];
     uint32_t in_n = c[TSR_CMD_IN_WORDS], room = c[TSR_CMD_OUT_WORDS];
@@ -1090,7 +1143,9 @@ int tsr_kernel_exec(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint3
     }
     /* the rest need a configured device and a valid slot */
     if (!st->configured) return TSR_K_ESTATE;
-    if (op != TSR_OP_DECODE_BATCH && op != TSR_OP_READ_MEM && s >= st->cfg.n_slots)
+    /* (FORWARD checks its SLOT itself, after its link-in header) */
+    if (op != TSR_OP_DECODE_BATCH && op != TSR_OP_READ_MEM && op != TSR_OP_FORWARD &&
+        s >= st->cfg.n_slots)
         return TSR_K_EARG;
     switch (op) {
     case TSR_OP_RESET:
@@ -1144,7 +1199,7 @@ cycles_sum:
 
 void tsr_kernel_serve(tsr_kstate *st, volatile uint32_t *ctl, const uint32_t *in_w,
                       const float *in_f, volatile uint32_t *out_w, volatile float *out_f,
-                      const float *link_in, float *link_out)
+                      volatile const float *link_in, volatile float *link_out)
 {
     uint32_t n = ctl[TSR_CTL_RING_N], k = 0, seq = 1;
     if (n == 0 || n > TSR_RING_MAX) return;
@@ -1184,8 +1239,8 @@ serve_read:
 
 #ifndef TSR_EMU
 void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f,
-                 volatile uint32_t *out_w, volatile float *out_f,
-                 const float link_in[TSR_LINK_WORDS], float link_out[TSR_LINK_WORDS])
+                 volatile uint32_t *out_w, volatile float *out_f, volatile const float *link_in,
+                 volatile float *link_out)
 {
 #pragma HLS INTERFACE m_axi port=ctl offset=slave bundle=gmem0 depth=TSR_CTL_DEPTH
 #pragma HLS INTERFACE m_axi port=in_w offset=slave bundle=gmem1 depth=TSR_IN_DEPTH max_read_burst_length=256

@@ -127,11 +127,14 @@ enum {
  *                  (distinct slots; SLOT is not used); payload: m records
  *                  of TSR_FWDB_WORDS (TSR_FWDB_*: slot, token id (a stage
  *                  without LINK_IN), RESEED flag, seed, temperature,
- *                  top_p); the link header's slot and pos are item 0's;
- *                  with TSR_FWDC_SAMPLE the last stage samples every item
- *                  with its record's sampler, answer: the m ids in item
- *                  order.  A stage takes a decode batch of sequences
- *                  this way: one pass over its weights for all of them. */
+ *                  top_p, a reserved word 0); the link header's slot and
+ *                  pos are item 0's; with TSR_FWDC_SAMPLE the last stage
+ *                  samples every item with its record's sampler, answer:
+ *                  the m ids in item order.  A stage takes a decode batch
+ *                  of sequences this way: one pass over its weights for
+ *                  all of them.  A stage with LINK_IN reads the pass's
+ *                  header before any check; refusing the pass, it reads
+ *                  the rest of it too (the next pass starts clean). */
 
 /* LOAD regions. */
 enum { TSR_REG_W8 = 0,   /* a PE's int8 array (bytes)                      */
@@ -437,31 +440,35 @@ void tsr_kernel_init(tsr_kstate *st);
  * command's IN_OFF already applied), out_w/out_f: the answer (OUT_OFF
  * applied).  hdr: the ring's header, TSR_CTL_CMD0 words, whose cancel
  * words (TSR_CTL_CANCEL, TSR_CTL_CANCEL_SLOT) are polled once per decode
- * step.  link_in / link_out: the stage's link ports (TSR_LINK_WORDS fp32
- * each, read and written in order from word 0; only FORWARD on a stage
- * with TSR_STAGE_LINK_IN / LINK_OUT touches them; may be NULL otherwise).
+ * step.  link_in / link_out: the stage's link ports (a pass of at most
+ * TSR_LINK_WORDS fp32, read and written in order from word 0, each word
+ * once: a FORWARD on a stage with TSR_STAGE_LINK_IN reads its pass's
+ * header first and, refusing the pass, the rest of it too; only FORWARD
+ * on a stage with TSR_STAGE_LINK_IN / LINK_OUT touches them; may be NULL
+ * otherwise).
  * Returns TSR_K_*; *out_n gets the answer words written. */
 int tsr_kernel_exec(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32_t *in_w,
                     const float *in_f, volatile uint32_t *out_w, volatile float *out_f,
-                    volatile const uint32_t *hdr, const float *link_in, float *link_out,
-                    uint32_t *out_n);
+                    volatile const uint32_t *hdr, volatile const float *link_in,
+                    volatile float *link_out, uint32_t *out_n);
 
 /* Serve the ring in ctl until EXIT: the body of tessera_top.  ctl holds
  * TSR_CTL_WORDS(ctl[TSR_CTL_RING_N]) words; link_in / link_out as for
  * tsr_kernel_exec. */
 void tsr_kernel_serve(tsr_kstate *st, volatile uint32_t *ctl, const uint32_t *in_w,
                       const float *in_f, volatile uint32_t *out_w, volatile float *out_f,
-                      const float *link_in, float *link_out);
+                      volatile const float *link_in, volatile float *link_out);
 
 #ifndef TSR_EMU
 /* The synthesis top: five m_axi ports (ctl volatile, in read as uint32 and
  * as fp32, out written as uint32 and as fp32; the host binds one buffer to
  * each pair), two AXI4-Stream ports of fp32 words (link_in, link_out: a
- * pipeline stage's card-to-card links, TSR_LINK_WORDS a pass at most),
- * ap_ctrl_hs control.  Started once; returns after EXIT. */
+ * pipeline stage's card-to-card links, TSR_LINK_WORDS a pass at most;
+ * volatile pointers, each access the stream's next word: TSR_LINK_GET in
+ * tsr_hls.h), ap_ctrl_hs control.  Started once; returns after EXIT. */
 void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f,
-                 volatile uint32_t *out_w, volatile float *out_f,
-                 const float link_in[TSR_LINK_WORDS], float link_out[TSR_LINK_WORDS]);
+                 volatile uint32_t *out_w, volatile float *out_f, volatile const float *link_in,
+                 volatile float *link_out);
 #endif
 
 /* ------------------------------------------------------------------------ */

@@ -290,7 +290,7 @@ void tsr_mesh_gather_pass(tsr_kstate *st, uint32_t mat, uint32_t nx, uint32_t yw
  * TSR_STAGE_LINK_OUT the pass ends by writing the header (n, slot, pos,
  * dim of item 0) and each item's residual vector to link_out instead of
  * the classifier.  NULL where the stage has no such port. */
-void tsr_forward(tsr_kstate *st, tsr_item *items, uint32_t nx, const float *link_in,
-                 float *link_out);
+void tsr_forward(tsr_kstate *st, tsr_item *items, uint32_t nx, volatile const float *link_in,
+                 volatile float *link_out);
 
 #endif

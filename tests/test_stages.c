@@ -432,9 +432,10 @@ static void batch_forward(void **state)
         assert_int_equal(sp.s[0].st->pos[0], NP - 1 + NGEN);
         assert_int_equal(sp.s[K - 1].st->pos[1], NP - 1 + NGEN);
 
-        /* refused: a slot twice, more items than a pass takes, an id past
-         * the vocabulary, a link header of another slot, a position past
-         * seq_len */
+        /* refused: a slot twice, more items than a pass takes, a reserved
+         * word set, an id past the vocabulary, a link header of another
+         * slot, a position past seq_len; a single slot's FORWARD past
+         * n_slots */
         uint32_t recs[9 * TSR_FWDB_WORDS], out[9], a[6] = { 2, TSR_FWDC_BATCH };
         fwdb_record(recs, 0, 1, 0, 0, 0, 0);
         fwdb_record(recs + TSR_FWDB_WORDS, 0, 1, 0, 0, 0, 0);
@@ -445,6 +446,10 @@ static void batch_forward(void **state)
         assert_int_equal(forward_n(sp.s[0].st, 0, a, recs, 9 * TSR_FWDB_WORDS, NULL, 0, NULL, NULL,
                                    link_buf[0]), TSR_K_EARG);
         a[0] = 1;
+        fwdb_record(recs, 0, 1, 0, 0, 0, 0);
+        recs[TSR_FWDB_RESERVED] = 1;   /* a word for later: zero */
+        assert_int_equal(forward_n(sp.s[0].st, 0, a, recs, TSR_FWDB_WORDS, NULL, 0, NULL, NULL,
+                                   link_buf[0]), TSR_K_EARG);
         fwdb_record(recs, 0, (int32_t)sp.s[0].kc.vocab_size, 0, 0, 0, 0);
         assert_int_equal(forward_n(sp.s[0].st, 0, a, recs, TSR_FWDB_WORDS, NULL, 0, NULL, NULL,
                                    link_buf[0]), TSR_K_EARG);
@@ -461,6 +466,9 @@ static void batch_forward(void **state)
         fwdb_record(recs + TSR_FWDB_WORDS, 0, 1, 0, 0, 0, 0);
         assert_int_equal(forward_n(sp.s[K - 1].st, 1, a, recs, 2 * TSR_FWDB_WORDS, out, 1, NULL,
                                    link_buf[0], NULL), TSR_K_EARG);
+        uint32_t one[3] = { 0, 0, 1 }, a1[6] = { 1, 0 };
+        assert_int_equal(forward_n(sp.s[0].st, 2, a1, one, 3, NULL, 0, NULL, NULL, link_buf[0]),
+                         TSR_K_EARG);
         /* slot 1 at seq_len */
         sp.s[0].st->pos[1] = (int32_t)sp.s[0].kc.seq_len;
         a[0] = 1;
