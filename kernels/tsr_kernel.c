@@ -1217,7 +1217,10 @@ serve_wait:
         }
         uint32_t c[TSR_CMD_WORDS];
 serve_read:
-        for (uint32_t i = 0; i < TSR_CMD_WORDS; i++) c[i] = ctl[e + i];
+        for (uint32_t i = 0; i < TSR_CMD_WORDS; i++) {
+#pragma HLS PIPELINE II=1
+            c[i] = ctl[e + i];   /* back to back: one round trip, not 16 */
+        }
         uint32_t out_n = 0;
         uint64_t cy0 = cycles_charged(st);
         int status = tsr_kernel_exec(st, c, in_w + c[TSR_CMD_IN_OFF], in_f + c[TSR_CMD_IN_OFF],
