@@ -61,5 +61,7 @@
 #define TSR_EST_URAM          640
 #define TSR_EST_BRAM36        1376
 #define TSR_EST_DSP           7791
+#define TSR_EST_LUT           0
+#define TSR_EST_FF            0
 
 #endif
