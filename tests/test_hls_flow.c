@@ -248,11 +248,11 @@ static void test_make_n_xclbin(void **state)
     assert_non_null(strstr(out, "command -v xclbinutil"));
 
     // the compile names every kernel source, the profile and its defines:
-    // stories15m's fp32 arrays in UltraRAM, its KV cache in block RAM
+    // stories15m's fp32 arrays in block RAM, its KV cache in UltraRAM
     char *c = line_starting("v++ -c ");
     assert_non_null(c);
     assert_non_null(strstr(c, "-DTSR_PROFILE_HEADER=<profiles/profile_stories15m.h>' "
-                              "-DTSR_F32_URAM=1 -DTSR_KV_URAM=0 "));
+                              "-DTSR_F32_URAM=0 -DTSR_KV_URAM=1 "));
     assert_null(strstr(c, "TSR_PE_F32_URAM"));   /* the define the kernels dropped */
     assert_null(strstr(c, "--profile.stall"));   /* no monitors unless asked */
     assert_non_null(strstr(c, "--hls.clock 300000000:tessera_top"));
@@ -283,7 +283,7 @@ static void test_make_n_xclbin(void **state)
     // profile's defines, into the named bitstream
     char want[256];
     snprintf(want, sizeof want, "-DTSR_PROFILE_HEADER='\"profiles/profile_stories15m.h\"' "
-             "-DTSR_F32_URAM=1 -DTSR_KV_URAM=0 hw/profile_kv.c -o %s/hw/profile_kv_stories15m",
+             "-DTSR_F32_URAM=0 -DTSR_KV_URAM=1 hw/profile_kv.c -o %s/hw/profile_kv_stories15m",
              bdir);
     assert_non_null(strstr(out, want));
     assert_non_null(strstr(out, "--add-key-value \"USER:tessera_profile:$("));
@@ -554,8 +554,8 @@ static void test_hls_config(void **state)
     assert_int_equal(run(MAKE "HLS_DIR=%s PROFILE=stories15m PART=u280 %s", dir, path), 0);
     size_t n;
     char *cfg = slurp(path, &n);
-    const char *flags = "-DTSR_PROFILE_HEADER=<profiles/profile_stories15m.h> -DTSR_F32_URAM=1 "
-                        "-DTSR_KV_URAM=0";
+    const char *flags = "-DTSR_PROFILE_HEADER=<profiles/profile_stories15m.h> -DTSR_F32_URAM=0 "
+                        "-DTSR_KV_URAM=1";
     assert_int_equal(lines_containing(cfg, flags), 2);   /* syn.cflags, tb.cflags */
     assert_int_equal(lines_containing(cfg, "syn.cflags="), 1);
     assert_int_equal(lines_containing(cfg, "tb.cflags="), 1);
