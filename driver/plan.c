@@ -59,7 +59,8 @@ const char *tsr_plan_assumptions(void)
            "8 fp32 attention lanes, fp32 add recurrences 8 cycles apart); a card-to-card hop "
            "1000 cycles (TSR_LINK_HOP) plus the residual vector a word a cycle; PE int8 tiles as 256-bit words in URAM, other arrays per partition "
            "bank in BRAM36 (<= 64 words: LUTRAM); fp32 multiply 3 DSP, add 2, expf 7, cos/sin "
-           "10, int8 MACs in LUTs";
+           "10, int8 MACs in LUTs; LUTs and FFs per operator instance from hw/ops.def (estimates "
+           "until a csynth); a fit is every resource under the ceiling of what the shell leaves";
 }
 
 static uint64_t cdiv64(uint64_t a, uint64_t b) { return (a + b - 1u) / b; }
@@ -1585,6 +1586,9 @@ static void fmt_json(const tsr_plan *p, const char *name, sbuf *b)
     /* no clock: no tokens/s, and no streaming bandwidth */
     int clk = p->clock_mhz > 0;
     json_num(b, "clock_mhz", p->clock_mhz, clk, 0);
+    if (clk)
+        put(b, "\"clock_from\":\"%s\",", p->clock_from == 0 ? "option"
+                                         : p->clock_from == 1 ? "profile" : "part");
     json_num(b, "tok_s", p->tok_s, clk, 1);
     json_num(b, "tok_s_mean", p->tok_s_mean, clk, 1);
     put(b, "\"weight_bytes_per_token\":%llu,", (unsigned long long)p->weight_bytes_all);

@@ -192,6 +192,14 @@ static void test_cli(void **state)
     assert_non_null(strstr(out, "\"over\":{\"resource\":\"LUT\",\"by\":"));
     assert_non_null(strstr(out, "\"lut_have\":1146240,"));
     assert_non_null(strstr(out, "\"max_util\":75,"));
+    assert_non_null(strstr(out, "\"clock_from\":\"part\","));   /* no profile: the part's */
+    rc = run_capture(TESSERA_BIN " plan --shape stories15M --part u55c --profile stories15m --json",
+                     out, err, sizeof err);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "\"clock_mhz\":300,\"clock_from\":\"profile\","));
+    assert_non_null(strstr(out, "\"profile\":{\"uram\":704,\"bram36\":1212,\"dsp\":2871,"
+                                "\"lut\":698088,\"ff\":629797},"));
+    assert_non_null(strstr(out, "\"over\":null,"));
     /* a ceiling outside 1..100 is an error */
     rc = run_capture(TESSERA_BIN " plan --shape stories15M --part u55c --max-util 0", out, err,
                      sizeof err);
