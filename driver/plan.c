@@ -1388,7 +1388,9 @@ static void fmt_text(const tsr_plan *p, const char *name, sbuf *b)
                "built from it):\n            URAM %ld, BRAM36 %ld, DSP %ld, LUT %ld, FF %ld",
             p->profile, p->prof_res.uram, p->prof_res.bram, p->prof_res.dsp, p->prof_res.lut,
             p->prof_res.ff);
-        if (su >= 0) put(b, " (its header states %ld, %ld, %ld)", su, sb, sd);
+        long sl, sf;
+        tsr_profile_stated_fabric(p->profile, &sl, &sf);
+        if (su >= 0) put(b, " (its header states %ld, %ld, %ld, %ld, %ld)", su, sb, sd, sl, sf);
         put(b, "\n  the model uses of them: URAM %ld, BRAM36 %ld\n", p->res.uram, p->res.bram);
     } else {
         put(b, "  these are what the model needs; a bitstream's are set by its profile "
