@@ -167,6 +167,11 @@ int tsr_device_open(const char *spec, tsr_device **out)
             rc = tsr_seterr(&dev->err, TSR_ERR_UNSUPPORTED,
                             "backend '%s' is not built into this libtessera", dev->spec.backend);
     }
+    /* under mpirun every rank is a stage: one device would leave them idle */
+    if (rc == TSR_OK && tsr_mpi_ranks() > 1 && dev->spec.cards <= 1)
+        rc = tsr_seterr(&dev->err, TSR_ERR_ARG, "under mpirun with %d ranks the model is split "
+                        "one stage a rank: cards=%d (--cards %d), or run without mpirun",
+                        tsr_mpi_ranks(), tsr_mpi_ranks(), tsr_mpi_ranks());
     if (rc == TSR_OK) rc = tsr_kcmd_open(&dev->k, dev->be, &dev->spec, &dev->err);
     if (rc == TSR_OK) __atomic_store_n(&dev->live, dev->k.b, __ATOMIC_SEQ_CST);
     return tsr_call_leave(&c, rc);

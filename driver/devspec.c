@@ -2,6 +2,7 @@
  * "emu:pes=16,cols=4,kvsplit=2", "emu:batch=2", "emu:cards=2",
  * "emu:stages=0-2/3-4", "xrt:0", "xrt:1,xclbin=path". */
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,23 +22,49 @@ static int parse_int(const char *s, int lo, int hi, int *out)
 
 /* "0-2/3-4": contiguous layer ranges from 0, into ends (3, 5); the count,
  * or -1. */
-static int parse_stages(const char *s, int *ends)
+/* "0-1/2-4": contiguous layer ranges from 0, two or more (a split).
+ * Returns the ranges, ends[k] the layer after range k; or -1 with why
+ * (NUL-terminated, at most cap bytes). */
+static int parse_stages(const char *s, int *ends, char *why, size_t cap)
 {
     int n = 0, next = 0;
     while (*s) {
         char *p;
         long a = strtol(s, &p, 10), b;
-        if (p == s || a != next || *p != '-') return -1;
+        if (p == s || *p != '-') {
+            snprintf(why, cap, "range %d is not FIRST-LAST", n + 1);
+            return -1;
+        }
+        if (a != next) {
+            snprintf(why, cap, "range %d starts at layer %ld, not %d (ranges run on from 0, "
+                     "no gap, no overlap)", n + 1, a, next);
+            return -1;
+        }
         s = p + 1;
         b = strtol(s, &p, 10);
-        if (p == s || b < a || b > 4095 || n == TSR_DEV_MAX_CARDS) return -1;
+        if (p == s || b < a || b > 4095) {
+            snprintf(why, cap, "range %d does not end at a layer from %ld on", n + 1, a);
+            return -1;
+        }
+        if (n == TSR_DEV_MAX_CARDS) {
+            snprintf(why, cap, "more than %d ranges (one a device)", TSR_DEV_MAX_CARDS);
+            return -1;
+        }
         ends[n++] = (int)b + 1;
         next = (int)b + 1;
         s = p;
-        if (*s == '/') s++;
-        else if (*s) return -1;
+        if (*s == '/' && s[1]) s++;
+        else if (*s) {
+            snprintf(why, cap, "'%s' after range %d", s, n);
+            return -1;
+        }
     }
-    return n > 0 ? n : -1;
+    if (n < 2) {
+        snprintf(why, cap, "%s: a split needs two ranges or more (one device holds the whole "
+                 "model without stages=)", n ? "one range" : "no range");
+        return -1;
+    }
+    return n;
 }
 
 static int copy_field(char *dst, size_t cap, const char *src)
@@ -102,17 +129,34 @@ int tsr_devspec_parse(const char *spec, tsr_devspec *out, tsr_err *e)
         }
         else if (!strcmp(tok, "cols"))    bad = parse_int(val, 1, 4096, &out->cols);
         else if (!strcmp(tok, "kvsplit")) bad = parse_int(val, 1, 4096, &out->kv_split);
-        else if (!strcmp(tok, "batch"))   bad = parse_int(val, 1, 8, &out->batch);
+        else if (!strcmp(tok, "batch")) {
+            if (parse_int(val, 1, 8, &out->batch))
+                return tsr_seterr(e, TSR_ERR_ARG, "device spec '%s': batch=%s: not an integer "
+                                  "in 1..8", spec, val);
+            bad = 0;
+        }
         else if (!strcmp(tok, "cards")) {
             int c = 0;
-            bad = parse_int(val, 1, TSR_DEV_MAX_CARDS, &c);
-            if (!bad && out->cards && out->cards != c) bad = 1;   /* stages= says otherwise */
-            if (!bad) out->cards = c;
+            if (parse_int(val, 1, TSR_DEV_MAX_CARDS, &c))
+                return tsr_seterr(e, TSR_ERR_ARG, "device spec '%s': cards=%s: not an integer "
+                                  "in 1..%d", spec, val, TSR_DEV_MAX_CARDS);
+            if (out->cards && out->cards != c)   /* stages= says otherwise */
+                return tsr_seterr(e, TSR_ERR_ARG, "device spec '%s': cards=%d, stages= gives %d "
+                                  "ranges", spec, c, out->cards);
+            out->cards = c;
+            bad = 0;
         }
         else if (!strcmp(tok, "stages")) {
-            int c = parse_stages(val, out->stage_end);
-            bad = c < 0 || (out->cards && out->cards != c);
-            if (!bad) out->cards = c;
+            char why[160];
+            int c = parse_stages(val, out->stage_end, why, sizeof why);
+            if (c < 0)
+                return tsr_seterr(e, TSR_ERR_ARG, "device spec '%s': stages=%s: %s", spec, val,
+                                  why);
+            if (out->cards && out->cards != c)
+                return tsr_seterr(e, TSR_ERR_ARG, "device spec '%s': stages= gives %d ranges, "
+                                  "cards=%d", spec, c, out->cards);
+            out->cards = c;
+            bad = 0;
         }
         else
             return tsr_seterr(e, TSR_ERR_ARG,

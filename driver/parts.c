@@ -8,8 +8,8 @@
 #define TSR_URAM_BYTES   32768u  /* 288 Kb block: 256 Kb of data + ECC       */
 
 static const tsr_part parts[] = {
-#define TSR_PART(name, family, bram36, uram, dsp, lut, sb, su, sd, sl, clk, gbps, kind, src) \
-    { #name, family, bram36, uram, dsp, lut, sb, su, sd, sl, clk, gbps, kind, src },
+#define TSR_PART(name, family, bram36, uram, dsp, lut, ff, sb, su, sd, sl, sf, clk, gbps, kind, src) \
+    { #name, family, bram36, uram, dsp, lut, ff, sb, su, sd, sl, sf, clk, gbps, kind, src },
 #include "../hw/parts.def"
 #undef TSR_PART
 };

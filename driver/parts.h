@@ -22,10 +22,12 @@ typedef struct tsr_part {
     int         uram;          /* 288 Kb UltraRAMs                  (-1: unknown) */
     int         dsp;           /* DSP48E2 / DSP58 slices            (-1: unknown) */
     int         lut;           /* LUTs                              (-1: unknown) */
+    int         ff;            /* flip-flops                        (-1: unknown) */
     int         shell_bram36;  /* reserved by the platform shell    (-1: unknown) */
     int         shell_uram;
     int         shell_dsp;
     int         shell_lut;
+    int         shell_ff;
     int         clock_mhz;     /* default kernel clock, MHz         (-1: unknown) */
     int         offchip_gbps;  /* off-chip DRAM peak, GB/s          (-1: unknown) */
     const char *offchip_kind;  /* "HBM2 16 GB", ...                            */

@@ -59,7 +59,8 @@ const char *tsr_plan_assumptions(void)
            "8 fp32 attention lanes, fp32 add recurrences 8 cycles apart); a card-to-card hop "
            "1000 cycles (TSR_LINK_HOP) plus the residual vector a word a cycle; PE int8 tiles as 256-bit words in URAM, other arrays per partition "
            "bank in BRAM36 (<= 64 words: LUTRAM); fp32 multiply 3 DSP, add 2, expf 7, cos/sin "
-           "10, int8 MACs in LUTs";
+           "10, int8 MACs in LUTs; LUTs and FFs per operator instance from hw/ops.def (estimates "
+           "until a csynth); a fit is every resource under the ceiling of what the shell leaves";
 }
 
 static uint64_t cdiv64(uint64_t a, uint64_t b) { return (a + b - 1u) / b; }
@@ -494,6 +495,16 @@ static long dsp_count(uint32_t P, uint32_t att_pes, uint32_t C, uint32_t Q, int 
            tree_instances(att_pes, Q) * dsp_att_tree() + dsp_ctrl(sum_lanes);
 }
 
+/* LUTs and flip-flops of datapath d into r (plan_fit.c). */
+static void fabric_to(const tsr_fit_dp *d, tsr_plan_res *r)
+{
+    tsr_fit_fabric_of(d, &r->fab);
+    r->lut = r->fab.lut;
+    r->ff = r->fab.ff;
+    r->lut_pe = r->fab.lut_pe;
+    r->ff_pe = r->fab.ff_pe;
+}
+
 /* The f16 / int8 KV paths a profile builds (dsp_att's kv_paths). */
 static uint32_t profile_kv_paths(const tsr_kprofile *p)
 {
@@ -537,6 +548,9 @@ void tsr_plan_profile_resources(const tsr_kprofile *p, tsr_plan_res *r)
     r->kv_in_uram = (int)p->kv_uram;
     r->dsp = dsp_count(p->pes, p->att_pes, p->mesh_cols, p->kv_split_max, (int)p->with_f32,
                        (int)p->with_q4, profile_kv_paths(p), p->sum_lanes, &r->dsp_pe);
+    tsr_fit_dp d;
+    tsr_fit_dp_of_profile(p, &d);
+    fabric_to(&d, r);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -745,6 +759,8 @@ static void eval_card(const tsr_kconfig *kc, int K, int k, uint32_t l0, uint32_t
     uint64_t sl = tsr_lay_seq_words(kc);
     uint32_t nmax = kc->dim > kc->hidden_dim ? kc->dim : kc->hidden_dim;
     uint32_t B = pf->block ? pf->block : 1u;   /* items a pass (TSR_MAX_BLOCK) */
+    uint32_t rows_max = 0;
+    uint64_t att_max = 0, ao_max = 0;
     for (uint32_t p = 0; p < P; p++) {
         uint64_t w8 = 0, f32w = 0;
         uint32_t rows = 0, rot = 0;
@@ -780,6 +796,9 @@ static void eval_card(const tsr_kconfig *kc, int K, int k, uint32_t l0, uint32_t
                                               TSR_VEC * TSR_VEC : 0u,
                         .in_bytes = ((uint64_t)nmax + kc->group) * B, .f32_uram = (int)pf->f32_uram,
                         .kv_uram = kv_in_uram };
+        if (rows > rows_max) rows_max = rows;
+        if (a.att_words > att_max) att_max = a.att_words;
+        if (a.ao_words > ao_max) ao_max = a.ao_words;
         long u, b;
         pe_blocks(&a, &u, &b);
         if (u > r->res.uram_pe) r->res.uram_pe = u;
@@ -809,6 +828,20 @@ static void eval_card(const tsr_kconfig *kc, int K, int k, uint32_t l0, uint32_t
                            with_profile ? (int)pf->with_q4 : kc->q4_kinds != 0,
                            with_profile ? profile_kv_paths(pf) : kv_paths, pf->sum_lanes,
                            &r->res.dsp_pe);
+    /* the fabric of this mesh's datapath, its small arrays at the model's
+     * sizes */
+    tsr_fit_dp d = {
+        .pes = P, .att_pes = kc->att_pes, .cols = kc->mesh_cols, .kv_split = kc->kv_split,
+        .sum_lanes = pf->sum_lanes, .block = B, .with_f32 = with_profile ? pf->with_f32 : !q8,
+        .with_q4 = with_profile ? pf->with_q4 : kc->q4_kinds != 0,
+        .kv_paths = with_profile ? profile_kv_paths(pf) : kv_paths, .group_min = kc->group,
+        .group_max = kc->group, .mats = nm, .pe_rows = rows_max,
+        .in_words = (nmax + kc->group + TSR_LANES) / TSR_LANES,
+        .xs_words = (nmax + kc->group + TSR_LANES) / kc->group, .att_words = (uint32_t)att_max,
+        .acc_words = (uint32_t)(sl > tsr_lay_head_size(kc) ? sl : tsr_lay_head_size(kc)),
+        .ao_words = (uint32_t)ao_max, .qkv_words = kc->dim + 2u * tsr_lay_kv_dim(kc),
+    };
+    fabric_to(&d, &r->res);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -952,7 +985,12 @@ static int eval_to(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part
     out->uram_have = part_have(part->uram, part->shell_uram);
     out->bram_have = part_have(part->bram36, part->shell_bram36);
     out->dsp_have = part_have(part->dsp, part->shell_dsp);
-    out->decidable = out->uram_have >= 0 && out->bram_have >= 0 && out->dsp_have >= 0;
+    out->lut_have = part_have(part->lut, part->shell_lut);
+    out->ff_have = part_have(part->ff, part->shell_ff);
+    out->max_util = rq->max_util > 0 ? rq->max_util : TSR_FIT_CEILING_PCT;
+    out->over = -1;
+    out->decidable = out->uram_have >= 0 && out->bram_have >= 0 && out->dsp_have >= 0 &&
+                     out->lut_have >= 0 && out->ff_have >= 0;
 
     /* KV in BRAM first; in URAM when BRAM is what overflows */
     for (int kv_uram = (int)out->prof.kv_uram; kv_uram < 2; kv_uram++) {
@@ -967,6 +1005,13 @@ static int eval_to(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part
             if (c.res.bram > worst.res.bram) worst.res.bram = c.res.bram;
             worst.res.dsp_pe = c.res.dsp_pe;
             worst.res.dsp = c.res.dsp;
+            if (c.res.lut >= worst.res.lut) {   /* the card with the most fabric */
+                worst.res.lut = c.res.lut;
+                worst.res.ff = c.res.ff;
+                worst.res.lut_pe = c.res.lut_pe;
+                worst.res.ff_pe = c.res.ff_pe;
+                worst.res.fab = c.res.fab;
+            }
         }
         out->bytes = worst.bytes;
         out->res = worst.res;
@@ -977,18 +1022,27 @@ static int eval_to(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part
         long su, sb, sd;
         tsr_profile_stated(out->profile, &su, &sb, &sd);
         const tsr_plan_res *need = out->with_profile && su >= 0 ? &out->prof_res : &out->res;
-        out->fits = out->decidable && need->uram <= out->uram_have &&
-                    need->bram <= out->bram_have && need->dsp <= out->dsp_have &&
+        /* every resource under the ceiling of what the shell leaves
+         * (plan_fit.c) */
+        long nd[TSR_FIT_R_COUNT] = { need->lut, need->ff, need->dsp, need->bram, need->uram };
+        long hv[TSR_FIT_R_COUNT] = { out->lut_have, out->ff_have, out->dsp_have, out->bram_have,
+                                     out->uram_have };
+        out->over = -1;
+        out->fits = out->decidable &&
+                    tsr_fit_judge(nd, hv, out->max_util, &out->over, &out->over_by) &&
                     (!out->with_profile || out->profile_ok);
-        if (out->fits || !out->decidable || out->res.bram <= out->bram_have) break;
+        if (out->fits || !out->decidable ||
+            out->res.bram <= tsr_fit_ceiling(out->bram_have, out->max_util))
+            break;
     }
     free(bounds);
     if (!out->decidable) {   /* name exactly the figures the table lacks */
         char miss[64] = "";
-        const char *names[] = { "BRAM36", "URAM", "DSP" };
-        long have[] = { out->bram_have, out->uram_have, out->dsp_have };
-        int n = 0, left = (have[0] < 0) + (have[1] < 0) + (have[2] < 0);
-        for (int i = 0; i < 3; i++)
+        const char *names[] = { "BRAM36", "URAM", "DSP", "LUT", "FF" };
+        long have[] = { out->bram_have, out->uram_have, out->dsp_have, out->lut_have, out->ff_have };
+        int n = 0, left = 0;
+        for (int i = 0; i < 5; i++) left += have[i] < 0;
+        for (int i = 0; i < 5; i++)
             if (have[i] < 0) {
                 n++;
                 snprintf(miss + strlen(miss), sizeof miss - strlen(miss), "%s%s",
@@ -999,10 +1053,14 @@ static int eval_to(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part
                  miss, left > 1 ? "s" : "");
     } else if (out->with_profile && !out->profile_ok) {
         snprintf(out->why, sizeof out->why, "profile %s: %s", out->profile, out->profile_why);
-    } else if (!out->fits) {
-        snprintf(out->why, sizeof out->why, "needs URAM %ld of %ld, BRAM36 %ld of %ld, DSP %ld of %ld",
-                 out->res.uram, out->uram_have, out->res.bram, out->bram_have, out->res.dsp,
-                 out->dsp_have);
+    } else if (!out->fits && out->over >= 0) {
+        long have[TSR_FIT_R_COUNT] = { out->lut_have, out->ff_have, out->dsp_have, out->bram_have,
+                                       out->uram_have };
+        long cap = tsr_fit_ceiling(have[out->over], out->max_util);
+        snprintf(out->why, sizeof out->why,
+                 "%s over the ceiling by %ld: needs %ld, the ceiling is %ld (%g%% of the %ld "
+                 "the shell leaves)", tsr_fit_resource_name(out->over), out->over_by,
+                 cap + out->over_by, cap, out->max_util, have[out->over]);
     }
 
     /* a decode that streamed the weights would read each matrix once per
@@ -1046,7 +1104,11 @@ static int eval_projection(const tsr_plan_req *rq, const tsr_part *part, tsr_pla
         nsamp++;
     }
     out->cycles_mean = sum / nsamp;
-    out->clock_mhz = rq->clock_mhz > 0 ? rq->clock_mhz : part->clock_mhz > 0 ? part->clock_mhz : -1;
+    /* the clock given, else the one the profile targets, else the part's */
+    int pclk = out->with_profile ? tsr_profile_clock_mhz(out->profile) : 0;
+    out->clock_from = rq->clock_mhz > 0 ? 0 : pclk > 0 ? 1 : 2;
+    out->clock_mhz = rq->clock_mhz > 0 ? rq->clock_mhz : pclk > 0 ? pclk
+                   : part->clock_mhz > 0 ? part->clock_mhz : -1;
     if (out->clock_mhz > 0) {
         out->tok_s = out->clock_mhz * 1e6 / (double)out->cyc.total;
         out->tok_s_mean = out->clock_mhz * 1e6 / out->cycles_mean;
@@ -1112,7 +1174,8 @@ static int eval_auto(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_pa
         }
     }
     if (!have) {
-        int P = pf && (int)pf->pes < PLAN_DEFAULT_PES ? (int)pf->pes : PLAN_DEFAULT_PES;
+        /* a profile's own mesh (what its bitstream has), else the default */
+        int P = pf ? (int)pf->pes : PLAN_DEFAULT_PES;
         if ((rc = eval(cfg, rq, part, P, out, e))) return rc;
         out->pes_chosen = 2;
     } else {
@@ -1292,30 +1355,45 @@ static void fmt_text(const tsr_plan *p, const char *name, sbuf *b)
     put(b, "  total        %14llu  (stationary: weights + scales + KV + norms = %llu)\n",
         (unsigned long long)p->bytes.total, (unsigned long long)p->bytes.stationary);
     put(b, "  fullest PE   %14llu  weights + scales + KV\n", (unsigned long long)p->bytes.pe_max);
-    put(b, "\nblocks and DSPs (int8 tiles: 256-bit words, 4 URAM wide; other arrays one memory "
-           "per partition bank, BRAM36, <= 64 words LUTRAM):\n");
-    put(b, "            per PE      card      part has\n");
-    put(b, "  URAM    %8ld  %8ld  ", p->res.uram_pe, p->res.uram);
-    fmt_have(b, p->uram_have, pt->shell_uram >= 0);
-    put(b, "\n  BRAM36  %8ld  %8ld  ", p->res.bram_pe, p->res.bram);
-    fmt_have(b, p->bram_have, pt->shell_bram36 >= 0);
-    put(b, "\n  DSP     %8ld  %8ld  ", p->res.dsp_pe, p->res.dsp);
-    fmt_have(b, p->dsp_have, pt->shell_dsp >= 0);
-    put(b, "\n  LUT     (not modelled)      ");
-    fmt_have(b, part_have(pt->lut, pt->shell_lut), pt->shell_lut >= 0);
-    put(b, "\n");
-    if (pt->shell_uram < 0 || pt->shell_bram36 < 0)
-        put(b, "  * whole device: the shell's reservation is not known to hw/parts.def\n");
+    put(b, "\nresources (int8 tiles: 256-bit words, 4 URAM wide; other arrays one memory "
+           "per partition bank, BRAM36, <= 64 words LUTRAM; LUT, FF: the datapath's operators, "
+           "hw/ops.def):\n");
+    const tsr_plan_res *use = p->with_profile ? &p->prof_res : &p->res;
+    long have[TSR_FIT_R_COUNT] = { p->lut_have, p->ff_have, p->dsp_have, p->bram_have, p->uram_have };
+    long need[TSR_FIT_R_COUNT] = { use->lut, use->ff, use->dsp, use->bram, use->uram };
+    long pe[TSR_FIT_R_COUNT] = { use->lut_pe, use->ff_pe, use->dsp_pe, use->bram_pe, use->uram_pe };
+    int shell[TSR_FIT_R_COUNT] = { pt->shell_lut >= 0, pt->shell_ff >= 0, pt->shell_dsp >= 0,
+                                   pt->shell_bram36 >= 0, pt->shell_uram >= 0 };
+    put(b, "            per PE      card   ceiling  part less shell  (ceiling: %g%%)\n", p->max_util);
+    for (int r = 0; r < TSR_FIT_R_COUNT; r++) {
+        put(b, "  %-6s  %8ld  %8ld  ", tsr_fit_resource_name(r), pe[r], need[r]);
+        long cap = tsr_fit_ceiling(have[r], p->max_util);
+        if (cap < 0) put(b, "%8s", "unknown");
+        else put(b, "%8ld", cap);
+        fmt_have(b, have[r], shell[r]);
+        if (cap >= 0 && need[r] > cap) put(b, "  OVER by %ld", need[r] - cap);
+        put(b, "\n");
+    }
+    if (!shell[0] || !shell[1] || !shell[2] || !shell[3] || !shell[4])
+        put(b, "  * whole device: the shell's reservation of it is not known to hw/parts.def\n");
+    put(b, "  LUT by group:");
+    for (int g = 0; g < TSR_FIT_GROUPS; g++)
+        put(b, " %s %ld%s", tsr_fit_group_name(g), use->fab.g_lut[g], g + 1 < TSR_FIT_GROUPS ? "," : "\n");
+    put(b, "  (an attention PE's own datapath %ld LUT; estimates from operator counts, not csynth)\n",
+        use->fab.lut_att_pe);
     if (p->with_profile) {
         long su, sb, sd;
         tsr_profile_stated(p->profile, &su, &sb, &sd);
-        put(b, "  profile %s's arrays, every PE at its profile size (a bitstream built from it):\n"
-               "            URAM %ld, BRAM36 %ld, DSP %ld", p->profile, p->prof_res.uram,
-            p->prof_res.bram, p->prof_res.dsp);
-        if (su >= 0) put(b, " (its header states %ld, %ld, %ld)", su, sb, sd);
-        put(b, "\n  the model's columns above are what it uses of them\n");
+        put(b, "  profile %s's arrays and datapath, every PE at its profile size (a bitstream "
+               "built from it):\n            URAM %ld, BRAM36 %ld, DSP %ld, LUT %ld, FF %ld",
+            p->profile, p->prof_res.uram, p->prof_res.bram, p->prof_res.dsp, p->prof_res.lut,
+            p->prof_res.ff);
+        long sl, sf;
+        tsr_profile_stated_fabric(p->profile, &sl, &sf);
+        if (su >= 0) put(b, " (its header states %ld, %ld, %ld, %ld, %ld)", su, sb, sd, sl, sf);
+        put(b, "\n  the model uses of them: URAM %ld, BRAM36 %ld\n", p->res.uram, p->res.bram);
     } else {
-        put(b, "  these blocks are what the model needs; a bitstream's are set by its profile "
+        put(b, "  these are what the model needs; a bitstream's are set by its profile "
                "(tessera plan --profile NAME, docs/hls-flow.md)\n");
     }
     if (p->max_seq[0] || p->max_seq[1] || p->max_seq[2])
@@ -1325,8 +1403,8 @@ static void fmt_text(const tsr_plan *p, const char *name, sbuf *b)
             p->max_seq[TSR_KV_F16], p->max_seq[TSR_KV_INT8]);
     if (!p->decidable) put(b, "\nfit: CANNOT DECIDE: %s\n", p->why);
     else if (p->fits)
-        put(b, "\nfit: FITS%s (URAM, BRAM36, DSP; LUTs not modelled: csynth will tell)\n",
-            p->cards > 1 ? " each card" : "");
+        put(b, "\nfit: FITS%s (LUT, FF, DSP, BRAM36, URAM under the %g%% ceiling; estimates "
+               "until a csynth)\n", p->cards > 1 ? " each card" : "", p->max_util);
     else {
         put(b, "\nfit: DOES NOT FIT: %s\n", p->why);
         put(b, "smallest changes that fit:\n");
@@ -1363,8 +1441,10 @@ static void fmt_text(const tsr_plan *p, const char *name, sbuf *b)
     if (p->cyc.links) put(b, ", card links %llu", (unsigned long long)p->cyc.links);
     put(b, "\n  mean cycles/token over positions 0..%u: %.0f\n", k->seq_len - 1, p->cycles_mean);
     if (p->clock_mhz > 0) {
-        put(b, "  projected tokens/s at %d MHz: %.0f at position %d, %.0f over a whole context\n",
-            p->clock_mhz, p->tok_s, p->pos, p->tok_s_mean);
+        put(b, "  projected tokens/s at %d MHz (%s): %.0f at position %d, %.0f over a whole "
+               "context\n", p->clock_mhz,
+            p->clock_from == 0 ? "--clock" : p->clock_from == 1 ? "the profile's target clock, "
+            "TSR_CLOCK_MHZ" : "the part's default kernel clock", p->tok_s, p->pos, p->tok_s_mean);
         put(b, "  streaming the weights instead (%llu bytes/token) would need %.1f GB/s off-chip",
             (unsigned long long)p->weight_bytes_all, p->stream_gbps);
         if (pt->offchip_gbps > 0) put(b, " (%s: %d GB/s)\n", pt->offchip_kind, pt->offchip_gbps);
@@ -1460,6 +1540,22 @@ static void fmt_json(const tsr_plan *p, const char *name, sbuf *b)
     put(b, "\"kv_in_uram\":%s,\"dsp_pe\":%ld,\"dsp\":%ld,", p->res.kv_in_uram ? "true" : "false",
         p->res.dsp_pe, p->res.dsp);
     json_num(b, "dsp_have", (double)p->dsp_have, p->dsp_have >= 0, 0);
+    put(b, "\"lut_pe\":%ld,\"lut\":%ld,", p->res.lut_pe, p->res.lut);
+    json_num(b, "lut_have", (double)p->lut_have, p->lut_have >= 0, 0);
+    put(b, "\"ff_pe\":%ld,\"ff\":%ld,", p->res.ff_pe, p->res.ff);
+    json_num(b, "ff_have", (double)p->ff_have, p->ff_have >= 0, 0);
+    put(b, "\"fabric\":{");
+    for (int g = 0; g < TSR_FIT_GROUPS; g++)
+        put(b, "\"%s\":[%ld,%ld]%s", tsr_fit_group_name(g), p->res.fab.g_lut[g], p->res.fab.g_ff[g],
+            g + 1 < TSR_FIT_GROUPS ? "," : "");
+    put(b, "},");
+    if (p->with_profile)
+        put(b, "\"profile\":{\"uram\":%ld,\"bram36\":%ld,\"dsp\":%ld,\"lut\":%ld,\"ff\":%ld},",
+            p->prof_res.uram, p->prof_res.bram, p->prof_res.dsp, p->prof_res.lut, p->prof_res.ff);
+    put(b, "\"max_util\":%g,", p->max_util);
+    put(b, "\"over\":");
+    if (p->over >= 0) put(b, "{\"resource\":\"%s\",\"by\":%ld},", tsr_fit_resource_name(p->over), p->over_by);
+    else put(b, "null,");
     put(b, "\"shell_known\":%s},", pt->shell_uram >= 0 && pt->shell_bram36 >= 0 ? "true" : "false");
     /* fits is null when the part table cannot decide it */
     put(b, "\"decidable\":%s,\"fits\":%s,", p->decidable ? "true" : "false",
@@ -1492,6 +1588,9 @@ static void fmt_json(const tsr_plan *p, const char *name, sbuf *b)
     /* no clock: no tokens/s, and no streaming bandwidth */
     int clk = p->clock_mhz > 0;
     json_num(b, "clock_mhz", p->clock_mhz, clk, 0);
+    if (clk)
+        put(b, "\"clock_from\":\"%s\",", p->clock_from == 0 ? "option"
+                                         : p->clock_from == 1 ? "profile" : "part");
     json_num(b, "tok_s", p->tok_s, clk, 1);
     json_num(b, "tok_s_mean", p->tok_s_mean, clk, 1);
     put(b, "\"weight_bytes_per_token\":%llu,", (unsigned long long)p->weight_bytes_all);
@@ -1617,6 +1716,12 @@ int tsr_plan_report(const char *path, const tsr_plan_opts *o, int json, char *bu
     rq.clock_mhz = o->clock_mhz;
     rq.pos = o->step > 0 ? o->step - 1 : -1;
     rq.cards = o->cards;
+    if (o->max_util < 0 || o->max_util > 100) {
+        rc = tsr_seterr(&e, TSR_ERR_ARG, "utilisation ceiling %g%% (valid: 0 < PCT <= 100)",
+                        o->max_util);
+        goto out;
+    }
+    rq.max_util = o->max_util;
     if (kv_parse(o->kv, &rq.kv)) {
         rc = tsr_seterr(&e, TSR_ERR_ARG, "KV precision '%s' (valid: f32, f16, int8)", o->kv);
         goto out;

@@ -26,6 +26,7 @@
 #include "error.h"
 #include "model.h"
 #include "parts.h"
+#include "plan_fit.h"
 #include "tsr_kernel.h"
 
 /* KV cache precision: TSR_KV_F32, TSR_KV_F16, TSR_KV_INT8 (the kernel's,
@@ -75,6 +76,8 @@ typedef struct tsr_plan_req {
     int pos;               /* position of the reported decode step; -1: the
                               last one (seq_len - 1)                          */
     int cards;             /* cards the layers are split over; 0: 1           */
+    double max_util;       /* utilisation ceiling, percent of what the shell
+                              leaves of each resource; 0: TSR_FIT_CEILING_PCT */
 } tsr_plan_req;
 
 /* Cycles of one decode step: the code's charges per region (TSR_RG_*). */
@@ -99,11 +102,15 @@ typedef struct tsr_plan_bytes {
     uint64_t pe_max;       /* bytes of the fullest PE (weights + KV)         */
 } tsr_plan_bytes;
 
-/* Blocks and DSPs. */
+/* Blocks, DSPs, LUTs and flip-flops. */
 typedef struct tsr_plan_res {
     long uram_pe, bram_pe;     /* fullest PE                                 */
     long uram, bram;           /* card total (PEs + controller)              */
     long dsp_pe, dsp;          /* DSPs per PE, per card                      */
+    long lut_pe, lut;          /* LUTs of the busiest PE, of the card
+                                  (plan_fit.c: instances x hw/ops.def)       */
+    long ff_pe, ff;            /* flip-flops, likewise                       */
+    tsr_fit_fabric fab;        /* the LUT / FF estimate by group             */
     int  kv_in_uram;           /* 1: the KV arrays went to URAM              */
 } tsr_plan_res;
 
@@ -135,11 +142,18 @@ typedef struct tsr_plan {
                               PE at its profile size (what a bitstream built
                               from it takes: tsr_plan_profile_resources)    */
     long uram_have, bram_have, dsp_have; /* the part minus its shell (-1: unknown) */
+    long lut_have, ff_have;
+    double max_util;           /* the ceiling, percent of each *_have        */
+    int  over;                 /* !fits by the ceiling: the first resource
+                                  over it (TSR_FIT_R_*), else -1             */
+    long over_by;              /* and by how much                            */
     int  decidable;            /* 0: the part table lacks a figure           */
     int  fits;
     char why[TSR_ERRMSG_MAX + 64]; /* why it does not fit / cannot be decided */
     /* projected speed */
     int clock_mhz;             /* -1: unknown (no clock given or in the table) */
+    int clock_from;            /* 0: --clock, 1: the profile's TSR_CLOCK_MHZ,
+                                  2: the part's default                       */
     int pos;                   /* the reported decode step's position        */
     tsr_plan_cycles cyc;       /* its cycles                                 */
     double cycles_mean;        /* mean cycles/token over positions 0..seq-1  */

@@ -17,24 +17,26 @@ typedef struct shipped {
     const char  *name;
     tsr_kprofile k;
     long         uram, bram, dsp;   /* stated estimate, -1 none */
+    long         lut, ff;           /* ... of the fabric, -1 none */
+    int          clock_mhz;         /* the clock it targets (TSR_CLOCK_MHZ), 0 none */
 } shipped;
 
 #include "profiles/profile_undef.h"
 #include "profiles/profile_generic.h"
 #include "profiles/profile_defaults.h"
-static const shipped p_generic = { TSR_PROFILE_NAME, KPROF_FIELDS, -1, -1, -1 };
+static const shipped p_generic = { TSR_PROFILE_NAME, KPROF_FIELDS, -1, -1, -1, -1, -1, TSR_CLOCK_MHZ };
 
 #include "profiles/profile_undef.h"
 #include "profiles/profile_stories260k.h"
 #include "profiles/profile_defaults.h"
 static const shipped p_260k = { TSR_PROFILE_NAME, KPROF_FIELDS, TSR_EST_URAM, TSR_EST_BRAM36,
-                                TSR_EST_DSP };
+                                TSR_EST_DSP, TSR_EST_LUT, TSR_EST_FF, TSR_CLOCK_MHZ };
 
 #include "profiles/profile_undef.h"
 #include "profiles/profile_stories15m.h"
 #include "profiles/profile_defaults.h"
 static const shipped p_15m = { TSR_PROFILE_NAME, KPROF_FIELDS, TSR_EST_URAM, TSR_EST_BRAM36,
-                               TSR_EST_DSP };
+                               TSR_EST_DSP, TSR_EST_LUT, TSR_EST_FF, TSR_CLOCK_MHZ };
 
 static const shipped *const all[] = { &p_generic, &p_260k, &p_15m };
 
@@ -59,4 +61,17 @@ void tsr_profile_stated(const char *name, long *uram, long *bram36, long *dsp)
     *uram = s ? s->uram : -1;
     *bram36 = s ? s->bram : -1;
     *dsp = s ? s->dsp : -1;
+}
+
+void tsr_profile_stated_fabric(const char *name, long *lut, long *ff)
+{
+    const shipped *s = find(name);
+    *lut = s ? s->lut : -1;
+    *ff = s ? s->ff : -1;
+}
+
+int tsr_profile_clock_mhz(const char *name)
+{
+    const shipped *s = find(name);
+    return s ? s->clock_mhz : 0;
 }

@@ -21,4 +21,11 @@ const char *tsr_profile_names(void);
  * generic profile, which states none). */
 void tsr_profile_stated(const char *name, long *uram, long *bram36, long *dsp);
 
+/* ... and of its fabric (TSR_EST_LUT, TSR_EST_FF; -1 none). */
+void tsr_profile_stated_fabric(const char *name, long *lut, long *ff);
+
+/* The kernel clock a profile targets, MHz (TSR_CLOCK_MHZ; 0: it states
+ * none, and plan takes the part's). */
+int tsr_profile_clock_mhz(const char *name);
+
 #endif

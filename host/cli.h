@@ -86,9 +86,11 @@ int cli_spec_split(const char *cmd, char *buf, size_t cap, int cards, const char
 
 /* The options' help lines for --cards and --stages (run, bench). */
 #define CLI_SPLIT_HELP \
-    "      --cards N         split the model's layers over N emulated devices in pipeline\n" \
-    "                        stages, as `tessera plan --cards N` proposes (the same tokens)\n" \
-    "      --stages A-B,...  the split by hand: contiguous layer ranges from 0, one a device\n"
+    "      --cards N         split the model's layers over N (2..16) emulated devices in\n" \
+    "                        pipeline stages, as `tessera plan --cards N --profile generic`\n" \
+    "                        proposes (the same tokens); under mpirun -np N, one a rank\n" \
+    "      --stages A-B,...  the split by hand: two or more contiguous layer ranges from 0,\n" \
+    "                        one a device\n"
 
 /* Read a whole prompt from path ("-": stdin) into *out (NUL-terminated,
  * malloc'd; one trailing newline dropped).  Returns 0, or -1 after

@@ -59,10 +59,12 @@ static const char usage[] =
     CLI_PART_HELP
     CLI_PES_HELP
     CLI_SPLIT_HELP
-    "                        (then also the decode tokens/s on the cards' own clocks,\n"
-    "                        single and --batch, and each card's layers and busy share)\n"
-    "      --stage-batch N   with --cards and --batch: a stage takes up to N waiting\n"
-    "                        sequences in one pass over its weights (default 1: one\n"
+    "                        (with --cards or --stages, also the decode tokens/s on the\n"
+    "                        cards' own clocks, single and --batch, and each card's layers\n"
+    "                        and busy share)\n"
+    "      --stage-batch N   a split's stages (--cards or --stages) take up to N waiting\n"
+    "                        sequences in one pass over its weights (1..8; with --batch B,\n"
+    "                        at most B; default 1: one\n"
     "                        sequence a pass, stage k on one while stage k+1 runs the\n"
     "                        one before, what cards gain from; more: fewer passes over\n"
     "                        the weights, what the emulator's host gains from; the\n"

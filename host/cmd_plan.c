@@ -17,8 +17,10 @@ static const char usage[] =
     "usage: tessera plan (-m MODEL | --shape SHAPE) --part PART [options]\n"
     "\n"
     "Before a bitstream build: on-chip bytes (weights, scales, KV cache, norms,\n"
-    "activations, scratch), BRAM36/URAM blocks after packing and DSPs, per PE and\n"
-    "per card, against the part; fits or not, and if not the smallest change that\n"
+    "activations, scratch), BRAM36/URAM blocks after packing, DSPs, and the LUTs\n"
+    "and flip-flops of the datapath's operators (hw/ops.def), per PE and per card,\n"
+    "against a ceiling of what the part's shell leaves; fits or not (and which\n"
+    "resource is over, by how much), and if not the smallest change that\n"
     "fits (a shorter context, an int8 KV cache, a split over K cards); projected\n"
     "cycles per decoded token and tokens/s, with the assumptions they rest on;\n"
     "from the same accounting, prefill tokens/s of a 128-token prompt (the\n"
@@ -59,6 +61,9 @@ static const char usage[] =
     "      --pos P           report the decode step (and the batched one) at position P\n"
     "                        (default: the last)\n"
     "      --cards K         split the layers over K cards (default 1)\n"
+    "      --max-util PCT    utilisation ceiling: a design fits when its LUTs, FFs,\n"
+    "                        DSPs, BRAM36 and URAM are each at most PCT %% of what\n"
+    "                        the platform shell leaves (default 75)\n"
     "      --json            the same as one JSON object\n"
     "  -h, --help            this text\n"
     "\n"
@@ -90,7 +95,7 @@ int cmd_plan(int argc, char **argv)
     const char *model = NULL;
     tsr_plan_opts o;
     memset(&o, 0, sizeof o);
-    int json = 0, pos = -1;
+    int json = 0, pos = -1, util = 0;
     char profile[64];   /* --profile's value lowercased: the names are (stories15m) */
     for (int i = 0; i < argc; i++) {
         const char *a = cli_opt(&argc, argv, i), *v;
@@ -113,6 +118,8 @@ int cmd_plan(int argc, char **argv)
         else if (!strcmp(a, "--clock"))      { VAL(); if (cli_int(a, v, 1, 10000, &o.clock_mhz)) return 2; }
         else if (!strcmp(a, "--pos"))        { VAL(); if (cli_int(a, v, 0, 1 << 24, &pos)) return 2; }
         else if (!strcmp(a, "--cards"))      { VAL(); if (cli_int(a, v, 1, 1024, &o.cards)) return 2; }
+        else if (!strcmp(a, "--max-util"))   { VAL(); if (cli_int(a, v, 1, 100, &util)) return 2;
+                                               o.max_util = util; }
         else if (!strcmp(a, "--json"))       { json = 1; }
         else if (!strcmp(a, "--kv")) {
             VAL();

@@ -317,8 +317,9 @@ int main(int argc, char **argv)
         if (rank == 0)
             cli_error("this tessera was built without MPI, so it cannot split a model over "
                       "mpirun's ranks: install Open MPI (Debian: apt-get install libopenmpi-dev "
-                      "openmpi-bin), then make clean && make MPI=1; --cards N without mpirun "
-                      "splits it over N emulated devices in this process");
+                      "openmpi-bin), then make MPI=1 BUILD=build-mpi and run build-mpi/tessera; "
+                      "--cards N without mpirun splits it over N emulated devices in this "
+                      "process");
         return 2;
     }
     /* argv with room for cli_opt's splits: at most one per argument */

@@ -51,12 +51,13 @@ HLS_PART := $(or $(HW_PART_$(PART)),$(PART))
 
 # Per-profile kernel defines, passed to every build of that profile (v++ -c,
 # the HLS config, hw/profile_kv).  stories15m: each PE's fp32 array
-# (scales) goes to UltraRAM, its KV cache stays in block RAM
-# (kernels/tsr_profile.h TSR_F32_URAM / TSR_KV_URAM): with 128 PEs, BRAM
-# for both would take ~1680 of the U55C's 2016 BRAM36, URAM for both
-# ~1152 of its 960 URAM (tessera plan's block counts for the profile's
-# arrays, docs/hls-flow.md).
-HW_DEFS_stories15m := -DTSR_F32_URAM=1 -DTSR_KV_URAM=0
+# (scales) stays in block RAM, the attention PEs' KV cache goes to
+# UltraRAM (kernels/tsr_profile.h TSR_F32_URAM / TSR_KV_URAM, as its
+# header says): with 32 PEs, 12 of them with attention, the other way
+# round would take 576 URAM and 1,548 BRAM36, over the 1,332 of plan's
+# ceiling on a U55C; this way 704 URAM and 1,212 BRAM36 (tessera plan's
+# block counts for the profile's arrays, docs/hls-flow.md).
+HW_DEFS_stories15m := -DTSR_F32_URAM=0 -DTSR_KV_URAM=1
 # Profiles whose PE memories need more than one SLR: linked without the
 # platform config's slr= pinning.
 HW_SPAN_SLRS := stories15m generic

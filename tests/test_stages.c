@@ -852,14 +852,24 @@ static void api_stages_by_hand(void **state)
                  "models/tok512.bin", 1, 0, 0, 0, &split);
     assert_memory_equal(split.toks, one.toks, sizeof one.toks);
     assert_int_equal(split.t.link_decode, API_GEN * 2u * 4u * (TSR_LINK_HDR + 64u));
-    /* a gap, and cards= against stages= */
+    /* refused, saying why: a gap, an overlap, one range (no split), a
+     * trailing separator, and cards= against stages= */
+    static const struct { const char *spec, *why; } bad[] = {
+        { "emu:stages=0-1/3-4", "range 2 starts at layer 3, not 2" },
+        { "emu:stages=0-1/1-4", "range 2 starts at layer 1, not 2" },
+        { "emu:stages=0-4", "a split needs two ranges or more" },
+        { "emu:stages=0-1/2-4/", "'/' after range 2" },
+        { "emu:stages=0-1/2-4,cards=3", "cards=3, stages= gives 2 ranges" },
+        { "emu:cards=3,stages=0-1/2-4", "stages= gives 2 ranges, cards=3" },
+    };
     tsr_device *dev = NULL;
-    assert_int_equal(tsr_device_open("emu:stages=0-1/3-4", &dev), TSR_ERR_ARG);
-    assert_non_null(strstr(tsr_device_errmsg(dev), "stages"));
-    tsr_device_close(dev);
-    dev = NULL;
-    assert_int_equal(tsr_device_open("emu:stages=0-1/2-4,cards=3", &dev), TSR_ERR_ARG);
-    tsr_device_close(dev);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        dev = NULL;
+        assert_int_equal(tsr_device_open(bad[i].spec, &dev), TSR_ERR_ARG);
+        if (!strstr(tsr_device_errmsg(dev), bad[i].why))
+            fail_msg("%s: '%s', not '...%s...'", bad[i].spec, tsr_device_errmsg(dev), bad[i].why);
+        tsr_device_close(dev);
+    }
     /* stages that do not cover the model's 5 layers */
     dev = NULL;
     assert_int_equal(tsr_device_open("emu:pes=4,threads=1,stages=0-1/2-3", &dev), TSR_OK);

@@ -830,7 +830,11 @@ typedef struct tsr_plan_opts {
     int  weights;          /* quantized weights: TSR_WEIGHTS_FILE (the file's
                               own; a shape as Q8_0), TSR_WEIGHTS_Q8,
                               TSR_WEIGHTS_Q4                                 */
-    uint64_t reserved[8];  /* zero                                           */
+    double max_util;       /* utilisation ceiling: a design fits when each of
+                              LUT, FF, DSP, BRAM36 and URAM is at most this
+                              percent of what the platform shell leaves;
+                              0: 75                                          */
+    uint64_t reserved[7];  /* zero                                           */
 } tsr_plan_opts;
 
 /* Plan the model file at path (or o->shape) on a part: on-chip bytes

@@ -36,3 +36,8 @@
 #ifndef TSR_PE_ATT
 #define TSR_PE_ATT          (TSR_MAX_HEADS * TSR_MAX_SEQ)
 #endif
+/* The kernel clock the profile targets, MHz (what `tessera plan
+ * --profile` projects tokens/s at); 0: none, the part's default. */
+#ifndef TSR_CLOCK_MHZ
+#define TSR_CLOCK_MHZ       0
+#endif

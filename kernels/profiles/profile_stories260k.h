@@ -49,5 +49,7 @@
 #define TSR_EST_URAM          16
 #define TSR_EST_BRAM36        823
 #define TSR_EST_DSP           1077
+#define TSR_EST_LUT           181080
+#define TSR_EST_FF            202951
 
 #endif
