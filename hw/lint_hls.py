@@ -128,6 +128,7 @@ RULES = [
     ("m-axi-null-test", "m_axi pointer tested against NULL"),
     ("m-axi-volatile", "INTERFACE m_axi volatile on a non-volatile pointee"),
     ("pipeline-divide", "run-time integer division or modulo in a PIPELINE region"),
+    ("pragma-value", "numeric pragma option that is not a literal or a macro naming one"),
 ]
 
 # --------------------------------------------------------------- libclang ---
@@ -545,6 +546,22 @@ def macro_pragmas(tu):
     return out
 
 
+def object_macros(tu):
+    """{name: [body tokens]} of the object-like macros the unit defines (the
+    last definition wins; function-like macros are left out)."""
+    out = {}
+    for c in tu.cursor.get_children():
+        if c.kind != K.MACRO_DEFINITION:
+            continue
+        toks = list(c.get_tokens())
+        if len(toks) > 1 and toks[1].spelling == "(" and \
+                toks[0].extent.end.offset == toks[1].extent.start.offset:
+            out.pop(c.spelling, None)
+            continue
+        out[c.spelling] = [t.spelling for t in toks[1:]]
+    return out
+
+
 # ------------------------------------------------------------------ loops ---
 
 
@@ -740,6 +757,7 @@ class Unit:
             if real:
                 self.pragmas += file_pragmas(tu, real, name)
         self.pragmas += macro_pragmas(tu)
+        self.macros = object_macros(tu)
         for c in tu.cursor.get_children():
             if c.kind == K.VAR_DECL:
                 self.filescope[c.spelling] = c
@@ -1001,6 +1019,55 @@ def rule_pragma_name(units, rep):
                     t = fd.type
 
 
+# Pragma options whose value is a number (UG1399 gives each as <int>).
+NUMERIC_OPTS = {"ii", "factor", "depth", "distance", "limit", "min", "max", "avg", "dim",
+                "latency", "max_read_burst_length", "max_write_burst_length",
+                "num_read_outstanding", "num_write_outstanding", "max_widen_bitwidth"}
+
+
+def literal_of(value, macros, seen=()):
+    """The decimal literal a pragma value is, or names through object-like
+    macros each of exactly one token; None for anything else (an
+    expression, a cast, a suffix, an undefined name)."""
+    if re.fullmatch(r"[0-9]+", value):
+        return value
+    if re.fullmatch(r"[A-Za-z_]\w*", value) and value in macros and value not in seen:
+        body = macros[value]
+        if len(body) == 1:
+            return literal_of(body[0], macros, seen + (value,))
+    return None
+
+
+def expansion(value, macros, depth=0):
+    """A macro's expansion for a message, a few levels deep."""
+    toks = macros.get(value)
+    if toks is None or depth > 3:
+        return value
+    return " ".join(expansion(t, macros, depth + 1) if t in macros else t for t in toks)
+
+
+def rule_pragma_value(units, rep):
+    for u in units:
+        for p in u.pragmas:
+            for key in sorted(p.opts):
+                if key not in NUMERIC_OPTS:
+                    continue
+                v = p.opts[key]
+                if literal_of(v, u.macros) is not None:
+                    continue
+                via = " (from macro %s)" % p.macro if p.macro else ""
+                if v in u.macros:
+                    why = "'%s' expands to '%s'" % (v, expansion(v, u.macros))
+                elif re.fullmatch(r"[A-Za-z_]\w*", v):
+                    why = "'%s' is not a macro" % v
+                else:
+                    why = "'%s' is an expression" % v
+                rep.add(p.real, p.line, "pragma-value",
+                        "%s %s=%s%s: %s; a pragma takes an integer literal or a macro naming one"
+                        " (UG1399 \"Using #define with Pragma Directives\")"
+                        % (p.kind, key, v, via, why))
+
+
 def m_axi_pragmas(funcs):
     for f in funcs.values():
         for p in f.pragmas:
@@ -1257,6 +1324,7 @@ def main(argv):
     rule_m_axi_null_test(funcs, rep)
     rule_m_axi_volatile(funcs, rep)
     rule_pipeline_divide(units, rep)
+    rule_pragma_value(units, rep)
 
     lines = rep.lines()
     for line in lines:
