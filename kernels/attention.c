@@ -200,6 +200,10 @@ static void pe_att_mac(const float kv[TSR_PE_KV_AW][TSR_ATT_LANES],
                        uint32_t nj, uint32_t parts, float acc[TSR_ATT_PARTS][TSR_ATT_ACC])
 {
 #pragma HLS INLINE off
+    /* pe_att's partitioning of acc, stated where this function's loops
+     * index it (docs/hls-flow.md, "Partitions where the loops are") */
+#pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=acc type=cyclic factor=TSR_ATT_LANES dim=2
     uint32_t nw = (nj + TSR_ATT_LANES - 1u) / TSR_ATT_LANES, nwp = parts > 1u ? nw : tsr_cy_padded(nw);
 #ifdef TSR_EMU
     /* the emulator's unpadded loops (emu/att_rows.c), the same sums */
@@ -254,6 +258,10 @@ static void pe_att_scale_max(const float acc[TSR_ATT_PARTS][TSR_ATT_ACC],
                              uint32_t nl, uint32_t a0w, float sqrt_hs,
                              const float kvs[TSR_KVS_DIM], uint32_t ks0, uint32_t kvt)
 {
+    /* pe_att's partitioning of acc, stated where this function's loops
+     * index it (docs/hls-flow.md, "Partitions where the loops are") */
+#pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=acc type=cyclic factor=TSR_ATT_LANES dim=2
 #if defined(TSR_EMU) && TSR_ATT_PARTS == 1
     /* the emulator's vector loop, the same values and max (emu/att_rows.c) */
     const float *ks = NULL;
@@ -440,6 +448,10 @@ att_norm:
 static void pe_att_out(const float acc[TSR_ATT_PARTS][TSR_ATT_ACC],
                        float ao[TSR_PE_AO_AW][TSR_ATT_LANES], uint32_t o0w, uint32_t hsw, uint32_t nl)
 {
+    /* pe_att's partitioning of acc, stated where this function's loops
+     * index it (docs/hls-flow.md, "Partitions where the loops are") */
+#pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=acc type=cyclic factor=TSR_ATT_LANES dim=2
 att_out_words:
     for (uint32_t w = 0; w < hsw; w++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_HEAD_SIZE

@@ -28,6 +28,8 @@
 static void sum_levels(float part[TSR_SUM_LANES])
 {
 #pragma HLS INLINE off
+    /* its callers' partitioning (registers), stated where the levels index it */
+#pragma HLS ARRAY_PARTITION variable=part type=complete
 #pragma HLS ALLOCATION operation instances=fadd limit=TSR_LIT_SUM_E
 #if TSR_SUM_LANES > 1
 sum_level:

@@ -1265,6 +1265,13 @@ void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f
     static tsr_kstate st;
 #endif
 #pragma HLS DISAGGREGATE variable=st
+    /* lint-hls: partition-call unverified st.  These pragmas partition
+     * members of st here, where st is defined, and the loops that rely on
+     * them sit below non-inlined calls that take &st (tsr_kernel_serve ->
+     * tsr_kernel_exec -> op_* -> tsr_forward -> tsr_mesh_* and the
+     * attention steps, then one PE's arrays into pe_gemv, pe_att, ...).
+     * Whether each partition carries through that chain only a csynth log
+     * shows (docs/hls-flow.md, section 11); hw/lint_hls.py counts them. */
     /* every PE its own memories (dim 1: the PE), wide enough for its lanes */
 #pragma HLS ARRAY_PARTITION variable=st.w8 type=complete dim=1
 #pragma HLS ARRAY_RESHAPE variable=st.w8 type=complete dim=3
