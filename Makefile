@@ -361,6 +361,7 @@ lint-hls:
 	    printf 'profile %s: ' $$p; \
 	    $(PYTHON_CLANG) hw/lint_hls.py "-DTSR_PROFILE_HEADER=\"profiles/profile_$$p.h\"" $(LINT_DIR) || exit 1; \
 	done
+	@if [ -f $(LINT_DIR)/profiles/pragma_literals.h ]; then /usr/bin/python3 hw/pragma_literals.py --check $(LINT_DIR); fi
 
 # The libclang lint alone, under the default profile.
 lint-hls-clang:

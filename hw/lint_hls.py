@@ -91,6 +91,32 @@ longer story and what each rule cannot see.
         UG1399 "Data Types and Bit-Widths": division and modulus are the
         costly operators; a run-time divider is a multi-cycle core in
         every pipeline stage that holds it.
+  pragma-value        A numeric pragma option (II, factor, depth, distance,
+        limit, min, max, dim, latency, burst lengths...) whose value is not
+        a decimal literal nor an object-like macro that names one (through
+        macros of one token each).  UG1399 "Using #define with Pragma
+        Directives" shows plain #define'd integers; a cast, a ternary or
+        arithmetic is not what it documents, and a value Vitis cannot read
+        is dropped with a warning.  Per-profile literals: TSR_LIT_*
+        (hw/pragma_literals.py).
+  dependence-register A DEPENDENCE pragma whose variable is registers: a
+        scalar, an array partitioned completely in every dimension, or one
+        whose banks hold fewer elements than the default complete_threshold
+        (4, UG1399 config_array_partition) and that no BIND_STORAGE keeps a
+        memory; for a parameter, what its callers pass.  UG1399 "pragma HLS
+        dependence": the distance is between accesses of an array; a
+        recurrence through an fadd on registers runs at the adder's latency
+        whatever the pragma says.
+  partition-call      An ARRAY_PARTITION / ARRAY_RESHAPE on a local (or a
+        member path of a local struct) whose partitioned dimension is
+        indexed only below a non-inlined call: the array handed whole to a
+        callee that states no partition on its parameter, or the struct
+        handed by pointer.  Inlined callees (INLINE without off) are
+        followed.  UG1399 "pragma HLS array_partition" places the pragma in
+        the function where the array is defined.  A function may
+        acknowledge its crossings for one variable with a comment
+        `lint-hls: partition-call unverified NAME`; they are then counted in
+        a note, not reported (docs/hls-flow.md, section 11).
 
 Bounds: a loop's bound is constant when its condition is one comparison
 (<, <=, >, >=, ==, !=) with an integer constant expression on one side
@@ -128,6 +154,9 @@ RULES = [
     ("m-axi-null-test", "m_axi pointer tested against NULL"),
     ("m-axi-volatile", "INTERFACE m_axi volatile on a non-volatile pointee"),
     ("pipeline-divide", "run-time integer division or modulo in a PIPELINE region"),
+    ("pragma-value", "numeric pragma option that is not a literal or a macro naming one"),
+    ("dependence-register", "DEPENDENCE pragma on a variable that is registers"),
+    ("partition-call", "partition pragma that reaches its array only through a non-inlined call"),
 ]
 
 # --------------------------------------------------------------- libclang ---
@@ -545,6 +574,22 @@ def macro_pragmas(tu):
     return out
 
 
+def object_macros(tu):
+    """{name: [body tokens]} of the object-like macros the unit defines (the
+    last definition wins; function-like macros are left out)."""
+    out = {}
+    for c in tu.cursor.get_children():
+        if c.kind != K.MACRO_DEFINITION:
+            continue
+        toks = list(c.get_tokens())
+        if len(toks) > 1 and toks[1].spelling == "(" and \
+                toks[0].extent.end.offset == toks[1].extent.start.offset:
+            out.pop(c.spelling, None)
+            continue
+        out[c.spelling] = [t.spelling for t in toks[1:]]
+    return out
+
+
 # ------------------------------------------------------------------ loops ---
 
 
@@ -740,6 +785,7 @@ class Unit:
             if real:
                 self.pragmas += file_pragmas(tu, real, name)
         self.pragmas += macro_pragmas(tu)
+        self.macros = object_macros(tu)
         for c in tu.cursor.get_children():
             if c.kind == K.VAR_DECL:
                 self.filescope[c.spelling] = c
@@ -1001,6 +1047,55 @@ def rule_pragma_name(units, rep):
                     t = fd.type
 
 
+# Pragma options whose value is a number (UG1399 gives each as <int>).
+NUMERIC_OPTS = {"ii", "factor", "depth", "distance", "limit", "min", "max", "avg", "dim",
+                "latency", "max_read_burst_length", "max_write_burst_length",
+                "num_read_outstanding", "num_write_outstanding", "max_widen_bitwidth"}
+
+
+def literal_of(value, macros, seen=()):
+    """The decimal literal a pragma value is, or names through object-like
+    macros each of exactly one token; None for anything else (an
+    expression, a cast, a suffix, an undefined name)."""
+    if re.fullmatch(r"[0-9]+", value):
+        return value
+    if re.fullmatch(r"[A-Za-z_]\w*", value) and value in macros and value not in seen:
+        body = macros[value]
+        if len(body) == 1:
+            return literal_of(body[0], macros, seen + (value,))
+    return None
+
+
+def expansion(value, macros, depth=0):
+    """A macro's expansion for a message, a few levels deep."""
+    toks = macros.get(value)
+    if toks is None or depth > 3:
+        return value
+    return " ".join(expansion(t, macros, depth + 1) if t in macros else t for t in toks)
+
+
+def rule_pragma_value(units, rep):
+    for u in units:
+        for p in u.pragmas:
+            for key in sorted(p.opts):
+                if key not in NUMERIC_OPTS:
+                    continue
+                v = p.opts[key]
+                if literal_of(v, u.macros) is not None:
+                    continue
+                via = " (from macro %s)" % p.macro if p.macro else ""
+                if v in u.macros:
+                    why = "'%s' expands to '%s'" % (v, expansion(v, u.macros))
+                elif re.fullmatch(r"[A-Za-z_]\w*", v):
+                    why = "'%s' is not a macro" % v
+                else:
+                    why = "'%s' is an expression" % v
+                rep.add(p.real, p.line, "pragma-value",
+                        "%s %s=%s%s: %s; a pragma takes an integer literal or a macro naming one"
+                        " (UG1399 \"Using #define with Pragma Directives\")"
+                        % (p.kind, key, v, via, why))
+
+
 def m_axi_pragmas(funcs):
     for f in funcs.values():
         for p in f.pragmas:
@@ -1156,6 +1251,281 @@ def rule_pipeline_divide(units, rep):
                            % ("division" if op[0] == "/" else "modulo", text(ks[1]), f.name))
 
 
+# ------------------------------------------------- storage and the calls ---
+
+PARTITIONS = ("ARRAY_PARTITION", "ARRAY_RESHAPE")
+COMPLETE_THRESHOLD = 4   # UG1399 config_array_partition -complete_threshold, default
+
+
+def pragmas_on(f, name, kinds):
+    return [p for p in f.pragmas if p.kind in kinds and p.opts.get("variable") == name
+            and "off" not in p.flags and p.opts.get("off", "false") != "true"]
+
+
+def inlined(f):
+    """Whether f carries `#pragma HLS INLINE` (not `INLINE off`)."""
+    return any(p.kind == "INLINE" and p.loop is None and "off" not in p.flags
+               and p.opts.get("off", "false") != "true" for p in f.pragmas)
+
+
+def callers_of(funcs):
+    """{callee usr: [(caller Function, [argument cursors], call cursor)]}."""
+    out = {}
+    for f in funcs.values():
+        for usr, args, call in f.calls:
+            out.setdefault(usr, []).append((f, args, call))
+    return out
+
+
+def arg_root(e):
+    """(variable name, how) of what an argument passes: how is 'whole' for
+    x, &x, (T *)x; 'part' for x[i] (a sub-array or an element); 'member'
+    when the path goes through a struct member (s->m, s.m[i]); (None, None)
+    for anything else."""
+    how = "whole"
+    e = strip(e)
+    while e is not None:
+        if e.kind == K.DECL_REF_EXPR:
+            return e.spelling, how
+        if e.kind == K.UNARY_OPERATOR and unop(e) == "&":
+            e = strip(kids(e)[0])
+        elif e.kind == K.CSTYLE_CAST_EXPR:
+            e = strip(cast_operand(e))
+        elif e.kind == K.ARRAY_SUBSCRIPT_EXPR:
+            how = "member" if how == "member" else "part"
+            e = strip(kids(e)[0])
+        elif e.kind == K.MEMBER_REF_EXPR:
+            how = "member"
+            ks = kids(e)
+            e = strip(ks[0]) if ks else None
+        else:
+            return None, None
+    return None, None
+
+
+def arg_path(e):
+    """(variable name, steps) of what an argument passes, the steps from the
+    variable outwards: ('m', member) or ('i', None) for a subscript; &x and
+    casts add none.  (None, None) for anything else."""
+    steps = []
+    e = strip(e)
+    while e is not None:
+        if e.kind == K.DECL_REF_EXPR:
+            return e.spelling, steps[::-1]
+        if e.kind == K.UNARY_OPERATOR and unop(e) == "&":
+            e = strip(kids(e)[0])
+        elif e.kind == K.UNARY_OPERATOR and unop(e) == "*":
+            steps.append(("i", None))
+            e = strip(kids(e)[0])
+        elif e.kind == K.CSTYLE_CAST_EXPR:
+            e = strip(cast_operand(e))
+        elif e.kind == K.ARRAY_SUBSCRIPT_EXPR:
+            steps.append(("i", None))
+            e = strip(kids(e)[0])
+        elif e.kind == K.MEMBER_REF_EXPR:
+            steps.append(("m", e.spelling))
+            ks = kids(e)
+            e = strip(ks[0]) if ks else None
+        else:
+            return None, None
+    return None, None
+
+
+def resolved_here(steps, members, dim, ndims):
+    """Whether an argument with these steps indexes the partitioned
+    dimension of the member path `members` before the call ('here'), passes
+    the array on with that dimension still to index ('crosses'), or passes
+    something else ('other')."""
+    i = 0
+    for name in members:
+        while i < len(steps) and steps[i][0] == "i":
+            i += 1
+        if i == len(steps):
+            return "crosses"            # the struct (or an outer one) goes whole
+        if steps[i] != ("m", name):
+            return "other"
+        i += 1
+    k = 0
+    while i + k < len(steps) and steps[i + k][0] == "i":
+        k += 1
+    need = ndims if dim == 0 else dim
+    return "here" if k >= need else "crosses"
+
+
+def dims_of(t):
+    """Array dimensions of a declared type, outermost first; a parameter's
+    decayed first dimension is None."""
+    t = canon(t)
+    dims = []
+    if t.kind == T.POINTER:
+        dims.append(None)
+        t = canon(t.get_pointee())
+    while t.kind == T.CONSTANTARRAY:
+        dims.append(t.element_count)
+        t = canon(t.element_type)
+    return dims
+
+
+def storage(f, name, units_of, callers, seen=()):
+    """('registers', why), ('memory', why) or ('unknown', why) for variable
+    `name` of f, from its partitions, its binding and the complete
+    threshold; a parameter without pragmas of its own is what its callers
+    pass (every caller that can be followed)."""
+    decl = f.local_cursor.get(name) or f.param_cursor.get(name)
+    if decl is None or (f.usr, name) in seen:
+        return "unknown", ""
+    seen = seen + ((f.usr, name),)
+    dims = dims_of(decl.type)
+    if not dims:
+        return "registers", "'%s' is a scalar" % name
+    parts = pragmas_on(f, name, PARTITIONS)
+    binds = pragmas_on(f, name, ("BIND_STORAGE",))
+    if name in f.param_cursor:
+        # what the callers pass decides (a binding sits where the array is
+        # defined); the parameter's own pragmas only when no caller tells
+        i = f.params.index(name)
+        found = "unknown", ""
+        for g, args, call in callers.get(f.usr, []):
+            if i >= len(args):
+                continue
+            root, how = arg_root(args[i])
+            if root is None or how != "whole":
+                continue
+            k, why = storage(g, root, units_of, callers, seen)
+            if k == "registers":
+                return k, "%s (passed by %s at line %d)" % (why, g.name, call.location.line)
+            if k == "memory":
+                found = k, why
+        if found[0] != "unknown" or (not parts and not binds):
+            return found
+    macros = units_of[f.usr].macros
+    bank = 1
+    for d, n in enumerate(dims, 1):
+        words = n
+        for p in parts:
+            pd = literal_of(p.opts.get("dim", "1"), macros)
+            if pd is None or int(pd) not in (0, d):
+                continue
+            kind = p.opts.get("type", "complete").lower()
+            if kind == "complete":
+                words = 1
+            else:
+                fac = literal_of(p.opts.get("factor", "1"), macros)
+                if fac and int(fac) > 0 and words is not None:
+                    words = -(-words // int(fac))
+        if words is None:
+            return "memory", "a parameter's leading dimension"
+        bank *= words
+    if bank == 1:
+        return "registers", "'%s' is partitioned completely in every dimension" % name
+    if not binds and bank < COMPLETE_THRESHOLD:
+        return "registers", ("each bank of '%s' holds %d elements, fewer than the complete_threshold"
+                             " of %d, and no BIND_STORAGE keeps it a memory" % (name, bank, COMPLETE_THRESHOLD))
+    return "memory", "banks of %d elements" % bank
+
+
+def rule_dependence_register(units, funcs, rep):
+    units_of = {f.usr: u for u in units for f in u.functions}
+    callers = callers_of(funcs)
+    for f in funcs.values():
+        for p in f.pragmas:
+            if p.kind != "DEPENDENCE" or "variable" not in p.opts:
+                continue
+            k, why = storage(f, p.opts["variable"], units_of, callers)
+            if k == "registers":
+                rep.add(p.real, p.line, "dependence-register",
+                        "DEPENDENCE variable=%s claims a distance on registers: %s; UG1399 \"pragma HLS"
+                        " dependence\" speaks of arrays (memories), and a recurrence through registers"
+                        " keeps the adder's latency as its II: bind the accumulator to a memory"
+                        " (BIND_STORAGE, banks of %d or more) or make the distance a register chain"
+                        % (p.opts["variable"], why, COMPLETE_THRESHOLD))
+
+
+WAIVE_RE = re.compile(r"lint-hls:\s*partition-call\s+unverified\s+(\w+)")
+
+
+def waived_roots(f):
+    """Variables whose crossing partitions f acknowledges in a comment:
+    `lint-hls: partition-call unverified NAME`."""
+    with open(f.real, encoding="utf-8", errors="replace") as fh:
+        lines = fh.read().split("\n")[f.lines[0] - 1:f.lines[1]]
+    return set(m.group(1) for ln in lines for m in WAIVE_RE.finditer(ln))
+
+
+def member_dims(f, root, members):
+    """Array dimensions of root.members[...] as declared (for dim=0)."""
+    t = f.local_cursor[root].type
+    for name in members:
+        rec = record_of(t)
+        fd = field(rec, name) if rec is not None else None
+        if fd is None:
+            return 1
+        t = fd.type
+    return max(1, len(dims_of(t)))
+
+
+def rule_partition_call(funcs, rep, notes):
+    for f in funcs.values():
+        waived = None
+        macros = None
+        for p in f.pragmas:
+            if p.kind not in PARTITIONS or "variable" not in p.opts:
+                continue
+            if "off" in p.flags or p.opts.get("off", "false") == "true":
+                continue
+            var = p.opts["variable"]
+            parts = var.split(".")
+            root, members = parts[0], parts[1:]
+            if root not in f.local_cursor:
+                continue       # a parameter: stated where the function's loops are
+            if macros is None:
+                macros = f.unit.macros
+            dim = int(literal_of(p.opts.get("dim", "1"), macros) or "1")
+            ndims = member_dims(f, root, members)
+            # where the array goes: f's calls, and on through inlined callees
+            work, visited, crossed = [(f, root, [])], set(), []
+            while work:
+                g, name, prefix = work.pop()
+                if (g.usr, name) in visited:
+                    continue
+                visited.add((g.usr, name))
+                for usr, args, call in g.calls:
+                    h = funcs.get(usr)
+                    if h is None:
+                        continue
+                    for i, a in enumerate(args):
+                        r, steps = arg_path(a)
+                        if r != name or i >= len(h.params):
+                            continue
+                        steps = prefix + steps
+                        where = resolved_here(steps, members, dim, ndims)
+                        if where != "crosses":
+                            continue
+                        if inlined(h):
+                            work.append((h, h.params[i], steps))
+                        elif len([st for st in steps if st[0] == "m"]) < len(members):
+                            crossed.append((h, call, "the struct '%s' reaches it by pointer" % root))
+                        elif not pragmas_on(h, h.params[i], PARTITIONS):
+                            crossed.append((h, call, "its parameter '%s' states no partition of its own"
+                                            % h.params[i]))
+            if not crossed:
+                continue
+            if waived is None:
+                waived = waived_roots(f)
+            if root in waived:
+                notes.setdefault(root, set()).add((p.real, p.line))
+                continue
+            h, call, why = crossed[0]
+            more = sorted(set(c[0].name for c in crossed[1:]) - {h.name})
+            rep.add(p.real, p.line, "partition-call",
+                    "%s of '%s' in %s reaches its accesses only through the non-inlined call to %s"
+                    " (line %d)%s: %s.  UG1399 \"pragma HLS array_partition\": the pragma goes in the"
+                    " function where the array is defined; partition where the loop is (state it on"
+                    " the callee's parameter, or inline the call)"
+                    % (p.kind, var, f.name, h.name, call.location.line,
+                       " and to %s" % ", ".join(more) if more else "", why))
+
+
 # ------------------------------------------------------------------- main ---
 
 
@@ -1257,6 +1627,10 @@ def main(argv):
     rule_m_axi_null_test(funcs, rep)
     rule_m_axi_volatile(funcs, rep)
     rule_pipeline_divide(units, rep)
+    rule_pragma_value(units, rep)
+    rule_dependence_register(units, funcs, rep)
+    notes = {}
+    rule_partition_call(funcs, rep, notes)
 
     lines = rep.lines()
     for line in lines:
@@ -1264,6 +1638,10 @@ def main(argv):
     if lines:
         print("lint-hls-clang: %d problem(s) in %d files" % (len(lines), len(sources)))
         return 1
+    for root in sorted(notes):
+        print("lint-hls-clang: note: %d partition pragma(s) on '%s' cross non-inlined calls,"
+              " acknowledged as unverified until a csynth (partition-call; docs/hls-flow.md,"
+              " section 11)" % (len(notes[root]), root))
     print("lint-hls-clang: %d files OK" % len(sources))
     return 0
 

@@ -12,6 +12,8 @@
 #   make csim-gcc-15m (or csim-gcc TB_PROFILE=stories15m): the stories15m profile
 #   make hls-checklist [PROFILE=...]   the loops a csynth report must show as
 #               the kernels claim them (hw/hls_checklist.py; no Vitis needed)
+#   make pragma-literals   the per-profile literals of the pragmas' values
+#               (hw/pragma_literals.py -> kernels/profiles/pragma_literals.h)
 #               on a synthetic Q8_0 stories15M, against its emulator
 #
 # Every Vitis target first checks for its tool (need-*) and stops with a
@@ -85,7 +87,7 @@ ifneq ($(filter xclbin,$(MAKECMDGOALS)),)
   endif
 endif
 
-.PHONY: csim csynth cosim xclbin csim-gcc csim-gcc-15m hls-checklist help-hw need-v++ need-vitis-run need-xclbinutil
+.PHONY: csim csynth cosim xclbin csim-gcc csim-gcc-15m hls-checklist pragma-literals help-hw need-v++ need-vitis-run need-xclbinutil
 
 help-hw:
 	@echo "Vitis flow (hw/vitis.mk, docs/hls-flow.md):"
@@ -238,6 +240,11 @@ csynth: need-v++ $(HLS_CFG)
 
 hls-checklist:
 	@/usr/bin/python3 hw/hls_checklist.py --profile $(PROFILE) kernels
+
+# The literal each TSR_LIT_* pragma value stands for, per shipped profile
+# (kernels/profiles/pragma_literals.h): run after changing a profile.
+pragma-literals:
+	@/usr/bin/python3 hw/pragma_literals.py kernels
 
 cosim: need-vitis-run $(HLS_CFG) $(TB_IMAGE)
 	@test -d $(HLS_WORK) || { echo "make: cosim needs a synthesized component: run make csynth KERNEL=$(KERNEL) PROFILE=$(PROFILE) PART=$(PART) first" >&2; exit 1; }

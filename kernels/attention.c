@@ -200,6 +200,10 @@ static void pe_att_mac(const float kv[TSR_PE_KV_AW][TSR_ATT_LANES],
                        uint32_t nj, uint32_t parts, float acc[TSR_ATT_PARTS][TSR_ATT_ACC])
 {
 #pragma HLS INLINE off
+    /* pe_att's partitioning of acc, stated where this function's loops
+     * index it (docs/hls-flow.md, "Partitions where the loops are") */
+#pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=acc type=cyclic factor=TSR_ATT_LANES dim=2
     uint32_t nw = (nj + TSR_ATT_LANES - 1u) / TSR_ATT_LANES, nwp = parts > 1u ? nw : tsr_cy_padded(nw);
 #ifdef TSR_EMU
     /* the emulator's unpadded loops (emu/att_rows.c), the same sums */
@@ -219,7 +223,7 @@ static void pe_att_mac(const float kv[TSR_PE_KV_AW][TSR_ATT_LANES],
     uint32_t steps = TSR_MUL_SMALL(no, nwp, TSR_BITS(TSR_ATT_ACC));
 att_mac_steps:
     for (uint32_t k = 0; k < steps; k++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_ATT_STEPS
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_ATT_STEPS
 #pragma HLS PIPELINE II=1
 #pragma HLS DEPENDENCE variable=acc type=inter dependent=true distance=TSR_FADD_LAT
         if (w < nw) {
@@ -254,6 +258,10 @@ static void pe_att_scale_max(const float acc[TSR_ATT_PARTS][TSR_ATT_ACC],
                              uint32_t nl, uint32_t a0w, float sqrt_hs,
                              const float kvs[TSR_KVS_DIM], uint32_t ks0, uint32_t kvt)
 {
+    /* pe_att's partitioning of acc, stated where this function's loops
+     * index it (docs/hls-flow.md, "Partitions where the loops are") */
+#pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=acc type=cyclic factor=TSR_ATT_LANES dim=2
 #if defined(TSR_EMU) && TSR_ATT_PARTS == 1
     /* the emulator's vector loop, the same values and max (emu/att_rows.c) */
     const float *ks = NULL;
@@ -330,7 +338,15 @@ att_max_pairs:
 /* The sum of a query head's nl exponentials (att from word a0w) over
  * TSR_PE_SUM_LANES partials, one element a cycle, then the pairwise
  * levels: tsr_reduce_sum's order with fewer partials (the same when
- * TSR_SUM_LANES is 1). */
+ * TSR_SUM_LANES is 1).  The partials are a rotating chain of registers, as
+ * ops.c reduce's: element i adds into the head and every partial moves up
+ * one, so partial i mod L is always the head when element i comes, and a
+ * sum is read again L elements later: TSR_PE_SUM_LANES x TSR_PE_SUM_II >=
+ * TSR_FADD_LAT cycles (checked below), by the chain's length, with no
+ * DEPENDENCE claim on registers.  After n elements the partials stand
+ * rotated by n mod L; the pairwise levels add the same pairs whatever the
+ * rotation (ops.c reduce), so they run on the chain as it is. */
+TSR_STATIC_CHECK(pe_sum_chain_covers_fadd, TSR_PE_SUM_LANES * TSR_PE_SUM_II >= TSR_FADD_LAT);
 static float pe_reduce_sum(const float att[TSR_PE_ATT_AW][TSR_ATT_LANES], uint32_t a0w, uint32_t n)
 {
     float part[TSR_PE_SUM_LANES];
@@ -340,14 +356,19 @@ pe_sum_zero:
 #pragma HLS UNROLL
         part[k] = 0.0f;
     }
-    uint32_t k = 0;
 pe_sum_pass:
     for (uint32_t i = 0; i < n; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_SEQ
-#pragma HLS PIPELINE II=TSR_PE_SUM_II
-#pragma HLS DEPENDENCE variable=part type=inter dependent=true distance=TSR_PE_SUM_LANES
-        part[k] += att[a0w + i / TSR_ATT_LANES][i % TSR_ATT_LANES];
-        k = k + 1u == TSR_PE_SUM_LANES ? 0u : k + 1u;
+#pragma HLS PIPELINE II=TSR_LIT_PE_SUM_II
+        float h = part[0] + att[a0w + i / TSR_ATT_LANES][i % TSR_ATT_LANES];
+#if TSR_PE_SUM_LANES > 1
+pe_sum_rotate:
+        for (uint32_t k = 0; k < TSR_PE_SUM_LANES - 1u; k++) {
+#pragma HLS UNROLL
+            part[k] = part[k + 1u];
+        }
+#endif
+        part[TSR_PE_SUM_LANES - 1u] = h;
     }
 #if TSR_PE_SUM_LANES > 1
 pe_sum_level:
@@ -427,6 +448,10 @@ att_norm:
 static void pe_att_out(const float acc[TSR_ATT_PARTS][TSR_ATT_ACC],
                        float ao[TSR_PE_AO_AW][TSR_ATT_LANES], uint32_t o0w, uint32_t hsw, uint32_t nl)
 {
+    /* pe_att's partitioning of acc, stated where this function's loops
+     * index it (docs/hls-flow.md, "Partitions where the loops are") */
+#pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=acc type=cyclic factor=TSR_ATT_LANES dim=2
 att_out_words:
     for (uint32_t w = 0; w < hsw; w++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_HEAD_SIZE
@@ -590,7 +615,7 @@ att_tree_sum:
         uint32_t nw = TSR_MUL_SMALL(hsw, km, TSR_BITS(TSR_MAX_KV_MUL));   /* adders, not a DSP */
 att_tree_values:
         for (uint32_t w = 0; w < nw; w++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PE_AO_AW
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_PE_AO_AW
 #pragma HLS PIPELINE II=1
 att_tree_value_lanes:
             for (uint32_t l = 0; l < TSR_ATT_LANES; l++) {
@@ -734,7 +759,7 @@ static void att_collect(tsr_kstate *st, uint32_t it)
     TSR_CHARGE(st, TSR_RG_ATT_IO, tsr_cy_att_collect(npad));
 att_collect_words:
     for (uint32_t w = 0; w < npad / TSR_VEC; w++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_IN_WORDS
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_IN_WORDS
 #pragma HLS PIPELINE II=1
         int in = w * TSR_VEC < dim;
         uint32_t hi = in ? h : 0u;   /* past dim: padding, no head */

@@ -136,7 +136,7 @@ fwd_embed:
 #endif
 fwd_stages:
     for (uint32_t k = k0; k < nst; k++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_STAGES
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_STAGES
         int last = k == 4u * L;   /* the classifier */
         uint32_t l = k / 4u, w = k % 4u;   /* the stage's layer and its place in the layer */
         uint32_t mat = last ? cls : 1u + k;

@@ -62,7 +62,15 @@
  * matmul order per row, for every item alike (an item's result does not
  * depend on the others).  Rows interleave, so an accumulator is added to
  * once every TSR_ROW_SLOTS x nx steps: the DEPENDENCE distance (at least
- * TSR_ROW_SLOTS) that lets the loop run at II=1. */
+ * TSR_ROW_SLOTS) that lets the loop run at II=1.  The accumulators are one
+ * LUTRAM memory (BIND_STORAGE, not partitioned: a read and a write a
+ * cycle on its two ports), so the DEPENDENCE is a claim about a memory, as
+ * UG1399 "pragma HLS dependence" defines it (distance: between accesses of
+ * an array); partitioned into registers, the row picked at run time would
+ * make the fadd a recurrence on registers, which no DEPENDENCE pragma
+ * shortens.  TSR_ROW_SLOTS >= TSR_FADD_LAT (checked below) covers the
+ * read, the fadd and the write. */
+TSR_STATIC_CHECK(row_slots_cover_fadd, TSR_ROW_SLOTS >= TSR_FADD_LAT);
 static void pe_tile_q8(const int8_t w8[TSR_PE_W8_WORDS][TSR_LANES], const float ws[TSR_PE_F32_WORDS],
                        const int8_t xq[TSR_MAX_BLOCK][TSR_PE_XQ_WORDS][TSR_LANES],
                        const float xs[TSR_MAX_BLOCK][TSR_PE_XS],
@@ -73,7 +81,7 @@ static void pe_tile_q8(const int8_t w8[TSR_PE_W8_WORDS][TSR_LANES], const float 
 #pragma HLS INLINE off
     float acc[TSR_ROW_SLOTS][TSR_MAX_BLOCK];
     int32_t isum[TSR_MAX_BLOCK];
-#pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
+#pragma HLS BIND_STORAGE variable=acc type=ram_2p impl=lutram
     uint32_t nb = (rows + TSR_ROW_SLOTS - 1u) / TSR_ROW_SLOTS, tail = rows - (nb - 1u) * TSR_ROW_SLOTS;
     uint32_t chunk = G < TSR_LANES ? G : TSR_LANES;        /* lanes in use   */
     uint32_t cpg = G < TSR_LANES ? 1u : G / TSR_LANES;     /* chunks a group */
@@ -89,7 +97,7 @@ static void pe_tile_q8(const int8_t w8[TSR_PE_W8_WORDS][TSR_LANES], const float 
     (void)g0;
 q8_steps:
     for (uint32_t s = 0; s < steps; s++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_TILE_STEPS
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_TILE_STEPS
 #pragma HLS PIPELINE II=1
 #pragma HLS DEPENDENCE variable=acc type=inter dependent=true distance=TSR_ROW_SLOTS
         if (j < kb) {
@@ -189,7 +197,7 @@ static void pe_tile_q4(const int8_t w8[TSR_PE_W8_WORDS][TSR_LANES], const float 
 {
 #pragma HLS INLINE off
     float acc[TSR_ROW_SLOTS][TSR_MAX_BLOCK];
-#pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
+#pragma HLS BIND_STORAGE variable=acc type=ram_2p impl=lutram
     uint32_t nb = (rows + TSR_ROW_SLOTS - 1u) / TSR_ROW_SLOTS, tail = rows - (nb - 1u) * TSR_ROW_SLOTS;
     uint32_t steps = TSR_MUL_SMALL(steps1, nx, TSR_BLOCK_BITS);
     b0 = TSR_EMU_DONE(b0);
@@ -198,7 +206,7 @@ static void pe_tile_q4(const int8_t w8[TSR_PE_W8_WORDS][TSR_LANES], const float 
     uint32_t k = b0 * TSR_ROW_SLOTS * ng;   /* the tile's entry: weights at ea + k, scale fs + k */
 q4_steps:
     for (uint32_t s = 0; s < steps; s++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_TILE_STEPS
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_TILE_STEPS
 #pragma HLS PIPELINE II=1
 #pragma HLS DEPENDENCE variable=acc type=inter dependent=true distance=TSR_ROW_SLOTS
         if (j < kb) {
@@ -236,7 +244,7 @@ static void pe_tile_f32(const float wf[TSR_PE_F32_WORDS], const float xf[TSR_MAX
 {
 #pragma HLS INLINE off
     float acc[TSR_ROW_SLOTS][TSR_MAX_BLOCK];
-#pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
+#pragma HLS BIND_STORAGE variable=acc type=ram_2p impl=lutram
     uint32_t nb = (rows + TSR_ROW_SLOTS - 1u) / TSR_ROW_SLOTS, tail = rows - (nb - 1u) * TSR_ROW_SLOTS;
     uint32_t steps = TSR_MUL_SMALL(steps1, nx, TSR_BLOCK_BITS);
     b0 = TSR_EMU_DONE(b0);
@@ -244,7 +252,7 @@ static void pe_tile_f32(const float wf[TSR_PE_F32_WORDS], const float xf[TSR_MAX
     uint32_t fa = fo + b0 * TSR_ROW_SLOTS * cols;
 f32_steps:
     for (uint32_t s = 0; s < steps; s++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PE_F32_WORDS
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_PE_F32_WORDS
 #pragma HLS PIPELINE II=1
 #pragma HLS DEPENDENCE variable=acc type=inter dependent=true distance=TSR_ROW_SLOTS
         if (j < kb) {
@@ -271,7 +279,7 @@ static void pe_swiglu(float psum[TSR_PE_ROWS], uint32_t rows)
 #endif
 pe_swiglu_rows:
     for (uint32_t i = 0; i < rows; i++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PE_ROWS
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_PE_ROWS
 #pragma HLS PIPELINE II=TSR_SWIGLU_II
 #pragma HLS DEPENDENCE variable=psum type=inter dependent=false
         float val = psum[i];
@@ -302,7 +310,7 @@ best_init:
     }
 best_words:
     for (uint32_t w = 0; w < rows; w += TSR_VEC) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PE_ROWS
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_PE_ROWS
 #pragma HLS PIPELINE II=TSR_D_CMP
 best_lanes:
         for (uint32_t l = 0; l < TSR_VEC; l++) {
@@ -365,7 +373,7 @@ pe_zero_items:
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
 pe_zero:
             for (uint32_t i = 0; i < n; i += TSR_VEC) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PE_ROWS
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_PE_ROWS
 #pragma HLS PIPELINE II=1
 pe_zero_lanes:
                 for (uint32_t l = 0; l < TSR_VEC; l++) {
@@ -425,7 +433,7 @@ tree_items:
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
 tree_words:
         for (uint32_t i = 0; i < rows; i += TSR_VEC) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PE_ROWS
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_PE_ROWS
 #pragma HLS PIPELINE II=TSR_TREE_II
 tree_lanes:
             for (uint32_t l = 0; l < TSR_VEC; l++) {
@@ -664,7 +672,7 @@ void tsr_mesh_input(tsr_kstate *st, uint32_t it, uint32_t n, uint32_t row, float
          * TSR_VEC values a cycle onto the bus; every PE latches each word */
 in_f32_words:
         for (uint32_t i0 = 0; i0 < npad; i0 += TSR_VEC) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_IN_WORDS
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_IN_WORDS
 #pragma HLS PIPELINE II=1
 in_f32_lanes:
             for (uint32_t l = 0; l < TSR_VEC; l++) {
@@ -695,7 +703,7 @@ in_f32_pes:
         uint32_t nch = npad / TSR_LANES + (npad % TSR_LANES != 0u);
 in_q8_norm:
         for (uint32_t ch = 0; ch < nch; ch++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_CHUNKS
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_CHUNKS
 #pragma HLS PIPELINE II=TSR_NORM_II
 in_q8_norm_words:
             for (uint32_t h = 0; h < TSR_LANES / TSR_VEC; h++) {
@@ -736,7 +744,7 @@ static void quantize_broadcast(tsr_kstate *st, uint32_t it, uint32_t npad)
     uint32_t cpg = G < TSR_LANES ? 1u : G / TSR_LANES;
 in_q8_quant:
     for (uint32_t ch = 0; ch < nch; ch++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_CHUNKS
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_CHUNKS
 #pragma HLS PIPELINE II=1
         int8_t qw[TSR_LANES];
         float sc[TSR_LANES];   /* each lane's group scale */
@@ -962,10 +970,16 @@ void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, uin
     uint32_t k = 0;                         /* the next root, in row order */
 #if TSR_SSQ_FUSED
     /* RMSNorm's partials of the new x: element i into partial i % S, as
-     * tsr_reduce_sumsq; word w's into row sr = w % (S / TSR_VEC) */
-    float ssq[TSR_SSQ_DIST][TSR_VEC];   /* partial r * TSR_VEC + l: word r's lane l */
+     * tsr_reduce_sumsq; word w's into row w % (S / TSR_VEC).  The rows are
+     * a rotating chain of registers (ops.c reduce): word w adds into the
+     * head row and every row moves up one, the head's sums to the tail, so
+     * a row is added to once every TSR_SSQ_DIST words (>= TSR_FADD_LAT
+     * cycles at II 1, tsr_profile.h), by the chain's length, not by a
+     * DEPENDENCE claim on registers.  The partials leave rotated by the
+     * word count; tsr_rms_scale's pairwise levels give the same sum for
+     * any rotation (ops.c reduce), so they are stored as they stand. */
+    float ssq[TSR_SSQ_DIST][TSR_VEC];   /* the chain; the next word adds into row 0 */
 #pragma HLS ARRAY_PARTITION variable=ssq type=complete dim=0
-    uint32_t sr = 0;
     TSR_CHARGE(st, TSR_RG_GATHER, gather_cycles(flags, d, nout, bias));
 gather_ssq_zero:
     for (uint32_t k = 0; k < TSR_SUM_LANES; k++) {
@@ -987,18 +1001,14 @@ gather_ssq_zero:
     (void)input;
     (void)lay;
 #if TSR_SSQ_FUSED
-    (void)sr;
     (void)ssq;
 #endif
     emu_gather(st, mat, it, yw, flags, d, nout, rope_n);
 #else
 gather_words:
     for (uint32_t w = 0; w < dw; w++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_OUT_WORDS
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_OUT_WORDS
 #pragma HLS PIPELINE II=1
-#if TSR_SSQ_FUSED
-#pragma HLS DEPENDENCE variable=ssq type=inter dependent=true distance=TSR_SSQ_DIST
-#endif
         if (w >= end && w * TSR_VEC < d) {
             /* the next row block: the next root (a CONFIGURE table) */
             src = st->root_pe[mat][k];
@@ -1039,6 +1049,15 @@ gather_rope_pairs:
             }
         }
         float m = 0.0f;
+#if TSR_SSQ_FUSED
+        float sq[TSR_VEC];              /* the head row, plus this word's squares */
+#pragma HLS ARRAY_PARTITION variable=sq type=complete
+gather_ssq_head:
+        for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+            sq[l] = ssq[0][l];
+        }
+#endif
 gather_out:
         for (uint32_t l = 0; l < TSR_VEC; l++) {
 #pragma HLS UNROLL
@@ -1050,7 +1069,7 @@ gather_out:
                 if (lg) st->logits[it][w * TSR_VEC + l] = o;
                 else st->cv[it][(yw + w) * TSR_VEC + l] = o;
 #if TSR_SSQ_FUSED
-                if (add) ssq[sr][l] += o * o;
+                if (add) sq[l] = sq[l] + o * o;
 #endif
                 float a = fabsf(o);
                 m = a > m ? a : m;
@@ -1058,7 +1077,20 @@ gather_out:
         }
         if (input) st->wmax[it][w] = m;
 #if TSR_SSQ_FUSED
-        sr = sr + 1u == TSR_SSQ_DIST ? 0u : sr + 1u;
+gather_ssq_rotate:
+        for (uint32_t r = 0; r < TSR_SSQ_DIST - 1u; r++) {
+#pragma HLS UNROLL
+gather_ssq_rotate_lanes:
+            for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+                ssq[r][l] = ssq[r + 1u][l];
+            }
+        }
+gather_ssq_tail:
+        for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+            ssq[TSR_SSQ_DIST - 1u][l] = sq[l];
+        }
 #endif
 #ifndef TSR_EMU
         /* q | k | v word by word into every attention PE's copy: constant
@@ -1204,7 +1236,7 @@ embed_f32_cols:
          * write port a bank, hence TSR_EMBED_II) */
 embed_chunks:
         for (uint32_t k = 0; k < t.ngroups * cpg; k++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_CHUNKS
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_CHUNKS
 #pragma HLS PIPELINE II=TSR_EMBED_II
             uint32_t g = k >> st->cpg_log2, part = k & (cpg - 1u);
             uint32_t e = e0 + g * kb;

@@ -28,7 +28,9 @@
 static void sum_levels(float part[TSR_SUM_LANES])
 {
 #pragma HLS INLINE off
-#pragma HLS ALLOCATION operation instances=fadd limit=TSR_SUM_E
+    /* its callers' partitioning (registers), stated where the levels index it */
+#pragma HLS ARRAY_PARTITION variable=part type=complete
+#pragma HLS ALLOCATION operation instances=fadd limit=TSR_LIT_SUM_E
 #if TSR_SUM_LANES > 1
 sum_level:
     for (uint32_t half = TSR_SUM_LANES / 2u; half >= 1u; half /= 2u) {
@@ -45,8 +47,22 @@ sum_level_adds:
 }
 
 /* sum of x[i] (square 0) or of x[i]^2 (square 1).  Inlined, so each caller
- * has its own, on its own array.  The partials as rows of TSR_SUM_E: a
- * pass adds into one row, the next row the next pass. */
+ * has its own, on its own array.  The partials as rows of TSR_SUM_E in a
+ * rotating chain of registers: a pass adds its elements into the head row
+ * (row 0) and moves every row up one, the head's sums to the tail, so the
+ * row a pass adds into is always the head (no index chosen at run time)
+ * and comes back to the head TSR_SUM_ROWS passes later.  That is the
+ * recurrence distance, held by the chain's length: an fadd has
+ * TSR_SUM_ROWS x TSR_SUM_II >= TSR_FADD_LAT cycles before its sum is read
+ * again (checked below), with no DEPENDENCE claim (UG1399 "pragma HLS
+ * dependence" speaks of arrays; a completely partitioned array is
+ * registers).  After T passes the partials stand rotated by T rows: the
+ * chain holds partial (k + T * TSR_SUM_E) mod S at k.  The pairwise levels
+ * need no unrotating: a level adds k and k + half (mod its size), so a
+ * cyclic rotation only permutes its pairs and swaps an addition's
+ * operands, and an fp32 addition is commutative: the sum is the same bits
+ * as with the partials in order (as the gather's ssq, mesh.c). */
+TSR_STATIC_CHECK(sum_chain_covers_fadd, TSR_SUM_ROWS * TSR_SUM_II >= TSR_FADD_LAT);
 static float reduce(const float *x, uint32_t n, int square)
 {
 #pragma HLS INLINE
@@ -62,21 +78,38 @@ sum_zero_lanes:
             part[k][e] = 0.0f;
         }
     }
-    uint32_t row = 0;
 sum_pass:
     for (uint32_t i = 0; i < n; i += TSR_SUM_E) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_VOCAB
-#pragma HLS PIPELINE II=TSR_SUM_II
-#pragma HLS DEPENDENCE variable=part type=inter dependent=true distance=TSR_SUM_DIST
+#pragma HLS PIPELINE II=TSR_LIT_SUM_II
+        float head[TSR_SUM_E];
+#pragma HLS ARRAY_PARTITION variable=head type=complete
 sum_lanes:
         for (uint32_t e = 0; e < TSR_SUM_E; e++) {
 #pragma HLS UNROLL
+            float h = part[0][e];
             if (i + e < n) {
                 float v = x[i + e];
-                part[row][e] += square ? v * v : v;
+                h = h + (square ? v * v : v);
+            }
+            head[e] = h;
+        }
+#if TSR_SUM_ROWS > 1
+sum_rotate:
+        for (uint32_t k = 0; k < TSR_SUM_ROWS - 1u; k++) {
+#pragma HLS UNROLL
+sum_rotate_lanes:
+            for (uint32_t e = 0; e < TSR_SUM_E; e++) {
+#pragma HLS UNROLL
+                part[k][e] = part[k + 1u][e];
             }
         }
-        row = row + 1u == TSR_SUM_ROWS ? 0u : row + 1u;
+#endif
+sum_tail:
+        for (uint32_t e = 0; e < TSR_SUM_E; e++) {
+#pragma HLS UNROLL
+            part[TSR_SUM_ROWS - 1u][e] = head[e];
+        }
     }
 sum_flat:
     for (uint32_t k = 0; k < TSR_SUM_LANES; k++) {
@@ -139,7 +172,7 @@ void tsr_rope_angles(tsr_kstate *st, uint32_t it, uint32_t pos)
     TSR_CHARGE(st, TSR_RG_ROPE, tsr_cy_rope_angles(st->hs));
 rope_angles:
     for (uint32_t j = 0; j < half; j++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_HALF_HS
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_HALF_HS
 #pragma HLS PIPELINE II=1
         float val = (float)pos * st->rope_freq[j];
         st->rope_cos[it][j] = cosf(val);
@@ -179,7 +212,7 @@ void tsr_swiglu(float *hb, const float *hb2, uint32_t n)
 {
 swiglu:
     for (uint32_t i = 0; i < n; i++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PE_ROWS
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_PE_ROWS
 #pragma HLS PIPELINE II=1
         float val = hb[i];
         val *= (1.0f / (1.0f + expf(-val)));
@@ -196,7 +229,7 @@ void tsr_quantize(const float *x, uint32_t n, uint32_t G, int8_t *q, float *s)
     uint32_t ng = tsr_cdiv(n, G);
 quant_groups:
     for (uint32_t g = 0; g < ng; g++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PE_XS
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_PE_XS
         uint32_t j0 = g * G, len = n - j0 < G ? n - j0 : G;   /* the last group may be short */
         float amax = 0.0f;
 quant_amax:

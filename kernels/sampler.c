@@ -110,7 +110,7 @@ topp_filter:
     *cy += TSR_CY((n0 / 2u) * sift);
 topp_heapify:
     for (uint32_t k = n0 / 2u; k > 0; k--) {
-#pragma HLS LOOP_TRIPCOUNT min=0 max=TSR_MAX_VOCAB/2
+#pragma HLS LOOP_TRIPCOUNT min=0 max=TSR_LIT_HALF_VOCAB
         cand_sift_down(cp, ci, k - 1u, n0);
     }
     /* Pop the largest to the end of the heap array, one at a time: after m

@@ -14,6 +14,11 @@
 
 #include "tsr_ops.h"
 
+/* Every TSR_LIT_* pragma value equals the expression it stands for under
+ * this profile (profiles/pragma_literals.h; `make pragma-literals`). */
+#define TSR_PRAGMA_LIT_CHECK
+#include "profiles/pragma_literals.h"
+
 /* a * b for b < 2^BITS, BITS a literal: shift-and-add over b's bits, so a
  * PE's setup arithmetic takes adders, not a DSP multiplier (a 32-bit
  * multiply is about three DSP48E2s, and there would be one per PE). */

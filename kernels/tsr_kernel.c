@@ -169,7 +169,7 @@ cfg_fit_clear:
         uint32_t sl = tsr_lay_seq_words(&c);   /* whole attention words of positions */
 cfg_mats:
         for (uint32_t m = 0; m < nm; m++) {
-#pragma HLS LOOP_TRIPCOUNT min=5 max=TSR_MAX_MATS
+#pragma HLS LOOP_TRIPCOUNT min=5 max=TSR_LIT_MAX_MATS
             st->mat_rot[m] = rot;
             st->mat_cols[m] = tsr_lay_mat_cols(&c, m);
             tsr_lay_mat_shape(&c, m, &st->mat_d[m], &st->mat_n[m], &st->mat_pair[m]);
@@ -182,7 +182,7 @@ cfg_pes:
             uint32_t wb = 0, fw = 0, rows = 0;
 cfg_pe_mats:
             for (uint32_t m = 0; m < nm; m++) {
-#pragma HLS LOOP_TRIPCOUNT min=5 max=TSR_MAX_MATS
+#pragma HLS LOOP_TRIPCOUNT min=5 max=TSR_LIT_MAX_MATS
                 tsr_tile t = tsr_lay_tile(&c, m, st->mat_rot[m], p);
                 st->tab_row0[p][m] = t.row0;
                 st->tab_rows[p][m] = t.rows;
@@ -227,7 +227,7 @@ cfg_pe_mats:
          * unit on (tsr_layout.h), the roots that hold rows */
 cfg_roots:
         for (uint32_t m = 0; m < nm; m++) {
-#pragma HLS LOOP_TRIPCOUNT min=5 max=TSR_MAX_MATS
+#pragma HLS LOOP_TRIPCOUNT min=5 max=TSR_LIT_MAX_MATS
             uint32_t Cm = st->mat_cols[m], R = P / Cm, r0 = (st->mat_rot[m] / Cm) % R, n = 0;
 cfg_roots_rows:
             for (uint32_t k = 0; k < R; k++) {
@@ -279,12 +279,12 @@ cfg_kv_home:
             /* RoPE, as run.c: theta^(-head_dim / head_size), head_dim even */
 cfg_rope_freq:
             for (uint32_t j = 0; j < hs / 2u; j++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_HALF_HS
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_HALF_HS
                 st->rope_freq[j] = 1.0f / powf(c.rope_theta, (float)(2u * j) / (float)hs);
             }
 cfg_rope_pairs:
             for (uint32_t i = 0; i < c.dim + st->kv_dim; i += 2u) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_QKV
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_QKV
                 st->rope_pj[i / 2u] = (i % hs) / 2u;
             }
 cfg_clear_pes:
@@ -477,7 +477,7 @@ static int op_load(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32
          * one word */
 load_w8:
         for (uint32_t i = 0; i < (len + 3u) / 4u; i++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LOAD_WORDS
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_LOAD_WORDS
 #pragma HLS PIPELINE II=1
             uint32_t v = in_w[i], a = off + 4u * i;
 load_w8_bytes:
@@ -496,7 +496,7 @@ load_w8_bytes:
             return TSR_K_EARG;
 load_f32:
         for (uint32_t i = 0; i < len; i++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LOAD_WORDS
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_LOAD_WORDS
 #pragma HLS PIPELINE II=1
             st->f32[p][off + i] = in_f[i];
         }
@@ -512,7 +512,7 @@ load_f32:
         ctrl_cur c = ctrl_at(st, off);
 load_ctrl:
         for (uint32_t i = 0; i < len; i++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_CTRL_WORDS
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_CTRL_WORDS
 #pragma HLS PIPELINE II=1
             if (c.a < c.norms) st->rms[c.row][c.col] = in_f[i];
             else if (c.a < c.rope_end) st->rope_freq[c.a - c.norms] = in_f[i];
@@ -543,7 +543,7 @@ static int dec_seq(tsr_kstate *st, dec_seqs *d, uint32_t k, uint32_t slot, uint3
     if (slot >= st->cfg.n_slots) return TSR_K_EARG;
 dec_seq_distinct:
     for (uint32_t j = 0; j < k; j++) {
-#pragma HLS LOOP_TRIPCOUNT min=0 max=TSR_MAX_BATCH
+#pragma HLS LOOP_TRIPCOUNT min=0 max=TSR_LIT_MAX_BATCH
         if (d->slot[j] == slot) return TSR_K_EARG;
     }
     if (st->pending[slot] < 0) return TSR_K_ESTATE;
@@ -608,7 +608,7 @@ static void link_drain(const fwd_run *r, volatile const float *link_in)
     uint32_t d = r->hdr[3] >= 1.0f && r->hdr[3] <= (float)TSR_MAX_DIM ? (uint32_t)r->hdr[3] : 0u;
 link_drain_words:
     for (uint32_t i = 0; i < n * d; i++) {
-#pragma HLS LOOP_TRIPCOUNT min=0 max=TSR_LINK_WORDS
+#pragma HLS LOOP_TRIPCOUNT min=0 max=TSR_LIT_LINK_WORDS
 #pragma HLS PIPELINE II=1
         (void)TSR_LINK_GET(link_in, TSR_LINK_HDR + i);
     }
@@ -628,19 +628,19 @@ static int fwd_batch_check(const tsr_kstate *st, fwd_run *r, const uint32_t *in_
     if ((r->flags & TSR_FWDC_SAMPLE) && (!tsr_lay_holds_head(cf) || room < m)) return TSR_K_EARG;
 fwd_batch_read:
     for (uint32_t i = 0; i < m * TSR_FWDB_WORDS; i++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BATCH*TSR_FWDB_WORDS
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_FWDB_READ_WORDS
 #pragma HLS PIPELINE II=1
         r->rec[i / TSR_FWDB_WORDS][i % TSR_FWDB_WORDS] = in_w[i];
     }
 fwd_batch_samplers:
     for (uint32_t b = 0; b < m; b++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BATCH
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_BATCH
         r->temp[b] = in_f[b * TSR_FWDB_WORDS + TSR_FWDB_TEMP];
         r->top_p[b] = in_f[b * TSR_FWDB_WORDS + TSR_FWDB_TOP_P];
     }
 fwd_batch_recs:
     for (uint32_t b = 0; b < m; b++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BATCH
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_BATCH
         uint32_t sl = r->rec[b][TSR_FWDB_SLOT];
         if (sl >= cf->n_slots || ((seen >> sl) & 1u) || r->rec[b][TSR_FWDB_RESERVED] != 0u ||
             (r->first && r->rec[b][TSR_FWDB_TOKEN] >= cf->vocab_size))
@@ -750,7 +750,7 @@ static int fwd_setup_decode(tsr_kstate *st, fwd_run *r, const uint32_t c[TSR_CMD
             return TSR_K_EARG;
 dec_batch_seqs:
         for (uint32_t k = 0; k < d->m && rc == TSR_K_OK; k++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BATCH
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_BATCH
             const uint32_t *w = in_w + 1u + k * TSR_BATCH_WORDS;
             const float *wf = in_f + 1u + k * TSR_BATCH_WORDS;
             uint32_t nk = w[TSR_BATCH_N] > d->stride - 1u ? d->stride - 1u : w[TSR_BATCH_N];
@@ -761,7 +761,7 @@ dec_batch_seqs:
     if (rc != TSR_K_OK) return rc;
 dec_publish0:
     for (uint32_t k = 0; k < d->m; k++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BATCH
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_BATCH
         TSR_PUBLISH(&out_w[k * d->stride], 0u);
     }
     return TSR_K_OK;
@@ -823,7 +823,7 @@ static uint32_t fwd_items_decode(const tsr_kstate *st, fwd_run *r, volatile cons
     int stop_all = TSR_OBSERVE(&hdr[TSR_CTL_CANCEL]) != 0;
 fwd_decode_items:
     for (uint32_t k = 0; k < d->m; k++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BATCH
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_BATCH
         uint32_t sl = d->slot[k];
         if (!d->live[k]) continue;
         if (stop_all || TSR_OBSERVE(&hdr[TSR_CTL_CANCEL_SLOT(sl)]) || d->done[k] >= d->n[k] ||
@@ -862,7 +862,7 @@ static void fwd_items_done(tsr_kstate *st, fwd_run *r, const tsr_item *items, ui
     if (!slots && !sampled) return;
 fwd_items_out:
     for (uint32_t b = 0; b < nx; b++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BATCH
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_BATCH
         uint32_t sl = items[b].slot;
         float t = r->pass ? r->temp[b] : temp[b], p = r->pass ? r->top_p[b] : top_p[b];
         int32_t next = sampled ? item_token(st, items, b, t, p) : -1;
@@ -1033,7 +1033,7 @@ static int op_read_mem(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], volatile
 #endif
 read_w8:
         for (uint32_t k = 0; k < tsr_cdiv(len, 4u); k++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LOAD_WORDS
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_LOAD_WORDS
 #pragma HLS PIPELINE II=1
             uint32_t w = 0;
 read_w8_bytes:
@@ -1053,7 +1053,7 @@ read_w8_bytes:
             return TSR_K_EARG;
 read_f32:
         for (uint32_t i = 0; i < len; i++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LOAD_WORDS
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_LOAD_WORDS
 #pragma HLS PIPELINE II=1
             out_f[i] = st->f32[p][off + i];
         }
@@ -1067,7 +1067,7 @@ read_f32:
         ctrl_cur c = ctrl_at(st, off);
 read_ctrl:
         for (uint32_t i = 0; i < len; i++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_CTRL_WORDS
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_CTRL_WORDS
 #pragma HLS PIPELINE II=1
             out_f[i] = c.a < c.norms ? st->rms[c.row][c.col]
                      : c.a < c.rope_end ? st->rope_freq[c.a - c.norms] : st->qkvb[c.brow][c.bcol];
@@ -1245,16 +1245,16 @@ void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f
                  volatile uint32_t *out_w, volatile float *out_f, volatile const float *link_in,
                  volatile float *link_out)
 {
-#pragma HLS INTERFACE m_axi port=ctl offset=slave bundle=gmem0 depth=TSR_CTL_DEPTH
-#pragma HLS INTERFACE m_axi port=in_w offset=slave bundle=gmem1 depth=TSR_IN_DEPTH max_read_burst_length=256
-#pragma HLS INTERFACE m_axi port=in_f offset=slave bundle=gmem1 depth=TSR_IN_DEPTH max_read_burst_length=256
+#pragma HLS INTERFACE m_axi port=ctl offset=slave bundle=gmem0 depth=TSR_LIT_CTL_DEPTH
+#pragma HLS INTERFACE m_axi port=in_w offset=slave bundle=gmem1 depth=TSR_LIT_IN_DEPTH max_read_burst_length=256
+#pragma HLS INTERFACE m_axi port=in_f offset=slave bundle=gmem1 depth=TSR_LIT_IN_DEPTH max_read_burst_length=256
     /* the answers share the ring's bundle: a command's answer words and
      * then its response's sequence word leave on one AXI master, in
      * program order (docs/hls-flow.md, "The command ring") */
-#pragma HLS INTERFACE m_axi port=out_w offset=slave bundle=gmem0 depth=TSR_OUT_DEPTH
-#pragma HLS INTERFACE m_axi port=out_f offset=slave bundle=gmem0 depth=TSR_OUT_DEPTH
-#pragma HLS INTERFACE axis port=link_in depth=TSR_LINK_WORDS
-#pragma HLS INTERFACE axis port=link_out depth=TSR_LINK_WORDS
+#pragma HLS INTERFACE m_axi port=out_w offset=slave bundle=gmem0 depth=TSR_LIT_OUT_DEPTH
+#pragma HLS INTERFACE m_axi port=out_f offset=slave bundle=gmem0 depth=TSR_LIT_OUT_DEPTH
+#pragma HLS INTERFACE axis port=link_in depth=TSR_LIT_LINK_WORDS
+#pragma HLS INTERFACE axis port=link_out depth=TSR_LIT_LINK_WORDS
 #pragma HLS INTERFACE s_axilite port=return
     /* The state lives as long as this call: the whole time the model is
      * loaded (docs/hls-flow.md, "A persistent kernel").  C simulation keeps
@@ -1265,6 +1265,13 @@ void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f
     static tsr_kstate st;
 #endif
 #pragma HLS DISAGGREGATE variable=st
+    /* lint-hls: partition-call unverified st.  These pragmas partition
+     * members of st here, where st is defined, and the loops that rely on
+     * them sit below non-inlined calls that take &st (tsr_kernel_serve ->
+     * tsr_kernel_exec -> op_* -> tsr_forward -> tsr_mesh_* and the
+     * attention steps, then one PE's arrays into pe_gemv, pe_att, ...).
+     * Whether each partition carries through that chain only a csynth log
+     * shows (docs/hls-flow.md, section 11); hw/lint_hls.py counts them. */
     /* every PE its own memories (dim 1: the PE), wide enough for its lanes */
 #pragma HLS ARRAY_PARTITION variable=st.w8 type=complete dim=1
 #pragma HLS ARRAY_RESHAPE variable=st.w8 type=complete dim=3
@@ -1393,9 +1400,9 @@ void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f
 #pragma HLS ARRAY_PARTITION variable=st.rms type=cyclic factor=TSR_VEC dim=2
 #pragma HLS ARRAY_PARTITION variable=st.qkvb type=cyclic factor=TSR_VEC dim=2
 #if TSR_SUM_E > 1
-#pragma HLS ARRAY_PARTITION variable=st.probs type=cyclic factor=TSR_SUM_E
+#pragma HLS ARRAY_PARTITION variable=st.probs type=cyclic factor=TSR_LIT_SUM_E
 #endif
-#pragma HLS ARRAY_PARTITION variable=st.wmax type=cyclic factor=TSR_WMAX_PORTS dim=2
+#pragma HLS ARRAY_PARTITION variable=st.wmax type=cyclic factor=TSR_LIT_WMAX_PORTS dim=2
 #pragma HLS ARRAY_PARTITION variable=st.ssq type=complete dim=2
 #pragma HLS ARRAY_PARTITION variable=st.rope_pj type=cyclic factor=TSR_VEC_PAIRS
 #pragma HLS ARRAY_PARTITION variable=st.rope_cos type=complete dim=2

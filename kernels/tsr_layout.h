@@ -338,7 +338,7 @@ static inline uint32_t tsr_lay_rot(const tsr_kconfig *c, uint32_t m)
     uint32_t s = 0;
     for (uint32_t k = 0; k < m; k++) {
 #ifdef __SYNTHESIS__ /* driver/ includes this header too: keep its -Wall quiet */
-#pragma HLS LOOP_TRIPCOUNT min=0 max=TSR_MAX_MATS
+#pragma HLS LOOP_TRIPCOUNT min=0 max=TSR_LIT_MAX_MATS
 #endif
         s = tsr_lay_rot_next(c, k, s);
     }
@@ -523,7 +523,7 @@ static inline void tsr_lay_pe_weights(const tsr_kconfig *c, uint32_t pe, uint64_
     uint64_t b = 0, w = 0;
     for (uint32_t m = 0; m < nm; m++) {
 #ifdef __SYNTHESIS__
-#pragma HLS LOOP_TRIPCOUNT min=5 max=TSR_MAX_MATS
+#pragma HLS LOOP_TRIPCOUNT min=5 max=TSR_LIT_MAX_MATS
 #endif
         tsr_tile t = tsr_lay_tile(c, m, rot, pe);
         b += tsr_lay_tile_w8(c, t);

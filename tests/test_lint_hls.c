@@ -345,6 +345,9 @@ static const fixture FIXTURE_RULES[] = {
     { "lint_m_axi_null_test",    "null.c",      "m-axi-null-test",    3 },
     { "lint_m_axi_volatile",     "volatile.c",  "m-axi-volatile",     1 },
     { "lint_pipeline_divide",    "divide.c",    "pipeline-divide",    3 },
+    { "lint_pragma_value",       "value.c",     "pragma-value",       5 },
+    { "lint_dependence_register", "dep.c",      "dependence-register", 4 },
+    { "lint_partition_call",     "call.c",      "partition-call",     3 },
 };
 #define N_FIXTURE_RULES (sizeof FIXTURE_RULES / sizeof FIXTURE_RULES[0])
 
@@ -462,6 +465,103 @@ static void test_clang_parse_error(void **state)
     assert_int_equal(lines_containing(cout, want), 1);
 }
 
+/* A struct whose member partitions reach their loops only through a
+ * non-inlined call fails partition-call; the same with the function's
+ * acknowledgement comment passes, and the lint counts what it let by. */
+static void test_clang_partition_call_acknowledged(void **state)
+{
+    (void)state;
+    need_clang();
+    static const char body[] =
+        "#include <stdint.h>\n"
+        "typedef struct st_t { float bank[4][16]; float out; } st_t;\n"
+        "static void fill(st_t *s)\n"
+        "{\n"
+        "#pragma HLS INLINE off\n"
+        "fill_rows:\n"
+        "    for (uint32_t k = 0; k < 16; k++) {\n"
+        "#pragma HLS PIPELINE II=1\n"
+        "fill_lanes:\n"
+        "        for (uint32_t r = 0; r < 4; r++) {\n"
+        "#pragma HLS UNROLL\n"
+        "            s->bank[r][k] = (float)k;\n"
+        "        }\n"
+        "    }\n"
+        "    s->out = s->bank[3][15];\n"
+        "}\n"
+        "float top(void)\n"
+        "{\n"
+        "    st_t s;\n"
+        "%s"
+        "#pragma HLS ARRAY_PARTITION variable=s.bank type=complete dim=1\n"
+        "#pragma HLS ARRAY_PARTITION variable=s.bank type=cyclic factor=2 dim=2\n"
+        "    fill(&s);\n"
+        "    return s.out;\n"
+        "}\n";
+    char dir[64], arg[96], text[2048], want[256];
+    for (int ack = 0; ack < 2; ack++) {
+        make_dir(dir);
+        snprintf(text, sizeof text, body,
+                 ack ? "    /* lint-hls: partition-call unverified s (csynth will tell) */\n" : "");
+        add_file(dir, "st.c", text);
+        snprintf(arg, sizeof arg, "'%s'", dir);
+        int rc = run_clang_lint(arg);
+        if (rc != (ack ? 0 : 1)) fprintf(stderr, "%s%s", cout, cerr);
+        if (!ack) {
+            assert_int_equal(rc, 1);
+            snprintf(want, sizeof want, "lint-hls: %s/st.c:20: partition-call: ARRAY_PARTITION of"
+                     " 's.bank' in top reaches its accesses only through the non-inlined call to fill"
+                     " (line 22): the struct 's' reaches it by pointer", dir);
+            assert_int_equal(lines_containing(cout, want), 1);
+            assert_int_equal(lines_containing(cout, ": partition-call: "), 2);
+        } else {
+            assert_int_equal(rc, 0);
+            assert_int_equal(lines_containing(cout, "lint-hls-clang: note: 2 partition pragma(s) on"
+                                              " 's' cross non-inlined calls"), 1);
+            assert_int_equal(lines_containing(cout, "lint-hls-clang: 1 files OK"), 1);
+            assert_null(strstr(cout, "lint-hls: "));
+        }
+        remove_dir(dir);
+    }
+}
+
+/* The pragma literals are checked twice: hw/pragma_literals.py --check
+ * names a header that is not what it would write, and a kernel built
+ * against a literal that differs from its expression does not compile
+ * (tsr_hls.h's TSR_PRAGMA_LIT_CHECK).  Both on a copy of kernels/. */
+static void test_pragma_literals_checked(void **state)
+{
+    (void)state;
+    char dir[64], cmd[1024];
+    make_dir(dir);
+    snprintf(cmd, sizeof cmd, "cp -r '%s/kernels' '%s/' && /usr/bin/python3 '%s/hw/pragma_literals.py' '%s/kernels'",
+             TSR_SOURCE_DIR, dir, TSR_SOURCE_DIR, dir);
+    assert_int_equal(run_capture(cmd, cout, cerr, CAP), 0);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s/hw/pragma_literals.py' --check '%s/kernels'",
+             TSR_SOURCE_DIR, dir);
+    assert_int_equal(run_capture(cmd, cout, cerr, CAP), 0);
+    assert_non_null(strstr(cout, " profiles current"));
+    // compiles as it is, under the stories260k profile
+    snprintf(cmd, sizeof cmd, "cc -std=c99 -fsyntax-only -DTSR_CSIM "
+             "'-DTSR_PROFILE_HEADER=\"profiles/profile_stories260k.h\"' -I'%s/kernels' '%s/kernels/ops.c'",
+             dir, dir);
+    assert_int_equal(run_capture(cmd, cout, cerr, CAP), 0);
+    // one literal off by one: stale, and the kernel does not build
+    snprintf(cmd, sizeof cmd, "sed -i '/TSR_PROFILE_STORIES260K_H/,/^#e/ s/^#define TSR_LIT_MAX_CHUNKS \\( *\\)\\([0-9]*\\)$/#define TSR_LIT_MAX_CHUNKS \\1\\29/' '%s/kernels/profiles/pragma_literals.h'",
+             dir);
+    assert_int_equal(run_capture(cmd, cout, cerr, CAP), 0);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s/hw/pragma_literals.py' --check '%s/kernels'",
+             TSR_SOURCE_DIR, dir);
+    assert_int_equal(run_capture(cmd, cout, cerr, CAP), 1);
+    assert_non_null(strstr(cout, "pragma_literals.h is stale: run `make pragma-literals`"));
+    snprintf(cmd, sizeof cmd, "cc -std=c99 -fsyntax-only -DTSR_CSIM "
+             "'-DTSR_PROFILE_HEADER=\"profiles/profile_stories260k.h\"' -I'%s/kernels' '%s/kernels/ops.c'",
+             dir, dir);
+    assert_int_not_equal(run_capture(cmd, cout, cerr, CAP), 0);
+    assert_non_null(strstr(cerr, "tsr_check_tsr_lit_max_chunks"));
+    remove_dir(dir);
+}
+
 static void test_clang_usage(void **state)
 {
     (void)state;
@@ -497,6 +597,8 @@ int main(void)
         cmocka_unit_test(test_clang_profile_define),
         cmocka_unit_test(test_clang_parse_error),
         cmocka_unit_test(test_clang_usage),
+        cmocka_unit_test(test_clang_partition_call_acknowledged),
+        cmocka_unit_test(test_pragma_literals_checked),
     };
     /* one named test per planted fixture */
     enum { N_FIXED = sizeof tests / sizeof tests[0] };
