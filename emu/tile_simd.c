@@ -298,7 +298,7 @@ static inline AVX2 void block_group8(const int8_t *e, uint32_t G, __m256i *bw)
 
 /* NI items' (x[i], xs[i]) sums of one block into out[i], NC dwords a
  * group (NI and NC constants where it is inlined: the items' sums stay in
- * registers, the dword loop unrolled). */
+ * registers; the dword loop unrolled by 2). */
 #define GEMM8_ITEMS 4u   /* items a pass (5 and 6 measured the same) */
 static inline __attribute__((always_inline)) AVX2 void
 gemm8_block(const __m256i *bw, const float *sb, uint32_t ng, uint32_t NC, uint32_t NI,
@@ -311,7 +311,7 @@ gemm8_block(const __m256i *bw, const float *sb, uint32_t ng, uint32_t NC, uint32
         const __m256i *w = bw + (size_t)g * 2u * NC;
         __m256i is[GEMM8_ITEMS];
         for (uint32_t i = 0; i < NI; i++) is[i] = _mm256_setzero_si256();
-#pragma GCC unroll 16
+#pragma GCC unroll 2   /* 2: 56-59 GMAC/s, 16: 51-55 (its loads spill) */
         for (uint32_t c = 0; c < NC; c++) {
             __m256i wt = _mm256_load_si256(w + 2u * c), wa = _mm256_load_si256(w + 2u * c + 1u);
             for (uint32_t i = 0; i < NI; i++) {
