@@ -231,24 +231,34 @@ static VNNI uint32_t tile_q4_vnni(const int8_t *w8, const float *ws, uint32_t ro
     TILE_BODY(dot32_vnni, 16u, Q4_ROWS)
 }
 
-/* ---- several items without AVX-512: a GEMM in 16-bit products (AVX2) ---- */
+/* ---- several items without AVX-512: a GEMM in 8-bit products (AVX2) ---- */
 
 /* The tile's full 8-row blocks times nx items, G = 32 or 64 (Q4_0: q4 1,
- * G 32), for CPUs without AVX-512 VNNI.  The items' inputs are widened to
- * int16 once a call, and each block's weights once for all the items,
- * transposed so that a register holds one pair of a group's values for
- * all 8 rows: bwt[g][c] (8 rows,) = (w[j][2c], w[j][2c + 1]) as two int16.
- * Then per group, for each pair c, vpmaddwd of an item's pair c (one
- * dword, broadcast) with bwt[g][c] adds w[j][2c] x[2c] + w[j][2c+1]
- * x[2c+1] to row j's lane: isum (8 rows,) with no horizontal sums, four
- * items to one load of bwt[g][c].  Each
- * product is at most 128 * 127 in magnitude and the sums are int32, so
- * they are exact, equal to dot32's; the fp32 operations are TILE_BODY's,
- * item by item: bit-identical to tile_one, and so to pe_tile_q8 /
- * pe_tile_q4, for every item.
+ * G 32), without AVX-512 VNNI: the maddubs / madd pattern.  Each block's
+ * group is transposed as int8 (no widening), so that a register holds one
+ * dword of the group for all 8 rows: wt[g][c] (8 rows,) = w[j][4c..4c+3],
+ * kept as it is (the signs) and as |w| (vpabsb: -128 becomes 128 as an
+ * unsigned byte).  Per group and dword c, for an item whose dword c is
+ * broadcast as xb:
  *
- *   scratch: xw (nx, ng * G) int16 the inputs, then bwt (ng, G / 2, 8, 2)
- *            int16 one block's weights. */
+ *   vpsignb   xb by wt          x * sign(w), -127..127           (exact)
+ *   vpmaddubsw |wt| (u8) by it  |w| x sign(w) = w x, pairs summed into
+ *                               int16: at most 2 x 128 x 127 = 32512,
+ *                               so it never saturates             (exact)
+ *   vpmaddwd  by 1              row j's 4 products in lane j (int32)
+ *
+ * and the 8 rows' sums of a group build up in one register a lane a row,
+ * with no horizontal sums, four items to one load of wt[g][c].  The
+ * integer sums are exact (in any order: dot32's) and the fp32 operations
+ * are TILE_BODY's item by item: bit-identical to tile_one, and so to
+ * pe_tile_q8 / pe_tile_q4, for every item.  It replaced a GEMM of int16
+ * products (the inputs and each block widened to int16, vpmaddwd of a
+ * broadcast pair): that one's widening and twice the transposition cost
+ * more than the vpsignb a dword saved, 39-48 against 50-55 GMAC/s at 8 to
+ * 64 items and 16-35 against 35-47 at 2 to 8 (docs/benchmarks.md).
+ *
+ *   scratch: bwt (ng, G / 4, 2) 32-byte registers, one block's weights
+ *            (wt, then |wt|). */
 
 /* Rows r[0..7] (8 dwords each) -> t[c] (8 rows,) their dword c. */
 static inline AVX2 void transpose8x8(const __m256i r[8], __m256i t[8])
@@ -270,109 +280,107 @@ static inline AVX2 void transpose8x8(const __m256i r[8], __m256i t[8])
     }
 }
 
-/* A group's 8 rows (G int8 values each, row j at e + j * G) -> bwt (G / 2
- * registers of 8 rows' pairs). */
-static inline AVX2 void block_group16(const int8_t *e, uint32_t G, int16_t *bwt)
+/* A group's 8 rows (G int8 values each, row j at e + j * G) -> bw (G / 4
+ * pairs of registers: dword c of the 8 rows, as it is and as |w|). */
+static inline AVX2 void block_group8(const int8_t *e, uint32_t G, __m256i *bw)
 {
-    for (uint32_t h = 0; h < G / 16u; h++) {   /* 16 values: 8 pairs */
+    for (uint32_t h = 0; h < G / 32u; h++) {   /* 32 values: 8 dwords */
         __m256i r[8], t[8];
         for (uint32_t j = 0; j < 8u; j++)
-            r[j] = _mm256_cvtepi8_epi16(
-                _mm_loadu_si128((const __m128i *)(const void *)(e + j * G + h * 16u)));
+            r[j] = _mm256_loadu_si256((const __m256i *)(const void *)(e + j * G + h * 32u));
         transpose8x8(r, t);
-        for (uint32_t c = 0; c < 8u; c++)
-            _mm256_storeu_si256((__m256i *)(void *)(bwt + (h * 8u + c) * 16u), t[c]);
+        for (uint32_t c = 0; c < 8u; c++) {
+            _mm256_store_si256(bw + 2u * (h * 8u + c), t[c]);
+            _mm256_store_si256(bw + 2u * (h * 8u + c) + 1u, _mm256_abs_epi8(t[c]));
+        }
     }
 }
 
-/* Four items' (x[i], xs[i]) sums of one block into out[i] (i < m; the
- * items past m repeat item 0, their sums unstored): each pair register
- * of bwt is loaded once for the four items. */
+/* NI items' (x[i], xs[i]) sums of one block into out[i], NC dwords a
+ * group (NI and NC constants where it is inlined: the items' sums stay in
+ * registers; the dword loop unrolled by 2). */
+#define GEMM8_ITEMS 4u   /* items a pass (5 and 6 measured the same) */
 static inline __attribute__((always_inline)) AVX2 void
-gemm16_block(const int16_t *bwt, const float *sb, uint32_t ng, uint32_t G,
-             const int16_t *const xw[4], const float *const xs[4], float *const out[4],
-             uint32_t m)
+gemm8_block(const __m256i *bw, const float *sb, uint32_t ng, uint32_t NC, uint32_t NI,
+            const int8_t *const *x, const float *const *xs, float *const *out)
 {
-    __m256 acc[4];
-    for (uint32_t i = 0; i < 4u; i++) acc[i] = _mm256_setzero_ps();
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[GEMM8_ITEMS];
+    for (uint32_t i = 0; i < NI; i++) acc[i] = _mm256_setzero_ps();
     for (uint32_t g = 0; g < ng; g++) {
-        const int16_t *w = bwt + (size_t)g * 8u * G;
-        const int32_t *x[4];
-        for (uint32_t i = 0; i < 4u; i++)
-            x[i] = (const int32_t *)(const void *)xw[i] + (size_t)g * (G / 2u);
-        __m256i is[4];
-        for (uint32_t i = 0; i < 4u; i++) is[i] = _mm256_setzero_si256();
-        for (uint32_t c = 0; c < G / 2u; c++) {
-            __m256i wc = _mm256_loadu_si256((const __m256i *)(const void *)(w + c * 16u));
-            for (uint32_t i = 0; i < 4u; i++)
-                is[i] = _mm256_add_epi32(is[i], _mm256_madd_epi16(_mm256_set1_epi32(x[i][c]), wc));
+        const __m256i *w = bw + (size_t)g * 2u * NC;
+        __m256i is[GEMM8_ITEMS];
+        for (uint32_t i = 0; i < NI; i++) is[i] = _mm256_setzero_si256();
+#pragma GCC unroll 2   /* 2: 56-59 GMAC/s, 16: 51-55 (its loads spill) */
+        for (uint32_t c = 0; c < NC; c++) {
+            __m256i wt = _mm256_load_si256(w + 2u * c), wa = _mm256_load_si256(w + 2u * c + 1u);
+            for (uint32_t i = 0; i < NI; i++) {
+                int32_t d;
+                memcpy(&d, x[i] + (size_t)g * NC * 4u + 4u * c, sizeof d);
+                __m256i p = _mm256_maddubs_epi16(wa, _mm256_sign_epi8(_mm256_set1_epi32(d), wt));
+                is[i] = _mm256_add_epi32(is[i], _mm256_madd_epi16(p, ones));
+            }
         }
         __m256 sc = _mm256_loadu_ps(sb + (size_t)g * 8u);
-        for (uint32_t i = 0; i < 4u; i++) {
+        for (uint32_t i = 0; i < NI; i++) {
             __m256 v = _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(is[i]), sc),
                                      _mm256_set1_ps(xs[i][g]));
             acc[i] = _mm256_add_ps(acc[i], v);
         }
     }
-    for (uint32_t i = 0; i < m; i++) _mm256_storeu_ps(out[i], acc[i]);
+    for (uint32_t i = 0; i < NI; i++) _mm256_storeu_ps(out[i], acc[i]);
 }
 
-static AVX2 void gemm16_g32(const int16_t *bwt, const float *sb, uint32_t ng,
-                            const int16_t *const xw[4], const float *const xs[4],
-                            float *const out[4], uint32_t m)
+/* gemm8_block for m (1..GEMM8_ITEMS) items at G = 32 or 64: each count and
+ * group size its own copy (a rest of 1 to 3 items takes no dead lanes). */
+static AVX2 void gemm8_items(const __m256i *bw, const float *sb, uint32_t ng, uint32_t G,
+                             uint32_t m, const int8_t *const *x, const float *const *xs,
+                             float *const *out)
 {
-    gemm16_block(bwt, sb, ng, 32u, xw, xs, out, m);
-}
-
-static AVX2 void gemm16_g64(const int16_t *bwt, const float *sb, uint32_t ng,
-                            const int16_t *const xw[4], const float *const xs[4],
-                            float *const out[4], uint32_t m)
-{
-    gemm16_block(bwt, sb, ng, 64u, xw, xs, out, m);
-}
-
-/* n int8 values at s -> int16 at d (n a multiple of 16). */
-static inline AVX2 void widen16(const int8_t *s, int16_t *d, uint32_t n)
-{
-    for (uint32_t i = 0; i < n; i += 16u)
-        _mm256_storeu_si256((__m256i *)(void *)(d + i),
-                            _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(s + i))));
+#define GEMM8_CASE(n)                                                                    \
+    case n:                                                                              \
+        if (G == 32u) gemm8_block(bw, sb, ng, 8u, n, x, xs, out);                        \
+        else gemm8_block(bw, sb, ng, 16u, n, x, xs, out);                                \
+        break;
+    switch (m) {
+    GEMM8_CASE(1u)
+    GEMM8_CASE(2u)
+    GEMM8_CASE(3u)
+    default: GEMM8_CASE(GEMM8_ITEMS)
+    }
+#undef GEMM8_CASE
 }
 
 static void *scratch(size_t bytes);
 
-static AVX2 uint32_t tile_gemm_avx2(uint32_t q4, const int8_t *w8, const float *ws,
-                                    uint32_t rows, uint32_t ng, uint32_t G, const int8_t *xq,
-                                    size_t xq_stride, const float *xs, size_t xs_stride,
-                                    uint32_t nx, float *psum, size_t psum_stride)
+static AVX2 uint32_t tile_gemm8_avx2(uint32_t q4, const int8_t *w8, const float *ws,
+                                     uint32_t rows, uint32_t ng, uint32_t G, const int8_t *xq,
+                                     size_t xq_stride, const float *xs, size_t xs_stride,
+                                     uint32_t nx, float *psum, size_t psum_stride)
 {
-    uint32_t nb = rows / 8u, EB = q4 ? 16u : G, n = ng * G;
-    int16_t *xw = scratch(((size_t)nx * n + (size_t)8u * n) * sizeof(int16_t));
-    if (!xw) return 0;   /* out of memory: a pass an item */
-    int16_t *bwt = xw + (size_t)nx * n;
-    for (uint32_t k = 0; k < nx; k++) widen16(xq + (size_t)k * xq_stride, xw + (size_t)k * n, n);
+    uint32_t nb = rows / 8u, EB = q4 ? 16u : G, nc = G / 4u;
+    __m256i *bw = scratch((size_t)ng * nc * 2u * sizeof(__m256i));
+    if (!bw) return 0;   /* out of memory: a pass an item */
     int8_t wide[8 * 32];
     for (uint32_t b = 0; b < nb; b++) {
         const int8_t *wb = w8 + (size_t)b * 8u * ng * EB;   /* (ng, 8, EB) */
         for (uint32_t g = 0; g < ng; g++) {
             const int8_t *e = wb + (size_t)g * 8u * EB;
             PREFETCH_GROUP(e, 8u * EB);
-            block_group16(q4 ? q4_widen(e, wide) : e, G, bwt + (size_t)g * 8u * G);
+            block_group8(q4 ? q4_widen(e, wide) : e, G, bw + (size_t)g * nc * 2u);
         }
         const float *sb = ws + (size_t)b * 8u * ng;
-        for (uint32_t k0 = 0; k0 < nx; k0 += 4u) {
-            uint32_t m = nx - k0 < 4u ? nx - k0 : 4u;
-            const int16_t *x[4];
-            const float *sx[4];
-            float *o[4];
-            for (uint32_t i = 0; i < 4u; i++) {
-                uint32_t k = k0 + (i < m ? i : 0u);
-                x[i] = xw + (size_t)k * n;
-                sx[i] = xs + (size_t)k * xs_stride;
-                o[i] = psum + (size_t)k * psum_stride + (size_t)b * 8u;
+        for (uint32_t k0 = 0; k0 < nx; k0 += GEMM8_ITEMS) {
+            uint32_t m = nx - k0 < GEMM8_ITEMS ? nx - k0 : GEMM8_ITEMS;
+            const int8_t *x[GEMM8_ITEMS];
+            const float *sx[GEMM8_ITEMS];
+            float *o[GEMM8_ITEMS];
+            for (uint32_t i = 0; i < m; i++) {
+                x[i] = xq + (size_t)(k0 + i) * xq_stride;
+                sx[i] = xs + (size_t)(k0 + i) * xs_stride;
+                o[i] = psum + (size_t)(k0 + i) * psum_stride + (size_t)b * 8u;
             }
-            if (G == 32u) gemm16_g32(bwt, sb, ng, x, sx, o, m);
-            else gemm16_g64(bwt, sb, ng, x, sx, o, m);
+            gemm8_items(bw, sb, ng, G, m, x, sx, o);
         }
     }
     return nb;
@@ -1033,8 +1041,8 @@ static uint32_t tile_items(uint32_t q4, const int8_t *w8, const float *ws, const
         }
         if (done == rows / 8u) return done;
     } else if (nx >= 2u) {
-        done = tile_gemm_avx2(q4, w8, ws, rows, ng, G, xq, xq_stride, xs, xs_stride, nx, psum,
-                              psum_stride);
+        done = tile_gemm8_avx2(q4, w8, ws, rows, ng, G, xq, xq_stride, xs, xs_stride, nx, psum,
+                               psum_stride);
         if (done == rows / 8u) return done;   /* else out of memory: a pass an item */
     }
     for (uint32_t k = 0; k < nx; k++)

@@ -763,9 +763,11 @@ static void simd_inputs(int8_t *x, float *xf, uint32_t n, float *ws, uint32_t nw
  * layout's per-row loop, bit for bit, on weights the quantizer never
  * makes (-128) and inputs at its limits (-127..127): the tile's full
  * 8-row blocks, entries (block, group, row) of G bytes (tsr_layout.h),
- * for 1 to 25 items (one pass an item, and the GEMMs of up to 4 and of up
- * to 16 items a pass where the CPU has AVX-512 VNNI; then again kept to an
- * AVX2-only CPU's paths: the AVX2 GEMM of 2 or more items); and, at G = 32 on
+ * for every count of 1 to 9 items and 16 to 64 (one pass an item, and the
+ * GEMMs of up to 4 and of up to 16 items a pass where the CPU has AVX-512
+ * VNNI; then again kept to an AVX2-only CPU's paths: the AVX2 GEMM of 2 or
+ * more items, four a pass and a rest of 1 to 3), on tiles with and without
+ * tail rows and with no full block; and, at G = 32 on
  * such a CPU, tsr_emu_tile_q8t on the same tile as transposed units (one
  * item, pairs of items up to 8, GEMMs of up to 16 and the rest; without
  * an xkey, and with one: made, kept, and made again for changed inputs
@@ -780,8 +782,11 @@ static void simd_rows_bit_identical(void **state)
         return;
     }
     static const uint32_t shapes[][3] = { { 32, 3, 27 }, { 32, 17, 16 }, { 32, 40, 13 },
-                                          { 64, 1, 8 },  { 64, 20, 21 } };   /* G, ng, rows */
-    static const uint32_t items[] = { 1, 2, 3, 4, 5, 8, 9, 16, 20, 21, 25 };
+                                          { 32, 1, 7 },  { 32, 9, 45 },  { 64, 1, 8 },
+                                          { 64, 20, 21 } };   /* G, ng, rows */
+    /* every batch size 1..9 (the decode batch's 2..8: the AVX2 8-bit GEMM,
+     * four items a pass and a rest), then prompt blocks (the 16-bit one) */
+    static const uint32_t items[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 20, 21, 25, 64 };
     uint64_t r = 12345;
     /* the CPU's widest paths, then an AVX2-only CPU's (the AVX2 GEMM) */
     for (int lim = TSR_EMU_VEC_AVX512; lim >= TSR_EMU_VEC_AVX2; lim--) {
@@ -895,9 +900,10 @@ static void simd_rows_bit_identical(void **state)
  * bit for bit: the tile's full 8-row blocks of Q4_0 entries (16 bytes:
  * element i in the low nibble of byte i, i + 16 in the high one, value
  * nibble - 8; every nibble 0..15 occurs), inputs at the quantizer's limits,
- * for 1, 3, 16 and 21 items (one pass an item, or GEMMs of up to 16 where
- * the CPU has AVX-512 VNNI, then again with an AVX2-only CPU's paths: the
- * AVX2 GEMM), with LOAD's per-entry sums tsr_emu_wcorr_q4. */
+ * for every count of 1 to 9 items and 16 to 64 (one pass an item, or
+ * GEMMs of up to 16 where the CPU has AVX-512 VNNI, then again with an
+ * AVX2-only CPU's paths: the AVX2 GEMM), with LOAD's per-entry sums
+ * tsr_emu_wcorr_q4. */
 static void simd_q4_rows_bit_identical(void **state)
 {
     (void)state;
@@ -905,8 +911,9 @@ static void simd_q4_rows_bit_identical(void **state)
         skip();
         return;
     }
-    static const uint32_t shapes[][2] = { { 3, 27 }, { 17, 16 }, { 40, 13 }, { 1, 8 } };   /* ng, rows */
-    static const uint32_t items[] = { 1, 2, 3, 4, 16, 20, 21 };
+    static const uint32_t shapes[][2] = { { 3, 27 }, { 17, 16 }, { 40, 13 }, { 1, 8 },
+                                          { 9, 45 } };   /* ng, rows */
+    static const uint32_t items[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 20, 21, 64 };
     uint64_t r = 777;
     /* the CPU's widest paths, then an AVX2-only CPU's (the AVX2 GEMM) */
     for (int lim = TSR_EMU_VEC_AVX512; lim >= TSR_EMU_VEC_AVX2; lim--) {
