@@ -339,7 +339,7 @@ static void decode(srv_sched *s, srv_session *const *ss, int n, int alone)
         for (int k = 0; k < d.n; k++) decode(s, &d.c[k].ss, 1, 0);
         return;
     }
-    srv_metrics_decode_call(s->metrics, d.n);
+    srv_metrics_decode_call(s->metrics, d.n, rc == TSR_OK ? got : NULL);
     for (int k = 0; k < d.n; k++) {
         srv_session *sk = d.c[k].ss;
         srv_turn *t = d.c[k].t;
