@@ -315,7 +315,8 @@ static double metric(const char *text, const char *name)
 }
 
 /* Four greedy completions streamed at once: continuous batching puts the
- * four sequences into shared decode calls (/metrics says so), and each
+ * four sequences into shared decode calls and passes (/metrics says so:
+ * the passes' sequences add up to the tokens generated), and each
  * client's text is still tessera run's. */
 static void concurrent_streams_share_decode_calls(void **state)
 {
@@ -327,6 +328,7 @@ static void concurrent_streams_share_decode_calls(void **state)
     run_capture(cmd, before, err, sizeof before);
     char dir[] = "/tmp/tsr_serve_XXXXXX";
     assert_non_null(mkdtemp(dir));
+    int tokens = 0, longest = 0;
     size_t n = (size_t)snprintf(cmd, sizeof cmd, "(");
     for (int i = 0; i < 4; i++)
         n += (size_t)snprintf(cmd + n, sizeof cmd - n,
@@ -349,6 +351,12 @@ static void concurrent_streams_share_decode_calls(void **state)
         run_text(prompts[i], 80 + atoi(pt + 16) - 1, want, sizeof want);
         snprintf(got, sizeof got, "%s%s\n", prompts[i], text);
         assert_string_equal(got, want);
+        const char *ct = strstr(out, "\"completion_tokens\":");
+        assert_non_null(ct);
+        int k = atoi(ct + 20);
+        assert_true(k > 0 && k <= 80);
+        tokens += k;
+        if (k > longest) longest = k;
     }
     assert_int_equal(rmdir(dir), 0);
     snprintf(cmd, sizeof cmd, CURL "%s/metrics", srv.url);
@@ -359,9 +367,17 @@ static void concurrent_streams_share_decode_calls(void **state)
                   metric(before, "tessera_decode_batch_size_sum");
     double shared = calls - (metric(out, "tessera_decode_batch_size_bucket{le=\"1\"}") -
                              metric(before, "tessera_decode_batch_size_bucket{le=\"1\"}"));
-    print_message("4 streams: %.0f decode calls, %.0f of them shared, %.2f sequences a call\n",
-                  calls, shared, seqs / calls);
+    double passes = metric(out, "tessera_decode_pass_batch_size_count") -
+                    metric(before, "tessera_decode_pass_batch_size_count");
+    double pass_seqs = metric(out, "tessera_decode_pass_batch_size_sum") -
+                       metric(before, "tessera_decode_pass_batch_size_sum");
+    print_message("4 streams: %.0f decode calls, %.0f of them shared, %.2f sequences a call, "
+                  "%.0f passes for %d tokens\n", calls, shared, seqs / calls, passes, tokens);
     assert_true(calls > 0 && shared > 0 && seqs > calls);
+    /* every token generated came from one pass's sequence; passes that held
+     * several make fewer passes than tokens */
+    assert_int_equal((int)pass_seqs, tokens);
+    assert_true(passes >= longest && passes < tokens);
 }
 
 /* The page is in the binary and loads nothing from elsewhere. */

@@ -36,7 +36,7 @@ struct srv_metrics {
     pthread_mutex_t mu;
     uint64_t requests[SRV_EP_COUNT][N_STATUS];
     uint64_t prompt_tokens, completion_tokens, turns;
-    hist     ttft, gap, batch;
+    hist     ttft, gap, batch, pass;
 };
 
 srv_metrics *srv_metrics_new(void)
@@ -47,6 +47,7 @@ srv_metrics *srv_metrics_new(void)
     m->ttft = (hist){ .le = ttft_le, .n = N_TTFT };
     m->gap = (hist){ .le = gap_le, .n = N_GAP };
     m->batch = (hist){ .le = batch_le, .n = N_BATCH };
+    m->pass = (hist){ .le = batch_le, .n = N_BATCH };
     return m;
 }
 
@@ -57,13 +58,19 @@ void srv_metrics_free(srv_metrics *m)
     free(m);
 }
 
-static void observe(hist *h, double v)
+/* count observations of the value v */
+static void observe_n(hist *h, double v, uint64_t count)
 {
     size_t i = 0;
     while (i < h->n && v > h->le[i]) i++;
-    if (i < h->n) h->count[i]++;
-    h->total++;
-    h->sum += v;
+    if (i < h->n) h->count[i] += count;
+    h->total += count;
+    h->sum += v * (double)count;
+}
+
+static void observe(hist *h, double v)
+{
+    observe_n(h, v, 1);
 }
 
 void srv_metrics_request(srv_metrics *m, int endpoint, int status)
@@ -91,10 +98,23 @@ void srv_metrics_token_gap(srv_metrics *m, double seconds)
     pthread_mutex_unlock(&m->mu);
 }
 
-void srv_metrics_decode_call(srv_metrics *m, int n)
+void srv_metrics_decode_call(srv_metrics *m, int n, const int *got)
 {
+    /* The call's sequences start together, each a token a pass until it
+     * stops: with got sorted high to low, got[j - 1] - got[j] passes held
+     * j sequences (the tokens a pass kept; passes past a stop, whose
+     * tokens the driver dropped, are not counted). */
+    int g[N_BATCH + 1] = { 0 };
+    int k = got && n >= 1 && (size_t)n <= N_BATCH ? n : 0;
+    for (int i = 0; i < k; i++) {
+        int v = got[i] > 0 ? got[i] : 0, j = i;
+        for (; j > 0 && g[j - 1] < v; j--) g[j] = g[j - 1];
+        g[j] = v;
+    }
     pthread_mutex_lock(&m->mu);
     observe(&m->batch, n);
+    for (int j = 1; j <= k; j++)
+        if (g[j - 1] > g[j]) observe_n(&m->pass, j, (uint64_t)(g[j - 1] - g[j]));
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -165,6 +185,8 @@ char *srv_metrics_text(srv_metrics *m, srv_sched *s)
     say_hist(&o, "tessera_decode_batch_size", "Sequences in each decode call (continuous "
              "batching: every generating sequence, one pass over the weights a token).",
              &m->batch);
+    say_hist(&o, "tessera_decode_pass_batch_size", "Sequences in each pass over the weights "
+             "of a decode call (the tokens it kept): _count passes, _sum tokens.", &m->pass);
     pthread_mutex_unlock(&m->mu);
     say(&o, "# HELP tessera_slots Sequence slots on the device.\n# TYPE tessera_slots gauge\n"
             "tessera_slots %d\n", slots);

@@ -12,14 +12,15 @@
  *             (tsr_seq_generate_batch: each step of the device is one pass
  *             over the weights for all of them, continuous batching); a
  *             quantum of tokens each (--quantum) while other sessions have
- *             work; when the generating sessions are all the work and all
- *             greedy, one call for all they asked for, which yields from
- *             the token callback as soon as anything changes (a new
- *             client, an interrupt, a hang-up): an exact stop, the driver
- *             rewinds what the device sampled past it
+ *             work; when the generating sessions are all the work, one
+ *             call for all they asked for.  A call of greedy sequences
+ *             only yields from the token callback as soon as anything
+ *             changes (a new client, an interrupt, a hang-up): an exact
+ *             stop, the driver rewinds what the device sampled past it
  *
  * So a new request's start and prefill chunks run between decode calls,
- * and wait at most one of them.  A call has a fixed cost (a kernel
+ * and wait at most one pass of them when the generating sequences are
+ * greedy (a quantum when one samples).  A call has a fixed cost (a kernel
  * command; in the emulator a thread start and wake-ups), which the
  * quantum spreads over its tokens.  A sampled session yields only at
  * quantum boundaries, never by a rewind, so its random stream never skips
@@ -287,7 +288,7 @@ static int on_token(tsr_seq *seq, int token, void *user)
     int stop = ss->stop_gen || ss->gone || s->closing;
     pthread_mutex_unlock(&s->mu);
     t->st.tokens_after_stop += stop;   /* this token came after the stop */
-    return t->long_call || stop;
+    return t->yields || stop;
 }
 
 /* Generate for the n sessions ss[] (1 <= n <= SRV_BATCH_MAX, each with a
@@ -295,10 +296,11 @@ static int on_token(tsr_seq *seq, int token, void *user)
  * each of the device's steps: one pass over the weights a step for all of
  * them (tsr_seq_generate_batch: each sequence's tokens are those of its
  * solo run).  alone: no other session has work.  Each gets a quantum of
- * tokens, or, when alone and all greedy, all it asked for: such a long
- * call yields from the token callback as soon as anything changes (a
- * rewind is exact for greedy sequences; a sampled one never yields by a
- * rewind, so that its random stream skips no token). */
+ * tokens, or, when alone and all greedy, all it asked for.  A call whose
+ * sequences are all greedy yields from the token callback as soon as
+ * anything changes, at the next pass (a rewind is exact for greedy
+ * sequences); a sampled one never yields by a rewind, so that its random
+ * stream skips no token, and a call that has one runs its quantum. */
 static void decode(srv_sched *s, srv_session *const *ss, int n, int alone)
 {
     dec_call d = { .s = s };
@@ -326,7 +328,7 @@ static void decode(srv_sched *s, srv_session *const *ss, int n, int alone)
         srv_turn *t = d.c[k].t;
         const srv_gen *g = &t->cmd->gen;
         int want = long_call || remaining[k] < s->o.quantum ? remaining[k] : s->o.quantum;
-        t->long_call = long_call;
+        t->yields = all_greedy;
         go[k] = (tsr_gen_opts){ .max_tokens = want, .temperature = g->temperature,
                                 .top_p = g->top_p, .seed = g->seed };
         tsr_seq_get_stats(d.seq[k], &a[k]);
@@ -339,7 +341,7 @@ static void decode(srv_sched *s, srv_session *const *ss, int n, int alone)
         for (int k = 0; k < d.n; k++) decode(s, &d.c[k].ss, 1, 0);
         return;
     }
-    srv_metrics_decode_call(s->metrics, d.n);
+    srv_metrics_decode_call(s->metrics, d.n, rc == TSR_OK ? got : NULL);
     for (int k = 0; k < d.n; k++) {
         srv_session *sk = d.c[k].ss;
         srv_turn *t = d.c[k].t;

@@ -25,7 +25,8 @@ typedef struct srv_turn {
     int         generated;     /* tokens the device has sampled                */
     int         prev;          /* the last token: spacing of the next piece    */
     int         last;          /* the last generated token; -1: none           */
-    int         long_call;     /* a call for all it asked: yields to others    */
+    int         yields;        /* in a call of greedy sequences: it ends at    *
+                                * the next token when other work comes        */
     textout out;
     srv_stats   st;
     double      t_start, t_first, t_last;

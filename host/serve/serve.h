@@ -230,8 +230,9 @@ void srv_metrics_free(srv_metrics *m);
 void srv_metrics_request(srv_metrics *m, int endpoint, int status);
 void srv_metrics_turn(srv_metrics *m, const srv_stats *st);
 void srv_metrics_token_gap(srv_metrics *m, double seconds);
-/* A decode call of the scheduler, over n sequences (1..8). */
-void srv_metrics_decode_call(srv_metrics *m, int n);
+/* A decode call of the scheduler, over n sequences (1..8); got (n,)
+ * (optional: NULL for a failed call) the tokens each kept. */
+void srv_metrics_decode_call(srv_metrics *m, int n, const int *got);
 /* Prometheus text format (version 0.0.4) into a malloc'd string. */
 char *srv_metrics_text(srv_metrics *m, srv_sched *s);
 

@@ -154,7 +154,7 @@ int srv_session_admit(srv_session *ss)
         ss->next = s->live;
         if (s->live) s->live->prev = ss;
         s->live = ss;
-        srv_kick_locked(s);
+        if (ss->admit == SRV_SLOTTED) srv_kick_locked(s);   /* a waiting one: at its grant */
     }
     pthread_mutex_unlock(&s->mu);
     return rc;
@@ -231,7 +231,11 @@ int srv_session_submit(srv_session *ss, srv_cmd *c)
     while (*p) p = &(*p)->next;
     *p = c;
     ss->n_cmds++;
-    srv_kick_locked(s);
+    /* Work for the scheduler (a greedy batch yields to it at the next
+     * pass): not while the session waits for a slot, nor a generate
+     * queued behind the session's running turn. */
+    if (ss->admit == SRV_SLOTTED && (c->kind != SRV_GENERATE || !ss->active))
+        srv_kick_locked(s);
     pthread_mutex_unlock(&s->mu);
     return 0;
 }

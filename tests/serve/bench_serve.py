@@ -16,15 +16,19 @@ For each model, greedy, on loopback:
              session appends only the new line (its KV cache stays);
              stateless HTTP sends the whole dialogue again each turn.
   interrupt  a WebSocket interrupt after 5 tokens: send to done, and the
-             server's count of tokens made after it arrived.
-  throughput aggregate tokens/s with 1, 4 and 8 clients streaming at once.
+             server's count of tokens made after it arrived; alone, then
+             inside a batch (3 and 7 other sessions generating greedy
+             tokens all the while, so its decode calls are shared).
+  throughput aggregate tokens/s with 1, 4 and 8 clients streaming at once
+             (the only part run on the 110M shape).
 
-usage: bench_serve.py [--turns N] [--tokens N] [--threads N] [--models 260k,15m,110m]
-                      [--throughput-only]
+usage: bench_serve.py [--turns N] [--tokens N] [--threads N]
+                      [--models 260k,15m,15mq8,110m] [--throughput-only | --interrupt-only]
 """
 import argparse
 import http.client
 import json
+import multiprocessing
 import random
 import socket
 import statistics
@@ -34,7 +38,7 @@ import threading
 import time
 
 from websockets.client import ClientProtocol
-from websockets.frames import Frame
+from websockets.frames import Frame, Opcode
 from websockets.protocol import State
 from websockets.uri import parse_uri
 
@@ -157,14 +161,18 @@ class RawWS:
         self.flush()
 
     def recv(self):
-        while not self.pending:
-            data = self.sock.recv(65536)
-            if not data:
-                raise EOFError("the server closed")
-            self.proto.receive_data(data)
-            self.pending += [e for e in self.proto.events_received() if isinstance(e, Frame)]
-            self.flush()                                 # pongs
-        return self.pending.pop(0).data.decode()
+        """The next text message (pings, answered by the protocol, skipped)."""
+        while True:
+            while not self.pending:
+                data = self.sock.recv(65536)
+                if not data:
+                    raise EOFError("the server closed")
+                self.proto.receive_data(data)
+                self.pending += [e for e in self.proto.events_received() if isinstance(e, Frame)]
+                self.flush()                             # pongs
+            f = self.pending.pop(0)
+            if f.opcode == Opcode.TEXT:
+                return f.data.decode()
 
     def close(self):
         self.sock.close()
@@ -196,12 +204,53 @@ def ws_dialogue(srv, turns, tokens):
     return ttfts
 
 
-def interrupt_latency(srv, runs, ctx_tokens):
+class Busy:
+    """n WebSocket sessions that generate greedy tokens until stopped (a
+    new turn as each ends), so that every decode call has them; in a
+    process of their own, so that their reading does not hold up the
+    measuring client (Python's GIL)."""
+
+    def __init__(self, srv, n, ctx_tokens):
+        self.stop_ev = multiprocessing.Event()
+        self.proc = multiprocessing.Process(target=Busy.run,
+                                            args=(srv.port, srv.ws_url, n, ctx_tokens,
+                                                  self.stop_ev))
+        self.proc.start()
+        srv.wait_for(lambda h: h["slots_busy"] >= n, what="busy sessions")
+        time.sleep(0.2)
+
+    @staticmethod
+    def run(port, ws_url, n, ctx_tokens, stop_ev):
+        srv = type("Srv", (), {"port": port, "ws_url": ws_url})()
+
+        def one(i):
+            ws = RawWS(srv)
+            while not stop_ev.is_set():
+                ws_turn(ws, {"type": "reset"})
+                ws_turn(ws, {"type": "generate", "text": PROMPT,
+                             "max_tokens": ctx_tokens - 16 - i})
+            ws.close()
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    def stop(self):
+        self.stop_ev.set()
+        self.proc.join(timeout=300)
+
+
+def interrupt_latency(srv, runs, ctx_tokens, busy=0):
     """runs turns that a WebSocket interrupt stops after 5 tokens: from the
     client's send to its done (ms), the tokens it received in between (made
     before the interrupt reached the server, when the model outruns the
     client), and the server's own figures (done's stats): tokens made
-    after the interrupt arrived, and arrival to the turn's end (ms)."""
+    after the interrupt arrived, and arrival to the turn's end (ms).  With
+    busy, that many other sessions generate all the while (Busy)."""
+    others = Busy(srv, busy, ctx_tokens) if busy else None
+    m0 = srv.metrics()
     ws = RawWS(srv)
     to_done, received, after, stop_ms = [], [], [], []
     for _ in range(runs):
@@ -225,11 +274,19 @@ def interrupt_latency(srv, runs, ctx_tokens):
                 stop_ms.append(m["stats"].get("stop_ms", 0.0))
                 break
     ws.close()
-    print("\nInterrupt after 5 tokens, %d turns: send to done %.2f ms median, %.2f ms p99; "
-          "tokens received after the send %d median, %d p99; on the server, tokens made after "
-          "the interrupt arrived at most %d, arrival to the turn's end %.3f ms median, %.3f ms "
-          "p99" % (runs, statistics.median(to_done), pct(to_done, 99), statistics.median(received),
-                   pct(received, 99), max(after), statistics.median(stop_ms), pct(stop_ms, 99)))
+    m = srv.metrics()
+    if others:
+        others.stop()
+    srv.wait_for(lambda h: h["slots_busy"] == 0, what="the sessions' slots back")
+    passes = m["tessera_decode_pass_batch_size_count"] - m0["tessera_decode_pass_batch_size_count"]
+    seqs = m["tessera_decode_pass_batch_size_sum"] - m0["tessera_decode_pass_batch_size_sum"]
+    print("\nInterrupt after 5 tokens, %d turns, %d other sessions generating (%.2f sequences a "
+          "pass): send to done %.2f ms median, %.2f ms p99; tokens received after the send %d "
+          "median, %d p99; on the server, tokens made after the interrupt arrived at most %d, "
+          "arrival to the turn's end %.3f ms median, %.3f ms p99" % (
+              runs, busy, seqs / max(passes, 1), statistics.median(to_done), pct(to_done, 99),
+              statistics.median(received), pct(received, 99), max(after),
+              statistics.median(stop_ms), pct(stop_ms, 99)))
 
 
 # ------------------------------------------------------------ throughput ---
@@ -287,16 +344,21 @@ def latency(srv, model, tok, a):
     return [(k, summary(*got[k])) for k in runs]
 
 
-def bench_model(name, model, tok, ctx_tokens, a):
+def bench_model(name, model, tok, ctx_tokens, a, throughput_only=False):
     print("\n### %s (%d tokens a turn, %d turns, --threads %d, --quantum %d)\n" % (
         name, a.tokens, a.turns, a.threads, a.quantum))
     srv = tsr_serve.Server(["-m", str(model), "-z", str(tok), "--slots", "8", "--queue", "16",
                             "--threads", str(a.threads), "--max-tokens", str(ctx_tokens),
                             "--ctx", str(ctx_tokens), "--quantum", str(a.quantum)])
     try:
-        if not a.throughput_only:
+        throughput_only = throughput_only or a.throughput_only
+        if not throughput_only and not a.interrupt_only:
             latency_and_dialogue(srv, model, tok, ctx_tokens, a)
-            interrupt_latency(srv, a.turns, ctx_tokens)
+        if not throughput_only:
+            for busy in (0, 3, 7):
+                interrupt_latency(srv, a.turns, ctx_tokens, busy)
+        if a.interrupt_only:
+            return
         m0 = srv.metrics()
         tput = [(c, throughput(srv, c, a.requests, 64)) for c in (1, 4, 8)]
         print("\nAggregate tokens/s (HTTP+SSE, greedy, 64 tokens a request, %d requests a "
@@ -306,8 +368,11 @@ def bench_model(name, model, tok, ctx_tokens, a):
         m = srv.metrics()
         calls = m["tessera_decode_batch_size_count"] - m0["tessera_decode_batch_size_count"]
         seqs = m["tessera_decode_batch_size_sum"] - m0["tessera_decode_batch_size_sum"]
-        print("Decode calls of the three runs: %d, %.2f sequences a call on average" % (
-            calls, seqs / max(calls, 1)))
+        passes = (m["tessera_decode_pass_batch_size_count"] -
+                  m0["tessera_decode_pass_batch_size_count"])
+        toks = m["tessera_decode_pass_batch_size_sum"] - m0["tessera_decode_pass_batch_size_sum"]
+        print("Decode calls of the three runs: %d, %.2f sequences a call, %.2f a pass on "
+              "average" % (calls, seqs / max(calls, 1), toks / max(passes, 1)))
     finally:
         assert srv.stop() == 0
 
@@ -355,20 +420,27 @@ def main():
     ap.add_argument("--requests", type=int, default=8)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--quantum", type=int, default=4)
-    ap.add_argument("--models", default="260k,15m", help="of 260k, 15m, 110m (Q8_0)")
+    ap.add_argument("--models", default="260k,15m,110m",
+                    help="of 260k, 15m, 15mq8 (Q8_0), 110m (Q8_0; its throughput only)")
     ap.add_argument("--throughput-only", action="store_true",
                     help="only the aggregate tokens/s with 1, 4 and 8 clients")
+    ap.add_argument("--interrupt-only", action="store_true",
+                    help="only the interrupt latency (alone and inside a batch)")
     a = ap.parse_args()
     print("tessera serve benchmark, %s" % time.strftime("%Y-%m-%d"))
-    if "260k" in a.models:
+    if "260k" in a.models.split(","):
         bench_model("stories260K", tsr_serve.M260K, tsr_serve.TOK512, 512, a)
-    if "15m" in a.models:
+    models = a.models.split(",")
+    if "15m" in models:
         bench_model("stories15M shape (tessera synth)", tsr_serve.s15m_model(), tsr_serve.TOK32K,
                     256, a)
-    if "110m" in a.models:
+    if "15mq8" in models:
+        bench_model("stories15M shape, Q8_0 (tessera synth --q8)", tsr_serve.s15m_q8_model(),
+                    tsr_serve.TOK32K, 256, a)
+    if "110m" in models:
         # a context of 128: 8 slots' fp32 KV caches fit the generic PEs
         bench_model("stories110M shape, Q8_0 (tessera synth --q8), context 128",
-                    tsr_serve.s110m_q8_model(), tsr_serve.TOK32K, 128, a)
+                    tsr_serve.s110m_q8_model(), tsr_serve.TOK32K, 128, a, throughput_only=True)
     sys.stdout.flush()
 
 

@@ -192,3 +192,110 @@ def test_seeded_clients_get_the_text_of_run_while_others_decode(four_slots):
         extra = ("-t", "0.8", "--top-p", "0.9", "-s", str(sampling["seed"])) if sampling else ()
         steps = usage["completion_tokens"] + usage["prompt_tokens"] - 1
         assert prompt + text + "\n" == tsr_serve.run_text(prompt, steps, extra=extra), prompt
+
+
+@pytest.fixture(scope="module")
+def four_s15m():
+    """A stories15M-shape model (random weights, about 1-3 ms a pass) with
+    4 slots: generations long enough to overlap."""
+    srv = tsr_serve.Server(["-m", str(tsr_serve.s15m_model()), "-z", str(tsr_serve.TOK32K),
+                            "--slots", "4"])
+    yield srv
+    assert srv.stop() == 0, srv.stderr()
+
+
+def ws_turn(ws, msg, stop_after=None, stop_msg=None, first=None, timeout=120):
+    """Send msg; collect its token ids until its done.  With stop_after,
+    send stop_msg once that many tokens arrived; also returns the tokens
+    that arrived after that send.  first (an Event) is set at the first
+    token."""
+    ws.send(json.dumps(msg))
+    ids, text, after = [], "", None
+    while True:
+        m = json.loads(ws.recv(timeout=timeout))
+        if m["type"] == "token":
+            if "id" in m:
+                ids.append(m["id"])
+                if after is not None:
+                    after += 1
+                if first is not None:
+                    first.set()
+            text += m["text"]
+            if stop_after is not None and len(ids) == stop_after and after is None:
+                ws.send(json.dumps(stop_msg))
+                after = 0
+        elif m["type"] == "done":
+            assert m["text"] == text
+            return ids, m, after
+        else:
+            raise AssertionError("unexpected message %r" % m)
+
+
+def test_interrupt_and_steer_inside_a_batch(four_s15m):
+    """Three sessions generate 200 greedy tokens each while a fourth is
+    interrupted and then steered: the stops land within a token inside the
+    shared decode calls, the three others keep their solo tokens, and the
+    fourth's history is what its client saw (the driver API doing the same
+    steps)."""
+    srv, model = four_s15m, tsr_serve.s15m_model()
+    before = srv.metrics()
+    long_prompts = PROMPTS[1:4]
+    finished = [None] * len(long_prompts)
+    going = [threading.Event() for _ in long_prompts]
+
+    def generate(i):
+        with connect(srv.ws_url, open_timeout=10, close_timeout=10) as ws:
+            ids, d, _ = ws_turn(ws, {"type": "generate", "text": long_prompts[i],
+                                     "max_tokens": 200}, first=going[i])
+            finished[i] = time.monotonic()
+            return ids, d
+
+    results = [None] * len(long_prompts)
+    threads = [threading.Thread(target=lambda i=i: results.__setitem__(i, generate(i)))
+               for i in range(len(long_prompts))]
+    for t in threads:
+        t.start()
+    # the three are generating (each has a token out) before the fourth starts
+    assert all(g.wait(timeout=60) for g in going)
+    with connect(srv.ws_url, open_timeout=10, close_timeout=10) as ws:
+        first, d1, after1 = ws_turn(ws, {"type": "generate", "text": PROMPTS[0],
+                                         "max_tokens": 200},
+                                    stop_after=5, stop_msg={"type": "interrupt"})
+        second, d2, _ = ws_turn(ws, {"type": "generate", "text": " The cat", "max_tokens": 200},
+                                stop_after=3, stop_msg={"type": "steer", "text": " The dog said",
+                                                        "max_tokens": 20})
+        t_stops = time.monotonic()
+        third = json.loads(ws.recv(timeout=120))
+        steered_ids = []
+        while third["type"] == "token":
+            steered_ids += [third["id"]] if "id" in third else []
+            third = json.loads(ws.recv(timeout=120))
+    for t in threads:
+        t.join(timeout=300)
+    assert not any(t.is_alive() for t in threads)
+    # the stops came while the three were still generating, so inside their decode calls
+    assert all(f is not None and f > t_stops for f in finished), (finished, t_stops)
+    assert d1["reason"] == "interrupted" and d2["reason"] == "steered"
+    assert third["type"] == "done" and third["reason"] == "length" and len(steered_ids) == 20
+    for d in (d1, d2):
+        assert d["stats"]["tokens_after_stop"] <= 1
+        assert d["stats"]["completion_tokens"] < 200
+    assert after1 < 16                  # tokens the client got after it sent the interrupt
+    # the fourth session's history, step by step, is the driver API's
+    ref = tsr_serve.reference(model, tsr_serve.TOK32K, "a:" + PROMPTS[0], "g:%d" % len(first),
+                              "a: The cat", "g:%d" % len(second), "a: The dog said", "g:20")
+    assert (ref[1]["tokens"], ref[3]["tokens"], ref[5]["tokens"]) == (first, second, steered_ids)
+    assert third["stats"]["history_tokens"] == sum(len(r["tokens"]) for r in ref)
+    # the three others got their solo tokens
+    for prompt, (ids, d) in zip(long_prompts, results):
+        assert d["reason"] == "length" and len(ids) == 200
+        solo = tsr_serve.reference(model, tsr_serve.TOK32K, "a:" + prompt, "g:200")
+        assert ids == solo[1]["tokens"], prompt
+    # and shared passes over the weights
+    after = srv.metrics()
+    def delta(k):
+        return after.get(k, 0) - before.get(k, 0)
+    passes = delta("tessera_decode_pass_batch_size_count")
+    shared = passes - delta('tessera_decode_pass_batch_size_bucket{le="1"}')
+    assert shared > 0 and delta("tessera_decode_pass_batch_size_bucket{le=\"4\"}") == passes
+    assert delta("tessera_decode_pass_batch_size_sum") == delta("tessera_completion_tokens_total")

@@ -43,6 +43,12 @@ def s15m_model():
     return _synth_once("s15m.bin", "stories15M")
 
 
+def s15m_q8_model():
+    """build/serve-test/s15m-q8.bin: the stories15M shape in Q8_0 (random
+    weights; for benchmarks)."""
+    return _synth_once("s15m-q8.bin", "stories15M", "--q8")
+
+
 def s110m_q8_model():
     """build/serve-test/s110m-q8.bin: the stories110M shape in Q8_0 (random
     weights; for benchmarks)."""
