@@ -257,7 +257,10 @@ int32_t tsr_emu_wcorr(const int8_t *w, uint32_t G);
  * (exact) and, per row and item, the same fp32 operations in the same
  * order, ((float)isum * ws) * xs added groups ascending, so the result is
  * bit-identical.  Two or more items on a CPU with AVX-512 VNNI: one pass
- * over the tile for up to 16 items (a GEMM); otherwise a pass an item.
+ * over the tile for up to 16 items (a GEMM); without it (or kept to AVX2,
+ * tsr_emu_vec_limit): one pass for all of them, each block's weights
+ * transposed once and taken four items at a time in 8-bit products
+ * (vpmaddubsw, vpmaddwd); one item: a pass.
  * Handles G 32 and 64 only; returns the blocks done (0 when the CPU or G
  * is not supported).  xq values must lie in -127..127 (the quantizer's
  * range); w8 any int8. */
@@ -377,8 +380,8 @@ int32_t tsr_emu_wcorr_q4(const int8_t *w);
  * scale, wcorr its first entry's tsr_emu_wcorr_q4 (in ws's order); the
  * items' inputs and outputs as tsr_emu_tile_q8's.  Each entry widened to
  * its 32 int8 values, then tsr_emu_tile_q8's sums and fp32 operations in
- * its order (a GEMM for two or more items with AVX-512 VNNI, else a pass
- * an item): bit-identical to pe_tile_q4.  Returns the blocks done (0
+ * its order (a GEMM for two or more items, AVX-512 VNNI's or AVX2's,
+ * else a pass): bit-identical to pe_tile_q4.  Returns the blocks done (0
  * without AVX2). */
 uint32_t tsr_emu_tile_q4(const int8_t *w4, const float *ws, const int32_t *wcorr, uint32_t rows,
                          uint32_t ng, const int8_t *xq, size_t xq_stride, const float *xs,
