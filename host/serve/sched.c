@@ -246,6 +246,10 @@ typedef struct dec_call {
     int        n;
     tsr_seq   *seq[SRV_BATCH_MAX];
     tok_ctx    c[SRV_BATCH_MAX];
+    int        before[SRV_BATCH_MAX];   /* (n,) the turn's tokens before the call */
+    int        want[SRV_BATCH_MAX];     /* (n,) tokens asked of the call          */
+    int        room[SRV_BATCH_MAX];     /* (n,) tokens the context still holds    */
+    int        ended;                   /* a turn ended inside the call           */
 } dec_call;
 
 /* The token callback, on this thread inside tsr_seq_generate_batch, for
@@ -280,7 +284,16 @@ static int on_token(tsr_seq *seq, int token, void *user)
         if ((e->text = strndup(p, n))) e->len = n;
     }
     post(s, ss, e);
+    /* A turn that ends here (its stop token or string, its max_tokens, the
+     * context) ends the call at the next pass when the others can yield,
+     * so that its client has the end now, not when the longest turn of a
+     * long call ends. */
+    int in_call = t->generated - d->before[k];
+    int ends = t->out.stopped || token == s->info.bos || token == s->info.eos ||
+               t->generated >= t->cmd->gen.max_tokens || in_call >= d->room[k];
+    if (ends) d->ended = 1;
     if (t->out.stopped) return 1;
+    if (d->ended && t->yields && !ends && in_call < d->want[k]) return 1;
     if (!__atomic_load_n(&s->preempt, __ATOMIC_ACQUIRE)) return 0;
     /* Something changed: a long call yields to whoever came; any call
      * stops for its own session's interrupt, steer, reset or hang-up. */
@@ -317,17 +330,19 @@ static void decode(srv_sched *s, srv_session *const *ss, int n, int alone)
         }
         all_greedy &= g->temperature == 0.0f;
         remaining[d.n] = left;
+        d.room[d.n] = room;
         d.seq[d.n] = ss[k]->seq;
         d.c[d.n++] = (tok_ctx){ .ss = ss[k], .t = t };
     }
     if (d.n == 0) return;
     int long_call = alone && all_greedy;
     tsr_seq_stats a[SRV_BATCH_MAX];
-    int before[SRV_BATCH_MAX], got[SRV_BATCH_MAX];
+    int *before = d.before, got[SRV_BATCH_MAX];
     for (int k = 0; k < d.n; k++) {
         srv_turn *t = d.c[k].t;
         const srv_gen *g = &t->cmd->gen;
         int want = long_call || remaining[k] < s->o.quantum ? remaining[k] : s->o.quantum;
+        d.want[k] = want;
         t->yields = all_greedy;
         go[k] = (tsr_gen_opts){ .max_tokens = want, .temperature = g->temperature,
                                 .top_p = g->top_p, .seed = g->seed };

@@ -299,3 +299,40 @@ def test_interrupt_and_steer_inside_a_batch(four_s15m):
     shared = passes - delta('tessera_decode_pass_batch_size_bucket{le="1"}')
     assert shared > 0 and delta("tessera_decode_pass_batch_size_bucket{le=\"4\"}") == passes
     assert delta("tessera_decode_pass_batch_size_sum") == delta("tessera_completion_tokens_total")
+
+
+def test_a_short_turn_ends_inside_a_long_batched_call(four_s15m):
+    """A session asks 200 greedy tokens; once it is generating, another
+    asks 10.  They share the decode calls (all greedy and all the work:
+    calls for all they asked), and the short turn's done comes when its
+    10th token does, not when the long turn's call ends."""
+    srv, model = four_s15m, tsr_serve.s15m_model()
+    going, long_ids, out = threading.Event(), [], {}
+
+    def long_turn():
+        with connect(srv.ws_url, open_timeout=10, close_timeout=10) as ws:
+            ws.send(json.dumps({"type": "generate", "text": PROMPTS[1], "max_tokens": 200}))
+            while True:
+                m = json.loads(ws.recv(timeout=120))
+                if m["type"] == "token" and "id" in m:
+                    long_ids.append(m["id"])
+                    going.set()
+                elif m["type"] == "done":
+                    out["long"] = m
+                    return
+
+    t = threading.Thread(target=long_turn)
+    t.start()
+    assert going.wait(timeout=60)
+    with connect(srv.ws_url, open_timeout=10, close_timeout=10) as ws:
+        short, d, _ = ws_turn(ws, {"type": "generate", "text": PROMPTS[0], "max_tokens": 10})
+        long_then = len(long_ids)          # the long turn's tokens when the short one ended
+    t.join(timeout=300)
+    assert not t.is_alive()
+    assert d["reason"] == "length" and len(short) == 10
+    assert out["long"]["reason"] == "length" and len(long_ids) == 200
+    assert long_then < 100, long_then
+    ref = tsr_serve.reference(model, tsr_serve.TOK32K, "a:" + PROMPTS[0], "g:10")
+    assert short == ref[1]["tokens"]
+    ref = tsr_serve.reference(model, tsr_serve.TOK32K, "a:" + PROMPTS[1], "g:200")
+    assert long_ids == ref[1]["tokens"]
