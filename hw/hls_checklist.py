@@ -25,9 +25,10 @@ the kernels (-DTSR_CSIM).
 import argparse
 import os
 import re
-import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pragma_literals import eval_exprs  # noqa: E402  (one C evaluator for both)
 
 FUNC_RE = re.compile(r'^(?:static\s+)?(?:inline\s+)?[A-Za-z_][\w\s\*]*?\b([A-Za-z_]\w*)\s*\(')
 LABEL_RE = re.compile(r'^\s*([A-Za-z_]\w*):\s*$')
@@ -81,24 +82,7 @@ def scan(kdir):
 def evaluate(exprs, kdir, profile, cc):
     """{expr: value} for the profile, compiled and run once."""
     exprs = sorted(set(e for e in exprs if e))
-    with tempfile.TemporaryDirectory(prefix="hls_checklist.") as tmp:
-        src = os.path.join(tmp, "v.c")
-        with open(src, "w") as f:
-            f.write('#include <stdio.h>\n#include "tsr_kernel.h"\nint main(void)\n{\n')
-            for e in exprs:
-                f.write('    printf("%%lld\\n", (long long)(%s));\n' % e)
-            f.write("    return 0;\n}\n")
-        exe = os.path.join(tmp, "v")
-        cmd = [cc, "-std=c11", "-DTSR_CSIM",
-               '-DTSR_PROFILE_HEADER="profiles/profile_%s.h"' % profile,
-               "-I", kdir, "-o", exe, src]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            sys.stderr.write("hls-checklist: cannot evaluate the pragmas for profile %s:\n%s"
-                             % (profile, r.stderr))
-            sys.exit(1)
-        out = subprocess.run([exe], capture_output=True, text=True, check=True).stdout.split()
-    return dict(zip(exprs, out))
+    return dict(zip(exprs, eval_exprs(exprs, kdir, profile, cc, "hls-checklist")))
 
 
 def main():

@@ -74,23 +74,30 @@ def profiles(kdir):
     return out
 
 
-def evaluate(names, kdir, profile, cc):
-    """[value] of each name's expression for the profile (compiled, run)."""
-    with tempfile.TemporaryDirectory(prefix="pragma_literals.") as tmp:
+def eval_exprs(exprs, kdir, profile, cc, who):
+    """[value] of each C expression of the kernel headers for the profile:
+    one program that prints them, compiled with -DTSR_CSIM and run once.
+    who names the caller in the error line; a compile error exits 1."""
+    with tempfile.TemporaryDirectory(prefix=who + ".") as tmp:
         src = os.path.join(tmp, "v.c")
         with open(src, "w") as f:
             f.write('#include <stdio.h>\n#include "tsr_kernel.h"\nint main(void)\n{\n')
-            for n in names:
-                f.write('    printf("%%lld\\n", (long long)%s);\n' % expr_of(n))
+            for e in exprs:
+                f.write('    printf("%%lld\\n", (long long)(%s));\n' % e)
             f.write("    return 0;\n}\n")
         exe = os.path.join(tmp, "v")
         cmd = [cc, "-std=c11", "-DTSR_CSIM", '-DTSR_PROFILE_HEADER="profiles/profile_%s.h"' % profile,
                "-I", kdir, "-o", exe, src]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
-            sys.stderr.write("pragma-literals: cannot evaluate for profile %s:\n%s" % (profile, r.stderr))
+            sys.stderr.write("%s: cannot evaluate for profile %s:\n%s" % (who, profile, r.stderr))
             sys.exit(1)
         return subprocess.run([exe], capture_output=True, text=True, check=True).stdout.split()
+
+
+def evaluate(names, kdir, profile, cc):
+    """[value] of each name's expression for the profile (compiled, run)."""
+    return eval_exprs([expr_of(n) for n in names], kdir, profile, cc, "pragma-literals")
 
 
 def render(names, table):
