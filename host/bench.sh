@@ -275,10 +275,12 @@ make bench BENCH_BACKEND=emu:simd=avx2 LLAMA_BENCH=/tmp/peers/llama.cpp/build-av
            LLAMA_GGUF_DIR=/tmp/peers/models
 ```
 
-The report goes to `build/bench/benchmarks.md` (`DOCS=1`: this file).
+The report goes to `build/bench/benchmarks.md` (`DOCS=1`: this file, whose
+sections after the report's end marker are kept as they are).
 HOWTO
 }
 
+KEEP_MARK="<!-- end of make bench's report: the sections below are kept by make bench DOCS=1 -->"
 CPU=$(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo 2>/dev/null | head -n 1)
 NCPU=$(grep -c '^processor' /proc/cpuinfo 2>/dev/null || echo "?")
 {
@@ -332,5 +334,13 @@ NCPU=$(grep -c '^processor' /proc/cpuinfo 2>/dev/null || echo "?")
     echo '```'
     echo
     peers_howto
-} > "$OUT"
+    echo
+    echo "$KEEP_MARK"
+} > "$OUT.tmp"
+# Hand-written sections after the marker in an earlier report (docs/
+# benchmarks.md: analyses of single runs) are kept as they are.
+if [ -f "$OUT" ] && grep -qxF "$KEEP_MARK" "$OUT"; then
+    awk -v m="$KEEP_MARK" 'keep { print } $0 == m { keep = 1 }' "$OUT" >> "$OUT.tmp"
+fi
+mv "$OUT.tmp" "$OUT"
 echo "bench: wrote $OUT" >&2

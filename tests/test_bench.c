@@ -372,6 +372,29 @@ static void bench_sh_without_peers_has_no_ratio(void **state)
     rm_dir();
 }
 
+/* A report rewritten over an earlier one (make bench DOCS=1 over
+ * docs/benchmarks.md) keeps what was written after the report's end
+ * marker, once, and regenerates everything before it. */
+static void bench_sh_keeps_sections_after_the_marker(void **state)
+{
+    (void)state;
+    bench_dir();
+    char row[1024], *col[17], cmd[512];
+    bench_sh("", row, sizeof row, col);
+    snprintf(cmd, sizeof cmd, "(cd %s && grep -c 'the sections below are kept' out.md && "
+             "sed -i 's/^| stories15M | 1 |.*/| stories15M | 1 | stale |/' out.md && "
+             "printf '\\n## Hand-written\\n\\nkept text\\n' >> out.md)", dir);
+    assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
+    assert_string_equal(out, "1\n");
+    bench_sh("", row, sizeof row, col);
+    assert_true(atof(col[3]) > 0.0);   /* the stale row was regenerated */
+    snprintf(cmd, sizeof cmd, "(cd %s && grep -c '^| stories15M | 1 |' out.md && "
+             "grep -c '^kept text$' out.md && tail -n 1 out.md)", dir);
+    assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
+    assert_string_equal(out, "1\n1\nkept text\n");
+    rm_dir();
+}
+
 /* Peers given: their own figures of this run, the ratios from them
  * (llama-bench's tg against the decode from a 1-token prompt, runq's
  * against the decode after the prompt), and the runs interleaved: tessera
@@ -501,6 +524,7 @@ int main(void)
         cmocka_unit_test(counts_beyond_the_context_are_refused),
         cmocka_unit_test(pes_beyond_the_profile_is_refused),
         cmocka_unit_test(bench_sh_without_peers_has_no_ratio),
+        cmocka_unit_test(bench_sh_keeps_sections_after_the_marker),
         cmocka_unit_test(bench_sh_measures_peers_in_the_run),
         cmocka_unit_test(batch_json_and_table),
         cmocka_unit_test(batch_out_of_range_is_usage_error),
