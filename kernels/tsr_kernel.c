@@ -1307,9 +1307,13 @@ void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f
 #pragma HLS ARRAY_PARTITION variable=st.xf type=cyclic factor=TSR_VEC dim=3
 #endif
     /* the attention PEs': word-major, a lane a bank (dim 3, or dim 2 for
-     * the per-head scalars) */
+     * the per-head scalars), except the KV caches, whose lanes are one
+     * memory word (dim 3 reshaped: 8 x 32, 16 or 8 bits): an UltraRAM is
+     * 4K x 72 whatever the width used, so a lane a memory would take 3
+     * URAMs a lane for stories15m's 9,216 words where the word takes 4 x 3
+     * for all 8 (UG949 "Mapping Memories to UltraRAM Blocks") */
 #pragma HLS ARRAY_PARTITION variable=st.kv type=complete dim=1
-#pragma HLS ARRAY_PARTITION variable=st.kv type=complete dim=3
+#pragma HLS ARRAY_RESHAPE variable=st.kv type=complete dim=3
 #if TSR_KV_URAM
 #pragma HLS BIND_STORAGE variable=st.kv type=ram_t2p impl=uram
 #else
@@ -1317,7 +1321,7 @@ void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f
 #endif
 #if TSR_WITH_KV_F16
 #pragma HLS ARRAY_PARTITION variable=st.kvh type=complete dim=1
-#pragma HLS ARRAY_PARTITION variable=st.kvh type=complete dim=3
+#pragma HLS ARRAY_RESHAPE variable=st.kvh type=complete dim=3
 #if TSR_KV_URAM
 #pragma HLS BIND_STORAGE variable=st.kvh type=ram_t2p impl=uram
 #else
@@ -1326,7 +1330,7 @@ void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f
 #endif
 #if TSR_WITH_KV_INT8
 #pragma HLS ARRAY_PARTITION variable=st.kvq type=complete dim=1
-#pragma HLS ARRAY_PARTITION variable=st.kvq type=complete dim=3
+#pragma HLS ARRAY_RESHAPE variable=st.kvq type=complete dim=3
 #if TSR_KV_URAM
 #pragma HLS BIND_STORAGE variable=st.kvq type=ram_t2p impl=uram
 #else
