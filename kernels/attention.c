@@ -421,14 +421,19 @@ pe_sum_rotate:
         part[TSR_PE_SUM_LANES - 1u] = h;
     }
 #if TSR_PE_SUM_LANES > 1
+    /* the pairwise levels fully unrolled, so every index is a constant (a
+     * pipelined loop over a run-time j on the partitioned registers would
+     * put a mux on each read and a recurrence HLS cannot rule out: II of
+     * the fadd's latency, the fifth HLS review), on one adder issuing an
+     * add a cycle: a level's adds in order, as tsr_cy_sum_s charges them */
+#pragma HLS ALLOCATION operation instances=fadd limit=1
 pe_sum_level:
     for (uint32_t half = TSR_PE_SUM_LANES / 2u; half >= 1u; half /= 2u) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=4
+#pragma HLS UNROLL
 pe_sum_level_adds:
-        for (uint32_t j = 0; j < half; j++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PE_SUM_LANES
-#pragma HLS PIPELINE II=1
-            part[j] += part[j + half];
+        for (uint32_t j = 0; j < TSR_PE_SUM_LANES / 2u; j++) {
+#pragma HLS UNROLL
+            if (j < half) part[j] += part[j + half];
         }
     }
 #endif
