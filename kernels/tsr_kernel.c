@@ -1400,6 +1400,9 @@ void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f
      * TSR_VEC banks (a word's lane l in bank l), the sampler's copy in
      * TSR_SUM_E banks (its reduction reads that many a cycle) */
 #pragma HLS ARRAY_PARTITION variable=st.cv type=cyclic factor=TSR_VEC dim=2
+    /* dual-port banks: in_q8_quant and the sum passes read two values a
+     * bank a cycle (the fifth HLS review); the implementation is HLS's */
+#pragma HLS BIND_STORAGE variable=st.cv type=ram_2p
 #pragma HLS ARRAY_PARTITION variable=st.logits type=cyclic factor=TSR_VEC dim=2
 #pragma HLS ARRAY_PARTITION variable=st.rms type=cyclic factor=TSR_VEC dim=2
 #pragma HLS ARRAY_PARTITION variable=st.qkvb type=cyclic factor=TSR_VEC dim=2
