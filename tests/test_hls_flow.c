@@ -585,7 +585,7 @@ static void test_hls_checklist(void **state)
         fail_msg("docs/hls-flow.md's checklist differs from `make hls-checklist "
                  "PROFILE=stories260k`; paste its output between the markers");
     assert_non_null(strstr(out, "| `gather_words` | `tsr_mesh_gather` | mesh.c | per token | 1 |"));
-    assert_non_null(strstr(out, "| `load_w8` | `op_load` | tsr_kernel.c | load | 1 |"));
+    assert_non_null(strstr(out, "| `load_w8` | `load_w8_words` | tsr_kernel.c | load | 1 |"));
     assert_non_null(strstr(out, "| `q8_steps` | `pe_tile_q8` | mesh.c | per token | 1 |"));
     free(doc);
     assert_int_equal(run(MAKE "hls-checklist PROFILE=stories15m"), 0);
