@@ -21,7 +21,8 @@
 
 #include "cli.h"
 
-static const char usage[] =
+static const cli_command bench_cmd = {
+    "bench", CLI_BENCH,
     "usage: tessera bench -m MODEL [-z TOKENIZER] [options]\n"
     "\n"
     "Load MODEL once (the weight stream is timed), then run W warm-up and K\n"
@@ -31,65 +32,11 @@ static const char usage[] =
     "and time to first token, plus the weight stream rate (GB/s, from the\n"
     "first chunk to the last: the image is built PE by PE as it streams), the\n"
     "time before the first chunk (open, non-finite check, tokenizer; configure),\n"
-    "the whole load, and the peak RSS.\n"
-    "\n"
-    "  -m, --model FILE      llama2.c checkpoint or GGUF file\n"
-    "  -z, --tokenizer FILE  llama2.c tokenizer.bin (required for llama2.c files;\n"
-    "                        the prompt is token ids, so any tokenizer of the\n"
-    "                        model's vocab size will do)\n"
-    "      --prompt-tokens P prompt length in tokens, BOS included (default 32), up\n"
-    "                        to the context less one (then 1 decode token is left)\n"
-    "      --decode-tokens N tokens generated per run (default 256, or what the\n"
-    "                        context leaves after the prompt if that is less)\n"
-    "      --ctx N           context length on the device (default: the model's;\n"
-    "                        GGUF context_length may understate it; --seq-len N\n"
-    "                        is the same)\n"
-    "      --batch B         also decode B sequences (1..8) together in each run:\n"
-    "                        B fresh sequences (the model gets B slots), each\n"
-    "                        prefilled with its own P-token prompt (not timed),\n"
-    "                        then N tokens each, greedily, in one\n"
-    "                        tsr_seq_generate_batch; reports their aggregate and\n"
-    "                        per-sequence decode tokens/s next to the single\n"
-    "                        sequence's, and the ratio (the device steps up to\n"
-    "                        its batch limit of them in one pass over the weights)\n"
-    "      --repeat K        measured runs (default 3)\n"
-    "      --warmup W        unmeasured runs first (default 1)\n"
-    "      --backend SPEC    device spec (default emu)\n"
-    "      --xclbin FILE     xrt: the xclbin to load (appends xclbin=FILE to the spec)\n"
-    CLI_PART_HELP
-    CLI_PES_HELP
-    CLI_SPLIT_HELP
-    "                        (with --cards or --stages, also the decode tokens/s on the\n"
-    "                        cards' own clocks, single and --batch, and each card's layers\n"
-    "                        and busy share)\n"
-    "      --stage-batch N   a split's stages (--cards or --stages) take up to N waiting\n"
-    "                        sequences in one pass over its weights (1..8; with --batch B,\n"
-    "                        at most B; default 1: one\n"
-    "                        sequence a pass, stage k on one while stage k+1 runs the\n"
-    "                        one before, what cards gain from; more: fewer passes over\n"
-    "                        the weights, what the emulator's host gains from; the\n"
-    "                        spec's batch=N)\n"
-    "      --threads T       append threads=T to the device spec (emulator\n"
-    "                        default: the CPUs this process may use)\n"
-    CLI_WEIGHTS_HELP
-    "      --json            one JSON line per measured run instead of the table\n"
-    "                        (with --batch: batch, batch_decode_tok_s,\n"
-    "                        batch_seq_decode_tok_s, batch_speedup)\n"
-    "  -h, --help            this text\n";
-
-typedef struct bench_args {
-    const char *model, *tokenizer, *backend, *part;
-    int prompt_tokens, decode_tokens, repeat, warmup, threads, weights_f32, group_size, json;
-    int batch;              /* --batch B: 0 none */
-    int weights;            /* TSR_WEIGHTS_* */
-    const char *kv;         /* --kv */
-    int pes, seq_len;       /* 0: the device's / the model's default */
-    int decode_given;       /* --decode-tokens was passed: never clamp it */
-    const char *xclbin;   /* xrt: --xclbin FILE */
-    int cards;              /* --cards N: 0 one device */
-    const char *stages;     /* --stages A-B,... */
-    int stage_batch;        /* --stage-batch N: 0 the spec's */
-} bench_args;
+    "the whole load, and the peak RSS.  The prompt is token ids, so any\n"
+    "tokenizer of the model's vocab size will do.  With --cards or --stages,\n"
+    "also the decode tokens/s on the cards' own clocks, single and --batch,\n"
+    "and each card's layers and busy share.\n", NULL, NULL
+};
 
 /* One measured run. */
 typedef struct bench_run {
@@ -99,43 +46,11 @@ typedef struct bench_run {
                                               clocks, single and --batch */
 } bench_run;
 
-static int parse_args(int argc, char **argv, bench_args *a)
+/* 0, 1 after the help, -1 after an error. */
+static int parse_args(int argc, char **argv, cli_args *a)
 {
-    for (int i = 0; i < argc; i++) {
-        const char *o = cli_opt(&argc, argv, i), *v;
-        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
-            printf(usage, tsr_part_list());
-            exit(0);
-        }
-#define IS(s, l) (!strcmp(o, s) || !strcmp(o, l))
-#define VAL() if (!(v = cli_value(argc, argv, &i))) return -1
-        if (IS("-m", "--model"))                   { VAL(); a->model = v; }
-        else if (IS("-z", "--tokenizer"))          { VAL(); a->tokenizer = v; }
-        else if (!strcmp(o, "--prompt-tokens"))    { VAL(); if (cli_int(o, v, 1, 1 << 24, &a->prompt_tokens)) return -1; }
-        else if (!strcmp(o, "--decode-tokens"))    { VAL(); if (cli_int(o, v, 1, 1 << 24, &a->decode_tokens)) return -1; a->decode_given = 1; }
-        else if (IS("--ctx", "--seq-len"))         { VAL(); if (cli_int(o, v, 1, 1 << 24, &a->seq_len)) return -1; }
-        else if (!strcmp(o, "--pes"))              { VAL(); if (cli_int(o, v, 1, 1 << 16, &a->pes)) return -1; }
-        else if (!strcmp(o, "--part"))             { VAL(); a->part = v; }
-        else if (!strcmp(o, "--repeat"))           { VAL(); if (cli_int(o, v, 1, 1 << 16, &a->repeat)) return -1; }
-        else if (!strcmp(o, "--batch"))            { VAL(); if (cli_int(o, v, 1, 8, &a->batch)) return -1; }
-        else if (!strcmp(o, "--cards"))            { VAL(); if (cli_int(o, v, 1, TSR_MAX_CARDS, &a->cards)) return -1; }
-        else if (!strcmp(o, "--stages"))           { VAL(); a->stages = v; }
-        else if (!strcmp(o, "--stage-batch"))      { VAL(); if (cli_int(o, v, 1, 8, &a->stage_batch)) return -1; }
-        else if (!strcmp(o, "--warmup"))           { VAL(); if (cli_int(o, v, 0, 1 << 16, &a->warmup)) return -1; }
-        else if (!strcmp(o, "--threads"))          { VAL(); if (cli_int(o, v, 1, 1024, &a->threads)) return -1; }
-        else if (!strcmp(o, "--group-size"))       { VAL(); if (cli_int(o, v, 1, 1 << 16, &a->group_size)) return -1; }
-        else if (!strcmp(o, "--backend"))          { VAL(); a->backend = v; }
-        else if (!strcmp(o, "--xclbin"))           { VAL(); a->xclbin = v; }
-        else if (!strcmp(o, "--json"))             { a->json = 1; }
-        else if (!strcmp(o, "--weights")) { VAL(); if (cli_weights(o, v, &a->weights_f32, &a->weights)) return -1; }
-        else if (!strcmp(o, "--kv"))      { VAL(); if (cli_kv(o, v, &a->kv)) return -1; }
-        else {
-            cli_unknown("bench", o);
-            return -1;
-        }
-#undef IS
-#undef VAL
-    }
+    int rc = cli_parse(&bench_cmd, argc, argv, a);
+    if (rc) return rc;
     if (!a->model) {
         cli_error("bench: -m MODEL is required (see tessera bench --help)");
         return -1;
@@ -284,15 +199,13 @@ static int batch_run(tsr_model *model, int b, int *ids, int n_prompt, int n_gen,
 
 int cmd_bench(int argc, char **argv)
 {
-    bench_args a = { .backend = "emu", .prompt_tokens = 32, .decode_tokens = 256,
+    cli_args a = { .backend = "emu", .prompt_tokens = 32, .decode_tokens = 256,
                      .repeat = 3, .warmup = 1 };
-    if (parse_args(argc, argv, &a)) return 2;
+    int prc = parse_args(argc, argv, &a);
+    if (prc) return prc > 0 ? 0 : 2;
 
     char spec[512];   /* --backend refined by part=, pes=, threads=, xclbin= */
-    if (cli_device_spec("bench", spec, sizeof spec, a.backend, a.part, a.pes, a.threads,
-                        a.xclbin) ||
-        cli_spec_split("bench", spec, sizeof spec, a.cards, a.stages))
-        return 2;
+    if (cli_device_spec("bench", spec, sizeof spec, &a)) return 2;
     if (a.stage_batch) {
         size_t n = strlen(spec);
         if (a.cards < 2 && !a.stages) {
@@ -325,11 +238,9 @@ int cmd_bench(int argc, char **argv)
      * and configuring the device, then the weight stream itself, told apart
      * by the progress callback's first call (sent = 0). */
     stream_clock sc = { 0.0, 0.0 };
-    tsr_model_opts mo = { .tokenizer = a.tokenizer, .weights_f32 = a.weights_f32,
-                          .weights = a.weights, .kv = a.kv,
-                          .group_size = a.group_size, .seq_len = a.seq_len,
-                          .n_seqs = a.batch > 1 ? a.batch : 1,
-                          .progress = stream_tick, .progress_user = &sc };
+    tsr_model_opts mo = cli_model_opts(&a, a.batch > 1 ? a.batch : 1);
+    mo.progress = stream_tick;
+    mo.progress_user = &sc;
     double t0 = now_s();
     rc = tsr_model_load(dev, a.model, &mo, &model);
     double load_s = now_s() - t0;
@@ -347,7 +258,7 @@ int cmd_bench(int argc, char **argv)
     /* The default decode count shrinks to what the context leaves (a
      * stories15M-shape model has 256 positions, GGUF files say 128); a
      * count the user asked for is never changed. */
-    if (!a.decode_given && a.prompt_tokens < mi.seq_len &&
+    if (!cli_given(&a, "decode-tokens") && a.prompt_tokens < mi.seq_len &&
         a.prompt_tokens + a.decode_tokens > mi.seq_len) {
         int left = mi.seq_len - a.prompt_tokens;
         cli_error("bench: %d decode tokens (the default) clamped to %d: the context is %d "

@@ -24,7 +24,8 @@
 #include "cli.h"
 #include "textout.h"
 
-static const char usage[] =
+static const cli_command chat_cmd = {
+    "chat", CLI_CHAT,
     "usage: tessera chat -m MODEL [-z TOKENIZER] [-n TOKENS] [-t TEMP] [-s SEED] [options]\n"
     "\n"
     "Read lines (with line editing and history on a terminal); each is appended\n"
@@ -39,27 +40,10 @@ static const char usage[] =
     "a user message in its template's format, and replies as the assistant; the\n"
     "families: %s (a template of another family:\n"
     "plain, with a notice).  A model without one (llama2.c checkpoints, GGUF files\n"
-    "without the key) continues the typed text as it is.\n"
-    "\n"
-    "  -m, --model FILE      llama2.c checkpoint (legacy, v1 fp32, v2 Q8_0) or GGUF\n"
-    "  -z, --tokenizer FILE  llama2.c tokenizer.bin matching the model's vocab\n"
-    "                        (GGUF files carry their own; required for llama2.c)\n"
-    "  -n, --tokens N        tokens per reply (default 128)\n"
-    "  -t, --temperature T   0 = greedy (default 0.8)\n"
-    "      --top-p P         nucleus threshold in (0,1] (default 0.9)\n"
-    "  -s, --seed S          sampler seed (default 42)\n"
-    "      --backend SPEC    device spec (default emu)\n"
-    "      --xclbin FILE     xrt: the xclbin to load (appends xclbin=FILE to the spec)\n"
-    CLI_PART_HELP
-    CLI_PES_HELP
-    "      --threads N       emulator worker threads over the PEs (default: the CPUs\n"
-    "                        this process may use; tokens do not depend on it)\n"
-    CLI_WEIGHTS_HELP
-    CLI_CTX_HELP
-    "      --chat-template NAME  format the conversation with this family instead\n"
-    "                        (also for a model without a template; plain is\n"
-    "                        \"User: ...\\nAssistant:\", as tessera serve formats it)\n"
-    "  -h, --help            this text\n";
+    "without the key) continues the typed text as it is.  --chat-template NAME\n"
+    "formats the conversation with that family instead (also for a model without\n"
+    "a template).\n", tsr_chat_template_list, NULL
+};
 
 /* The sequence Ctrl-C cancels while a reply is generated; otherwise Ctrl-C
  * only marks the line being typed as dropped.  tsr_seq_cancel() is
@@ -337,51 +321,26 @@ static int command(const char *line, tsr_device *dev, tsr_model *m, tsr_seq *seq
 
 int cmd_chat(int argc, char **argv)
 {
-    const char *model = NULL, *tok = NULL, *backend = "emu", *part = NULL;
-    const char *xclbin = NULL;   /* xrt: --xclbin FILE */
-    int n = 128, f32 = 0, wfmt = 0, pes = 0, threads = 0, seq_len = 0, group = 0;
-    const char *kv = NULL;
+    cli_args a = { .backend = "emu", .tokens = 128, .temperature = CLI_DEFAULT_TEMPERATURE,
+                   .top_p = CLI_DEFAULT_TOP_P };
+    int prc = cli_parse(&chat_cmd, argc, argv, &a);
+    if (prc) return prc > 0 ? 0 : 2;
     const char *family = NULL;   /* --chat-template */
-    float temp = 0.8f, top_p = 0.9f;
-    uint64_t seed = 42;
-    for (int i = 0; i < argc; i++) {
-        const char *o = cli_opt(&argc, argv, i), *v;
-        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
-            printf(usage, tsr_chat_template_list(), tsr_part_list());
-            return 0;
-        }
-#define IS(s, l) (!strcmp(o, s) || !strcmp(o, l))
-#define VAL() if (!(v = cli_value(argc, argv, &i))) return 2
-        if (IS("-m", "--model"))            { VAL(); model = v; }
-        else if (IS("-z", "--tokenizer"))   { VAL(); tok = v; }
-        else if (IS("-n", "--tokens"))      { VAL(); if (cli_int(o, v, 1, 1 << 20, &n)) return 2; }
-        else if (IS("-t", "--temperature")) { VAL(); if (cli_float(o, v, 0.0f, 100.0f, &temp)) return 2; }
-        else if (IS("-s", "--seed"))        { VAL(); if (cli_u64(o, v, &seed)) return 2; }
-        else if (!strcmp(o, "--top-p"))     { VAL(); if (cli_float(o, v, 1e-9f, 1.0f, &top_p)) return 2; }
-        else if (!strcmp(o, "--backend"))   { VAL(); backend = v; }
-        else if (!strcmp(o, "--xclbin"))    { VAL(); xclbin = v; }
-        else if (!strcmp(o, "--part"))      { VAL(); part = v; }
-        else if (!strcmp(o, "--pes"))       { VAL(); if (cli_int(o, v, 1, 1 << 16, &pes)) return 2; }
-        else if (!strcmp(o, "--threads"))   { VAL(); if (cli_int(o, v, 1, 1024, &threads)) return 2; }
-        else if (IS("--ctx", "--seq-len"))  { VAL(); if (cli_int(o, v, 1, 1 << 24, &seq_len)) return 2; }
-        else if (!strcmp(o, "--weights")) { VAL(); if (cli_weights(o, v, &f32, &wfmt)) return 2; }
-        else if (!strcmp(o, "--group-size")) { VAL(); if (cli_int(o, v, 1, 1 << 16, &group)) return 2; }
-        else if (!strcmp(o, "--kv"))      { VAL(); if (cli_kv(o, v, &kv)) return 2; }
-        else if (!strcmp(o, "--chat-template")) { VAL(); if (cli_chat_template("chat", v, &family)) return 2; }
-        else {
-            cli_unknown("chat", o);
-            return 2;
-        }
-#undef IS
-#undef VAL
-    }
-    if (!model) {
+    if (a.chat_template && cli_chat_template("chat", a.chat_template, &family)) return 2;
+    if (!a.model) {
         cli_error("chat: -m MODEL is required (see tessera chat --help)");
         return 2;
     }
     char spec[600];   /* --backend refined by part=, pes=, threads=, xclbin= */
-    if (cli_device_spec("chat", spec, sizeof spec, backend, part, pes, threads, xclbin))
-        return 2;
+    if (cli_device_spec("chat", spec, sizeof spec, &a)) return 2;
+    /* one seed for the session (random unless -s), said on stderr when
+     * the replies are sampled, so that -s repeats them */
+    if (!a.seed) {
+        a.seed = cli_random_seed();
+        if (a.temperature > 0.0f)
+            fprintf(stderr, "tessera: seed %llu (random; -s %llu repeats this session)\n",
+                    (unsigned long long)a.seed, (unsigned long long)a.seed);
+    }
 
     int status = 1, rc;
     tsr_device *dev = NULL;
@@ -393,15 +352,14 @@ int cmd_chat(int argc, char **argv)
     input_open(&in);
     /* The tokenizer is optional here: GGUF files carry theirs, and the
      * library says when a llama2.c checkpoint needs one. */
-    tsr_model_opts mo = { .tokenizer = tok, .weights_f32 = f32, .weights = wfmt, .kv = kv,
-                          .group_size = group, .seq_len = seq_len, .n_seqs = 1 };
+    tsr_model_opts mo = cli_model_opts(&a, 1);
     if ((rc = tsr_device_open(spec, &dev)) != TSR_OK) {
         cli_error("%s", tsr_device_errmsg(dev));
         status = rc == TSR_ERR_ARG ? 2 : 1;
         goto out;
     }
     tsr_device_set_log(dev, cli_log_to_stderr, NULL);
-    if (tsr_model_load(dev, model, &mo, &m) != TSR_OK ||
+    if (tsr_model_load(dev, a.model, &mo, &m) != TSR_OK ||
         tsr_seq_open(m, &seq) != TSR_OK) {
         cli_error("%s", tsr_device_errmsg(dev));
         goto out;
@@ -421,7 +379,8 @@ int cmd_chat(int argc, char **argv)
     const char *tmpl = NULL, *own = tsr_model_chat_template(m, &tmpl);
     cv.family = family ? family : tmpl ? own : NULL;
     cv.tmpl = tmpl;
-    tsr_gen_opts go = { .max_tokens = n, .temperature = temp, .top_p = top_p, .seed = seed };
+    tsr_gen_opts go = { .max_tokens = a.tokens, .temperature = a.temperature, .top_p = a.top_p,
+                        .seed = a.seed };
     int replies = 0, done = 0;
     for (;;) {
         int got = input_line(&in);

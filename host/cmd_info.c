@@ -4,12 +4,15 @@
 
 #include "cli.h"
 
-static const char usage[] =
-    "usage: tessera info -m MODEL\n"
+static const cli_command info_cmd = {
+    "info", CLI_INFO,
+    "usage: tessera info -m MODEL [-z TOKENIZER]\n"
     "\n"
     "Print a model file's header, its parameter count, the bytes each\n"
     "tensor group takes in the file, and the bytes the device holds on chip\n"
-    "(weights and KV cache, with the default PEs and context).\n";
+    "(weights and KV cache, with the default PEs and context).  With -z, also\n"
+    "the tokenizer's vocabulary size, checked against the model's.\n", NULL, NULL
+};
 
 static void row(const char *name, uint64_t params, uint64_t bytes)
 {
@@ -19,19 +22,10 @@ static void row(const char *name, uint64_t params, uint64_t bytes)
 
 int cmd_info(int argc, char **argv)
 {
-    const char *model = NULL;
-    for (int i = 0; i < argc; i++) {
-        cli_opt(&argc, argv, i);
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) {
-            if (!(model = cli_value(argc, argv, &i))) return 2;
-        } else {
-            cli_unknown("info", argv[i]);
-            return 2;
-        }
-    }
+    cli_args a = { 0 };
+    int prc = cli_parse(&info_cmd, argc, argv, &a);
+    if (prc) return prc > 0 ? 0 : 2;
+    const char *model = a.model;
     if (!model) {
         cli_error("info: -m MODEL is required");
         return 2;

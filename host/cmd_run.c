@@ -16,56 +16,17 @@
 #include "cli.h"
 #include "textout.h"
 
-static const char usage[] =
+static const cli_command run_cmd = {
+    "run", CLI_RUN,
     "usage: tessera run -m MODEL [-z TOKENIZER] [-p PROMPT | -f FILE] [-n STEPS] [-t TEMP] [-s SEED] [options]\n"
     "\n"
     "Load MODEL onto a device (weights streamed once into on-chip SRAM), then\n"
     "decode on the device and stream the text to stdout.  A summary (tokens,\n"
     "tokens/s, time to first token) goes to stderr, also after Ctrl-C, which\n"
-    "stops the decode (exit status 130).\n"
-    "\n"
-    "  -m, --model FILE      llama2.c checkpoint (legacy, v1 fp32, v2 Q8_0) or GGUF\n"
-    "                        (llama architecture; F32, F16, Q8_0, Q4_0 tensors)\n"
-    "  -z, --tokenizer FILE  llama2.c tokenizer.bin matching the model's vocab\n"
-    "                        (GGUF files carry their own; required for llama2.c)\n"
-    "  -p, --prompt TEXT     prompt (default: empty, i.e. BOS only); - reads it from stdin\n"
-    "  -f, --file FILE       read the prompt from FILE (- for stdin); one trailing\n"
-    "                        newline is dropped\n"
-    "  -n, --steps N         positions to run, the prompt's tokens (BOS first)\n"
-    "                        included, as llama2.c's run.c -n; llama.cpp's -n counts\n"
-    "                        generated tokens only.  Generation stops earlier at the\n"
-    "                        model's BOS or EOS (default 256; 0 = the whole context;\n"
-    "                        clamped to the context with a warning)\n"
-    "  -t, --temperature T   0 = greedy (default 1.0)\n"
-    "      --top-p P         nucleus sampling threshold in (0,1] (default 0.9; 1 = off)\n"
-    "  -s, --seed S          sampler seed (default or 0: time-based, printed on stderr)\n"
-    "      --backend SPEC    device: emu (default), emu:part=u55c,pes=16, or xrt:0 (Alveo card 0)\n"
-    "      --xclbin FILE     xrt: the xclbin to load (default: the one in bitstreams/ for the card)\n"
-    CLI_SPLIT_HELP
-    CLI_PART_HELP
-    CLI_PES_HELP
-    "      --threads N       emulator worker threads over the PEs (default: the CPUs\n"
-    "                        this process may use; tokens do not depend on it)\n"
-    CLI_WEIGHTS_HELP
-    CLI_CTX_HELP
-    "      --stats           print off-chip traffic per phase and kernel counters (the\n"
-    "                        on-chip weight formats and KV bytes among them)\n"
-    "  -h, --help            this text\n";
+    "stops the decode (exit status 130).  llama.cpp's names are aliases where\n"
+    "they mean the same (--temp, -c/--ctx-size, --n-predict).\n", NULL, NULL
+};
 
-typedef struct run_args {
-    const char *model, *tokenizer, *prompt, *prompt_file, *backend, *part;
-    const char *xclbin;   /* xrt: --xclbin FILE */
-    int cards;            /* --cards N (0: one device) */
-    const char *stages;   /* --stages A-B,C-D,... */
-    int steps, pes, threads, weights_f32, weights, group_size, seq_len, stats;
-    int prompt_given;     /* -p was passed */
-    const char *kv;       /* --kv */
-    float temperature, top_p;
-    uint64_t seed;
-} run_args;
-
-/* Print a token's text as llama2.c's safe_printf does: a lone unprintable
- * byte (a control code from a byte-fallback token) is dropped. */
 /* The sequence Ctrl-C cancels while it generates.  tsr_seq_cancel is
  * async-signal-safe (an atomic store and a wake-up). */
 static tsr_seq *volatile cancel_target;
@@ -159,50 +120,22 @@ static void load_progress(uint64_t sent, uint64_t total, void *user)
             (unsigned long long)(sent >> 20), (unsigned long long)(total >> 20));
 }
 
-static int parse_args(int argc, char **argv, run_args *a)
+/* 0, 1 after the help, -1 after an error. */
+static int parse_args(int argc, char **argv, cli_args *a)
 {
-    for (int i = 0; i < argc; i++) {
-        const char *o = cli_opt(&argc, argv, i), *v;
-        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
-            printf(usage, tsr_part_list());
-            exit(0);
-        }
-#define IS(s, l) (!strcmp(o, s) || !strcmp(o, l))
-#define VAL() if (!(v = cli_value(argc, argv, &i))) return -1
-        if (IS("-m", "--model"))            { VAL(); a->model = v; }
-        else if (IS("-z", "--tokenizer"))   { VAL(); a->tokenizer = v; }
-        else if (IS("-p", "--prompt"))      { VAL(); a->prompt = v; a->prompt_given = 1; }
-        else if (IS("-f", "--file"))        { VAL(); a->prompt_file = v; }
-        else if (IS("-n", "--steps"))       { VAL(); if (cli_int(o, v, 0, 1 << 30, &a->steps)) return -1; }
-        else if (IS("-t", "--temperature")) { VAL(); if (cli_float(o, v, 0.0f, 100.0f, &a->temperature)) return -1; }
-        else if (IS("-s", "--seed"))        { VAL(); if (cli_u64(o, v, &a->seed)) return -1; }
-        else if (!strcmp(o, "--top-p"))     { VAL(); if (cli_float(o, v, 1e-9f, 1.0f, &a->top_p)) return -1; }
-        else if (!strcmp(o, "--backend"))   { VAL(); a->backend = v; }
-        else if (!strcmp(o, "--device"))    { VAL(); a->backend = v; }
-        else if (!strcmp(o, "--cards"))     { VAL(); if (cli_int(o, v, 1, 16, &a->cards)) return -1; }
-        else if (!strcmp(o, "--stages"))    { VAL(); a->stages = v; }
-        else if (!strcmp(o, "--part"))      { VAL(); a->part = v; }
-        else if (!strcmp(o, "--xclbin"))    { VAL(); a->xclbin = v; }
-        else if (!strcmp(o, "--pes"))       { VAL(); if (cli_int(o, v, 1, 1 << 16, &a->pes)) return -1; }
-        else if (!strcmp(o, "--threads"))   { VAL(); if (cli_int(o, v, 1, 1024, &a->threads)) return -1; }
-        else if (!strcmp(o, "--group-size")) { VAL(); if (cli_int(o, v, 1, 1 << 16, &a->group_size)) return -1; }
-        else if (IS("--ctx", "--seq-len"))  { VAL(); if (cli_int(o, v, 1, 1 << 24, &a->seq_len)) return -1; }
-        else if (!strcmp(o, "--stats"))     { a->stats = 1; }
-        else if (!strcmp(o, "--weights")) { VAL(); if (cli_weights(o, v, &a->weights_f32, &a->weights)) return -1; }
-        else if (!strcmp(o, "--kv"))      { VAL(); if (cli_kv(o, v, &a->kv)) return -1; }
-        else {
-            cli_unknown("run", o);
-            return -1;
-        }
-#undef IS
-#undef VAL
-    }
+    int rc = cli_parse(&run_cmd, argc, argv, a);
+    if (rc) return rc;
     if (!a->model) {
         cli_error("run: -m MODEL is required (see tessera run --help)");
         return -1;
     }
-    if (a->prompt_file && a->prompt_given) {
+    if (a->prompt_file && cli_given(a, "prompt")) {
         cli_error("run: give the prompt as -p TEXT or -f FILE, not both");
+        return -1;
+    }
+    if (a->n_predict && cli_given(a, "steps")) {
+        cli_error("run: give -n STEPS (positions, the prompt's included) or --n-predict N "
+                  "(tokens generated), not both");
         return -1;
     }
     return 0;
@@ -210,10 +143,10 @@ static int parse_args(int argc, char **argv, run_args *a)
 
 int cmd_run(int argc, char **argv)
 {
-    run_args a = { .prompt = "", .backend = "emu", .steps = 256, .temperature = 1.0f,
-                   .top_p = 0.9f };
-    a.seed = 0;
-    if (parse_args(argc, argv, &a)) return 2;
+    cli_args a = { .prompt = "", .backend = "emu", .steps = 256,
+                   .temperature = CLI_DEFAULT_TEMPERATURE, .top_p = CLI_DEFAULT_TOP_P };
+    int prc = parse_args(argc, argv, &a);
+    if (prc) return prc > 0 ? 0 : 2;
     /* -f FILE, or -p - for stdin */
     char *prompt_text = NULL;
     const char *from = a.prompt_file ? a.prompt_file : !strcmp(a.prompt, "-") ? "-" : NULL;
@@ -222,18 +155,12 @@ int cmd_run(int argc, char **argv)
         a.prompt = prompt_text;
     }
     int time_seed = a.seed == 0;
-    if (time_seed) {
-        a.seed = ((uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32)) & ((1ull << 53) - 1);
-        if (a.seed == 0) a.seed = 1;
-    }
+    if (time_seed) a.seed = cli_random_seed();
 
     /* The device spec: --backend, refined by --part, --pes, --threads and
      * --xclbin. */
     char spec[512];
-    if (cli_device_spec("run", spec, sizeof spec, a.backend, a.part, a.pes, a.threads, a.xclbin))
-        return 2;
-    /* --cards / --stages: spec keys cards= and stages= */
-    if (cli_spec_split("run", spec, sizeof spec, a.cards, a.stages)) return 2;
+    if (cli_device_spec("run", spec, sizeof spec, &a)) return 2;
 
     int rc, status = 1;
     tsr_device *dev = NULL;
@@ -246,11 +173,9 @@ int cmd_run(int argc, char **argv)
     }
     tsr_device_set_log(dev, cli_log_to_stderr, NULL);
     int bar_shown = 0;
-    tsr_model_opts mo = { .tokenizer = a.tokenizer, .weights_f32 = a.weights_f32,
-                          .weights = a.weights, .kv = a.kv,
-                          .group_size = a.group_size, .seq_len = a.seq_len, .n_seqs = 1,
-                          .progress = isatty(STDERR_FILENO) ? load_progress : NULL,
-                          .progress_user = &bar_shown };
+    tsr_model_opts mo = cli_model_opts(&a, 1);
+    mo.progress = isatty(STDERR_FILENO) ? load_progress : NULL;
+    mo.progress_user = &bar_shown;
     rc = tsr_model_load(dev, a.model, &mo, &model);
     if (bar_shown) fprintf(stderr, "\n");
     if (rc != TSR_OK ||
@@ -260,9 +185,10 @@ int cmd_run(int argc, char **argv)
     }
     tsr_model_info mi;
     tsr_model_get_info(model, &mi);
-    if (a.steps == 0 || a.steps > mi.seq_len) {
+    if (!a.n_predict && (a.steps == 0 || a.steps > mi.seq_len)) {
         if (a.steps > mi.seq_len)
-            cli_error("warning: %d steps clamped to the context length %d", a.steps, mi.seq_len);
+            cli_error("warning: %d steps clamped to the context length %d (--ctx N sets it)",
+                      a.steps, mi.seq_len);
         a.steps = mi.seq_len;
     }
 
@@ -282,6 +208,14 @@ int cmd_run(int argc, char **argv)
         free(prompt);
         goto out;
     }
+    if (a.n_predict) {   /* llama.cpp's count: tokens after the prompt */
+        int room = mi.seq_len - (n_prompt - 1);
+        if (a.n_predict > room)
+            cli_error("warning: --n-predict %d clamped to %d: the context length %d less the "
+                      "prompt's %d tokens (--ctx N sets it)", a.n_predict, room, mi.seq_len,
+                      n_prompt - 1);
+        a.steps = n_prompt - 1 + (a.n_predict < room ? a.n_predict : room);
+    }
     stream_ctx sc = { .model = model, .prev = prompt[0], .bos = mi.bos, .eos = mi.eos };
     textout_init(&sc.text, NULL, 0);
     for (int i = 1; i < n_prompt && i <= a.steps; i++) on_token(seq, prompt[i], &sc);
@@ -294,7 +228,7 @@ int cmd_run(int argc, char **argv)
     if (n_gen > 0) {
         /* A sampled run says its seed, so that -s repeats it. */
         if (time_seed && a.temperature > 0.0f)
-            fprintf(stderr, "tessera: seed %llu (time-based; -s %llu repeats this run)\n",
+            fprintf(stderr, "tessera: seed %llu (random; -s %llu repeats this run)\n",
                     (unsigned long long)a.seed, (unsigned long long)a.seed);
         tsr_gen_opts go = { .max_tokens = n_gen, .temperature = a.temperature,
                             .top_p = a.top_p, .seed = a.seed };

@@ -6,7 +6,8 @@
 
 #include "cli.h"
 
-static const char usage[] =
+static const cli_command synth_cmd = {
+    "synth", CLI_SYNTH,
     "usage: tessera synth --shape SHAPE -o FILE [--q8 | --legacy] [--group-size N] [--seed S]\n"
     "       tessera synth --arch llama3|qwen2 --vocab VOCAB.gguf -o FILE [--shape SHAPE]\n"
     "                     [--q8 | --q4] [--seed S]\n"
@@ -15,60 +16,17 @@ static const char usage[] =
     "(normal, std 0.02), for benchmarks on shapes whose real weights are not at hand;\n"
     "with --arch, a GGUF file of that architecture (llama3: GGUF llama with Llama 3\n"
     "RoPE scaling; qwen2: q, k, v biases) with the vocabulary of a vocab-only GGUF\n"
-    "(tokenizer.* metadata copied), as llama.cpp's converter writes them.\n"
-    "\n"
-    "  --shape SHAPE     stories260K | stories15M | stories42M | stories110M | DIMxLAYERS\n"
-    "                    (DIMxLAYERS may add :hidden=H,heads=N,kv=K,vocab=V,seq=S,\n"
-    "                    shared=0|1, the classifier shared with the embedding);\n"
-    "                    with --arch llama3: llama3-tiny (default) | smollm2-135m |\n"
-    "                    llama3.2-1b | DIMxLAYERS; qwen2: qwen2-tiny (default) |\n"
-    "                    qwen2.5-0.5b | DIMxLAYERS\n"
-    "  --arch ARCH       llama3 or qwen2: write GGUF (needs --vocab)\n"
-    "  --vocab FILE      a vocab-only GGUF (../shared/vocab/ggml-vocab-*.gguf)\n"
-    "  --q4              (--arch) Q4_0 matrices\n"
-    "  -o FILE           output path\n"
-    "  --q8              write version 2 (Q8_0) instead of version 1 (fp32); with\n"
-    "                    --arch, Q8_0 matrices instead of F32\n"
-    "  --legacy          write llama2.c's legacy (version 0) fp32 layout, which\n"
-    "                    run.c and llama.cpp's llama-convert-llama2c-to-ggml read\n"
-    "                    (the same weights as version 1 for the same seed)\n"
-    "  --group-size N    Q8_0 group size (default 32; implies --q8)\n"
-    "  --seed S          RNG seed (default 42)\n";
+    "(tokenizer.* metadata copied), as llama.cpp's converter writes them.\n", NULL, NULL
+};
 
 int cmd_synth(int argc, char **argv)
 {
-    const char *shape = NULL, *out = NULL, *arch = NULL, *vocab = NULL;
-    int q8 = 0, q4 = 0, group = 0, legacy = 0;
-    uint64_t seed = 42;
-    for (int i = 0; i < argc; i++) {
-        const char *a = cli_opt(&argc, argv, i), *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (!strcmp(a, "--shape")) {
-            if (!(shape = cli_value(argc, argv, &i))) return 2;
-        } else if (!strcmp(a, "-o")) {
-            if (!(out = cli_value(argc, argv, &i))) return 2;
-        } else if (!strcmp(a, "--q8")) {
-            q8 = 1;
-        } else if (!strcmp(a, "--q4")) {
-            q4 = 1;
-        } else if (!strcmp(a, "--arch")) {
-            if (!(arch = cli_value(argc, argv, &i))) return 2;
-        } else if (!strcmp(a, "--vocab")) {
-            if (!(vocab = cli_value(argc, argv, &i))) return 2;
-        } else if (!strcmp(a, "--legacy")) {
-            legacy = 1;
-        } else if (!strcmp(a, "--group-size")) {
-            if (!(v = cli_value(argc, argv, &i)) || cli_int(a, v, 1, 1 << 16, &group)) return 2;
-            q8 = 1;
-        } else if (!strcmp(a, "--seed")) {
-            if (!(v = cli_value(argc, argv, &i)) || cli_u64(a, v, &seed)) return 2;
-        } else {
-            cli_unknown("synth", a);
-            return 2;
-        }
-    }
+    cli_args a = { .seed = 42 };
+    int prc = cli_parse(&synth_cmd, argc, argv, &a);
+    if (prc) return prc > 0 ? 0 : 2;
+    const char *shape = a.shape, *out = a.out, *arch = a.arch, *vocab = a.vocab;
+    int q8 = a.q8 || a.group_size, q4 = a.q4, group = a.group_size, legacy = a.legacy;
+    uint64_t seed = a.seed;
     char err[512];
     if (arch || vocab || q4) {
         if (!arch || !vocab || !out) {
