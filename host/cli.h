@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "defaults.h"
 #include "tessera.h"
 
 /* ------------------------------------------------------ the option table --- */
@@ -77,9 +78,9 @@ void cli_help(const cli_command *c);
 /* Whether option `name` (its long name, without "--") was given. */
 int cli_given(const cli_args *a, const char *name);
 
-/* The one default of the sampler, in every command and the server: the
- * temperature llama.cpp uses, and seed 0 meaning a random seed. */
-#define CLI_DEFAULT_TEMPERATURE 0.8f
+/* The sampler's defaults for run and chat: the one temperature of
+ * defaults.h (the server's too), and seed 0 meaning a random seed. */
+#define CLI_DEFAULT_TEMPERATURE TSR_DEFAULT_TEMPERATURE
 #define CLI_DEFAULT_TOP_P 0.9f
 
 /* A random sampler seed (time and pid; never 0), under 2^53 so that JSON

@@ -89,7 +89,7 @@ static int parse_args(int argc, char **argv, serve_args *a)
     int rc = cli_parse(&serve_cmd, argc, argv, &a->o);
     if (rc) return rc;
     const cli_args *o = &a->o;
-    if ((o->host && check_host(o->host)) || (o->api_key && check_key("--api-key", o->api_key)) ||
+    if ((o->host && check_host(o->host)) || (cli_given(o, "api-key") && check_key("--api-key", o->api_key)) ||
         (o->alias && check_alias(o->alias)) ||
         (o->chat_template && cli_chat_template("serve", o->chat_template, &a->chat_template)))
         return -1;

@@ -52,6 +52,9 @@ static json_t *stats_json(const srv_stats *st)
                           (json_int_t)st->decode_h2d, "decode_d2h_bytes",
                           (json_int_t)st->decode_d2h, "queue_ms", st->queue_ms, "ttft_ms",
                           st->ttft_ms, "decode_ms", st->decode_ms);
+    /* max_tokens cut to the server's --max-tokens: that limit */
+    if (o && st->max_tokens_limit)
+        json_object_set_new(o, "max_tokens_limit", json_integer(st->max_tokens_limit));
     /* a turn an interrupt or steer stopped: how fast the stop took hold */
     if (o && st->stop_ms > 0) {
         json_object_set_new(o, "tokens_after_stop", json_integer(st->tokens_after_stop));
@@ -241,7 +244,7 @@ static srv_cmd *new_cmd(ws_conn *w, srv_cmd_kind kind, const json_t *o)
     if (!c) return NULL;
     c->kind = kind;
     c->t_recv = srv_now();
-    c->gen = (srv_gen){ .max_tokens = lim->max_tokens, .temperature = 0.0f, .top_p = 1.0f };
+    srv_gen_defaults(&c->gen, lim->max_tokens);
     char err[240];
     const char *param = NULL;
     const json_t *text = json_object_get(o, "text");

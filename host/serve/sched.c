@@ -199,6 +199,7 @@ static void start(srv_sched *s, srv_session *ss, srv_turn *t)
     }
     t->n_toks = n;
     t->st.prompt_tokens = n;
+    t->st.max_tokens_limit = t->cmd->gen.cut_to;
     if (n > 0) {
         t->prev = t->toks[n - 1];
     } else {
