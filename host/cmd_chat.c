@@ -84,19 +84,16 @@ static void keep_reply(chat_ctx *c, const char *p, size_t n)
     c->reply[c->len] = '\0';
 }
 
+/* Print a token by textout's one rule (as tessera run), keeping its
+ * piece for the conversation's next turn. */
 static int print_token(tsr_seq *s, int token, void *user)
 {
     (void)s;
     chat_ctx *c = user;
     size_t n;
-    const char *p = tsr_model_token_text(c->model, c->prev, token, &n);
-    if (p && n && token != c->bos && token != c->eos) {
-        keep_reply(c, p, n);
-        const char *q;
-        size_t k = textout_push(&c->shown, p, n) == 0 ? textout_take(&c->shown, &q) : 0;
-        if (k) fwrite(q, 1, k, stdout);
-    }
-    fflush(stdout);
+    const char *p = textout_token(c->model, c->prev, token, c->bos, c->eos, &n);
+    if (p) keep_reply(c, p, n);
+    textout_print(&c->shown, stdout, p, n);
     c->prev = token;
     return 0;
 }
@@ -408,9 +405,7 @@ int cmd_chat(int argc, char **argv)
         textout_init(&cc.shown, NULL, 0);
         rc = tsr_seq_generate(seq, &go, print_token, &cc, NULL);
         active = NULL;
-        const char *rest;
-        size_t n_rest = textout_finish(&cc.shown, &rest);
-        if (n_rest) fwrite(rest, 1, n_rest, stdout);
+        textout_print_end(&cc.shown, stdout);
         textout_free(&cc.shown);
         fputc('\n', stdout);
         if (rc != TSR_OK) {

@@ -45,26 +45,14 @@ typedef struct stream_ctx {
     textout text;   /* pieces into UTF-8 characters                 */
 } stream_ctx;
 
-/* Print what the text has ready (whole characters). */
-static void print_ready(stream_ctx *c, int finish)
-{
-    const char *p;
-    size_t n = finish ? textout_finish(&c->text, &p) : textout_take(&c->text, &p);
-    if (n) fwrite(p, 1, n, stdout);
-}
-
+/* Print a token by textout's one rule (textout_token, textout_print). */
 static int on_token(tsr_seq *s, int token, void *user)
 {
     (void)s;
     stream_ctx *c = user;
-    if (token != c->bos && token != c->eos) {
-        size_t n;
-        const char *p = tsr_model_token_text(c->model, c->prev, token, &n);
-        if (p && n && textout_push(&c->text, p, n) == 0) {
-            print_ready(c, 0);
-            fflush(stdout);
-        }
-    }
+    size_t n;
+    const char *p = textout_token(c->model, c->prev, token, c->bos, c->eos, &n);
+    textout_print(&c->text, stdout, p, n);
     c->prev = token;
     return 0;
 }
@@ -247,7 +235,7 @@ int cmd_run(int argc, char **argv)
             goto out;
         }
     }
-    print_ready(&sc, 1);
+    textout_print_end(&sc.text, stdout);
     textout_free(&sc.text);
     printf("\n");
     if (cli_flush_stdout()) goto out;
