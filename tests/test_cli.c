@@ -657,6 +657,30 @@ static void chat_line_editing(void **state)
     assert_true(n >= 2 && screen[n - 2] == '\r' && screen[n - 1] == '\n');   /* Ctrl-D */
 }
 
+/* info -z: a llama2.c model's tokenizer checked against its vocab (one
+ * line), a wrong one refused in one line naming both counts; a GGUF file's
+ * -z is said to be unused. */
+static void info_takes_a_tokenizer(void **state)
+{
+    (void)state;
+    assert_int_equal(run_capture(TESSERA_BIN " info -m " MODEL_SH " -z " TOK_SH, out, err,
+                                 sizeof out), 0);
+    assert_non_null(strstr(out, "\ntokenizer:   "));
+    assert_non_null(strstr(out, "tok512.bin, 512 tokens: the model's vocab\n"));
+    assert_int_equal(run_capture(TESSERA_BIN " info -m " MODEL_SH " -z " SH_MODEL("tokenizer.bin"),
+                                 out, err, sizeof out), 1);
+    assert_int_equal(count_lines(err), 1);
+    assert_non_null(strstr(err, "holds 32000 tokens, the model's vocab_size is 512"));
+    assert_string_equal(out, "");
+    assert_int_equal(run_capture(TESSERA_BIN " info -m " MODEL_SH " -z " MODEL_SH, out, err,
+                                 sizeof out), 1);
+    assert_int_equal(count_lines(err), 1);
+    assert_non_null(strstr(err, "not a llama2.c tokenizer.bin"));
+    assert_int_equal(run_capture(TESSERA_BIN " info -m " SH_MODEL("stories260K-q8_0.gguf") " -z "
+                                 TOK_SH, out, err, sizeof out), 0);
+    assert_non_null(strstr(out, "not used: a GGUF file carries its own"));
+}
+
 static void info_reports_header_and_params(void **state)
 {
     (void)state;
@@ -739,6 +763,7 @@ int main(void)
         cmocka_unit_test(chat_commands),
         cmocka_unit_test(chat_line_editing),
         cmocka_unit_test(info_reports_header_and_params),
+        cmocka_unit_test(info_takes_a_tokenizer),
         cmocka_unit_test(synth_writes_a_model_info_reads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
