@@ -57,42 +57,89 @@ static int on_token(tsr_seq *s, int token, void *user)
     return 0;
 }
 
-static void print_stats(tsr_device *dev, tsr_seq *seq)
+/* The value text of counter `name` in the counters' "name value" lines,
+ * or NULL. */
+static const char *counter(const char *buf, const char *name)
 {
-    tsr_traffic t;
-    tsr_seq_stats st;
-    tsr_device_traffic(dev, &t);
-    tsr_seq_get_stats(seq, &st);
+    size_t n = strlen(name);
+    for (const char *p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (!strncmp(p, name, n) && p[n] == ' ') return p + n + 1;
+    return NULL;
+}
+
+/* Counter `name` as one line of text (up to its newline) into out. */
+static const char *counter_text(const char *buf, const char *name, char *out, size_t cap)
+{
+    const char *v = counter(buf, name);
+    snprintf(out, cap, "%.*s", v ? (int)strcspn(v, "\n") : 1, v ? v : "?");
+    return out;
+}
+
+/* --stats=all: the traffic of every phase, then every kernel counter. */
+static void print_all(const tsr_traffic *t, const char *buf)
+{
     fprintf(stderr,
             "off-chip traffic (bytes)   host->device   device->host\n"
             "  load                   %14llu %14llu\n"
             "  prefill                %14llu %14llu\n"
             "  decode                 %14llu %14llu\n"
             "  debug                  %14llu %14llu\n"
-            "kernel invocations: %llu   weight images streamed: %llu\n"
-            "prefill: %llu tokens, %.1f tokens/s   decode: %llu tokens, %.1f tokens/s\n",
-            (unsigned long long)t.load_h2d, (unsigned long long)t.load_d2h,
-            (unsigned long long)t.prefill_h2d, (unsigned long long)t.prefill_d2h,
-            (unsigned long long)t.decode_h2d, (unsigned long long)t.decode_d2h,
-            (unsigned long long)t.debug_h2d, (unsigned long long)t.debug_d2h,
-            (unsigned long long)t.invocations, (unsigned long long)t.loads,
-            (unsigned long long)st.prefill_tokens, st.prefill_tok_s,
-            (unsigned long long)st.decode_tokens, st.decode_tok_s);
-    if (t.link_passes)   /* a model split over devices: the stages' links */
+            "kernel invocations: %llu   weight images streamed: %llu\n",
+            (unsigned long long)t->load_h2d, (unsigned long long)t->load_d2h,
+            (unsigned long long)t->prefill_h2d, (unsigned long long)t->prefill_d2h,
+            (unsigned long long)t->decode_h2d, (unsigned long long)t->decode_d2h,
+            (unsigned long long)t->debug_h2d, (unsigned long long)t->debug_d2h,
+            (unsigned long long)t->invocations, (unsigned long long)t->loads);
+    if (t->link_passes)   /* a model split over devices: the stages' links */
         fprintf(stderr, "card links between stages (bytes, all hops): prefill %llu, decode %llu "
-                "in %llu passes\n", (unsigned long long)t.link_prefill,
-                (unsigned long long)t.link_decode, (unsigned long long)t.link_passes);
-    char buf[8192];
-    if (tsr_device_kernel_counters(dev, buf, sizeof buf) == TSR_OK)
-        fprintf(stderr, "kernel counters:\n%s", buf);
-    /* --- the cycle model's estimate from those counters (tessera plan) --- */
-    const char *cyc = strstr(buf, "projected.cycles_per_token "), *at = strstr(buf, "cycle_model.last.position ");
-    const char *tps = strstr(buf, "projected.tok_s "), *mhz = tps ? strstr(tps, " at ") : NULL;
+                "in %llu passes\n", (unsigned long long)t->link_prefill,
+                (unsigned long long)t->link_decode, (unsigned long long)t->link_passes);
+    fprintf(stderr, "kernel counters:\n%s", buf);
+}
+
+/* --stats: a short table (speed, the cycle model's cycles per token, the
+ * off-chip bytes, a few key counters); --stats=all adds print_all's. */
+static void print_stats(tsr_device *dev, tsr_seq *seq, int all)
+{
+    tsr_traffic t;
+    tsr_seq_stats st;
+    tsr_device_traffic(dev, &t);
+    tsr_seq_get_stats(seq, &st);
+    static char buf[1 << 14];
+    if (tsr_device_kernel_counters(dev, buf, sizeof buf) != TSR_OK) buf[0] = '\0';
+    char kv[64], w[128], prof[128], macs[32], kvb[32];
+    fprintf(stderr,
+            "stats                        prefill         decode\n"
+            "  tokens              %14llu %14llu\n"
+            "  tokens/s            %14.1f %14.1f\n"
+            "  bytes host->device  %14llu %14llu\n"
+            "  bytes device->host  %14llu %14llu\n"
+            "  time to first token %11.2f ms\n",
+            (unsigned long long)st.prefill_tokens, (unsigned long long)st.decode_tokens,
+            st.prefill_tok_s, st.decode_tok_s, (unsigned long long)t.prefill_h2d,
+            (unsigned long long)t.decode_h2d, (unsigned long long)t.prefill_d2h,
+            (unsigned long long)t.decode_d2h, st.ttft_ms);
+    /* the cycle model's estimate from the counters (tessera plan's) */
+    const char *cyc = counter(buf, "cycles.total"), *at = counter(buf, "cycles.position");
+    const char *tps = counter(buf, "projected.tok_s"), *mhz = tps ? strstr(tps, " at ") : NULL;
     if (cyc && at && tps && mhz)
-        fprintf(stderr, "projected (cycle model, not measured): %llu cycles for the last token "
-                "(position %llu), %.0f tokens/s at %d MHz; compare tessera plan --pos\n",
-                strtoull(cyc + 27, NULL, 10), strtoull(at + 26, NULL, 10),
-                strtod(tps + 16, NULL), atoi(mhz + 4));
+        fprintf(stderr, "  device cycles/token %14llu (the last, position %llu: %.0f tokens/s at "
+                "%d MHz,\n                      projected by the cycle model, not measured; "
+                "compare tessera plan --pos)\n",
+                strtoull(cyc, NULL, 10), strtoull(at, NULL, 10), strtod(tps, NULL), atoi(mhz + 4));
+    fprintf(stderr, "  kernel              %s; %llu invocations, %s MACs, %llu bytes loaded\n"
+            "  on chip             weights %s; KV cache %s, %s bytes\n",
+            counter_text(buf, "profile", prof, sizeof prof), (unsigned long long)t.invocations,
+            counter_text(buf, "macs", macs, sizeof macs), (unsigned long long)t.load_h2d,
+            counter_text(buf, "onchip.weights", w, sizeof w),
+            counter_text(buf, "onchip.kv", kv, sizeof kv),
+            counter_text(buf, "onchip.kv_bytes", kvb, sizeof kvb));
+    if (t.link_passes && !all)   /* a model split over devices: the stages' links */
+        fprintf(stderr, "  card links          prefill %llu, decode %llu bytes in %llu passes\n",
+                (unsigned long long)t.link_prefill, (unsigned long long)t.link_decode,
+                (unsigned long long)t.link_passes);
+    if (all) print_all(&t, buf);
+    else fputs("  (--stats=all: the traffic of every phase and every kernel counter)\n", stderr);
 }
 
 /* A progress bar on stderr for weight streams over 16 MB, when it is a
@@ -244,7 +291,7 @@ int cmd_run(int argc, char **argv)
     int stopped = tsr_seq_was_cancelled(seq);
     fprintf(stderr, "tessera: %d token%s generated%s, %.1f tokens/s, time to first token %.2f ms\n",
             got, cli_s(got), stopped ? " (stopped by Ctrl-C)" : "", st.decode_tok_s, st.ttft_ms);
-    if (a.stats) print_stats(dev, seq);
+    if (a.stats) print_stats(dev, seq, !strcmp(a.stats, "all"));
     status = stopped ? 128 + SIGINT : 0;
 out:
     tsr_seq_close(seq);

@@ -540,6 +540,27 @@ static void help_comes_from_the_table(void **state)
     assert_null(strstr(out, "--temperature"));
 }
 
+/* --stats is a short table; --stats=all adds every counter. */
+static void stats_is_a_short_table(void **state)
+{
+    (void)state;
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH
+                                 " -t 0 -n 20 --stats", out, err, sizeof out), 0);
+    assert_non_null(strstr(err, "\n  tokens                           1             20\n"));
+    assert_non_null(strstr(err, "  device cycles/token          15296 (the last, position 19: "));
+    assert_non_null(strstr(err, "  on chip             weights Q8_0 group 32; KV cache f32, "
+                                "655360 bytes\n"));
+    assert_null(strstr(err, "kernel counters:"));
+    assert_true(count_lines(err) <= 12);
+    static char all[1 << 16];
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH
+                                 " -t 0 -n 20 --stats=all", out, all, sizeof all), 0);
+    assert_non_null(strstr(all, "kernel counters:\n"));
+    assert_non_null(strstr(all, "\ncycles.total 15296\n"));
+    assert_non_null(strstr(all, "\npe15.sram_bytes "));
+    assert_true(count_lines(all) > 60);
+}
+
 /* ---------------------------------------------------------------- help --- */
 
 /* One option name and one list of parts in every command's help. */
@@ -760,6 +781,7 @@ int main(void)
         cmocka_unit_test(llama_cpp_aliases_give_the_same_tokens),
         cmocka_unit_test(unknown_option_did_you_mean),
         cmocka_unit_test(help_comes_from_the_table),
+        cmocka_unit_test(stats_is_a_short_table),
         cmocka_unit_test(chat_commands),
         cmocka_unit_test(chat_line_editing),
         cmocka_unit_test(info_reports_header_and_params),
