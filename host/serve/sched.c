@@ -631,12 +631,10 @@ void srv_sched_stop(srv_sched *s)
     free(s);
 }
 
-void srv_sched_gauges(srv_sched *s, int *slots, int *busy, int *queued, int *queue_cap)
+void srv_sched_snapshot_get(srv_sched *s, srv_sched_snapshot *out)
 {
     pthread_mutex_lock(&s->mu);
-    *slots = s->o.slots;
-    *busy = s->slots_used;
-    *queued = s->queue_len;
-    *queue_cap = s->o.queue;
+    *out = (srv_sched_snapshot){ .slots = s->o.slots, .busy = s->slots_used,
+                                 .queued = s->queue_len, .queue_cap = s->o.queue };
     pthread_mutex_unlock(&s->mu);
 }

@@ -196,8 +196,18 @@ void srv_sched_close(srv_sched *s);
 /* Wait for the thread to finish the hung-up sessions, then free s.  The
  * caller closes the model and device after it. */
 void srv_sched_stop(srv_sched *s);
-/* Slots in use and sessions waiting, for /metrics and /health. */
-void srv_sched_gauges(srv_sched *s, int *slots, int *busy, int *queued, int *queue_cap);
+/* The scheduler's gauges at one moment, as it publishes them for /health
+ * and /metrics (which reads this struct and never calls the scheduler:
+ * calls go scheduler -> metrics only). */
+typedef struct srv_sched_snapshot {
+    int slots;       /* sequence slots on the device                    */
+    int busy;        /* held by a request or a WebSocket session        */
+    int queued;      /* waiting for a slot                              */
+    int queue_cap;   /* waiting places; beyond them, 503                */
+} srv_sched_snapshot;
+
+/* Fill *out with s's gauges, taken together under its lock.  Any thread. */
+void srv_sched_snapshot_get(srv_sched *s, srv_sched_snapshot *out);
 /* NULL while the device works; once a device call failed with
  * TSR_ERR_DEVICE (a card or a stage's rank is gone), why, for good: every
  * request is then answered 503.  Any thread. */
@@ -244,8 +254,9 @@ void srv_metrics_token_gap(srv_metrics *m, double seconds);
 /* A decode call of the scheduler, over n sequences (1..8); got (n,)
  * (optional: NULL for a failed call) the tokens each kept. */
 void srv_metrics_decode_call(srv_metrics *m, int n, const int *got);
-/* Prometheus text format (version 0.0.4) into a malloc'd string. */
-char *srv_metrics_text(srv_metrics *m, srv_sched *s);
+/* Prometheus text format (version 0.0.4) into a malloc'd string: m's
+ * counters and histograms, then the scheduler's gauges from snap. */
+char *srv_metrics_text(srv_metrics *m, const srv_sched_snapshot *snap);
 
 /* ------------------------------------------------------------ the server --- */
 
