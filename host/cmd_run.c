@@ -176,45 +176,106 @@ static int parse_args(int argc, char **argv, cli_args *a)
     return 0;
 }
 
+/* Tokenize the prompt (BOS first) and append it (its newest token stays
+ * pending on the device); print it; with --n-predict, set a->steps from
+ * its length.  Returns the prompt's tokens, or -1 after an error. */
+static int feed_prompt(cli_args *a, tsr_device *dev, tsr_seq *seq, const tsr_model_info *mi,
+                       stream_ctx *sc)
+{
+    int cap = (int)strlen(a->prompt) + 3, n = 0;
+    int *prompt = malloc((size_t)cap * sizeof *prompt);   /* (cap,) token ids */
+    if (!prompt) {
+        cli_error("out of memory");
+        return -1;
+    }
+    int rc = tsr_model_tokenize(sc->model, a->prompt, 1, prompt, cap, &n);
+    if (rc == TSR_OK && n - 1 > mi->seq_len) {
+        cli_error("%s: the prompt is %d tokens, longer than the context of %d tokens",
+                  a->model, n, mi->seq_len);
+        n = -1;
+    } else if (rc != TSR_OK || tsr_seq_append_tokens(seq, prompt, n) != TSR_OK) {
+        cli_error("%s", tsr_device_errmsg(dev));
+        n = -1;
+    } else if (a->n_predict) {   /* llama.cpp's count: tokens after the prompt */
+        int room = mi->seq_len - (n - 1);
+        if (a->n_predict > room)
+            cli_error("warning: --n-predict %d clamped to %d: the context length %d less the "
+                      "prompt's %d tokens (--ctx N sets it)", a->n_predict, room, mi->seq_len,
+                      n - 1);
+        a->steps = n - 1 + (a->n_predict < room ? a->n_predict : room);
+    }
+    if (n > 0) {
+        sc->prev = prompt[0];
+        for (int i = 1; i < n && i <= a->steps; i++) on_token(seq, prompt[i], sc);
+    }
+    free(prompt);
+    return n;
+}
+
+/* Generate n_gen tokens, printed as they come; Ctrl-C stops it.  Returns
+ * 0, or -1 after printing the device's error. */
+static int generate(const cli_args *a, int random_seed, int n_gen, tsr_device *dev,
+                    tsr_seq *seq, stream_ctx *sc, int *got)
+{
+    /* A sampled run says its seed, so that -s repeats it. */
+    if (random_seed && a->temperature > 0.0f)
+        fprintf(stderr, "tessera: seed %llu (random; -s %llu repeats this run)\n",
+                (unsigned long long)a->seed, (unsigned long long)a->seed);
+    tsr_gen_opts go = { .max_tokens = n_gen, .temperature = a->temperature, .top_p = a->top_p,
+                        .seed = a->seed };
+    /* Ctrl-C stops the decode; the summary still follows. */
+    struct sigaction sa = { .sa_handler = on_sigint }, old_sa;
+    sigemptyset(&sa.sa_mask);
+    cancel_target = seq;
+    sigaction(SIGINT, &sa, &old_sa);
+    int rc = tsr_seq_generate(seq, &go, on_token, sc, got);
+    sigaction(SIGINT, &old_sa, NULL);
+    cancel_target = NULL;
+    if (rc != TSR_OK) {
+        printf("\n");
+        cli_error("%s", tsr_device_errmsg(dev));
+        return -1;
+    }
+    return 0;
+}
+
+/* After parsing: the prompt from -f FILE or -p - (stdin) into *text, a
+ * random seed unless -s, and the device spec.  Returns 0, or 2 after an
+ * error. */
+static int prepare(cli_args *a, char **text, int *random_seed, char *spec, size_t cap)
+{
+    const char *from = a->prompt_file ? a->prompt_file : !strcmp(a->prompt, "-") ? "-" : NULL;
+    if (from) {
+        if (cli_read_prompt("run", from, text)) return 2;
+        a->prompt = *text;
+    }
+    *random_seed = a->seed == 0;
+    if (*random_seed) a->seed = cli_random_seed();
+    /* --backend, refined by --part, --pes, --threads, --xclbin, the split */
+    return cli_device_spec("run", spec, cap, a) ? 2 : 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
     cli_args a = { .prompt = "", .backend = "emu", .steps = 256,
                    .temperature = CLI_DEFAULT_TEMPERATURE, .top_p = CLI_DEFAULT_TOP_P };
     int prc = parse_args(argc, argv, &a);
     if (prc) return prc > 0 ? 0 : 2;
-    /* -f FILE, or -p - for stdin */
-    char *prompt_text = NULL;
-    const char *from = a.prompt_file ? a.prompt_file : !strcmp(a.prompt, "-") ? "-" : NULL;
-    if (from) {
-        if (cli_read_prompt("run", from, &prompt_text)) return 2;
-        a.prompt = prompt_text;
-    }
-    int time_seed = a.seed == 0;
-    if (time_seed) a.seed = cli_random_seed();
-
-    /* The device spec: --backend, refined by --part, --pes, --threads and
-     * --xclbin. */
-    char spec[512];
-    if (cli_device_spec("run", spec, sizeof spec, &a)) return 2;
-
-    int rc, status = 1;
+    char *prompt_text = NULL, spec[512];
+    int random_seed, status = prepare(&a, &prompt_text, &random_seed, spec, sizeof spec);
     tsr_device *dev = NULL;
     tsr_model *model = NULL;
     tsr_seq *seq = NULL;
-    if ((rc = tsr_device_open(spec, &dev)) != TSR_OK) {
-        cli_error("%s", tsr_device_errmsg(dev));
-        status = rc == TSR_ERR_ARG ? 2 : 1;
-        goto out;
-    }
-    tsr_device_set_log(dev, cli_log_to_stderr, NULL);
+    if (status) goto out;
     int bar_shown = 0;
     tsr_model_opts mo = cli_model_opts(&a, 1);
     mo.progress = isatty(STDERR_FILENO) ? load_progress : NULL;
     mo.progress_user = &bar_shown;
-    rc = tsr_model_load(dev, a.model, &mo, &model);
+    status = cli_open_model(&a, spec, &mo, &dev, &model);
     if (bar_shown) fprintf(stderr, "\n");
-    if (rc != TSR_OK ||
-        (rc = tsr_seq_open(model, &seq)) != TSR_OK) {
+    if (status) goto out;
+    status = 1;
+    if (tsr_seq_open(model, &seq) != TSR_OK) {
         cli_error("%s", tsr_device_errmsg(dev));
         goto out;
     }
@@ -226,61 +287,16 @@ int cmd_run(int argc, char **argv)
                       a.steps, mi.seq_len);
         a.steps = mi.seq_len;
     }
-
-    /* Prompt: BOS + tokens.  The newest token stays pending on the device. */
-    int cap = (int)strlen(a.prompt) + 3, n_prompt = 0;
-    int *prompt = malloc((size_t)cap * sizeof *prompt);
-    if (!prompt) { cli_error("out of memory"); goto out; }
-    rc = tsr_model_tokenize(model, a.prompt, 1, prompt, cap, &n_prompt);
-    if (rc == TSR_OK && n_prompt - 1 > mi.seq_len) {
-        cli_error("%s: the prompt is %d tokens, longer than the context of %d tokens",
-                  a.model, n_prompt, mi.seq_len);
-        free(prompt);
-        goto out;
-    }
-    if (rc != TSR_OK || (rc = tsr_seq_append_tokens(seq, prompt, n_prompt)) != TSR_OK) {
-        cli_error("%s", tsr_device_errmsg(dev));
-        free(prompt);
-        goto out;
-    }
-    if (a.n_predict) {   /* llama.cpp's count: tokens after the prompt */
-        int room = mi.seq_len - (n_prompt - 1);
-        if (a.n_predict > room)
-            cli_error("warning: --n-predict %d clamped to %d: the context length %d less the "
-                      "prompt's %d tokens (--ctx N sets it)", a.n_predict, room, mi.seq_len,
-                      n_prompt - 1);
-        a.steps = n_prompt - 1 + (a.n_predict < room ? a.n_predict : room);
-    }
-    stream_ctx sc = { .model = model, .prev = prompt[0], .bos = mi.bos, .eos = mi.eos };
+    stream_ctx sc = { .model = model, .bos = mi.bos, .eos = mi.eos };
     textout_init(&sc.text, NULL, 0);
-    for (int i = 1; i < n_prompt && i <= a.steps; i++) on_token(seq, prompt[i], &sc);
-    free(prompt);
-
-    int n_gen = a.steps - n_prompt + 1, got = 0;
-    if (n_gen <= 0)   /* as run.c: -n counts the prompt's positions too */
+    int n_prompt = feed_prompt(&a, dev, seq, &mi, &sc), got = 0;
+    int n_gen = a.steps - n_prompt + 1;
+    if (n_prompt > 0 && n_gen <= 0)   /* as run.c: -n counts the prompt's positions too */
         cli_error("warning: -n %d leaves no position after the prompt's %d tokens (BOS "
                   "included; -n counts them): no token is generated", a.steps, n_prompt);
-    if (n_gen > 0) {
-        /* A sampled run says its seed, so that -s repeats it. */
-        if (time_seed && a.temperature > 0.0f)
-            fprintf(stderr, "tessera: seed %llu (random; -s %llu repeats this run)\n",
-                    (unsigned long long)a.seed, (unsigned long long)a.seed);
-        tsr_gen_opts go = { .max_tokens = n_gen, .temperature = a.temperature,
-                            .top_p = a.top_p, .seed = a.seed };
-        /* Ctrl-C stops the decode; the summary still follows. */
-        struct sigaction sa = { .sa_handler = on_sigint }, old_sa;
-        sigemptyset(&sa.sa_mask);
-        cancel_target = seq;
-        sigaction(SIGINT, &sa, &old_sa);
-        rc = tsr_seq_generate(seq, &go, on_token, &sc, &got);
-        sigaction(SIGINT, &old_sa, NULL);
-        cancel_target = NULL;
-        if (rc != TSR_OK) {
-            printf("\n");
-            cli_error("%s", tsr_device_errmsg(dev));
-            textout_free(&sc.text);
-            goto out;
-        }
+    if (n_prompt < 0 || (n_gen > 0 && generate(&a, random_seed, n_gen, dev, seq, &sc, &got))) {
+        textout_free(&sc.text);
+        goto out;
     }
     textout_print_end(&sc.text, stdout);
     textout_free(&sc.text);
