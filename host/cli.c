@@ -633,17 +633,24 @@ tsr_model_opts cli_model_opts(const cli_args *a, int n_seqs)
     return mo;
 }
 
-int cli_open_model(const cli_args *a, const char *spec, const tsr_model_opts *mo,
-                   tsr_device **dev, tsr_model **m)
+int cli_open_device(const char *spec, tsr_device **dev)
 {
     *dev = NULL;
-    *m = NULL;
     int rc = tsr_device_open(spec, dev);
     if (rc != TSR_OK) {
         cli_error("%s", tsr_device_errmsg(*dev));
         return rc == TSR_ERR_ARG ? 2 : 1;
     }
     tsr_device_set_log(*dev, cli_log_to_stderr, NULL);
+    return 0;
+}
+
+int cli_open_model(const cli_args *a, const char *spec, const tsr_model_opts *mo,
+                   tsr_device **dev, tsr_model **m)
+{
+    *m = NULL;
+    int status = cli_open_device(spec, dev);
+    if (status) return status;
     if (tsr_model_load(*dev, a->model, mo, m) != TSR_OK) {
         cli_error("%s", tsr_device_errmsg(*dev));
         return 1;

@@ -116,6 +116,11 @@ int cli_device_spec(const char *cmd, char *buf, size_t cap, const cli_args *a);
 /* The tsr_model_opts of a, for n_seqs sequence slots (progress unset). */
 tsr_model_opts cli_model_opts(const cli_args *a, int n_seqs);
 
+/* Open the device of spec, its log hook cli_log_to_stderr.  Returns 0,
+ * or the exit status after printing the library's error: 2 for a bad
+ * spec, 1 otherwise (*dev NULL or to be closed by the caller). */
+int cli_open_device(const char *spec, tsr_device **dev);
+
 /* Open the device of spec (its log hook: cli_log_to_stderr), then load
  * a->model on it with *mo.  Returns 0, or the exit status after printing
  * the library's error: 2 for a bad spec, 1 otherwise.  *dev and *m are set
