@@ -127,7 +127,7 @@ static void print_stats(tsr_device *dev, tsr_seq *seq, int all)
                 "%d MHz,\n                      projected by the cycle model, not measured; "
                 "compare tessera plan --pos)\n",
                 strtoull(cyc, NULL, 10), strtoull(at, NULL, 10), strtod(tps, NULL), atoi(mhz + 4));
-    fprintf(stderr, "  kernel              %s; %llu invocations, %s MACs, %llu bytes loaded\n"
+    fprintf(stderr, "  kernel              profile %s; %llu invocations, %s MACs, %llu bytes loaded\n"
             "  on chip             weights %s; KV cache %s, %s bytes\n",
             counter_text(buf, "profile", prof, sizeof prof), (unsigned long long)t.invocations,
             counter_text(buf, "macs", macs, sizeof macs), (unsigned long long)t.load_h2d,
