@@ -561,6 +561,39 @@ static void stats_is_a_short_table(void **state)
     assert_true(count_lines(all) > 60);
 }
 
+/* One sampling rule: without -t and -s, run and chat sample at 0.8 with
+ * a random seed they print; -t 0.8 -s SEED repeats the text. */
+static void default_temperature_and_seed(void **state)
+{
+    (void)state;
+    static char first[sizeof out];
+    char cmd[1024];
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH
+                                 " -n 60 -p 'Once upon a time'", first, err, sizeof first), 0);
+    const char *p = strstr(err, "tessera: seed ");
+    assert_non_null(p);
+    unsigned long long seed = strtoull(p + 14, NULL, 10);
+    snprintf(cmd, sizeof cmd, TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH
+             " -n 60 -p 'Once upon a time' -t 0.8 -s %llu", seed);
+    assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
+    assert_string_equal(out, first);
+    snprintf(cmd, sizeof cmd, TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH
+             " -n 60 -p 'Once upon a time' -t 1 -s %llu", seed);
+    assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
+    assert_string_not_equal(out, first);   /* 1.0, the old default, is another text */
+    /* chat: the same rule, one seed a session */
+    assert_int_equal(run_capture("printf 'Once upon a time\\n' | " TESSERA_BIN " chat -m " MODEL_SH
+                                 " -z " TOK_SH " -n 40", first, err, sizeof first), 0);
+    assert_non_null(p = strstr(err, "tessera: seed "));
+    seed = strtoull(p + 14, NULL, 10);
+    assert_non_null(strstr(err, "(random; -s "));
+    snprintf(cmd, sizeof cmd, "printf 'Once upon a time\\n' | " TESSERA_BIN " chat -m " MODEL_SH
+             " -z " TOK_SH " -n 40 -t 0.8 -s %llu", seed);
+    assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
+    assert_string_equal(out, first);
+    assert_null(strstr(err, "seed"));
+}
+
 /* ---------------------------------------------------------------- help --- */
 
 /* One option name and one list of parts in every command's help. */
@@ -782,6 +815,7 @@ int main(void)
         cmocka_unit_test(unknown_option_did_you_mean),
         cmocka_unit_test(help_comes_from_the_table),
         cmocka_unit_test(stats_is_a_short_table),
+        cmocka_unit_test(default_temperature_and_seed),
         cmocka_unit_test(chat_commands),
         cmocka_unit_test(chat_line_editing),
         cmocka_unit_test(info_reports_header_and_params),
