@@ -76,7 +76,7 @@ static const row rows[] = {
       "nucleus sampling threshold in (0,1] (default 0.9; 1 = off)", NULL },
     { "-s|--seed", "S", K_U64, F(seed), 0, 0, GEN,
       "sampler seed (default or 0: random, printed on stderr;\n"
-      "-s with it repeats the run)", NULL },
+      "-s with it repeats the text)", NULL },
     /* ----------------------------------------------------------- device --- */
     { "--backend|--device", "SPEC", K_STR, F(backend), 0, 0, DEV,
       "device: emu (default), emu:part=u55c,pes=16, or xrt:0 (Alveo card 0)", NULL },
