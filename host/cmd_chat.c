@@ -24,7 +24,8 @@
 #include "cli.h"
 #include "textout.h"
 
-static const char usage[] =
+static const cli_command chat_cmd = {
+    "chat", CLI_CHAT,
     "usage: tessera chat -m MODEL [-z TOKENIZER] [-n TOKENS] [-t TEMP] [-s SEED] [options]\n"
     "\n"
     "Read lines (with line editing and history on a terminal); each is appended\n"
@@ -39,27 +40,10 @@ static const char usage[] =
     "a user message in its template's format, and replies as the assistant; the\n"
     "families: %s (a template of another family:\n"
     "plain, with a notice).  A model without one (llama2.c checkpoints, GGUF files\n"
-    "without the key) continues the typed text as it is.\n"
-    "\n"
-    "  -m, --model FILE      llama2.c checkpoint (legacy, v1 fp32, v2 Q8_0) or GGUF\n"
-    "  -z, --tokenizer FILE  llama2.c tokenizer.bin matching the model's vocab\n"
-    "                        (GGUF files carry their own; required for llama2.c)\n"
-    "  -n, --tokens N        tokens per reply (default 128)\n"
-    "  -t, --temperature T   0 = greedy (default 0.8)\n"
-    "      --top-p P         nucleus threshold in (0,1] (default 0.9)\n"
-    "  -s, --seed S          sampler seed (default 42)\n"
-    "      --backend SPEC    device spec (default emu)\n"
-    "      --xclbin FILE     xrt: the xclbin to load (appends xclbin=FILE to the spec)\n"
-    CLI_PART_HELP
-    CLI_PES_HELP
-    "      --threads N       emulator worker threads over the PEs (default: the CPUs\n"
-    "                        this process may use; tokens do not depend on it)\n"
-    CLI_WEIGHTS_HELP
-    CLI_CTX_HELP
-    "      --chat-template NAME  format the conversation with this family instead\n"
-    "                        (also for a model without a template; plain is\n"
-    "                        \"User: ...\\nAssistant:\", as tessera serve formats it)\n"
-    "  -h, --help            this text\n";
+    "without the key) continues the typed text as it is.  --chat-template NAME\n"
+    "formats the conversation with that family instead (also for a model without\n"
+    "a template).\n", tsr_chat_template_list, NULL
+};
 
 /* The sequence Ctrl-C cancels while a reply is generated; otherwise Ctrl-C
  * only marks the line being typed as dropped.  tsr_seq_cancel() is
@@ -100,19 +84,16 @@ static void keep_reply(chat_ctx *c, const char *p, size_t n)
     c->reply[c->len] = '\0';
 }
 
+/* Print a token by textout's one rule (as tessera run), keeping its
+ * piece for the conversation's next turn. */
 static int print_token(tsr_seq *s, int token, void *user)
 {
     (void)s;
     chat_ctx *c = user;
     size_t n;
-    const char *p = tsr_model_token_text(c->model, c->prev, token, &n);
-    if (p && n && token != c->bos && token != c->eos) {
-        keep_reply(c, p, n);
-        const char *q;
-        size_t k = textout_push(&c->shown, p, n) == 0 ? textout_take(&c->shown, &q) : 0;
-        if (k) fwrite(q, 1, k, stdout);
-    }
-    fflush(stdout);
+    const char *p = textout_token(c->model, c->prev, token, c->bos, c->eos, &n);
+    if (p) keep_reply(c, p, n);
+    textout_print(&c->shown, stdout, p, n);
     c->prev = token;
     return 0;
 }
@@ -335,147 +316,140 @@ static int command(const char *line, tsr_device *dev, tsr_model *m, tsr_seq *seq
     return -1;
 }
 
-int cmd_chat(int argc, char **argv)
+/* One chat: the device, model and sequence, the conversation so far, the
+ * reply being printed and the sampler's settings. */
+typedef struct chat {
+    tsr_device *dev;
+    tsr_model *m;
+    tsr_seq *seq;
+    tsr_model_info mi;
+    chat_convo cv;
+    chat_ctx cc;
+    tsr_gen_opts go;
+    int replies;
+} chat;
+
+/* Generate and print the reply to what the sequence holds.  Returns 0, or
+ * -1 after printing an error. */
+static int reply(chat *ch)
 {
-    const char *model = NULL, *tok = NULL, *backend = "emu", *part = NULL;
-    const char *xclbin = NULL;   /* xrt: --xclbin FILE */
-    int n = 128, f32 = 0, wfmt = 0, pes = 0, threads = 0, seq_len = 0, group = 0;
-    const char *kv = NULL;
-    const char *family = NULL;   /* --chat-template */
-    float temp = 0.8f, top_p = 0.9f;
-    uint64_t seed = 42;
-    for (int i = 0; i < argc; i++) {
-        const char *o = cli_opt(&argc, argv, i), *v;
-        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
-            printf(usage, tsr_chat_template_list(), tsr_part_list());
+    chat_ctx *cc = &ch->cc;
+    cc->len = 0;   /* the reply starts */
+    /* The typed text is in the history; the reply continues it. */
+    const int *t;
+    int nt;
+    tsr_seq_tokens(ch->seq, &t, &nt);
+    cc->prev = t[nt - 1];
+    active = ch->seq;
+    textout_init(&cc->shown, NULL, 0);
+    int rc = tsr_seq_generate(ch->seq, &ch->go, print_token, cc, NULL);
+    active = NULL;
+    textout_print_end(&cc->shown, stdout);
+    textout_free(&cc->shown);
+    fputc('\n', stdout);
+    if (rc != TSR_OK) {
+        cli_error("%s", tsr_device_errmsg(ch->dev));
+        return -1;
+    }
+    ch->replies++;
+    if (ch->cv.family && convo_add(&ch->cv, "assistant", cc->reply ? cc->reply : "")) {
+        cli_error("out of memory");
+        return -1;
+    }
+    if (tsr_seq_was_cancelled(ch->seq)) fputs("[cancelled]\n", stderr);
+    else if (tsr_seq_length(ch->seq) >= ch->mi.seq_len + 1)   /* cut by the context */
+        fprintf(stderr, "[the reply reached the end of the %d-token context: the next line "
+                "starts a new conversation]\n", ch->mi.seq_len);
+    return cli_flush_stdout();
+}
+
+/* Read lines until Ctrl-D or /quit: each a command, or a turn and its
+ * reply.  Returns the exit status. */
+static int converse(chat *ch, input *in)
+{
+    for (;;) {
+        int got = input_line(in);
+        if (got < 0) { fputc('\n', stderr); continue; }   /* Ctrl-C: the line is dropped */
+        if (got == 0) {                                     /* Ctrl-D: done */
+            if (isatty(STDIN_FILENO)) fputc('\n', stderr);   /* the shell's prompt on its own line */
             return 0;
         }
-#define IS(s, l) (!strcmp(o, s) || !strcmp(o, l))
-#define VAL() if (!(v = cli_value(argc, argv, &i))) return 2
-        if (IS("-m", "--model"))            { VAL(); model = v; }
-        else if (IS("-z", "--tokenizer"))   { VAL(); tok = v; }
-        else if (IS("-n", "--tokens"))      { VAL(); if (cli_int(o, v, 1, 1 << 20, &n)) return 2; }
-        else if (IS("-t", "--temperature")) { VAL(); if (cli_float(o, v, 0.0f, 100.0f, &temp)) return 2; }
-        else if (IS("-s", "--seed"))        { VAL(); if (cli_u64(o, v, &seed)) return 2; }
-        else if (!strcmp(o, "--top-p"))     { VAL(); if (cli_float(o, v, 1e-9f, 1.0f, &top_p)) return 2; }
-        else if (!strcmp(o, "--backend"))   { VAL(); backend = v; }
-        else if (!strcmp(o, "--xclbin"))    { VAL(); xclbin = v; }
-        else if (!strcmp(o, "--part"))      { VAL(); part = v; }
-        else if (!strcmp(o, "--pes"))       { VAL(); if (cli_int(o, v, 1, 1 << 16, &pes)) return 2; }
-        else if (!strcmp(o, "--threads"))   { VAL(); if (cli_int(o, v, 1, 1024, &threads)) return 2; }
-        else if (IS("--ctx", "--seq-len"))  { VAL(); if (cli_int(o, v, 1, 1 << 24, &seq_len)) return 2; }
-        else if (!strcmp(o, "--weights")) { VAL(); if (cli_weights(o, v, &f32, &wfmt)) return 2; }
-        else if (!strcmp(o, "--group-size")) { VAL(); if (cli_int(o, v, 1, 1 << 16, &group)) return 2; }
-        else if (!strcmp(o, "--kv"))      { VAL(); if (cli_kv(o, v, &kv)) return 2; }
-        else if (!strcmp(o, "--chat-template")) { VAL(); if (cli_chat_template("chat", v, &family)) return 2; }
-        else {
-            cli_unknown("chat", o);
-            return 2;
-        }
-#undef IS
-#undef VAL
+        int c = command(in->line, ch->dev, ch->m, ch->seq, &ch->replies, &ch->cv);
+        if (c == 0) return 0;
+        if (c == -2) return 1;
+        if (c == 1) continue;
+        int added = ch->cv.family ? append_turn(ch->dev, ch->m, ch->seq, &ch->cv, &ch->cc, in->line)
+                                  : append_line(ch->dev, ch->m, ch->seq, in->line, in->line, 0);
+        if (added < 0) return 1;
+        if (added == 1) continue;                   /* skipped: too long */
+        if (reply(ch)) return 1;
     }
-    if (!model) {
-        cli_error("chat: -m MODEL is required (see tessera chat --help)");
-        return 2;
-    }
-    char spec[600];   /* --backend refined by part=, pes=, threads=, xclbin= */
-    if (cli_device_spec("chat", spec, sizeof spec, backend, part, pes, threads, xclbin))
-        return 2;
+}
 
-    int status = 1, rc;
-    tsr_device *dev = NULL;
-    tsr_model *m = NULL;
-    tsr_seq *seq = NULL;
-    chat_convo cv = { 0 };
-    chat_ctx cc = { 0 };
+/* Parse the options, the template family and the spec; one seed for the
+ * session (random unless -s), said on stderr when the replies are
+ * sampled, so that -s repeats them.  Returns 0, 1 after the help, -1 after
+ * an error. */
+static int setup(int argc, char **argv, cli_args *a, const char **family, char *spec,
+                 size_t cap)
+{
+    int rc = cli_parse(&chat_cmd, argc, argv, a);
+    if (rc) return rc;
+    if (a->chat_template && cli_chat_template("chat", a->chat_template, family)) return -1;
+    if (!a->model) {
+        cli_error("chat: -m MODEL is required (see tessera chat --help)");
+        return -1;
+    }
+    if (cli_device_spec("chat", spec, cap, a)) return -1;
+    if (!a->seed) {
+        a->seed = cli_random_seed();
+        if (a->temperature > 0.0f)
+            fprintf(stderr, "tessera: seed %llu (random; -s %llu repeats this session)\n",
+                    (unsigned long long)a->seed, (unsigned long long)a->seed);
+    }
+    return 0;
+}
+
+int cmd_chat(int argc, char **argv)
+{
+    cli_args a = { .backend = "emu", .tokens = 128, .temperature = CLI_DEFAULT_TEMPERATURE,
+                   .top_p = CLI_DEFAULT_TOP_P };
+    const char *family = NULL;   /* --chat-template */
+    char spec[600];   /* --backend refined by part=, pes=, threads=, xclbin= */
+    int prc = setup(argc, argv, &a, &family, spec, sizeof spec);
+    if (prc) return prc > 0 ? 0 : 2;
+
+    chat ch = { .go = { .max_tokens = a.tokens, .temperature = a.temperature,
+                        .top_p = a.top_p, .seed = a.seed } };
     input in;
     input_open(&in);
     /* The tokenizer is optional here: GGUF files carry theirs, and the
      * library says when a llama2.c checkpoint needs one. */
-    tsr_model_opts mo = { .tokenizer = tok, .weights_f32 = f32, .weights = wfmt, .kv = kv,
-                          .group_size = group, .seq_len = seq_len, .n_seqs = 1 };
-    if ((rc = tsr_device_open(spec, &dev)) != TSR_OK) {
-        cli_error("%s", tsr_device_errmsg(dev));
-        status = rc == TSR_ERR_ARG ? 2 : 1;
+    tsr_model_opts mo = cli_model_opts(&a, 1);
+    int status = cli_open_model(&a, spec, &mo, &ch.dev, &ch.m);
+    if (status) goto out;
+    status = 1;
+    if (tsr_seq_open(ch.m, &ch.seq) != TSR_OK) {
+        cli_error("%s", tsr_device_errmsg(ch.dev));
         goto out;
     }
-    tsr_device_set_log(dev, cli_log_to_stderr, NULL);
-    if (tsr_model_load(dev, model, &mo, &m) != TSR_OK ||
-        tsr_seq_open(m, &seq) != TSR_OK) {
-        cli_error("%s", tsr_device_errmsg(dev));
-        goto out;
-    }
-    tsr_model_info mi;
-    tsr_model_get_info(m, &mi);
+    tsr_model_get_info(ch.m, &ch.mi);
     struct sigaction sa = { .sa_handler = on_sigint };   /* no SA_RESTART: reads return */
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
-
-    cc.model = m;
-    cc.prev = mi.bos;
-    cc.bos = mi.bos;
-    cc.eos = mi.eos;
+    ch.cc = (chat_ctx){ .model = ch.m, .prev = ch.mi.bos, .bos = ch.mi.bos, .eos = ch.mi.eos };
     /* the model's chat template, or --chat-template's family; none: the
      * typed text as it is */
-    const char *tmpl = NULL, *own = tsr_model_chat_template(m, &tmpl);
-    cv.family = family ? family : tmpl ? own : NULL;
-    cv.tmpl = tmpl;
-    tsr_gen_opts go = { .max_tokens = n, .temperature = temp, .top_p = top_p, .seed = seed };
-    int replies = 0, done = 0;
-    for (;;) {
-        int got = input_line(&in);
-        if (got < 0) { fputc('\n', stderr); continue; }   /* Ctrl-C: the line is dropped */
-        if (got == 0) {                                     /* Ctrl-D: done */
-            if (isatty(STDIN_FILENO)) fputc('\n', stderr);   /* the shell's prompt on its own line */
-            done = 1;
-            break;
-        }
-        int c = command(in.line, dev, m, seq, &replies, &cv);
-        if (c == 0) { done = 1; break; }
-        if (c == -2) break;
-        if (c == 1) continue;
-        int added = cv.family ? append_turn(dev, m, seq, &cv, &cc, in.line)
-                              : append_line(dev, m, seq, in.line, in.line, 0);
-        if (added < 0) break;
-        if (added == 1) continue;                   /* skipped: too long */
-        cc.len = 0;                                 /* the reply starts */
-        /* The typed text is in the history; the reply continues it. */
-        const int *t;
-        int nt;
-        tsr_seq_tokens(seq, &t, &nt);
-        cc.prev = t[nt - 1];
-        active = seq;
-        textout_init(&cc.shown, NULL, 0);
-        rc = tsr_seq_generate(seq, &go, print_token, &cc, NULL);
-        active = NULL;
-        const char *rest;
-        size_t n_rest = textout_finish(&cc.shown, &rest);
-        if (n_rest) fwrite(rest, 1, n_rest, stdout);
-        textout_free(&cc.shown);
-        fputc('\n', stdout);
-        if (rc != TSR_OK) {
-            cli_error("%s", tsr_device_errmsg(dev));
-            break;
-        }
-        replies++;
-        if (cv.family && convo_add(&cv, "assistant", cc.reply ? cc.reply : "")) {
-            cli_error("out of memory");
-            break;
-        }
-        if (tsr_seq_was_cancelled(seq)) fputs("[cancelled]\n", stderr);
-        else if (tsr_seq_length(seq) >= mi.seq_len + 1)   /* cut by the context */
-            fprintf(stderr, "[the reply reached the end of the %d-token context: the next line "
-                    "starts a new conversation]\n", mi.seq_len);
-        if (cli_flush_stdout()) break;
-    }
-    status = done ? 0 : 1;
+    const char *tmpl = NULL, *own = tsr_model_chat_template(ch.m, &tmpl);
+    ch.cv.family = family ? family : tmpl ? own : NULL;
+    ch.cv.tmpl = tmpl;
+    status = converse(&ch, &in);
 out:
     input_close(&in);
-    convo_free(&cv);
-    free(cc.reply);
-    tsr_seq_close(seq);
-    tsr_model_close(m);
-    tsr_device_close(dev);
+    convo_free(&ch.cv);
+    free(ch.cc.reply);
+    tsr_seq_close(ch.seq);
+    tsr_model_close(ch.m);
+    tsr_device_close(ch.dev);
     return status;
 }

@@ -13,7 +13,8 @@
 
 #include "cli.h"
 
-static const char usage[] =
+static const cli_command plan_cmd = {
+    "plan", CLI_PLAN,
     "usage: tessera plan (-m MODEL | --shape SHAPE) --part PART [options]\n"
     "\n"
     "Before a bitstream build: on-chip bytes (weights, scales, KV cache, norms,\n"
@@ -32,50 +33,17 @@ static const char usage[] =
     "Without --profile the arrays are sized for the model (the blocks a profile\n"
     "written for it would take); with --profile NAME they are that synthesis\n"
     "profile's (kernels/profiles/), as a bitstream built from it has them, and\n"
-    "the model must fit its limits (docs/hls-flow.md).\n"
-    "\n"
-    "  -m, --model FILE      llama2.c checkpoint or GGUF file (only the header is read)\n"
-    "      --shape SHAPE     plan a shape instead of a file: stories15M, stories42M,\n"
-    "                        stories110M, DIMxLAYERS[:hidden=H,...] (as tessera synth)\n"
-    "      --part PART       one of the parts table's (hw/parts.def): %s\n"
-    "      --weights W       file (default: the file's own Q8_0 / Q4_0; a --shape or\n"
-    "                        an fp32 file as Q8_0), q8, q4 (Q4_0, group 32), f32\n"
-    "      --group-size N    quantization group (default: the file's; 32)\n"
-    "      --kv f32|f16|int8 KV cache precision (default f32; int8 adds one fp32 scale\n"
-    "                        per head vector per position)\n"
-    "      --ctx N           context length (default: the model's; --seq-len N is the\n"
-    "                        same, as in run)\n"
-    "      --pes N           PEs per card, 1..4096 (default: the power of two up to 256\n"
-    "                        with the fastest projection that fits; 16 if none fits)\n"
-    "      --cols C          mesh columns: each matrix row is split over C PEs\n"
-    "                        (a power of two; default: 1 with a profile whose sums\n"
-    "                        keep run.c's order, else the profile's most that divide\n"
-    "                        the PEs)\n"
-    "      --kv-split N      PEs per KV head: its positions spread over N PEs\n"
-    "                        (a power of two; default: 1 with a profile whose sums\n"
-    "                        keep run.c's order, else as many as the PEs allow)\n"
-    "      --profile NAME    plan for a shipped synthesis profile: stories260k,\n"
-    "                        stories15m, generic (its PEs, arrays and limits; names\n"
-    "                        and shapes in any case)\n"
-    "      --clock MHZ       kernel clock (default: the part's)\n"
-    "      --pos P           report the decode step (and the batched one) at position P\n"
-    "                        (default: the last)\n"
-    "      --cards K         split the layers over K cards (default 1)\n"
-    "      --max-util PCT    utilisation ceiling: a design fits when its LUTs, FFs,\n"
-    "                        DSPs, BRAM36 and URAM are each at most PCT %% of what\n"
-    "                        the platform shell leaves (default 75)\n"
-    "      --json            the same as one JSON object\n"
-    "  -h, --help            this text\n"
+    "the model must fit its limits (docs/hls-flow.md).\n", NULL,
     "\n"
     "exit status: 0 fits, 1 does not fit, 2 error (usage, unreadable model),\n"
-    "3 cannot decide (hw/parts.def lacks the part's block or DSP counts)\n";
+    "3 cannot decide (hw/parts.def lacks the part's block or DSP counts)\n"
+};
 
-/* --cols and --kv-split: 1..hi, a power of two. */
-static int pow2_opt(const char *o, const char *v, int hi, int *dst)
+/* --cols and --kv-split: a power of two (the table checks the range). */
+static int pow2_opt(const char *o, int v)
 {
-    if (cli_int(o, v, 1, hi, dst)) return -1;
-    if (*dst & (*dst - 1)) {
-        cli_error("option %s: %d is not a power of two", o, *dst);
+    if (v & (v - 1)) {
+        cli_error("option %s: %d is not a power of two", o, v);
         return -1;
     }
     return 0;
@@ -90,50 +58,41 @@ static const char *lower(const char *s, char *buf, size_t cap)
     return buf;
 }
 
+/* The plan options of a parsed command line into *o; 0, or -1 after an
+ * error. */
+static int plan_opts(const cli_args *a, tsr_plan_opts *o, char *profile, size_t cap)
+{
+    if ((a->cols && pow2_opt("--cols", a->cols)) || (a->kv_split && pow2_opt("--kv-split", a->kv_split)))
+        return -1;
+    memset(o, 0, sizeof *o);
+    o->shape = a->shape;
+    o->part = a->part;
+    o->weights_f32 = a->weights_f32;
+    o->weights = a->weights;
+    o->group_size = a->group_size;
+    o->seq_len = a->seq_len;
+    o->pes = a->pes;
+    o->cols = a->cols;
+    o->kv_split = a->kv_split;
+    o->profile = a->profile ? lower(a->profile, profile, cap) : NULL;
+    o->clock_mhz = a->clock_mhz;
+    o->cards = a->cards;
+    o->max_util = a->max_util;
+    o->kv = a->kv;
+    o->step = a->pos + 1;
+    return 0;
+}
+
 int cmd_plan(int argc, char **argv)
 {
-    const char *model = NULL;
+    cli_args a = { .pos = -1 };
+    int prc = cli_parse(&plan_cmd, argc, argv, &a);
+    if (prc) return prc > 0 ? 0 : 2;
     tsr_plan_opts o;
-    memset(&o, 0, sizeof o);
-    int json = 0, pos = -1, util = 0;
     char profile[64];   /* --profile's value lowercased: the names are (stories15m) */
-    for (int i = 0; i < argc; i++) {
-        const char *a = cli_opt(&argc, argv, i), *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf(usage, tsr_part_list());
-            return 0;
-        }
-#define VAL() if (!(v = cli_value(argc, argv, &i))) return 2
-        if (!strcmp(a, "-m") || !strcmp(a, "--model")) { VAL(); model = v; }
-        else if (!strcmp(a, "--shape"))      { VAL(); o.shape = v; }
-        else if (!strcmp(a, "--part"))       { VAL(); o.part = v; }
-        else if (!strcmp(a, "--weights"))    { VAL(); if (cli_weights(a, v, &o.weights_f32, &o.weights)) return 2; }
-        else if (!strcmp(a, "--group-size")) { VAL(); if (cli_int(a, v, 1, 1 << 16, &o.group_size)) return 2; }
-        else if (!strcmp(a, "--ctx") || !strcmp(a, "--seq-len") || !strcmp(a, "--seq"))
-                                             { VAL(); if (cli_int(a, v, 1, 1 << 24, &o.seq_len)) return 2; }
-        else if (!strcmp(a, "--pes"))        { VAL(); if (cli_int(a, v, 1, 4096, &o.pes)) return 2; }
-        else if (!strcmp(a, "--cols"))       { VAL(); if (pow2_opt(a, v, 64, &o.cols)) return 2; }
-        else if (!strcmp(a, "--kv-split"))   { VAL(); if (pow2_opt(a, v, 4096, &o.kv_split)) return 2; }
-        else if (!strcmp(a, "--profile"))    { VAL(); o.profile = lower(v, profile, sizeof profile); }
-        else if (!strcmp(a, "--clock"))      { VAL(); if (cli_int(a, v, 1, 10000, &o.clock_mhz)) return 2; }
-        else if (!strcmp(a, "--pos"))        { VAL(); if (cli_int(a, v, 0, 1 << 24, &pos)) return 2; }
-        else if (!strcmp(a, "--cards"))      { VAL(); if (cli_int(a, v, 1, 1024, &o.cards)) return 2; }
-        else if (!strcmp(a, "--max-util"))   { VAL(); if (cli_int(a, v, 1, 100, &util)) return 2;
-                                               o.max_util = util; }
-        else if (!strcmp(a, "--json"))       { json = 1; }
-        else if (!strcmp(a, "--kv")) {
-            VAL();
-            if (strcmp(v, "f32") && strcmp(v, "f16") && strcmp(v, "int8")) {
-                cli_error("option --kv: '%s' is not f32, f16 or int8", v);
-                return 2;
-            }
-            o.kv = v;
-        } else {
-            cli_unknown("plan", a);
-            return 2;
-        }
-#undef VAL
-    }
+    if (plan_opts(&a, &o, profile, sizeof profile)) return 2;
+    const char *model = a.model;
+    int json = a.json;
     if (!model == !o.shape) {
         cli_error("plan: give one of -m MODEL or --shape SHAPE (see tessera plan --help)");
         return 2;
@@ -144,7 +103,6 @@ int cmd_plan(int argc, char **argv)
         cli_error("%s", err);
         return 2;
     }
-    o.step = pos + 1;
 
     size_t cap = 1 << 16;
     char *buf = malloc(cap), err[512] = "";

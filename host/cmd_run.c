@@ -16,56 +16,17 @@
 #include "cli.h"
 #include "textout.h"
 
-static const char usage[] =
+static const cli_command run_cmd = {
+    "run", CLI_RUN,
     "usage: tessera run -m MODEL [-z TOKENIZER] [-p PROMPT | -f FILE] [-n STEPS] [-t TEMP] [-s SEED] [options]\n"
     "\n"
     "Load MODEL onto a device (weights streamed once into on-chip SRAM), then\n"
     "decode on the device and stream the text to stdout.  A summary (tokens,\n"
     "tokens/s, time to first token) goes to stderr, also after Ctrl-C, which\n"
-    "stops the decode (exit status 130).\n"
-    "\n"
-    "  -m, --model FILE      llama2.c checkpoint (legacy, v1 fp32, v2 Q8_0) or GGUF\n"
-    "                        (llama architecture; F32, F16, Q8_0, Q4_0 tensors)\n"
-    "  -z, --tokenizer FILE  llama2.c tokenizer.bin matching the model's vocab\n"
-    "                        (GGUF files carry their own; required for llama2.c)\n"
-    "  -p, --prompt TEXT     prompt (default: empty, i.e. BOS only); - reads it from stdin\n"
-    "  -f, --file FILE       read the prompt from FILE (- for stdin); one trailing\n"
-    "                        newline is dropped\n"
-    "  -n, --steps N         positions to run, the prompt's tokens (BOS first)\n"
-    "                        included, as llama2.c's run.c -n; llama.cpp's -n counts\n"
-    "                        generated tokens only.  Generation stops earlier at the\n"
-    "                        model's BOS or EOS (default 256; 0 = the whole context;\n"
-    "                        clamped to the context with a warning)\n"
-    "  -t, --temperature T   0 = greedy (default 1.0)\n"
-    "      --top-p P         nucleus sampling threshold in (0,1] (default 0.9; 1 = off)\n"
-    "  -s, --seed S          sampler seed (default or 0: time-based, printed on stderr)\n"
-    "      --backend SPEC    device: emu (default), emu:part=u55c,pes=16, or xrt:0 (Alveo card 0)\n"
-    "      --xclbin FILE     xrt: the xclbin to load (default: the one in bitstreams/ for the card)\n"
-    CLI_SPLIT_HELP
-    CLI_PART_HELP
-    CLI_PES_HELP
-    "      --threads N       emulator worker threads over the PEs (default: the CPUs\n"
-    "                        this process may use; tokens do not depend on it)\n"
-    CLI_WEIGHTS_HELP
-    CLI_CTX_HELP
-    "      --stats           print off-chip traffic per phase and kernel counters (the\n"
-    "                        on-chip weight formats and KV bytes among them)\n"
-    "  -h, --help            this text\n";
+    "stops the decode (exit status 130).  llama.cpp's names are aliases where\n"
+    "they mean the same (--temp, -c/--ctx-size, --n-predict).\n", NULL, NULL
+};
 
-typedef struct run_args {
-    const char *model, *tokenizer, *prompt, *prompt_file, *backend, *part;
-    const char *xclbin;   /* xrt: --xclbin FILE */
-    int cards;            /* --cards N (0: one device) */
-    const char *stages;   /* --stages A-B,C-D,... */
-    int steps, pes, threads, weights_f32, weights, group_size, seq_len, stats;
-    int prompt_given;     /* -p was passed */
-    const char *kv;       /* --kv */
-    float temperature, top_p;
-    uint64_t seed;
-} run_args;
-
-/* Print a token's text as llama2.c's safe_printf does: a lone unprintable
- * byte (a control code from a byte-fallback token) is dropped. */
 /* The sequence Ctrl-C cancels while it generates.  tsr_seq_cancel is
  * async-signal-safe (an atomic store and a wake-up). */
 static tsr_seq *volatile cancel_target;
@@ -84,66 +45,101 @@ typedef struct stream_ctx {
     textout text;   /* pieces into UTF-8 characters                 */
 } stream_ctx;
 
-/* Print what the text has ready (whole characters). */
-static void print_ready(stream_ctx *c, int finish)
-{
-    const char *p;
-    size_t n = finish ? textout_finish(&c->text, &p) : textout_take(&c->text, &p);
-    if (n) fwrite(p, 1, n, stdout);
-}
-
+/* Print a token by textout's one rule (textout_token, textout_print). */
 static int on_token(tsr_seq *s, int token, void *user)
 {
     (void)s;
     stream_ctx *c = user;
-    if (token != c->bos && token != c->eos) {
-        size_t n;
-        const char *p = tsr_model_token_text(c->model, c->prev, token, &n);
-        if (p && n && textout_push(&c->text, p, n) == 0) {
-            print_ready(c, 0);
-            fflush(stdout);
-        }
-    }
+    size_t n;
+    const char *p = textout_token(c->model, c->prev, token, c->bos, c->eos, &n);
+    textout_print(&c->text, stdout, p, n);
     c->prev = token;
     return 0;
 }
 
-static void print_stats(tsr_device *dev, tsr_seq *seq)
+/* The value text of counter `name` in the counters' "name value" lines,
+ * or NULL. */
+static const char *counter(const char *buf, const char *name)
 {
-    tsr_traffic t;
-    tsr_seq_stats st;
-    tsr_device_traffic(dev, &t);
-    tsr_seq_get_stats(seq, &st);
+    size_t n = strlen(name);
+    for (const char *p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (!strncmp(p, name, n) && p[n] == ' ') return p + n + 1;
+    return NULL;
+}
+
+/* Counter `name` as one line of text (up to its newline) into out. */
+static const char *counter_text(const char *buf, const char *name, char *out, size_t cap)
+{
+    const char *v = counter(buf, name);
+    snprintf(out, cap, "%.*s", v ? (int)strcspn(v, "\n") : 1, v ? v : "?");
+    return out;
+}
+
+/* --stats=all: the traffic of every phase, then every kernel counter. */
+static void print_all(const tsr_traffic *t, const char *buf)
+{
     fprintf(stderr,
             "off-chip traffic (bytes)   host->device   device->host\n"
             "  load                   %14llu %14llu\n"
             "  prefill                %14llu %14llu\n"
             "  decode                 %14llu %14llu\n"
             "  debug                  %14llu %14llu\n"
-            "kernel invocations: %llu   weight images streamed: %llu\n"
-            "prefill: %llu tokens, %.1f tokens/s   decode: %llu tokens, %.1f tokens/s\n",
-            (unsigned long long)t.load_h2d, (unsigned long long)t.load_d2h,
-            (unsigned long long)t.prefill_h2d, (unsigned long long)t.prefill_d2h,
-            (unsigned long long)t.decode_h2d, (unsigned long long)t.decode_d2h,
-            (unsigned long long)t.debug_h2d, (unsigned long long)t.debug_d2h,
-            (unsigned long long)t.invocations, (unsigned long long)t.loads,
-            (unsigned long long)st.prefill_tokens, st.prefill_tok_s,
-            (unsigned long long)st.decode_tokens, st.decode_tok_s);
-    if (t.link_passes)   /* a model split over devices: the stages' links */
+            "kernel invocations: %llu   weight images streamed: %llu\n",
+            (unsigned long long)t->load_h2d, (unsigned long long)t->load_d2h,
+            (unsigned long long)t->prefill_h2d, (unsigned long long)t->prefill_d2h,
+            (unsigned long long)t->decode_h2d, (unsigned long long)t->decode_d2h,
+            (unsigned long long)t->debug_h2d, (unsigned long long)t->debug_d2h,
+            (unsigned long long)t->invocations, (unsigned long long)t->loads);
+    if (t->link_passes)   /* a model split over devices: the stages' links */
         fprintf(stderr, "card links between stages (bytes, all hops): prefill %llu, decode %llu "
-                "in %llu passes\n", (unsigned long long)t.link_prefill,
-                (unsigned long long)t.link_decode, (unsigned long long)t.link_passes);
-    char buf[8192];
-    if (tsr_device_kernel_counters(dev, buf, sizeof buf) == TSR_OK)
-        fprintf(stderr, "kernel counters:\n%s", buf);
-    /* --- the cycle model's estimate from those counters (tessera plan) --- */
-    const char *cyc = strstr(buf, "projected.cycles_per_token "), *at = strstr(buf, "cycle_model.last.position ");
-    const char *tps = strstr(buf, "projected.tok_s "), *mhz = tps ? strstr(tps, " at ") : NULL;
+                "in %llu passes\n", (unsigned long long)t->link_prefill,
+                (unsigned long long)t->link_decode, (unsigned long long)t->link_passes);
+    fprintf(stderr, "kernel counters:\n%s", buf);
+}
+
+/* --stats: a short table (speed, the cycle model's cycles per token, the
+ * off-chip bytes, a few key counters); --stats=all adds print_all's. */
+static void print_stats(tsr_device *dev, tsr_seq *seq, int all)
+{
+    tsr_traffic t;
+    tsr_seq_stats st;
+    tsr_device_traffic(dev, &t);
+    tsr_seq_get_stats(seq, &st);
+    static char buf[1 << 14];
+    if (tsr_device_kernel_counters(dev, buf, sizeof buf) != TSR_OK) buf[0] = '\0';
+    char kv[64], w[128], prof[128], macs[32], kvb[32];
+    fprintf(stderr,
+            "stats                        prefill         decode\n"
+            "  tokens              %14llu %14llu\n"
+            "  tokens/s            %14.1f %14.1f\n"
+            "  bytes host->device  %14llu %14llu\n"
+            "  bytes device->host  %14llu %14llu\n"
+            "  time to first token %11.2f ms\n",
+            (unsigned long long)st.prefill_tokens, (unsigned long long)st.decode_tokens,
+            st.prefill_tok_s, st.decode_tok_s, (unsigned long long)t.prefill_h2d,
+            (unsigned long long)t.decode_h2d, (unsigned long long)t.prefill_d2h,
+            (unsigned long long)t.decode_d2h, st.ttft_ms);
+    /* the cycle model's estimate from the counters (tessera plan's) */
+    const char *cyc = counter(buf, "cycles.total"), *at = counter(buf, "cycles.position");
+    const char *tps = counter(buf, "projected.tok_s"), *mhz = tps ? strstr(tps, " at ") : NULL;
     if (cyc && at && tps && mhz)
-        fprintf(stderr, "projected (cycle model, not measured): %llu cycles for the last token "
-                "(position %llu), %.0f tokens/s at %d MHz; compare tessera plan --pos\n",
-                strtoull(cyc + 27, NULL, 10), strtoull(at + 26, NULL, 10),
-                strtod(tps + 16, NULL), atoi(mhz + 4));
+        fprintf(stderr, "  device cycles/token %14llu (the last, position %llu: %.0f tokens/s at "
+                "%d MHz,\n                      projected by the cycle model, not measured; "
+                "compare tessera plan --pos)\n",
+                strtoull(cyc, NULL, 10), strtoull(at, NULL, 10), strtod(tps, NULL), atoi(mhz + 4));
+    fprintf(stderr, "  kernel              profile %s; %llu invocations, %s MACs, %llu bytes loaded\n"
+            "  on chip             weights %s; KV cache %s, %s bytes\n",
+            counter_text(buf, "profile", prof, sizeof prof), (unsigned long long)t.invocations,
+            counter_text(buf, "macs", macs, sizeof macs), (unsigned long long)t.load_h2d,
+            counter_text(buf, "onchip.weights", w, sizeof w),
+            counter_text(buf, "onchip.kv", kv, sizeof kv),
+            counter_text(buf, "onchip.kv_bytes", kvb, sizeof kvb));
+    if (t.link_passes && !all)   /* a model split over devices: the stages' links */
+        fprintf(stderr, "  card links          prefill %llu, decode %llu bytes in %llu passes\n",
+                (unsigned long long)t.link_prefill, (unsigned long long)t.link_decode,
+                (unsigned long long)t.link_passes);
+    if (all) print_all(&t, buf);
+    else fputs("  (--stats=all: the traffic of every phase and every kernel counter)\n", stderr);
 }
 
 /* A progress bar on stderr for weight streams over 16 MB, when it is a
@@ -159,161 +155,150 @@ static void load_progress(uint64_t sent, uint64_t total, void *user)
             (unsigned long long)(sent >> 20), (unsigned long long)(total >> 20));
 }
 
-static int parse_args(int argc, char **argv, run_args *a)
+/* 0, 1 after the help, -1 after an error. */
+static int parse_args(int argc, char **argv, cli_args *a)
 {
-    for (int i = 0; i < argc; i++) {
-        const char *o = cli_opt(&argc, argv, i), *v;
-        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
-            printf(usage, tsr_part_list());
-            exit(0);
-        }
-#define IS(s, l) (!strcmp(o, s) || !strcmp(o, l))
-#define VAL() if (!(v = cli_value(argc, argv, &i))) return -1
-        if (IS("-m", "--model"))            { VAL(); a->model = v; }
-        else if (IS("-z", "--tokenizer"))   { VAL(); a->tokenizer = v; }
-        else if (IS("-p", "--prompt"))      { VAL(); a->prompt = v; a->prompt_given = 1; }
-        else if (IS("-f", "--file"))        { VAL(); a->prompt_file = v; }
-        else if (IS("-n", "--steps"))       { VAL(); if (cli_int(o, v, 0, 1 << 30, &a->steps)) return -1; }
-        else if (IS("-t", "--temperature")) { VAL(); if (cli_float(o, v, 0.0f, 100.0f, &a->temperature)) return -1; }
-        else if (IS("-s", "--seed"))        { VAL(); if (cli_u64(o, v, &a->seed)) return -1; }
-        else if (!strcmp(o, "--top-p"))     { VAL(); if (cli_float(o, v, 1e-9f, 1.0f, &a->top_p)) return -1; }
-        else if (!strcmp(o, "--backend"))   { VAL(); a->backend = v; }
-        else if (!strcmp(o, "--device"))    { VAL(); a->backend = v; }
-        else if (!strcmp(o, "--cards"))     { VAL(); if (cli_int(o, v, 1, 16, &a->cards)) return -1; }
-        else if (!strcmp(o, "--stages"))    { VAL(); a->stages = v; }
-        else if (!strcmp(o, "--part"))      { VAL(); a->part = v; }
-        else if (!strcmp(o, "--xclbin"))    { VAL(); a->xclbin = v; }
-        else if (!strcmp(o, "--pes"))       { VAL(); if (cli_int(o, v, 1, 1 << 16, &a->pes)) return -1; }
-        else if (!strcmp(o, "--threads"))   { VAL(); if (cli_int(o, v, 1, 1024, &a->threads)) return -1; }
-        else if (!strcmp(o, "--group-size")) { VAL(); if (cli_int(o, v, 1, 1 << 16, &a->group_size)) return -1; }
-        else if (IS("--ctx", "--seq-len"))  { VAL(); if (cli_int(o, v, 1, 1 << 24, &a->seq_len)) return -1; }
-        else if (!strcmp(o, "--stats"))     { a->stats = 1; }
-        else if (!strcmp(o, "--weights")) { VAL(); if (cli_weights(o, v, &a->weights_f32, &a->weights)) return -1; }
-        else if (!strcmp(o, "--kv"))      { VAL(); if (cli_kv(o, v, &a->kv)) return -1; }
-        else {
-            cli_unknown("run", o);
-            return -1;
-        }
-#undef IS
-#undef VAL
-    }
+    int rc = cli_parse(&run_cmd, argc, argv, a);
+    if (rc) return rc;
     if (!a->model) {
         cli_error("run: -m MODEL is required (see tessera run --help)");
         return -1;
     }
-    if (a->prompt_file && a->prompt_given) {
+    if (a->prompt_file && cli_given(a, "prompt")) {
         cli_error("run: give the prompt as -p TEXT or -f FILE, not both");
+        return -1;
+    }
+    if (a->n_predict && cli_given(a, "steps")) {
+        cli_error("run: give -n STEPS (positions, the prompt's included) or --n-predict N "
+                  "(tokens generated), not both");
         return -1;
     }
     return 0;
 }
 
+/* Tokenize the prompt (BOS first) and append it (its newest token stays
+ * pending on the device); print it; with --n-predict, set a->steps from
+ * its length.  Returns the prompt's tokens, or -1 after an error. */
+static int feed_prompt(cli_args *a, tsr_device *dev, tsr_seq *seq, const tsr_model_info *mi,
+                       stream_ctx *sc)
+{
+    int cap = (int)strlen(a->prompt) + 3, n = 0;
+    int *prompt = malloc((size_t)cap * sizeof *prompt);   /* (cap,) token ids */
+    if (!prompt) {
+        cli_error("out of memory");
+        return -1;
+    }
+    int rc = tsr_model_tokenize(sc->model, a->prompt, 1, prompt, cap, &n);
+    if (rc == TSR_OK && n - 1 > mi->seq_len) {
+        cli_error("%s: the prompt is %d tokens, longer than the context of %d tokens",
+                  a->model, n, mi->seq_len);
+        n = -1;
+    } else if (rc != TSR_OK || tsr_seq_append_tokens(seq, prompt, n) != TSR_OK) {
+        cli_error("%s", tsr_device_errmsg(dev));
+        n = -1;
+    } else if (a->n_predict) {   /* llama.cpp's count: tokens after the prompt */
+        int room = mi->seq_len - (n - 1);
+        if (a->n_predict > room)
+            cli_error("warning: --n-predict %d clamped to %d: the context length %d less the "
+                      "prompt's %d tokens (--ctx N sets it)", a->n_predict, room, mi->seq_len,
+                      n - 1);
+        a->steps = n - 1 + (a->n_predict < room ? a->n_predict : room);
+    }
+    if (n > 0) {
+        sc->prev = prompt[0];
+        for (int i = 1; i < n && i <= a->steps; i++) on_token(seq, prompt[i], sc);
+    }
+    free(prompt);
+    return n;
+}
+
+/* Generate n_gen tokens, printed as they come; Ctrl-C stops it.  Returns
+ * 0, or -1 after printing the device's error. */
+static int generate(const cli_args *a, int random_seed, int n_gen, tsr_device *dev,
+                    tsr_seq *seq, stream_ctx *sc, int *got)
+{
+    /* A sampled run says its seed, so that -s repeats it. */
+    if (random_seed && a->temperature > 0.0f)
+        fprintf(stderr, "tessera: seed %llu (random; -s %llu repeats this run)\n",
+                (unsigned long long)a->seed, (unsigned long long)a->seed);
+    tsr_gen_opts go = { .max_tokens = n_gen, .temperature = a->temperature, .top_p = a->top_p,
+                        .seed = a->seed };
+    /* Ctrl-C stops the decode; the summary still follows. */
+    struct sigaction sa = { .sa_handler = on_sigint }, old_sa;
+    sigemptyset(&sa.sa_mask);
+    cancel_target = seq;
+    sigaction(SIGINT, &sa, &old_sa);
+    int rc = tsr_seq_generate(seq, &go, on_token, sc, got);
+    sigaction(SIGINT, &old_sa, NULL);
+    cancel_target = NULL;
+    if (rc != TSR_OK) {
+        printf("\n");
+        cli_error("%s", tsr_device_errmsg(dev));
+        return -1;
+    }
+    return 0;
+}
+
+/* After parsing: the prompt from -f FILE or -p - (stdin) into *text, a
+ * random seed unless -s, and the device spec.  Returns 0, or 2 after an
+ * error. */
+static int prepare(cli_args *a, char **text, int *random_seed, char *spec, size_t cap)
+{
+    const char *from = a->prompt_file ? a->prompt_file : !strcmp(a->prompt, "-") ? "-" : NULL;
+    if (from) {
+        if (cli_read_prompt("run", from, text)) return 2;
+        a->prompt = *text;
+    }
+    *random_seed = a->seed == 0;
+    if (*random_seed) a->seed = cli_random_seed();
+    /* --backend, refined by --part, --pes, --threads, --xclbin, the split */
+    return cli_device_spec("run", spec, cap, a) ? 2 : 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
-    run_args a = { .prompt = "", .backend = "emu", .steps = 256, .temperature = 1.0f,
-                   .top_p = 0.9f };
-    a.seed = 0;
-    if (parse_args(argc, argv, &a)) return 2;
-    /* -f FILE, or -p - for stdin */
-    char *prompt_text = NULL;
-    const char *from = a.prompt_file ? a.prompt_file : !strcmp(a.prompt, "-") ? "-" : NULL;
-    if (from) {
-        if (cli_read_prompt("run", from, &prompt_text)) return 2;
-        a.prompt = prompt_text;
-    }
-    int time_seed = a.seed == 0;
-    if (time_seed) {
-        a.seed = ((uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32)) & ((1ull << 53) - 1);
-        if (a.seed == 0) a.seed = 1;
-    }
-
-    /* The device spec: --backend, refined by --part, --pes, --threads and
-     * --xclbin. */
-    char spec[512];
-    if (cli_device_spec("run", spec, sizeof spec, a.backend, a.part, a.pes, a.threads, a.xclbin))
-        return 2;
-    /* --cards / --stages: spec keys cards= and stages= */
-    if (cli_spec_split("run", spec, sizeof spec, a.cards, a.stages)) return 2;
-
-    int rc, status = 1;
+    cli_args a = { .prompt = "", .backend = "emu", .steps = 256,
+                   .temperature = CLI_DEFAULT_TEMPERATURE, .top_p = CLI_DEFAULT_TOP_P };
+    int prc = parse_args(argc, argv, &a);
+    if (prc) return prc > 0 ? 0 : 2;
+    char *prompt_text = NULL, spec[512];
+    int random_seed, status = prepare(&a, &prompt_text, &random_seed, spec, sizeof spec);
     tsr_device *dev = NULL;
     tsr_model *model = NULL;
     tsr_seq *seq = NULL;
-    if ((rc = tsr_device_open(spec, &dev)) != TSR_OK) {
-        cli_error("%s", tsr_device_errmsg(dev));
-        status = rc == TSR_ERR_ARG ? 2 : 1;
-        goto out;
-    }
-    tsr_device_set_log(dev, cli_log_to_stderr, NULL);
+    if (status) goto out;
     int bar_shown = 0;
-    tsr_model_opts mo = { .tokenizer = a.tokenizer, .weights_f32 = a.weights_f32,
-                          .weights = a.weights, .kv = a.kv,
-                          .group_size = a.group_size, .seq_len = a.seq_len, .n_seqs = 1,
-                          .progress = isatty(STDERR_FILENO) ? load_progress : NULL,
-                          .progress_user = &bar_shown };
-    rc = tsr_model_load(dev, a.model, &mo, &model);
+    tsr_model_opts mo = cli_model_opts(&a, 1);
+    mo.progress = isatty(STDERR_FILENO) ? load_progress : NULL;
+    mo.progress_user = &bar_shown;
+    status = cli_open_model(&a, spec, &mo, &dev, &model);
     if (bar_shown) fprintf(stderr, "\n");
-    if (rc != TSR_OK ||
-        (rc = tsr_seq_open(model, &seq)) != TSR_OK) {
+    if (status) goto out;
+    status = 1;
+    if (tsr_seq_open(model, &seq) != TSR_OK) {
         cli_error("%s", tsr_device_errmsg(dev));
         goto out;
     }
     tsr_model_info mi;
     tsr_model_get_info(model, &mi);
-    if (a.steps == 0 || a.steps > mi.seq_len) {
+    if (!a.n_predict && (a.steps == 0 || a.steps > mi.seq_len)) {
         if (a.steps > mi.seq_len)
-            cli_error("warning: %d steps clamped to the context length %d", a.steps, mi.seq_len);
+            cli_error("warning: %d steps clamped to the context length %d (--ctx N sets it)",
+                      a.steps, mi.seq_len);
         a.steps = mi.seq_len;
     }
-
-    /* Prompt: BOS + tokens.  The newest token stays pending on the device. */
-    int cap = (int)strlen(a.prompt) + 3, n_prompt = 0;
-    int *prompt = malloc((size_t)cap * sizeof *prompt);
-    if (!prompt) { cli_error("out of memory"); goto out; }
-    rc = tsr_model_tokenize(model, a.prompt, 1, prompt, cap, &n_prompt);
-    if (rc == TSR_OK && n_prompt - 1 > mi.seq_len) {
-        cli_error("%s: the prompt is %d tokens, longer than the context of %d tokens",
-                  a.model, n_prompt, mi.seq_len);
-        free(prompt);
-        goto out;
-    }
-    if (rc != TSR_OK || (rc = tsr_seq_append_tokens(seq, prompt, n_prompt)) != TSR_OK) {
-        cli_error("%s", tsr_device_errmsg(dev));
-        free(prompt);
-        goto out;
-    }
-    stream_ctx sc = { .model = model, .prev = prompt[0], .bos = mi.bos, .eos = mi.eos };
+    stream_ctx sc = { .model = model, .bos = mi.bos, .eos = mi.eos };
     textout_init(&sc.text, NULL, 0);
-    for (int i = 1; i < n_prompt && i <= a.steps; i++) on_token(seq, prompt[i], &sc);
-    free(prompt);
-
-    int n_gen = a.steps - n_prompt + 1, got = 0;
-    if (n_gen <= 0)   /* as run.c: -n counts the prompt's positions too */
+    int n_prompt = feed_prompt(&a, dev, seq, &mi, &sc), got = 0;
+    int n_gen = a.steps - n_prompt + 1;
+    if (n_prompt > 0 && n_gen <= 0)   /* as run.c: -n counts the prompt's positions too */
         cli_error("warning: -n %d leaves no position after the prompt's %d tokens (BOS "
                   "included; -n counts them): no token is generated", a.steps, n_prompt);
-    if (n_gen > 0) {
-        /* A sampled run says its seed, so that -s repeats it. */
-        if (time_seed && a.temperature > 0.0f)
-            fprintf(stderr, "tessera: seed %llu (time-based; -s %llu repeats this run)\n",
-                    (unsigned long long)a.seed, (unsigned long long)a.seed);
-        tsr_gen_opts go = { .max_tokens = n_gen, .temperature = a.temperature,
-                            .top_p = a.top_p, .seed = a.seed };
-        /* Ctrl-C stops the decode; the summary still follows. */
-        struct sigaction sa = { .sa_handler = on_sigint }, old_sa;
-        sigemptyset(&sa.sa_mask);
-        cancel_target = seq;
-        sigaction(SIGINT, &sa, &old_sa);
-        rc = tsr_seq_generate(seq, &go, on_token, &sc, &got);
-        sigaction(SIGINT, &old_sa, NULL);
-        cancel_target = NULL;
-        if (rc != TSR_OK) {
-            printf("\n");
-            cli_error("%s", tsr_device_errmsg(dev));
-            textout_free(&sc.text);
-            goto out;
-        }
+    if (n_prompt < 0 || (n_gen > 0 && generate(&a, random_seed, n_gen, dev, seq, &sc, &got))) {
+        textout_free(&sc.text);
+        goto out;
     }
-    print_ready(&sc, 1);
+    textout_print_end(&sc.text, stdout);
     textout_free(&sc.text);
     printf("\n");
     if (cli_flush_stdout()) goto out;
@@ -322,7 +307,7 @@ int cmd_run(int argc, char **argv)
     int stopped = tsr_seq_was_cancelled(seq);
     fprintf(stderr, "tessera: %d token%s generated%s, %.1f tokens/s, time to first token %.2f ms\n",
             got, cli_s(got), stopped ? " (stopped by Ctrl-C)" : "", st.decode_tok_s, st.ttft_ms);
-    if (a.stats) print_stats(dev, seq);
+    if (a.stats) print_stats(dev, seq, !strcmp(a.stats, "all"));
     status = stopped ? 128 + SIGINT : 0;
 out:
     tsr_seq_close(seq);

@@ -18,7 +18,8 @@
 #include "cli.h"
 #include "serve/serve.h"
 
-static const char usage[] =
+static const cli_command serve_cmd = {
+    "serve", CLI_SERVE,
     "usage: tessera serve -m MODEL [-z TOKENIZER] [--host ADDR] [--port N] [--slots N]\n"
     "                     [--api-key KEY] [options]\n"
     "\n"
@@ -26,58 +27,13 @@ static const char usage[] =
     "/v1/chat/completions, streamed as server-sent events), a persistent WebSocket\n"
     "session per client (/v1/realtime: generate, interrupt, steer, reset), a\n"
     "playground page at /, /v1/models, /health and /metrics.  Stops on SIGINT or\n"
-    "SIGTERM.  Protocol and limits: docs/server.md.\n"
-    "\n"
-    "  -m, --model FILE      llama2.c checkpoint or GGUF (as tessera run)\n"
-    "  -z, --tokenizer FILE  llama2.c tokenizer.bin (GGUF files carry their own)\n"
-    "      --host ADDR       listening address (default 127.0.0.1: this machine only)\n"
-    "      --port N          listening port (default 8080; 0: any free port, printed)\n"
-    "      --slots N         sequence slots on the device, shared by requests and\n"
-    "                        WebSocket sessions (default 4; 0: as many as fit, <= 8)\n"
-    "      --queue N         requests that may wait for a slot; beyond them, HTTP 503\n"
-    "                        (default 16)\n"
-    "      --alias NAME      the model's name in the API: /v1/models lists it, and a\n"
-    "                        request naming another model gets 404 model_not_found\n"
-    "                        (default: MODEL's file name)\n"
-    "      --api-key KEY     require 'Authorization: Bearer KEY' (default: the\n"
-    "                        TESSERA_API_KEY environment variable, else none)\n"
-    "      --max-tokens N    most tokens one generation may ask for, and the default\n"
-    "                        for chat and WebSocket requests (default 256)\n"
-    "      --max-body BYTES  largest request body or WebSocket message (default 1048576)\n"
-    "      --prefill-chunk N prompt tokens per device call; other clients' tokens run\n"
-    "                        in between (default 64)\n"
-    "      --quantum N       tokens per sequence in a decode call (every generating\n"
-    "                        client in one call) while another client waits to start\n"
-    "                        or prefill (default 4; a call has a fixed cost)\n"
-    "      --chat-template NAME  format /v1/chat/completions with this family: plain,\n"
-    "                        chatml, llama3, llama2, llama2-sys, phi3, gemma (default:\n"
-    "                        the one the model's tokenizer.chat_template is; plain\n"
-    "                        for a model without one, or with one of another family)\n"
-    "  -v, --verbose         log requests and civetweb's messages to stderr\n"
-    "      --backend SPEC    device: emu (default), emu:part=u55c,pes=16, or xrt:0\n"
-    "      --xclbin FILE     xrt: the xclbin to load\n"
-    "      --cards N         split the model's layers over N emulated devices in pipeline\n"
-    "                        stages, as `tessera plan --cards N` proposes (the same tokens);\n"
-    "                        under `mpirun -np N` (a build with MPI=1) stage k runs on rank k,\n"
-    "                        rank 0 serves HTTP\n"
-    "      --stages A-B,...  the split by hand: contiguous layer ranges from 0, one a device\n"
-    CLI_PART_HELP
-    CLI_PES_HELP
-    "      --threads N       emulator worker threads over the PEs\n"
-    CLI_WEIGHTS_HELP
-    "      --seq-len N, --ctx N  context per sequence (default: the model's)\n"
-    "  -h, --help            this text\n";
+    "SIGTERM.  A request without temperature or seed gets 0.8 and a random seed,\n"
+    "as tessera run.  Protocol and limits: docs/server.md.\n", NULL, NULL
+};
 
 typedef struct serve_args {
-    const char *model, *tokenizer, *backend, *part, *xclbin;
-    int pes, threads, weights_f32, group_size, seq_len;
-    int cards;            /* --cards N (0: one device) */
-    const char *stages;   /* --stages A-B,C-D,... */
-    int weights;          /* TSR_WEIGHTS_* */
-    const char *kv;       /* --kv */
-    const char *alias;    /* --alias: the model's name in the API */
+    cli_args o;           /* the options */
     const char *chat_template;   /* --chat-template: a family name, or NULL */
-    int slots, queue, prefill_chunk, quantum;
     srv_config cfg;
 } serve_args;
 
@@ -127,73 +83,43 @@ static int check_alias(const char *v)
     return 0;
 }
 
+/* 0, 1 after the help, -1 after an error. */
 static int parse_args(int argc, char **argv, serve_args *a)
 {
-    for (int i = 0; i < argc; i++) {
-        const char *o = cli_opt(&argc, argv, i), *v;
-        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
-            printf(usage, tsr_part_list());
-            exit(0);
-        }
-#define IS(s, l) (!strcmp(o, s) || !strcmp(o, l))
-#define VAL() if (!(v = cli_value(argc, argv, &i))) return -1
-#define INT(lo, hi, dst) do { VAL(); if (cli_int(o, v, lo, hi, dst)) return -1; } while (0)
-        if (IS("-m", "--model"))              { VAL(); a->model = v; }
-        else if (IS("-z", "--tokenizer"))     { VAL(); a->tokenizer = v; }
-        else if (!strcmp(o, "--host"))        { VAL(); if (check_host(v)) return -1; a->cfg.host = v; }
-        else if (!strcmp(o, "--port"))        INT(0, 65535, &a->cfg.port);
-        else if (!strcmp(o, "--slots"))       INT(0, 8, &a->slots);
-        else if (!strcmp(o, "--queue"))       INT(0, 4096, &a->queue);
-        else if (!strcmp(o, "--api-key"))     { VAL(); if (check_key(o, v)) return -1; a->cfg.api_key = v; }
-        else if (!strcmp(o, "--alias"))       { VAL(); if (check_alias(v)) return -1; a->alias = v; }
-        else if (!strcmp(o, "--chat-template")) { VAL(); if (cli_chat_template("serve", v, &a->chat_template)) return -1; }
-        else if (!strcmp(o, "--max-tokens"))  INT(1, 1 << 20, &a->cfg.lim.max_tokens);
-        else if (!strcmp(o, "--max-body"))    { int n; INT(1024, 1 << 30, &n); a->cfg.lim.max_body = (size_t)n; }
-        else if (!strcmp(o, "--prefill-chunk")) INT(1, 1 << 20, &a->prefill_chunk);
-        else if (!strcmp(o, "--quantum"))     INT(1, 1 << 20, &a->quantum);
-        else if (IS("-v", "--verbose"))       a->cfg.verbose = 1;
-        else if (!strcmp(o, "--backend"))     { VAL(); a->backend = v; }
-        else if (!strcmp(o, "--xclbin"))      { VAL(); a->xclbin = v; }
-        else if (!strcmp(o, "--cards"))       INT(1, 16, &a->cards);
-        else if (!strcmp(o, "--stages"))      { VAL(); a->stages = v; }
-        else if (!strcmp(o, "--part"))        { VAL(); a->part = v; }
-        else if (!strcmp(o, "--pes"))         INT(1, 1 << 16, &a->pes);
-        else if (!strcmp(o, "--threads"))     INT(1, 1024, &a->threads);
-        else if (!strcmp(o, "--group-size"))  INT(1, 1 << 16, &a->group_size);
-        else if (IS("--seq-len", "--ctx"))    INT(1, 1 << 24, &a->seq_len);
-        else if (!strcmp(o, "--weights"))     { VAL(); if (cli_weights(o, v, &a->weights_f32, &a->weights)) return -1; }
-        else if (!strcmp(o, "--kv"))          { VAL(); if (cli_kv(o, v, &a->kv)) return -1; }
-        else {
-            cli_unknown("serve", o);
-            return -1;
-        }
-#undef INT
-#undef IS
-#undef VAL
-    }
-    if (!a->model) {
+    int rc = cli_parse(&serve_cmd, argc, argv, &a->o);
+    if (rc) return rc;
+    const cli_args *o = &a->o;
+    if ((o->host && check_host(o->host)) || (cli_given(o, "api-key") && check_key("--api-key", o->api_key)) ||
+        (o->alias && check_alias(o->alias)) ||
+        (o->chat_template && cli_chat_template("serve", o->chat_template, &a->chat_template)))
+        return -1;
+    if (!o->model) {
         cli_error("serve: -m MODEL is required (see tessera serve --help)");
         return -1;
     }
+    a->cfg.host = o->host;
+    a->cfg.port = o->port;
+    a->cfg.api_key = o->api_key;
+    a->cfg.verbose = o->verbose;
+    a->cfg.lim.max_tokens = o->max_tokens;
+    a->cfg.lim.max_body = (size_t)o->max_body;
     return 0;
 }
 
 int cmd_serve(int argc, char **argv)
 {
-    serve_args a = { .backend = "emu", .slots = 4, .queue = 16, .prefill_chunk = 64, .quantum = 4,
-                     .cfg = { .host = "127.0.0.1", .port = 8080,
-                              .lim = { .max_body = 1 << 20, .max_tokens = 256 } } };
-    a.cfg.api_key = getenv("TESSERA_API_KEY");
-    if (parse_args(argc, argv, &a)) return 2;
+    serve_args a = { .o = { .backend = "emu", .slots = 4, .queue = 16, .prefill_chunk = 64,
+                            .quantum = 4, .host = "127.0.0.1", .port = 8080, .max_body = 1 << 20,
+                            .max_tokens = 256, .api_key = getenv("TESSERA_API_KEY") } };
+    int prc = parse_args(argc, argv, &a);
+    if (prc) return prc > 0 ? 0 : 2;
     /* (an empty --api-key was refused above: an empty key is the
      * environment's, unless --api-key replaced it) */
     if (a.cfg.api_key && check_key("TESSERA_API_KEY", a.cfg.api_key)) return 2;
     char spec[600];
-    if (cli_device_spec("serve", spec, sizeof spec, a.backend, a.part, a.pes, a.threads, a.xclbin) ||
-        cli_spec_split("serve", spec, sizeof spec, a.cards, a.stages))
-        return 2;
-    const char *base = strrchr(a.model, '/');
-    a.cfg.model_id = a.alias ? a.alias : base ? base + 1 : a.model;
+    if (cli_device_spec("serve", spec, sizeof spec, &a.o)) return 2;
+    const char *base = strrchr(a.o.model, '/');
+    a.cfg.model_id = a.o.alias ? a.o.alias : base ? base + 1 : a.o.model;
 
     /* SIGINT and SIGTERM are taken by sigwait below: blocked here, before
      * any thread starts, so that every thread inherits the mask. */
@@ -217,10 +143,8 @@ int cmd_serve(int argc, char **argv)
         goto out;
     }
     tsr_device_set_log(dev, cli_log_to_stderr, NULL);
-    tsr_model_opts mo = { .tokenizer = a.tokenizer, .weights_f32 = a.weights_f32,
-                          .weights = a.weights, .kv = a.kv,
-                          .group_size = a.group_size, .seq_len = a.seq_len, .n_seqs = a.slots };
-    if (tsr_model_load(dev, a.model, &mo, &model) != TSR_OK) {
+    tsr_model_opts mo = cli_model_opts(&a.o, a.o.slots);
+    if (tsr_model_load(dev, a.o.model, &mo, &model) != TSR_OK) {
         cli_error("%s", tsr_device_errmsg(dev));
         goto out;
     }
@@ -231,8 +155,8 @@ int cmd_serve(int argc, char **argv)
     srv_ctx ctx = { .cfg = &a.cfg };
     tsr_model_get_info(model, &ctx.info);
     a.cfg.lim.ctx = ctx.info.seq_len;
-    srv_sched_opts so = { .slots = ctx.info.n_seqs, .queue = a.queue,
-                          .prefill_chunk = a.prefill_chunk, .quantum = a.quantum };
+    srv_sched_opts so = { .slots = ctx.info.n_seqs, .queue = a.o.queue,
+                          .prefill_chunk = a.o.prefill_chunk, .quantum = a.o.quantum };
     if (!(metrics = srv_metrics_new()) || !(sched = srv_sched_start(dev, model, &so, metrics))) {
         cli_error("serve: cannot start the scheduler");
         goto out;
@@ -242,9 +166,9 @@ int cmd_serve(int argc, char **argv)
     /* A thread per connection: every slot and waiting place, and spare
      * ones so that /health and refusals are answered when all are taken. */
     int port = 0;
-    if (!(srv = srv_server_start(&ctx, ctx.info.n_seqs + a.queue + 8, &port))) goto out;
+    if (!(srv = srv_server_start(&ctx, ctx.info.n_seqs + a.o.queue + 8, &port))) goto out;
     printf("tessera: serving %s on http://%s:%d (%d slots, queue %d, context %d tokens, chat "
-           "template %s%s)\n", a.cfg.model_id, a.cfg.host, port, ctx.info.n_seqs, a.queue,
+           "template %s%s)\n", a.cfg.model_id, a.cfg.host, port, ctx.info.n_seqs, a.o.queue,
            ctx.info.seq_len, a.cfg.chat.family,
            a.cfg.api_key && *a.cfg.api_key ? ", API key required" : "");
     if (cli_flush_stdout()) goto out;

@@ -162,3 +162,35 @@ size_t textout_finish(textout *t, const char **p)
     t->sent = t->len;
     return n;
 }
+
+/* ------------------------------------------- printing tokens (run, chat) --- */
+
+const char *textout_token(tsr_model *m, int prev, int token, int bos, int eos, size_t *n)
+{
+    *n = 0;
+    if (token == bos || token == eos) return NULL;
+    const char *p = tsr_model_token_text(m, prev, token, n);
+    if (!p || !*n) {
+        *n = 0;
+        return NULL;
+    }
+    return p;
+}
+
+int textout_print(textout *t, FILE *out, const char *piece, size_t n)
+{
+    if (!piece || !n) return 0;
+    if (textout_push(t, piece, n)) return -1;
+    const char *p;
+    size_t k = textout_take(t, &p);
+    if (k) fwrite(p, 1, k, out);
+    fflush(out);
+    return 0;
+}
+
+void textout_print_end(textout *t, FILE *out)
+{
+    const char *p;
+    size_t k = textout_finish(t, &p);
+    if (k) fwrite(p, 1, k, out);
+}

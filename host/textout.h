@@ -13,6 +13,9 @@
 #define TSR_TEXTOUT_H
 
 #include <stddef.h>
+#include <stdio.h>
+
+#include "tessera.h"
 
 typedef struct textout {
     char  *buf;           /* (cap,) released and held text, valid UTF-8      */
@@ -33,5 +36,22 @@ size_t textout_take(textout *t, const char **p);
 /* End of the turn: release what was held (an incomplete character as
  * U+FFFD). */
 size_t textout_finish(textout *t, const char **p);
+
+/* ------------------------------------------- printing tokens (run, chat) --- */
+
+/* The one rule by which a command prints generated tokens: the piece of
+ * token after prev (tsr_model_token_text), none for the model's BOS and
+ * EOS (they end the text unprinted), then through a textout (whole UTF-8
+ * characters, lone control bytes dropped).  *n gets the piece's length;
+ * NULL when there is nothing to print. */
+const char *textout_token(tsr_model *m, int prev, int token, int bos, int eos, size_t *n);
+
+/* Push a piece (textout_token's) into t and write what is ready to out,
+ * flushed, so the reader sees each character as it is made.  Returns 0,
+ * or -1 out of memory (nothing written). */
+int textout_print(textout *t, FILE *out, const char *piece, size_t n);
+
+/* The end of a printed stream: write what t held back (textout_finish). */
+void textout_print_end(textout *t, FILE *out);
 
 #endif

@@ -269,7 +269,10 @@ static void long_options_take_name_equals_value(void **state)
     assert_true(strlen(out) > 9);
     assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH " --stats=1", out,
                                  err, sizeof out), 2);
-    assert_string_equal(err, "tessera: run: option --stats takes no value (see tessera run --help)\n");
+    assert_string_equal(err, "tessera: option --stats: '1' is not all (--stats or --stats=all)\n");
+    assert_int_equal(run_capture(TESSERA_BIN " bench -m " MODEL_SH " -z " TOK_SH " --json=1", out,
+                                 err, sizeof out), 2);
+    assert_string_equal(err, "tessera: bench: option --json takes no value (see tessera bench --help)\n");
     assert_int_equal(run_capture(TESSERA_BIN " bench -m " MODEL_SH " -z " TOK_SH " --threads=", out,
                                  err, sizeof out), 2);
     assert_int_equal(count_lines(err), 1);
@@ -379,7 +382,7 @@ static void run_prompt_from_stdin_and_file(void **state)
                              "tessera reads\n");
 }
 
-/* A sampled run without -s prints its time-based seed, and -s with that
+/* A sampled run without -s prints its random seed, and -s with that
  * seed repeats the run; greedy runs and -s runs print none. */
 static void run_prints_a_time_based_seed(void **state)
 {
@@ -391,7 +394,7 @@ static void run_prints_a_time_based_seed(void **state)
     unsigned long long seed = strtoull(p + 14, NULL, 10);
     assert_true(seed > 0);
     char line[128];
-    snprintf(line, sizeof line, "(time-based; -s %llu repeats this run)", seed);
+    snprintf(line, sizeof line, "(random; -s %llu repeats this run)", seed);
     assert_non_null(strstr(err, line));
     static char first[sizeof out];
     memcpy(first, out, sizeof out);
@@ -445,6 +448,150 @@ static void run_ctrl_c_prints_summary(void **state)
     assert_non_null(strstr(err, "generated (stopped by Ctrl-C), "));
     assert_non_null(strstr(err, "time to first token"));
     unlink(path);
+}
+
+/* llama.cpp's option names are aliases where they mean the same: the
+ * same tokens as tessera's own names, sampled with a fixed seed. */
+static void llama_cpp_aliases_give_the_same_tokens(void **state)
+{
+    (void)state;
+    static char want[1 << 14];
+    assert_int_equal(run_capture(TESSERA_BIN " run --model " MODEL_SH " --tokenizer " TOK_SH
+                                 " --temperature 0.7 --top-p 0.8 --seed 7 --ctx 64 --steps 40"
+                                 " --threads 2 --prompt 'Once upon a time'", want, err, sizeof want), 0);
+    assert_true(strlen(want) > 30);
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH
+                                 " --temp 0.7 --top-p 0.8 -s 7 -c 64 -n 40 --threads 2"
+                                 " -p 'Once upon a time'", out, err, sizeof out), 0);
+    assert_string_equal(out, want);
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH
+                                 " --temp=0.7 --top-p=0.8 --seed=7 --ctx-size=64 --steps=40"
+                                 " --prompt='Once upon a time'", out, err, sizeof out), 0);
+    assert_string_equal(out, want);
+    /* --n-predict counts generated tokens, as llama.cpp's -n: "Once upon a
+     * time" is 4 tokens after BOS, so -n 40 leaves 36 to generate */
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH
+                                 " --temp 0.7 --top-p 0.8 -s 7 -c 64 --n-predict 36"
+                                 " -p 'Once upon a time'", out, err, sizeof out), 0);
+    assert_string_equal(out, want);
+    assert_non_null(strstr(err, "tessera: 36 tokens generated"));
+    /* ... clamped to what the context leaves, with the limit named */
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH
+                                 " -t 0 -c 16 --n-predict 100 -p 'Once upon a time'", out, err,
+                                 sizeof out), 0);
+    assert_non_null(strstr(err, "tessera: warning: --n-predict 100 clamped to 12: the context "
+                                "length 16 less the prompt's 4 tokens (--ctx N sets it)\n"));
+    assert_non_null(strstr(err, "tessera: 12 tokens generated"));
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH
+                                 " -n 10 --n-predict 10", out, err, sizeof out), 2);
+    assert_int_equal(count_lines(err), 1);
+    /* chat: --n-predict is its -n (tokens per reply) */
+    static char chat[1 << 14];
+    assert_int_equal(run_capture("printf 'Once upon a time\\n' | " TESSERA_BIN " chat -m " MODEL_SH
+                                 " -z " TOK_SH " -n 12 -t 0", chat, err, sizeof chat), 0);
+    assert_int_equal(run_capture("printf 'Once upon a time\\n' | " TESSERA_BIN " chat -m " MODEL_SH
+                                 " -z " TOK_SH " --n-predict 12 --temp 0", out, err, sizeof out), 0);
+    assert_string_equal(out, chat);
+}
+
+/* An unknown option names the nearest one of the command, and exits 2;
+ * one far from every name gets no guess. */
+static void unknown_option_did_you_mean(void **state)
+{
+    (void)state;
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " --temprature 0", out, err,
+                                 sizeof out), 2);
+    assert_string_equal(err, "tessera: run: unknown option '--temprature'; did you mean "
+                             "'--temperature'? (see tessera run --help)\n");
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " --ctx-szie 8", out, err,
+                                 sizeof out), 2);
+    assert_string_equal(err, "tessera: run: unknown option '--ctx-szie'; did you mean "
+                             "'--ctx-size'? (see tessera run --help)\n");
+    assert_int_equal(run_capture(TESSERA_BIN " serve -m " MODEL_SH " --slost 2", out, err,
+                                 sizeof out), 2);
+    assert_string_equal(err, "tessera: serve: unknown option '--slost'; did you mean "
+                             "'--slots'? (see tessera serve --help)\n");
+    /* bench takes no sampler: --temp is no option of it, and no name is near */
+    assert_int_equal(run_capture(TESSERA_BIN " bench -m " MODEL_SH " --temp 0", out, err,
+                                 sizeof out), 2);
+    assert_string_equal(err, "tessera: bench: unknown option '--temp' (see tessera bench --help)\n");
+}
+
+/* Every command's help is made from the one table: each names -h and the
+ * options it takes, and lists the aliases. */
+static void help_comes_from_the_table(void **state)
+{
+    (void)state;
+    const char *cmds[] = { "run", "chat", "bench", "plan", "serve", "info", "synth" };
+    for (int i = 0; i < 7; i++) {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, TESSERA_BIN " %s --help", cmds[i]);
+        assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
+        assert_non_null(strstr(out, "  -h, --help            this text\n"));
+        assert_string_equal(err, "");
+    }
+    assert_int_equal(run_capture(TESSERA_BIN " run --help", out, err, sizeof out), 0);
+    assert_non_null(strstr(out, "  -t, --temperature T   0 = greedy (default 0.8, as llama.cpp)\n"
+                                "                        (also --temp)\n"));
+    assert_non_null(strstr(out, "  -c, --ctx N           context length"));
+    assert_non_null(strstr(out, "(also --ctx-size, --seq-len, --seq)"));
+    assert_int_equal(run_capture(TESSERA_BIN " info --help", out, err, sizeof out), 0);
+    assert_non_null(strstr(out, "  -z, --tokenizer FILE"));
+    assert_null(strstr(out, "--temperature"));
+}
+
+/* --stats is a short table; --stats=all adds every counter. */
+static void stats_is_a_short_table(void **state)
+{
+    (void)state;
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH
+                                 " -t 0 -n 20 --stats", out, err, sizeof out), 0);
+    assert_non_null(strstr(err, "\n  tokens                           1             20\n"));
+    assert_non_null(strstr(err, "  device cycles/token          15296 (the last, position 19: "));
+    assert_non_null(strstr(err, "  on chip             weights Q8_0 group 32; KV cache f32, "
+                                "655360 bytes\n"));
+    assert_null(strstr(err, "kernel counters:"));
+    assert_true(count_lines(err) <= 12);
+    static char all[1 << 16];
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH
+                                 " -t 0 -n 20 --stats=all", out, all, sizeof all), 0);
+    assert_non_null(strstr(all, "kernel counters:\n"));
+    assert_non_null(strstr(all, "\ncycles.total 15296\n"));
+    assert_non_null(strstr(all, "\npe15.sram_bytes "));
+    assert_true(count_lines(all) > 60);
+}
+
+/* One sampling rule: without -t and -s, run and chat sample at 0.8 with
+ * a random seed they print; -t 0.8 -s SEED repeats the text. */
+static void default_temperature_and_seed(void **state)
+{
+    (void)state;
+    static char first[sizeof out];
+    char cmd[1024];
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH
+                                 " -n 60 -p 'Once upon a time'", first, err, sizeof first), 0);
+    const char *p = strstr(err, "tessera: seed ");
+    assert_non_null(p);
+    unsigned long long seed = strtoull(p + 14, NULL, 10);
+    snprintf(cmd, sizeof cmd, TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH
+             " -n 60 -p 'Once upon a time' -t 0.8 -s %llu", seed);
+    assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
+    assert_string_equal(out, first);
+    snprintf(cmd, sizeof cmd, TESSERA_BIN " run -m " MODEL_SH " -z " TOK_SH
+             " -n 60 -p 'Once upon a time' -t 1 -s %llu", seed);
+    assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
+    assert_string_not_equal(out, first);   /* 1.0, the old default, is another text */
+    /* chat: the same rule, one seed a session */
+    assert_int_equal(run_capture("printf 'Once upon a time\\n' | " TESSERA_BIN " chat -m " MODEL_SH
+                                 " -z " TOK_SH " -n 40", first, err, sizeof first), 0);
+    assert_non_null(p = strstr(err, "tessera: seed "));
+    seed = strtoull(p + 14, NULL, 10);
+    assert_non_null(strstr(err, "(random; -s "));
+    snprintf(cmd, sizeof cmd, "printf 'Once upon a time\\n' | " TESSERA_BIN " chat -m " MODEL_SH
+             " -z " TOK_SH " -n 40 -t 0.8 -s %llu", seed);
+    assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
+    assert_string_equal(out, first);
+    assert_null(strstr(err, "seed"));
 }
 
 /* ---------------------------------------------------------------- help --- */
@@ -564,6 +711,30 @@ static void chat_line_editing(void **state)
     assert_true(n >= 2 && screen[n - 2] == '\r' && screen[n - 1] == '\n');   /* Ctrl-D */
 }
 
+/* info -z: a llama2.c model's tokenizer checked against its vocab (one
+ * line), a wrong one refused in one line naming both counts; a GGUF file's
+ * -z is said to be unused. */
+static void info_takes_a_tokenizer(void **state)
+{
+    (void)state;
+    assert_int_equal(run_capture(TESSERA_BIN " info -m " MODEL_SH " -z " TOK_SH, out, err,
+                                 sizeof out), 0);
+    assert_non_null(strstr(out, "\ntokenizer:   "));
+    assert_non_null(strstr(out, "tok512.bin, 512 tokens: the model's vocab\n"));
+    assert_int_equal(run_capture(TESSERA_BIN " info -m " MODEL_SH " -z " SH_MODEL("tokenizer.bin"),
+                                 out, err, sizeof out), 1);
+    assert_int_equal(count_lines(err), 1);
+    assert_non_null(strstr(err, "holds 32000 tokens, the model's vocab_size is 512"));
+    assert_string_equal(out, "");
+    assert_int_equal(run_capture(TESSERA_BIN " info -m " MODEL_SH " -z " MODEL_SH, out, err,
+                                 sizeof out), 1);
+    assert_int_equal(count_lines(err), 1);
+    assert_non_null(strstr(err, "not a llama2.c tokenizer.bin"));
+    assert_int_equal(run_capture(TESSERA_BIN " info -m " SH_MODEL("stories260K-q8_0.gguf") " -z "
+                                 TOK_SH, out, err, sizeof out), 0);
+    assert_non_null(strstr(out, "not used: a GGUF file carries its own"));
+}
+
 static void info_reports_header_and_params(void **state)
 {
     (void)state;
@@ -640,9 +811,15 @@ int main(void)
         cmocka_unit_test(run_summary_plural),
         cmocka_unit_test(run_ctrl_c_prints_summary),
         cmocka_unit_test(help_is_consistent),
+        cmocka_unit_test(llama_cpp_aliases_give_the_same_tokens),
+        cmocka_unit_test(unknown_option_did_you_mean),
+        cmocka_unit_test(help_comes_from_the_table),
+        cmocka_unit_test(stats_is_a_short_table),
+        cmocka_unit_test(default_temperature_and_seed),
         cmocka_unit_test(chat_commands),
         cmocka_unit_test(chat_line_editing),
         cmocka_unit_test(info_reports_header_and_params),
+        cmocka_unit_test(info_takes_a_tokenizer),
         cmocka_unit_test(synth_writes_a_model_info_reads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -142,7 +142,7 @@ static void kv_bytes_shrink(void **state)
     for (int k = 0; k < 3; k++) {
         char cmd[512];
         snprintf(cmd, sizeof cmd, TESSERA_BIN " run -m " M260K_SH " -z " TOK512_SH " -n 4 -t 0 --kv %s "
-                 "--stats", kvs[k]);
+                 "--stats=all", kvs[k]);
         assert_int_equal(run_capture(cmd, out, err, sizeof err), 0);
         char want[32];
         snprintf(want, sizeof want, "onchip.kv %s\n", kvs[k]);

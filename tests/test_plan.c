@@ -401,7 +401,7 @@ static void test_15m_regions_and_projection(void **state)
     char path[64];
     static char out[1 << 17], err[1 << 17];
     synth_15m(path, sizeof path);
-    run_15m(path, "-n 256 -t 0 --stats", out, err, sizeof err);
+    run_15m(path, "-n 256 -t 0 --stats=all", out, err, sizeof err);
     assert_non_null(strstr(err, "profile stories15m, 32 PEs"));
     assert_int_equal(counter_value(err, "cycles.position"), 255);
 
@@ -436,7 +436,7 @@ static void test_260k_passes(void **state)
 }
 
 /* The stories15M shape on the stories15m profile's emulator: `tessera run
- * -n 1 --stats` after a prompt runs the prefill alone (blocks of 2), and
+ * -n 1 --stats=all` after a prompt runs the prefill alone (blocks of 2), and
  * its last pass equals plan's; plan's 128-token projection is the sum of
  * its passes. */
 static void test_15m_prefill_pass(void **state)
@@ -445,7 +445,7 @@ static void test_15m_prefill_pass(void **state)
     char path[64];
     static char out[1 << 17], err[1 << 17];
     synth_15m(path, sizeof path);
-    run_15m(path, "-p \"Once upon a time, there was a little\" -n 1 -t 0 --stats", out, err,
+    run_15m(path, "-p \"Once upon a time, there was a little\" -n 1 -t 0 --stats=all", out, err,
             sizeof err);
     assert_non_null(strstr(err, "0 tokens generated"));
     tsr_plan pl;
@@ -523,7 +523,7 @@ static void test_serial_pes_change_the_projection(void **state)
 {
     (void)state;
     static char out[1 << 16], err1[1 << 16], err2[1 << 16];
-    const char *args = " run -m " M260K_SH " -z " TOK512_SH " -n 40 -t 0 --pes 8 --stats";
+    const char *args = " run -m " M260K_SH " -z " TOK512_SH " -n 40 -t 0 --pes 8 --stats=all";
     char cmd[512];
     snprintf(cmd, sizeof cmd, TESSERA_BIN "%s", args);
     assert_int_equal(run_capture(cmd, out, err1, sizeof err1), 0);

@@ -251,7 +251,7 @@ static void bad_requests_get_4xx_json(void **state)
     assert_int_equal(status_of(x), 400);
     snprintf(x, sizeof x, JSON_HDR "-d '{\"max_tokens\": \"ten\"}' %s/v1/completions", srv.url);
     assert_int_equal(status_of(x), 400);
-    snprintf(x, sizeof x, JSON_HDR "-d '{\"max_tokens\": 100000}' %s/v1/completions", srv.url);
+    snprintf(x, sizeof x, JSON_HDR "-d '{\"max_tokens\": 0}' %s/v1/completions", srv.url);
     assert_int_equal(status_of(x), 400);
     snprintf(x, sizeof x, JSON_HDR "-d '{\"n\": 2}' %s/v1/completions", srv.url);
     assert_int_equal(status_of(x), 400);
@@ -281,6 +281,57 @@ static void bad_requests_get_4xx_json(void **state)
     snprintf(body + n, sizeof body - (size_t)n, "\"}");
     assert_int_equal(post("/v1/completions", body), 0);
     assert_non_null(strstr(out, "context_length_exceeded"));
+}
+
+/* max_tokens over the server's --max-tokens (256 here) is cut to it, not
+ * refused: the same text as asking for 256, usage names the limit, and
+ * every answer carries it in a header; a request without temperature or
+ * seed is sampled at 0.8 with a random seed (two such answers differ). */
+static void max_tokens_over_the_limit_is_cut(void **state)
+{
+    (void)state;
+    static char want[1 << 16];
+    assert_int_equal(post("/v1/completions", "{\"prompt\": \"Once upon a time\", "
+                          "\"max_tokens\": 256, \"temperature\": 0, \"seed\": 1}"), 0);
+    json_error_t je;
+    json_t *a = json_loads(out, 0, &je), *b;
+    assert_non_null(a);
+    assert_null(json_object_get(json_object_get(a, "usage"), "max_tokens_limit"));
+    snprintf(want, sizeof want, "%s", json_string_value(json_object_get(
+                 json_array_get(json_object_get(a, "choices"), 0), "text")));
+    assert_true(strlen(want) > 100);
+    assert_int_equal(post("/v1/completions", "{\"prompt\": \"Once upon a time\", "
+                          "\"max_tokens\": 100000, \"temperature\": 0, \"seed\": 1}"), 0);
+    b = json_loads(out, 0, &je);
+    assert_non_null(b);
+    json_t *u = json_object_get(b, "usage");
+    assert_int_equal(json_integer_value(json_object_get(u, "max_tokens_limit")), 256);
+    assert_int_equal(json_integer_value(json_object_get(u, "completion_tokens")),
+                     json_integer_value(json_object_get(json_object_get(a, "usage"),
+                                                        "completion_tokens")));
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(b, "choices"), 0), "text")), want);
+    json_decref(a);
+    json_decref(b);
+    /* the header, streamed and not */
+    snprintf(cmd, sizeof cmd, CURL "-i %s/v1/completions" JSON_HDR
+             "-d '{\"prompt\": \"a\", \"max_tokens\": 2, \"stream\": true}'", srv.url);
+    assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
+    assert_non_null(strcasestr(out, "X-Max-Tokens-Limit: 256\r\n"));
+    snprintf(cmd, sizeof cmd, CURL "-i %s/v1/completions" JSON_HDR
+             "-d '{\"prompt\": \"a\", \"max_tokens\": 2}'", srv.url);
+    assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
+    assert_non_null(strcasestr(out, "X-Max-Tokens-Limit: 256\r\n"));
+    /* the default sampler: 0.8 and a random seed, so two answers of 40
+     * tokens differ (the chance they agree is nil on this model) */
+    assert_int_equal(post("/v1/completions", "{\"prompt\": \"Once upon a time\", "
+                          "\"max_tokens\": 40}"), 0);
+    memcpy(want, out, sizeof want - 1);
+    want[sizeof want - 1] = '\0';
+    assert_int_equal(post("/v1/completions", "{\"prompt\": \"Once upon a time\", "
+                          "\"max_tokens\": 40}"), 0);
+    assert_true(strstr(want, "\"text\":") && strstr(out, "\"text\":"));
+    assert_string_not_equal(strstr(want, "\"text\":"), strstr(out, "\"text\":"));
 }
 
 static void models_health_metrics(void **state)
@@ -456,6 +507,7 @@ int main(void)
         cmocka_unit_test(chat_is_the_template_completed),
         cmocka_unit_test(stop_string_cuts_the_text),
         cmocka_unit_test(bad_requests_get_4xx_json),
+        cmocka_unit_test(max_tokens_over_the_limit_is_cut),
         cmocka_unit_test(models_health_metrics),
         cmocka_unit_test(page_is_served_whole),
         cmocka_unit_test(api_key_is_required),

@@ -47,6 +47,37 @@ static void pieces_pass_through(void **state)
     textout_free(&t);
 }
 
+/* The one printer of tessera run and chat: each push writes the whole
+ * characters ready, a lone control byte is dropped, a character split over
+ * pieces comes out whole, and the end writes what was held (U+FFFD for a
+ * character cut short).  No piece (BOS, EOS) writes nothing. */
+static void print_follows_the_one_rule(void **state)
+{
+    (void)state;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    textout t;
+    textout_init(&t, NULL, 0);
+    const char *p[] = { "Hi", "\x07", "\x01", " caf", "\xC3", "\xA9", "\n", " \xE2", "\x82", NULL };
+    size_t after[9];
+    for (int i = 0; p[i]; i++) {
+        assert_int_equal(textout_print(&t, f, p[i], strlen(p[i])), 0);
+        after[i] = len;   /* open_memstream: len is what fflush wrote */
+    }
+    assert_int_equal(textout_print(&t, f, NULL, 0), 0);
+    assert_int_equal(after[0], 2);                      /* "Hi" at once        */
+    assert_int_equal(after[2], 2);                      /* the controls: none  */
+    assert_int_equal(after[4], 6);                      /* "\xC3" waits        */
+    assert_int_equal(after[5], 8);                      /* then "\xC3\xA9"     */
+    textout_print_end(&t, f);
+    fclose(f);
+    assert_string_equal(buf, "Hi caf\xC3\xA9\n \xEF\xBF\xBD");
+    free(buf);
+    textout_free(&t);
+}
+
 /* Byte-fallback tokens give one byte each: a character is released when
  * whole, never half. */
 static void utf8_is_assembled(void **state)
@@ -178,11 +209,25 @@ static void request_fields_are_read(void **state)
     assert_string_equal(r.model, "m");
     srv_cmd_free(r.cmd);
 
-    /* OpenAI's defaults: 16 tokens for completions, --max-tokens for chat */
+    /* OpenAI's defaults: 16 tokens for completions, --max-tokens for chat;
+     * tessera's one sampling rule: 0.8 and a random seed (each its own) */
     assert_int_equal(srv_parse_completion("{}", 2, &lim, NULL, &r, err, sizeof err, &param), 0);
     assert_int_equal(r.cmd->gen.max_tokens, 16);
-    assert_true(r.cmd->gen.temperature == 1.0f);
+    assert_int_equal(r.cmd->gen.cut_to, 0);
+    assert_true(r.cmd->gen.temperature == 0.8f);
+    assert_true(r.cmd->gen.top_p == 1.0f);
     assert_string_equal(r.cmd->text, "");
+    uint64_t seed = r.cmd->gen.seed;
+    assert_true(seed != 0 && seed < (1ull << 53));
+    srv_cmd_free(r.cmd);
+    assert_int_equal(srv_parse_completion("{}", 2, &lim, NULL, &r, err, sizeof err, &param), 0);
+    assert_true(r.cmd->gen.seed != seed);
+    srv_cmd_free(r.cmd);
+    /* more than --max-tokens (256 here): cut to it, and said */
+    assert_int_equal(srv_parse_completion("{\"max_tokens\": 100000}", 22, &lim, NULL, &r, err,
+                                          sizeof err, &param), 0);
+    assert_int_equal(r.cmd->gen.max_tokens, 256);
+    assert_int_equal(r.cmd->gen.cut_to, 256);
     srv_cmd_free(r.cmd);
     const char *chat = "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], "
                        "\"max_completion_tokens\": 9}";
@@ -197,11 +242,10 @@ static void bad_requests_name_the_field(void **state)
 {
     (void)state;
     static const struct { const char *body, *param, *msg; } bad[] = {
-        { "{\"max_tokens\": \"7\"}",     "max_tokens",  "integer in 1..256" },
-        { "{\"max_tokens\": 257}",       "max_tokens",  "integer in 1..256" },
+        { "{\"max_tokens\": \"7\"}",     "max_tokens",  "integer of at least 1" },
         { "{\"max_tokens\": -1}",        "max_tokens",  "integer" },
-        { "{\"max_tokens\": 0}",         "max_tokens",  "integer in 1..256 (the server's --max-tokens)" },
-        { "{\"max_completion_tokens\": 0}", "max_completion_tokens", "integer in 1..256" },
+        { "{\"max_tokens\": 0}",         "max_tokens",  "at least 1 (one over the server's --max-tokens, 256, is cut to it)" },
+        { "{\"max_completion_tokens\": 0}", "max_completion_tokens", "integer of at least 1" },
         { "{\"max_tokens\": 1.5}",       "max_tokens",  "integer" },
         { "{\"temperature\": 2.5}",      "temperature", "0..2" },
         { "{\"temperature\": \"hot\"}",  "temperature", "number" },
@@ -243,6 +287,7 @@ int main(void)
         cmocka_unit_test(utf8_is_assembled),
         cmocka_unit_test(bad_bytes_become_replacement),
         cmocka_unit_test(control_bytes_are_dropped),
+        cmocka_unit_test(print_follows_the_one_rule),
         cmocka_unit_test(stop_strings_hold_then_cut),
         cmocka_unit_test(chat_template_is_as_documented),
         cmocka_unit_test(request_fields_are_read),

@@ -448,11 +448,11 @@ static void info_and_stats_say_what_is_on_chip(void **state)
     assert_int_equal(run_capture(TESSERA_BIN " info -m " GG_Q4_SH, out, err, sizeof err), 0);
     assert_non_null(strstr(out, "on chip:     Q4_0 (embedding, wq/wk/wv, wo, w1/w3) + Q8_0 "
                                 "group 32 (w2, classifier) by default"));
-    snprintf(cmd, sizeof cmd, TESSERA_BIN " run -m %s -z " TOK512_SH " -n 8 -t 0 --stats", v2_path);
+    snprintf(cmd, sizeof cmd, TESSERA_BIN " run -m %s -z " TOK512_SH " -n 8 -t 0 --stats=all", v2_path);
     assert_int_equal(run_capture(cmd, out, err, sizeof err), 0);
     assert_non_null(strstr(err, "onchip.weights Q8_0 group 4\n"));
     assert_non_null(strstr(err, "onchip.kv f32\n"));
-    assert_int_equal(run_capture(TESSERA_BIN " run -m " GG_Q4_SH " -n 8 -t 0 --stats", out, err,
+    assert_int_equal(run_capture(TESSERA_BIN " run -m " GG_Q4_SH " -n 8 -t 0 --stats=all", out, err,
                                  sizeof err), 0);
     assert_non_null(strstr(err, "onchip.weights Q4_0 (embedding, wq/wk/wv, wo, w1/w3) + Q8_0 "
                                 "group 32 (w2, classifier)\n"));

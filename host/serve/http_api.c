@@ -38,12 +38,19 @@ static json_t *envelope(const reply *r, const char *object, json_t *choice)
                      r->created, "model", r->ctx->cfg->model_id, "choices", choice);
 }
 
+/* OpenAI's usage, and when max_tokens was cut, the limit that cut it. */
 static json_t *usage(const srv_stats *st)
 {
-    return json_pack("{s:i,s:i,s:i}", "prompt_tokens", st->prompt_tokens, "completion_tokens",
-                     st->completion_tokens, "total_tokens",
-                     st->prompt_tokens + st->completion_tokens);
+    json_t *u = json_pack("{s:i,s:i,s:i}", "prompt_tokens", st->prompt_tokens,
+                          "completion_tokens", st->completion_tokens, "total_tokens",
+                          st->prompt_tokens + st->completion_tokens);
+    if (u && st->max_tokens_limit)
+        json_object_set_new(u, "max_tokens_limit", json_integer(st->max_tokens_limit));
+    return u;
 }
+
+/* The header that names the server's --max-tokens on every answer. */
+#define LIMIT_HEADER "X-Max-Tokens-Limit"
 
 /* One streamed piece of text (text NULL: the role chunk that opens a chat
  * stream); finish: NULL, or the finish_reason of the last chunk. */
@@ -92,6 +99,9 @@ static int stream(reply *r, srv_session *ss)
     mg_response_header_add(c, "Content-Type", "text/event-stream", -1);
     mg_response_header_add(c, "Cache-Control", "no-cache", -1);
     mg_response_header_add(c, "Transfer-Encoding", "chunked", -1);
+    char lim[16];
+    snprintf(lim, sizeof lim, "%d", r->ctx->cfg->lim.max_tokens);
+    mg_response_header_add(c, LIMIT_HEADER, lim, -1);
     mg_response_header_send(c);
     if (r->chat && send_event(c, chunk(r, NULL, 0, NULL))) return STATUS_CLIENT_GONE;
     for (srv_event *e; (e = srv_session_next(ss)); srv_event_free(e)) {
@@ -154,7 +164,10 @@ static int answer_whole(reply *r, srv_session *ss)
             srv_send_error(r->c, 500, "server_error", NULL, "cannot encode the answer");
             return 500;
         }
-        int rc = srv_send(r->c, 200, "application/json", body, strlen(body), NULL);
+        char lim[16];
+        snprintf(lim, sizeof lim, "%d", r->ctx->cfg->lim.max_tokens);
+        const char *hdr[] = { LIMIT_HEADER, lim, NULL };
+        int rc = srv_send(r->c, 200, "application/json", body, strlen(body), hdr);
         free(body);
         return rc ? STATUS_CLIENT_GONE : 200;
     }
@@ -292,7 +305,8 @@ static int handle(struct mg_connection *c, srv_ctx *ctx, int chat)
     }
     srv_session_submit(ss, req.cmd);
     reply r = { .c = c, .ctx = ctx, .chat = chat, .stream = req.stream,
-                .include_usage = req.include_usage, .created = (json_int_t)time(NULL) };
+                .include_usage = req.include_usage,
+                .created = (json_int_t)time(NULL) };
     snprintf(r.id, sizeof r.id, "%s-%llu", chat ? "chatcmpl" : "cmpl",
              (unsigned long long)srv_session_id(ss));
     st = wait_started(&r, ss);

@@ -43,13 +43,14 @@ int srv_handle_health(struct mg_connection *c, srv_ctx *ctx)
 {
     int st = only_get(c);
     if (!st) {
-        int slots, busy, queued, cap;
-        srv_sched_gauges(ctx->sched, &slots, &busy, &queued, &cap);
+        srv_sched_snapshot g;
+        srv_sched_snapshot_get(ctx->sched, &g);
         const char *lost = srv_sched_device_lost(ctx->sched);
         const char *status = srv_closing(ctx) ? "shutting_down" : lost ? "device_failed" : "ok";
         st = send_json(c, srv_closing(ctx) || lost ? 503 : 200,
-                       json_pack("{s:s,s:i,s:i,s:i,s:i,s:s*}", "status", status, "slots", slots,
-                                 "slots_busy", busy, "queue", queued, "queue_capacity", cap,
+                       json_pack("{s:s,s:i,s:i,s:i,s:i,s:s*}", "status", status, "slots", g.slots,
+                                 "slots_busy", g.busy, "queue", g.queued, "queue_capacity",
+                                 g.queue_cap,
                                  "error", lost));
     }
     srv_metrics_request(ctx->metrics, SRV_EP_HEALTH, st);
@@ -93,7 +94,9 @@ int srv_handle_metrics(struct mg_connection *c, srv_ctx *ctx)
     /* Counted before the text is made, so a scrape sees itself. */
     srv_metrics_request(ctx->metrics, SRV_EP_METRICS, st ? st : 200);
     if (!st) {
-        char *text = srv_metrics_text(ctx->metrics, ctx->sched);
+        srv_sched_snapshot g;
+        srv_sched_snapshot_get(ctx->sched, &g);
+        char *text = srv_metrics_text(ctx->metrics, &g);
         if (!text) {
             srv_send_error(c, 500, "server_error", NULL, "out of memory");
             return 500;

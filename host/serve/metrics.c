@@ -156,12 +156,11 @@ static void say_hist(out *o, const char *name, const char *help, const hist *h)
         (unsigned long long)h->total, name, h->sum, name, (unsigned long long)h->total);
 }
 
-char *srv_metrics_text(srv_metrics *m, srv_sched *s)
+char *srv_metrics_text(srv_metrics *m, const srv_sched_snapshot *snap)
 {
     out o = { .cap = 4096 };
     if (!(o.p = malloc(o.cap))) return NULL;
-    int slots, busy, queued, cap;
-    srv_sched_gauges(s, &slots, &busy, &queued, &cap);
+    int slots = snap->slots, busy = snap->busy, queued = snap->queued, cap = snap->queue_cap;
     pthread_mutex_lock(&m->mu);
     say(&o, "# HELP tessera_requests_total Requests answered, by endpoint and HTTP status "
             "(realtime: WebSocket upgrades, 101).\n# TYPE tessera_requests_total counter\n");

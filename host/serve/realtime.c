@@ -52,6 +52,9 @@ static json_t *stats_json(const srv_stats *st)
                           (json_int_t)st->decode_h2d, "decode_d2h_bytes",
                           (json_int_t)st->decode_d2h, "queue_ms", st->queue_ms, "ttft_ms",
                           st->ttft_ms, "decode_ms", st->decode_ms);
+    /* max_tokens cut to the server's --max-tokens: that limit */
+    if (o && st->max_tokens_limit)
+        json_object_set_new(o, "max_tokens_limit", json_integer(st->max_tokens_limit));
     /* a turn an interrupt or steer stopped: how fast the stop took hold */
     if (o && st->stop_ms > 0) {
         json_object_set_new(o, "tokens_after_stop", json_integer(st->tokens_after_stop));
@@ -241,7 +244,7 @@ static srv_cmd *new_cmd(ws_conn *w, srv_cmd_kind kind, const json_t *o)
     if (!c) return NULL;
     c->kind = kind;
     c->t_recv = srv_now();
-    c->gen = (srv_gen){ .max_tokens = lim->max_tokens, .temperature = 0.0f, .top_p = 1.0f };
+    srv_gen_defaults(&c->gen, lim->max_tokens);
     char err[240];
     const char *param = NULL;
     const json_t *text = json_object_get(o, "text");
@@ -339,70 +342,30 @@ static const char *frame_error(int bits, size_t len)
     return NULL;
 }
 
-int srv_ws_data(struct mg_connection *c, int bits, char *data, size_t len, void *arg)
+/* A close frame: the answer echoes the peer's code (1000 when it gave
+ * none), or fails a close that breaks RFC 6455 section 5.5.1 or 7.4. */
+static void on_close_frame(ws_conn *w, const char *data, size_t len)
 {
-    (void)arg;
-    ws_conn *w = mg_get_user_connection_data(c);
-    if (!w) return 0;
-    int op = bits & 0x0f, fin = bits & 0x80;
-    const char *bad = frame_error(bits, len);
-    if (bad) {
-        close_with(w, 1002, bad);
-        return 0;
+    pthread_mutex_lock(&w->mu);
+    int sent = w->close_sent;
+    pthread_mutex_unlock(&w->mu);
+    int code = len >= 2 ? ((unsigned char)data[0] << 8) | (unsigned char)data[1] : 1000;
+    const char *why = "";
+    if (len == 1 || (len >= 2 && !close_code_ok(code))) {
+        code = 1002;
+        why = len == 1 ? "a close frame of 1 byte" : "an invalid close code";
+    } else if (len > 2 && !valid_utf8(data + 2, len - 2)) {
+        code = 1007;
+        why = "the close reason is not UTF-8";
     }
-    if (op == MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE) {
-        pthread_mutex_lock(&w->mu);
-        int sent = w->close_sent;
-        pthread_mutex_unlock(&w->mu);
-        /* the answer echoes the peer's code (1000 when it gave none), or
-         * fails a close that breaks section 5.5.1 or 7.4 */
-        int code = len >= 2 ? ((unsigned char)data[0] << 8) | (unsigned char)data[1] : 1000;
-        const char *why = "";
-        if (len == 1 || (len >= 2 && !close_code_ok(code))) {
-            code = 1002;
-            why = len == 1 ? "a close frame of 1 byte" : "an invalid close code";
-        } else if (len > 2 && !valid_utf8(data + 2, len - 2)) {
-            code = 1007;
-            why = "the close reason is not UTF-8";
-        }
-        if (!sent) close_with(w, code, why);
-        return 0;
-    }
-    /* civetweb answers pings and takes pongs itself while its
-     * enable_websocket_ping_pong is on (server.c): this is for when not */
-    if (op == MG_WEBSOCKET_OPCODE_PING) {
-        mg_websocket_write(c, MG_WEBSOCKET_OPCODE_PONG, data, len);
-        return 1;
-    }
-    if (op == MG_WEBSOCKET_OPCODE_PONG || w->refused) return 1;
-    if (op == MG_WEBSOCKET_OPCODE_BINARY ||
-        (op == MG_WEBSOCKET_OPCODE_CONTINUATION && !w->msg)) {
-        close_with(w, op == MG_WEBSOCKET_OPCODE_BINARY ? 1003 : 1002,
-                   op == MG_WEBSOCKET_OPCODE_BINARY ? "binary messages are not supported"
-                                                        : "continuation without a message");
-        return 0;
-    }
-    if (op != MG_WEBSOCKET_OPCODE_TEXT && op != MG_WEBSOCKET_OPCODE_CONTINUATION) {
-        close_with(w, 1002, "unknown opcode");
-        return 0;
-    }
-    if (w->msg_len + len > w->ctx->cfg->lim.max_body) {
-        close_with(w, 1009, "message too big");
-        return 0;
-    }
-    if (op == MG_WEBSOCKET_OPCODE_TEXT && fin && !w->msg) {   /* the usual case: one frame */
-        if (!valid_utf8(data, len)) {
-            close_with(w, 1007, "a text message that is not UTF-8");
-            return 0;
-        }
-        on_message(w, data, len);
-        return 1;
-    }
-    /* A fragmented message (RFC 6455 section 5.4): gather it, bounded. */
-    if (op == MG_WEBSOCKET_OPCODE_TEXT && w->msg) {
-        close_with(w, 1002, "a new message inside a fragmented one");
-        return 0;
-    }
+    if (!sent) close_with(w, code, why);
+}
+
+/* A frame of a text message that is neither whole in one frame nor
+ * wrong: gathered into w->msg (RFC 6455 section 5.4, bounded by the
+ * caller), handled once its last frame is in.  Returns srv_ws_data's. */
+static int on_fragment(ws_conn *w, const char *data, size_t len, int fin)
+{
     char *p = realloc(w->msg, w->msg_len + len + 1);
     if (!p) {
         close_with(w, 1011, "out of memory");
@@ -422,4 +385,61 @@ int srv_ws_data(struct mg_connection *c, int bits, char *data, size_t len, void 
         w->msg_len = 0;
     }
     return 1;
+}
+
+/* Why a data frame of opcode op cannot be taken, with its close code in
+ * *code; NULL when it can. */
+static const char *data_frame_error(const ws_conn *w, int op, size_t len, int *code)
+{
+    *code = 1002;
+    if (op == MG_WEBSOCKET_OPCODE_BINARY) {
+        *code = 1003;
+        return "binary messages are not supported";
+    }
+    if (op == MG_WEBSOCKET_OPCODE_CONTINUATION && !w->msg) return "continuation without a message";
+    if (op != MG_WEBSOCKET_OPCODE_TEXT && op != MG_WEBSOCKET_OPCODE_CONTINUATION)
+        return "unknown opcode";
+    if (w->msg_len + len > w->ctx->cfg->lim.max_body) {
+        *code = 1009;
+        return "message too big";
+    }
+    if (op == MG_WEBSOCKET_OPCODE_TEXT && w->msg) return "a new message inside a fragmented one";
+    return NULL;
+}
+
+int srv_ws_data(struct mg_connection *c, int bits, char *data, size_t len, void *arg)
+{
+    (void)arg;
+    ws_conn *w = mg_get_user_connection_data(c);
+    if (!w) return 0;
+    int op = bits & 0x0f, fin = bits & 0x80, code;
+    const char *bad = frame_error(bits, len);
+    if (bad) {
+        close_with(w, 1002, bad);
+        return 0;
+    }
+    if (op == MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE) {
+        on_close_frame(w, data, len);
+        return 0;
+    }
+    /* civetweb answers pings and takes pongs itself while its
+     * enable_websocket_ping_pong is on (server.c): this is for when not */
+    if (op == MG_WEBSOCKET_OPCODE_PING) {
+        mg_websocket_write(c, MG_WEBSOCKET_OPCODE_PONG, data, len);
+        return 1;
+    }
+    if (op == MG_WEBSOCKET_OPCODE_PONG || w->refused) return 1;
+    if ((bad = data_frame_error(w, op, len, &code))) {
+        close_with(w, code, bad);
+        return 0;
+    }
+    if (op == MG_WEBSOCKET_OPCODE_TEXT && fin) {   /* the usual case: one frame */
+        if (!valid_utf8(data, len)) {
+            close_with(w, 1007, "a text message that is not UTF-8");
+            return 0;
+        }
+        on_message(w, data, len);
+        return 1;
+    }
+    return on_fragment(w, data, len, fin);
 }

@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "../defaults.h"
 #include "serve.h"
 
 void srv_gen_free(srv_gen *g)
@@ -82,6 +83,15 @@ static int parse_stop(const json_t *v, srv_gen *g, char *err, size_t errlen, con
     return 0;
 }
 
+void srv_gen_defaults(srv_gen *g, int max_tokens)
+{
+    static unsigned long calls;   /* two requests in one nanosecond differ too */
+    unsigned long k = __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
+    *g = (srv_gen){ .max_tokens = max_tokens, .temperature = TSR_DEFAULT_TEMPERATURE,
+                    .top_p = 1.0f };
+    g->seed = (((uint64_t)(srv_now() * 1e9) ^ ((uint64_t)k << 40)) & ((1ull << 53) - 1)) | 1u;
+}
+
 int srv_parse_gen(const void *json, const srv_limits *lim, int min_tokens, srv_gen *g,
                   char *err, size_t errlen, const char **param)
 {
@@ -91,11 +101,12 @@ int srv_parse_gen(const void *json, const srv_limits *lim, int min_tokens, srv_g
         json_t *v = field(o, keys[k]);
         if (!v) continue;
         json_int_t n = json_is_integer(v) ? json_integer_value(v) : -1;
-        if (n < min_tokens || n > lim->max_tokens)
+        if (n < min_tokens)
             return fail(err, errlen, param, keys[k],
-                        "'%s' must be an integer in %d..%d (the server's --max-tokens)",
-                        keys[k], min_tokens, lim->max_tokens);
-        g->max_tokens = (int)n;
+                        "'%s' must be an integer of at least %d (one over the server's "
+                        "--max-tokens, %d, is cut to it)", keys[k], min_tokens, lim->max_tokens);
+        g->cut_to = n > lim->max_tokens ? lim->max_tokens : 0;
+        g->max_tokens = n > lim->max_tokens ? lim->max_tokens : (int)n;
         break;
     }
     json_t *v;
@@ -215,9 +226,7 @@ int srv_parse_completion(const char *body, size_t len, const srv_limits *lim, co
     c->kind = SRV_GENERATE;
     c->t_recv = srv_now();
     /* OpenAI's defaults: 16 tokens for completions, as many as fit for chat. */
-    c->gen = (srv_gen){ .max_tokens = chat ? lim->max_tokens : 16, .temperature = 1.0f,
-                        .top_p = 1.0f };
-    c->gen.seed = ((uint64_t)(srv_now() * 1e9)) | 1u;   /* unseeded: differs per request */
+    srv_gen_defaults(&c->gen, chat ? lim->max_tokens : 16);
     if (!json_is_object(o)) {
         snprintf(err, errlen, "the body must be a JSON object");
         goto out;

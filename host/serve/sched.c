@@ -199,6 +199,7 @@ static void start(srv_sched *s, srv_session *ss, srv_turn *t)
     }
     t->n_toks = n;
     t->st.prompt_tokens = n;
+    t->st.max_tokens_limit = t->cmd->gen.cut_to;
     if (n > 0) {
         t->prev = t->toks[n - 1];
     } else {
@@ -394,6 +395,77 @@ static void cleanup(srv_sched *s, srv_session *ss)
 }
 
 /* One unit of work for ss: at most one device call. */
+/* Under s->mu: the session's state for one step.  Returns 1 when its
+ * running generation is to stop (*why says why), else 0 with *c the next
+ * command when it runs none (or, closing, a persistent session's goodbye
+ * posted).  *closing gets whether the server closes. */
+static int take_locked(srv_sched *s, srv_session *ss, srv_cmd **c, srv_reason *why, int *closing)
+{
+    *closing = s->closing;
+    *c = NULL;
+    srv_turn *t = ss->active;
+    int stop = t && t->phase == SRV_PH_DECODE && (ss->stop_gen || *closing);
+    if (stop && ss->stop_gen) t->t_stop = ss->t_stop;
+    *why = *closing ? SRV_R_SHUTDOWN
+         : ss->cmds && ss->cmds->kind == SRV_STEER ? SRV_R_STEERED : SRV_R_INTERRUPTED;
+    if (t) return stop;
+    ss->stop_gen = 0;
+    ss->t_stop = 0;
+    if ((*c = ss->cmds)) {
+        ss->cmds = (*c)->next;
+        ss->n_cmds--;
+    } else if (*closing && ss->persistent && !ss->bye_sent) {
+        srv_event *bye = srv_event_new(SRV_EV_CLOSE);
+        if (bye) {
+            bye->status = 1001;
+            snprintf(bye->message, sizeof bye->message, "the server is shutting down");
+        }
+        srv_post_locked(ss, bye);
+        ss->bye_sent = 1;
+    }
+    return 0;
+}
+
+/* A command taken from the session's queue: a reset or a cancelled one is
+ * answered here (NULL); otherwise its turn, now the session's active one
+ * (NULL after an error, answered). */
+static srv_turn *begin(srv_sched *s, srv_session *ss, srv_cmd *c, int closing)
+{
+    srv_event *e;
+    if (c->kind == SRV_RESET) {
+        tsr_seq_close(ss->seq);     /* a new sequence also forgets the seed */
+        ss->seq = NULL;
+        if ((e = srv_event_new(SRV_EV_DONE))) e->reason = SRV_R_RESET;
+        post(s, ss, e);
+        srv_cmd_free(c);
+        return NULL;
+    }
+    if (c->cancelled || closing) {
+        if ((e = srv_event_new(SRV_EV_DONE))) {
+            e->reason = closing ? SRV_R_SHUTDOWN : SRV_R_INTERRUPTED;
+            e->stats.history_tokens = ss->seq ? tsr_seq_length(ss->seq) : 0;
+        }
+        srv_cmd_free(c);
+        conclude(s, ss, e);
+        return NULL;
+    }
+    srv_turn *t = turn_new(c);
+    if (!t) {
+        srv_cmd_free(c);
+        if ((e = srv_event_new(SRV_EV_ERROR))) {
+            e->status = 500;
+            e->code = "server_error";
+            snprintf(e->message, sizeof e->message, "out of memory");
+        }
+        conclude(s, ss, e);
+        return NULL;
+    }
+    pthread_mutex_lock(&s->mu);
+    ss->active = t;
+    pthread_mutex_unlock(&s->mu);
+    return t;
+}
+
 static void step(srv_sched *s, srv_session *ss, int alone)
 {
     pthread_mutex_lock(&s->mu);
@@ -402,70 +474,17 @@ static void step(srv_sched *s, srv_session *ss, int alone)
         cleanup(s, ss);
         return;
     }
-    int closing = s->closing;
+    srv_cmd *c;
+    srv_reason why;
+    int closing, stop = take_locked(s, ss, &c, &why, &closing);
     srv_turn *t = ss->active;
-    int stop = t && t->phase == SRV_PH_DECODE && (ss->stop_gen || closing);
-    if (stop && ss->stop_gen) t->t_stop = ss->t_stop;
-    srv_reason why = closing ? SRV_R_SHUTDOWN
-                   : ss->cmds && ss->cmds->kind == SRV_STEER ? SRV_R_STEERED : SRV_R_INTERRUPTED;
-    srv_cmd *c = NULL;
-    if (!t) {
-        ss->stop_gen = 0;
-        ss->t_stop = 0;
-        if ((c = ss->cmds)) {
-            ss->cmds = c->next;
-            ss->n_cmds--;
-        } else if (closing && ss->persistent && !ss->bye_sent) {
-            srv_event *bye = srv_event_new(SRV_EV_CLOSE);
-            if (bye) {
-                bye->status = 1001;
-                snprintf(bye->message, sizeof bye->message, "the server is shutting down");
-            }
-            srv_post_locked(ss, bye);
-            ss->bye_sent = 1;
-        }
-    }
     pthread_mutex_unlock(&s->mu);
 
     if (stop) {
         finish(s, ss, t, why);
         return;
     }
-    if (c && c->kind == SRV_RESET) {
-        tsr_seq_close(ss->seq);     /* a new sequence also forgets the seed */
-        ss->seq = NULL;
-        srv_event *e = srv_event_new(SRV_EV_DONE);
-        if (e) e->reason = SRV_R_RESET;
-        post(s, ss, e);
-        srv_cmd_free(c);
-        return;
-    }
-    if (c && (c->cancelled || closing)) {
-        srv_event *e = srv_event_new(SRV_EV_DONE);
-        if (e) {
-            e->reason = closing ? SRV_R_SHUTDOWN : SRV_R_INTERRUPTED;
-            e->stats.history_tokens = ss->seq ? tsr_seq_length(ss->seq) : 0;
-        }
-        srv_cmd_free(c);
-        conclude(s, ss, e);
-        return;
-    }
-    if (c) {
-        if (!(t = turn_new(c))) {
-            srv_cmd_free(c);
-            srv_event *e = srv_event_new(SRV_EV_ERROR);
-            if (e) {
-                e->status = 500;
-                e->code = "server_error";
-                snprintf(e->message, sizeof e->message, "out of memory");
-            }
-            conclude(s, ss, e);
-            return;
-        }
-        pthread_mutex_lock(&s->mu);
-        ss->active = t;
-        pthread_mutex_unlock(&s->mu);
-    }
+    if (c && !(t = begin(s, ss, c, closing))) return;
     if (!t) return;
     switch (t->phase) {
     case SRV_PH_START:   start(s, ss, t); break;
@@ -630,12 +649,10 @@ void srv_sched_stop(srv_sched *s)
     free(s);
 }
 
-void srv_sched_gauges(srv_sched *s, int *slots, int *busy, int *queued, int *queue_cap)
+void srv_sched_snapshot_get(srv_sched *s, srv_sched_snapshot *out)
 {
     pthread_mutex_lock(&s->mu);
-    *slots = s->o.slots;
-    *busy = s->slots_used;
-    *queued = s->queue_len;
-    *queue_cap = s->o.queue;
+    *out = (srv_sched_snapshot){ .slots = s->o.slots, .busy = s->slots_used,
+                                 .queued = s->queue_len, .queue_cap = s->o.queue };
     pthread_mutex_unlock(&s->mu);
 }

@@ -42,6 +42,9 @@ typedef struct srv_limits {
 /* One generation's settings, as a request gives them. */
 typedef struct srv_gen {
     int      max_tokens;           /* tokens to generate, >= 0              */
+    int      cut_to;               /* the request asked for more than the
+                                      server's --max-tokens: that limit, which
+                                      max_tokens now is; else 0              */
     float    temperature, top_p;   /* 0: greedy; top_p in (0,1], 1: off     */
     uint64_t seed;
     char    *stop[SRV_MAX_STOP];   /* owned, n_stop of them                 */
@@ -95,8 +98,14 @@ int srv_parse_completion(const char *body, size_t len, const srv_limits *lim, co
 /* A request's sampling fields ("max_tokens", "temperature", ...) into g,
  * starting from the defaults in g.  json is a jansson json_t *.  A token
  * count below min_tokens is refused: 1 for HTTP (OpenAI refuses 0), 0 for
- * a WebSocket message (0: append the text only).  Returns 0, or -1 with
- * err filled. */
+ * a WebSocket message (0: append the text only); one above lim->max_tokens
+ * is cut to it (g->cut_to says so; the context cuts a generation short
+ * too, with finish_reason "length").  Returns 0, or -1 with err filled. */
+/* The settings of a generation whose request gives none: max_tokens
+ * tokens, defaults.h's temperature, top_p 1 (off, as OpenAI's) and a
+ * random seed (a different one each call). */
+void srv_gen_defaults(srv_gen *g, int max_tokens);
+
 int srv_parse_gen(const void *json, const srv_limits *lim, int min_tokens, srv_gen *g,
                   char *err, size_t errlen, const char **param);
 
@@ -125,6 +134,8 @@ typedef struct srv_stats {
     int      prompt_tokens;       /* appended by this turn (BOS included)    */
     int      completion_tokens;   /* generated (an EOS included)             */
     int      history_tokens;      /* the sequence's length after the turn    */
+    int      max_tokens_limit;    /* max_tokens was cut to --max-tokens: it;
+                                     else 0                                  */
     uint64_t prefill_h2d;         /* bytes host->device of the append        */
     uint64_t decode_h2d, decode_d2h;
     double   queue_ms;            /* arrival to the first device call        */
@@ -185,8 +196,18 @@ void srv_sched_close(srv_sched *s);
 /* Wait for the thread to finish the hung-up sessions, then free s.  The
  * caller closes the model and device after it. */
 void srv_sched_stop(srv_sched *s);
-/* Slots in use and sessions waiting, for /metrics and /health. */
-void srv_sched_gauges(srv_sched *s, int *slots, int *busy, int *queued, int *queue_cap);
+/* The scheduler's gauges at one moment, as it publishes them for /health
+ * and /metrics (which reads this struct and never calls the scheduler:
+ * calls go scheduler -> metrics only). */
+typedef struct srv_sched_snapshot {
+    int slots;       /* sequence slots on the device                    */
+    int busy;        /* held by a request or a WebSocket session        */
+    int queued;      /* waiting for a slot                              */
+    int queue_cap;   /* waiting places; beyond them, 503                */
+} srv_sched_snapshot;
+
+/* Fill *out with s's gauges, taken together under its lock.  Any thread. */
+void srv_sched_snapshot_get(srv_sched *s, srv_sched_snapshot *out);
 /* NULL while the device works; once a device call failed with
  * TSR_ERR_DEVICE (a card or a stage's rank is gone), why, for good: every
  * request is then answered 503.  Any thread. */
@@ -233,8 +254,9 @@ void srv_metrics_token_gap(srv_metrics *m, double seconds);
 /* A decode call of the scheduler, over n sequences (1..8); got (n,)
  * (optional: NULL for a failed call) the tokens each kept. */
 void srv_metrics_decode_call(srv_metrics *m, int n, const int *got);
-/* Prometheus text format (version 0.0.4) into a malloc'd string. */
-char *srv_metrics_text(srv_metrics *m, srv_sched *s);
+/* Prometheus text format (version 0.0.4) into a malloc'd string: m's
+ * counters and histograms, then the scheduler's gauges from snap. */
+char *srv_metrics_text(srv_metrics *m, const srv_sched_snapshot *snap);
 
 /* ------------------------------------------------------------ the server --- */
 

@@ -180,6 +180,8 @@ class RawWS:
 
 def ws_turn(ws, msg):
     t0 = time.perf_counter()
+    if msg["type"] in ("generate", "steer"):   # greedy, as before the server's 0.8 default
+        msg = {"temperature": 0, **msg}
     ws.send(json.dumps(msg))
     times = []
     while True:
@@ -255,7 +257,8 @@ def interrupt_latency(srv, runs, ctx_tokens, busy=0):
     to_done, received, after, stop_ms = [], [], [], []
     for _ in range(runs):
         ws_turn(ws, {"type": "reset"})
-        ws.send(json.dumps({"type": "generate", "text": PROMPT, "max_tokens": ctx_tokens - 16}))
+        ws.send(json.dumps({"type": "generate", "text": PROMPT, "max_tokens": ctx_tokens - 16,
+                            "temperature": 0}))
         n, sent, t0 = 0, None, 0.0
         while True:
             m = json.loads(ws.recv())

@@ -87,7 +87,8 @@ def ws_client(srv, until, seed, counts):
                     if time.monotonic() >= until:
                         break
                     ws.send(json.dumps({"type": "generate", "text": " " + prompt(rng),
-                                        "max_tokens": rng.randrange(1, 100)}))
+                                        "max_tokens": rng.randrange(1, 100),
+                                        "temperature": 0}))
                     while True:
                         m = json.loads(ws.recv(timeout=120))
                         if m["type"] in ("done", "error"):

@@ -81,7 +81,7 @@ def bad_bodies():
         yield "truncated at %d" % n, valid[:n]
     wrong = {
         "prompt": [5, {}, True, ["a", "b"], [1, 2]],
-        "max_tokens": ["8", -1, 1.5, 10 ** 6, True, [], {}, "1e9"],
+        "max_tokens": ["8", -1, 0, 1.5, True, [], {}, "1e9"],   # 10**6: cut, not refused
         "temperature": ["hot", -0.1, 2.5, [], {}, True],
         "top_p": [0, -1, 1.5, "x", []],
         "seed": [1.5, "7", [], {}],

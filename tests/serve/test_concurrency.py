@@ -208,8 +208,9 @@ def ws_turn(ws, msg, stop_after=None, stop_msg=None, first=None, timeout=120):
     """Send msg; collect its token ids until its done.  With stop_after,
     send stop_msg once that many tokens arrived; also returns the tokens
     that arrived after that send.  first (an Event) is set at the first
-    token."""
-    ws.send(json.dumps(msg))
+    token.  Greedy unless msg says otherwise (the server's default is 0.8
+    and a random seed)."""
+    ws.send(json.dumps({"temperature": 0, **msg}))
     ids, text, after = [], "", None
     while True:
         m = json.loads(ws.recv(timeout=timeout))
@@ -222,7 +223,8 @@ def ws_turn(ws, msg, stop_after=None, stop_msg=None, first=None, timeout=120):
                     first.set()
             text += m["text"]
             if stop_after is not None and len(ids) == stop_after and after is None:
-                ws.send(json.dumps(stop_msg))
+                ws.send(json.dumps({"temperature": 0, **stop_msg} if stop_msg["type"] == "steer"
+                                   else stop_msg))
                 after = 0
         elif m["type"] == "done":
             assert m["text"] == text
@@ -311,7 +313,8 @@ def test_a_short_turn_ends_inside_a_long_batched_call(four_s15m):
 
     def long_turn():
         with connect(srv.ws_url, open_timeout=10, close_timeout=10) as ws:
-            ws.send(json.dumps({"type": "generate", "text": PROMPTS[1], "max_tokens": 200}))
+            ws.send(json.dumps({"type": "generate", "text": PROMPTS[1], "max_tokens": 200,
+                                "temperature": 0}))
             while True:
                 m = json.loads(ws.recv(timeout=120))
                 if m["type"] == "token" and "id" in m:

@@ -61,6 +61,8 @@ def test_generate_stop_steer(browser, s15m_long):
 
     browser.get(s15m_long.url + "/")
     assert browser.title == "tessera playground"
+    # the first state says what the page does, not an error: it connects on Generate
+    assert status() == "press Generate to open a session (nothing is connected before)"
     mt = browser.find_element(By.ID, "max-tokens")
     mt.clear()
     mt.send_keys("2000")

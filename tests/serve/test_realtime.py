@@ -19,8 +19,10 @@ CMD_BYTES = 64
 
 def turn(ws, msg, interrupt_after=None, timeout=60):
     """Send msg; collect token ids and text until done.  With
-    interrupt_after, send an interrupt once that many tokens arrived."""
-    ws.send(json.dumps(msg))
+    interrupt_after, send an interrupt once that many tokens arrived.
+    Greedy unless msg says otherwise (the server's default is 0.8 and a
+    random seed), so that the tokens are the reference's."""
+    ws.send(json.dumps({"temperature": 0, **msg}))
     ids, text = [], ""
     while True:
         m = json.loads(ws.recv(timeout=timeout))
@@ -121,7 +123,7 @@ def test_bad_messages_get_errors_and_the_session_goes_on(s260k):
         ids, d = turn(ws, {"type": "generate", "text": PROMPT, "max_tokens": 4})
         assert len(ids) == 4 and d["reason"] == "length"
         # a message split over frames (RFC 6455 fragmentation)
-        ws.send(['{"type": "generate", ', '"max_tokens": 3}'])
+        ws.send(['{"type": "generate", ', '"max_tokens": 3, "temperature": 0}'])
         m = [json.loads(ws.recv(timeout=30)) for _ in range(4)]
         assert [x["type"] for x in m] == ["token", "token", "token", "done"]
 
@@ -157,7 +159,8 @@ def test_origin_and_api_key():
 def test_shutdown_ends_the_turn_and_closes_1001():
     srv = tsr_serve.Server(["-m", str(tsr_serve.s15m_model()), "-z", str(tsr_serve.TOK32K)])
     with connect(srv.ws_url, open_timeout=10) as ws:
-        ws.send(json.dumps({"type": "generate", "text": PROMPT, "max_tokens": 200}))
+        ws.send(json.dumps({"type": "generate", "text": PROMPT, "max_tokens": 200,
+                            "temperature": 0}))
         assert json.loads(ws.recv(timeout=60))["type"] == "token"
         srv.send_signal(signal.SIGTERM)
         while True:
