@@ -211,8 +211,11 @@ $(LIB_ALL): $(DRIVER_OBJ) $(KERNEL_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+# Its SONAME is in every build (TSR_SONAME below), with the link the
+# loader looks for beside it, so a program linked against $(BUILD)/ runs.
 $(LIB_SO): $(DRIVER_OBJ) $(KERNEL_OBJ)
-	$(CC) -shared $(SANFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) -shared $(SANFLAGS) -Wl,-soname,$(TSR_SONAME) -o $@ $^ $(LDLIBS)
+	ln -sf libtessera.so $(BUILD)/$(TSR_SONAME)
 
 # chat's line editing: libedit (BSD-licensed), the program only.
 $(TESSERA): $(HOST_OBJ) $(LIB_A)
@@ -481,8 +484,12 @@ $(BUILD)/examples/%: host/examples/%.c driver/include/tessera.h $(LIB_A)
 
 # ---------------------------------------------------------------- install ---
 # make install [PREFIX=/usr/local] [DESTDIR=staging]: the tessera program,
-# the header, the static archive, the shared library (soname
-# libtessera.so.MAJOR, with symlinks) and lib/pkgconfig/tessera.pc.  The
+# the header, the static archive, the shared library (with its soname's
+# link and libtessera.so) and lib/pkgconfig/tessera.pc.
+# The soname follows the ABI (tessera.h, "Growing structs"): while MAJOR
+# is 0 every minor version may break it, so the soname carries both,
+# libtessera.so.0.MINOR (0.3.0 -> libtessera.so.0.3; a 0.3.1 keeps it);
+# from 1.0 on, libtessera.so.MAJOR.  The
 # shared library is linked from the archive so that installing never
 # recompiles (tests/test_install.c relies on that and sets LIB_SOVER to a
 # temp path).  make uninstall removes exactly these files.
@@ -491,10 +498,12 @@ LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 TSR_VERSION := $(shell sed -n 's/^\#define TSR_VERSION_STRING "\(.*\)"/\1/p' driver/include/tessera.h)
 TSR_SOMAJOR := $(firstword $(subst ., ,$(TSR_VERSION)))
+TSR_SOMINOR := $(word 2,$(subst ., ,$(TSR_VERSION)))
+TSR_SONAME  := libtessera.so.$(TSR_SOMAJOR)$(if $(filter 0,$(TSR_SOMAJOR)),.$(TSR_SOMINOR))
 LIB_SOVER   := $(BUILD)/libtessera.so.$(TSR_VERSION)
 
 $(LIB_SOVER): $(LIB_A)
-	$(CC) -shared $(SANFLAGS) -Wl,-soname,libtessera.so.$(TSR_SOMAJOR) -o $@.tmp$$$$ \
+	$(CC) -shared $(SANFLAGS) -Wl,-soname,$(TSR_SONAME) -o $@.tmp$$$$ \
 	    -Wl,--whole-archive $(LIB_A) -Wl,--no-whole-archive $(LDLIBS) && mv -f $@.tmp$$$$ $@
 
 install: $(LIB_A) $(LIB_SOVER) $(TESSERA) driver/include/tessera.h tessera.pc.in
@@ -503,15 +512,15 @@ install: $(LIB_A) $(LIB_SOVER) $(TESSERA) driver/include/tessera.h tessera.pc.in
 	install -m 644 driver/include/tessera.h $(DESTDIR)$(INCLUDEDIR)/tessera.h
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/libtessera.a
 	install -m 755 $(LIB_SOVER) $(DESTDIR)$(LIBDIR)/libtessera.so.$(TSR_VERSION)
-	ln -sf libtessera.so.$(TSR_VERSION) $(DESTDIR)$(LIBDIR)/libtessera.so.$(TSR_SOMAJOR)
-	ln -sf libtessera.so.$(TSR_SOMAJOR) $(DESTDIR)$(LIBDIR)/libtessera.so
+	ln -sf libtessera.so.$(TSR_VERSION) $(DESTDIR)$(LIBDIR)/$(TSR_SONAME)
+	ln -sf $(TSR_SONAME) $(DESTDIR)$(LIBDIR)/libtessera.so
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
 	    -e 's|@VERSION@|$(TSR_VERSION)|' tessera.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/tessera.pc
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/tessera $(DESTDIR)$(INCLUDEDIR)/tessera.h \
 	    $(DESTDIR)$(LIBDIR)/libtessera.a $(DESTDIR)$(LIBDIR)/libtessera.so \
-	    $(DESTDIR)$(LIBDIR)/libtessera.so.$(TSR_SOMAJOR) \
+	    $(DESTDIR)$(LIBDIR)/$(TSR_SONAME) \
 	    $(DESTDIR)$(LIBDIR)/libtessera.so.$(TSR_VERSION) $(DESTDIR)$(LIBDIR)/pkgconfig/tessera.pc
 
 # ------------------------------------------------------------ Vitis flow ---

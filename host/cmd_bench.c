@@ -237,7 +237,7 @@ static int one_run(tsr_model *model, const int *prompt, int n_prompt, int n_gen,
     if (rc == TSR_OK) rc = tsr_seq_append_tokens(seq, prompt, n_prompt);
     tsr_gen_opts go = { .max_tokens = n_gen, .temperature = 0.0f, .ignore_stop = 1 };
     if (rc == TSR_OK) rc = tsr_seq_generate(seq, &go, NULL, NULL, got);
-    tsr_seq_stats st;
+    tsr_seq_stats st = { 0 };
     if (rc == TSR_OK) rc = tsr_seq_get_stats(seq, &st);
     if (rc == TSR_OK) {
         r->decode_tok_s = st.decode_tok_s;
@@ -270,7 +270,7 @@ static int batch_run(tsr_model *model, int b, int *ids, int n_prompt, int n_gen,
     int total = 0;
     *got = n_gen;
     for (int k = 0; k < b && rc == TSR_OK; k++) {
-        tsr_seq_stats st;
+        tsr_seq_stats st = { 0 };
         if ((rc = tsr_seq_get_stats(seqs[k], &st)) != TSR_OK) break;
         per_seq += st.decode_tok_s / b;
         total += n_got[k];
@@ -337,12 +337,12 @@ int cmd_bench(int argc, char **argv)
         cli_error("%s", tsr_device_errmsg(dev));
         goto out;
     }
-    tsr_traffic tr;
+    tsr_traffic tr = { 0 };
     tsr_device_traffic(dev, &tr);
     double stream_s = sc.start > 0 ? sc.end - sc.start : load_s;
     double prep_s = sc.start > 0 ? sc.start - t0 : 0.0;
     double load_gb_s = stream_s > 0 ? (double)tr.load_h2d / stream_s / 1e9 : 0.0;
-    tsr_model_info mi;
+    tsr_model_info mi = { 0 };
     tsr_model_get_info(model, &mi);
     /* The default decode count shrinks to what the context leaves (a
      * stories15M-shape model has 256 positions, GGUF files say 128); a
@@ -378,13 +378,13 @@ int cmd_bench(int argc, char **argv)
     const char *wname = a.weights_f32 ? "f32" : !strncmp(mi.weights, "Q8_0", 4) ? "q8"
                       : !strncmp(mi.weights, "Q4_0 group", 10) ? "q4" : "mixed";
     int gs = mi.group_size;
-    tsr_pipeline last_pipe;
+    tsr_pipeline last_pipe = { 0 };
     memset(&last_pipe, 0, sizeof last_pipe);
     for (int k = -a.warmup; k < a.repeat; k++) {
         bench_run r = { 0 };
         int got = 0;
         make_prompt(prompt, a.prompt_tokens, 0, mi.vocab_size, mi.bos);
-        tsr_pipeline p0, p1, p2;
+        tsr_pipeline p0 = { 0 }, p1 = { 0 }, p2 = { 0 };
         tsr_device_pipeline(dev, &p0);
         if ((rc = one_run(model, prompt, a.prompt_tokens, a.decode_tokens, &r, &got)) == TSR_OK &&
             got == a.decode_tokens && a.batch) {

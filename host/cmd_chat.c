@@ -100,8 +100,10 @@ static void keep_reply(chat_ctx *c, const char *p, size_t n)
     c->reply[c->len] = '\0';
 }
 
-static int print_token(tsr_seq *s, int token, void *user)
+static int print_token(tsr_seq *s, int token, const char *text, size_t len, void *user)
 {
+    (void)text;
+    (void)len;
     (void)s;
     chat_ctx *c = user;
     size_t n;
@@ -215,7 +217,7 @@ static int append_line(tsr_device *dev, tsr_model *m, tsr_seq *seq, const char *
         cli_error("%s", tsr_device_errmsg(dev));
         return -1;
     }
-    tsr_model_info mi;
+    tsr_model_info mi = { 0 };
     tsr_model_get_info(m, &mi);
     /* The line's length as the first line of a conversation (BOS first). */
     size_t cap = strlen(line) + 3;
@@ -289,8 +291,8 @@ out:
 
 static void print_stats(tsr_model *m, tsr_seq *seq, int replies)
 {
-    tsr_model_info mi;
-    tsr_seq_stats st;
+    tsr_model_info mi = { 0 };
+    tsr_seq_stats st = { 0 };
     tsr_model_get_info(m, &mi);
     tsr_seq_get_stats(seq, &st);
     int len = tsr_seq_length(seq);
@@ -406,7 +408,7 @@ int cmd_chat(int argc, char **argv)
         cli_error("%s", tsr_device_errmsg(dev));
         goto out;
     }
-    tsr_model_info mi;
+    tsr_model_info mi = { 0 };
     tsr_model_get_info(m, &mi);
     struct sigaction sa = { .sa_handler = on_sigint };   /* no SA_RESTART: reads return */
     sigemptyset(&sa.sa_mask);

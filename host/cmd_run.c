@@ -92,8 +92,10 @@ static void print_ready(stream_ctx *c, int finish)
     if (n) fwrite(p, 1, n, stdout);
 }
 
-static int on_token(tsr_seq *s, int token, void *user)
+static int on_token(tsr_seq *s, int token, const char *text, size_t len, void *user)
 {
+    (void)text;
+    (void)len;
     (void)s;
     stream_ctx *c = user;
     if (token != c->bos && token != c->eos) {
@@ -110,8 +112,8 @@ static int on_token(tsr_seq *s, int token, void *user)
 
 static void print_stats(tsr_device *dev, tsr_seq *seq)
 {
-    tsr_traffic t;
-    tsr_seq_stats st;
+    tsr_traffic t = { 0 };
+    tsr_seq_stats st = { 0 };
     tsr_device_traffic(dev, &t);
     tsr_seq_get_stats(seq, &st);
     fprintf(stderr,
@@ -258,7 +260,7 @@ int cmd_run(int argc, char **argv)
         cli_error("%s", tsr_device_errmsg(dev));
         goto out;
     }
-    tsr_model_info mi;
+    tsr_model_info mi = { 0 };
     tsr_model_get_info(model, &mi);
     if (a.steps == 0 || a.steps > mi.seq_len) {
         if (a.steps > mi.seq_len)
@@ -284,7 +286,7 @@ int cmd_run(int argc, char **argv)
     }
     stream_ctx sc = { .model = model, .prev = prompt[0], .bos = mi.bos, .eos = mi.eos };
     textout_init(&sc.text, NULL, 0);
-    for (int i = 1; i < n_prompt && i <= a.steps; i++) on_token(seq, prompt[i], &sc);
+    for (int i = 1; i < n_prompt && i <= a.steps; i++) on_token(seq, prompt[i], "", 0, &sc);
     free(prompt);
 
     int n_gen = a.steps - n_prompt + 1, got = 0;
@@ -317,7 +319,7 @@ int cmd_run(int argc, char **argv)
     textout_free(&sc.text);
     printf("\n");
     if (cli_flush_stdout()) goto out;
-    tsr_seq_stats st;
+    tsr_seq_stats st = { 0 };
     tsr_seq_get_stats(seq, &st);
     int stopped = tsr_seq_was_cancelled(seq);
     fprintf(stderr, "tessera: %d token%s generated%s, %.1f tokens/s, time to first token %.2f ms\n",

@@ -113,7 +113,7 @@ int cmd_synth(int argc, char **argv)
         fprintf(stderr, "tessera: wrote %s (not a regular file: not read back)\n", out);
         return 0;
     }
-    tsr_file_info fi;
+    tsr_file_info fi = { 0 };
     if (tsr_file_inspect(out, &fi, err, sizeof err) != TSR_OK) {
         cli_error("%s", err);
         return 1;
