@@ -135,15 +135,42 @@ LIB_ALL := $(BUILD)/libtessera-all.a
 LIB_SO := $(BUILD)/libtessera.so
 TESSERA := $(BUILD)/tessera
 
-.PHONY: all test run clean help deps lint-hls lint-hls-clang install uninstall
+.PHONY: all test check run clean cleanall help deps lint-hls lint-hls-clang install uninstall
+
+# ------------------------------------------------------ Vitis vocabulary ---
+# Vitis users type `make all TARGET=hw|hw_emu PLATFORM=...`.  TARGET given
+# on the command line (of this make, not a sub-make's) picks what `all`
+# builds: hw or hw_emu the xclbin (hw/vitis.mk, `make xclbin`); sw_emu the
+# CPU emulator, which is tessera's software emulation (the same kernel C
+# sources compiled for the CPU, in libtessera's "emu" device), what `make`
+# alone builds.  Without TARGET, `all` is the library and the program.
+VITIS_ALL :=
+ifeq ($(origin TARGET)$(MAKELEVEL),command line0)
+  ifneq ($(filter all,$(or $(MAKECMDGOALS),all)),)
+    VITIS_ALL := $(TARGET)
+    ifeq ($(filter $(TARGET),hw hw_emu sw_emu),)
+      $(error TARGET=$(TARGET): hw or hw_emu (make all builds the xclbin) or sw_emu (the CPU emulator, make all without TARGET))
+    endif
+  endif
+endif
+ifeq ($(VITIS_ALL),sw_emu)
+  $(info TARGET=sw_emu: tessera's software emulation is its CPU emulator, the kernel sources compiled for the CPU (device "emu", docs/emulator.md); building it, as `make` alone does, into $(BUILD)/)
+endif
+ifneq ($(filter hw hw_emu,$(VITIS_ALL)),)
+all: xclbin
+else
 all: $(LIB_A) $(LIB_SO) $(TESSERA)
+endif
 
 help:
 	@echo "tessera make targets:"
 	@echo "  make deps       apt-get install the Debian packages the project needs"
-	@echo "  make all        build libtessera (.a, .so) and the tessera program in $(BUILD)/"
+	@echo "  make all        build libtessera (.a, .so) and the tessera program in $(BUILD)/: the CPU"
+	@echo "                  emulator, tessera's software emulation (TARGET=sw_emu says so and does the same)"
+	@echo "  make all TARGET=hw|hw_emu PLATFORM=<platform> [PROFILE=<profile>]"
+	@echo "                  build the xclbin instead (= make xclbin; needs Vitis: make help-hw)"
 	@echo "  make test       build and run every CMocka test, the Python server suites, lint-hls"
-	@echo "                  and a short run of each fuzzer"
+	@echo "                  and a short run of each fuzzer (make check: the same)"
 	@echo "  make venv       the Python venv the server suites use ($(VENV), from PyPI)"
 	@echo "  make fuzz       run each libFuzzer harness for FUZZ_SECONDS (default $(FUZZ_SECONDS)) s"
 	@echo "  make lint-hls   check kernels/ against the synthesizable C rules"
@@ -159,7 +186,9 @@ help:
 	@echo "  make examples   build host/examples/ into $(BUILD)/examples/"
 	@echo "  make install    install tessera, the header, libraries, tessera.pc (PREFIX=$(PREFIX), DESTDIR=)"
 	@echo "  make uninstall  remove what make install installed (same PREFIX, DESTDIR)"
-	@echo "  make clean      remove $(BUILD_ROOT)/ and its -san, -tsan, -fuzz, -stories15m, -serial siblings"
+	@echo "  make clean      remove $(BUILD_ROOT)/ and its -san, -tsan, -fuzz, -stories15m, -serial, -mpi siblings"
+	@echo "  make cleanall   make clean, and every other build folder and generated file: the other"
+	@echo "                  profiles' builds, $(VENV), build_dir.*/ (HLS, xclbin), bitstreams/*.xclbin, Vitis logs"
 	@echo "Variables: SHARED=$(SHARED) (models, references; tests read it at run time as TSR_SHARED)"
 	@echo "           SANITIZE=1 (ASan+UBSan, in $(BUILD_ROOT)-san/)  TSAN=1 (ThreadSanitizer, $(BUILD_ROOT)-tsan/)"
 	@echo "           NATIVE=1 (emulator objects for this CPU: -march=native)"
@@ -320,7 +349,7 @@ soak-serve: $(TESSERA) $(VENV)/.stamp
 # TSAN=1: the concurrency tests alone under ThreadSanitizer.
 # Without the model files no test can run: say so (tests/check_shared.sh)
 # before building anything.
-ifneq ($(filter test,$(MAKECMDGOALS)),)
+ifneq ($(filter test check,$(MAKECMDGOALS)),)
   SHARED_PROBLEM := $(shell TSR_SHARED='$(abspath $(SHARED))' sh tests/check_shared.sh 2>&1)
   ifneq ($(SHARED_PROBLEM),)
     $(error $(SHARED_PROBLEM))
@@ -376,6 +405,19 @@ run: $(TESSERA)
 
 clean:
 	rm -rf $(BUILD_ROOT) $(addprefix $(BUILD_ROOT),-san -tsan -fuzz -stories15m -serial -san-stories15m -san-serial -mpi -san-mpi)
+
+# make check: the Vitis examples' name for make test.
+check: test
+
+# Everything a build leaves: clean's folders, every profile's emulator
+# build, the Python venv, the Vitis flow's outputs (build_dir.*: HLS
+# components, xo, link configs, raw xclbins; the xclbins in bitstreams/,
+# whose MANIFEST and README stay) and the logs and scratch v++ and
+# vitis-run leave in the tree.  Tracked files are never removed.
+cleanall: clean
+	rm -rf $(foreach p,$(HW_PROFILES),$(BUILD_ROOT)-$(p) $(BUILD_ROOT)-san-$(p)) $(VENV) \
+	    build_dir.* bitstreams/*.xclbin bitstreams/*.xclbin.tmp _x .Xil .ipcache \
+	    vitis_analyzer* v++_*.log vitis-run_*.log xcd.log *.jou
 
 # ------------------------------------------------------------------- fuzz ---
 # libFuzzer harnesses (tests/fuzz/), built with clang under ASan + UBSan
