@@ -411,6 +411,21 @@ static void fmt_gemma(out *o, const conv *c, int gen)
     if (gen) put(o, "<start_of_turn>model\n");
 }
 
+/* Each message of c: the size of the first (tessera.h, Growing
+ * structs), a role of the four and a content, zero reserved words. */
+static int conv_ok(const conv *c)
+{
+    for (int i = 0; i < c->n; i++) {
+        tsr_chat_msg m;   /* the caller's size bytes of message i, checked */
+        if (tsr_abi_size(&tsr_abi_chat_msg, msg(c, i)) != c->stride) return TSR_ERR_ARG;
+        int rc = tsr_abi_read(&tsr_abi_chat_msg, msg(c, i), &m, NULL);
+        if (rc) return rc;
+        if (!m.role || !m.content || role_of(m.role) < 0) return TSR_ERR_ARG;
+        if (m.reserved[0] || m.reserved[1]) return TSR_ERR_UNSUPPORTED;
+    }
+    return TSR_OK;
+}
+
 int tsr_chat_format(const char *fam, const char *tmpl, const tsr_chat_msg *msgs, int n_msgs,
                     int add_generation_prompt, char *buf, size_t cap, size_t *len)
 {
@@ -423,14 +438,8 @@ int tsr_chat_format(const char *fam, const char *tmpl, const tsr_chat_msg *msgs,
     if (f < 0) return TSR_ERR_ARG;
     conv c = { (const char *)msgs, n_msgs > 0 ? tsr_abi_size(&tsr_abi_chat_msg, msgs) : 0,
                n_msgs };
-    for (int i = 0; i < n_msgs; i++) {
-        tsr_chat_msg m;   /* the caller's size bytes of message i, checked */
-        if (tsr_abi_size(&tsr_abi_chat_msg, msg(&c, i)) != c.stride) return TSR_ERR_ARG;
-        int rc = tsr_abi_read(&tsr_abi_chat_msg, msg(&c, i), &m, NULL);
-        if (rc) return rc;
-        if (!m.role || !m.content || role_of(m.role) < 0) return TSR_ERR_ARG;
-        if (m.reserved[0] || m.reserved[1]) return TSR_ERR_UNSUPPORTED;
-    }
+    int rc = conv_ok(&c);
+    if (rc) return rc;
     details d = read_details(f, tmpl);
     int gen = add_generation_prompt != 0;
     out o = { .buf = buf, .cap = cap };
