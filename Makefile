@@ -135,15 +135,42 @@ LIB_ALL := $(BUILD)/libtessera-all.a
 LIB_SO := $(BUILD)/libtessera.so
 TESSERA := $(BUILD)/tessera
 
-.PHONY: all test run clean help deps lint-hls lint-hls-clang install uninstall
+.PHONY: all test check run clean cleanall help deps lint-hls lint-hls-clang install uninstall
+
+# ------------------------------------------------------ Vitis vocabulary ---
+# Vitis users type `make all TARGET=hw|hw_emu PLATFORM=...`.  TARGET given
+# on the command line (of this make, not a sub-make's) picks what `all`
+# builds: hw or hw_emu the xclbin (hw/vitis.mk, `make xclbin`); sw_emu the
+# CPU emulator, which is tessera's software emulation (the same kernel C
+# sources compiled for the CPU, in libtessera's "emu" device), what `make`
+# alone builds.  Without TARGET, `all` is the library and the program.
+VITIS_ALL :=
+ifeq ($(origin TARGET)$(MAKELEVEL),command line0)
+  ifneq ($(filter all,$(or $(MAKECMDGOALS),all)),)
+    VITIS_ALL := $(TARGET)
+    ifeq ($(filter $(TARGET),hw hw_emu sw_emu),)
+      $(error TARGET=$(TARGET): hw or hw_emu (make all builds the xclbin) or sw_emu (the CPU emulator, make all without TARGET))
+    endif
+  endif
+endif
+ifeq ($(VITIS_ALL),sw_emu)
+  $(info TARGET=sw_emu: tessera's software emulation is its CPU emulator, the kernel sources compiled for the CPU (device "emu", docs/emulator.md); building it, as `make` alone does, into $(BUILD)/)
+endif
+ifneq ($(filter hw hw_emu,$(VITIS_ALL)),)
+all: xclbin
+else
 all: $(LIB_A) $(LIB_SO) $(TESSERA)
+endif
 
 help:
 	@echo "tessera make targets:"
 	@echo "  make deps       apt-get install the Debian packages the project needs"
-	@echo "  make all        build libtessera (.a, .so) and the tessera program in $(BUILD)/"
+	@echo "  make all        build libtessera (.a, .so) and the tessera program in $(BUILD)/: the CPU"
+	@echo "                  emulator, tessera's software emulation (TARGET=sw_emu says so and does the same)"
+	@echo "  make all TARGET=hw|hw_emu PLATFORM=<platform> [PROFILE=<profile>]"
+	@echo "                  build the xclbin instead (= make xclbin; needs Vitis: make help-hw)"
 	@echo "  make test       build and run every CMocka test, the Python server suites, lint-hls"
-	@echo "                  and a short run of each fuzzer"
+	@echo "                  and a short run of each fuzzer (make check: the same)"
 	@echo "  make venv       the Python venv the server suites use ($(VENV), from PyPI)"
 	@echo "  make fuzz       run each libFuzzer harness for FUZZ_SECONDS (default $(FUZZ_SECONDS)) s"
 	@echo "  make lint-hls   check kernels/ against the synthesizable C rules"
@@ -159,7 +186,9 @@ help:
 	@echo "  make examples   build host/examples/ into $(BUILD)/examples/"
 	@echo "  make install    install tessera, the header, libraries, tessera.pc (PREFIX=$(PREFIX), DESTDIR=)"
 	@echo "  make uninstall  remove what make install installed (same PREFIX, DESTDIR)"
-	@echo "  make clean      remove $(BUILD_ROOT)/ and its -san, -tsan, -fuzz, -stories15m, -serial siblings"
+	@echo "  make clean      remove $(BUILD_ROOT)/ and its -san, -tsan, -fuzz, -stories15m, -serial, -mpi siblings"
+	@echo "  make cleanall   make clean, and every other build folder and generated file: the other"
+	@echo "                  profiles' builds, $(VENV), build_dir.*/ (HLS, xclbin), bitstreams/*.xclbin, Vitis logs"
 	@echo "Variables: SHARED=$(SHARED) (models, references; tests read it at run time as TSR_SHARED)"
 	@echo "           SANITIZE=1 (ASan+UBSan, in $(BUILD_ROOT)-san/)  TSAN=1 (ThreadSanitizer, $(BUILD_ROOT)-tsan/)"
 	@echo "           NATIVE=1 (emulator objects for this CPU: -march=native)"
@@ -211,8 +240,11 @@ $(LIB_ALL): $(DRIVER_OBJ) $(KERNEL_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+# Its SONAME is in every build (TSR_SONAME below), with the link the
+# loader looks for beside it, so a program linked against $(BUILD)/ runs.
 $(LIB_SO): $(DRIVER_OBJ) $(KERNEL_OBJ)
-	$(CC) -shared $(SANFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) -shared $(SANFLAGS) -Wl,-soname,$(TSR_SONAME) -o $@ $^ $(LDLIBS)
+	ln -sf libtessera.so $(BUILD)/$(TSR_SONAME)
 
 # chat's line editing: libedit (BSD-licensed), the program only.
 $(TESSERA): $(HOST_OBJ) $(LIB_A)
@@ -317,7 +349,7 @@ soak-serve: $(TESSERA) $(VENV)/.stamp
 # TSAN=1: the concurrency tests alone under ThreadSanitizer.
 # Without the model files no test can run: say so (tests/check_shared.sh)
 # before building anything.
-ifneq ($(filter test,$(MAKECMDGOALS)),)
+ifneq ($(filter test check,$(MAKECMDGOALS)),)
   SHARED_PROBLEM := $(shell TSR_SHARED='$(abspath $(SHARED))' sh tests/check_shared.sh 2>&1)
   ifneq ($(SHARED_PROBLEM),)
     $(error $(SHARED_PROBLEM))
@@ -373,6 +405,19 @@ run: $(TESSERA)
 
 clean:
 	rm -rf $(BUILD_ROOT) $(addprefix $(BUILD_ROOT),-san -tsan -fuzz -stories15m -serial -san-stories15m -san-serial -mpi -san-mpi)
+
+# make check: the Vitis examples' name for make test.
+check: test
+
+# Everything a build leaves: clean's folders, every profile's emulator
+# build, the Python venv, the Vitis flow's outputs (build_dir.*: HLS
+# components, xo, link configs, raw xclbins; the xclbins in bitstreams/,
+# whose MANIFEST and README stay) and the logs and scratch v++ and
+# vitis-run leave in the tree.  Tracked files are never removed.
+cleanall: clean
+	rm -rf $(foreach p,$(HW_PROFILES),$(BUILD_ROOT)-$(p) $(BUILD_ROOT)-san-$(p)) $(VENV) \
+	    build_dir.* bitstreams/*.xclbin bitstreams/*.xclbin.tmp _x .Xil .ipcache \
+	    vitis_analyzer* v++_*.log vitis-run_*.log xcd.log *.jou
 
 # ------------------------------------------------------------------- fuzz ---
 # libFuzzer harnesses (tests/fuzz/), built with clang under ASan + UBSan
@@ -481,8 +526,12 @@ $(BUILD)/examples/%: host/examples/%.c driver/include/tessera.h $(LIB_A)
 
 # ---------------------------------------------------------------- install ---
 # make install [PREFIX=/usr/local] [DESTDIR=staging]: the tessera program,
-# the header, the static archive, the shared library (soname
-# libtessera.so.MAJOR, with symlinks) and lib/pkgconfig/tessera.pc.  The
+# the header, the static archive, the shared library (with its soname's
+# link and libtessera.so) and lib/pkgconfig/tessera.pc.
+# The soname follows the ABI (tessera.h, "Growing structs"): while MAJOR
+# is 0 every minor version may break it, so the soname carries both,
+# libtessera.so.0.MINOR (0.3.0 -> libtessera.so.0.3; a 0.3.1 keeps it);
+# from 1.0 on, libtessera.so.MAJOR.  The
 # shared library is linked from the archive so that installing never
 # recompiles (tests/test_install.c relies on that and sets LIB_SOVER to a
 # temp path).  make uninstall removes exactly these files.
@@ -491,10 +540,12 @@ LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 TSR_VERSION := $(shell sed -n 's/^\#define TSR_VERSION_STRING "\(.*\)"/\1/p' driver/include/tessera.h)
 TSR_SOMAJOR := $(firstword $(subst ., ,$(TSR_VERSION)))
+TSR_SOMINOR := $(word 2,$(subst ., ,$(TSR_VERSION)))
+TSR_SONAME  := libtessera.so.$(TSR_SOMAJOR)$(if $(filter 0,$(TSR_SOMAJOR)),.$(TSR_SOMINOR))
 LIB_SOVER   := $(BUILD)/libtessera.so.$(TSR_VERSION)
 
 $(LIB_SOVER): $(LIB_A)
-	$(CC) -shared $(SANFLAGS) -Wl,-soname,libtessera.so.$(TSR_SOMAJOR) -o $@.tmp$$$$ \
+	$(CC) -shared $(SANFLAGS) -Wl,-soname,$(TSR_SONAME) -o $@.tmp$$$$ \
 	    -Wl,--whole-archive $(LIB_A) -Wl,--no-whole-archive $(LDLIBS) && mv -f $@.tmp$$$$ $@
 
 install: $(LIB_A) $(LIB_SOVER) $(TESSERA) driver/include/tessera.h tessera.pc.in
@@ -503,15 +554,15 @@ install: $(LIB_A) $(LIB_SOVER) $(TESSERA) driver/include/tessera.h tessera.pc.in
 	install -m 644 driver/include/tessera.h $(DESTDIR)$(INCLUDEDIR)/tessera.h
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/libtessera.a
 	install -m 755 $(LIB_SOVER) $(DESTDIR)$(LIBDIR)/libtessera.so.$(TSR_VERSION)
-	ln -sf libtessera.so.$(TSR_VERSION) $(DESTDIR)$(LIBDIR)/libtessera.so.$(TSR_SOMAJOR)
-	ln -sf libtessera.so.$(TSR_SOMAJOR) $(DESTDIR)$(LIBDIR)/libtessera.so
+	ln -sf libtessera.so.$(TSR_VERSION) $(DESTDIR)$(LIBDIR)/$(TSR_SONAME)
+	ln -sf $(TSR_SONAME) $(DESTDIR)$(LIBDIR)/libtessera.so
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
 	    -e 's|@VERSION@|$(TSR_VERSION)|' tessera.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/tessera.pc
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/tessera $(DESTDIR)$(INCLUDEDIR)/tessera.h \
 	    $(DESTDIR)$(LIBDIR)/libtessera.a $(DESTDIR)$(LIBDIR)/libtessera.so \
-	    $(DESTDIR)$(LIBDIR)/libtessera.so.$(TSR_SOMAJOR) \
+	    $(DESTDIR)$(LIBDIR)/$(TSR_SONAME) \
 	    $(DESTDIR)$(LIBDIR)/libtessera.so.$(TSR_VERSION) $(DESTDIR)$(LIBDIR)/pkgconfig/tessera.pc
 
 # ------------------------------------------------------------ Vitis flow ---

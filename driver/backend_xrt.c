@@ -260,9 +260,10 @@ static int check_kernel(const char *path, const tsr_xmeta *m, tsr_err *e)
 
 static size_t round_up(size_t v, size_t to) { return (v + to - 1u) / to * to; }
 
-static int xrt_open(const tsr_devspec *spec, tsr_backend **out, tsr_devinfo *info, tsr_err *e)
+/* Before anything is opened: XRT linked in, no emulator part, card
+ * spec->index present. */
+static int probe_card(const tsr_devspec *spec, tsr_err *e)
 {
-    *out = NULL;
     if (!xrtDeviceOpen || !xclProbe)
         return tsr_seterr(e, TSR_ERR_UNSUPPORTED,
                           "xrt:%d: this program was not linked with XRT (link -lxrt_coreutil "
@@ -278,23 +279,19 @@ static int xrt_open(const tsr_devspec *spec, tsr_backend **out, tsr_devinfo *inf
     if ((unsigned)spec->index >= n)
         return tsr_seterr(e, TSR_ERR_NODEV, "no Xilinx device found (xrt:%d): XRT sees %u "
                           "card(s), indices 0..%u", spec->index, n, n - 1u);
-    tsr_backend *b = calloc(1, sizeof *b);
-    if (!b) return tsr_seterr(e, TSR_ERR_NOMEM, "xrt: out of memory");
-    int rc;
-    errno = 0;
-    b->dev = xrtDeviceOpen((unsigned)spec->index);
-    if (!b->dev) {
-        rc = tsr_seterr(e, TSR_ERR_NODEV, "no Xilinx device found (xrt:%d): cannot open it%s%s",
-                        spec->index, errno ? ": " : "", errno ? strerror(errno) : "");
-        goto fail;
-    }
+    return TSR_OK;
+}
 
-    /* The xclbin: read and check it ourselves before XRT sees it. */
+/* The xclbin (spec's, or the default one for the card): read and checked
+ * here before XRT sees it; its platform, profile and banks into b->info. */
+static int read_xclbin(tsr_backend *b, const tsr_devspec *spec, tsr_err *e)
+{
     tsr_xrt_info *in = &b->info;
+    int rc;
     if (spec->xclbin[0]) snprintf(in->xclbin, sizeof in->xclbin, "%s", spec->xclbin);
-    else if ((rc = default_xclbin(b, spec->index, in->xclbin, sizeof in->xclbin, e))) goto fail;
+    else if ((rc = default_xclbin(b, spec->index, in->xclbin, sizeof in->xclbin, e))) return rc;
     tsr_xmeta *m = malloc(sizeof *m);
-    if (!m) { rc = tsr_seterr(e, TSR_ERR_NOMEM, "xrt: out of memory"); goto fail; }
+    if (!m) return tsr_seterr(e, TSR_ERR_NOMEM, "xrt: out of memory");
     rc = tsr_xmeta_read(in->xclbin, KERNEL_NAME, m, e);
     if (!rc) rc = check_kernel(in->xclbin, m, e);
     if (!rc) {
@@ -304,39 +301,31 @@ static int xrt_open(const tsr_devspec *spec, tsr_backend **out, tsr_devinfo *inf
             memcpy(in->bank[a], tsr_xmeta_arg(m, arg_names[a])->bank, sizeof in->bank[a]);
     }
     free(m);
-    if (rc) goto fail;
-    const tsr_xprofile *p = &in->profile;
-    int pes = spec->pes ? spec->pes : (int)p->k.pes;
-    if (pes < 1 || (uint32_t)pes > p->k.pes) {
-        rc = tsr_seterr(e, TSR_ERR_ARG, "xrt:%d: pes=%d outside 1..%u (profile %s of %s)",
-                        spec->index, pes, p->k.pes, p->name, in->xclbin);
-        goto fail;
-    }
+    return rc;
+}
 
-    /* Load it, open the compute unit (exclusive: one host drives its ring)
-     * and one run handle. */
-    if (xrtDeviceLoadXclbinFile(b->dev, in->xclbin) != 0) {
-        rc = tsr_seterr(e, TSR_ERR_DEVICE, "%s: XRT cannot load it on device %d (platform %s)",
-                        in->xclbin, spec->index, in->platform);
-        goto fail;
-    }
+/* Load the xclbin, open the compute unit (exclusive: one host drives its
+ * ring). */
+static int load_kernel(tsr_backend *b, int index, tsr_err *e)
+{
+    tsr_xrt_info *in = &b->info;
+    if (xrtDeviceLoadXclbinFile(b->dev, in->xclbin) != 0)
+        return tsr_seterr(e, TSR_ERR_DEVICE, "%s: XRT cannot load it on device %d (platform %s)",
+                          in->xclbin, index, in->platform);
     xuid_t uuid;
     if (xrtDeviceGetXclbinUUID(b->dev, uuid) != 0 ||
-        !(b->kern = xrtPLKernelOpenExclusive(b->dev, uuid, KERNEL_NAME))) {
-        rc = tsr_seterr(e, TSR_ERR_DEVICE, "%s: XRT cannot open kernel %s exclusively (in use "
-                        "by another process?)", in->xclbin, KERNEL_NAME);
-        goto fail;
-    }
+        !(b->kern = xrtPLKernelOpenExclusive(b->dev, uuid, KERNEL_NAME)))
+        return tsr_seterr(e, TSR_ERR_DEVICE, "%s: XRT cannot open kernel %s exclusively (in use "
+                          "by another process?)", in->xclbin, KERNEL_NAME);
+    return TSR_OK;
+}
 
-    /* Buffers: the ring; two LOAD payloads or a prompt; the largest answer
-     * (decoded ids, logits, counters) of the card's profile.  The group of
-     * a buffer is its first argument's. */
-    uint32_t words[TSR_BUF_COUNT];
-    words[TSR_BUF_CTL] = TSR_CTL_WORDS(TSR_RING_ENTRIES);
-    words[TSR_BUF_IN] = TSR_IN_WORDS;
-    uint32_t ow = p->k.vocab > p->k.seq + 1u ? p->k.vocab : p->k.seq + 1u;
-    if (2u * (TSR_KCOUNTERS_FIXED + p->k.pes) > ow) ow = 2u * (TSR_KCOUNTERS_FIXED + p->k.pes);
-    words[TSR_BUF_OUT] = ow;
+/* Buffers of words[i] 32-bit words each, mapped and zeroed, in their
+ * first argument's group (host memory when its bank is HOST); one run
+ * handle with every argument bound. */
+static int bind_buffers(tsr_backend *b, const uint32_t *words, tsr_err *e)
+{
+    tsr_xrt_info *in = &b->info;
     for (int a = 0; a < TSR_XRT_NARGS; a++) in->group[a] = xrtKernelArgGroupId(b->kern, a);
     static const int first_arg[TSR_BUF_COUNT] = { TSR_XRT_ARG_CTL, TSR_XRT_ARG_IN_W,
                                                   TSR_XRT_ARG_OUT_W };
@@ -347,24 +336,56 @@ static int xrt_open(const tsr_devspec *spec, tsr_backend **out, tsr_devinfo *inf
         xrtBufferFlags fl = in->host_mem[i] ? XRT_BO_FLAGS_HOST_ONLY : 0;
         if (in->group[a] < 0 ||
             !(b->bo[i] = xrtBOAlloc(b->dev, in->bo_bytes[i], fl, (xrtMemoryGroup)in->group[a])) ||
-            !(b->map[i] = xrtBOMap(b->bo[i]))) {
-            rc = tsr_seterr(e, TSR_ERR_DEVICE, "xrt: cannot allocate %zu bytes for '%s' in bank "
-                            "%s (group %d)", in->bo_bytes[i], buf_names[i], in->bank[a],
-                            in->group[a]);
-            goto fail;
-        }
+            !(b->map[i] = xrtBOMap(b->bo[i])))
+            return tsr_seterr(e, TSR_ERR_DEVICE, "xrt: cannot allocate %zu bytes for '%s' in bank "
+                              "%s (group %d)", in->bo_bytes[i], buf_names[i], in->bank[a],
+                              in->group[a]);
         memset(b->map[i], 0, in->bo_bytes[i]);
     }
-    if (!(b->run = xrtRunOpen(b->kern))) {
-        rc = tsr_seterr(e, TSR_ERR_DEVICE, "xrt: cannot set up a run of %s", KERNEL_NAME);
+    if (!(b->run = xrtRunOpen(b->kern)))
+        return tsr_seterr(e, TSR_ERR_DEVICE, "xrt: cannot set up a run of %s", KERNEL_NAME);
+    for (int a = 0; a < TSR_XRT_NARGS; a++)
+        if (xrtRunSetArg(b->run, a, b->bo[arg_buf[a]]) != 0)
+            return tsr_seterr(e, TSR_ERR_DEVICE, "xrt: cannot bind '%s' of %s", arg_names[a],
+                              KERNEL_NAME);
+    return TSR_OK;
+}
+
+static int xrt_open(const tsr_devspec *spec, tsr_backend **out, tsr_devinfo *info, tsr_err *e)
+{
+    *out = NULL;
+    int rc = probe_card(spec, e);
+    if (rc) return rc;
+    tsr_backend *b = calloc(1, sizeof *b);
+    if (!b) return tsr_seterr(e, TSR_ERR_NOMEM, "xrt: out of memory");
+    errno = 0;
+    b->dev = xrtDeviceOpen((unsigned)spec->index);
+    if (!b->dev) {
+        rc = tsr_seterr(e, TSR_ERR_NODEV, "no Xilinx device found (xrt:%d): cannot open it%s%s",
+                        spec->index, errno ? ": " : "", errno ? strerror(errno) : "");
         goto fail;
     }
-    for (int a = 0; a < TSR_XRT_NARGS; a++)
-        if (xrtRunSetArg(b->run, a, b->bo[arg_buf[a]]) != 0) {
-            rc = tsr_seterr(e, TSR_ERR_DEVICE, "xrt: cannot bind '%s' of %s", arg_names[a],
-                            KERNEL_NAME);
-            goto fail;
-        }
+    if ((rc = read_xclbin(b, spec, e))) goto fail;
+    tsr_xrt_info *in = &b->info;
+    const tsr_xprofile *p = &in->profile;
+    int pes = spec->pes ? spec->pes : (int)p->k.pes;
+    if (pes < 1 || (uint32_t)pes > p->k.pes) {
+        rc = tsr_seterr(e, TSR_ERR_ARG, "xrt:%d: pes=%d outside 1..%u (profile %s of %s)",
+                        spec->index, pes, p->k.pes, p->name, in->xclbin);
+        goto fail;
+    }
+    if ((rc = load_kernel(b, spec->index, e))) goto fail;
+
+    /* Buffers: the ring; two LOAD payloads or a prompt; the largest answer
+     * (decoded ids, logits, counters) of the card's profile.  The group of
+     * a buffer is its first argument's. */
+    uint32_t words[TSR_BUF_COUNT];
+    words[TSR_BUF_CTL] = TSR_CTL_WORDS(TSR_RING_ENTRIES);
+    words[TSR_BUF_IN] = TSR_IN_WORDS;
+    uint32_t ow = p->k.vocab > p->k.seq + 1u ? p->k.vocab : p->k.seq + 1u;
+    if (2u * (TSR_KCOUNTERS_FIXED + p->k.pes) > ow) ow = 2u * (TSR_KCOUNTERS_FIXED + p->k.pes);
+    words[TSR_BUF_OUT] = ow;
+    if ((rc = bind_buffers(b, words, e))) goto fail;
     memset(info, 0, sizeof *info);
     snprintf(info->profile, sizeof info->profile, "%s", p->name);
     info->prof = p->k;

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "abi.h"
 #include "tessera.h"
 
 /* ------------------------------------------------------------ families --- */
@@ -275,11 +276,18 @@ static int role_of(const char *r)
 }
 
 typedef struct conv {
-    const tsr_chat_msg *m;   // (n,) roles checked
+    const char *m;   // (n,) the caller's messages, stride bytes apart; roles checked
+    size_t stride;   // the caller's sizeof(tsr_chat_msg) (tessera.h, Growing structs)
     int n;
 } conv;
 
-static int role(const conv *c, int i) { return role_of(c->m[i].role); }
+/* Message i: role and content sit within the bytes every version has. */
+static const tsr_chat_msg *msg(const conv *c, int i)
+{
+    return (const tsr_chat_msg *)(const void *)(c->m + (size_t)i * c->stride);
+}
+
+static int role(const conv *c, int i) { return role_of(msg(c, i)->role); }
 
 static void fmt_plain(out *o, const conv *c, int gen)
 {
@@ -287,7 +295,7 @@ static void fmt_plain(out *o, const conv *c, int gen)
     static const char *const post[] = { "\n\n", "\n", "\n" };
     for (int i = 0; i < c->n; i++) {
         put(o, pre[role(c, i)]);
-        put(o, c->m[i].content);
+        put(o, msg(c, i)->content);
         put(o, post[role(c, i)]);
     }
     if (gen) put(o, "Assistant:");
@@ -308,7 +316,7 @@ static void fmt_chatml(out *o, const conv *c, const details *d, int gen)
         put(o, "<|im_start|>");
         put(o, role_word[role(c, i)]);
         put(o, "\n");
-        put(o, c->m[i].content);
+        put(o, msg(c, i)->content);
         put(o, "<|im_end|>\n");
     }
     if (gen) put(o, "<|im_start|>assistant\n");
@@ -324,14 +332,14 @@ static void fmt_llama3(out *o, const conv *c, const details *d, int gen)
                "Cutting Knowledge Date: December 2023\nToday Date: ");
         put_n(o, d->date, d->date_n);
         put(o, "\n\n");
-        if (c->n > 0 && role(c, 0) == R_SYSTEM) put_trimmed(o, c->m[i++].content);
+        if (c->n > 0 && role(c, 0) == R_SYSTEM) put_trimmed(o, msg(c, i++)->content);
         put(o, "<|eot_id|>");
     }
     for (; i < c->n; i++) {
         put(o, "<|start_header_id|>");
         put(o, role_word[role(c, i)]);
         put(o, "<|end_header_id|>\n\n");
-        put_trimmed(o, c->m[i].content);
+        put_trimmed(o, msg(c, i)->content);
         put(o, "<|eot_id|>");
     }
     if (gen) put(o, "<|start_header_id|>assistant<|end_header_id|>\n\n");
@@ -343,7 +351,7 @@ static void fmt_llama2(out *o, const conv *c, const details *d, int sys_block)
 {
     int i = 0;
     const char *sys = NULL;
-    if (c->n > 0 && role(c, 0) == R_SYSTEM) sys = c->m[i++].content;
+    if (c->n > 0 && role(c, 0) == R_SYSTEM) sys = msg(c, i++)->content;
     for (int first = 1; i < c->n; i++, first = 0) {
         /* the content, after the system text on the first turn */
         seg s[4];
@@ -356,7 +364,7 @@ static void fmt_llama2(out *o, const conv *c, const details *d, int sys_block)
             s[n++] = (seg){ sys, strlen(sys) };
             s[n++] = (seg){ "\n", 1 };
         }
-        s[n++] = (seg){ c->m[i].content, strlen(c->m[i].content) };
+        s[n++] = (seg){ msg(c, i)->content, strlen(msg(c, i)->content) };
         if (role(c, i) == R_ASSISTANT) {
             put(o, " ");
             put_segs(o, s, n, d->strip);
@@ -376,9 +384,9 @@ static void fmt_phi3(out *o, const conv *c, const details *d, int gen)
 {
     static const char *const tag[] = { "<|system|>\n", "<|user|>\n", "<|assistant|>\n" };
     for (int i = 0; i < c->n; i++) {
-        if (role(c, i) == R_SYSTEM && !c->m[i].content[0]) continue;
+        if (role(c, i) == R_SYSTEM && !msg(c, i)->content[0]) continue;
         put(o, tag[role(c, i)]);
-        put(o, c->m[i].content);
+        put(o, msg(c, i)->content);
         put(o, "<|end|>\n");
     }
     if (gen) put(o, "<|assistant|>\n");
@@ -391,16 +399,31 @@ static void fmt_gemma(out *o, const conv *c, int gen)
 {
     int i = 0;
     const char *sys = NULL;
-    if (c->n > 0 && role(c, 0) == R_SYSTEM) sys = c->m[i++].content;
+    if (c->n > 0 && role(c, 0) == R_SYSTEM) sys = msg(c, i++)->content;
     for (int first = 1; i < c->n; i++, first = 0) {
         put(o, "<start_of_turn>");
         put(o, role(c, i) == R_ASSISTANT ? "model" : "user");
         put(o, "\n");
         if (first && sys) { put(o, sys); put(o, "\n\n"); }
-        put_trimmed(o, c->m[i].content);
+        put_trimmed(o, msg(c, i)->content);
         put(o, "<end_of_turn>\n");
     }
     if (gen) put(o, "<start_of_turn>model\n");
+}
+
+/* Each message of c: the size of the first (tessera.h, Growing
+ * structs), a role of the four and a content, zero reserved words. */
+static int conv_ok(const conv *c)
+{
+    for (int i = 0; i < c->n; i++) {
+        tsr_chat_msg m;   /* the caller's size bytes of message i, checked */
+        if (tsr_abi_size(&tsr_abi_chat_msg, msg(c, i)) != c->stride) return TSR_ERR_ARG;
+        int rc = tsr_abi_read(&tsr_abi_chat_msg, msg(c, i), &m, NULL);
+        if (rc) return rc;
+        if (!m.role || !m.content || role_of(m.role) < 0) return TSR_ERR_ARG;
+        if (m.reserved[0] || m.reserved[1]) return TSR_ERR_UNSUPPORTED;
+    }
+    return TSR_OK;
 }
 
 int tsr_chat_format(const char *fam, const char *tmpl, const tsr_chat_msg *msgs, int n_msgs,
@@ -413,12 +436,11 @@ int tsr_chat_format(const char *fam, const char *tmpl, const tsr_chat_msg *msgs,
     int f = fam ? family_of(fam) : family_of(tsr_chat_template_detect(tmpl));
     if (!fam && f < 0) f = F_PLAIN;
     if (f < 0) return TSR_ERR_ARG;
-    for (int i = 0; i < n_msgs; i++) {
-        if (!msgs[i].role || !msgs[i].content || role_of(msgs[i].role) < 0) return TSR_ERR_ARG;
-        if (msgs[i].reserved[0] || msgs[i].reserved[1]) return TSR_ERR_UNSUPPORTED;
-    }
+    conv c = { (const char *)msgs, n_msgs > 0 ? tsr_abi_size(&tsr_abi_chat_msg, msgs) : 0,
+               n_msgs };
+    int rc = conv_ok(&c);
+    if (rc) return rc;
     details d = read_details(f, tmpl);
-    conv c = { msgs, n_msgs };
     int gen = add_generation_prompt != 0;
     out o = { .buf = buf, .cap = cap };
     switch (f) {

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "abi.h"
 #include "backend.h"
 #include "call.h"
 #include "device.h"
@@ -206,15 +207,19 @@ void tsr_device_set_log(tsr_device *dev, tsr_log_fn fn, void *user)
     tsr_call_leave(&c, TSR_OK);
 }
 
-int tsr_device_traffic(const tsr_device *cdev, tsr_traffic *t)
+int tsr_device_traffic(const tsr_device *cdev, tsr_traffic *out)
 {
-    if (!cdev || !t) return TSR_ERR_ARG;
+    if (!cdev || !out) return TSR_ERR_ARG;
     tsr_device *dev = (tsr_device *)cdev;   /* the lock and error record change */
     tsr_call c;
     tsr_call_enter(&c, dev);
-    memset(t, 0, sizeof *t);
-    if (!dev->k.b)
+    int rc = tsr_abi_check_out(&tsr_abi_traffic, out, &dev->err);
+    if (rc) return tsr_call_leave(&c, rc);
+    tsr_traffic full = { 0 }, *t = &full;   /* written up to out->size */
+    if (!dev->k.b) {
+        tsr_abi_write(&tsr_abi_traffic, out, &full);
         return tsr_call_leave(&c, tsr_seterr(&dev->err, TSR_ERR_STATE, "the device is not open"));
+    }
     tsr_link_counters lc = dev->k.link;
     t->load_h2d = lc.h2d[TSR_PHASE_LOAD];       t->load_d2h = lc.d2h[TSR_PHASE_LOAD];
     t->prefill_h2d = lc.h2d[TSR_PHASE_PREFILL]; t->prefill_d2h = lc.d2h[TSR_PHASE_PREFILL];
@@ -225,18 +230,23 @@ int tsr_device_traffic(const tsr_device *cdev, tsr_traffic *t)
     t->link_prefill = lc.hop[TSR_PHASE_PREFILL];
     t->link_decode = lc.hop[TSR_PHASE_DECODE];
     for (int p = 0; p < TSR_PHASE_COUNT; p++) t->link_passes += lc.hops[p];
+    tsr_abi_write(&tsr_abi_traffic, out, &full);
     return tsr_call_leave(&c, TSR_OK);
 }
 
-int tsr_device_pipeline(const tsr_device *cdev, tsr_pipeline *p)
+int tsr_device_pipeline(const tsr_device *cdev, tsr_pipeline *out)
 {
-    if (!cdev || !p) return TSR_ERR_ARG;
+    if (!cdev || !out) return TSR_ERR_ARG;
     tsr_device *dev = (tsr_device *)cdev;   /* the lock and error record change */
     tsr_call c;
     tsr_call_enter(&c, dev);
-    memset(p, 0, sizeof *p);
-    if (!dev->k.b)
+    int rc = tsr_abi_check_out(&tsr_abi_pipeline, out, &dev->err);
+    if (rc) return tsr_call_leave(&c, rc);
+    tsr_pipeline full = { 0 }, *p = &full;   /* written up to out->size */
+    if (!dev->k.b) {
+        tsr_abi_write(&tsr_abi_pipeline, out, &full);
         return tsr_call_leave(&c, tsr_seterr(&dev->err, TSR_ERR_STATE, "the device is not open"));
+    }
     const tsr_kcmd *k = &dev->k;
     if (k->cards > 1) {
         p->cards = k->cards;
@@ -252,6 +262,7 @@ int tsr_device_pipeline(const tsr_device *cdev, tsr_pipeline *p)
         p->decode_cycles = k->dev_cycles[TSR_PHASE_DECODE];
         p->decode_tokens = k->dev_tokens[TSR_PHASE_DECODE];
     }
+    tsr_abi_write(&tsr_abi_pipeline, out, &full);
     return tsr_call_leave(&c, TSR_OK);
 }
 
@@ -274,7 +285,10 @@ int tsr_device_kernel_counters(tsr_device *dev, char *buf, size_t len)
 static int model_opts(tsr_device *dev, const tsr_model_opts *opts, tsr_model_opts *o)
 {
     memset(o, 0, sizeof *o);
-    if (opts) *o = *opts;
+    if (opts) {
+        int rc = tsr_abi_read(&tsr_abi_model_opts, opts, o, &dev->err);
+        if (rc) return rc;
+    }
     if (!RESERVED_OK(o))
         return tsr_seterr(&dev->err, TSR_ERR_UNSUPPORTED,
                           "model options: reserved fields are not zero (built against a newer "
@@ -527,14 +541,18 @@ void tsr_model_close(tsr_model *m)
     tsr_call_leave(&c, TSR_OK);
 }
 
-int tsr_model_get_info(const tsr_model *m, tsr_model_info *info)
+int tsr_model_get_info(const tsr_model *m, tsr_model_info *out)
 {
-    if (!m || !info) return TSR_ERR_ARG;
+    if (!m || !out) return TSR_ERR_ARG;
     tsr_call c;
     tsr_call_enter(&c, m->dev);
-    memset(info, 0, sizeof *info);
-    if (m->released)
+    int rc = tsr_abi_check_out(&tsr_abi_model_info, out, &m->dev->err);
+    if (rc) return tsr_call_leave(&c, rc);
+    tsr_model_info full = { 0 }, *info = &full;   /* written up to out->size */
+    if (m->released) {
+        tsr_abi_write(&tsr_abi_model_info, out, &full);
         return tsr_call_leave(&c, tsr_seterr(&m->dev->err, TSR_ERR_STATE, "the model was closed"));
+    }
     const tsr_config *cf = &m->ck->cfg;
     info->dim = cf->dim;
     info->hidden_dim = cf->hidden_dim;
@@ -555,6 +573,7 @@ int tsr_model_get_info(const tsr_model *m, tsr_model_info *info)
         tsr_wimage_describe(&kc, info->weights, sizeof info->weights);
         snprintf(info->kv, sizeof info->kv, "%s", tsr_wimage_kv_name(kc.kv_dtype));
     }
+    tsr_abi_write(&tsr_abi_model_info, out, &full);
     return tsr_call_leave(&c, TSR_OK);
 }
 
@@ -761,6 +780,7 @@ typedef struct gen_seq {
     tsr_seq *s;
     int      n_hist0;  /* its history's length before the call           */
     int      seen;     /* tokens its callback has seen                   */
+    int      prev;     /* the token before the next one: its text's spacing */
     int      stopped;  /* its callback asked to stop after token `seen`  */
     int      eog_stop; /* stop after an end-of-generation token that the
                           kernel's BOS/EOS rule does not know (<|im_end|>) */
@@ -787,7 +807,17 @@ static int on_token(int k, int token, void *user)
     if (__atomic_load_n(&g->s->cancel, __ATOMIC_ACQUIRE)) return g->stopped = 1;
     if (g->seen == 0) g->t_first = now_s();
     g->seen++;
-    g->stopped = c->cb ? c->cb(g->s, token, c->user) != 0 : 0;
+    if (c->cb) {
+        /* its text as tsr_model_token_text gives it; none for BOS and EOS,
+         * which end the text */
+        const tsr_config *cf = &g->s->model->ck->cfg;
+        size_t len = 0;
+        const char *text = token == tsr_config_bos(cf) || token == tsr_config_eos(cf)
+                               ? NULL : tsr_tokenizer_piece(g->s->model->tok, g->prev, token, &len);
+        if (!text) len = 0;
+        g->stopped = c->cb(g->s, token, text ? text : "", len, c->user) != 0;
+    }
+    g->prev = token;
     /* the vocabulary's other end-of-generation tokens stop as EOS does:
      * after they are written */
     if (g->eog_stop && tsr_tokenizer_is_eog(g->s->model->tok, token)) g->stopped = 1;
@@ -811,17 +841,37 @@ static int gen_opts_ok(tsr_device *dev, const tsr_gen_opts *o, const char *who)
     return TSR_OK;
 }
 
+/* The caller's options opts (n,), an array of the caller's struct (its
+ * elements its first one's size apart, tessera.h "Growing structs"), read
+ * into o (n,). */
+static int gen_opts_in(tsr_device *dev, const tsr_gen_opts *opts, int n, tsr_gen_opts *o)
+{
+    size_t size = tsr_abi_size(&tsr_abi_gen_opts, opts);
+    const char *p = (const char *)opts;
+    for (int k = 0; k < n; k++, p += size) {
+        if (tsr_abi_size(&tsr_abi_gen_opts, p) != size)
+            return tsr_seterr(&dev->err, TSR_ERR_ARG, "generate batch: options %d state size "
+                              "%zu, options 0 %zu (an array has one size)", k,
+                              tsr_abi_size(&tsr_abi_gen_opts, p), size);
+        int rc = tsr_abi_read(&tsr_abi_gen_opts, p, &o[k], &dev->err);
+        if (rc) return rc;
+    }
+    return TSR_OK;
+}
+
 /* The checks of a generate on seqs (n of them, n >= 1, seqs[0] on the
  * call's device), all before anything runs: each on the same device,
  * distinct, open, of the resident model (so all of one model), with
- * sound options and a prompt. */
-static int gen_ready(const tsr_call *c, tsr_seq *const *seqs, int n, const tsr_gen_opts *opts)
+ * sound options (read into o, (n,)) and a prompt. */
+static int gen_ready(const tsr_call *c, tsr_seq *const *seqs, int n, const tsr_gen_opts *opts,
+                     tsr_gen_opts *o)
 {
     tsr_device *dev = c->dev;
     int rc = tsr_call_drive(c, n == 1 ? "generate" : "generate batch");
     if (rc == TSR_OK && !opts)
         return tsr_seterr(&dev->err, TSR_ERR_ARG, "%s: NULL options",
                           n == 1 ? "generate" : "generate batch");
+    if (rc == TSR_OK) rc = gen_opts_in(dev, opts, n, o);
     for (int k = 0; k < n && rc == TSR_OK; k++) {
         const tsr_seq *s = seqs[k];
         char who[48];
@@ -835,7 +885,7 @@ static int gen_ready(const tsr_call *c, tsr_seq *const *seqs, int n, const tsr_g
             if (seqs[j] == s)
                 return tsr_seterr(&dev->err, TSR_ERR_ARG, "%s is sequence %d again", who, j);
         if ((rc = check_seq(s))) break;
-        if ((rc = gen_opts_ok(dev, &opts[k], who))) break;
+        if ((rc = gen_opts_ok(dev, &o[k], who))) break;
         if (s->n_hist == 0)
             rc = tsr_seterr(&dev->err, TSR_ERR_STATE,
                             "%s: the sequence is empty; append a prompt first", who);
@@ -872,7 +922,8 @@ static int generate(tsr_device *dev, tsr_seq *const *seqs, int n, const tsr_gen_
         };
         s->seeded = 1;
         s->seed = o->seed;
-        g[m] = (gen_seq){ .s = s, .n_hist0 = s->n_hist, .eog_stop = !o->ignore_stop };
+        g[m] = (gen_seq){ .s = s, .n_hist0 = s->n_hist, .prev = s->hist[s->n_hist - 1],
+                          .eog_stop = !o->ignore_stop };
         which[m++] = k;
         total += want;
     }
@@ -928,8 +979,9 @@ int tsr_seq_generate(tsr_seq *s, const tsr_gen_opts *opts, tsr_token_cb cb, void
     tsr_device *dev = s->model->dev;
     tsr_call c;
     tsr_call_enter(&c, dev);
-    int rc = gen_ready(&c, &s, 1, opts);
-    if (rc == TSR_OK) rc = generate(dev, &s, 1, opts, cb, user, n_generated);
+    tsr_gen_opts o[1];
+    int rc = gen_ready(&c, &s, 1, opts, o);
+    if (rc == TSR_OK) rc = generate(dev, &s, 1, o, cb, user, n_generated);
     return tsr_call_leave(&c, rc);
 }
 
@@ -947,8 +999,9 @@ int tsr_seq_generate_batch(tsr_seq *const *seqs, int n, const tsr_gen_opts *opts
         rc = tsr_seterr(&dev->err, TSR_ERR_ARG,
                         "generate batch: %d sequences; a device has at most %d", n,
                         TSR_MAX_SEQ_SLOTS);
-    if (rc == TSR_OK) rc = gen_ready(&c, seqs, n, opts);
-    if (rc == TSR_OK) rc = generate(dev, seqs, n, opts, cb, user, n_generated);
+    tsr_gen_opts o[TSR_MAX_SEQ_SLOTS];
+    if (rc == TSR_OK) rc = gen_ready(&c, seqs, n, opts, o);
+    if (rc == TSR_OK) rc = generate(dev, seqs, n, o, cb, user, n_generated);
     return tsr_call_leave(&c, rc);
 }
 
@@ -1036,13 +1089,15 @@ int tsr_seq_reset(tsr_seq *s)
     return tsr_call_leave(&c, rc);
 }
 
-int tsr_seq_get_stats(const tsr_seq *s, tsr_seq_stats *st)
+int tsr_seq_get_stats(const tsr_seq *s, tsr_seq_stats *out)
 {
-    if (!s || !st) return TSR_ERR_ARG;
+    if (!s || !out) return TSR_ERR_ARG;
     tsr_call c;
     tsr_call_enter(&c, s->model->dev);
-    memset(st, 0, sizeof *st);
-    int rc = seq_readable(s);
+    int rc = tsr_abi_check_out(&tsr_abi_seq_stats, out, &s->model->dev->err);
+    if (rc) return tsr_call_leave(&c, rc);
+    tsr_seq_stats full = { 0 }, *st = &full;   /* written up to out->size */
+    rc = seq_readable(s);
     if (rc == TSR_OK) {
         st->prefill_tokens = s->st.prefill_tokens;
         st->decode_tokens = s->st.decode_tokens;
@@ -1056,6 +1111,7 @@ int tsr_seq_get_stats(const tsr_seq *s, tsr_seq_stats *st)
         st->prefill_tok_s = s->st.prefill_seconds > 0
                                 ? (double)s->st.prefill_tokens / s->st.prefill_seconds : 0.0;
     }
+    tsr_abi_write(&tsr_abi_seq_stats, out, &full);
     return tsr_call_leave(&c, rc);
 }
 

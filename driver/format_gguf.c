@@ -350,20 +350,26 @@ typedef struct gguf {
     int quantized;        // the model has a Q8_0 or Q4_0 tensor
 } gguf;
 
-/* Header, metadata and tensor infos; checks extents and overlaps. */
-static int parse(gguf *g)
+/* The header: magic, version, and the counts of tensors and metadata
+ * pairs. */
+static int parse_header(rd *r, uint64_t *n_t, uint64_t *n_kv)
 {
-    rd *r = &g->r;
     uint32_t magic, version;
-    uint64_t n_t, n_kv;
     if (rd_u32(r, &magic, "header") || rd_u32(r, &version, "header")) return TSR_ERR_FORMAT;
     if (memcmp(&magic, "GGUF", 4))
         return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: not a GGUF file", r->name);
     if (version != 2 && version != 3)
         return tsr_seterr(r->e, TSR_ERR_UNSUPPORTED, "%s: GGUF version %u (supported: 2, 3)",
                           r->name, version);
-    if (rd_u64(r, &n_t, "header") || rd_u64(r, &n_kv, "header")) return TSR_ERR_FORMAT;
+    if (rd_u64(r, n_t, "header") || rd_u64(r, n_kv, "header")) return TSR_ERR_FORMAT;
+    return TSR_OK;
+}
 
+/* The n_kv metadata pairs into g->kvs: keys, types and where each value
+ * lies (values are skipped, bounds-checked). */
+static int parse_metadata(gguf *g, uint64_t n_kv)
+{
+    rd *r = &g->r;
     // each pair takes >= 13 bytes (key length, type, 1-byte value)
     if (n_kv > (r->len - r->off) / 13)
         return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: truncated: %llu metadata pairs cannot fit",
@@ -385,44 +391,55 @@ static int parse(gguf *g)
         if (skip_value(r, k->type, 0)) return TSR_ERR_FORMAT;
         k->kend = r->off;
     }
+    return TSR_OK;
+}
 
+/* general.alignment (default 32): a power of two up to 16 MiB. */
+static int parse_alignment(gguf *g, uint64_t *align)
+{
+    rd *r = &g->r;
     int64_t al = 32;
     int rc = kv_int(r, g->kvs, g->n_kv, "general.alignment", &al);
     if (rc < 0 || rc > 1) return rc;
     if (al < 1 || al > (1 << 24) || (al & (al - 1)))
         return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: general.alignment %lld is not a power of two",
                           r->name, (long long)al);
+    *align = (uint64_t)al;
+    return TSR_OK;
+}
 
+/* The n_t tensor infos into g->ts, counted by stored type. */
+static int parse_tinfos(gguf *g, uint64_t n_t, uint64_t al)
+{
+    rd *r = &g->r;
     // each tensor info takes >= 32 bytes
     if (n_t > (r->len - r->off) / 32)
         return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: truncated: %llu tensor infos cannot fit",
                           r->name, (unsigned long long)n_t);
     g->ts = calloc(n_t ? n_t : 1, sizeof *g->ts);
     if (!g->ts) return tsr_seterr(r->e, TSR_ERR_NOMEM, "%s: out of memory", r->name);
+    int rc;
     for (uint64_t i = 0; i < n_t; i++, g->n_t++)
-        if ((rc = read_tinfo(r, &g->ts[i], (uint64_t)al))) return rc;
+        if ((rc = read_tinfo(r, &g->ts[i], al))) return rc;
     for (uint64_t i = 0; i < n_t; i++) {
         uint32_t ty = g->ts[i].type;
         int k = ty == GGML_F32 ? 0 : ty == GGML_F16 ? 1 : ty == GGML_Q8_0 ? 2 : 3;
         g->n_src_type[k]++;
     }
+    return TSR_OK;
+}
 
-    // the data section starts at the next multiple of the alignment
-    uint64_t pad = (uint64_t)al - r->off % (uint64_t)al;
-    if (pad == (uint64_t)al) pad = 0;
-    /* a file without tensors (llama.cpp's vocab-only files) may end
-     * without the padding: it has no data section */
-    if (n_t == 0 && pad > r->len - r->off) pad = r->len - r->off;
-    if (need(r, pad, "alignment padding")) return TSR_ERR_FORMAT;
-    g->data_off = r->off + pad;
-    uint64_t data_len = r->len - g->data_off;
-
-    // extents within the data section, and no two tensors overlapping
+/* Every tensor within the data section (data_len bytes), and no two
+ * overlapping. */
+static int check_extents(gguf *g, uint64_t data_len)
+{
+    rd *r = &g->r;
+    uint64_t n_t = g->n_t;
     const tinfo **by = malloc((n_t ? n_t : 1) * sizeof *by);
     if (!by) return tsr_seterr(r->e, TSR_ERR_NOMEM, "%s: out of memory", r->name);
     for (uint64_t i = 0; i < n_t; i++) by[i] = &g->ts[i];
     qsort(by, n_t, sizeof *by, cmp_off);
-    rc = TSR_OK;
+    int rc = TSR_OK;
     for (uint64_t i = 0; i < n_t && !rc; i++) {
         const tinfo *t = by[i];
         int nl = t->nlen > 64 ? 64 : (int)t->nlen;
@@ -440,6 +457,26 @@ static int parse(gguf *g)
     return rc;
 }
 
+/* Header, metadata and tensor infos; checks extents and overlaps. */
+static int parse(gguf *g)
+{
+    rd *r = &g->r;
+    uint64_t n_t, n_kv, al = 32;
+    int rc;
+    if ((rc = parse_header(r, &n_t, &n_kv)) || (rc = parse_metadata(g, n_kv)) ||
+        (rc = parse_alignment(g, &al)) || (rc = parse_tinfos(g, n_t, al)))
+        return rc;
+    // the data section starts at the next multiple of the alignment
+    uint64_t pad = al - r->off % al;
+    if (pad == al) pad = 0;
+    /* a file without tensors (llama.cpp's vocab-only files) may end
+     * without the padding: it has no data section */
+    if (n_t == 0 && pad > r->len - r->off) pad = r->len - r->off;
+    if (need(r, pad, "alignment padding")) return TSR_ERR_FORMAT;
+    g->data_off = r->off + pad;
+    return check_extents(g, r->len - g->data_off);
+}
+
 /* The architectures tessera runs: general.architecture's name, the
  * variant, the prefix of its hyperparameter keys (the name itself). */
 static const struct { const char *name; tsr_arch arch; } archs[] = {
@@ -447,9 +484,9 @@ static const struct { const char *name; tsr_arch arch; } archs[] = {
     { "qwen2", TSR_ARCH_QWEN2 },
 };
 
-/* Read hyperparameters into cfg; *prefix gets the architecture's name,
- * the prefix of its keys.  Errors: FORMAT, UNSUPPORTED. */
-static int read_config(gguf *g, tsr_config *c)
+/* general.architecture: *ai gets its index in archs.  Errors: FORMAT
+ * (absent), UNSUPPORTED (another, named in printable ASCII). */
+static int config_arch(gguf *g, size_t *ai)
 {
     rd *r = &g->r;
     const char *s; uint64_t sl;
@@ -457,27 +494,23 @@ static int read_config(gguf *g, tsr_config *c)
     if (rc == 1)
         return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: no general.architecture", r->name);
     if (rc) return rc;
-    size_t ai = sizeof archs / sizeof archs[0];
+    *ai = sizeof archs / sizeof archs[0];
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
-        if (sl == strlen(archs[i].name) && !memcmp(s, archs[i].name, sl)) ai = i;
-    if (ai == sizeof archs / sizeof archs[0]) {
-        /* the name as printable ASCII, whatever bytes the file holds */
-        char nm[65];
-        size_t n = sl > 64 ? 64 : (size_t)sl;
-        for (size_t i = 0; i < n; i++) nm[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
-        nm[n] = '\0';
-        return tsr_seterr(r->e, TSR_ERR_UNSUPPORTED,
-            "%s: architecture '%s' is not supported (llama, qwen2)", r->name, nm);
-    }
-    const char *a = archs[ai].name;
+        if (sl == strlen(archs[i].name) && !memcmp(s, archs[i].name, sl)) *ai = i;
+    if (*ai < sizeof archs / sizeof archs[0]) return TSR_OK;
+    /* the name as printable ASCII, whatever bytes the file holds */
+    char nm[65];
+    size_t n = sl > 64 ? 64 : (size_t)sl;
+    for (size_t i = 0; i < n; i++) nm[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+    nm[n] = '\0';
+    return tsr_seterr(r->e, TSR_ERR_UNSUPPORTED,
+        "%s: architecture '%s' is not supported (llama, qwen2)", r->name, nm);
+}
 
-    memset(c, 0, sizeof *c);
-    c->format = TSR_FMT_GGUF;
-    c->arch = archs[ai].arch;
-    /* qwen2 has q, k, v biases; a llama file may (llama.cpp takes them
-     * when present) */
-    c->qkv_bias = c->arch == TSR_ARCH_QWEN2 || find_tensor(g->ts, g->n_t, "blk.0.attn_q.bias");
-    c->rope_neox = c->arch == TSR_ARCH_QWEN2;   /* llama.cpp: LLAMA_ROPE_TYPE_NEOX */
+/* The integer hyperparameters ARCH.* (a: the architecture's name). */
+static int config_ints(gguf *g, const char *a, tsr_config *c)
+{
+    rd *r = &g->r;
     static const struct { const char *key; size_t off; int required; } ints[] = {
         { "embedding_length",      offsetof(tsr_config, dim),        1 },
         { "feed_forward_length",   offsetof(tsr_config, hidden_dim), 1 },
@@ -490,7 +523,7 @@ static int read_config(gguf *g, tsr_config *c)
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
         int64_t v = 0;
         snprintf(key, sizeof key, "%s.%s", a, ints[i].key);
-        rc = kv_int(r, g->kvs, g->n_kv, key, &v);
+        int rc = kv_int(r, g->kvs, g->n_kv, key, &v);
         if (rc == 1 && ints[i].required)
             return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: no %s", r->name, key);
         if (rc > 1) return rc;
@@ -502,6 +535,16 @@ static int read_config(gguf *g, tsr_config *c)
         }
     }
     if (!c->n_kv_heads) c->n_kv_heads = c->n_heads;
+    return TSR_OK;
+}
+
+/* RoPE base, norm epsilon and RoPE scaling by keys (a: the architecture's
+ * name). */
+static int config_rope(gguf *g, const char *a, tsr_config *c)
+{
+    rd *r = &g->r;
+    char key[96];
+    int rc;
     c->rope_theta = 10000.0f;
     c->norm_eps = 1e-5f;
     /* the ranges every llama-family file is in (10000 to 1e6 and 1e-6 to
@@ -515,21 +558,27 @@ static int read_config(gguf *g, tsr_config *c)
         return rc;
     /* RoPE scaling by keys: none, or linear (Llama 3's comes as the
      * rope_freqs.weight tensor, read with the tensors) */
+    const char *s; uint64_t sl;
     snprintf(key, sizeof key, "%s.rope.scaling.type", a);
     if ((rc = kv_str(r, g->kvs, g->n_kv, key, &s, &sl)) > 1) return rc;
-    if (rc == 0 && !(sl == 4 && !memcmp(s, "none", 4))) {
-        if (!(sl == 6 && !memcmp(s, "linear", 6)))
-            return tsr_seterr(r->e, TSR_ERR_UNSUPPORTED,
-                "%s: %s '%.*s' is not supported (none, linear)", r->name, key,
-                sl > 32 ? 32 : (int)sl, s);
-        snprintf(key, sizeof key, "%s.rope.scaling.factor", a);
-        c->rope_factor = 1.0f;
-        if ((rc = kv_float_in(r, g->kvs, g->n_kv, key, &c->rope_factor, 0.0, 1e6)) > 1)
-            return rc;
-        c->rope_scaled = 2;
-    }
+    if (rc != 0 || (sl == 4 && !memcmp(s, "none", 4))) return TSR_OK;
+    if (!(sl == 6 && !memcmp(s, "linear", 6)))
+        return tsr_seterr(r->e, TSR_ERR_UNSUPPORTED,
+            "%s: %s '%.*s' is not supported (none, linear)", r->name, key,
+            sl > 32 ? 32 : (int)sl, s);
+    snprintf(key, sizeof key, "%s.rope.scaling.factor", a);
+    c->rope_factor = 1.0f;
+    if ((rc = kv_float_in(r, g->kvs, g->n_kv, key, &c->rope_factor, 0.0, 1e6)) > 1)
+        return rc;
+    c->rope_scaled = 2;
+    return TSR_OK;
+}
 
-    // vocab: the tokenizer's token list
+/* The vocabulary's size (tokenizer.ggml.tokens), the classifier's sharing
+ * and the special ids, each defaulting to llama2.c's. */
+static int config_vocab(gguf *g, tsr_config *c)
+{
+    rd *r = &g->r;
     const kv *tok = find_kv(g->kvs, g->n_kv, "tokenizer.ggml.tokens");
     if (!tok || tok->type != GT_ARRAY || tok->atype != GT_STRING)
         return tsr_seterr(r->e, TSR_ERR_FORMAT, "%s: no tokenizer.ggml.tokens string array",
@@ -539,7 +588,6 @@ static int read_config(gguf *g, tsr_config *c)
                           (unsigned long long)tok->acount);
     c->vocab_size = (int)tok->acount;
     c->shared_classifier = find_tensor(g->ts, g->n_t, "output.weight") == NULL;
-    /* special tokens: the file's, each defaulting to llama2.c's */
     c->bos_id = 1;
     c->eos_id = 2;
     static const struct { const char *key; int dflt; size_t off; } sp[] = {
@@ -548,7 +596,8 @@ static int read_config(gguf *g, tsr_config *c)
     };
     for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++) {
         int64_t v = sp[i].dflt;
-        if ((rc = kv_int(r, g->kvs, g->n_kv, sp[i].key, &v)) > 1) return rc;
+        int rc = kv_int(r, g->kvs, g->n_kv, sp[i].key, &v);
+        if (rc > 1) return rc;
         if (rc == 1) continue;
         c->special_ids = 1;
         if (v < 0 || v >= c->vocab_size)
@@ -556,11 +605,18 @@ static int read_config(gguf *g, tsr_config *c)
                               "(0..%d)", r->name, sp[i].key, (long long)v, c->vocab_size - 1);
         *(int *)(void *)((char *)c + sp[i].off) = (int)v;
     }
-    if ((rc = tsr_config_check(c, r->name, TSR_ERR_FORMAT, r->e))) return rc;
+    return TSR_OK;
+}
 
+/* The head size as keys give it, which must be dim / n_heads: RoPE over
+ * the whole head, keys and values of that size (not Gemma-style). */
+static int config_head_size(gguf *g, const char *a, const tsr_config *c)
+{
+    rd *r = &g->r;
+    char key[96];
     int64_t rope_dims;
     snprintf(key, sizeof key, "%s.rope.dimension_count", a);
-    rc = kv_int(r, g->kvs, g->n_kv, key, &rope_dims);
+    int rc = kv_int(r, g->kvs, g->n_kv, key, &rope_dims);
     if (rc > 1) return rc;
     if (rc == 0 && rope_dims != c->dim / c->n_heads)
         return tsr_seterr(r->e, TSR_ERR_UNSUPPORTED,
@@ -577,6 +633,29 @@ static int read_config(gguf *g, tsr_config *c)
                 (long long)rope_dims, c->dim / c->n_heads);
     }
     return TSR_OK;
+}
+
+/* Read hyperparameters into c: the architecture, its keys (prefixed with
+ * its name), the vocabulary's size and special ids.  Errors: FORMAT,
+ * UNSUPPORTED. */
+static int read_config(gguf *g, tsr_config *c)
+{
+    size_t ai;
+    int rc = config_arch(g, &ai);
+    if (rc) return rc;
+    const char *a = archs[ai].name;
+    memset(c, 0, sizeof *c);
+    c->format = TSR_FMT_GGUF;
+    c->arch = archs[ai].arch;
+    /* qwen2 has q, k, v biases; a llama file may (llama.cpp takes them
+     * when present) */
+    c->qkv_bias = c->arch == TSR_ARCH_QWEN2 || find_tensor(g->ts, g->n_t, "blk.0.attn_q.bias");
+    c->rope_neox = c->arch == TSR_ARCH_QWEN2;   /* llama.cpp: LLAMA_ROPE_TYPE_NEOX */
+    if ((rc = config_ints(g, a, c)) || (rc = config_rope(g, a, c)) ||
+        (rc = config_vocab(g, c)) ||
+        (rc = tsr_config_check(c, g->r.name, TSR_ERR_FORMAT, g->r.e)))
+        return rc;
+    return config_head_size(g, a, c);
 }
 
 /* A boolean key: 0 with *v set, 1 when absent, else an error. */
@@ -656,32 +735,33 @@ static int str_array(const rd *r, const kv *k, const char ***ptr, int **len, cha
     return TSR_OK;
 }
 
-/* Build the tokenizer from tokenizer.ggml.*: model "llama" (SentencePiece,
- * "▁" becomes ' ' so that pieces match llama2.c's tokenizer.bin) or "gpt2"
- * (byte-level BPE, with merges and pre-tokenizer), the token types, the
- * special ids and add_bos_token / add_space_prefix.  Errors: FORMAT,
- * UNSUPPORTED (another tokenizer model, an unknown pre-tokenizer), NOMEM. */
-static int read_tokenizer(gguf *g, tsr_tokenizer **out)
+/* The tokenizer's arrays in the metadata (tokens checked by read_config). */
+typedef struct tok_keys {
+    const kv *tok, *sc, *tt, *mg;   /* tokens, scores, token types, merges */
+} tok_keys;
+
+/* tokenizer.ggml.model: d->kind; its arrays, checked: scores for
+ * SentencePiece, merges (and the pre-tokenizer's name) for BPE. */
+static int tok_model(gguf *g, tsr_vocab_desc *d, tok_keys *k)
 {
     rd *r = &g->r;
     const char *s = "llama", *pre = NULL;
     uint64_t sl = 5, pl = 0;
     int rc = kv_str(r, g->kvs, g->n_kv, "tokenizer.ggml.model", &s, &sl);
     if (rc > 1) return rc;
-    tsr_vocab_desc d = { .add_bos = -1, .add_space_prefix = -1, .bos = -1, .eos = -1,
-                         .eot = -1, .eom = -1 };
-    if (sl == 5 && !memcmp(s, "llama", 5)) d.kind = TSR_VOCAB_SPM;
-    else if (sl == 4 && !memcmp(s, "gpt2", 4)) d.kind = TSR_VOCAB_BPE;
+    if (sl == 5 && !memcmp(s, "llama", 5)) d->kind = TSR_VOCAB_SPM;
+    else if (sl == 4 && !memcmp(s, "gpt2", 4)) d->kind = TSR_VOCAB_BPE;
     else
         return tsr_seterr(r->e, TSR_ERR_UNSUPPORTED,
             "%s: tokenizer model '%.*s' is not supported (llama: SentencePiece, gpt2: "
             "byte-level BPE)", r->name, sl > 64 ? 64 : (int)sl, s);
-    const kv *tok = find_kv(g->kvs, g->n_kv, "tokenizer.ggml.tokens");
-    const kv *sc = find_kv(g->kvs, g->n_kv, "tokenizer.ggml.scores");
-    const kv *tt = find_kv(g->kvs, g->n_kv, "tokenizer.ggml.token_type");
-    const kv *mg = find_kv(g->kvs, g->n_kv, "tokenizer.ggml.merges");
-    uint64_t n = tok->acount;   // checked by read_config
-    if (d.kind == TSR_VOCAB_SPM &&
+    k->tok = find_kv(g->kvs, g->n_kv, "tokenizer.ggml.tokens");
+    k->sc = find_kv(g->kvs, g->n_kv, "tokenizer.ggml.scores");
+    k->tt = find_kv(g->kvs, g->n_kv, "tokenizer.ggml.token_type");
+    k->mg = find_kv(g->kvs, g->n_kv, "tokenizer.ggml.merges");
+    uint64_t n = k->tok->acount;   // checked by read_config
+    const kv *sc = k->sc, *tt = k->tt, *mg = k->mg;
+    if (d->kind == TSR_VOCAB_SPM &&
         (!sc || sc->type != GT_ARRAY || sc->atype != GT_F32 || sc->acount != n))
         return tsr_seterr(r->e, TSR_ERR_FORMAT,
             "%s: tokenizer.ggml.scores must be %llu f32 values", r->name, (unsigned long long)n);
@@ -689,15 +769,24 @@ static int read_tokenizer(gguf *g, tsr_tokenizer **out)
         return tsr_seterr(r->e, TSR_ERR_FORMAT,
             "%s: tokenizer.ggml.token_type must be %llu int32 values", r->name,
             (unsigned long long)n);
-    if (d.kind == TSR_VOCAB_BPE) {
-        if (!mg || mg->type != GT_ARRAY || mg->atype != GT_STRING || mg->acount < 1 ||
-            mg->acount > INT32_MAX)
-            return tsr_seterr(r->e, TSR_ERR_FORMAT,
-                "%s: a gpt2 tokenizer needs tokenizer.ggml.merges, a string array", r->name);
-        if ((rc = kv_str(r, g->kvs, g->n_kv, "tokenizer.ggml.pre", &pre, &pl)) > 1) return rc;
-        d.pre = pre;
-        d.pre_len = pl;
-    }
+    if (d->kind != TSR_VOCAB_BPE) return TSR_OK;
+    if (!mg || mg->type != GT_ARRAY || mg->atype != GT_STRING || mg->acount < 1 ||
+        mg->acount > INT32_MAX)
+        return tsr_seterr(r->e, TSR_ERR_FORMAT,
+            "%s: a gpt2 tokenizer needs tokenizer.ggml.merges, a string array", r->name);
+    if ((rc = kv_str(r, g->kvs, g->n_kv, "tokenizer.ggml.pre", &pre, &pl)) > 1) return rc;
+    d->pre = pre;
+    d->pre_len = pl;
+    return TSR_OK;
+}
+
+/* The special ids (n tokens) and flags: BOS, EOS, EOT, EOM (SentencePiece
+ * defaults as llama.cpp's), add_bos_token, add_space_prefix, and Phi-3's
+ * special tokens that drop the spaces after them. */
+static int tok_specials(gguf *g, tsr_vocab_desc *d, uint64_t n)
+{
+    rd *r = &g->r;
+    int rc;
     static const struct { const char *key; size_t off; } ids[] = {
         { "tokenizer.ggml.bos_token_id", offsetof(tsr_vocab_desc, bos) },
         { "tokenizer.ggml.eos_token_id", offsetof(tsr_vocab_desc, eos) },
@@ -706,15 +795,15 @@ static int read_tokenizer(gguf *g, tsr_tokenizer **out)
     };
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
         if ((rc = kv_token(r, g->kvs, g->n_kv, ids[i].key, (int)n,
-                           (int *)(void *)((char *)&d + ids[i].off))))
+                           (int *)(void *)((char *)d + ids[i].off))))
             return rc;
-    if (d.kind == TSR_VOCAB_SPM) {   // llama.cpp's defaults for SentencePiece
-        if (d.bos < 0 && n > 1) d.bos = 1;
-        if (d.eos < 0 && n > 2) d.eos = 2;
+    if (d->kind == TSR_VOCAB_SPM) {   // llama.cpp's defaults for SentencePiece
+        if (d->bos < 0 && n > 1) d->bos = 1;
+        if (d->eos < 0 && n > 2) d->eos = 2;
     }
-    if ((rc = kv_bool(r, g->kvs, g->n_kv, "tokenizer.ggml.add_bos_token", &d.add_bos)) > 1 ||
+    if ((rc = kv_bool(r, g->kvs, g->n_kv, "tokenizer.ggml.add_bos_token", &d->add_bos)) > 1 ||
         (rc = kv_bool(r, g->kvs, g->n_kv, "tokenizer.ggml.add_space_prefix",
-                      &d.add_space_prefix)) > 1)
+                      &d->add_space_prefix)) > 1)
         return rc;
     /* Phi-3's special tokens drop the spaces after them (llama.cpp decides
      * it by the model's name) */
@@ -723,45 +812,55 @@ static int read_tokenizer(gguf *g, tsr_tokenizer **out)
     if ((rc = kv_str(r, g->kvs, g->n_kv, "general.name", &name, &nl)) > 1) return rc;
     for (uint64_t i = 0; rc == 0 && i + 4 <= nl; i++)
         if (!strncasecmp(name + i, "phi3", 4) || (i + 5 <= nl && !strncasecmp(name + i, "phi-3", 5)))
-            d.rstrip_special = 1;
+            d->rstrip_special = 1;
+    return TSR_OK;
+}
 
+/* A copy of the n-element array of elem-byte values at p (the file's
+ * arrays may sit at any alignment), or NULL when p is NULL; *rc gets
+ * NOMEM when the copy fails. */
+static void *copy_array(const rd *r, const void *p, uint64_t n, size_t elem, int *rc)
+{
+    if (!p || *rc) return NULL;
+    void *c = malloc(n * elem);
+    if (c) memcpy(c, p, n * elem);
+    else *rc = tsr_seterr(r->e, TSR_ERR_NOMEM, "%s: out of memory for the tokenizer", r->name);
+    return c;
+}
+
+/* The tokenizer from d (kind, specials) and the arrays k (n tokens). */
+static int tok_build(gguf *g, tsr_vocab_desc *d, const tok_keys *k, uint64_t n,
+                     tsr_tokenizer **out)
+{
+    rd *r = &g->r;
     const char **pieces = NULL, **merges = NULL;
     int *nb = NULL, *mb = NULL;
     char *buf = NULL, *mbuf = NULL;
-    rc = str_array(r, tok, &pieces, &nb, &buf, d.kind == TSR_VOCAB_SPM);
-    if (!rc && d.kind == TSR_VOCAB_BPE) rc = str_array(r, mg, &merges, &mb, &mbuf, 0);
+    int rc = str_array(r, k->tok, &pieces, &nb, &buf, d->kind == TSR_VOCAB_SPM);
+    if (!rc && d->kind == TSR_VOCAB_BPE) rc = str_array(r, k->mg, &merges, &mb, &mbuf, 0);
+    const kv *sc = k->sc;
+    const void *sp = sc && sc->type == GT_ARRAY && sc->atype == GT_F32 && sc->acount == n
+                         ? r->b + sc->voff : NULL;
+    float *scores = copy_array(r, sp, n, sizeof *scores, &rc);
+    int32_t *types = copy_array(r, k->tt ? r->b + k->tt->voff : NULL, n, sizeof *types, &rc);
     if (!rc) {
-        d.vocab_size = (int)n;
-        d.pieces = pieces;
-        d.n_bytes = nb;
-        d.scores = sc && sc->type == GT_ARRAY && sc->atype == GT_F32 && sc->acount == n
-                       ? (const float *)(const void *)(r->b + sc->voff) : NULL;
-        d.types = tt ? (const int32_t *)(const void *)(r->b + tt->voff) : NULL;
-        d.merges = merges;
-        d.merge_bytes = mb;
-        d.n_merges = merges ? (int)mg->acount : 0;
-        float *scores = NULL;
-        int32_t *types = NULL;
-        /* the file's arrays may sit at any alignment: copy them */
-        if (d.scores && (scores = malloc(n * sizeof *scores)))
-            memcpy(scores, d.scores, n * sizeof *scores);
-        if (d.types && (types = malloc(n * sizeof *types)))
-            memcpy(types, d.types, n * sizeof *types);
-        if ((d.scores && !scores) || (d.types && !types))
-            rc = tsr_seterr(r->e, TSR_ERR_NOMEM, "%s: out of memory for the tokenizer", r->name);
-        d.scores = scores;
-        d.types = types;
-        if (!rc) {
-            rc = tsr_tokenizer_from_vocab(&d, out, r->e);
-            if (rc && r->e) {   // name the file in the message
-                char m[TSR_ERRMSG_MAX];
-                snprintf(m, sizeof m, "%s", r->e->msg);
-                tsr_seterr(r->e, rc, "%s: %s", r->name, m);
-            }
+        d->vocab_size = (int)n;
+        d->pieces = pieces;
+        d->n_bytes = nb;
+        d->scores = scores;
+        d->types = types;
+        d->merges = merges;
+        d->merge_bytes = mb;
+        d->n_merges = merges ? (int)k->mg->acount : 0;
+        rc = tsr_tokenizer_from_vocab(d, out, r->e);
+        if (rc && r->e) {   // name the file in the message
+            char m[TSR_ERRMSG_MAX];
+            snprintf(m, sizeof m, "%s", r->e->msg);
+            tsr_seterr(r->e, rc, "%s: %s", r->name, m);
         }
-        free(scores);
-        free(types);
     }
+    free(scores);
+    free(types);
     free(pieces);
     free(nb);
     free(buf);
@@ -769,6 +868,23 @@ static int read_tokenizer(gguf *g, tsr_tokenizer **out)
     free(mb);
     free(mbuf);
     return rc;
+}
+
+/* Build the tokenizer from tokenizer.ggml.*: model "llama" (SentencePiece,
+ * "▁" becomes ' ' so that pieces match llama2.c's tokenizer.bin) or "gpt2"
+ * (byte-level BPE, with merges and pre-tokenizer), the token types, the
+ * special ids and add_bos_token / add_space_prefix.  Errors: FORMAT,
+ * UNSUPPORTED (another tokenizer model, an unknown pre-tokenizer), NOMEM. */
+static int read_tokenizer(gguf *g, tsr_tokenizer **out)
+{
+    tsr_vocab_desc d = { .add_bos = -1, .add_space_prefix = -1, .bos = -1, .eos = -1,
+                         .eot = -1, .eom = -1 };
+    tok_keys k = { 0 };
+    int rc = tok_model(g, &d, &k);
+    if (rc) return rc;
+    uint64_t n = k.tok->acount;
+    if ((rc = tok_specials(g, &d, n))) return rc;
+    return tok_build(g, &d, &k, n, out);
 }
 
 /* Copy the named tensor, which must have shape (rows, cols), into *dst
@@ -798,6 +914,71 @@ static int take(gguf *g, tsr_tensor *t, const char *name, int rows, int cols, ui
     return TSR_OK;
 }
 
+/* Layer l's tensors (and its q, k, v biases when c has them), as take_all
+ * takes them: into m's views, or (m NULL) checked and counted in *need. */
+static int take_layer(gguf *g, const tsr_config *c, tsr_checkpoint *m, int l, uint8_t **f,
+                      uint64_t *need)
+{
+    int D = c->dim, H = c->hidden_dim;
+    int KV = c->n_kv_heads * (c->dim / c->n_heads);   // kv_dim
+    static const char *const suf[9] = { "attn_norm", "attn_q", "attn_k", "attn_v",
+        "attn_output", "ffn_norm", "ffn_gate", "ffn_down", "ffn_up" };
+    const int rows[9] = { 1, D, KV, KV, D, 1, H, D, H }, cols[9] = { D, D, D, D, D, D, D, H, D };
+    tsr_tensor *v[9] = { NULL };
+    if (m) {
+        tsr_tensor *const all[9] = { &m->rms_att[l], &m->wq[l], &m->wk[l], &m->wv[l], &m->wo[l],
+                                     &m->rms_ffn[l], &m->w1[l], &m->w2[l], &m->w3[l] };
+        memcpy(v, all, sizeof v);
+    }
+    char n[64];
+    int rc;
+    for (int i = 0; i < 9; i++) {
+        snprintf(n, sizeof n, "blk.%d.%s.weight", l, suf[i]);
+        if ((rc = take(g, v[i], n, rows[i], cols[i], f, need))) return rc;
+    }
+    if (!c->qkv_bias) return TSR_OK;
+    tsr_tensor *b[4] = { NULL };
+    if (m) {
+        b[1] = &m->bq[l];
+        b[2] = &m->bk[l];
+        b[3] = &m->bv[l];
+    }
+    for (int i = 1; i < 4; i++) {
+        snprintf(n, sizeof n, "blk.%d.%s.bias", l, suf[i]);
+        if ((rc = take(g, b[i], n, 1, i == 1 ? D : KV, f, need))) return rc;
+    }
+    return TSR_OK;
+}
+
+/* Llama 3's RoPE scaling, as llama.cpp's converter writes it: one divisor
+ * per frequency (head_size / 2 of them), when the file has
+ * rope_freqs.weight; taken as take_all takes tensors. */
+static int take_rope_freqs(gguf *g, const tsr_config *c, tsr_checkpoint *m, uint8_t **f,
+                           uint64_t *need)
+{
+    if (!find_tensor(g->ts, g->n_t, "rope_freqs.weight")) return TSR_OK;
+    int nf = c->dim / c->n_heads / 2;
+    tsr_tensor ff;
+    int rc = take(g, m ? &ff : NULL, "rope_freqs.weight", 1, nf, f, need);
+    if (rc) return rc;
+    if (!m) {
+        *need += (uint64_t)nf * sizeof(float);
+        return TSR_OK;
+    }
+    m->rope_ff = (float *)(void *)*f;
+    *f += (size_t)nf * sizeof(float);
+    for (int j = 0; j < nf; j++) {
+        float v = tsr_tensor_get(&ff, (size_t)j);
+        /* a divisor: finite and positive (llama.cpp's are 1 to 32) */
+        if (!(v > 0.0f && v <= 1e30f))
+            return tsr_seterr(g->r.e, TSR_ERR_FORMAT,
+                "%s: rope_freqs.weight[%d] is %g, not a positive divisor",
+                g->r.name, j, (double)v);
+        m->rope_ff[j] = v;
+    }
+    return TSR_OK;
+}
+
 /* Take every tensor of a model of shape c into m's views and the memory
  * at *pd; with m NULL only check names and shapes and add up in *need the
  * bytes they take (before anything is allocated, so a header cannot make
@@ -806,58 +987,15 @@ static int take_all(gguf *g, const tsr_config *c, tsr_checkpoint *m, uint8_t **p
 {
     int rc;
     uint8_t **f = pd;   // NULL when only checking
-    int D = c->dim, H = c->hidden_dim, V = c->vocab_size;
-    int KV = c->n_kv_heads * (c->dim / c->n_heads);   // kv_dim
+    int D = c->dim, V = c->vocab_size;
     if ((rc = take(g, m ? &m->tok_embedding : NULL, "token_embd.weight", V, D, f, need)) ||
         (rc = take(g, m ? &m->rms_final : NULL, "output_norm.weight", 1, D, f, need)))
         return rc;
     if (c->shared_classifier) { if (m) m->wcls = m->tok_embedding; }
     else if ((rc = take(g, m ? &m->wcls : NULL, "output.weight", V, D, f, need))) return rc;
-    for (int l = 0; l < c->n_layers; l++) {
-        char n[9][64];
-        static const char *const suf[9] = { "attn_norm", "attn_q", "attn_k", "attn_v",
-            "attn_output", "ffn_norm", "ffn_gate", "ffn_down", "ffn_up" };
-        for (int i = 0; i < 9; i++) snprintf(n[i], sizeof n[i], "blk.%d.%s.weight", l, suf[i]);
-        if ((rc = take(g, m ? &m->rms_att[l] : NULL, n[0], 1, D, f, need)) ||
-            (rc = take(g, m ? &m->wq[l] : NULL, n[1], D, D, f, need)) ||
-            (rc = take(g, m ? &m->wk[l] : NULL, n[2], KV, D, f, need)) ||
-            (rc = take(g, m ? &m->wv[l] : NULL, n[3], KV, D, f, need)) ||
-            (rc = take(g, m ? &m->wo[l] : NULL, n[4], D, D, f, need)) ||
-            (rc = take(g, m ? &m->rms_ffn[l] : NULL, n[5], 1, D, f, need)) ||
-            (rc = take(g, m ? &m->w1[l] : NULL, n[6], H, D, f, need)) ||
-            (rc = take(g, m ? &m->w2[l] : NULL, n[7], D, H, f, need)) ||
-            (rc = take(g, m ? &m->w3[l] : NULL, n[8], H, D, f, need)))
-            return rc;
-        if (!c->qkv_bias) continue;
-        for (int i = 1; i < 4; i++) snprintf(n[i], sizeof n[i], "blk.%d.%s.bias", l, suf[i]);
-        if ((rc = take(g, m ? &m->bq[l] : NULL, n[1], 1, D, f, need)) ||
-            (rc = take(g, m ? &m->bk[l] : NULL, n[2], 1, KV, f, need)) ||
-            (rc = take(g, m ? &m->bv[l] : NULL, n[3], 1, KV, f, need)))
-            return rc;
-    }
-    /* Llama 3's RoPE scaling, as llama.cpp's converter writes it: one
-     * divisor per frequency (head_size / 2 of them) */
-    if (find_tensor(g->ts, g->n_t, "rope_freqs.weight")) {
-        tsr_tensor ff;
-        if ((rc = take(g, m ? &ff : NULL, "rope_freqs.weight", 1, D / c->n_heads / 2, f, need)))
-            return rc;
-        if (!m) {
-            *need += (uint64_t)(D / c->n_heads / 2) * sizeof(float);
-            return TSR_OK;
-        }
-        m->rope_ff = (float *)(void *)*f;
-        *f += (size_t)(D / c->n_heads / 2) * sizeof(float);
-        for (int j = 0; j < D / c->n_heads / 2; j++) {
-            float v = tsr_tensor_get(&ff, (size_t)j);
-            /* a divisor: finite and positive (llama.cpp's are 1 to 32) */
-            if (!(v > 0.0f && v <= 1e30f))
-                return tsr_seterr(g->r.e, TSR_ERR_FORMAT,
-                    "%s: rope_freqs.weight[%d] is %g, not a positive divisor",
-                    g->r.name, j, (double)v);
-            m->rope_ff[j] = v;
-        }
-    }
-    return TSR_OK;
+    for (int l = 0; l < c->n_layers; l++)
+        if ((rc = take_layer(g, c, m, l, f, need))) return rc;
+    return take_rope_freqs(g, c, m, f, need);
 }
 
 /* tokenizer.chat_template (optional): a NUL-terminated copy into *out, or

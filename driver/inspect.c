@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "abi.h"
 #include "model.h"
 #include "weight_image.h"
 
@@ -44,18 +45,24 @@ static const char *format_name(const tsr_config *c)
     return "unknown";
 }
 
-int tsr_file_inspect(const char *path, tsr_file_info *info, char *err, size_t errlen)
+int tsr_file_inspect(const char *path, tsr_file_info *out, char *err, size_t errlen)
 {
     tsr_err e = {0};
-    if (!path || !info) {
+    if (!path || !out) {
         tsr_seterr(&e, TSR_ERR_ARG, "inspect: NULL path or info");
         copy_err(&e, err, errlen);
         return TSR_ERR_ARG;
     }
-    memset(info, 0, sizeof *info);
-    tsr_checkpoint *ck = NULL;
-    int rc = tsr_checkpoint_open(path, &ck, &e);
+    int rc = tsr_abi_check_out(&tsr_abi_file_info, out, &e);
     if (rc) { copy_err(&e, err, errlen); return rc; }
+    tsr_file_info full = { 0 }, *info = &full;   /* written up to out->size */
+    tsr_checkpoint *ck = NULL;
+    rc = tsr_checkpoint_open(path, &ck, &e);
+    if (rc) {
+        tsr_abi_write(&tsr_abi_file_info, out, &full);
+        copy_err(&e, err, errlen);
+        return rc;
+    }
     const tsr_config *c = &ck->cfg;
     snprintf(info->format, sizeof info->format, "%s", format_name(c));
     info->dim = c->dim;
@@ -130,6 +137,7 @@ int tsr_file_inspect(const char *path, tsr_file_info *info, char *err, size_t er
         *(f32 ? &info->onchip_f32_bytes : &info->onchip_q8_bytes) = need.total_bytes;
     }
     tsr_checkpoint_close(ck);
+    tsr_abi_write(&tsr_abi_file_info, out, &full);
     return TSR_OK;
 }
 

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi.h"
 #include "plan.h"
 #include "profiles.h"
 #include "weight_image.h"
@@ -1697,8 +1698,8 @@ static int kv_parse(const char *s, int *kv)
     return 0;
 }
 
-int tsr_plan_report(const char *path, const tsr_plan_opts *o, int json, char *buf, size_t len,
-                    int *fits, char *err, size_t errlen)
+int tsr_plan_report(const char *path, const tsr_plan_opts *opts, int json, char *buf,
+                    size_t len, int *fits, char *err, size_t errlen)
 {
     tsr_err e;
     tsr_clearerr(&e);
@@ -1706,6 +1707,9 @@ int tsr_plan_report(const char *path, const tsr_plan_opts *o, int json, char *bu
     tsr_checkpoint *ck = NULL;
     int rc = TSR_OK;
     const char *name = path;
+    tsr_plan_opts oc, *o = opts ? &oc : NULL;   /* the caller's size bytes of it */
+    if (opts && (rc = tsr_abi_read(&tsr_abi_plan_opts, opts, &oc, &e)))
+        goto out;
     if (!o || (!path && !o->shape)) {
         rc = tsr_seterr(&e, TSR_ERR_ARG, "plan: -m MODEL or --shape SHAPE is required");
         goto out;

@@ -533,6 +533,17 @@ int tok_spm_text(const tsr_tokenizer *t, const char *text, size_t len, int prefi
     return rc;
 }
 
+/* The BOS (EOS) id a text asked to start (end) with, inside the vocab:
+ * a vocab too small for llama2.c's BOS (1) / EOS (2) ids is refused. */
+static int ends_in_vocab(const tsr_tokenizer *t, int bos, int eos, tsr_err *e)
+{
+    int bad_bos = bos && (t->bos < 0 || t->bos >= t->vocab_size);
+    int bad_eos = eos && (t->eos < 0 || t->eos >= t->vocab_size);
+    if (!bad_bos && !bad_eos) return TSR_OK;
+    return tsr_seterr(e, TSR_ERR_RANGE, "tokenizer: the %s id %d is outside the vocab of %d",
+                      bad_bos ? "BOS" : "EOS", bad_bos ? t->bos : t->eos, t->vocab_size);
+}
+
 int tsr_tokenizer_encode_ex(const tsr_tokenizer *t, const char *text, size_t len, int flags,
                             int *tokens, int max_tokens, int *n_tokens, tsr_err *e)
 {
@@ -540,13 +551,8 @@ int tsr_tokenizer_encode_ex(const tsr_tokenizer *t, const char *text, size_t len
     if (!t || !text || !n_tokens || (max_tokens > 0 && !tokens))
         return tsr_seterr(e, TSR_ERR_ARG, "tokenizer: encode given a NULL argument");
     int bos = flags & TSR_ENC_BOS, eos = flags & TSR_ENC_EOS;
-    /* a vocab too small for llama2.c's BOS (1) / EOS (2) ids */
-    if ((bos && (t->bos < 0 || t->bos >= t->vocab_size)) ||
-        (eos && (t->eos < 0 || t->eos >= t->vocab_size)))
-        return tsr_seterr(e, TSR_ERR_RANGE, "tokenizer: the %s id %d is outside the vocab of %d",
-                          bos && (t->bos < 0 || t->bos >= t->vocab_size) ? "BOS" : "EOS",
-                          bos && (t->bos < 0 || t->bos >= t->vocab_size) ? t->bos : t->eos,
-                          t->vocab_size);
+    int rc0 = ends_in_vocab(t, bos, eos, e);
+    if (rc0) return rc0;
     if (len > (size_t)(INT32_MAX / 4 - 4))
         return tsr_seterr(e, TSR_ERR_RANGE, "tokenizer: text of %zu bytes is too long", len);
 

@@ -245,13 +245,10 @@ static int build_special(tsr_tokenizer *t, const tsr_vocab_desc *d, tsr_err *e)
     return TSR_OK;
 }
 
-int tsr_tokenizer_from_vocab(const tsr_vocab_desc *d, tsr_tokenizer **out, tsr_err *e)
+/* The pieces and scores into a tokenizer (*out): a BPE vocabulary has no
+ * scores, so it gets zeros. */
+static int from_pieces(const tsr_vocab_desc *d, tsr_tokenizer **out, tsr_err *e)
 {
-    if (!out) return tsr_seterr(e, TSR_ERR_ARG, "tokenizer: out is NULL");
-    *out = NULL;
-    if (!d || (d->kind != TSR_VOCAB_SPM && d->kind != TSR_VOCAB_BPE) ||
-        (d->kind == TSR_VOCAB_SPM && !d->scores))
-        return tsr_seterr(e, TSR_ERR_ARG, "tokenizer: a vocabulary of no known kind");
     static const float zero = 0.0f;
     float *scores = NULL;
     if (d->kind == TSR_VOCAB_BPE) {   // from_arrays wants scores; BPE has none
@@ -259,39 +256,66 @@ int tsr_tokenizer_from_vocab(const tsr_vocab_desc *d, tsr_tokenizer **out, tsr_e
         if (!scores) return tsr_seterr(e, TSR_ERR_NOMEM, "out of memory for the tokenizer");
         for (int i = 0; i < d->vocab_size; i++) scores[i] = zero;
     }
-    tsr_tokenizer *t;
     int rc = tsr_tokenizer_from_arrays(d->vocab_size, d->pieces, d->n_bytes,
-                                       scores ? scores : d->scores, &t, e);
+                                       scores ? scores : d->scores, out, e);
     free(scores);
-    if (rc) return rc;
+    return rc;
+}
+
+/* Token types (d's, or all normal; unknown ones 0), BOS and EOS. */
+static int set_types(tsr_tokenizer *t, const tsr_vocab_desc *d, tsr_err *e)
+{
     t->kind = d->kind;
     t->type = malloc((size_t)t->vocab_size);
-    if (!t->type) {
-        rc = tsr_seterr(e, TSR_ERR_NOMEM, "out of memory for the tokenizer");
-        goto fail;
-    }
+    if (!t->type) return tsr_seterr(e, TSR_ERR_NOMEM, "out of memory for the tokenizer");
     for (int i = 0; i < t->vocab_size; i++) {
         int ty = d->types ? d->types[i] : TSR_TT_NORMAL;
         t->type[i] = (uint8_t)(ty >= TSR_TT_NORMAL && ty <= TSR_TT_BYTE ? ty : 0);
     }
     t->bos = d->bos >= 0 && d->bos < t->vocab_size ? d->bos : -1;
     t->eos = d->eos >= 0 && d->eos < t->vocab_size ? d->eos : -1;
-    if (d->kind == TSR_VOCAB_SPM) {
-        t->add_bos = d->add_bos >= 0 ? d->add_bos : 1;
-        t->add_space_prefix = d->add_space_prefix >= 0 ? d->add_space_prefix : 1;
-        for (int b = 0; b < 256; b++) t->byte_tok[b] = -1;
-        for (int i = 0; i < t->vocab_size; i++)   // byte tokens by type where typed
-            if (t->byte[i] >= 0 && t->byte_tok[t->byte[i]] < 0 &&
-                (!d->types || t->type[i] == TSR_TT_BYTE))
-                t->byte_tok[t->byte[i]] = i;
-    } else {
-        int pre_bos = 0;
-        if ((rc = tsr_pretok_open(d->pre, d->pre ? d->pre_len : 0, &t->pre, &t->ignore_merges,
-                                  &pre_bos, e)))
-            goto fail;
-        t->add_bos = d->add_bos >= 0 ? d->add_bos : pre_bos;
-        if ((rc = build_merges(t, d, e)) || (rc = build_bytes(t, e))) goto fail;
-    }
+    return TSR_OK;
+}
+
+/* SentencePiece: add_bos and add_space_prefix (default 1), and the byte
+ * tokens, by type where the vocabulary types them. */
+static void set_spm(tsr_tokenizer *t, const tsr_vocab_desc *d)
+{
+    t->add_bos = d->add_bos >= 0 ? d->add_bos : 1;
+    t->add_space_prefix = d->add_space_prefix >= 0 ? d->add_space_prefix : 1;
+    for (int b = 0; b < 256; b++) t->byte_tok[b] = -1;
+    for (int i = 0; i < t->vocab_size; i++)   // byte tokens by type where typed
+        if (t->byte[i] >= 0 && t->byte_tok[t->byte[i]] < 0 &&
+            (!d->types || t->type[i] == TSR_TT_BYTE))
+            t->byte_tok[t->byte[i]] = i;
+}
+
+/* Byte-level BPE: the pre-tokenizer (add_bos defaults to its rule), the
+ * merges and the byte tokens. */
+static int set_bpe(tsr_tokenizer *t, const tsr_vocab_desc *d, tsr_err *e)
+{
+    int pre_bos = 0;
+    int rc = tsr_pretok_open(d->pre, d->pre ? d->pre_len : 0, &t->pre, &t->ignore_merges,
+                             &pre_bos, e);
+    if (rc) return rc;
+    t->add_bos = d->add_bos >= 0 ? d->add_bos : pre_bos;
+    if ((rc = build_merges(t, d, e))) return rc;
+    return build_bytes(t, e);
+}
+
+int tsr_tokenizer_from_vocab(const tsr_vocab_desc *d, tsr_tokenizer **out, tsr_err *e)
+{
+    if (!out) return tsr_seterr(e, TSR_ERR_ARG, "tokenizer: out is NULL");
+    *out = NULL;
+    if (!d || (d->kind != TSR_VOCAB_SPM && d->kind != TSR_VOCAB_BPE) ||
+        (d->kind == TSR_VOCAB_SPM && !d->scores))
+        return tsr_seterr(e, TSR_ERR_ARG, "tokenizer: a vocabulary of no known kind");
+    tsr_tokenizer *t;
+    int rc = from_pieces(d, &t, e);
+    if (rc) return rc;
+    if ((rc = set_types(t, d, e))) goto fail;
+    if (d->kind == TSR_VOCAB_SPM) set_spm(t, d);
+    else if ((rc = set_bpe(t, d, e))) goto fail;
     if ((rc = build_special(t, d, e))) goto fail;
     if (t->add_bos && t->bos < 0) {
         rc = tsr_seterr(e, TSR_ERR_FORMAT, "the vocabulary adds a BOS but names none "

@@ -256,111 +256,118 @@ static void find_profile(span kv, tsr_xmeta *m)
     free(s);
 }
 
-int tsr_xmeta_read(const char *path, const char *kernel, tsr_xmeta *m, tsr_err *e)
+/* The whole file at path into *buf (malloc'd), *n bytes: at least an
+ * xclbin header's.  Errors: IO, FORMAT (empty, too short), NOMEM. */
+static int slurp(const char *path, unsigned char **buf, size_t *n, tsr_err *e)
 {
-    memset(m, 0, sizeof *m);
+    *buf = NULL;
     FILE *f = fopen(path, "rb");
     if (!f) return tsr_seterr(e, TSR_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    unsigned char *buf = NULL;
     long len = -1;
     if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
-    if (len < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        return tsr_seterr(e, TSR_ERR_IO, "%s: cannot read", path);
-    }
-    if (len == 0) {
-        fclose(f);
-        return tsr_seterr(e, TSR_ERR_FORMAT, "%s: empty file, not an xclbin", path);
-    }
-    size_t n = (size_t)len;
-    if (n < AXLF_SECTIONS_OFF) {
-        fclose(f);
-        return tsr_seterr(e, TSR_ERR_FORMAT, "%s: %zu bytes, too short for an xclbin header",
-                          path, n);
-    }
-    buf = malloc(n);
-    if (!buf) { fclose(f); return tsr_seterr(e, TSR_ERR_NOMEM, "%s: out of memory", path); }
-    size_t got = fread(buf, 1, n, f);
-    fclose(f);
     int rc = TSR_OK;
-    if (got != n) { rc = tsr_seterr(e, TSR_ERR_IO, "%s: short read", path); goto out; }
-    if (memcmp(buf, AXLF_MAGIC, 8) != 0) {
-        rc = tsr_seterr(e, TSR_ERR_FORMAT, "%s: not an xclbin (no \"xclbin2\" magic)", path);
-        goto out;
-    }
+    if (len < 0 || fseek(f, 0, SEEK_SET) != 0)
+        rc = tsr_seterr(e, TSR_ERR_IO, "%s: cannot read", path);
+    else if (len == 0)
+        rc = tsr_seterr(e, TSR_ERR_FORMAT, "%s: empty file, not an xclbin", path);
+    else if ((size_t)len < AXLF_SECTIONS_OFF)
+        rc = tsr_seterr(e, TSR_ERR_FORMAT, "%s: %zu bytes, too short for an xclbin header",
+                        path, (size_t)len);
+    else if (!(*buf = malloc((size_t)len)))
+        rc = tsr_seterr(e, TSR_ERR_NOMEM, "%s: out of memory", path);
+    else if (fread(*buf, 1, (size_t)len, f) != (size_t)len)
+        rc = tsr_seterr(e, TSR_ERR_IO, "%s: short read", path);
+    fclose(f);
+    *n = rc ? 0 : (size_t)len;
+    return rc;
+}
+
+/* The sections tessera reads (the first of each kind). */
+typedef struct xsections { span xml, mem, conn, kv; } xsections;
+
+/* The header (magic, length, platform, uuid into m) and the section table
+ * of buf (n bytes) into *x.  Errors: FORMAT. */
+static int read_header(const char *path, const unsigned char *buf, size_t n, tsr_xmeta *m,
+                       xsections *x, tsr_err *e)
+{
+    if (memcmp(buf, AXLF_MAGIC, 8) != 0)
+        return tsr_seterr(e, TSR_ERR_FORMAT, "%s: not an xclbin (no \"xclbin2\" magic)", path);
     uint64_t flen = rd64(buf + AXLF_LENGTH_OFF);
-    if (flen > n) {
-        rc = tsr_seterr(e, TSR_ERR_FORMAT, "%s: truncated: header says %llu bytes, file has %zu",
-                        path, (unsigned long long)flen, n);
-        goto out;
-    }
+    if (flen > n)
+        return tsr_seterr(e, TSR_ERR_FORMAT, "%s: truncated: header says %llu bytes, file has %zu",
+                          path, (unsigned long long)flen, n);
     memcpy(m->platform, buf + AXLF_VBNV_OFF, 64);
     m->platform[64] = '\0';
     memcpy(m->uuid, buf + AXLF_UUID_OFF, 16);
     uint32_t ns = rd32(buf + AXLF_NSECTIONS_OFF);
-    if (ns == 0 || (uint64_t)AXLF_SECTIONS_OFF + (uint64_t)ns * AXLF_SECTION_BYTES > n) {
-        rc = tsr_seterr(e, TSR_ERR_FORMAT, "%s: %u section headers do not fit in %zu bytes",
-                        path, ns, n);
-        goto out;
-    }
-    span xml = { 0 }, mem = { 0 }, conn = { 0 }, kv = { 0 };
+    if (ns == 0 || (uint64_t)AXLF_SECTIONS_OFF + (uint64_t)ns * AXLF_SECTION_BYTES > n)
+        return tsr_seterr(e, TSR_ERR_FORMAT, "%s: %u section headers do not fit in %zu bytes",
+                          path, ns, n);
+    memset(x, 0, sizeof *x);
     for (uint32_t i = 0; i < ns; i++) {
         const unsigned char *sh = buf + AXLF_SECTIONS_OFF + (size_t)i * AXLF_SECTION_BYTES;
         uint32_t kind = rd32(sh);
         uint64_t off = rd64(sh + 24), sz = rd64(sh + 32);
-        if (off > n || sz > n - off) {
-            rc = tsr_seterr(e, TSR_ERR_FORMAT,
-                            "%s: section %u (kind %u) at %llu + %llu bytes lies outside the "
-                            "%zu-byte file", path, i, kind, (unsigned long long)off,
-                            (unsigned long long)sz, n);
-            goto out;
-        }
+        if (off > n || sz > n - off)
+            return tsr_seterr(e, TSR_ERR_FORMAT,
+                              "%s: section %u (kind %u) at %llu + %llu bytes lies outside the "
+                              "%zu-byte file", path, i, kind, (unsigned long long)off,
+                              (unsigned long long)sz, n);
         span s = { buf + off, (size_t)sz };
-        if (kind == SEC_EMBEDDED_METADATA && !xml.p) xml = s;
-        else if (kind == SEC_MEM_TOPOLOGY && !mem.p) mem = s;
-        else if (kind == SEC_CONNECTIVITY && !conn.p) conn = s;
-        else if (kind == SEC_KEYVALUE_METADATA && !kv.p) kv = s;
+        if (kind == SEC_EMBEDDED_METADATA && !x->xml.p) x->xml = s;
+        else if (kind == SEC_MEM_TOPOLOGY && !x->mem.p) x->mem = s;
+        else if (kind == SEC_CONNECTIVITY && !x->conn.p) x->conn = s;
+        else if (kind == SEC_KEYVALUE_METADATA && !x->kv.p) x->kv = s;
     }
-    if (!xml.p) {
-        rc = tsr_seterr(e, TSR_ERR_FORMAT, "%s: no EMBEDDED_METADATA (kernel XML) section", path);
-        goto out;
-    }
-    if ((rc = parse_kernel_xml(path, xml, kernel, m, e))) goto out;
+    if (!x->xml.p)
+        return tsr_seterr(e, TSR_ERR_FORMAT, "%s: no EMBEDDED_METADATA (kernel XML) section",
+                          path);
+    return TSR_OK;
+}
 
-    /* Banks: CONNECTIVITY (arg index, ip, mem index) -> MEM_TOPOLOGY tag.
-     * The design has one compute unit; the highest mem index wins, as in
-     * XRT's default group for an argument. */
-    if (conn.p && mem.p && conn.n >= CONN_OFF && mem.n >= MEM_DATA_OFF) {
-        int32_t nc = (int32_t)rd32(conn.p), nm = (int32_t)rd32(mem.p);
-        if (nc < 0 || (uint64_t)CONN_OFF + (uint64_t)nc * CONN_BYTES > conn.n || nm < 0 ||
-            (uint64_t)MEM_DATA_OFF + (uint64_t)nm * MEM_DATA_BYTES > mem.n) {
-            rc = tsr_seterr(e, TSR_ERR_FORMAT, "%s: CONNECTIVITY or MEM_TOPOLOGY count exceeds "
-                            "its section", path);
-            goto out;
-        }
-        for (int32_t c = 0; c < nc; c++) {
-            const unsigned char *cx = conn.p + CONN_OFF + (size_t)c * CONN_BYTES;
-            int32_t arg = (int32_t)rd32(cx), mi = (int32_t)rd32(cx + 8);
-            if (mi < 0 || mi >= nm) continue;
-            for (int a = 0; a < m->n_args; a++) {
-                tsr_xarg *g = &m->args[a];
-                if (g->id != arg || mi < g->mem_index) continue;
-                g->mem_index = mi;
-                memcpy(g->bank, mem.p + MEM_DATA_OFF + (size_t)mi * MEM_DATA_BYTES + 24u, 16);
-                g->bank[16] = '\0';
-            }
+/* Banks: CONNECTIVITY (arg index, ip, mem index) -> MEM_TOPOLOGY tag.
+ * The design has one compute unit; the highest mem index wins, as in
+ * XRT's default group for an argument.  Errors: FORMAT. */
+static int read_banks(const char *path, span conn, span mem, tsr_xmeta *m, tsr_err *e)
+{
+    if (!conn.p || !mem.p || conn.n < CONN_OFF || mem.n < MEM_DATA_OFF) return TSR_OK;
+    int32_t nc = (int32_t)rd32(conn.p), nm = (int32_t)rd32(mem.p);
+    if (nc < 0 || (uint64_t)CONN_OFF + (uint64_t)nc * CONN_BYTES > conn.n || nm < 0 ||
+        (uint64_t)MEM_DATA_OFF + (uint64_t)nm * MEM_DATA_BYTES > mem.n)
+        return tsr_seterr(e, TSR_ERR_FORMAT, "%s: CONNECTIVITY or MEM_TOPOLOGY count exceeds "
+                          "its section", path);
+    for (int32_t c = 0; c < nc; c++) {
+        const unsigned char *cx = conn.p + CONN_OFF + (size_t)c * CONN_BYTES;
+        int32_t arg = (int32_t)rd32(cx), mi = (int32_t)rd32(cx + 8);
+        if (mi < 0 || mi >= nm) continue;
+        for (int a = 0; a < m->n_args; a++) {
+            tsr_xarg *g = &m->args[a];
+            if (g->id != arg || mi < g->mem_index) continue;
+            g->mem_index = mi;
+            memcpy(g->bank, mem.p + MEM_DATA_OFF + (size_t)mi * MEM_DATA_BYTES + 24u, 16);
+            g->bank[16] = '\0';
         }
     }
-    if (kv.p) find_profile(kv, m);
-    if (m->has_profile) {
+    return TSR_OK;
+}
+
+int tsr_xmeta_read(const char *path, const char *kernel, tsr_xmeta *m, tsr_err *e)
+{
+    memset(m, 0, sizeof *m);
+    unsigned char *buf = NULL;
+    size_t n = 0;
+    int rc = slurp(path, &buf, &n, e);
+    xsections x = { 0 };
+    if (!rc) rc = read_header(path, buf, n, m, &x, e);
+    if (!rc) rc = parse_kernel_xml(path, x.xml, kernel, m, e);
+    if (!rc) rc = read_banks(path, x.conn, x.mem, m, e);
+    if (!rc && x.kv.p) find_profile(x.kv, m);
+    if (!rc && m->has_profile) {
         tsr_err pe;
         tsr_clearerr(&pe);
-        if (tsr_xprofile_parse(m->profile_text, &m->profile, &pe)) {
+        if (tsr_xprofile_parse(m->profile_text, &m->profile, &pe))
             rc = tsr_seterr(e, TSR_ERR_FORMAT, "%s: %s", path, pe.msg);
-            goto out;
-        }
     }
-out:
     free(buf);
     return rc;
 }

@@ -152,7 +152,7 @@ static int one_run(tsr_model *model, const int *prompt, int n_prompt, int n_gen,
     if (rc == TSR_OK) rc = tsr_seq_append_tokens(seq, prompt, n_prompt);
     tsr_gen_opts go = { .max_tokens = n_gen, .temperature = 0.0f, .ignore_stop = 1 };
     if (rc == TSR_OK) rc = tsr_seq_generate(seq, &go, NULL, NULL, got);
-    tsr_seq_stats st;
+    tsr_seq_stats st = { 0 };
     if (rc == TSR_OK) rc = tsr_seq_get_stats(seq, &st);
     if (rc == TSR_OK) {
         r->decode_tok_s = st.decode_tok_s;
@@ -185,7 +185,7 @@ static int batch_run(tsr_model *model, int b, int *ids, int n_prompt, int n_gen,
     int total = 0;
     *got = n_gen;
     for (int k = 0; k < b && rc == TSR_OK; k++) {
-        tsr_seq_stats st;
+        tsr_seq_stats st = { 0 };
         if ((rc = tsr_seq_get_stats(seqs[k], &st)) != TSR_OK) break;
         per_seq += st.decode_tok_s / b;
         total += n_got[k];
@@ -331,7 +331,7 @@ static int bench_runs(bench *b, tsr_device *dev, tsr_model *model, int *prompt)
         bench_run r = { 0 };
         int got = 0, rc;
         make_prompt(prompt, a->prompt_tokens, 0, b->mi.vocab_size, b->mi.bos);
-        tsr_pipeline p0, p1, p2;
+        tsr_pipeline p0 = { 0 }, p1 = { 0 }, p2 = { 0 };
         tsr_device_pipeline(dev, &p0);
         rc = one_run(model, prompt, a->prompt_tokens, a->decode_tokens, &r, &got);
         tsr_device_pipeline(dev, &p1);

@@ -86,9 +86,11 @@ static void keep_reply(chat_ctx *c, const char *p, size_t n)
 
 /* Print a token by textout's one rule (as tessera run), keeping its
  * piece for the conversation's next turn. */
-static int print_token(tsr_seq *s, int token, void *user)
+static int print_token(tsr_seq *s, int token, const char *text, size_t len, void *user)
 {
     (void)s;
+    (void)text;   /* the library's piece; textout_token applies the one rule */
+    (void)len;
     chat_ctx *c = user;
     size_t n;
     const char *p = textout_token(c->model, c->prev, token, c->bos, c->eos, &n);
@@ -196,7 +198,7 @@ static int append_line(tsr_device *dev, tsr_model *m, tsr_seq *seq, const char *
         cli_error("%s", tsr_device_errmsg(dev));
         return -1;
     }
-    tsr_model_info mi;
+    tsr_model_info mi = { 0 };
     tsr_model_get_info(m, &mi);
     /* The line's length as the first line of a conversation (BOS first). */
     size_t cap = strlen(line) + 3;
@@ -270,8 +272,8 @@ out:
 
 static void print_stats(tsr_model *m, tsr_seq *seq, int replies)
 {
-    tsr_model_info mi;
-    tsr_seq_stats st;
+    tsr_model_info mi = { 0 };
+    tsr_seq_stats st = { 0 };
     tsr_model_get_info(m, &mi);
     tsr_seq_get_stats(seq, &st);
     int len = tsr_seq_length(seq);

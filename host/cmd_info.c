@@ -85,7 +85,7 @@ int cmd_info(int argc, char **argv)
         cli_error("info: -m MODEL is required");
         return 2;
     }
-    tsr_file_info fi;
+    tsr_file_info fi = { 0 };
     char err[512];
     if (tsr_file_inspect(model, &fi, err, sizeof err) != TSR_OK) {
         cli_error("%s", err);

@@ -46,9 +46,11 @@ typedef struct stream_ctx {
 } stream_ctx;
 
 /* Print a token by textout's one rule (textout_token, textout_print). */
-static int on_token(tsr_seq *s, int token, void *user)
+static int on_token(tsr_seq *s, int token, const char *text, size_t len, void *user)
 {
     (void)s;
+    (void)text;   /* the library's piece; textout_token applies the one rule */
+    (void)len;
     stream_ctx *c = user;
     size_t n;
     const char *p = textout_token(c->model, c->prev, token, c->bos, c->eos, &n);
@@ -101,8 +103,8 @@ static void print_all(const tsr_traffic *t, const char *buf)
  * off-chip bytes, a few key counters); --stats=all adds print_all's. */
 static void print_stats(tsr_device *dev, tsr_seq *seq, int all)
 {
-    tsr_traffic t;
-    tsr_seq_stats st;
+    tsr_traffic t = { 0 };
+    tsr_seq_stats st = { 0 };
     tsr_device_traffic(dev, &t);
     tsr_seq_get_stats(seq, &st);
     static char buf[1 << 14];
@@ -206,7 +208,7 @@ static int feed_prompt(cli_args *a, tsr_device *dev, tsr_seq *seq, const tsr_mod
     }
     if (n > 0) {
         sc->prev = prompt[0];
-        for (int i = 1; i < n && i <= a->steps; i++) on_token(seq, prompt[i], sc);
+        for (int i = 1; i < n && i <= a->steps; i++) on_token(seq, prompt[i], "", 0, sc);
     }
     free(prompt);
     return n;
@@ -279,7 +281,7 @@ int cmd_run(int argc, char **argv)
         cli_error("%s", tsr_device_errmsg(dev));
         goto out;
     }
-    tsr_model_info mi;
+    tsr_model_info mi = { 0 };
     tsr_model_get_info(model, &mi);
     if (!a.n_predict && (a.steps == 0 || a.steps > mi.seq_len)) {
         if (a.steps > mi.seq_len)
@@ -302,7 +304,7 @@ int cmd_run(int argc, char **argv)
     textout_free(&sc.text);
     printf("\n");
     if (cli_flush_stdout()) goto out;
-    tsr_seq_stats st;
+    tsr_seq_stats st = { 0 };
     tsr_seq_get_stats(seq, &st);
     int stopped = tsr_seq_was_cancelled(seq);
     fprintf(stderr, "tessera: %d token%s generated%s, %.1f tokens/s, time to first token %.2f ms\n",

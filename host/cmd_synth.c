@@ -74,7 +74,7 @@ static int synth_llama2c(const cli_args *a)
         fprintf(stderr, "tessera: wrote %s (not a regular file: not read back)\n", a->out);
         return 0;
     }
-    tsr_file_info fi;
+    tsr_file_info fi = { 0 };
     if (tsr_file_inspect(a->out, &fi, err, sizeof err) != TSR_OK) {
         cli_error("%s", err);
         return 1;

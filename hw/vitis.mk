@@ -7,6 +7,7 @@
 #   make csynth [KERNEL=...] [PROFILE=...] [PART=...]                    v++ --mode hls
 #   make cosim  [KERNEL=...] [PROFILE=...] [PART=...]   (after csynth)   vitis-run
 #   make xclbin TARGET=hw|hw_emu PLATFORM=<platform> PROFILE=<profile>  v++ -c, v++ -l
+#               (make all TARGET=hw|hw_emu PLATFORM=... is the same)
 #               [PROFILE_MONITORS=1]   + data/stall/exec monitors for hw/xrt.ini
 #   make csim-gcc   the csim testbench built with gcc: no Vitis needed
 #   make csim-gcc-15m (or csim-gcc TB_PROFILE=stories15m): the stories15m profile
@@ -23,11 +24,24 @@
 # profile key, and a MANIFEST line per build).
 
 # ------------------------------------------------------------- settings ---
+# PROFILE, PART and PLATFORM default as below, and a build that uses one
+# so defaulted says so (one line each, "PLATFORM not set: using ...").
+HW_DEFAULTED :=
+ifeq ($(origin PROFILE),undefined)
+  PROFILE := stories260k
+  HW_DEFAULTED += PROFILE
+endif
+ifeq ($(origin PART),undefined)
+  PART := u55c
+  HW_DEFAULTED += PART
+endif
+ifeq ($(origin PLATFORM),undefined)
+  PLATFORM := xilinx_u55c_gen3x16_xdma_3_202210_1
+  HW_DEFAULTED += PLATFORM
+endif
 KERNEL     ?= tessera_top
-PROFILE    ?= stories260k
-PART       ?= u55c
+HW_VITIS_HINT := install AMD Vitis 2023.2+ (2022.2+ for make xclbin) and source <Vitis install>/settings64.sh (e.g. /tools/Xilinx/Vitis/2023.2/settings64.sh), then run make again
 TARGET     ?= hw
-PLATFORM   ?= xilinx_u55c_gen3x16_xdma_3_202210_1
 VPP        ?= v++
 VITIS_RUN  ?= vitis-run
 XCLBINUTIL ?= xclbinutil
@@ -65,18 +79,44 @@ HW_DEFS_stories15m := -DTSR_F32_URAM=0 -DTSR_KV_URAM=1
 # platform config's slr= pinning.
 HW_SPAN_SLRS := stories15m generic
 
+# The goals of this run that are Vitis builds: `make all TARGET=hw|hw_emu`
+# is `make xclbin` (the top Makefile sets VITIS_ALL).
+HW_GOALS := $(MAKECMDGOALS) $(if $(filter hw hw_emu,$(VITIS_ALL)),xclbin)
+
+# Say which defaults a build takes (also under make -n).
+HW_SAY_DEFAULT = $(if $(filter $(1),$(HW_DEFAULTED)),$(info $(1) not set: using $($(1)) ($(2))))
+ifneq ($(filter csim csynth cosim xclbin hls-checklist,$(HW_GOALS)),)
+  $(call HW_SAY_DEFAULT,PROFILE,profiles: $(HW_PROFILES))
+endif
+ifneq ($(filter csim csynth cosim,$(HW_GOALS)),)
+  $(call HW_SAY_DEFAULT,PART,parts: u55c u280 u250 u200 or a part name)
+endif
+ifneq ($(filter xclbin,$(HW_GOALS)),)
+  $(call HW_SAY_DEFAULT,PLATFORM,platforms: $(HW_PLATFORMS))
+endif
+
+# An xclbin build without v++ stops here, before anything runs, with one
+# line that says what to install and source (not under make -n, which
+# prints the commands wherever it runs).
+HW_DRY := $(findstring n,$(firstword -$(MAKEFLAGS)))
+ifneq ($(filter xclbin,$(HW_GOALS)),)
+  ifeq ($(HW_DRY)$(shell command -v $(VPP) 2>/dev/null),)
+    $(error $(VPP) not found: $(HW_VITIS_HINT))
+  endif
+endif
+
 # Check the names before anything runs (also under make -n).
-ifneq ($(filter csim csynth cosim xclbin,$(MAKECMDGOALS)),)
+ifneq ($(filter csim csynth cosim xclbin,$(HW_GOALS)),)
   ifeq ($(filter $(PROFILE),$(HW_PROFILES)),)
     $(error PROFILE=$(PROFILE): no kernels/profiles/profile_$(PROFILE).h (profiles: $(HW_PROFILES)))
   endif
 endif
-ifneq ($(filter csim csynth cosim,$(MAKECMDGOALS)),)
+ifneq ($(filter csim csynth cosim,$(HW_GOALS)),)
   ifeq ($(wildcard hw/hls/$(KERNEL)/hls_config.cfg),)
     $(error KERNEL=$(KERNEL): no hw/hls/$(KERNEL)/hls_config.cfg)
   endif
 endif
-ifneq ($(filter xclbin,$(MAKECMDGOALS)),)
+ifneq ($(filter xclbin,$(HW_GOALS)),)
   ifeq ($(filter $(PLATFORM),$(HW_PLATFORMS)),)
     $(error PLATFORM=$(PLATFORM): no link config hw/link/$(PLATFORM).cfg (platforms: $(HW_PLATFORMS)))
   endif
@@ -98,17 +138,20 @@ help-hw:
 	@echo "  make hls-checklist PROFILE=$(PROFILE)   each pipelined loop's target II and trip count,"
 	@echo "              to read csynth's loop table against (docs/hls-flow.md, the first csynth)"
 	@echo "  make xclbin TARGET=hw|hw_emu PLATFORM=<platform> PROFILE=<profile> [PROFILE_MONITORS=1]"
+	@echo "              (or make all TARGET=hw|hw_emu ...; TARGET=sw_emu is the CPU emulator, make all)"
 	@echo "              -> bitstreams/tessera_<profile>_<platform>.xclbin + bitstreams/MANIFEST"
 	@echo "              (PROFILE_MONITORS=1: ....monitors.xclbin with trace/counter monitors, hw/xrt.ini)"
 	@echo "  make csim-gcc   the csim testbench built with gcc (no Vitis)"
 	@echo "  make csim-gcc-15m  the same on the stories15m profile (= csim-gcc TB_PROFILE=stories15m):"
 	@echo "              synthetic Q8_0 stories15M, tokens and logits against the stories15m emulator"
+	@echo "Defaults, said when a build takes them: PROFILE=stories260k PART=u55c"
+	@echo "           PLATFORM=xilinx_u55c_gen3x16_xdma_3_202210_1.  csynth and xclbin need v++:"
+	@echo "           AMD Vitis (source <Vitis install>/settings64.sh)"
 	@echo "profiles:  $(HW_PROFILES)"
 	@echo "platforms: $(HW_PLATFORMS)"
 	@echo "parts:     u55c u280 u250 u200 (or a part name)"
 
 # ---------------------------------------------------------- tool checks ---
-HW_VITIS_HINT := install AMD Vitis 2023.2+ (2022.2+ for make xclbin) and source <Vitis install>/settings64.sh
 
 need-v++:
 	@command -v $(VPP) >/dev/null 2>&1 || { echo "make: $(VPP) not found: $(HW_VITIS_HINT)" >&2; exit 1; }
@@ -116,7 +159,8 @@ need-v++:
 need-vitis-run:
 	@command -v $(VITIS_RUN) >/dev/null 2>&1 || { echo "make: $(VITIS_RUN) not found: $(HW_VITIS_HINT)" >&2; exit 1; }
 
-need-xclbinutil:
+# (after need-v++: without Vitis, one line says what is missing)
+need-xclbinutil: | need-v++
 	@command -v $(XCLBINUTIL) >/dev/null 2>&1 || { echo "make: $(XCLBINUTIL) not found: install XRT and source /opt/xilinx/xrt/setup.sh" >&2; exit 1; }
 
 # ------------------------------------------------- csim testbench input ---
@@ -277,7 +321,7 @@ HW_KV       := $(BUILD)/hw/profile_kv_$(PROFILE)
 BITSTREAM   := bitstreams/tessera_$(PROFILE)_$(PLATFORM)$(if $(filter hw_emu,$(TARGET)),.hw_emu)$(HW_MON).xclbin
 HW_VPP_C_MON := $(if $(HW_MON),--profile.stall all:all)
 
-$(HW_XO): $(KERNEL_SRC) $(wildcard kernels/*.h kernels/profiles/*.h)
+$(HW_XO): $(KERNEL_SRC) $(wildcard kernels/*.h kernels/profiles/*.h) | need-v++
 	@mkdir -p $(HW_DIR)
 	$(VPP) -c -t $(TARGET) --platform $(PLATFORM) -k $(KERNEL) \
 	    --hls.clock $(HW_FREQ_HZ):$(KERNEL) --temp_dir $(HW_DIR)/_x.compile$(HW_MON) $(HW_VPP_C_MON) \
@@ -290,13 +334,13 @@ $(HW_LINK_CFG): hw/link/$(PLATFORM).cfg hw/vitis.mk
 	  sed -e '$(if $(filter $(PROFILE),$(HW_SPAN_SLRS)),s/^slr=/# not pinned: profile $(PROFILE) spans SLRs: slr=/)' \
 	      -e '$(if $(HW_MON),s/^#profile: //)' $<; } > $@
 
-$(HW_LOOP_XO): $(HW_LOOP_SRC)
+$(HW_LOOP_XO): $(HW_LOOP_SRC) | need-v++
 	@mkdir -p $(HW_DIR)
 	$(VPP) -c -t $(TARGET) --platform $(PLATFORM) -k tsr_link_loop \
 	    --hls.clock $(HW_FREQ_HZ):tsr_link_loop --temp_dir $(HW_DIR)/_x.compile.loop \
 	    -o $@ $(HW_LOOP_SRC)
 
-$(HW_RAW): $(HW_XO) $(HW_LOOP_XO) $(HW_LINK_CFG)
+$(HW_RAW): $(HW_XO) $(HW_LOOP_XO) $(HW_LINK_CFG) | need-v++
 	$(VPP) -l -t $(TARGET) --platform $(PLATFORM) --config $(HW_LINK_CFG) \
 	    --temp_dir $(HW_DIR)/_x.link$(HW_MON) -o $@ $(HW_XO) $(HW_LOOP_XO)
 
@@ -306,7 +350,7 @@ $(BUILD)/hw/profile_kv_%: hw/profile_kv.c $(wildcard kernels/*.h kernels/profile
 	@mkdir -p $(dir $@)
 	$(CC) -Ikernels -DTSR_PROFILE_HEADER='"profiles/profile_$*.h"' $(HW_DEFS_$*) hw/profile_kv.c -o $@
 
-$(BITSTREAM): $(HW_RAW) $(HW_KV)
+$(BITSTREAM): $(HW_RAW) $(HW_KV) | need-xclbinutil
 	@mkdir -p $(dir $@)
 	$(XCLBINUTIL) --input $(HW_RAW) --add-key-value "USER:tessera_profile:$$($(HW_KV))" \
 	    --output $@.tmp && mv $@.tmp $@

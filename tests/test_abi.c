@@ -2,7 +2,8 @@
  * test_abi.c - libtessera.so exports exactly the calls tessera.h marks
  * TSR_API (nm -D --defined-only against the header), and the ABI
  * conventions the header states hold: the runtime version, growing structs
- * (reserved words, zero-initialised callers unchanged, non-zero refused).
+ * (every field's offset pinned, a planted field caught, the size rule,
+ * reserved words: zero-initialised callers unchanged, non-zero refused).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,8 @@
 #include <string.h>
 
 #include "tessera.h"
+#include "abi/pins.h"
+#include "run_capture.h"
 #include "test_util.h"
 
 #define MAX_NAMES 256
@@ -119,6 +122,27 @@ static void archive_globals_equal_header(void **state)
     compare("libtessera.a", "nm -g --defined-only '%s/libtessera.a'");
 }
 
+/* The shared library of every build (not only an installed one) names
+ * its ABI: SONAME libtessera.so.0.MINOR while MAJOR is 0 (each minor
+ * version may break it), with that link beside it in the build folder. */
+static void soname_in_every_build(void **state)
+{
+    (void)state;
+    char want[64], cmd[4096], out[4096], err[4096];
+    if (TSR_VERSION_MAJOR == 0)
+        snprintf(want, sizeof want, "libtessera.so.0.%d", TSR_VERSION_MINOR);
+    else
+        snprintf(want, sizeof want, "libtessera.so.%d", TSR_VERSION_MAJOR);
+    snprintf(cmd, sizeof cmd, "readelf -d '%s/libtessera.so' | sed -n 's/.*(SONAME).*\\[\\(.*\\)\\]/\\1/p'",
+             TSR_BUILD_DIR);
+    assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
+    out[strcspn(out, "\n")] = '\0';
+    assert_string_equal(out, want);
+    snprintf(cmd, sizeof cmd, "readlink '%s/%s'", TSR_BUILD_DIR, want);
+    assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
+    assert_string_equal(out, "libtessera.so\n");
+}
+
 static void runtime_version(void **state)
 {
     (void)state;
@@ -130,32 +154,108 @@ static void runtime_version(void **state)
     assert_string_equal(s, tsr_version());
 }
 
-/* The growing structs' sizes as 0.3.0 (x86-64 and every LP64 ABI) has
- * them, each ending in its reserved words.  A field inserted in front of
- * `reserved` (not carved out of it: a field carved out keeps the size and
- * moves `reserved` up), a reserved array shortened or a type widened fails
- * here: that is an ABI change, which needs a new TSR_VERSION and a note of
- * what breaks (a client built against the older header would be written
- * past its struct's end). */
+/* Every field's offset and every struct's size, as 0.3.0 has them
+ * (tests/abi/pins.h, LP64).  A field inserted in front of `reserved` (not
+ * carved out of it: a field carved out keeps the size and moves
+ * `reserved` up), a reserved array shortened or a type widened fails
+ * here: that is an ABI change, which needs a new TSR_VERSION_MINOR and a
+ * note of what breaks. */
 static void layouts_pinned(void **state)
 {
     (void)state;
     if (sizeof(void *) != 8) skip();
-    static const struct { const char *name; size_t size, size_now, end_now; } t[] = {
-#define PIN(T, SZ) { #T, SZ, sizeof(T), offsetof(T, reserved) + sizeof((T *)0)->reserved }
-        PIN(tsr_traffic, 144),    PIN(tsr_pipeline, 488), PIN(tsr_model_opts, 120),
-        PIN(tsr_model_info, 232), PIN(tsr_gen_opts, 96),  PIN(tsr_seq_stats, 144),
-        PIN(tsr_chat_msg, 32),    PIN(tsr_file_info, 400), PIN(tsr_plan_opts, 144),
-#undef PIN
-    };
     assert_int_equal(TSR_VERSION_NUMBER, 300);   /* the layouts are 0.3.0's */
-    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
-        if (t[i].size_now != t[i].size)
-            fail_msg("%s: %zu bytes; 0.3.0 has %zu", t[i].name, t[i].size_now, t[i].size);
-        if (t[i].end_now != t[i].size_now)
-            fail_msg("%s: its reserved words end at %zu, not at its end (%zu)", t[i].name,
-                     t[i].end_now, t[i].size_now);
+    int fields = 0, structs = 0;
+#define X(T, F, OFF)                                                               \
+    fields++;                                                                      \
+    if (offsetof(T, F) != (OFF))                                                   \
+        fail_msg("%s.%s at %zu, pinned at %d", #T, #F, offsetof(T, F), (int)(OFF));
+#define S(T, SZ)                                                                   \
+    structs++;                                                                     \
+    if (sizeof(T) != (SZ)) fail_msg("%s: %zu bytes, pinned at %d", #T, sizeof(T), (int)(SZ)); \
+    /* each starts with its size and ends in its reserved words */                 \
+    assert_int_equal(offsetof(T, size), 0);                                        \
+    assert_int_equal(offsetof(T, reserved) + sizeof((T *)0)->reserved, sizeof(T));
+    TSR_ABI_PINS(X, S)
+#undef X
+#undef S
+    assert_int_equal(structs, 9);
+    assert_int_equal(fields, 128);
+}
+
+/* The pins catch a planted field: tests/abi/pin_check.c, built against
+ * tessera.h as it is, passes; built against a copy with a uint64_t
+ * inserted in front of tsr_model_info's reserved words, it fails naming
+ * that struct.  (An int there would sit in the padding after `kv` and move
+ * nothing: no layout change, so nothing to catch.) */
+static void planted_field_fails(void **state)
+{
+    (void)state;
+    if (sizeof(void *) != 8) skip();
+    char dir[] = "/tmp/tsr_abi_plant.XXXXXX", cmd[8192];
+    assert_non_null(mkdtemp(dir));
+    const char *src = TSR_SOURCE_DIR;
+    /* the planting: the first reserved line after tsr_model_info's opening */
+    snprintf(cmd, sizeof cmd,
+             "sed '/^typedef struct tsr_model_info {/,/reserved/ s/^\\( *\\)uint64_t reserved/"
+             "\\1uint64_t planted; uint64_t reserved/' '%s/driver/include/tessera.h' > %s/tessera.h && "
+             "grep -c 'uint64_t planted;' %s/tessera.h", src, dir, dir);
+    char out[4096], err[4096];
+    assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
+    assert_string_equal(out, "1\n");
+    for (int planted = 0; planted <= 1; planted++) {
+        snprintf(cmd, sizeof cmd,
+                 "cc -std=c11 -I%s -I'%s/driver/include' -I'%s/tests/abi' -o %s/pin_check "
+                 "'%s/tests/abi/pin_check.c' && %s/pin_check",
+                 planted ? dir : "/nonexistent", src, src, dir, src, dir);
+        int rc = run_capture(cmd, out, err, sizeof out);
+        print_message("%s header: exit %d: %s%s", planted ? "planted" : "real", rc, out, err);
+        if (!planted) {
+            assert_int_equal(rc, 0);
+            assert_string_equal(out, "all pinned\n");
+        } else {
+            assert_int_equal(rc, 1);
+            assert_non_null(strstr(out, "tsr_model_info.reserved at 184, pinned at 176"));
+            assert_non_null(strstr(out, "tsr_model_info is 248 bytes, pinned at 240"));
+            assert_int_equal(count_lines(out), 2);
+            assert_null(strstr(out, "tsr_traffic"));   /* only the planted struct */
+        }
     }
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* The size rule with this header: a size 0 is today's struct, a size
+ * above it with bytes this library lacks set is refused, a garbage size
+ * is refused before anything is read.  (A shorter, older struct:
+ * tests/test_abi_prev.c.) */
+static void size_rule(void **state)
+{
+    (void)state;
+    struct { tsr_plan_opts v; uint64_t newer[2]; } o;
+    memset(&o, 0, sizeof o);
+    o.v.part = "u55c";
+    o.v.shape = "stories15M";
+    char buf[64], err[256] = "";
+    o.v.size = sizeof o;   /* a newer header's struct, its new fields unused */
+    assert_int_equal(tsr_plan_report(NULL, &o.v, 0, buf, sizeof buf, NULL, err, sizeof err),
+                     TSR_OK);
+    o.newer[1] = 3;        /* ...and used: this library cannot honour it */
+    assert_int_equal(tsr_plan_report(NULL, &o.v, 0, buf, sizeof buf, NULL, err, sizeof err),
+                     TSR_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err, "newer tessera.h"));
+    o.v.size = 1u << 20;   /* garbage: never read that far */
+    assert_int_equal(tsr_plan_report(NULL, &o.v, 0, buf, sizeof buf, NULL, err, sizeof err),
+                     TSR_ERR_ARG);
+    assert_non_null(strstr(err, "larger than any version"));
+    o.v.size = 8;
+    assert_int_equal(tsr_plan_report(NULL, &o.v, 0, buf, sizeof buf, NULL, err, sizeof err),
+                     TSR_ERR_ARG);
+    assert_non_null(strstr(err, "tsr_plan_opts: size 8 is below"));
+    /* TSR_INIT sets today's size */
+    tsr_gen_opts g = TSR_INIT(tsr_gen_opts);
+    assert_int_equal(g.size, sizeof g);
+    assert_int_equal(g.max_tokens, 0);
 }
 
 /* Every struct ends in reserved words; an option struct with a non-zero
@@ -171,7 +271,7 @@ static void structs_can_grow(void **state)
     assert_int_equal(sizeof ((tsr_seq_stats *)0)->reserved, 64);
     /* tsr_traffic gave three of its eight reserved words to the card links */
     assert_int_equal(sizeof ((tsr_traffic *)0)->reserved, 40);
-    assert_int_equal(sizeof(tsr_traffic), 10 * 8 + 64);
+    assert_int_equal(sizeof(tsr_traffic), 8 + 13 * 8 + 40);   /* size, 13 counters */
     assert_int_equal(sizeof ((tsr_file_info *)0)->reserved, 64);
     /* a message is an array element: two words, refused when not zero
      * (tests/test_chat_template.c) */
@@ -193,7 +293,9 @@ static void structs_can_grow(void **state)
     assert_int_equal(tsr_model_load(dev, SHARED_MODEL("stories260K.bin"), &o, &m), TSR_OK);
     tsr_model_info info;
     memset(&info, 0xff, sizeof info);
+    info.size = sizeof info;
     assert_int_equal(tsr_model_get_info(m, &info), TSR_OK);
+    assert_int_equal(info.size, sizeof info);   /* the caller's, kept */
     for (int i = 0; i < 8; i++) assert_int_equal(info.reserved[i], 0);
     tsr_seq *s = NULL;
     assert_int_equal(tsr_seq_open(m, &s), TSR_OK);
@@ -222,8 +324,11 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(exports_equal_header),
         cmocka_unit_test(archive_globals_equal_header),
+        cmocka_unit_test(soname_in_every_build),
         cmocka_unit_test(runtime_version),
         cmocka_unit_test(layouts_pinned),
+        cmocka_unit_test(planted_field_fails),
+        cmocka_unit_test(size_rule),
         cmocka_unit_test(structs_can_grow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

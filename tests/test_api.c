@@ -47,8 +47,10 @@ static int teardown(void **state)
     return 0;
 }
 
-static int stop_after_10(tsr_seq *s, int token, void *user)
+static int stop_after_10(tsr_seq *s, int token, const char *text, size_t len, void *user)
 {
+    (void)text;
+    (void)len;
     (void)s;
     (void)token;
     int *seen = user;
@@ -72,7 +74,7 @@ static void steering_equals_uninterrupted(void **state)
 
     int instr[16], n_instr = 0;
     assert_int_equal(tsr_model_tokenize(f->m, " The dog said", 0, instr, 16, &n_instr), TSR_OK);
-    tsr_seq_stats before, after;
+    tsr_seq_stats before = { 0 }, after = { 0 };
     tsr_seq_get_stats(s, &before);
     assert_int_equal(tsr_seq_append_tokens(s, instr, n_instr), TSR_OK);
     tsr_seq_get_stats(s, &after);
@@ -229,7 +231,7 @@ static void misuse_returns_errors(void **state)
 
     /* Appending beyond seq_len: refused, nothing appended. */
     assert_int_equal(tsr_seq_open(f->m, &s), TSR_OK);
-    tsr_model_info mi;
+    tsr_model_info mi = { 0 };
     tsr_model_get_info(f->m, &mi);
     int *many = calloc((size_t)mi.seq_len + 2, sizeof *many);
     for (int i = 0; i < mi.seq_len + 2; i++) many[i] = 300;
@@ -282,7 +284,7 @@ static void replaced_model_is_stale(void **state)
     assert_int_equal(tsr_seq_append_tokens(s, &tok, 1), TSR_ERR_STATE);
     tsr_seq *s2 = NULL;
     assert_int_equal(tsr_seq_open(a, &s2), TSR_ERR_STATE);
-    tsr_traffic t;
+    tsr_traffic t = { 0 };
     tsr_device_traffic(dev, &t);
     assert_int_equal(t.loads, 2);
     tsr_seq_close(s);
@@ -299,8 +301,10 @@ typedef struct cancel15 {
     int      at_cancel;  /* seen when the cancel was issued (read after join) */
 } cancel15;
 
-static int count_token(tsr_seq *s, int token, void *user)
+static int count_token(tsr_seq *s, int token, const char *text, size_t len, void *user)
 {
+    (void)text;
+    (void)len;
     (void)s;
     (void)token;
     __atomic_add_fetch(&((cancel15 *)user)->seen, 1, __ATOMIC_RELEASE);
@@ -374,7 +378,7 @@ static void load_from_memory(void **state)
     na = seq_history(s, a, 64);
     tsr_seq_close(s);
 
-    tsr_traffic t0, t1;
+    tsr_traffic t0 = { 0 }, t1 = { 0 };
     tsr_device_traffic(f->dev, &t0);
     tsr_model_opts o = { .tokenizer = TOK, .n_seqs = 4 };
     tsr_model *mm = NULL;
@@ -402,7 +406,7 @@ static void inspect_onchip_bytes_match_fit(void **state)
     (void)state;
     const char *files[] = { MODEL, SHARED_MODEL("stories260K-q4_0.gguf") };
     for (int k = 0; k < 2; k++) {
-        tsr_file_info fi;
+        tsr_file_info fi = { 0 };
         char err[256];
         assert_int_equal(tsr_file_inspect(files[k], &fi, err, sizeof err), TSR_OK);
         tsr_device *dev = NULL;
@@ -433,6 +437,137 @@ static void inspect_onchip_bytes_match_fit(void **state)
     }
 }
 
+/* ------------------------------------- the callback: its stop, its text --- */
+
+/* What one generate's callback saw: its tokens and their text. */
+typedef struct stop_rec {
+    tsr_seq *seq[2];
+    int      at;          /* stop at this token of seq[0]              */
+    int      cancel;      /* 1: stop by tsr_seq_cancel, 0: by returning 1 */
+    int      n[2];        /* tokens each sequence's callback saw        */
+    int      tok[2][64];
+    char     text[2][1024];
+    size_t   len[2];
+} stop_rec;
+
+static int stop_cb(tsr_seq *s, int token, const char *text, size_t len, void *user)
+{
+    stop_rec *r = user;
+    int k = s == r->seq[0] ? 0 : 1;
+    assert_non_null(text);
+    assert_true(r->n[k] < 64 && r->len[k] + len < sizeof r->text[k]);
+    r->tok[k][r->n[k]++] = token;
+    memcpy(r->text[k] + r->len[k], text, len);
+    r->len[k] += len;
+    if (k != 0 || r->n[0] != r->at) return 0;
+    if (!r->cancel) return 1;
+    tsr_seq_cancel(s);
+    return 0;
+}
+
+/* Generate (alone, or batched with a second sequence that runs on) and
+ * stop seq 0 at token at, by returning 1 or by a cancel from the
+ * callback: r gets what the callback saw; the history's growth and the
+ * counts are checked equal to it. */
+static void stop_run(const char *spec, int batch, int at, int cancel, stop_rec *r)
+{
+    tsr_device *dev = NULL;
+    tsr_model *m = NULL;
+    assert_int_equal(tsr_device_open(spec, &dev), TSR_OK);
+    tsr_model_opts o = { .tokenizer = TOK, .n_seqs = 2 };
+    assert_int_equal(tsr_model_load(dev, MODEL, &o, &m), TSR_OK);
+    memset(r, 0, sizeof *r);
+    r->at = at;
+    r->cancel = cancel;
+    int len0[2];
+    for (int k = 0; k < 1 + batch; k++) {
+        assert_int_equal(tsr_seq_open(m, &r->seq[k]), TSR_OK);
+        assert_int_equal(tsr_seq_append_text(r->seq[k], k ? "The cat" : "Once upon a time"),
+                         TSR_OK);
+        len0[k] = tsr_seq_length(r->seq[k]);
+    }
+    tsr_gen_opts g[2] = { { .max_tokens = 40, .ignore_stop = 1 },
+                          { .max_tokens = 30, .ignore_stop = 1 } };
+    int got[2] = { -1, -1 };
+    if (batch)
+        assert_int_equal(tsr_seq_generate_batch(r->seq, 2, g, stop_cb, r, got), TSR_OK);
+    else
+        assert_int_equal(tsr_seq_generate(r->seq[0], g, stop_cb, r, got), TSR_OK);
+    for (int k = 0; k < 1 + batch; k++) {
+        const int *hist;
+        int n;
+        assert_int_equal(tsr_seq_tokens(r->seq[k], &hist, &n), TSR_OK);
+        assert_int_equal(got[k], r->n[k]);            /* counted = seen        */
+        assert_int_equal(n - len0[k], r->n[k]);       /* history = seen        */
+        assert_memory_equal(hist + len0[k], r->tok[k], (size_t)r->n[k] * sizeof(int));
+        assert_int_equal(tsr_seq_was_cancelled(r->seq[k]), k == 0 && r->cancel);
+        tsr_seq_close(r->seq[k]);
+    }
+    assert_int_equal(r->n[0], at);                    /* nothing past its stop */
+    if (batch) assert_int_equal(r->n[1], 30);         /* the other runs on     */
+    tsr_model_close(m);
+    tsr_device_close(dev);
+}
+
+/* A cancel from the callback stops exactly where returning non-zero does:
+ * the token the callback was given is the last, in the count, the history
+ * and the callbacks, alone or in a batch, on one device or split over two
+ * (where the device runs ahead of the host), at the first token or later. */
+static void cancel_in_callback_is_a_stop(void **state)
+{
+    (void)state;
+    static const char *const specs[] = { "emu:pes=4,threads=1", "emu:pes=4,threads=2",
+                                         "emu:pes=4,threads=1,cards=2" };
+    static const int ats[] = { 1, 4, 17 };
+    for (size_t c = 0; c < sizeof specs / sizeof specs[0]; c++)
+        for (int batch = 0; batch <= 1; batch++)
+            for (size_t a = 0; a < sizeof ats / sizeof ats[0]; a++) {
+                stop_rec ret, can;
+                stop_run(specs[c], batch, ats[a], 0, &ret);
+                stop_run(specs[c], batch, ats[a], 1, &can);
+                assert_int_equal(can.n[0], ret.n[0]);
+                assert_memory_equal(can.tok[0], ret.tok[0], (size_t)ret.n[0] * sizeof(int));
+            }
+}
+
+/* The callback's text: the pieces, joined, are the reference's greedy
+ * text after the prompt, and each is what tsr_model_token_text gives. */
+static void callback_text_is_the_text(void **state)
+{
+    fixture *f = *state;
+    tsr_seq *s = NULL;
+    assert_int_equal(tsr_seq_open(f->m, &s), TSR_OK);
+    assert_int_equal(tsr_seq_append_text(s, "Once upon a time"), TSR_OK);
+    stop_rec r = { .seq = { s }, .at = 40 };
+    tsr_gen_opts g = { .max_tokens = 40 };
+    assert_int_equal(tsr_seq_generate(s, &g, stop_cb, &r, NULL), TSR_OK);
+    r.text[0][r.len[0]] = '\0';
+    char ref[4096] = "";
+    FILE *fp = fopen(SHARED_REF("stories260K_once_upon_a_time.txt"), "r");
+    assert_non_null(fp);
+    size_t nref = fread(ref, 1, sizeof ref - 1, fp);
+    fclose(fp);
+    ref[nref] = '\0';
+    const char *prompt = "Once upon a time";
+    assert_memory_equal(ref, prompt, strlen(prompt));
+    assert_true(r.len[0] > 100);
+    print_message("40 tokens, %zu bytes of text: %.60s...\n", r.len[0], r.text[0]);
+    assert_memory_equal(r.text[0], ref + strlen(prompt), r.len[0]);
+    const int *hist;
+    int n;
+    assert_int_equal(tsr_seq_tokens(s, &hist, &n), TSR_OK);
+    size_t at = 0;
+    for (int i = n - r.n[0]; i < n; i++) {
+        size_t len = 0;
+        const char *t = tsr_model_token_text(f->m, hist[i - 1], hist[i], &len);
+        assert_non_null(t);
+        assert_memory_equal(r.text[0] + at, t, len);
+        at += len;
+    }
+    assert_int_equal(at, r.len[0]);
+    tsr_seq_close(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -445,6 +580,8 @@ int main(void)
         cmocka_unit_test(replaced_model_is_stale),
         cmocka_unit_test(inspect_onchip_bytes_match_fit),
         cmocka_unit_test(cancel_long_decode_15m),
+        cmocka_unit_test(cancel_in_callback_is_a_stop),
+        cmocka_unit_test_setup_teardown(callback_text_is_the_text, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

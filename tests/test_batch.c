@@ -128,8 +128,10 @@ static int index_of(seen *w, const tsr_seq *s)
     return -1;
 }
 
-static int record(tsr_seq *s, int token, void *user)
+static int record(tsr_seq *s, int token, const char *text, size_t len, void *user)
 {
+    (void)text;
+    (void)len;
     seen *w = user;
     int k = index_of(w, s);
     int i = __atomic_load_n(&w->n[k], __ATOMIC_RELAXED);
@@ -185,7 +187,7 @@ static void batched_equals_solo(void **state)
         start_batch(m, 450, want, n_want, &w, o);
         uint64_t batches = counter(dev, "runs.decode_batch"), decodes = counter(dev, "runs.decode");
         uint64_t fed = counter(dev, "tokens_fed");
-        tsr_traffic t0, t1;
+        tsr_traffic t0 = { 0 }, t1 = { 0 };
         assert_int_equal(tsr_device_traffic(dev, &t0), TSR_OK);
         int n_gen[NSEQ] = { -1, -1, -1, -1 };
         assert_int_equal(tsr_seq_generate_batch(w.seq, NSEQ, o, record, &w, n_gen), TSR_OK);
@@ -202,7 +204,7 @@ static void batched_equals_solo(void **state)
             assert_int_equal(tsr_seq_was_cancelled(w.seq[k]), 0);
             total += n_gen[k];
             stopped_early += n_gen[k] < 450;
-            tsr_seq_stats st;
+            tsr_seq_stats st = { 0 };
             assert_int_equal(tsr_seq_get_stats(w.seq[k], &st), TSR_OK);
             assert_int_equal(st.decode_tokens, (uint64_t)n_gen[k]);
             assert_true(st.decode_tok_s > 0.0);
@@ -326,8 +328,10 @@ typedef struct nested {
     int      rc;
 } nested;
 
-static int generate_inside(tsr_seq *s, int token, void *user)
+static int generate_inside(tsr_seq *s, int token, const char *text, size_t len, void *user)
 {
+    (void)text;
+    (void)len;
     (void)s;
     (void)token;
     nested *x = user;

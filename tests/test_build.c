@@ -70,6 +70,41 @@ static void clean_honours_build(void **state)
                              "/tmp/tsr_elsewhere-mpi /tmp/tsr_elsewhere-san-mpi\n");
 }
 
+/* make cleanall: clean's folders, then every profile's build, the venv and
+ * the Vitis outputs; make check is make test; make help says all of it. */
+static void cleanall_check_help(void **state)
+{
+    (void)state;
+    assert_int_equal(run_capture("env -u MAKEFLAGS -u MAKELEVEL make --no-print-directory -n -C '"
+                                 TSR_SOURCE_DIR "' cleanall BUILD=/tmp/tsr_elsewhere", out, err,
+                                 sizeof out), 0);
+    assert_int_equal(count_lines(out), 4);   /* clean's rm, then cleanall's (3 lines) */
+    assert_int_equal(strncmp(out, "rm -rf /tmp/tsr_elsewhere /tmp/tsr_elsewhere-san ", 49), 0);
+    const char *all = strchr(out, '\n') + 1;
+    static const char *const gone[] = {
+        "/tmp/tsr_elsewhere-stories260k ", "/tmp/tsr_elsewhere-san-stories15m ",
+        "/tmp/tsr_elsewhere-generic ", " build/venv ", " build_dir.* ", " bitstreams/*.xclbin ",
+        " _x ", " .Xil ", " v++_*.log ",
+    };
+    for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
+        if (!strstr(all, gone[i])) fail_msg("cleanall leaves %s:\n%s", gone[i], out);
+    assert_null(strstr(all, "MANIFEST"));
+    assert_null(strstr(all, "README"));
+
+    /* (make's database: check's only prerequisite is test, and no recipe) */
+    assert_int_equal(run_capture("env -u MAKEFLAGS -u MAKELEVEL make --no-print-directory -n -p -C '"
+                                 TSR_SOURCE_DIR "' help | grep -A1 '^check:'", out, err,
+                                 sizeof out), 0);
+    assert_int_equal(strncmp(out, "check: test\n", 12), 0);
+
+    assert_int_equal(run_capture("make --no-print-directory -s -C '" TSR_SOURCE_DIR "' help", out,
+                                 err, sizeof out), 0);
+    static const char *const said[] = { "make all TARGET=hw|hw_emu PLATFORM=", "TARGET=sw_emu",
+                                        "make check: the same", "make cleanall", "make help-hw" };
+    for (size_t i = 0; i < sizeof said / sizeof said[0]; i++)
+        if (!strstr(out, said[i])) fail_msg("make help does not say %s", said[i]);
+}
+
 static void bench_writes_to_the_build_folder(void **state)
 {
     (void)state;
@@ -118,6 +153,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(headers_are_dependencies),
         cmocka_unit_test(clean_honours_build),
+        cmocka_unit_test(cleanall_check_help),
         cmocka_unit_test(bench_writes_to_the_build_folder),
         cmocka_unit_test(native_only_when_asked),
         cmocka_unit_test(shared_is_read_at_run_time),

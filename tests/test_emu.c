@@ -262,7 +262,7 @@ static void offchip_budgets(void **state)
     const uint64_t cmd = 4u * TSR_CMD_WORDS, resp = 4u * TSR_RESP_WORDS;
     tsr_device *dev = open_dev("emu");
     tsr_model *m = load(dev, 0, 32);
-    tsr_traffic t0, t1, t2, t3;
+    tsr_traffic t0 = { 0 }, t1 = { 0 }, t2 = { 0 }, t3 = { 0 };
     tsr_device_traffic(dev, &t0);
     assert_int_equal(t0.loads, 1);
     assert_true(t0.load_h2d > 0);
@@ -362,8 +362,10 @@ typedef struct cancel_ctx {
     int seen;   /* atomic: the token callback counts, the canceller reads */
 } cancel_ctx;
 
-static int count_tokens(tsr_seq *s, int token, void *user)
+static int count_tokens(tsr_seq *s, int token, const char *text, size_t len, void *user)
 {
+    (void)text;
+    (void)len;
     (void)s;
     (void)token;
     cancel_ctx *c = user;
@@ -422,7 +424,7 @@ static void file_context_cut_to_fit(void **state)
     tsr_model_opts o = { .tokenizer = SHARED_MODEL("tok512.bin"), .n_seqs = 1 };
     tsr_model *m = NULL;
     assert_int_equal(tsr_model_load(dev, path, &o, &m), TSR_OK);
-    tsr_model_info mi;
+    tsr_model_info mi = { 0 };
     assert_int_equal(tsr_model_get_info(m, &mi), TSR_OK);
     /* 4 PEs x 8 MiB of fp32 KV: 1024 positions (32 MiB) fit, 2048 do not */
     assert_int_equal(mi.seq_len, 1024);
@@ -460,7 +462,7 @@ static void capacity_refused_before_streaming(void **state)
     print_message("refused: %s\n", msg);
     assert_non_null(strstr(msg, "u55c"));
     assert_non_null(strstr(msg, "bytes"));
-    tsr_traffic t;
+    tsr_traffic t = { 0 };
     tsr_device_traffic(dev, &t);
     assert_int_equal(t.load_h2d, 0);
     assert_int_equal(t.loads, 0);

@@ -277,7 +277,7 @@ static void special_tokens_from_metadata(void **state)
     tsr_device *dev = NULL;
     assert_int_equal(tsr_device_open("emu", &dev), TSR_OK);
     tsr_model *m = load(dev, path, 1, 512);
-    tsr_model_info mi;
+    tsr_model_info mi = { 0 };
     assert_int_equal(tsr_model_get_info(m, &mi), TSR_OK);
     assert_int_equal(mi.bos, bos);
     assert_int_equal(mi.eos, eos);

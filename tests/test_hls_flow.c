@@ -386,9 +386,68 @@ static void test_make_without_vitis(void **state)
     assert_int_equal(lines_with("cc "), 0);
     assert_int_not_equal(run("env PATH=/usr/bin:/bin " MAKE "cosim"), 0);
     assert_int_equal(lines_with("make: vitis-run not found"), 1);
-    assert_int_not_equal(run("env PATH=/usr/bin:/bin " MAKE "xclbin PROFILE_MONITORS=1"), 0);
-    assert_int_equal(lines_with("make: v++ not found"), 1);
+    /* an xclbin stops before make runs anything: one line, the tool and
+     * what to source */
+    assert_int_not_equal(run("env PATH=/usr/bin:/bin " MAKE "-j2 xclbin PROFILE_MONITORS=1"), 0);
+    assert_int_equal(lines_with("v++ not found: install AMD Vitis"), 1);
+    assert_int_equal(lines_with("settings64.sh"), 1);
     assert_int_equal(lines_with("cc "), 0);
+    assert_int_equal(lines_with("mkdir "), 0);
+    /* and so does the Vitis vocabulary's make all TARGET=hw|hw_emu */
+    assert_int_not_equal(run("env PATH=/usr/bin:/bin " MAKE "-j2 all TARGET=hw_emu PLATFORM=" U55C
+                             " PROFILE=stories260k"), 0);
+    assert_int_equal(lines_with("v++ not found: install AMD Vitis"), 1);
+    assert_int_equal(lines_with("cc "), 0);
+}
+
+/* The Vitis vocabulary: make all TARGET=hw|hw_emu PLATFORM=... is the
+ * xclbin build; TARGET=sw_emu says what the emulator is and builds it (the
+ * library and the program, no v++); defaulted PLATFORM, PROFILE, PART are
+ * said, one line each, and given ones are not. */
+static void test_make_vitis_vocabulary(void **state)
+{
+    (void)state;
+    char bdir[64];
+    temp_dir(bdir);
+    static const char *const targets[] = { "hw", "hw_emu" };
+    for (int t = 0; t < 2; t++) {
+        assert_int_equal(run(MAKE "-n all TARGET=%s PLATFORM=" U55C " PROFILE=stories15m BUILD=%s",
+                             targets[t], bdir), 0);
+        join_continuations();
+        char want[256];
+        snprintf(want, sizeof want, "v++ -c -t %s --platform " U55C, targets[t]);
+        assert_non_null(strstr(out, want));
+        snprintf(want, sizeof want, "v++ -l -t %s --platform " U55C, targets[t]);
+        assert_non_null(strstr(out, want));
+        snprintf(want, sizeof want, "bitstreams/tessera_stories15m_" U55C "%s.xclbin",
+                 t ? ".hw_emu" : "");
+        assert_non_null(strstr(out, want));
+        assert_null(strstr(out, "not set"));
+        assert_null(strstr(out, "-c driver/"));   /* not the library */
+    }
+    /* defaults said */
+    assert_int_equal(run(MAKE "-n all TARGET=hw BUILD=%s", bdir), 0);
+    assert_int_equal(lines_with("PLATFORM not set: using " U55C " (platforms: "), 1);
+    assert_int_equal(lines_with("PROFILE not set: using stories260k (profiles: "), 1);
+    assert_int_equal(lines_with("PART not set"), 0);   /* an xclbin takes the platform's */
+    assert_int_equal(run(MAKE "-n csynth PROFILE=stories260k BUILD=%s", bdir), 0);
+    assert_int_equal(lines_with("PART not set: using u55c"), 1);
+    assert_int_equal(lines_with("PROFILE not set"), 0);
+    assert_int_equal(lines_with("PLATFORM not set"), 0);
+    /* sw_emu: the answer, then the CPU build, no Vitis */
+    assert_int_equal(run(MAKE "-n -B all TARGET=sw_emu BUILD=%s", bdir), 0);
+    assert_int_equal(lines_with("TARGET=sw_emu: tessera's software emulation is its CPU emulator"), 1);
+    assert_non_null(strstr(out, "-c driver/device.c"));
+    assert_non_null(strstr(out, "-o ")); 
+    assert_null(strstr(out, "v++"));
+    assert_int_not_equal(run(MAKE "-n all TARGET=sw BUILD=%s", bdir), 0);
+    assert_int_equal(lines_with("TARGET=sw: hw or hw_emu (make all builds the xclbin) or sw_emu"), 1);
+    /* without TARGET, all is the library and the program */
+    assert_int_equal(run(MAKE "-n -B all BUILD=%s", bdir), 0);
+    assert_null(strstr(out, "v++"));
+    assert_null(strstr(out, "sw_emu"));
+    assert_non_null(strstr(out, "-c driver/device.c"));
+    rm_tree(bdir);
 }
 
 /* make -n csim: the HLS config for the part and profile, then vitis-run. */
@@ -882,6 +941,7 @@ int main(void)
         cmocka_unit_test(test_make_n_xclbin_hw_emu),
         cmocka_unit_test(test_make_bad_names),
         cmocka_unit_test(test_make_without_vitis),
+        cmocka_unit_test(test_make_vitis_vocabulary),
         cmocka_unit_test(test_make_n_csim),
         cmocka_unit_test(test_link_configs),
         cmocka_unit_test(test_hls_checklist),

@@ -39,6 +39,10 @@
 #define PROMPT   "Once upon a time"
 #define SENTENCE "Once upon a time, there was a little girl named Lily."
 #define N_TOKENS 20
+/* 0.x: every minor version is an ABI of its own */
+#define STR_(x) #x
+#define STR(x)  STR_(x)
+#define SONAME  "libtessera.so." STR(TSR_VERSION_MAJOR) "." STR(TSR_VERSION_MINOR)
 
 /* Run a shell command; its exit status (-1 if it did not run). */
 static int run(const char *fmt, ...)
@@ -97,9 +101,10 @@ static void test_install_and_build_minimal(void **state)
     }
     assert_int_equal(rc, 0);
 
-    /* The files, and the soname chain lib.so -> lib.so.0 -> lib.so.0.1.0. */
+    /* The files, and the soname chain lib.so -> lib.so.0.3 -> lib.so.0.3.0
+     * (a 0.x soname carries the minor version: Makefile, "install"). */
     const char *files[] = { "bin/tessera", "include/tessera.h", "lib/libtessera.a",
-                            "lib/libtessera.so", "lib/libtessera.so.0", "lib/pkgconfig/tessera.pc" };
+                            "lib/libtessera.so", "lib/" SONAME, "lib/pkgconfig/tessera.pc" };
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
         struct stat st;
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
@@ -108,8 +113,16 @@ static void test_install_and_build_minimal(void **state)
     }
     char link[64] = { 0 };
     snprintf(path, sizeof path, "%s/lib/libtessera.so", dir);
-    assert_int_equal(readlink(path, link, sizeof link - 1), (ssize_t)strlen("libtessera.so.0"));
-    assert_string_equal(link, "libtessera.so.0");
+    assert_int_equal(readlink(path, link, sizeof link - 1), (ssize_t)strlen(SONAME));
+    assert_string_equal(link, SONAME);
+    memset(link, 0, sizeof link);
+    snprintf(path, sizeof path, "%s/lib/" SONAME, dir);
+    assert_int_equal(readlink(path, link, sizeof link - 1),
+                     (ssize_t)strlen("libtessera.so." TSR_VERSION_STRING));
+    assert_string_equal(link, "libtessera.so." TSR_VERSION_STRING);
+    /* the library names itself so (readelf -d: its SONAME entry) */
+    assert_int_equal(run("readelf -d '%s/lib/libtessera.so." TSR_VERSION_STRING "' | grep -F "
+                         "'(SONAME)' | grep -qF '[" SONAME "]'", dir), 0);
 
     /* 2. pkg-config sees the temp prefix. */
     assert_int_equal(run("PKG_CONFIG_PATH='%s/lib/pkgconfig' pkg-config --variable=prefix tessera "

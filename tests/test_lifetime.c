@@ -58,7 +58,7 @@ static void model_calls_refused(tsr_model *m)
     tsr_seq *s = (tsr_seq *)0x1;
     assert_int_equal(tsr_seq_open(m, &s), TSR_ERR_STATE);
     assert_null(s);
-    tsr_model_info info;
+    tsr_model_info info = { 0 };
     assert_int_equal(tsr_model_get_info(m, &info), TSR_ERR_STATE);
     int toks[8], n = 0;
     assert_int_equal(tsr_model_tokenize(m, "hi", 1, toks, 8, &n), TSR_ERR_STATE);
@@ -90,7 +90,7 @@ static void seq_calls_refused(tsr_seq *s)
     tsr_gen_opts g = { .max_tokens = 2 };
     const int *t = NULL;
     int n = 5;
-    tsr_seq_stats st;
+    tsr_seq_stats st = { 0 };
     float logits[512];
     assert_int_equal(tsr_seq_append_tokens(s, &tok, 1), TSR_ERR_STATE);
     assert_int_equal(tsr_seq_append_text(s, " more"), TSR_ERR_STATE);
@@ -176,7 +176,7 @@ static void sequence_of_replaced_closed_model(void **state)
     assert_int_equal(tsr_seq_length(s), 9);
     tsr_seq *none = NULL;                /* a replaced model opens no sequence... */
     assert_int_equal(tsr_seq_open(a, &none), TSR_ERR_STATE);
-    tsr_model_info info;                 /* ...but its host side still answers */
+    tsr_model_info info = { 0 };                 /* ...but its host side still answers */
     assert_int_equal(tsr_model_get_info(a, &info), TSR_OK);
     tsr_model_close(a);
     seq_calls_refused(s);                /* replaced, then closed */
@@ -217,7 +217,7 @@ static void every_close_order(void **state)
                 assert_int_equal(n, 2);
             }
             if (m_open && d_open) {
-                tsr_model_info info;
+                tsr_model_info info = { 0 };
                 assert_int_equal(tsr_model_get_info(m, &info), TSR_OK);
             }
         }
@@ -279,18 +279,20 @@ typedef struct cb_ctx {
     int        seen, append_rc, text_ok, stats_rc, len, traffic_rc;
 } cb_ctx;
 
-static int probe(tsr_seq *s, int token, void *user)
+static int probe(tsr_seq *s, int token, const char *text, size_t len, void *user)
 {
+    (void)text;
+    (void)len;
     cb_ctx *c = user;
     if (c->seen++ == 0) {
         int tok = 300;
         c->append_rc = tsr_seq_append_tokens(c->other, &tok, 1);   /* drives the device */
         size_t n = 0;
         c->text_ok = tsr_model_token_text(c->m, 1, token, &n) != NULL;
-        tsr_seq_stats st;
+        tsr_seq_stats st = { 0 };
         c->stats_rc = tsr_seq_get_stats(s, &st);
         c->len = tsr_seq_length(s);
-        tsr_traffic t;
+        tsr_traffic t = { 0 };
         c->traffic_rc = tsr_device_traffic(NULL, &t) == TSR_ERR_ARG ? TSR_OK : -1;
     }
     return 0;
@@ -372,12 +374,12 @@ static void image_bytes_is_set(void **state)
                          .progress_user = &q8 };
     tsr_model *m = NULL;
     assert_int_equal(tsr_model_load(dev, MODEL, &o, &m), TSR_OK);
-    tsr_model_info info;
+    tsr_model_info info = { 0 };
     assert_int_equal(tsr_model_get_info(m, &info), TSR_OK);
     assert_true(q8.calls >= 2);
     assert_true(info.image_bytes > 0);
     assert_int_equal(info.image_bytes, q8.total);
-    tsr_traffic t;
+    tsr_traffic t = { 0 };
     assert_int_equal(tsr_device_traffic(dev, &t), TSR_OK);
     assert_true(info.image_bytes < t.load_h2d);   /* plus the 32-byte commands */
     /* the same image again: nothing streams, the size is still known */
@@ -386,7 +388,7 @@ static void image_bytes_is_set(void **state)
     tsr_model *m2 = NULL;
     assert_int_equal(tsr_model_load(dev, MODEL, &o, &m2), TSR_OK);
     assert_int_equal(again.calls, 0);
-    tsr_model_info info2;
+    tsr_model_info info2 = { 0 };
     assert_int_equal(tsr_model_get_info(m2, &info2), TSR_OK);
     assert_int_equal(info2.image_bytes, info.image_bytes);
     /* F32 weights: a bigger image */
@@ -395,7 +397,7 @@ static void image_bytes_is_set(void **state)
                           .progress = take_total, .progress_user = &f };
     tsr_model *m3 = NULL;
     assert_int_equal(tsr_model_load(dev, MODEL, &of, &m3), TSR_OK);
-    tsr_model_info info3;
+    tsr_model_info info3 = { 0 };
     assert_int_equal(tsr_model_get_info(m3, &info3), TSR_OK);
     assert_int_equal(info3.image_bytes, f.total);
     assert_true(info3.image_bytes > 3 * info.image_bytes);
@@ -419,7 +421,7 @@ static void fit_equals_load(void **state)
     assert_int_equal(tsr_model_fit(dev, MODEL, &one, &need1, NULL), TSR_OK);
     tsr_model *m = NULL;
     assert_int_equal(tsr_model_load(dev, MODEL, &any, &m), TSR_OK);
-    tsr_model_info info;
+    tsr_model_info info = { 0 };
     assert_int_equal(tsr_model_get_info(m, &info), TSR_OK);
     assert_int_equal(info.n_seqs, 8);
     assert_int_equal(need0, need8);

@@ -545,7 +545,7 @@ static void api_generate(const char *spec, const char *model, const char *tok, i
                           .seq_len = 256, .n_seqs = 1 };
     rc = tsr_model_load(dev, tsr_test_path(model), &mo, &m);
     if (rc) fail_msg("%s %s: %s", spec, model, tsr_device_errmsg(dev));
-    tsr_model_info info;
+    tsr_model_info info = { 0 };
     assert_int_equal(tsr_model_get_info(m, &info), TSR_OK);
     r->dim = info.dim;
     assert_int_equal(tsr_seq_open(m, &s), TSR_OK);
@@ -560,6 +560,7 @@ static void api_generate(const char *spec, const char *model, const char *tok, i
     assert_int_equal(tsr_seq_tokens(s, &all, &n_all), TSR_OK);
     assert_int_equal(n_all, NP + API_GEN);
     memcpy(r->toks, all + NP, sizeof r->toks);
+    r->t = (tsr_traffic){ 0 };   /* size 0: the whole struct */
     assert_int_equal(tsr_device_traffic(dev, &r->t), TSR_OK);
     tsr_seq_close(s);
     tsr_model_close(m);
@@ -645,7 +646,7 @@ static void api_batch_on_split(void **state)
             assert_int_equal(tsr_seq_append_tokens(s[i], PROMPT, NP), TSR_OK);
         }
         int ng[2] = { 0, 0 };
-        tsr_pipeline p0, p1;
+        tsr_pipeline p0 = { 0 }, p1 = { 0 };
         assert_int_equal(tsr_device_pipeline(dev, &p0), TSR_OK);
         assert_int_equal(tsr_seq_generate_batch(s, 2, g, NULL, NULL, ng), TSR_OK);
         assert_int_equal(tsr_device_pipeline(dev, &p1), TSR_OK);
@@ -700,7 +701,7 @@ static void pipe_generate(tsr_device *dev, tsr_model *m, int n, int toks[][PIPE_
         assert_int_equal(tsr_seq_append_tokens(s[i], i % 2 ? PROMPT_B : PROMPT, NP), TSR_OK);
         g[i] = (tsr_gen_opts){ .max_tokens = PIPE_GEN, .temperature = 0.0f, .ignore_stop = 1 };
     }
-    tsr_pipeline before;
+    tsr_pipeline before = { 0 };
     assert_int_equal(tsr_device_pipeline(dev, &before), TSR_OK);
     assert_int_equal(tsr_seq_generate_batch(s, n, g, NULL, NULL, ng), TSR_OK);
     assert_int_equal(tsr_device_pipeline(dev, p), TSR_OK);
@@ -734,7 +735,7 @@ static void api_pipeline_110m(void **state)
     tsr_model *m = NULL;
     if (tsr_model_load(dev, path, &mo, &m)) fail_msg("load: %s", tsr_device_errmsg(dev));
     int solo[2][PIPE_GEN], four[PIPE_SEQS][PIPE_GEN], tmp[1][PIPE_GEN];
-    tsr_pipeline p1, p4, pb;
+    tsr_pipeline p1 = { 0 }, p4 = { 0 }, pb = { 0 };
     pipe_generate(dev, m, 1, tmp, &p1);
     memcpy(solo[0], tmp[0], sizeof solo[0]);
     /* prompt B alone: seq 0 of a run of one takes prompt A, so run two */
@@ -824,7 +825,7 @@ static void api_split_110m_8_cards(void **state)
             tsr_seq_close(s);
         }
         if (c) {
-            tsr_pipeline p;
+            tsr_pipeline p = { 0 };
             assert_int_equal(tsr_device_pipeline(dev, &p), TSR_OK);
             assert_int_equal(p.cards, 8);
             uint32_t sum = 0;

@@ -174,8 +174,10 @@ typedef struct cancel_job {
     int       at_cancel;    /* atomic: seen as the cancel was made         */
 } cancel_job;
 
-static int count(tsr_seq *s, int token, void *user)
+static int count(tsr_seq *s, int token, const char *text, size_t len, void *user)
 {
+    (void)text;
+    (void)len;
     (void)s;
     (void)token;
     cancel_job *c = user;
@@ -380,9 +382,9 @@ static void *read_while_generating(void *arg)
     reader *r = arg;
     r->ok = 1;
     while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
-        tsr_traffic t;
-        tsr_seq_stats st;
-        tsr_model_info info;
+        tsr_traffic t = { 0 };
+        tsr_seq_stats st = { 0 };
+        tsr_model_info info = { 0 };
         const int *toks;
         int n;
         if (tsr_device_traffic(r->dev, &t) != TSR_OK ||

@@ -235,7 +235,7 @@ static void load_lets_go(void **state)
     assert_int_equal(tsr_device_open("emu:pes=4,threads=2", &dev), TSR_OK);
     tsr_model_opts mopt = { 0 };
     tsr_model *a = NULL, *b = NULL, *c = NULL;
-    tsr_traffic t0, t1, t2, t3;
+    tsr_traffic t0 = { 0 }, t1 = { 0 }, t2 = { 0 }, t3 = { 0 };
     assert_int_equal(tsr_device_traffic(dev, &t0), TSR_OK);
     assert_int_equal(tsr_model_load(dev, SHARED_MODEL("stories260K-q8_0.gguf"), &mopt, &a), TSR_OK);
     assert_null(a->ck->map);
@@ -248,7 +248,7 @@ static void load_lets_go(void **state)
     assert_int_equal(tsr_model_load(dev, SHARED_MODEL("stories260K-q4_0.gguf"), &mopt, &c), TSR_OK);
     assert_int_equal(tsr_device_traffic(dev, &t3), TSR_OK);
     assert_true(t3.load_h2d > t2.load_h2d);
-    tsr_model_info info;
+    tsr_model_info info = { 0 };
     assert_int_equal(tsr_model_get_info(c, &info), TSR_OK);
     assert_int_equal(info.dim, 64);
     tsr_model_close(a);

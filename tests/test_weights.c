@@ -244,7 +244,7 @@ static void v2_gs4_matches_runq(void **state)
     assert_int_equal(n_want, STEPS + 1);
     tsr_device *dev = open_dev("emu:pes=1");
     tsr_model *m = load(dev, v2_path, TOK512, 0, 0);
-    tsr_model_info mi;
+    tsr_model_info mi = { 0 };
     assert_int_equal(tsr_model_get_info(m, &mi), TSR_OK);
     assert_int_equal(mi.group_size, 4);
     assert_string_equal(mi.weights, "Q8_0 group 4");
@@ -329,7 +329,7 @@ static void q4_tiles_equal_widened_q8(void **state)
         int na = greedy_history(m, "Once upon a time", 40, 1, ia, 64, a, V);
         tsr_model_close(m);
         m = load(dev, GG_Q4, NULL, TSR_WEIGHTS_Q8, 0);
-        tsr_model_info mi;
+        tsr_model_info mi = { 0 };
         tsr_model_get_info(m, &mi);
         assert_string_equal(mi.weights, "Q8_0 group 32");
         int nb = greedy_history(m, "Once upon a time", 40, 1, ib, 64, b, V);
@@ -387,7 +387,7 @@ static void weights_q4_quantizes_by_the_gguf_rule(void **state)
     (void)state;
     tsr_device *dev = open_dev("emu:pes=4");
     tsr_model *m = load(dev, M260K, TOK512, TSR_WEIGHTS_Q4, 0);
-    tsr_model_info mi;
+    tsr_model_info mi = { 0 };
     tsr_model_get_info(m, &mi);
     assert_string_equal(mi.weights, "Q4_0 group 32");
     const tsr_kconfig *kc = &dev->k.cfg;

@@ -649,7 +649,7 @@ static void test_protocol(void **state)
     int rc = tsr_model_load(dev, MODEL, &mo, &model);
     if (rc) print_error("%s\n", tsr_device_errmsg(dev));
     assert_int_equal(rc, TSR_OK);
-    tsr_model_info mi;
+    tsr_model_info mi = { 0 };
     assert_int_equal(tsr_model_get_info(model, &mi), TSR_OK);
     assert_int_equal(mi.n_seqs, 2);          /* the profile's slots */
 
@@ -688,7 +688,7 @@ static void test_protocol(void **state)
     assert_int_equal(pg.sent[pg.n - 1], img.bytes);
     /* bytes: the image once (its config block included) and 64 per command
      * down; per command a 16-byte response, and the 32-byte fit, up */
-    tsr_traffic tr;
+    tsr_traffic tr = { 0 };
     assert_int_equal(tsr_device_traffic(dev, &tr), TSR_OK);
     assert_int_equal(tr.load_h2d, img.bytes + CMD_BYTES * (uint64_t)(1 + img.n_chunks));
     assert_int_equal(tr.load_d2h, RESP_BYTES * (uint64_t)(1 + img.n_chunks) + 4u * TSR_KFIT_WORDS);
@@ -779,7 +779,7 @@ static void test_protocol(void **state)
     assert_int_equal(tsr_model_load(dev, MODEL, &mo, &again), TSR_OK);
     assert_int_equal(commands(t, mark, idx, 64), 0);
     assert_int_equal(synced(t, mark, t->n, -1, TSR_XRT_H2D), 0);
-    tsr_traffic tr2;
+    tsr_traffic tr2 = { 0 };
     assert_int_equal(tsr_device_traffic(dev, &tr2), TSR_OK);
     assert_int_equal(tr2.loads, 1);
     assert_int_equal(tr2.load_h2d, tr.load_h2d);
@@ -844,16 +844,20 @@ static void test_tokens_equal_emulator(void **state)
     }
 }
 
-static int stop_at_two(tsr_seq *s, int token, void *user)
+static int stop_at_two(tsr_seq *s, int token, const char *text, size_t len, void *user)
 {
+    (void)text;
+    (void)len;
     (void)s;
     (void)token;
     int *seen = user;
     return ++*seen >= 2;
 }
 
-static int cancel_at_three(tsr_seq *s, int token, void *user)
+static int cancel_at_three(tsr_seq *s, int token, const char *text, size_t len, void *user)
 {
+    (void)text;
+    (void)len;
     (void)token;
     int *seen = user;
     if (++*seen == 3) tsr_seq_cancel(s);
@@ -918,7 +922,7 @@ static void test_cancel(void **state)
     assert_int_equal(words[0], 1);   /* set while the kernel ran ... */
     assert_int_equal(words[1], 0);   /* ... cleared once it answered */
     assert_int_equal(__atomic_load_n(&t->card.ctl[TSR_CTL_CANCEL], __ATOMIC_ACQUIRE), 0);
-    tsr_traffic tr;
+    tsr_traffic tr = { 0 };
     assert_int_equal(tsr_device_traffic(dev, &tr), TSR_OK);
 
     /* and on: 20 more tokens; the whole history is the emulator's */
@@ -964,7 +968,7 @@ static void test_debug_reads(void **state)
                                                    "last token (generate a token first; "));
     assert_non_null(strstr(tsr_device_errmsg(dev), "kernel status 3 (bad state)"));
 
-    tsr_traffic before, after;
+    tsr_traffic before = { 0 }, after = { 0 };
     tsr_gen_opts go = { .max_tokens = 7, .ignore_stop = 1 };
     assert_int_equal(tsr_seq_generate(s, &go, NULL, NULL, NULL), TSR_OK);
     assert_int_equal(tsr_device_traffic(dev, &before), TSR_OK);
@@ -984,7 +988,7 @@ static void test_debug_reads(void **state)
     assert_int_equal(c->cmd[TSR_CMD_OP], TSR_OP_READ_COUNTERS);
     const uint32_t room = 2u * (TSR_KCOUNTERS_FIXED + 4u);
     assert_int_equal(c->cmd[TSR_CMD_OUT_WORDS], room);
-    tsr_traffic last;
+    tsr_traffic last = { 0 };
     assert_int_equal(tsr_device_traffic(dev, &last), TSR_OK);
     /* (the played card has the generic profile's 64 PEs: it fills the room) */
     assert_int_equal(last.debug_d2h - after.debug_d2h, RESP_BYTES + 4u * room);
@@ -1136,7 +1140,7 @@ static void test_profile_mismatch(void **state)
     int rc = tsr_model_load(dev, fits, &mo, &m);
     if (rc) print_error("%s\n", tsr_device_errmsg(dev));
     assert_int_equal(rc, TSR_OK);
-    tsr_model_info mi;
+    tsr_model_info mi = { 0 };
     assert_int_equal(tsr_model_get_info(m, &mi), TSR_OK);
     assert_int_equal(mi.n_seqs, (int)p15->slots);
     assert_int_equal(dev->k.cfg.mesh_rows * dev->k.cfg.mesh_cols, 16);

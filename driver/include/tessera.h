@@ -64,13 +64,40 @@
  *   - Never close a handle while another thread uses it, or uses something
  *     opened from it: that is a use after free.
  *
- * Growing structs: every struct below ends in `reserved` words.  Zero-
- * initialise a struct you pass in ({0}, or memset) and set the fields you
- * need; a later version gives reserved words meanings whose zero is this
- * version's behaviour, so such code keeps working unchanged.  A struct
- * passed in with a non-zero reserved word (a program built against a newer
- * tessera.h) is refused with TSR_ERR_UNSUPPORTED.  Structs the library
- * fills are zeroed first, reserved words included.
+ * Growing structs (the size rule, after Win32's cbSize and Linux's
+ * openat2): every struct below starts with `size_t size` and ends in
+ * `reserved` words.  The caller sets size to sizeof the struct as its own
+ * tessera.h declares it, so a library newer or older than the header a
+ * program was built with knows which fields the program has:
+ *   - size 0 stands for the struct as 0.3.0 (the first version with a size
+ *     field) declares it, so a zero-initialised struct ({0}, or memset)
+ *     with the fields you need set keeps working, unchanged, with every
+ *     later library; set size = sizeof(T) (TSR_INIT(T)) to use fields a
+ *     later version adds.
+ *   - A struct passed in (options, messages): the library reads only its
+ *     first size bytes; fields past them take their zero defaults.  Bytes
+ *     past the library's own struct (a program built against a newer
+ *     tessera.h) must be zero, and so must the reserved words: else
+ *     TSR_ERR_UNSUPPORTED.
+ *   - A struct the library fills (info, stats, counters): it writes only
+ *     the first size bytes (at most its own struct's), zeroing the fields
+ *     it has no value for and the reserved words, and leaves size as the
+ *     caller set it.  Bytes past them are not touched.
+ *   - A size below the bytes every version has (the fields before the
+ *     first one added after 0.2.0: e.g. offsetof(tsr_model_info, bos),
+ *     offsetof(tsr_model_opts, weights); for tsr_gen_opts, tsr_seq_stats,
+ *     tsr_chat_msg and tsr_pipeline all named fields), or above 4096 bytes
+ *     for a struct passed in, is refused with TSR_ERR_ARG and nothing is
+ *     read or written.
+ *   - An array of structs (tsr_seq_generate_batch's opts, tsr_chat_format's
+ *     msgs) is an array of the caller's struct: its elements are size bytes
+ *     apart, the size of its first element, and every element states the
+ *     same size (else TSR_ERR_ARG).
+ * The version rule: TSR_VERSION_MINOR changes whenever a struct's layout or
+ * a call's meaning changes in a way a program built against the older
+ * header would notice (while MAJOR is 0, a minor version is an ABI: the
+ * shared library's SONAME is libtessera.so.0.MINOR); PATCH changes nothing
+ * a program sees.
  */
 #ifndef TESSERA_H
 #define TESSERA_H
@@ -99,10 +126,17 @@ extern "C" {
 #define TSR_VERSION_STRING "0.3.0"
 /* One integer, e.g. 0.3.0 -> 300, for compile-time comparisons.  0.2.0
  * added tsr_seq_generate_batch; 0.3.0 added chat templates
- * (tsr_model_chat_template, tsr_chat_*); nothing else changed. */
+ * (tsr_model_chat_template, tsr_chat_*), the size field that starts every
+ * growing struct (see Growing structs above; 0.2.0's layouts, which had
+ * taken fields in front of `reserved` unversioned, are not 0.3.0's), and
+ * the token callback's text piece. */
 #define TSR_VERSION_NUMBER (TSR_VERSION_MAJOR * 10000 + TSR_VERSION_MINOR * 100 + TSR_VERSION_PATCH)
 
-/* The library's version string, e.g. "0.2.0"; compare with TSR_VERSION_STRING
+/* An initialiser (C; C++20) for a growing struct of this header's size, e.g.
+ * `tsr_model_opts o = TSR_INIT(tsr_model_opts);` (the other fields zero). */
+#define TSR_INIT(type) { .size = sizeof(type) }
+
+/* The library's version string, e.g. "0.3.0"; compare with TSR_VERSION_STRING
  * to check that the header matches the library.  Thread-safe. */
 TSR_API const char *tsr_version(void);
 
@@ -232,6 +266,7 @@ TSR_API void tsr_device_set_log(tsr_device *dev, tsr_log_fn fn, void *user);
 /* Bytes that crossed the host link (host->device, device->host) per phase,
  * and kernel invocations, since the device was opened. */
 typedef struct tsr_traffic {
+    size_t   size;                 /* sizeof(tsr_traffic), or 0 (see Growing structs) */
     uint64_t load_h2d, load_d2h;         /* weight image and configuration */
     uint64_t prefill_h2d, prefill_d2h;   /* prompt token ids in            */
     uint64_t decode_h2d, decode_d2h;     /* token ids out                  */
@@ -250,8 +285,9 @@ typedef struct tsr_traffic {
     uint64_t reserved[5];                /* zeroed                         */
 } tsr_traffic;
 
-/* Fill *t with dev's counters.  Errors: TSR_ERR_ARG (NULL), TSR_ERR_STATE
- * (the device failed to open). */
+/* Fill *t with dev's counters: its first t->size bytes (Growing structs;
+ * set t->size, or zero it).  Errors: TSR_ERR_ARG (NULL, or t->size too
+ * small: nothing written), TSR_ERR_STATE (the device failed to open). */
 TSR_API int  tsr_device_traffic(const tsr_device *dev, tsr_traffic *t);
 
 /* Cards a model is split over at most (spec cards=). */
@@ -269,6 +305,7 @@ TSR_API int  tsr_device_traffic(const tsr_device *dev, tsr_traffic *t);
  * card k + 1 works on the one before.  Device tokens/s: tokens x
  * clock_mhz x 1e6 / cycles. */
 typedef struct tsr_pipeline {
+    size_t   size;                 /* sizeof(tsr_pipeline), or 0 (see Growing structs) */
     int      cards;                       /* 0: one device (all else zero)  */
     int      clock_mhz;                   /* the clock the cycles are of    */
     uint32_t first_layer[TSR_MAX_CARDS];  /* card k: layers first_layer[k]  */
@@ -282,8 +319,9 @@ typedef struct tsr_pipeline {
     uint64_t reserved[8];                 /* zeroed                         */
 } tsr_pipeline;
 
-/* Fill *p with dev's stages and device clocks (cards 0 on one device).
- * Counts from the device's open.  Errors: TSR_ERR_ARG (NULL), TSR_ERR_STATE
+/* Fill *p with dev's stages and device clocks (cards 0 on one device): its
+ * first p->size bytes (Growing structs).  Counts from the device's open.
+ * Errors: TSR_ERR_ARG (NULL, or p->size too small), TSR_ERR_STATE
  * (the device failed to open).  Thread-safe as every device call. */
 TSR_API int  tsr_device_pipeline(const tsr_device *dev, tsr_pipeline *p);
 
@@ -304,8 +342,10 @@ enum {
     TSR_WEIGHTS_Q4   = 2,    /* Q4_0 throughout (GGUF's rule; group 32)      */
 };
 
-/* How to place a model on a device.  Zero-initialise, then set fields. */
+/* How to place a model on a device.  Zero-initialise (or TSR_INIT), then
+ * set fields; the library reads the first size bytes (Growing structs). */
 typedef struct tsr_model_opts {
+    size_t   size;                 /* sizeof(tsr_model_opts), or 0 (see Growing structs) */
     const char *tokenizer;   /* llama2.c tokenizer.bin path (required for
                                 llama2.c checkpoints; NULL for GGUF, whose
                                 metadata holds the tokenizer)                */
@@ -382,6 +422,7 @@ TSR_API void tsr_model_close(tsr_model *m);
 /* Hyperparameters of a model, as read from its file, and its placement:
  * what of it is on the device. */
 typedef struct tsr_model_info {
+    size_t   size;                 /* sizeof(tsr_model_info), or 0 (see Growing structs) */
     int dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size;
     int seq_len;             /* context per sequence on the device          */
     int n_seqs;              /* sequence slots on the device                */
@@ -402,7 +443,9 @@ typedef struct tsr_model_info {
     uint64_t reserved[8];    /* zeroed                                      */
 } tsr_model_info;
 
-/* Fill *info.  Errors: TSR_ERR_ARG, TSR_ERR_STATE (model closed). */
+/* Fill *info: its first info->size bytes (Growing structs; set info->size,
+ * or zero it).  Errors: TSR_ERR_ARG (NULL, or info->size too small:
+ * nothing written), TSR_ERR_STATE (model closed). */
 TSR_API int  tsr_model_get_info(const tsr_model *m, tsr_model_info *info);
 
 /* Tokenize text: BOS first when bos != 0 and the model's vocabulary starts
@@ -466,6 +509,7 @@ TSR_API int  tsr_seq_append_tokens(tsr_seq *s, const int *tokens, int n);
  * the tokens llama.cpp ends at by their text: <|im_end|>, <|eot_id|>,
  * <|end|>, <end_of_turn>, <|endoftext|>, <|eom_id|>, <EOT>). */
 typedef struct tsr_gen_opts {
+    size_t   size;                 /* sizeof(tsr_gen_opts), or 0 (see Growing structs) */
     int      max_tokens;   /* tokens to generate; clamped to what seq_len
                               leaves                                         */
     float    temperature;  /* 0: greedy (argmax); finite, >= 0              */
@@ -484,9 +528,21 @@ typedef struct tsr_gen_opts {
 } tsr_gen_opts;
 
 /* Called for each token as soon as the device has sampled it, with its
- * sequence; return non-zero to stop that sequence's generation after this
- * token. */
-typedef int (*tsr_token_cb)(tsr_seq *s, int token, void *user);
+ * sequence, on the thread that called generate (see Threads):
+ *   token   the token id;
+ *   text    its text, len bytes: what tsr_model_token_text(model, the
+ *           token before it, token) gives (a byte-fallback token's one raw
+ *           byte; a control token of a GGUF vocabulary, and the model's BOS
+ *           and EOS, which end the text, give len 0).  Not NUL-terminated
+ *           (a byte token may be a NUL); never NULL; valid only during the
+ *           call: copy what you keep.  A piece may end inside a UTF-8
+ *           character that the next one completes;
+ *   user    the generate call's user pointer.
+ * Return non-zero to stop that sequence's generation after this token: no
+ * later token reaches the callback or the history.  Calling
+ * tsr_seq_cancel(s) from the callback does the same (the generate then
+ * also reports it cancelled). */
+typedef int (*tsr_token_cb)(tsr_seq *s, int token, const char *text, size_t len, void *user);
 
 /* Generate up to opts->max_tokens tokens on the device, streaming each to cb
  * (optional).  Stops early at the model's BOS/EOS (tsr_model_info.bos, .eos,
@@ -495,7 +551,8 @@ typedef int (*tsr_token_cb)(tsr_seq *s, int token, void *user);
  * (optional) gets the count.  Returns TSR_OK also when cancelled (then
  * tsr_seq_was_cancelled() is 1).
  * Errors: TSR_ERR_STATE (nothing appended yet; closed or replaced model),
- * TSR_ERR_ARG (NaN, infinite or negative temperature or top_p),
+ * TSR_ERR_ARG (NaN, infinite or negative temperature or top_p; a size
+ * outside the size rule, see Growing structs),
  * TSR_ERR_DEVICE. */
 TSR_API int  tsr_seq_generate(tsr_seq *s, const tsr_gen_opts *opts, tsr_token_cb cb,
                               void *user, int *n_generated);
@@ -511,7 +568,7 @@ TSR_API int  tsr_seq_generate(tsr_seq *s, const tsr_gen_opts *opts, tsr_token_cb
  *               (tsr_gen_opts: max_tokens, temperature, top_p, seed,
  *               ignore_stop); each sequence keeps its own position, KV
  *               cache and RNG.
- *   cb          optional; called with (seqs[k], token, user) for every
+ *   cb          optional; called with (seqs[k], token, text, len, user) for every
  *               token as the device samples it, on the calling thread,
  *               the sequences' tokens interleaved as the steps produce
  *               them.  Returning non-zero stops that sequence after that
@@ -531,7 +588,8 @@ TSR_API int  tsr_seq_generate(tsr_seq *s, const tsr_gen_opts *opts, tsr_token_cb
  * (tsr_seq_was_cancelled tells which); a refused call changes no sequence.
  * Errors: TSR_ERR_ARG (seqs, seqs[k] or opts NULL, n outside 1..8, a
  * sequence of another device, a sequence twice; NaN, infinite or negative
- * temperature or top_p; negative max_tokens), TSR_ERR_STATE (a sequence
+ * temperature or top_p; negative max_tokens; an opts[k].size other than
+ * opts[0].size, or outside the size rule), TSR_ERR_STATE (a sequence
  * empty, its model closed or replaced; called from a callback),
  * TSR_ERR_UNSUPPORTED (non-zero reserved option words), TSR_ERR_DEVICE,
  * TSR_ERR_NOMEM; the message names the sequence by its index.  Thread-safe
@@ -543,7 +601,9 @@ TSR_API int  tsr_seq_generate_batch(tsr_seq *const *seqs, int n, const tsr_gen_o
 /* Ask s's generation to stop; a running one returns within one token: the
  * callback sees at most the token it is being handed as the cancel lands,
  * however slow it is, and tokens the device sampled ahead of the cancel
- * are dropped (the sequence is rewound to what the callback saw).  A cancel that arrives while no
+ * are dropped (the sequence is rewound to what the callback saw).  From
+ * inside the callback, the token it was given is the last, exactly as
+ * when the callback returns non-zero.  A cancel that arrives while no
  * generate runs on s is kept: the next tsr_seq_generate(s) returns at once
  * with no tokens, and tsr_seq_was_cancelled(s) is 1.  Each generate
  * consumes the cancel it returns for.  Safe from any thread and from a
@@ -571,6 +631,7 @@ TSR_API int  tsr_seq_reset(tsr_seq *s);
  * a batch's bytes and kernel runs are shared evenly among its sequences
  * (summed over them, they are the device's). */
 typedef struct tsr_seq_stats {
+    size_t   size;                 /* sizeof(tsr_seq_stats), or 0 (see Growing structs) */
     double   ttft_ms;          /* last generate: call to first token, ms    */
     double   decode_tok_s;     /* last generate: tokens / wall time of the call */
     double   prefill_tok_s;    /* all prefill: tokens/s                     */
@@ -580,7 +641,9 @@ typedef struct tsr_seq_stats {
     uint64_t reserved[8];      /* zeroed                                   */
 } tsr_seq_stats;
 
-/* Fill *st.  Errors: TSR_ERR_ARG, TSR_ERR_STATE (closed). */
+/* Fill *st: its first st->size bytes (Growing structs).  Errors:
+ * TSR_ERR_ARG (NULL, or st->size too small: nothing written),
+ * TSR_ERR_STATE (closed). */
 TSR_API int  tsr_seq_get_stats(const tsr_seq *s, tsr_seq_stats *st);
 
 /* Logits (vocab floats) that predicted s's last token, e.g. after a
@@ -632,8 +695,10 @@ TSR_API int  tsr_seq_read_logits(tsr_seq *s, float *logits, int n);
  * formatted text is the template's output after its opening BOS.  Special
  * tokens inside it (<|im_start|>, </s>, ...) are plain text here. */
 
-/* One message of a conversation.  Zero-initialise (the reserved words). */
+/* One message of a conversation.  Zero-initialise (size and the reserved
+ * words; Growing structs: an array's elements all state one size). */
 typedef struct tsr_chat_msg {
+    size_t   size;                 /* sizeof(tsr_chat_msg), or 0 (see Growing structs) */
     const char *role;        /* "system", "developer" (formatted as system,
                                 as OpenAI's newer name for it), "user" or
                                 "assistant"                                 */
@@ -708,7 +773,8 @@ TSR_API const char *tsr_chat_template_detect(const char *text);
  * cap - 1 bytes and a NUL (nothing when cap is 0): call with cap 0 to
  * learn the length.  The caller owns buf; the library keeps nothing.
  * Errors: TSR_ERR_ARG (unknown family, len NULL, n_msgs < 0, msgs NULL
- * with n_msgs > 0, a NULL role or content, a role outside the four),
+ * with n_msgs > 0, a NULL role or content, a role outside the four, a
+ * message's size other than msgs[0]'s or outside the size rule),
  * TSR_ERR_UNSUPPORTED (a message's reserved words not zero),
  * TSR_ERR_RANGE.  Thread-safe (no shared state). */
 TSR_API int tsr_chat_format(const char *family, const char *tmpl, const tsr_chat_msg *msgs,
@@ -721,6 +787,7 @@ TSR_API int tsr_chat_format(const char *family, const char *tmpl, const tsr_chat
 /* What a model file holds: its header, parameters and bytes per tensor
  * group, as stored in the file. */
 typedef struct tsr_file_info {
+    size_t   size;                 /* sizeof(tsr_file_info), or 0 (see Growing structs) */
     char     format[48];       /* e.g. "llama2.c v2 (Q8_0)"                */
     int      dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size;
     int      seq_len;          /* trained context, tokens                  */
@@ -753,7 +820,9 @@ typedef struct tsr_file_info {
 /* Read the header and tensor table of a model file (all checks of
  * tsr_model_load apply, except the scan for non-finite weights, which
  * needs every weight).  On failure err (if not NULL) gets a one-line
- * message naming the file.  Errors: TSR_ERR_ARG, TSR_ERR_IO,
+ * message naming the file.  Fills the first info->size bytes (Growing
+ * structs; zeroed when the file cannot be read).  Errors: TSR_ERR_ARG
+ * (NULL, or info->size too small: nothing written), TSR_ERR_IO,
  * TSR_ERR_FORMAT, TSR_ERR_UNSUPPORTED, TSR_ERR_NOMEM.  Thread-safe. */
 TSR_API int tsr_file_inspect(const char *path, tsr_file_info *info, char *err, size_t errlen);
 
@@ -802,8 +871,10 @@ TSR_API int tsr_synth_gguf_file(const char *arch, const char *shape, const char 
 /* ------------------------------------------------------------------------ */
 /* Planning for a real FPGA part (tessera plan)                              */
 
-/* What to plan.  Zero-initialise, then set part (required). */
+/* What to plan.  Zero-initialise (or TSR_INIT), then set part (required);
+ * the library reads the first size bytes (Growing structs). */
 typedef struct tsr_plan_opts {
+    size_t   size;                 /* sizeof(tsr_plan_opts), or 0 (see Growing structs) */
     const char *part;      /* one of tsr_part_list() (the table in
                               hw/parts.def)                                  */
     const char *shape;     /* plan a synth shape ("stories110M", "DIMxLAYERS:...",
@@ -850,7 +921,8 @@ typedef struct tsr_plan_opts {
  * or DSP counts), so test it with == 1.  A model that does not fit is not
  * an error.  On failure err gets a one-line
  * message.  Errors: TSR_ERR_ARG (no or unknown part: the message lists the
- * valid ones; bad kv, pes, clock, step, cards, group, seq_len), TSR_ERR_IO,
+ * valid ones; bad kv, pes, clock, step, cards, group, seq_len; o->size
+ * outside the size rule), TSR_ERR_IO,
  * TSR_ERR_FORMAT, TSR_ERR_UNSUPPORTED.  Thread-safe. */
 TSR_API int tsr_plan_report(const char *path, const tsr_plan_opts *o, int json, char *buf,
                             size_t len, int *fits, char *err, size_t errlen);

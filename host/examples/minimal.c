@@ -8,18 +8,14 @@
 #include <stdlib.h>
 #include <tessera.h>
 
-/* The stream's state: a token's text depends on the token before it; the
- * model's BOS and EOS end the text. */
-typedef struct stream { const tsr_model *model; int prev, bos, eos; } stream;
-
-static int on_token(tsr_seq *s, int token, void *user)
+/* Each token arrives with its text (the model's BOS and EOS, which end
+ * the text, have none). */
+static int on_token(tsr_seq *s, int token, const char *text, size_t len, void *user)
 {
     (void)s;
-    stream *st = user;
-    size_t n = 0;
-    const char *text = tsr_model_token_text(st->model, st->prev, token, &n);
-    if (text && token != st->bos && token != st->eos) fwrite(text, 1, n, stdout);
-    st->prev = token;
+    (void)token;
+    (void)user;
+    fwrite(text, 1, len, stdout);
     return fflush(stdout) != 0; /* stop if stdout fails */
 }
 
@@ -31,19 +27,13 @@ int main(int argc, char **argv)
     tsr_seq *seq = NULL;
     tsr_model_opts mo = { .tokenizer = argv[2] };
     tsr_gen_opts go = { .max_tokens = argc > 4 ? atoi(argv[4]) : 64 }; /* greedy */
-    const int *hist;
-    int n_hist, rc;
-    tsr_model_info mi;
-    stream st = { 0 };
+    int rc;
     if ((rc = tsr_device_open("emu", &dev)) == TSR_OK &&
         (rc = tsr_model_load(dev, argv[1], &mo, &model)) == TSR_OK &&
         (rc = tsr_seq_open(model, &seq)) == TSR_OK &&
-        (rc = tsr_seq_append_text(seq, argv[3])) == TSR_OK &&
-        (rc = tsr_seq_tokens(seq, &hist, &n_hist)) == TSR_OK &&
-        (rc = tsr_model_get_info(model, &mi)) == TSR_OK) {
+        (rc = tsr_seq_append_text(seq, argv[3])) == TSR_OK) {
         fputs(argv[3], stdout);
-        st = (stream){ model, hist[n_hist - 1], mi.bos, mi.eos };
-        rc = tsr_seq_generate(seq, &go, on_token, &st, NULL);
+        rc = tsr_seq_generate(seq, &go, on_token, NULL, NULL);
         putchar('\n');
     }
     if (rc != TSR_OK)

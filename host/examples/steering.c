@@ -13,27 +13,23 @@
 /* ------------------------------------------------------------- streaming --- */
 
 typedef struct stream {
-    const tsr_model *model;
-    int prev;        /* last token of the history: spacing of the next one */
-    int bos, eos;    /* the model's: they end the text, unprinted          */
     int seen;        /* tokens received in this generate call              */
     int cancel_at;   /* cancel after this many tokens; 0: never            */
 } stream;
 
-static int on_token(tsr_seq *s, int token, void *user)
+/* Each token arrives with its text (the model's BOS and EOS: none). */
+static int on_token(tsr_seq *s, int token, const char *text, size_t len, void *user)
 {
+    (void)token;
     stream *st = user;
-    size_t n = 0;
-    const char *text = tsr_model_token_text(st->model, st->prev, token, &n);
-    if (text && token != st->bos && token != st->eos) fwrite(text, 1, n, stdout);
-    st->prev = token;
-    if (++st->seen != st->cancel_at) return 0;
-    /* tsr_seq_cancel() is what another thread or a signal handler would
-     * call; it is asynchronous, so the device may sample a token or more
-     * past it.  Returning non-zero as well stops exactly at this token (the
-     * driver rewinds what the device sampled beyond it). */
-    tsr_seq_cancel(s);
-    return 1;
+    fwrite(text, 1, len, stdout);
+    if (++st->seen == st->cancel_at) {
+        /* what another thread or a signal handler would call; from here,
+         * the callback, this token is the last (as returning 1 would do),
+         * and the generate reports itself cancelled */
+        tsr_seq_cancel(s);
+    }
+    return 0;
 }
 
 /* Generate up to max_tokens, printing "[label] text\n". */
@@ -48,14 +44,6 @@ static int phase(tsr_seq *s, stream *st, const char *label, int max_tokens, int 
     printf("\n  (%d token%s%s)\n", got, got == 1 ? "" : "s",
            tsr_seq_was_cancelled(s) ? ", cancelled" : "");
     return rc;
-}
-
-/* The last token of s's history, for token_text spacing. */
-static int last_token(const tsr_seq *s)
-{
-    const int *t;
-    int n;
-    return tsr_seq_tokens(s, &t, &n) == TSR_OK && n > 0 ? t[n - 1] : 1;
 }
 
 /* ------------------------------------------------------------------ main --- */
@@ -73,9 +61,9 @@ int main(int argc, char **argv)
     tsr_seq *seq = NULL;
     tsr_model_opts mo = { .tokenizer = argv[2] };
     stream st = { 0 };
-    tsr_seq_stats before, after;
-    tsr_traffic t0, t1;
-    tsr_model_info mi;
+    tsr_seq_stats before = { 0 }, after = { 0 };
+    tsr_traffic t0 = { 0 }, t1 = { 0 };
+    tsr_model_info mi = { 0 };
     int rc;
     if ((rc = tsr_device_open("emu", &dev)) != TSR_OK ||
         (rc = tsr_model_load(dev, argv[1], &mo, &model)) != TSR_OK ||
@@ -83,12 +71,8 @@ int main(int argc, char **argv)
         (rc = tsr_seq_append_text(seq, prompt)) != TSR_OK ||
         (rc = tsr_model_get_info(model, &mi)) != TSR_OK)
         goto out;
-    st.model = model;
-    st.bos = mi.bos;
-    st.eos = mi.eos;
 
     /* Phase 1: ask for 50, cancel after 10. */
-    st.prev = last_token(seq);
     printf("[prompt] %s\n", prompt);
     if ((rc = phase(seq, &st, "generate 50, cancel after 10", 50, 10)) != TSR_OK) goto out;
 
@@ -107,7 +91,6 @@ int main(int argc, char **argv)
            (unsigned long long)(t1.prefill_h2d - t0.prefill_h2d), len0);
 
     /* Phase 3: continue from the device's KV cache. */
-    st.prev = last_token(seq);
     if ((rc = phase(seq, &st, "generate 20", 20, 0)) != TSR_OK) goto out;
 
     /* The whole history, decoded once more. */

@@ -220,7 +220,7 @@ static void prefill(srv_sched *s, srv_session *ss, srv_turn *t)
 {
     int k = t->n_toks - t->n_in;
     if (k > s->o.prefill_chunk) k = s->o.prefill_chunk;
-    tsr_seq_stats a, b;
+    tsr_seq_stats a = { 0 }, b = { 0 };
     tsr_seq_get_stats(ss->seq, &a);
     int rc = tsr_seq_append_tokens(ss->seq, t->toks + t->n_in, k);
     tsr_seq_get_stats(ss->seq, &b);
@@ -256,8 +256,10 @@ typedef struct dec_call {
 /* The token callback, on this thread inside tsr_seq_generate_batch, for
  * the sequence seq: text out to its client; non-zero to stop that
  * sequence exactly here (the others go on). */
-static int on_token(tsr_seq *seq, int token, void *user)
+static int on_token(tsr_seq *seq, int token, const char *text, size_t len, void *user)
 {
+    (void)text;
+    (void)len;
     dec_call *d = user;
     int k = 0;
     while (k < d->n - 1 && d->seq[k] != seq) k++;
@@ -337,7 +339,7 @@ static void decode(srv_sched *s, srv_session *const *ss, int n, int alone)
     }
     if (d.n == 0) return;
     int long_call = alone && all_greedy;
-    tsr_seq_stats a[SRV_BATCH_MAX];
+    tsr_seq_stats a[SRV_BATCH_MAX] = { 0 };
     int *before = d.before, got[SRV_BATCH_MAX];
     for (int k = 0; k < d.n; k++) {
         srv_turn *t = d.c[k].t;
@@ -361,7 +363,7 @@ static void decode(srv_sched *s, srv_session *const *ss, int n, int alone)
     for (int k = 0; k < d.n; k++) {
         srv_session *sk = d.c[k].ss;
         srv_turn *t = d.c[k].t;
-        tsr_seq_stats b;
+        tsr_seq_stats b = { 0 };
         tsr_seq_get_stats(d.seq[k], &b);
         t->st.decode_h2d += b.decode_h2d - a[k].decode_h2d;
         t->st.decode_d2h += b.decode_d2h - a[k].decode_d2h;

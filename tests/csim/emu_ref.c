@@ -50,7 +50,7 @@ int main(int argc, char **argv)
     memset(&mo, 0, sizeof mo);
     mo.tokenizer = argv[2];
     mo.n_seqs = 1;
-    tsr_model_info info;
+    tsr_model_info info = { 0 };
     if ((st = tsr_model_load(dev, argv[1], &mo, &m)) != TSR_OK ||
         (st = tsr_model_get_info(m, &info)) != TSR_OK || (st = tsr_seq_open(m, &s)) != TSR_OK ||
         (st = tsr_seq_append_text(s, argv[3])) != TSR_OK)

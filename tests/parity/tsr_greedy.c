@@ -32,7 +32,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", tsr_device_errmsg(dev));
         return 1;
     }
-    tsr_model_info mi;
+    tsr_model_info mi = { 0 };
     if (tsr_model_get_info(m, &mi)) return 1;
     float *lg = malloc((size_t)mi.vocab_size * sizeof *lg);
     tsr_gen_opts one = { .max_tokens = 1, .ignore_stop = 1 };

@@ -37,8 +37,10 @@ typedef struct gen_log {
     int     n, cap;
 } gen_log;
 
-static int on_token(tsr_seq *s, int token, void *user)
+static int on_token(tsr_seq *s, int token, const char *text, size_t len, void *user)
 {
+    (void)text;
+    (void)len;
     (void)s;
     gen_log *g = user;
     if (g->n < g->cap) {
@@ -98,7 +100,7 @@ int main(int argc, char **argv)
         }
         double t0 = now_ms();
         if (!strncmp(step, "a:", 2)) {
-            tsr_seq_stats a, b;
+            tsr_seq_stats a = { 0 }, b = { 0 };
             int len0 = tsr_seq_length(s);
             tsr_seq_get_stats(s, &a);
             rc = tsr_seq_append_text(s, step + 2);
