@@ -500,35 +500,49 @@ static uint64_t tiles_floor(const tsr_kconfig *kc)
     return kc->dtype != TSR_KDT_Q8 ? 4u * n : kc->q4_kinds ? n / 2u : n;
 }
 
-/* Card k of K: its PEs' arrays and the controller, what the model needs. */
-static void eval_card(const tsr_kconfig *kc, int K, int k, uint32_t l0, uint32_t l1, int kv_in_uram,
-                      const tsr_kprofile *pf, int with_profile, card_eval *r)
+/* The tiles PE p holds of a card's matrices (the embedding on the first,
+ * and on the last when it is the tied classifier; the classifier on the
+ * last; layers [l0, l1)): int8 bytes, fp32 words, partial-sum rows. */
+static void pe_tiles(const tsr_kconfig *kc, uint32_t p, int first, int last, uint32_t l0,
+                     uint32_t l1, uint64_t *w8, uint64_t *f32w, uint32_t *rows)
 {
-    uint32_t P = tsr_lay_pes(kc), nm = tsr_lay_n_mats(kc);
-    int first = k == 0, last = k == K - 1, q8 = kc->dtype == TSR_KDT_Q8;
-    memset(r, 0, sizeof *r);
-    uint64_t sl = tsr_lay_seq_words(kc);
+    uint32_t rot = 0;
+    *w8 = *f32w = 0;
+    *rows = 0;
+    for (uint32_t m = 0; m < tsr_lay_n_mats(kc); m++) {
+        int in;
+        if (m == TSR_MAT_EMB) in = first || (last && kc->shared_classifier);
+        else if (m == tsr_lay_mat_wcls(kc)) in = last;
+        else in = (m - 1u) / TSR_W_COUNT >= l0 && (m - 1u) / TSR_W_COUNT < l1;
+        tsr_tile t = tsr_lay_tile(kc, m, rot, p);
+        rot = tsr_lay_rot_next(kc, m, rot);
+        if (!in) continue;
+        *w8 += tsr_lay_tile_w8(kc, t);
+        *f32w += tsr_lay_tile_f32(kc, t);
+        if (tsr_lay_tile_psum(t) > *rows) *rows = tsr_lay_tile_psum(t);
+    }
+}
+
+/* The largest per-PE arrays of a card, for its fabric estimate. */
+typedef struct pe_max { uint32_t rows; uint64_t att, ao; } pe_max;
+
+/* Card k of K's PEs: bytes into r->bytes, blocks into r->res, the largest
+ * arrays into mx. */
+static void eval_card_pes(const tsr_kconfig *kc, int K, int k, uint32_t l0, uint32_t l1,
+                          int kv_in_uram, const tsr_kprofile *pf, card_eval *r, pe_max *mx)
+{
+    uint32_t P = tsr_lay_pes(kc);
+    int q8 = kc->dtype == TSR_KDT_Q8;
+    uint64_t sl = tsr_lay_seq_words(kc), hs = tsr_lay_head_size(kc);
     uint32_t nmax = kc->dim > kc->hidden_dim ? kc->dim : kc->hidden_dim;
     uint32_t B = pf->block ? pf->block : 1u;   /* items a pass (TSR_MAX_BLOCK) */
-    uint32_t rows_max = 0;
-    uint64_t att_max = 0, ao_max = 0;
+    uint64_t qkv = (uint64_t)(kc->dim + 2u * tsr_lay_kv_dim(kc) + TSR_VEC - 1u) / TSR_VEC * TSR_VEC;
     for (uint32_t p = 0; p < P; p++) {
-        uint64_t w8 = 0, f32w = 0;
-        uint32_t rows = 0, rot = 0;
-        for (uint32_t m = 0; m < nm; m++) {
-            int in;
-            if (m == TSR_MAT_EMB) in = first || (last && kc->shared_classifier);
-            else if (m == tsr_lay_mat_wcls(kc)) in = last;
-            else in = (m - 1u) / TSR_W_COUNT >= l0 && (m - 1u) / TSR_W_COUNT < l1;
-            tsr_tile t = tsr_lay_tile(kc, m, rot, p);
-            rot = tsr_lay_rot_next(kc, m, rot);
-            if (!in) continue;
-            w8 += tsr_lay_tile_w8(kc, t);
-            f32w += tsr_lay_tile_f32(kc, t);
-            if (tsr_lay_tile_psum(t) > rows) rows = tsr_lay_tile_psum(t);
-        }
+        uint64_t w8, f32w;
+        uint32_t rows;
+        pe_tiles(kc, p, k == 0, k == K - 1, l0, l1, &w8, &f32w, &rows);
         uint64_t kvw = kv_words_of(kc, p, l1 - l0), kvb = kv_bytes(kc, kvw);
-        uint64_t kvs = kc->kv_dtype == TSR_KV_INT8 ? 4u * (kvw / tsr_lay_head_size(kc)) : 0u;
+        uint64_t kvs = kc->kv_dtype == TSR_KV_INT8 ? 4u * (kvw / hs) : 0u;
         uint32_t h0, q, nh = tsr_lay_kv_heads(kc, p, &h0, &q);
         uint64_t w = q8 ? w8 : 4u * f32w, s = q8 ? 4u * f32w : 0u;
         r->bytes.weights += w;
@@ -539,17 +553,16 @@ static void eval_card(const tsr_kconfig *kc, int K, int k, uint32_t l0, uint32_t
         pe_arrays a = { .w8_bytes = w8, .f32_words = f32w, .kv_bytes = kvb - kvs,
                         .kvs_bytes = kvs, .rows = (uint64_t)rows * B,
                         .att_words = (uint64_t)nh * tsr_lay_kv_mul(kc) * sl,
-                        .acc_words = sl > tsr_lay_head_size(kc) ? sl : tsr_lay_head_size(kc),
+                        .acc_words = sl > hs ? sl : hs,
                         .acc_parts = pf->sum_lanes >= TSR_FADD_LAT ? TSR_FADD_LAT : 1u,
                         .xs_words = ((uint64_t)nmax + kc->group + TSR_LANES) / kc->group * B,
-                        .ao_words = nh ? (uint64_t)nh * tsr_lay_kv_mul(kc) * tsr_lay_head_size(kc) : 0u,
-                        .qkv_words = nh ? (uint64_t)(kc->dim + 2u * tsr_lay_kv_dim(kc) + TSR_VEC - 1u) /
-                                              TSR_VEC * TSR_VEC : 0u,
+                        .ao_words = nh ? (uint64_t)nh * tsr_lay_kv_mul(kc) * hs : 0u,
+                        .qkv_words = nh ? qkv : 0u,
                         .in_bytes = ((uint64_t)nmax + kc->group) * B, .f32_uram = (int)pf->f32_uram,
                         .kv_uram = kv_in_uram };
-        if (rows > rows_max) rows_max = rows;
-        if (a.att_words > att_max) att_max = a.att_words;
-        if (a.ao_words > ao_max) ao_max = a.ao_words;
+        if (rows > mx->rows) mx->rows = rows;
+        if (a.att_words > mx->att) mx->att = a.att_words;
+        if (a.ao_words > mx->ao) mx->ao = a.ao_words;
         long u, b;
         pe_blocks(&a, &u, &b);
         if (u > r->res.uram_pe) r->res.uram_pe = u;
@@ -557,6 +570,48 @@ static void eval_card(const tsr_kconfig *kc, int K, int k, uint32_t l0, uint32_t
         r->res.uram += u;
         r->res.bram += b;
     }
+}
+
+/* A card's DSPs and fabric: a profile's datapath has F32 and Q4_0 tiles
+ * and KV paths whatever the model's weights; without one, what the model
+ * uses.  The fabric's small arrays at the model's sizes (mx). */
+static void eval_card_datapath(const tsr_kconfig *kc, const tsr_kprofile *pf, int with_profile,
+                               const pe_max *mx, tsr_plan_res *res)
+{
+    uint32_t P = tsr_lay_pes(kc), nm = tsr_lay_n_mats(kc);
+    int q8 = kc->dtype == TSR_KDT_Q8;
+    uint64_t sl = tsr_lay_seq_words(kc), hs = tsr_lay_head_size(kc);
+    uint32_t nmax = kc->dim > kc->hidden_dim ? kc->dim : kc->hidden_dim;
+    uint32_t kv_paths = kc->kv_dtype == TSR_KV_F32 ? 0u : 1u << kc->kv_dtype;
+    int with_f32 = with_profile ? (int)pf->with_f32 : !q8;
+    int with_q4 = with_profile ? (int)pf->with_q4 : kc->q4_kinds != 0;
+    if (with_profile) kv_paths = profile_kv_paths(pf);
+    res->dsp = dsp_count(P, kc->att_pes, kc->mesh_cols, kc->kv_split, with_f32, with_q4, kv_paths,
+                         pf->sum_lanes, &res->dsp_pe);
+    tsr_fit_dp d = {
+        .pes = P, .att_pes = kc->att_pes, .cols = kc->mesh_cols, .kv_split = kc->kv_split,
+        .sum_lanes = pf->sum_lanes, .block = pf->block ? pf->block : 1u,
+        .with_f32 = (uint32_t)with_f32, .with_q4 = (uint32_t)with_q4,
+        .kv_paths = kv_paths, .group_min = kc->group,
+        .group_max = kc->group, .mats = nm, .pe_rows = mx->rows,
+        .in_words = (nmax + kc->group + TSR_LANES) / TSR_LANES,
+        .xs_words = (nmax + kc->group + TSR_LANES) / kc->group, .att_words = (uint32_t)mx->att,
+        .acc_words = (uint32_t)(sl > hs ? sl : hs),
+        .ao_words = (uint32_t)mx->ao, .qkv_words = kc->dim + 2u * tsr_lay_kv_dim(kc),
+    };
+    fabric_to(&d, res);
+}
+
+/* Card k of K: its PEs' arrays and the controller, what the model needs. */
+static void eval_card(const tsr_kconfig *kc, int K, int k, uint32_t l0, uint32_t l1, int kv_in_uram,
+                      const tsr_kprofile *pf, int with_profile, card_eval *r)
+{
+    int last = k == K - 1;
+    memset(r, 0, sizeof *r);
+    pe_max mx = { 0, 0, 0 };
+    eval_card_pes(kc, K, k, l0, l1, kv_in_uram, pf, r, &mx);
+    uint32_t nmax = kc->dim > kc->hidden_dim ? kc->dim : kc->hidden_dim;
+    uint32_t B = pf->block ? pf->block : 1u;   /* items a pass (TSR_MAX_BLOCK) */
     uint64_t dim = kc->dim, kvd = tsr_lay_kv_dim(kc), V = kc->vocab_size;
     /* the controller region (tsr_layout.h): the stage's norm rows, RoPE's
      * frequencies, its layers' QKV biases */
@@ -571,28 +626,7 @@ static void eval_card(const tsr_kconfig *kc, int K, int k, uint32_t l0, uint32_t
     r->res.kv_in_uram = kv_in_uram;
     r->bytes.stationary = r->bytes.weights + r->bytes.scales + r->bytes.kv + r->bytes.norms;
     r->bytes.total = r->bytes.stationary + r->bytes.activations + r->bytes.scratch;
-    /* a profile's datapath has F32 and Q4_0 tiles and KV paths whatever
-     * the model's weights; without one, what the model uses */
-    uint32_t kv_paths = kc->kv_dtype == TSR_KV_F32 ? 0u : 1u << kc->kv_dtype;
-    r->res.dsp = dsp_count(P, kc->att_pes, kc->mesh_cols, kc->kv_split,
-                           with_profile ? (int)pf->with_f32 : !q8,
-                           with_profile ? (int)pf->with_q4 : kc->q4_kinds != 0,
-                           with_profile ? profile_kv_paths(pf) : kv_paths, pf->sum_lanes,
-                           &r->res.dsp_pe);
-    /* the fabric of this mesh's datapath, its small arrays at the model's
-     * sizes */
-    tsr_fit_dp d = {
-        .pes = P, .att_pes = kc->att_pes, .cols = kc->mesh_cols, .kv_split = kc->kv_split,
-        .sum_lanes = pf->sum_lanes, .block = B, .with_f32 = with_profile ? pf->with_f32 : !q8,
-        .with_q4 = with_profile ? pf->with_q4 : kc->q4_kinds != 0,
-        .kv_paths = with_profile ? profile_kv_paths(pf) : kv_paths, .group_min = kc->group,
-        .group_max = kc->group, .mats = nm, .pe_rows = rows_max,
-        .in_words = (nmax + kc->group + TSR_LANES) / TSR_LANES,
-        .xs_words = (nmax + kc->group + TSR_LANES) / kc->group, .att_words = (uint32_t)att_max,
-        .acc_words = (uint32_t)(sl > tsr_lay_head_size(kc) ? sl : tsr_lay_head_size(kc)),
-        .ao_words = (uint32_t)ao_max, .qkv_words = kc->dim + 2u * tsr_lay_kv_dim(kc),
-    };
-    fabric_to(&d, &r->res);
+    eval_card_datapath(kc, pf, with_profile, &mx, &r->res);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -691,22 +725,30 @@ static int max_context(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_
     return lo;
 }
 
-static int eval_to(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part *part, int pes,
-                   int fit_only, tsr_plan *out, tsr_err *e)
+/* Card c into worst: each figure the largest of the cards (the fabric:
+ * the card with the most LUTs; the DSPs: every card's datapath is alike). */
+static void worst_of(card_eval *worst, const card_eval *c)
 {
-    memset(out, 0, sizeof *out);
-    int rc = plan_profile(rq, &out->prof, out->profile, sizeof out->profile, &out->with_profile, e);
-    if (rc) return rc;
-    if ((rc = make_kconfig(cfg, rq, &out->prof, pes, &out->kc, e))) return rc;
-    const tsr_kconfig *kc = &out->kc;
-    int K = rq->cards > 0 ? rq->cards : 1;
-    out->part = part;
-    out->kv = rq->kv;
-    out->cards = K;
-    out->pes = pes;
-    /* the split: the stages' cycles balanced (tsr_plan_card_split) */
-    uint32_t *bounds = malloc(sizeof *bounds * ((size_t)K + 1u));
-    if (!bounds) return tsr_seterr(e, TSR_ERR_NOMEM, "plan: out of memory");
+    if (c->bytes.total > worst->bytes.total) worst->bytes = c->bytes;
+    if (c->res.uram_pe > worst->res.uram_pe) worst->res.uram_pe = c->res.uram_pe;
+    if (c->res.bram_pe > worst->res.bram_pe) worst->res.bram_pe = c->res.bram_pe;
+    if (c->res.uram > worst->res.uram) worst->res.uram = c->res.uram;
+    if (c->res.bram > worst->res.bram) worst->res.bram = c->res.bram;
+    worst->res.dsp_pe = c->res.dsp_pe;
+    worst->res.dsp = c->res.dsp;
+    if (c->res.lut >= worst->res.lut) {   /* the card with the most fabric */
+        worst->res.lut = c->res.lut;
+        worst->res.ff = c->res.ff;
+        worst->res.lut_pe = c->res.lut_pe;
+        worst->res.ff_pe = c->res.ff_pe;
+        worst->res.fab = c->res.fab;
+    }
+}
+
+/* The split: the stages' cycles balanced (tsr_plan_card_split), into
+ * bounds (K + 1,) and out's layers_per_card and bounds. */
+static void eval_split(const tsr_kconfig *kc, int K, int pes, tsr_plan *out, uint32_t *bounds)
+{
     tsr_plan_card_split(kc, out->prof.sum_lanes, out->with_profile ? out->prof.pes : (uint32_t)pes,
                         K, bounds);
     for (int k = 0; k < K; k++) {
@@ -715,13 +757,12 @@ static int eval_to(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part
         if (k < TSR_PLAN_MAX_STAGES) out->bounds[k] = bounds[k];
     }
     if (K <= TSR_PLAN_MAX_STAGES) out->bounds[K] = bounds[K];
-    if (out->with_profile) {
-        tsr_plan_profile_resources(&out->prof, &out->prof_res);
-        tsr_err pe;
-        tsr_clearerr(&pe);
-        out->profile_ok = tsr_wimage_check_profile(kc, &out->prof, out->profile, &pe) == TSR_OK;
-        if (!out->profile_ok) snprintf(out->profile_why, sizeof out->profile_why, "%s", pe.msg);
-    }
+}
+
+/* What the part leaves of each resource, the ceiling, and whether the
+ * table knows every figure. */
+static void eval_have(const tsr_plan_req *rq, const tsr_part *part, tsr_plan *out)
+{
     out->uram_have = part_have(part->uram, part->shell_uram);
     out->bram_have = part_have(part->bram36, part->shell_bram36);
     out->dsp_have = part_have(part->dsp, part->shell_dsp);
@@ -732,50 +773,33 @@ static int eval_to(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part
     out->decidable = out->uram_have >= 0 && out->bram_have >= 0 && out->dsp_have >= 0 &&
                      out->lut_have >= 0 && out->ff_have >= 0;
 
-    /* KV in BRAM first; in URAM when BRAM is what overflows */
-    for (int kv_uram = (int)out->prof.kv_uram; kv_uram < 2; kv_uram++) {
-        card_eval worst, c;
-        memset(&worst, 0, sizeof worst);
-        for (int k = 0; k < K; k++) {
-            eval_card(kc, K, k, bounds[k], bounds[k + 1], kv_uram, &out->prof, out->with_profile, &c);
-            if (c.bytes.total > worst.bytes.total) worst.bytes = c.bytes;
-            if (c.res.uram_pe > worst.res.uram_pe) worst.res.uram_pe = c.res.uram_pe;
-            if (c.res.bram_pe > worst.res.bram_pe) worst.res.bram_pe = c.res.bram_pe;
-            if (c.res.uram > worst.res.uram) worst.res.uram = c.res.uram;
-            if (c.res.bram > worst.res.bram) worst.res.bram = c.res.bram;
-            worst.res.dsp_pe = c.res.dsp_pe;
-            worst.res.dsp = c.res.dsp;
-            if (c.res.lut >= worst.res.lut) {   /* the card with the most fabric */
-                worst.res.lut = c.res.lut;
-                worst.res.ff = c.res.ff;
-                worst.res.lut_pe = c.res.lut_pe;
-                worst.res.ff_pe = c.res.ff_pe;
-                worst.res.fab = c.res.fab;
-            }
-        }
-        out->bytes = worst.bytes;
-        out->res = worst.res;
-        out->res.kv_in_uram = kv_uram;
-        /* with a synthesis profile, the bitstream's arrays are the
-         * profile's; the emulator's (generic, no stated estimate) has no
-         * bitstream, so the model's own needs are judged */
-        long su, sb, sd;
-        tsr_profile_stated(out->profile, &su, &sb, &sd);
-        const tsr_plan_res *need = out->with_profile && su >= 0 ? &out->prof_res : &out->res;
-        /* every resource under the ceiling of what the shell leaves
-         * (plan_fit.c) */
-        long nd[TSR_FIT_R_COUNT] = { need->lut, need->ff, need->dsp, need->bram, need->uram };
-        long hv[TSR_FIT_R_COUNT] = { out->lut_have, out->ff_have, out->dsp_have, out->bram_have,
-                                     out->uram_have };
-        out->over = -1;
-        out->fits = out->decidable &&
-                    tsr_fit_judge(nd, hv, out->max_util, &out->over, &out->over_by) &&
-                    (!out->with_profile || out->profile_ok);
-        if (out->fits || !out->decidable ||
-            out->res.bram <= tsr_fit_ceiling(out->bram_have, out->max_util))
-            break;
-    }
-    free(bounds);
+}
+
+/* Judge the fit of out->res (or, with a synthesis profile, the bitstream's
+ * arrays: the profile's; the emulator's, generic with no stated estimate,
+ * has no bitstream, so the model's own needs are judged). */
+static void eval_judge(tsr_plan *out)
+{
+    /* with a synthesis profile, the bitstream's arrays are the
+     * profile's; the emulator's (generic, no stated estimate) has no
+     * bitstream, so the model's own needs are judged */
+    long su, sb, sd;
+    tsr_profile_stated(out->profile, &su, &sb, &sd);
+    const tsr_plan_res *need = out->with_profile && su >= 0 ? &out->prof_res : &out->res;
+    /* every resource under the ceiling of what the shell leaves
+     * (plan_fit.c) */
+    long nd[TSR_FIT_R_COUNT] = { need->lut, need->ff, need->dsp, need->bram, need->uram };
+    long hv[TSR_FIT_R_COUNT] = { out->lut_have, out->ff_have, out->dsp_have, out->bram_have,
+                                 out->uram_have };
+    out->over = -1;
+    out->fits = out->decidable &&
+                tsr_fit_judge(nd, hv, out->max_util, &out->over, &out->over_by) &&
+                (!out->with_profile || out->profile_ok);
+}
+
+/* out->why for a plan that cannot be decided or does not fit. */
+static void eval_why(const tsr_part *part, tsr_plan *out)
+{
     if (!out->decidable) {   /* name exactly the figures the table lacks */
         char miss[64] = "";
         const char *names[] = { "BRAM36", "URAM", "DSP", "LUT", "FF" };
@@ -802,6 +826,52 @@ static int eval_to(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part
                  "the shell leaves)", tsr_fit_resource_name(out->over), out->over_by,
                  cap + out->over_by, cap, out->max_util, have[out->over]);
     }
+
+}
+
+static int eval_to(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part *part, int pes,
+                   int fit_only, tsr_plan *out, tsr_err *e)
+{
+    memset(out, 0, sizeof *out);
+    int rc = plan_profile(rq, &out->prof, out->profile, sizeof out->profile, &out->with_profile, e);
+    if (rc) return rc;
+    if ((rc = make_kconfig(cfg, rq, &out->prof, pes, &out->kc, e))) return rc;
+    const tsr_kconfig *kc = &out->kc;
+    int K = rq->cards > 0 ? rq->cards : 1;
+    out->part = part;
+    out->kv = rq->kv;
+    out->cards = K;
+    out->pes = pes;
+    uint32_t *bounds = malloc(sizeof *bounds * ((size_t)K + 1u));
+    if (!bounds) return tsr_seterr(e, TSR_ERR_NOMEM, "plan: out of memory");
+    eval_split(kc, K, pes, out, bounds);
+    if (out->with_profile) {
+        tsr_plan_profile_resources(&out->prof, &out->prof_res);
+        tsr_err pe;
+        tsr_clearerr(&pe);
+        out->profile_ok = tsr_wimage_check_profile(kc, &out->prof, out->profile, &pe) == TSR_OK;
+        if (!out->profile_ok) snprintf(out->profile_why, sizeof out->profile_why, "%s", pe.msg);
+    }
+    eval_have(rq, part, out);
+
+    /* KV in BRAM first; in URAM when BRAM is what overflows */
+    for (int kv_uram = (int)out->prof.kv_uram; kv_uram < 2; kv_uram++) {
+        card_eval worst, c;
+        memset(&worst, 0, sizeof worst);
+        for (int k = 0; k < K; k++) {
+            eval_card(kc, K, k, bounds[k], bounds[k + 1], kv_uram, &out->prof, out->with_profile, &c);
+            worst_of(&worst, &c);
+        }
+        out->bytes = worst.bytes;
+        out->res = worst.res;
+        out->res.kv_in_uram = kv_uram;
+        eval_judge(out);
+        if (out->fits || !out->decidable ||
+            out->res.bram <= tsr_fit_ceiling(out->bram_have, out->max_util))
+            break;
+    }
+    free(bounds);
+    eval_why(part, out);
 
     /* a decode that streamed the weights would read each matrix once per
      * token (the classifier once even when it is a copy on the last card) */
@@ -852,15 +922,10 @@ static int eval_auto(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_pa
 /* ------------------------------------------------------------------------ */
 /* Plan                                                                       */
 
-int tsr_plan_config(const tsr_config *cfg, const tsr_plan_req *req, tsr_plan *out, tsr_err *e)
+/* The request's figures checked against the model (the part and the
+ * profile are looked up by the caller). */
+static int check_req(const tsr_config *cfg, const tsr_plan_req *req, tsr_err *e)
 {
-    if (!cfg || !req || !out) return tsr_seterr(e, TSR_ERR_ARG, "plan: NULL argument");
-    if (!req->part || !req->part[0])
-        return tsr_seterr(e, TSR_ERR_ARG, "plan: no part given (valid: %s)", tsr_part_names());
-    const tsr_part *part = tsr_part_find(req->part);
-    if (!part)
-        return tsr_seterr(e, TSR_ERR_ARG, "unknown part '%s' (valid: %s)", req->part,
-                          tsr_part_names());
     if (req->profile && !tsr_profile_find(req->profile))
         return tsr_seterr(e, TSR_ERR_ARG, "unknown profile '%s' (valid: %s)", req->profile,
                           tsr_profile_names());
@@ -881,25 +946,21 @@ int tsr_plan_config(const tsr_config *cfg, const tsr_plan_req *req, tsr_plan *ou
         1u + (uint32_t)TSR_W_COUNT * (uint32_t)cfg->n_layers + 1u > TSR_WIMAGE_MAX_MATS)
         return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "%d layers: more matrices than plan lays out",
                           cfg->n_layers);
-    int rc = eval_auto(cfg, req, part, out, e);
-    if (rc) return rc;
-    tsr_plan_project_passes(out);
-    /* the longest context each KV precision holds on this mesh */
-    for (int kv = 0; kv < TSR_KV_COUNT && out->decidable; kv++)
-        out->max_seq[kv] = max_context(cfg, req, part, out->pes, kv);
-    if (out->fits || !out->decidable) return rc;
+    return TSR_OK;
+}
 
-    /* the smallest changes that fit (each judged at its own last position;
-     * each search step is an eval_auto over every PE count).  A card holds
-     * its share of the tiles on chip, so fewer cards than kmin cannot fit,
-     * and when the cards asked for are fewer, no shorter context does */
-    uint64_t chip = (uint64_t)out->uram_have * HW_URAM_BYTES + (uint64_t)out->bram_have * HW_BRAM_BYTES;
-    uint64_t kmin = chip ? cdiv64(tiles_floor(&out->kc), chip) : UINT64_MAX;
+/* The longest context that fits with req's other choices (each judged at
+ * its own last position); 0 when fewer cards than kmin, the least whose
+ * on-chip memory holds the tiles, are asked for. */
+static int fix_context(const tsr_config *cfg, const tsr_plan_req *req, const tsr_part *part,
+                       uint64_t kmin, int seq, int *fix, tsr_err *e)
+{
+    int rc;
     int K0 = req->cards > 1 ? req->cards : 1;
     tsr_plan_req r = *req;
     r.pos = -1;
     tsr_plan t;
-    int seq = (int)out->kc.seq_len, lo = 0, hi = kmin > (uint64_t)K0 ? 0 : seq - 1;
+    int lo = 0, hi = kmin > (uint64_t)K0 ? 0 : seq - 1;
     while (lo < hi) {   /* longest context that fits (fit shrinks with it) */
         int mid = (lo + hi + 1) / 2;
         r.seq_len = mid;
@@ -907,23 +968,40 @@ int tsr_plan_config(const tsr_config *cfg, const tsr_plan_req *req, tsr_plan *ou
         if (t.fits) lo = mid;
         else hi = mid - 1;
     }
-    out->fix_seq = lo;
-    r = *req;
+    *fix = lo;
+    return TSR_OK;
+}
+
+/* Does an int8 KV cache fit (out->fix_kv_int8: 1, 0, -1 the profile has
+ * none)?  Asked only when req's is not int8. */
+static int fix_kv(const tsr_config *cfg, const tsr_plan_req *req, const tsr_part *part,
+                  tsr_plan *out, tsr_err *e)
+{
+    tsr_plan_req r = *req;
     r.pos = -1;
-    if (req->kv != TSR_KV_INT8) {
-        r.kv = TSR_KV_INT8;
-        rc = eval_auto(cfg, &r, part, &t, e);
-        if (rc == TSR_ERR_UNSUPPORTED && req->profile) {
-            out->fix_kv_int8 = -1;   /* the profile has no int8 KV cache */
-            tsr_seterr(e, TSR_OK, "%s", "");
-        } else if (rc) {
-            return rc;
-        } else {
-            out->fix_kv_int8 = t.fits;
-        }
+    tsr_plan t;
+    r.kv = TSR_KV_INT8;
+    int rc = eval_auto(cfg, &r, part, &t, e);
+    if (rc == TSR_ERR_UNSUPPORTED && req->profile) {
+        out->fix_kv_int8 = -1;   /* the profile has no int8 KV cache */
+        tsr_seterr(e, TSR_OK, "%s", "");
+    } else if (rc) {
+        return rc;
+    } else {
+        out->fix_kv_int8 = t.fits;
     }
-    r = *req;
+    return TSR_OK;
+}
+
+/* The fewest cards, more than asked and at least kmin, that fit. */
+static int fix_cards(const tsr_config *cfg, const tsr_plan_req *req, const tsr_part *part,
+                     uint64_t kmin, tsr_plan *out, tsr_err *e)
+{
+    int rc;
+    int K0 = req->cards > 1 ? req->cards : 1;
+    tsr_plan_req r = *req;
     r.pos = -1;
+    tsr_plan t;
     int K1 = K0 + 1;
     if (kmin > (uint64_t)K1) K1 = kmin > (uint64_t)cfg->n_layers ? cfg->n_layers + 1 : (int)kmin;
     for (int K = K1; K <= cfg->n_layers; K++) {
@@ -936,18 +1014,57 @@ int tsr_plan_config(const tsr_config *cfg, const tsr_plan_req *req, tsr_plan *ou
             break;
         }
     }
-    if (!out->fix_cards) {
-        /* why none: a layer split keeps the embedding whole on stage 0
-         * (and the classifier on the last), in the weights' format */
-        const tsr_kconfig *kc = &out->kc;
-        uint64_t n = (uint64_t)kc->vocab_size * kc->dim;
-        out->emb_bytes = kc->dtype == TSR_KDT_F32 ? 4u * n
-                       : kc->q4_kinds & (1u << TSR_KIND_EMB) ? n / 32u * 18u
-                       : n + 4u * tsr_cdiv(kc->dim, kc->group) * kc->vocab_size;
-        out->chip_bytes = chip;
-        out->cards_floor = kmin;
-    }
     return TSR_OK;
+}
+
+/* No split fits: why (a layer split keeps the embedding whole on stage 0,
+ * and the classifier on the last, in the weights' format). */
+static void no_split(tsr_plan *out, uint64_t chip, uint64_t kmin)
+{
+    const tsr_kconfig *kc = &out->kc;
+    uint64_t n = (uint64_t)kc->vocab_size * kc->dim;
+    out->emb_bytes = kc->dtype == TSR_KDT_F32 ? 4u * n
+                   : kc->q4_kinds & (1u << TSR_KIND_EMB) ? n / 32u * 18u
+                   : n + 4u * tsr_cdiv(kc->dim, kc->group) * kc->vocab_size;
+    out->chip_bytes = chip;
+    out->cards_floor = kmin;
+}
+
+/* The smallest changes that fit (each search step is an eval_auto over
+ * every PE count).  A card holds its share of the tiles on chip, so fewer
+ * cards than kmin cannot fit, and when the cards asked for are fewer, no
+ * shorter context does. */
+static int plan_fixes(const tsr_config *cfg, const tsr_plan_req *req, const tsr_part *part,
+                      tsr_plan *out, tsr_err *e)
+{
+    uint64_t chip = (uint64_t)out->uram_have * HW_URAM_BYTES + (uint64_t)out->bram_have * HW_BRAM_BYTES;
+    uint64_t kmin = chip ? cdiv64(tiles_floor(&out->kc), chip) : UINT64_MAX;
+    int rc = fix_context(cfg, req, part, kmin, (int)out->kc.seq_len, &out->fix_seq, e);
+    if (rc) return rc;
+    if (req->kv != TSR_KV_INT8 && (rc = fix_kv(cfg, req, part, out, e))) return rc;
+    if ((rc = fix_cards(cfg, req, part, kmin, out, e))) return rc;
+    if (!out->fix_cards) no_split(out, chip, kmin);
+    return TSR_OK;
+}
+
+int tsr_plan_config(const tsr_config *cfg, const tsr_plan_req *req, tsr_plan *out, tsr_err *e)
+{
+    if (!cfg || !req || !out) return tsr_seterr(e, TSR_ERR_ARG, "plan: NULL argument");
+    if (!req->part || !req->part[0])
+        return tsr_seterr(e, TSR_ERR_ARG, "plan: no part given (valid: %s)", tsr_part_names());
+    const tsr_part *part = tsr_part_find(req->part);
+    if (!part)
+        return tsr_seterr(e, TSR_ERR_ARG, "unknown part '%s' (valid: %s)", req->part,
+                          tsr_part_names());
+    int rc = check_req(cfg, req, e);
+    if (rc) return rc;
+    if ((rc = eval_auto(cfg, req, part, out, e))) return rc;
+    tsr_plan_project_passes(out);
+    /* the longest context each KV precision holds on this mesh */
+    for (int kv = 0; kv < TSR_KV_COUNT && out->decidable; kv++)
+        out->max_seq[kv] = max_context(cfg, req, part, out->pes, kv);
+    if (out->fits || !out->decidable) return rc;
+    return plan_fixes(cfg, req, part, out, e);
 }
 
 /* ------------------------------------------------------------------------ */
