@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "devspec.h"
 
 /* Parse a positive decimal int in [lo, hi]; returns 0 on success. */
 static int parse_int(const char *s, int lo, int hi, int *out)

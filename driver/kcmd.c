@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "kcmd.h"
+#include "kstatus.h"
 #include "model.h"
 #include "plan.h"
 

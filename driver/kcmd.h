@@ -28,7 +28,23 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "sampler.h"
 #include "weight_image.h"
+
+/* Phases of host-link traffic. */
+enum { TSR_PHASE_LOAD = 0, TSR_PHASE_PREFILL, TSR_PHASE_DECODE, TSR_PHASE_DEBUG,
+       TSR_PHASE_COUNT };
+
+/* Bytes that crossed the host link, per phase, and kernel commands. */
+typedef struct tsr_link_counters {
+    uint64_t h2d[TSR_PHASE_COUNT];     /* host -> device, bytes */
+    uint64_t d2h[TSR_PHASE_COUNT];     /* device -> host, bytes */
+    uint64_t invocations[TSR_PHASE_COUNT]; /* commands           */
+    uint64_t hop[TSR_PHASE_COUNT];     /* bytes between pipeline stages,
+                                          over their card links (a model
+                                          split over devices), all hops */
+    uint64_t hops[TSR_PHASE_COUNT];    /* passes moved over a link       */
+} tsr_link_counters;
 
 typedef struct tsr_kcmd {
     const tsr_backend_iface *be;
