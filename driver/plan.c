@@ -1,17 +1,16 @@
 /*
- * plan.c - fit, blocks, DSPs and projected speed of a model on an FPGA part
- * (`tessera plan`, and the cycle split of `tessera run --stats`).
+ * plan.c - will a model fit an FPGA part, and with what changes
+ * (`tessera plan`): the bytes of each card, the layer split, the
+ * evaluation of one PE and card count, the search for the fastest PE count
+ * that fits and for the smallest changes that would.
  *
  *   model config + options --tsr_wimage_config--> kconfig (mesh, seq, G, Q)
  *     bytes per PE:   the layout's tile sums (tsr_lay_pe_weights), KV words
- *     blocks, DSPs:   the arrays as tessera_top partitions them, packed into
- *                     BRAM36 / URAM ("Packing"); the operators the kernel's
- *                     loops instantiate ("DSPs")
+ *     blocks, DSPs:   plan_fit.c ("Packing", "DSPs"), LUTs and FFs too
  *     fit:            against hw/parts.def minus the shell; if not, the
  *                     smallest change that fits (context, int8 KV, cards)
- *     cycles:         tsr_plan_step: the kernel's own charges for a decode
- *                     step (kernels/tsr_cycles.h), walked in the order
- *                     tsr_forward runs them
+ *     cycles:         plan_cycles.c (tsr_plan_step, tsr_plan_project)
+ *     text, JSON:     plan_report.c
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,26 +23,6 @@
 /* ------------------------------------------------------------------------ */
 /* Assumptions that are not the kernel's (its are in kernels/tsr_arch.h)      */
 
-/* Packing.  UltraRAM: 4K x 72 bits; BRAM36: 1K x 36 (32 data bits) or
- * 512 x 72; data bits only (UG573 for UltraScale+, AM007 for Versal).  A
- * PE's int8 array is reshaped to TSR_LANES-byte words (256 bits): 4 URAMs
- * side by side, 4096 words deep each.  A partitioned array is one memory per
- * bank; a bank of at most LUTRAM_WORDS words goes to LUTs (HLS's own choice
- * for small memories: unverified until csynth). */
-#define HW_URAM_DEPTH      4096u
-#define HW_URAM_BYTES      32768u
-#define HW_BRAM_BYTES      4096u
-#define HW_W8_URAM_WIDE    4u
-#define LUTRAM_WORDS       64u
-/* DSPs of the operators (Vitis HLS floating-point cores, full-DSP
- * implementations, PG060): fp32 multiply 3, add 2; expf and cosf/sinf are
- * HLS math-library cores, counted at 7 and 10 (unverified until csynth);
- * int8 multiplies are bound to LUTs (BIND_OP impl=fabric), dividers and
- * compares use none. */
-#define DSP_FMUL           3
-#define DSP_FADD           2
-#define DSP_EXP            7
-#define DSP_TRIG           10
 /* PE counts `plan` tries when none is given, and the count it reports
  * when nothing fits. */
 #define PLAN_MAX_PES       256
@@ -63,246 +42,6 @@ const char *tsr_plan_assumptions(void)
 }
 
 static uint64_t cdiv64(uint64_t a, uint64_t b) { return (a + b - 1u) / b; }
-
-/* ------------------------------------------------------------------------ */
-/* Packing                                                                    */
-
-static long bram_of(uint64_t bytes) { return bytes ? (long)cdiv64(bytes, HW_BRAM_BYTES) : 0; }
-static long uram_of(uint64_t bytes) { return bytes ? (long)cdiv64(bytes, HW_URAM_BYTES) : 0; }
-
-/* An array of n elements of `bytes` each, partitioned cyclically into
- * `banks` memories: BRAM36 blocks (0 when each bank is LUTRAM-small). */
-static long banked_bram(uint64_t n, uint32_t bytes, uint32_t banks)
-{
-    uint64_t per = cdiv64(n, banks);
-    if (per <= LUTRAM_WORDS) return 0;
-    return (long)banks * bram_of(per * bytes);
-}
-
-/* The blocks of one PE's memories: int8 tiles, fp32 array, KV cache,
- * partial sums, the input's scales, and on an attention PE its scores,
- * head outputs, copy of q | k | v and pe_att's accumulators and
- * coefficients (kernels/tsr_kernel.c tessera_top's partitions and
- * BIND_STORAGE, attention.c pe_att's locals). */
-typedef struct pe_arrays {
-    uint64_t w8_bytes, f32_words, kv_bytes, rows, att_words, in_bytes, xs_words;
-    uint64_t kvs_bytes;   /* the int8 cache's scales (one memory, unpartitioned) */
-    uint64_t acc_words;   /* attention: pe_att's accumulators, one row of them,
-                             and its coefficients */
-    uint32_t acc_parts;   /* and its rows (TSR_ATT_PARTS) */
-    uint64_t ao_words, qkv_words;   /* attention: head outputs, q | k | v copy */
-    int f32_uram, kv_uram;
-} pe_arrays;
-
-static void pe_blocks(const pe_arrays *a, long *uram, long *bram)
-{
-    uint64_t words = cdiv64(a->w8_bytes, TSR_LANES);
-    long u = a->w8_bytes ? (long)(HW_W8_URAM_WIDE * cdiv64(words, HW_URAM_DEPTH)) : 0, b = 0;
-    if (a->f32_uram) u += uram_of(4u * a->f32_words);
-    else b += bram_of(4u * a->f32_words);
-    uint64_t kv_bank = cdiv64(a->kv_bytes, TSR_ATT_LANES);
-    if (a->kv_uram) u += a->kv_bytes ? (long)TSR_ATT_LANES * uram_of(kv_bank) : 0;
-    else b += a->kv_bytes ? (long)TSR_ATT_LANES * bram_of(kv_bank) : 0;
-    if (a->kvs_bytes > 4u * LUTRAM_WORDS) {
-        if (a->kv_uram) u += uram_of(a->kvs_bytes);
-        else b += bram_of(a->kvs_bytes);
-    }
-    b += banked_bram(a->rows, 4u, TSR_VEC) + banked_bram(a->xs_words, 4u, 1u);
-    if (a->att_words) {
-        b += banked_bram(a->att_words, 4u, TSR_ATT_LANES) + banked_bram(a->ao_words, 4u, TSR_ATT_LANES) +
-             banked_bram(a->qkv_words, 4u, TSR_VEC);
-        /* pe_att's acc: parts rows, each TSR_ATT_LANES banks; coef: one */
-        b += (long)a->acc_parts * banked_bram(a->acc_words, 4u, TSR_ATT_LANES) +
-             banked_bram(a->acc_words, 4u, 1u);
-    }
-    /* the broadcast input: TSR_LANES-byte words, 512 x 72-bit BRAM36 deep */
-    uint64_t in_words = cdiv64(a->in_bytes, TSR_LANES);
-    if (in_words > LUTRAM_WORDS) b += 4 * (long)cdiv64(in_words, 512);
-    *uram = u;
-    *bram = b;
-}
-
-static uint64_t pad32(uint64_t n) { return (n + 31u) / 32u * 32u; }
-
-/* The controller's memories: the norm weights as rows (and the QKV
- * biases, a model with them), each item's vectors
- * (x, xn, q | k | v) in one memory and a batch's logits in another,
- * TSR_VEC banks each; the
- * sampler's copy in TSR_SUM_E banks, its candidates in one memory each;
- * the quantizer's scratch and the tables are LUTRAM-small. */
-static long ctrl_blocks(uint64_t dim, uint64_t kvd, uint64_t vocab, uint64_t layers, uint64_t nmax,
-                        uint32_t sum_lanes, uint32_t block, uint32_t batch, uint32_t qkv_bias)
-{
-    uint32_t E = sum_lanes >= TSR_FADD_LAT ? sum_lanes / TSR_FADD_LAT : 1u;
-    /* per item of a pass: x, xn, q | k | v; per batch item: the logits */
-    uint64_t cv = pad32(dim) + pad32(nmax + TSR_LANES) + pad32(dim + 2u * kvd);
-    return banked_bram((2u * layers + 1u) * pad32(dim), 4u, TSR_VEC) +
-           (qkv_bias ? banked_bram(layers * pad32(dim + 2u * kvd), 4u, TSR_VEC) : 0) +
-           banked_bram(cv * block, 4u, TSR_VEC) + banked_bram(pad32(vocab) * batch, 4u, TSR_VEC) +
-           banked_bram(vocab, 4u, E) + 2 * banked_bram(vocab, 4u, 1u);
-}
-
-/* ------------------------------------------------------------------------ */
-/* DSPs: the floating-point operators of the kernel's loops                   */
-
-/* Every PE: the Q8 tile's scale path (two multiplies, an add: mesh.c
- * pe_tile_q8; its int8 products are LUTs, BIND_OP fabric), the Q4 tile's
- * (the same, its own function: a profile with Q4_0), the F32 tile's
- * multiply-add (a profile with F32), SwiGLU (two multiplies, an add; its
- * expf in LUTs, BIND_OP fabric; the divide uses none). */
-static long dsp_pe(int with_f32, int with_q4)
-{
-    long d = 2 * DSP_FMUL + DSP_FADD + 2 * DSP_FMUL + DSP_FADD;
-    if (with_q4) d += 2 * DSP_FMUL + DSP_FADD;
-    if (with_f32) d += DSP_FMUL + DSP_FADD;
-    return d;
-}
-
-/* Tree-step instances: a level s < C's receivers p < P (p % 2s == 0, p + s
- * < P), one instance each, as the unrolled tree levels place them (mesh.c
- * TSR_TREE_RECV, attention.c TSR_ATT_UP_RECV). */
-static long tree_instances(uint32_t P, uint32_t C)
-{
-    long n = 0;
-    for (uint32_t s = 1; s < C; s *= 2u)
-        for (uint32_t p = 0; p + s < P; p += 2u * s) n++;
-    return n;
-}
-
-/* A column-tree step (mesh.c pe_tree_add): TSR_TREE_LANES adds
- * (ALLOCATION). */
-static long dsp_tree(void) { return (long)TSR_TREE_LANES * DSP_FADD; }
-
-/* A PE with attention (attention.c): TSR_ATT_LANES multiply-adds shared by
- * the scores and the values (pe_att_mac, ALLOCATION limit=1), the score
- * partials' tree (TSR_ATT_PARTS - 1 adds), the local sum's add and its
- * levels' add (pe_reduce_sum), the exponent's subtraction (pe_att_exp:
- * score - max), expf in LUTs.  kv_paths: bit TSR_KV_F16, TSR_KV_INT8 when
- * that cache is built: the half decoder in each lane (its multiply by a
- * power of two) and the store's encoder (a scale and the rounding's
- * subtract); the int8 scales' two multiplies (scores, weights) and the
- * store's rounding subtracts. */
-static long dsp_att(uint32_t parts, uint32_t pe_sum_lanes, uint32_t kv_paths)
-{
-    long d = (long)TSR_ATT_LANES * (DSP_FMUL + DSP_FADD) + (long)(parts - 1u) * DSP_FADD +
-             DSP_FADD + (pe_sum_lanes > 1u ? DSP_FADD : 0) + DSP_FADD;
-    if (kv_paths & (1u << TSR_KV_F16)) d += (long)TSR_ATT_LANES * DSP_FMUL + 2 * (DSP_FMUL + DSP_FADD);
-    if (kv_paths & (1u << TSR_KV_INT8)) d += 2 * DSP_FMUL + 2 * DSP_FADD;
-    return d;
-}
-
-/* An up step of a KV head group's tree (attention.c pe_att_tree_up): the
- * weighted sums' TSR_ATT_LANES adds and the sum's one (the max compares
- * and the down steps' copies use none). */
-static long dsp_att_tree(void) { return (long)(TSR_ATT_LANES + 1) * DSP_FADD; }
-
-/* The controller's scalar operators (ops.c, sampler.c, tsr_kernel.c): the
- * norm's eps add, softmax's, the sampler's and top-p's adds and multiplies,
- * about 15 DSPs; its integer multiplies (the embedding's addresses, a
- * slot's layer base, the KV and answer strides, the RNG's 64-bit multiply),
- * about 40; CONFIGURE's powf, 64-bit KV word counts and the layout helpers'
- * multiplies and divides, at most 150.  Counted from the code by the third
- * HLS review (its N16); the figures per operator are PG060's, and csynth's
- * report replaces them. */
-#define DSP_CTRL_SCALAR    15
-#define DSP_CTRL_INT       40
-#define DSP_CONFIGURE      150
-
-/* The controller: the reduction's E lanes (a multiply-add each) in each of
- * its two inlined copies (softmax's sum, the norm's sum of squares: ops.c
- * reduce) and the E adds of each of the three sum_levels instances (those
- * two and the fused norm's), the Q8 input's two multiplies and the
- * rounding's subtraction per TSR_LANES lane (mesh.c tsr_mesh_input,
- * tsr_round_q8; its divides use none), the embedding's TSR_LANES
- * dequantizing multiplies, the gather's TSR_VEC residual adds, with the
- * fused sum of squares TSR_VEC multiply-adds more, and RoPE's TSR_VEC / 2
- * rotations (4 multiplies, 2 adds each), this token's angles (a multiply,
- * cosf, sinf), the sampler's expf, the scalars and CONFIGURE's. */
-static long dsp_ctrl(uint32_t sum_lanes)
-{
-    long E = sum_lanes >= TSR_FADD_LAT ? (long)(sum_lanes / TSR_FADD_LAT) : 1;
-    long fused = sum_lanes >= TSR_VEC * TSR_FADD_LAT;
-    return 2 * E * (DSP_FMUL + DSP_FADD) + (2 + fused) * E * DSP_FADD +
-           (long)TSR_LANES * (2 * DSP_FMUL + DSP_FADD) + (long)TSR_LANES * DSP_FMUL +
-           (long)TSR_VEC * DSP_FADD + fused * (long)TSR_VEC * (DSP_FMUL + DSP_FADD) +
-           (long)(TSR_VEC / 2) * (4 * DSP_FMUL + 2 * DSP_FADD) + DSP_FMUL + 2 * DSP_TRIG +
-           DSP_EXP + DSP_CTRL_SCALAR + DSP_CTRL_INT + DSP_CONFIGURE;
-}
-
-/* The DSPs of P PEs (att_pes of them with attention, trees over C mesh
- * columns and Q PEs a KV head), the busiest PE's in *per_pe (PE 0: a
- * receiver at every level). */
-static long dsp_count(uint32_t P, uint32_t att_pes, uint32_t C, uint32_t Q, int with_f32,
-                      int with_q4, uint32_t kv_paths, uint32_t sum_lanes, long *per_pe)
-{
-    uint32_t parts = sum_lanes >= TSR_FADD_LAT ? TSR_FADD_LAT : 1u;
-    uint32_t pe_sum = sum_lanes >= TSR_FADD_LAT ? TSR_FADD_LAT : sum_lanes;
-    long att = dsp_att(parts, pe_sum, kv_paths), levels = 0, split_levels = 0;
-    long pe = dsp_pe(with_f32, with_q4);
-    for (uint32_t s = 1; s < C; s *= 2u) levels++;
-    for (uint32_t s = 1; s < Q; s *= 2u) split_levels++;
-    *per_pe = pe + levels * dsp_tree() + (att_pes ? att + split_levels * dsp_att_tree() : 0);
-    return (long)P * pe + tree_instances(P, C) * dsp_tree() + (long)att_pes * att +
-           tree_instances(att_pes, Q) * dsp_att_tree() + dsp_ctrl(sum_lanes);
-}
-
-/* LUTs and flip-flops of datapath d into r (plan_fit.c). */
-static void fabric_to(const tsr_fit_dp *d, tsr_plan_res *r)
-{
-    tsr_fit_fabric_of(d, &r->fab);
-    r->lut = r->fab.lut;
-    r->ff = r->fab.ff;
-    r->lut_pe = r->fab.lut_pe;
-    r->ff_pe = r->fab.ff_pe;
-}
-
-/* The f16 / int8 KV paths a profile builds (dsp_att's kv_paths). */
-static uint32_t profile_kv_paths(const tsr_kprofile *p)
-{
-    return (p->kvh_words ? 1u << TSR_KV_F16 : 0u) |
-           (p->kvq_bytes && p->kvs_words ? 1u << TSR_KV_INT8 : 0u);
-}
-
-void tsr_plan_profile_resources(const tsr_kprofile *p, tsr_plan_res *r)
-{
-    memset(r, 0, sizeof *r);
-    uint32_t B = p->block ? p->block : 1u;   /* items a pass: the per-item arrays */
-    pe_arrays a = {
-        .w8_bytes = (uint64_t)p->w8_words * TSR_LANES, .f32_words = p->f32_words,
-        .kv_bytes = 4ull * p->kv_words + 2ull * p->kvh_words + p->kvq_bytes,
-        .kvs_bytes = 4ull * p->kvs_words, .rows = (uint64_t)p->pe_rows * B,
-        .att_words = p->att_words,
-        .in_bytes = ((uint64_t)(p->hidden > p->dim ? p->hidden : p->dim) + p->group_max) * B,
-        .xs_words = ((uint64_t)(p->hidden > p->dim ? p->hidden : p->dim) + p->group_max + TSR_LANES) /
-                    p->group_min * B,
-        .acc_words = p->seq > p->head_size ? p->seq : p->head_size,
-        .acc_parts = p->sum_lanes >= TSR_FADD_LAT ? TSR_FADD_LAT : 1u,
-        .ao_words = p->dim, .qkv_words = (3u * (uint64_t)p->dim + TSR_VEC - 1u) / TSR_VEC * TSR_VEC,
-        .f32_uram = (int)p->f32_uram, .kv_uram = (int)p->kv_uram,
-    };
-    long u, b;
-    pe_blocks(&a, &u, &b);
-    /* PEs without attention hold no KV cache and no scores */
-    pe_arrays n = a;
-    n.kv_bytes = 0;
-    n.kvs_bytes = 0;
-    n.att_words = 0;
-    long un, bn;
-    pe_blocks(&n, &un, &bn);
-    r->uram_pe = u;
-    r->bram_pe = b;
-    r->uram = (long)p->att_pes * u + (long)(p->pes - p->att_pes) * un;
-    r->bram = (long)p->att_pes * b + (long)(p->pes - p->att_pes) * bn +
-              ctrl_blocks(p->dim, p->dim, p->vocab, p->layers,
-                          (p->hidden > p->dim ? p->hidden : p->dim) + p->group_max, p->sum_lanes, B,
-                          p->slots < B ? p->slots : B, 1u);   /* qkvb: TSR_MAX_QKV = 3 dim */
-    r->kv_in_uram = (int)p->kv_uram;
-    r->dsp = dsp_count(p->pes, p->att_pes, p->mesh_cols, p->kv_split_max, (int)p->with_f32,
-                       (int)p->with_q4, profile_kv_paths(p), p->sum_lanes, &r->dsp_pe);
-    tsr_fit_dp d;
-    tsr_fit_dp_of_profile(p, &d);
-    fabric_to(&d, r);
-}
 
 /* ------------------------------------------------------------------------ */
 /* Bytes and blocks of one card                                               */
@@ -550,7 +289,7 @@ static void eval_card_pes(const tsr_kconfig *kc, int K, int k, uint32_t l0, uint
         r->bytes.kv += kvb;
         r->bytes.scratch += 4u * (uint64_t)rows + (nmax + kc->group) + 4u * (nmax / kc->group + 1u);
         if (w + s + kvb > r->bytes.pe_max) r->bytes.pe_max = w + s + kvb;
-        pe_arrays a = { .w8_bytes = w8, .f32_words = f32w, .kv_bytes = kvb - kvs,
+        tsr_fit_pe_arrays a = { .w8_bytes = w8, .f32_words = f32w, .kv_bytes = kvb - kvs,
                         .kvs_bytes = kvs, .rows = (uint64_t)rows * B,
                         .att_words = (uint64_t)nh * tsr_lay_kv_mul(kc) * sl,
                         .acc_words = sl > hs ? sl : hs,
@@ -564,7 +303,7 @@ static void eval_card_pes(const tsr_kconfig *kc, int K, int k, uint32_t l0, uint
         if (a.att_words > mx->att) mx->att = a.att_words;
         if (a.ao_words > mx->ao) mx->ao = a.ao_words;
         long u, b;
-        pe_blocks(&a, &u, &b);
+        tsr_fit_pe_blocks(&a, &u, &b);
         if (u > r->res.uram_pe) r->res.uram_pe = u;
         if (b > r->res.bram_pe) r->res.bram_pe = b;
         r->res.uram += u;
@@ -585,8 +324,8 @@ static void eval_card_datapath(const tsr_kconfig *kc, const tsr_kprofile *pf, in
     uint32_t kv_paths = kc->kv_dtype == TSR_KV_F32 ? 0u : 1u << kc->kv_dtype;
     int with_f32 = with_profile ? (int)pf->with_f32 : !q8;
     int with_q4 = with_profile ? (int)pf->with_q4 : kc->q4_kinds != 0;
-    if (with_profile) kv_paths = profile_kv_paths(pf);
-    res->dsp = dsp_count(P, kc->att_pes, kc->mesh_cols, kc->kv_split, with_f32, with_q4, kv_paths,
+    if (with_profile) kv_paths = tsr_fit_kv_paths(pf);
+    res->dsp = tsr_fit_dsp_count(P, kc->att_pes, kc->mesh_cols, kc->kv_split, with_f32, with_q4, kv_paths,
                          pf->sum_lanes, &res->dsp_pe);
     tsr_fit_dp d = {
         .pes = P, .att_pes = kc->att_pes, .cols = kc->mesh_cols, .kv_split = kc->kv_split,
@@ -599,7 +338,7 @@ static void eval_card_datapath(const tsr_kconfig *kc, const tsr_kprofile *pf, in
         .acc_words = (uint32_t)(sl > hs ? sl : hs),
         .ao_words = (uint32_t)mx->ao, .qkv_words = kc->dim + 2u * tsr_lay_kv_dim(kc),
     };
-    fabric_to(&d, res);
+    tsr_plan_fabric_to(&d, res);
 }
 
 /* Card k of K: its PEs' arrays and the controller, what the model needs. */
@@ -621,7 +360,7 @@ static void eval_card(const tsr_kconfig *kc, int K, int k, uint32_t l0, uint32_t
     r->bytes.norms = norms;
     r->bytes.activations = 4u * (dim + (nmax + kc->group) + dim + 2u * kvd + (last ? V : 0u));
     r->bytes.scratch += last ? 12u * V : 0u;   /* the sampler's copy and candidates */
-    r->res.bram += ctrl_blocks(dim, kvd, last ? V : 0u, l1 - l0, nmax + kc->group, pf->sum_lanes, B,
+    r->res.bram += tsr_fit_ctrl_blocks(dim, kvd, last ? V : 0u, l1 - l0, nmax + kc->group, pf->sum_lanes, B,
                                kc->n_slots < B ? kc->n_slots : B, kc->qkv_bias);
     r->res.kv_in_uram = kv_in_uram;
     r->bytes.stationary = r->bytes.weights + r->bytes.scales + r->bytes.kv + r->bytes.norms;
@@ -1037,7 +776,7 @@ static void no_split(tsr_plan *out, uint64_t chip, uint64_t kmin)
 static int plan_fixes(const tsr_config *cfg, const tsr_plan_req *req, const tsr_part *part,
                       tsr_plan *out, tsr_err *e)
 {
-    uint64_t chip = (uint64_t)out->uram_have * HW_URAM_BYTES + (uint64_t)out->bram_have * HW_BRAM_BYTES;
+    uint64_t chip = (uint64_t)out->uram_have * TSR_FIT_URAM_BYTES + (uint64_t)out->bram_have * TSR_FIT_BRAM_BYTES;
     uint64_t kmin = chip ? cdiv64(tiles_floor(&out->kc), chip) : UINT64_MAX;
     int rc = fix_context(cfg, req, part, kmin, (int)out->kc.seq_len, &out->fix_seq, e);
     if (rc) return rc;

@@ -287,6 +287,10 @@ int tsr_plan_project(const tsr_plan_req *rq, const tsr_part *part, tsr_plan *out
  * greedy decode step of the profile's batch limit of sequences. */
 void tsr_plan_project_passes(tsr_plan *out);
 
+/* LUTs and flip-flops of datapath d into r's fab, lut, ff, lut_pe, ff_pe
+ * (plan_fit.c). */
+void tsr_plan_fabric_to(const tsr_fit_dp *d, tsr_plan_res *r);
+
 /* One line naming the hardware assumptions of the cycle model. */
 const char *tsr_plan_assumptions(void);
 
