@@ -1142,6 +1142,39 @@ static int decode_command(tsr_kcmd *k, tsr_kdec *q, dec_run *run, int r, tsr_tok
     return rc;
 }
 
+/* The sequences of q (m) the next command steps, into run (in index
+ * order: the first one's logits are the pass's): every one still going
+ * (a cancel between commands ends it), when they fit lim; else lim of
+ * them in cyclic order from *next, which moves past the last taken.
+ * Returns how many, negated when others wait their turn; 0: none going. */
+static int dec_pick(const tsr_kdec *q, int m, int *state, int lim, int *next, dec_run *run)
+{
+    int going = 0;
+    for (int i = 0; i < m; i++) {
+        if (state[i] != DEC_GOING) continue;
+        if (q[i].cancel && __atomic_load_n(q[i].cancel, __ATOMIC_ACQUIRE)) {
+            state[i] = DEC_DONE;   /* cancelled between commands */
+            continue;
+        }
+        going++;
+    }
+    int turns = going > lim, r = 0, from = turns ? *next : 0;
+    for (int t = 0; t < m && r < lim; t++) {
+        int i = (from + t) % m;
+        if (state[i] != DEC_GOING) continue;
+        run[r++] = (dec_run){ .i = i };
+        if (turns) *next = (i + 1) % m;
+    }
+    /* index order (a turn that wrapped round lists the low ones last) */
+    for (int a = 1; a < r; a++)
+        for (int b = a; b > 0 && run[b - 1].i > run[b].i; b--) {
+            dec_run t = run[b];
+            run[b] = run[b - 1];
+            run[b - 1] = t;
+        }
+    return turns ? -r : r;
+}
+
 int tsr_kcmd_decode(tsr_kcmd *k, tsr_kdec *q, int m, tsr_token_fn on_token, void *user,
                     tsr_err *e)
 {
@@ -1155,21 +1188,17 @@ int tsr_kcmd_decode(tsr_kcmd *k, tsr_kdec *q, int m, tsr_token_fn on_token, void
         state[i] = q[i].n > 0 ? DEC_GOING : DEC_DONE;
         reseed[i] = q[i].smp.reseed;
     }
-    /* Commands until every sequence is done: each takes the first lim still
-     * going, each of them as many tokens as it has left, up to its share of
-     * the output buffer (a region: its count, then its ids). */
+    /* Commands until every sequence is done.  Each takes up to lim still
+     * going, each of them as many tokens as it has left, up to its share
+     * of the output buffer (a region: its count, then its ids); when more
+     * are going than lim, they take turns, TSR_KDEC_TURN tokens each. */
+    int next = 0;   /* where the next turn starts */
     for (;;) {
         dec_run run[TSR_KDEC_MAX];
-        int r = 0;
-        for (int i = 0; i < m && r < lim; i++) {
-            if (state[i] != DEC_GOING) continue;
-            if (q[i].cancel && __atomic_load_n(q[i].cancel, __ATOMIC_ACQUIRE)) {
-                state[i] = DEC_DONE;   /* cancelled between commands */
-                continue;
-            }
-            run[r++] = (dec_run){ .i = i };
-        }
+        int r = dec_pick(q, m, state, lim, &next, run);
         if (r == 0) break;
+        int turns = r < 0;
+        if (turns) r = -r;
         uint32_t share = k->info.words[TSR_BUF_OUT] / (uint32_t)r;
         if (share < 2u)
             return tsr_seterr(e, TSR_ERR_RANGE, "%s: the output buffer (%u words) cannot hold %d "
@@ -1178,6 +1207,7 @@ int tsr_kcmd_decode(tsr_kcmd *k, tsr_kdec *q, int m, tsr_token_fn on_token, void
             tsr_kdec *s = &q[run[j].i];
             uint32_t left = (uint32_t)(s->n - s->got);
             run[j].n = left < share - 1u ? left : share - 1u;
+            if (turns && run[j].n > TSR_KDEC_TURN) run[j].n = TSR_KDEC_TURN;
             s->smp.reseed = s->got == 0 && reseed[run[j].i];   /* the RNG restarts once */
         }
         uint32_t stopped = 0;
