@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "devspec.h"
 
 /* Parse a positive decimal int in [lo, hi]; returns 0 on success. */
 static int parse_int(const char *s, int lo, int hi, int *out)
@@ -20,8 +20,6 @@ static int parse_int(const char *s, int lo, int hi, int *out)
     return 0;
 }
 
-/* "0-2/3-4": contiguous layer ranges from 0, into ends (3, 5); the count,
- * or -1. */
 /* "0-1/2-4": contiguous layer ranges from 0, two or more (a split).
  * Returns the ranges, ends[k] the layer after range k; or -1 with why
  * (NUL-terminated, at most cap bytes). */
@@ -75,6 +73,70 @@ static int copy_field(char *dst, size_t cap, const char *src)
     return 0;
 }
 
+/* cards=val or stages=val: the card count, each saying the same as the
+ * other when both are given. */
+static int devspec_cards(const char *spec, const char *tok, const char *val, tsr_devspec *out,
+                         tsr_err *e)
+{
+    if (!strcmp(tok, "cards")) {
+        int c = 0;
+        if (parse_int(val, 1, TSR_DEV_MAX_CARDS, &c))
+            return tsr_seterr(e, TSR_ERR_ARG, "device spec '%s': cards=%s: not an integer "
+                              "in 1..%d", spec, val, TSR_DEV_MAX_CARDS);
+        if (out->cards && out->cards != c)   /* stages= says otherwise */
+            return tsr_seterr(e, TSR_ERR_ARG, "device spec '%s': cards=%d, stages= gives %d "
+                              "ranges", spec, c, out->cards);
+        out->cards = c;
+        return TSR_OK;
+    }
+    char why[160];
+    int c = parse_stages(val, out->stage_end, why, sizeof why);
+    if (c < 0)
+        return tsr_seterr(e, TSR_ERR_ARG, "device spec '%s': stages=%s: %s", spec, val, why);
+    if (out->cards && out->cards != c)
+        return tsr_seterr(e, TSR_ERR_ARG, "device spec '%s': stages= gives %d ranges, "
+                          "cards=%d", spec, c, out->cards);
+    out->cards = c;
+    return TSR_OK;
+}
+
+/* One key=value option of spec into out. */
+static int devspec_option(const char *spec, const char *tok, const char *val, tsr_devspec *out,
+                          tsr_err *e)
+{
+    int bad;
+    if (!strcmp(tok, "part"))         bad = copy_field(out->part, sizeof out->part, val);
+    else if (!strcmp(tok, "pes"))     bad = parse_int(val, 1, 1 << 16, &out->pes);
+    else if (!strcmp(tok, "threads")) bad = parse_int(val, 1, 1024, &out->threads);
+    else if (!strcmp(tok, "xclbin"))  bad = copy_field(out->xclbin, sizeof out->xclbin, val);
+    else if (!strcmp(tok, "index"))   bad = parse_int(val, 0, 255, &out->index);
+    else if (!strcmp(tok, "simd")) {
+        int on = 1;
+        out->simd_avx2 = !strcmp(val, "avx2");
+        bad = out->simd_avx2 ? 0 : parse_int(val, 0, 1, &on);
+        out->no_simd = !on;
+    }
+    else if (!strcmp(tok, "cols"))    bad = parse_int(val, 1, 4096, &out->cols);
+    else if (!strcmp(tok, "kvsplit")) bad = parse_int(val, 1, 4096, &out->kv_split);
+    else if (!strcmp(tok, "batch")) {
+        if (parse_int(val, 1, 8, &out->batch))
+            return tsr_seterr(e, TSR_ERR_ARG, "device spec '%s': batch=%s: not an integer "
+                              "in 1..8", spec, val);
+        bad = 0;
+    }
+    else if (!strcmp(tok, "cards") || !strcmp(tok, "stages"))
+        return devspec_cards(spec, tok, val, out, e);
+    else
+        return tsr_seterr(e, TSR_ERR_ARG,
+                          "device spec '%s': unknown key '%s' (valid: part, pes, cols, kvsplit, batch, "
+                          "threads, simd, xclbin, index, cards, stages)",
+                          spec, tok);
+    if (bad)
+        return tsr_seterr(e, TSR_ERR_ARG, "device spec '%s': bad value '%s' for %s",
+                          spec, val, tok);
+    return TSR_OK;
+}
+
 int tsr_devspec_parse(const char *spec, tsr_devspec *out, tsr_err *e)
 {
     memset(out, 0, sizeof *out);
@@ -115,57 +177,8 @@ int tsr_devspec_parse(const char *spec, tsr_devspec *out, tsr_err *e)
                 return tsr_seterr(e, TSR_ERR_ARG, "device spec '%s': %s given twice", spec, tok);
             seen |= 1u << k;
         }
-        int bad;
-        if (!strcmp(tok, "part"))         bad = copy_field(out->part, sizeof out->part, val);
-        else if (!strcmp(tok, "pes"))     bad = parse_int(val, 1, 1 << 16, &out->pes);
-        else if (!strcmp(tok, "threads")) bad = parse_int(val, 1, 1024, &out->threads);
-        else if (!strcmp(tok, "xclbin"))  bad = copy_field(out->xclbin, sizeof out->xclbin, val);
-        else if (!strcmp(tok, "index"))   bad = parse_int(val, 0, 255, &out->index);
-        else if (!strcmp(tok, "simd")) {
-            int on = 1;
-            out->simd_avx2 = !strcmp(val, "avx2");
-            bad = out->simd_avx2 ? 0 : parse_int(val, 0, 1, &on);
-            out->no_simd = !on;
-        }
-        else if (!strcmp(tok, "cols"))    bad = parse_int(val, 1, 4096, &out->cols);
-        else if (!strcmp(tok, "kvsplit")) bad = parse_int(val, 1, 4096, &out->kv_split);
-        else if (!strcmp(tok, "batch")) {
-            if (parse_int(val, 1, 8, &out->batch))
-                return tsr_seterr(e, TSR_ERR_ARG, "device spec '%s': batch=%s: not an integer "
-                                  "in 1..8", spec, val);
-            bad = 0;
-        }
-        else if (!strcmp(tok, "cards")) {
-            int c = 0;
-            if (parse_int(val, 1, TSR_DEV_MAX_CARDS, &c))
-                return tsr_seterr(e, TSR_ERR_ARG, "device spec '%s': cards=%s: not an integer "
-                                  "in 1..%d", spec, val, TSR_DEV_MAX_CARDS);
-            if (out->cards && out->cards != c)   /* stages= says otherwise */
-                return tsr_seterr(e, TSR_ERR_ARG, "device spec '%s': cards=%d, stages= gives %d "
-                                  "ranges", spec, c, out->cards);
-            out->cards = c;
-            bad = 0;
-        }
-        else if (!strcmp(tok, "stages")) {
-            char why[160];
-            int c = parse_stages(val, out->stage_end, why, sizeof why);
-            if (c < 0)
-                return tsr_seterr(e, TSR_ERR_ARG, "device spec '%s': stages=%s: %s", spec, val,
-                                  why);
-            if (out->cards && out->cards != c)
-                return tsr_seterr(e, TSR_ERR_ARG, "device spec '%s': stages= gives %d ranges, "
-                                  "cards=%d", spec, c, out->cards);
-            out->cards = c;
-            bad = 0;
-        }
-        else
-            return tsr_seterr(e, TSR_ERR_ARG,
-                              "device spec '%s': unknown key '%s' (valid: part, pes, cols, kvsplit, batch, "
-                              "threads, simd, xclbin, index, cards, stages)",
-                              spec, tok);
-        if (bad)
-            return tsr_seterr(e, TSR_ERR_ARG, "device spec '%s': bad value '%s' for %s",
-                              spec, val, tok);
+        int rc = devspec_option(spec, tok, val, out, e);
+        if (rc) return rc;
     }
     for (char *p = out->part; *p; p++) *p = (char)tolower((unsigned char)*p);
     // The emulator runs the kernel C sources, not a bitstream: an xclbin

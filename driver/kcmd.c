@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "kcmd.h"
+#include "kstatus.h"
 #include "model.h"
 #include "plan.h"
 
@@ -958,128 +959,220 @@ enum { DEC_GOING = 0, DEC_DONE };
  * the kernel publishes each region's count, stop the ones asked to, and
  * wait for the answer.  *stopped gets a bit per run[] entry that was asked
  * to stop. */
+/* One DECODE (or DECODE_BATCH) command in flight: its sequences, the
+ * caller's callback, and each sequence's count word as last read. */
+typedef struct dec_cmd {
+    tsr_kcmd    *k;
+    tsr_kdec    *q;
+    dec_run     *run;
+    int          r;                    /* sequences in the command       */
+    uint32_t     stride;               /* words per sequence's answer    */
+    tsr_token_fn on_token;
+    void        *user;
+    uint32_t     cnt[TSR_KDEC_MAX];    /* tokens published, per sequence */
+} dec_cmd;
+
+/* The sampling flags of a sequence's command words. */
+static uint32_t dec_flags(const tsr_kdec *s)
+{
+    return (s->smp.reseed ? TSR_DEC_RESEED : 0u) | (s->smp.ignore_stop ? TSR_DEC_IGNORE_STOP : 0u);
+}
+
+/* The command's words into pay (1 + TSR_KDEC_MAX * TSR_BATCH_WORDS,)
+ * and its arguments: one sequence, DECODE, which every kernel has (its
+ * answer is a batch's first region); several, DECODE_BATCH. */
+static kcmd_args dec_args(const dec_cmd *d, uint32_t *pay)
+{
+    if (d->r == 1) {
+        const tsr_kdec *s = &d->q[d->run[0].i];
+        memcpy(&pay[0], &s->smp.temperature, 4);
+        memcpy(&pay[1], &s->smp.top_p, 4);
+        return (kcmd_args){ .op = TSR_OP_DECODE, .slot = (uint32_t)s->slot,
+                            .a = { d->run[0].n, (uint32_t)s->smp.seed,
+                                   (uint32_t)(s->smp.seed >> 32), dec_flags(s) },
+                            .in = pay, .in_words = 2, .out_words = d->run[0].n + 1u };
+    }
+    pay[0] = (uint32_t)d->r;
+    for (int j = 0; j < d->r; j++) {
+        const tsr_kdec *s = &d->q[d->run[j].i];
+        uint32_t *w = pay + 1 + j * TSR_BATCH_WORDS;
+        w[TSR_BATCH_SLOT] = (uint32_t)s->slot;
+        w[TSR_BATCH_N] = d->run[j].n;
+        w[TSR_BATCH_FLAGS] = dec_flags(s);
+        w[TSR_BATCH_SEED_LO] = (uint32_t)s->smp.seed;
+        w[TSR_BATCH_SEED_HI] = (uint32_t)(s->smp.seed >> 32);
+        memcpy(&w[TSR_BATCH_TEMP], &s->smp.temperature, 4);
+        memcpy(&w[TSR_BATCH_TOP_P], &s->smp.top_p, 4);
+        w[TSR_BATCH_RESERVED] = 0;
+    }
+    return (kcmd_args){ .op = TSR_OP_DECODE_BATCH, .a = { d->stride }, .in = pay,
+                        .in_words = 1u + (uint32_t)d->r * TSR_BATCH_WORDS,
+                        .out_words = (uint32_t)d->r * d->stride };
+}
+
+/* A slot cancel word left set (a clear that failed) would stop its
+ * sequence at once; a count word holds the previous answer until the
+ * kernel publishes 0: clear both, so a count read early is 0. */
+static int dec_clear(const dec_cmd *d, tsr_err *e)
+{
+    tsr_kcmd *k = d->k;
+    int rc;
+    for (int j = 0; j < d->r; j++) {
+        int s = d->q[d->run[j].i].slot;
+        if ((k->slot_cancel >> s & 1u) && (rc = slot_cancel_word(k, s, 0u, e))) return rc;
+        uint32_t zero = 0;
+        if ((rc = k->be->write(k->b, TSR_BUF_OUT, (uint32_t)j * d->stride, &zero, 1, e))) return rc;
+        k->link.h2d[TSR_PHASE_DECODE] += 4u;
+    }
+    return TSR_OK;
+}
+
+/* Sequence j's new tokens, read and handed to the caller (the kernel
+ * publishes each token before the count that covers it); a callback's
+ * non-zero or the sequence's cancel flag asks its stop. */
+static int dec_read(dec_cmd *d, int j, tsr_err *e)
+{
+    tsr_kcmd *k = d->k;
+    dec_run *run = &d->run[j];
+    tsr_kdec *s = &d->q[run->i];
+    uint32_t at = (uint32_t)j * d->stride, buf[256];
+    int rc;
+    if ((rc = k->be->read(k->b, TSR_BUF_OUT, at, &d->cnt[j], 1, e))) return rc;
+    k->link.d2h[TSR_PHASE_DECODE] += 4u;
+    if (d->cnt[j] > run->n) d->cnt[j] = run->n;
+    while (run->seen < d->cnt[j]) {
+        uint32_t c = d->cnt[j] - run->seen < 256u ? d->cnt[j] - run->seen : 256u;
+        if ((rc = k->be->read(k->b, TSR_BUF_OUT, at + 1u + run->seen, buf, c, e))) break;
+        k->link.d2h[TSR_PHASE_DECODE] += 4ull * c;
+        for (uint32_t t = 0; t < c; t++) {
+            int tok = (int)buf[t];
+            s->out[s->got++] = tok;
+            run->seen++;
+            /* 0 -> 1 only: a stop already sent stays sent */
+            if (d->on_token && d->on_token(run->i, tok, d->user) && !run->stop) run->stop = 1;
+        }
+    }
+    if (!run->stop && s->cancel && __atomic_load_n(s->cancel, __ATOMIC_ACQUIRE)) run->stop = 1;
+    return rc;
+}
+
+/* The stops asked since the last look: a cancel word each (the command's
+ * own for one sequence, *cmd_cancel set; else the slot's). */
+static int dec_send_stops(dec_cmd *d, int *cmd_cancel, tsr_err *e)
+{
+    for (int j = 0; j < d->r; j++) {
+        if (d->run[j].stop != 1) continue;
+        int rc = d->r == 1 ? cancel_word(d->k, 1u, e)
+                           : slot_cancel_word(d->k, d->q[d->run[j].i].slot, 1u, e);
+        *cmd_cancel |= d->r == 1;
+        d->run[j].stop = 2;
+        if (rc) return rc;
+    }
+    return TSR_OK;
+}
+
+/* Sleep on a word the next step changes: the count of a sequence the
+ * kernel still steps (full, at a stop token or cancelled: it may have
+ * dropped it), else the response's sequence word at off (rs its value). */
+static int dec_wait(const dec_cmd *d, uint32_t off, uint32_t rs, tsr_err *e)
+{
+    uint32_t buf_id = TSR_BUF_CTL, old = rs, now;
+    for (int j = 0; j < d->r; j++) {
+        const tsr_kdec *s = &d->q[d->run[j].i];
+        if (d->run[j].stop || d->cnt[j] >= d->run[j].n ||
+            (d->cnt[j] && stop_token(d->k, s, s->out[s->got - 1])))
+            continue;
+        buf_id = TSR_BUF_OUT;
+        off = (uint32_t)j * d->stride;
+        old = d->cnt[j];
+        break;
+    }
+    return d->k->be->wait(d->k->b, (int)buf_id, off, old, WAIT_SLICE_US, &now, e);
+}
+
+/* The command has answered: its cancel words go back to 0, *stopped gets
+ * the sequences asked to stop.  Returns rc, or the first error after it. */
+static int dec_answered(const dec_cmd *d, int cmd_cancel, uint32_t *stopped, int rc, tsr_err *e)
+{
+    if (cmd_cancel) {
+        int rc2 = cancel_word(d->k, 0u, e);
+        if (!rc) rc = rc2;
+    }
+    for (int j = 0; j < d->r; j++) {
+        int s = d->q[d->run[j].i].slot;
+        if (d->run[j].stop) *stopped |= 1u << j;
+        if (d->k->slot_cancel >> s & 1u) {
+            int rc2 = slot_cancel_word(d->k, s, 0u, e);
+            if (!rc) rc = rc2;
+        }
+    }
+    return rc;
+}
+
 static int decode_command(tsr_kcmd *k, tsr_kdec *q, dec_run *run, int r, tsr_token_fn on_token,
                           void *user, uint32_t *stopped, tsr_err *e)
 {
     const int ph = TSR_PHASE_DECODE;
-    uint32_t stride = 0, pay[1 + TSR_KDEC_MAX * TSR_BATCH_WORDS];
+    dec_cmd d = { .k = k, .q = q, .run = run, .r = r, .on_token = on_token, .user = user };
+    uint32_t pay[1 + TSR_KDEC_MAX * TSR_BATCH_WORDS];
     int rc;
     *stopped = 0;
     for (int j = 0; j < r; j++)
-        if (run[j].n + 1u > stride) stride = run[j].n + 1u;
-    kcmd_args a;
-    if (r == 1) {
-        /* one sequence: DECODE, which every kernel has; its answer is a
-         * batch's first region */
-        const tsr_kdec *s = &q[run[0].i];
-        memcpy(&pay[0], &s->smp.temperature, 4);
-        memcpy(&pay[1], &s->smp.top_p, 4);
-        a = (kcmd_args){ .op = TSR_OP_DECODE, .slot = (uint32_t)s->slot,
-                         .a = { run[0].n, (uint32_t)s->smp.seed, (uint32_t)(s->smp.seed >> 32),
-                                (s->smp.reseed ? TSR_DEC_RESEED : 0u) |
-                                (s->smp.ignore_stop ? TSR_DEC_IGNORE_STOP : 0u) },
-                         .in = pay, .in_words = 2, .out_words = run[0].n + 1u };
-    } else {
-        pay[0] = (uint32_t)r;
-        for (int j = 0; j < r; j++) {
-            const tsr_kdec *s = &q[run[j].i];
-            uint32_t *w = pay + 1 + j * TSR_BATCH_WORDS;
-            w[TSR_BATCH_SLOT] = (uint32_t)s->slot;
-            w[TSR_BATCH_N] = run[j].n;
-            w[TSR_BATCH_FLAGS] = (s->smp.reseed ? TSR_DEC_RESEED : 0u) |
-                                 (s->smp.ignore_stop ? TSR_DEC_IGNORE_STOP : 0u);
-            w[TSR_BATCH_SEED_LO] = (uint32_t)s->smp.seed;
-            w[TSR_BATCH_SEED_HI] = (uint32_t)(s->smp.seed >> 32);
-            memcpy(&w[TSR_BATCH_TEMP], &s->smp.temperature, 4);
-            memcpy(&w[TSR_BATCH_TOP_P], &s->smp.top_p, 4);
-            w[TSR_BATCH_RESERVED] = 0;
-        }
-        a = (kcmd_args){ .op = TSR_OP_DECODE_BATCH, .a = { stride }, .in = pay,
-                         .in_words = 1u + (uint32_t)r * TSR_BATCH_WORDS,
-                         .out_words = (uint32_t)r * stride };
-    }
-    /* A slot cancel word left set (a clear that failed) would stop its
-     * sequence at once; a count word holds the previous answer until the
-     * kernel publishes 0: clear both, so a count read early is 0. */
-    for (int j = 0; j < r; j++) {
-        int s = q[run[j].i].slot;
-        if ((k->slot_cancel >> s & 1u) && (rc = slot_cancel_word(k, s, 0u, e))) return rc;
-        uint32_t zero = 0;
-        if ((rc = k->be->write(k->b, TSR_BUF_OUT, (uint32_t)j * stride, &zero, 1, e))) return rc;
-        k->link.h2d[ph] += 4u;
-    }
+        if (run[j].n + 1u > d.stride) d.stride = run[j].n + 1u;
+    kcmd_args a = dec_args(&d, pay);
+    if ((rc = dec_clear(&d, e))) return rc;
     uint32_t seq;
     if ((rc = submit(k, ph, &a, &seq, e))) return rc;
     uint32_t nr = k->info.ring_n, resp = TSR_CTL_RESP(nr) + ((seq - 1u) % nr) * TSR_RESP_WORDS;
 
-    /* Watch the count words; hand new tokens to the caller as they appear
-     * (the kernel publishes each token before the count that covers it). */
-    uint32_t cnt[TSR_KDEC_MAX] = { 0 }, rs = 0, buf[256];
+    /* Watch the count words; hand new tokens to the caller as they appear. */
+    uint32_t rs = 0;
     int cmd_cancel = 0, status = 0;
     for (;;) {
         if ((rc = k->be->read(k->b, TSR_BUF_CTL, resp + TSR_RESP_SEQ, &rs, 1, e))) break;
         int done = rs == seq;
-        for (int j = 0; j < r && !rc; j++) {
-            tsr_kdec *s = &q[run[j].i];
-            uint32_t at = (uint32_t)j * stride;
-            if ((rc = k->be->read(k->b, TSR_BUF_OUT, at, &cnt[j], 1, e))) break;
-            k->link.d2h[ph] += 4u;
-            if (cnt[j] > run[j].n) cnt[j] = run[j].n;
-            while (run[j].seen < cnt[j]) {
-                uint32_t c = cnt[j] - run[j].seen < 256u ? cnt[j] - run[j].seen : 256u;
-                if ((rc = k->be->read(k->b, TSR_BUF_OUT, at + 1u + run[j].seen, buf, c, e))) break;
-                k->link.d2h[ph] += 4ull * c;
-                for (uint32_t t = 0; t < c; t++) {
-                    int tok = (int)buf[t];
-                    s->out[s->got++] = tok;
-                    run[j].seen++;
-                    /* 0 -> 1 only: a stop already sent stays sent */
-                    if (on_token && on_token(run[j].i, tok, user) && !run[j].stop) run[j].stop = 1;
-                }
-            }
-            if (!run[j].stop && s->cancel && __atomic_load_n(s->cancel, __ATOMIC_ACQUIRE))
-                run[j].stop = 1;
-        }
+        for (int j = 0; j < r && !rc; j++) rc = dec_read(&d, j, e);
         if (rc || done) break;
-        /* the stops asked since the last look: a cancel word each */
-        for (int j = 0; j < r && !rc; j++) {
-            if (run[j].stop != 1) continue;
-            rc = r == 1 ? cancel_word(k, 1u, e) : slot_cancel_word(k, q[run[j].i].slot, 1u, e);
-            cmd_cancel |= r == 1;
-            run[j].stop = 2;
-        }
-        if (rc) break;
-        /* Sleep on a word the next step changes: the count of a sequence
-         * the kernel still steps (full, at a stop token or cancelled: it
-         * may have dropped it), else the response. */
-        uint32_t buf_id = TSR_BUF_CTL, off = resp + TSR_RESP_SEQ, old = rs, now;
-        for (int j = 0; j < r; j++) {
-            const tsr_kdec *s = &q[run[j].i];
-            if (run[j].stop || cnt[j] >= run[j].n || (cnt[j] && stop_token(k, s, s->out[s->got - 1])))
-                continue;
-            buf_id = TSR_BUF_OUT;
-            off = (uint32_t)j * stride;
-            old = cnt[j];
-            break;
-        }
-        if ((rc = k->be->wait(k->b, (int)buf_id, off, old, WAIT_SLICE_US, &now, e))) break;
+        if ((rc = dec_send_stops(&d, &cmd_cancel, e))) break;
+        if ((rc = dec_wait(&d, resp + TSR_RESP_SEQ, rs, e))) break;
     }
     if (!rc) rc = await(k, seq, ph, &status, NULL, e);
-    /* the command has answered: its cancel words go back to 0 */
-    if (cmd_cancel) {
-        int rc2 = cancel_word(k, 0u, e);
-        if (!rc) rc = rc2;
-    }
-    for (int j = 0; j < r; j++) {
-        int s = q[run[j].i].slot;
-        if (run[j].stop) *stopped |= 1u << j;
-        if (k->slot_cancel >> s & 1u) {
-            int rc2 = slot_cancel_word(k, s, 0u, e);
-            if (!rc) rc = rc2;
-        }
-    }
+    rc = dec_answered(&d, cmd_cancel, stopped, rc, e);
     if (!rc && status) rc = kfail(k, status, r == 1 ? "decode" : "decode batch", e);
     return rc;
+}
+
+/* The sequences of q (m) the next command steps, into run (in index
+ * order: the first one's logits are the pass's): every one still going
+ * (a cancel between commands ends it), when they fit lim; else lim of
+ * them in cyclic order from *next, which moves past the last taken.
+ * Returns how many, negated when others wait their turn; 0: none going. */
+static int dec_pick(const tsr_kdec *q, int m, int *state, int lim, int *next, dec_run *run)
+{
+    int going = 0;
+    for (int i = 0; i < m; i++) {
+        if (state[i] != DEC_GOING) continue;
+        if (q[i].cancel && __atomic_load_n(q[i].cancel, __ATOMIC_ACQUIRE)) {
+            state[i] = DEC_DONE;   /* cancelled between commands */
+            continue;
+        }
+        going++;
+    }
+    int turns = going > lim, r = 0, from = turns ? *next : 0;
+    for (int t = 0; t < m && r < lim; t++) {
+        int i = (from + t) % m;
+        if (state[i] != DEC_GOING) continue;
+        run[r++] = (dec_run){ .i = i };
+        if (turns) *next = (i + 1) % m;
+    }
+    /* index order (a turn that wrapped round lists the low ones last) */
+    for (int a = 1; a < r; a++)
+        for (int b = a; b > 0 && run[b - 1].i > run[b].i; b--) {
+            dec_run t = run[b];
+            run[b] = run[b - 1];
+            run[b - 1] = t;
+        }
+    return turns ? -r : r;
 }
 
 int tsr_kcmd_decode(tsr_kcmd *k, tsr_kdec *q, int m, tsr_token_fn on_token, void *user,
@@ -1095,21 +1188,17 @@ int tsr_kcmd_decode(tsr_kcmd *k, tsr_kdec *q, int m, tsr_token_fn on_token, void
         state[i] = q[i].n > 0 ? DEC_GOING : DEC_DONE;
         reseed[i] = q[i].smp.reseed;
     }
-    /* Commands until every sequence is done: each takes the first lim still
-     * going, each of them as many tokens as it has left, up to its share of
-     * the output buffer (a region: its count, then its ids). */
+    /* Commands until every sequence is done.  Each takes up to lim still
+     * going, each of them as many tokens as it has left, up to its share
+     * of the output buffer (a region: its count, then its ids); when more
+     * are going than lim, they take turns, TSR_KDEC_TURN tokens each. */
+    int next = 0;   /* where the next turn starts */
     for (;;) {
         dec_run run[TSR_KDEC_MAX];
-        int r = 0;
-        for (int i = 0; i < m && r < lim; i++) {
-            if (state[i] != DEC_GOING) continue;
-            if (q[i].cancel && __atomic_load_n(q[i].cancel, __ATOMIC_ACQUIRE)) {
-                state[i] = DEC_DONE;   /* cancelled between commands */
-                continue;
-            }
-            run[r++] = (dec_run){ .i = i };
-        }
+        int r = dec_pick(q, m, state, lim, &next, run);
         if (r == 0) break;
+        int turns = r < 0;
+        if (turns) r = -r;
         uint32_t share = k->info.words[TSR_BUF_OUT] / (uint32_t)r;
         if (share < 2u)
             return tsr_seterr(e, TSR_ERR_RANGE, "%s: the output buffer (%u words) cannot hold %d "
@@ -1118,6 +1207,7 @@ int tsr_kcmd_decode(tsr_kcmd *k, tsr_kdec *q, int m, tsr_token_fn on_token, void
             tsr_kdec *s = &q[run[j].i];
             uint32_t left = (uint32_t)(s->n - s->got);
             run[j].n = left < share - 1u ? left : share - 1u;
+            if (turns && run[j].n > TSR_KDEC_TURN) run[j].n = TSR_KDEC_TURN;
             s->smp.reseed = s->got == 0 && reseed[run[j].i];   /* the RNG restarts once */
         }
         uint32_t stopped = 0;

@@ -28,7 +28,23 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "sampler.h"
 #include "weight_image.h"
+
+/* Phases of host-link traffic. */
+enum { TSR_PHASE_LOAD = 0, TSR_PHASE_PREFILL, TSR_PHASE_DECODE, TSR_PHASE_DEBUG,
+       TSR_PHASE_COUNT };
+
+/* Bytes that crossed the host link, per phase, and kernel commands. */
+typedef struct tsr_link_counters {
+    uint64_t h2d[TSR_PHASE_COUNT];     /* host -> device, bytes */
+    uint64_t d2h[TSR_PHASE_COUNT];     /* device -> host, bytes */
+    uint64_t invocations[TSR_PHASE_COUNT]; /* commands           */
+    uint64_t hop[TSR_PHASE_COUNT];     /* bytes between pipeline stages,
+                                          over their card links (a model
+                                          split over devices), all hops */
+    uint64_t hops[TSR_PHASE_COUNT];    /* passes moved over a link       */
+} tsr_link_counters;
 
 typedef struct tsr_kcmd {
     const tsr_backend_iface *be;
@@ -133,6 +149,10 @@ typedef struct tsr_kdec {
 /* Sequences one decode run takes: the ring's slot cancel words. */
 #define TSR_KDEC_MAX 8
 
+/* Tokens a sequence takes in one command while others wait their turn
+ * (more sequences going than the device's batch limit): one a pass. */
+#define TSR_KDEC_TURN 1u
+
 /* The sequences one command steps together: the device's batch limit,
  * min(its profile's slots, block), at least 1, or the spec's batch= when
  * that is lower. */
@@ -142,9 +162,12 @@ int tsr_kcmd_batch_max(const tsr_kcmd *k);
  * each up to its n, stopping at the configured BOS/EOS (unless smp.ignore_stop), when
  * on_token returns non-zero for it, or on its cancel flag; the others go
  * on.  Up to tsr_kcmd_batch_max() sequences step together, one pass over
- * the weights a step (DECODE_BATCH; a run of one is a DECODE); more wait
- * for a later command, in order, and so does a sequence whose n exceeds
- * the output buffer's share.  on_token (optional) sees each id as it
+ * the weights a step (DECODE_BATCH; a run of one is a DECODE).  When more
+ * are going than that, they take turns: each command steps the next
+ * batch of them in cyclic order (from the one after the last stepped),
+ * TSR_KDEC_TURN tokens each, so every sequence has its first token after
+ * ceil(going / batch) passes; a sequence whose n exceeds the output
+ * buffer's share waits for a later command.  on_token (optional) sees each id as it
  * appears, with the sequence's index in q.  A stop is written to the
  * device's cancel word (one sequence) or its slot's (several), cleared
  * again when the command has answered and before any command that uses

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backend.h"
+#include "kstatus.h"
 #include "plan.h"
 #include "tsr_kernel.h"
 #include "weight_image.h"

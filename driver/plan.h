@@ -274,6 +274,23 @@ size_t tsr_plan_format(const tsr_plan *p, const char *name, int json, char *buf,
 size_t tsr_plan_run_estimate(const uint64_t cyc[TSR_RG_COUNT], const uint64_t mark[TSR_RG_COUNT],
                              uint64_t pos, int clock_mhz, char *buf, size_t len);
 
+/* Between plan.c (the fit) and plan_cycles.c (the projections): */
+
+/* The projected speed of out, whose fit (kc, cards, pes, bounds, prof,
+ * weight_bytes_all) plan.c has filled: the decode step at rq->pos (-1:
+ * the last), its mean over the context, the split's pipeline and the
+ * clock's tokens/s.  Errors: TSR_ERR_ARG (pos outside the context). */
+int tsr_plan_project(const tsr_plan_req *rq, const tsr_part *part, tsr_plan *out, tsr_err *e);
+
+/* For the plan chosen (after tsr_plan_project): the prompt's prefill in
+ * blocks of the profile's TSR_MAX_BLOCK against one position a pass, and a
+ * greedy decode step of the profile's batch limit of sequences. */
+void tsr_plan_project_passes(tsr_plan *out);
+
+/* LUTs and flip-flops of datapath d into r's fab, lut, ff, lut_pe, ff_pe
+ * (plan_fit.c). */
+void tsr_plan_fabric_to(const tsr_fit_dp *d, tsr_plan_res *r);
+
 /* One line naming the hardware assumptions of the cycle model. */
 const char *tsr_plan_assumptions(void);
 

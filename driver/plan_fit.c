@@ -5,11 +5,13 @@
  *   operator costs (hw/ops.def)  x  instances (below, one function per
  *   kernel function the unrolled loops place)  ->  groups  ->  card
  *
- * Each count says which loop nest of kernels/ it comes from.  The DSPs of
- * the same operators are counted in driver/plan.c ("DSPs"), not here.
+ * Each count says which loop nest of kernels/ it comes from.  Then the
+ * arrays packed into BRAM36 / URAM blocks the way tessera_top partitions
+ * them ("Packing"), and the DSPs of the floating-point operators ("DSPs").
  */
 #include <string.h>
 
+#include "plan.h"
 #include "plan_fit.h"
 #include "tsr_layout.h"
 
@@ -413,4 +415,266 @@ int tsr_fit_judge(const long need[TSR_FIT_R_COUNT], const long have[TSR_FIT_R_CO
         }
     }
     return 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Assumptions of the packing and the DSPs (not the kernel's)                */
+
+/* Packing.  UltraRAM: 4K x 72 bits, one aspect ratio only (UG573 for
+ * UltraScale+, UG949 "Mapping Memories to UltraRAM Blocks", AM007 for
+ * Versal), so a memory of words up to 72 bits wide takes one URAM per 4096
+ * words of depth, however narrow its words: a memory of 9,216 fp32 words is
+ * 3 URAMs, not the 36,864 bytes' 2.  BRAM36: 1K x 36 (32 data bits) down
+ * to 32K x 1, so BRAM36 blocks go by data bytes.  A PE's int8 array is
+ * reshaped to TSR_LANES-byte words (256 bits): 4 URAMs side by side, 4096
+ * words deep each.  A partitioned array is one memory per
+ * bank; a bank of at most LUTRAM_WORDS words goes to LUTs (HLS's own choice
+ * for small memories: unverified until csynth). */
+#define HW_URAM_DEPTH      4096u
+#define HW_W8_URAM_WIDE    4u
+#define LUTRAM_WORDS       64u
+/* DSPs of the operators (Vitis HLS floating-point cores, full-DSP
+ * implementations, PG060): fp32 multiply 3, add 2; expf and cosf/sinf are
+ * HLS math-library cores, counted at 7 and 10 (unverified until csynth);
+ * int8 multiplies are bound to LUTs (BIND_OP impl=fabric), dividers and
+ * compares use none. */
+#define DSP_FMUL           3
+#define DSP_FADD           2
+#define DSP_EXP            7
+#define DSP_TRIG           10
+static uint64_t cdiv64(uint64_t a, uint64_t b) { return (a + b - 1u) / b; }
+
+/* ------------------------------------------------------------------------ */
+/* Packing                                                                    */
+
+static long bram_of(uint64_t bytes) { return bytes ? (long)cdiv64(bytes, TSR_FIT_BRAM_BYTES) : 0; }
+/* URAMs of one memory of `depth` words of at most 72 bits (4096 deep each). */
+static long uram_of_depth(uint64_t depth) { return depth ? (long)cdiv64(depth, HW_URAM_DEPTH) : 0; }
+
+/* An array of n elements of `bytes` each, partitioned cyclically into
+ * `banks` memories: BRAM36 blocks (0 when each bank is LUTRAM-small). */
+static long banked_bram(uint64_t n, uint32_t bytes, uint32_t banks)
+{
+    uint64_t per = cdiv64(n, banks);
+    if (per <= LUTRAM_WORDS) return 0;
+    return (long)banks * bram_of(per * bytes);
+}
+
+
+void tsr_fit_pe_blocks(const tsr_fit_pe_arrays *a, long *uram, long *bram)
+{
+    uint64_t words = cdiv64(a->w8_bytes, TSR_LANES);
+    long u = a->w8_bytes ? (long)(HW_W8_URAM_WIDE * cdiv64(words, HW_URAM_DEPTH)) : 0, b = 0;
+    if (a->f32_uram) u += uram_of_depth(a->f32_words);
+    else b += bram_of(4u * a->f32_words);
+    static const uint32_t kv_elem_bytes[3] = { 4u, 2u, 1u };
+    for (int t = 0; t < 3; t++) {
+        /* one memory of words of TSR_ATT_LANES lanes (ARRAY_RESHAPE):
+         * URAMs side by side for its width (72 bits each), deep for its
+         * words; BRAM36 by bytes (512 x 72 at these widths) */
+        uint64_t words = cdiv64(a->kv_elems[t], TSR_ATT_LANES);
+        if (!words) continue;
+        uint32_t bits = TSR_ATT_LANES * 8u * kv_elem_bytes[t];
+        if (a->kv_uram) u += (long)((bits + 71u) / 72u) * uram_of_depth(words);
+        else b += bram_of(words * (bits / 8u));
+    }
+    if (a->kvs_words > LUTRAM_WORDS) {
+        if (a->kv_uram) u += uram_of_depth(a->kvs_words);
+        else b += bram_of(4u * a->kvs_words);
+    }
+    b += banked_bram(a->rows, 4u, TSR_VEC) + banked_bram(a->xs_words, 4u, 1u);
+    if (a->att_words) {
+        b += banked_bram(a->att_words, 4u, TSR_ATT_LANES) + banked_bram(a->ao_words, 4u, TSR_ATT_LANES) +
+             banked_bram(a->qkv_words, 4u, TSR_VEC);
+        /* pe_att's acc: parts rows, each TSR_ATT_LANES banks; coef: one */
+        b += (long)a->acc_parts * banked_bram(a->acc_words, 4u, TSR_ATT_LANES) +
+             banked_bram(a->acc_words, 4u, 1u);
+    }
+    /* the broadcast input: TSR_LANES-byte words, 512 x 72-bit BRAM36 deep */
+    uint64_t in_words = cdiv64(a->in_bytes, TSR_LANES);
+    if (in_words > LUTRAM_WORDS) b += 4 * (long)cdiv64(in_words, 512);
+    *uram = u;
+    *bram = b;
+}
+
+static uint64_t pad32(uint64_t n) { return (n + 31u) / 32u * 32u; }
+
+/* The controller's memories: the norm weights as rows (and the QKV
+ * biases, a model with them), each item's vectors
+ * (x, xn, q | k | v) in one memory and a batch's logits in another,
+ * TSR_VEC banks each; the
+ * sampler's copy in TSR_SUM_E banks, its candidates in one memory each;
+ * the quantizer's scratch and the tables are LUTRAM-small. */
+long tsr_fit_ctrl_blocks(uint64_t dim, uint64_t kvd, uint64_t vocab, uint64_t layers, uint64_t nmax,
+                        uint32_t sum_lanes, uint32_t block, uint32_t batch, uint32_t qkv_bias)
+{
+    uint32_t E = sum_lanes >= TSR_FADD_LAT ? sum_lanes / TSR_FADD_LAT : 1u;
+    /* per item of a pass: x, xn, q | k | v; per batch item: the logits */
+    uint64_t cv = pad32(dim) + pad32(nmax + TSR_LANES) + pad32(dim + 2u * kvd);
+    return banked_bram((2u * layers + 1u) * pad32(dim), 4u, TSR_VEC) +
+           (qkv_bias ? banked_bram(layers * pad32(dim + 2u * kvd), 4u, TSR_VEC) : 0) +
+           banked_bram(cv * block, 4u, TSR_VEC) + banked_bram(pad32(vocab) * batch, 4u, TSR_VEC) +
+           banked_bram(vocab, 4u, E) + 2 * banked_bram(vocab, 4u, 1u);
+}
+
+/* ------------------------------------------------------------------------ */
+/* DSPs: the floating-point operators of the kernel's loops                   */
+
+/* Every PE: the Q8 tile's scale path (two multiplies, an add: mesh.c
+ * pe_tile_q8; its int8 products are LUTs, BIND_OP fabric), the Q4 tile's
+ * (the same, its own function: a profile with Q4_0), the F32 tile's
+ * multiply-add (a profile with F32), SwiGLU (two multiplies, an add; its
+ * expf in LUTs, BIND_OP fabric; the divide uses none). */
+static long dsp_pe(int with_f32, int with_q4)
+{
+    long d = 2 * DSP_FMUL + DSP_FADD + 2 * DSP_FMUL + DSP_FADD;
+    if (with_q4) d += 2 * DSP_FMUL + DSP_FADD;
+    if (with_f32) d += DSP_FMUL + DSP_FADD;
+    return d;
+}
+
+/* Tree-step instances: a level s < C's receivers p < P (p % 2s == 0, p + s
+ * < P), one instance each, as the unrolled tree levels place them (mesh.c
+ * TSR_TREE_RECV, attention.c TSR_ATT_UP_RECV). */
+static long tree_instances(uint32_t P, uint32_t C)
+{
+    long n = 0;
+    for (uint32_t s = 1; s < C; s *= 2u)
+        for (uint32_t p = 0; p + s < P; p += 2u * s) n++;
+    return n;
+}
+
+/* A column-tree step (mesh.c pe_tree_add): TSR_TREE_LANES adds
+ * (ALLOCATION). */
+static long dsp_tree(void) { return (long)TSR_TREE_LANES * DSP_FADD; }
+
+/* A PE with attention (attention.c): TSR_ATT_LANES multiply-adds shared by
+ * the scores and the values (pe_att_mac, ALLOCATION limit=1), the score
+ * partials' tree (TSR_ATT_PARTS - 1 adds), the local sum's add and its
+ * levels' add (pe_reduce_sum), the exponent's subtraction (pe_att_exp:
+ * score - max), expf in LUTs.  kv_paths: bit TSR_KV_F16, TSR_KV_INT8 when
+ * that cache is built: the half decoder in each lane (its multiply by a
+ * power of two) and the store's encoder (a scale and the rounding's
+ * subtract); the int8 scales' two multiplies (scores, weights) and the
+ * store's rounding subtracts. */
+static long dsp_att(uint32_t parts, uint32_t pe_sum_lanes, uint32_t kv_paths)
+{
+    long d = (long)TSR_ATT_LANES * (DSP_FMUL + DSP_FADD) + (long)(parts - 1u) * DSP_FADD +
+             DSP_FADD + (pe_sum_lanes > 1u ? DSP_FADD : 0) + DSP_FADD;
+    if (kv_paths & (1u << TSR_KV_F16)) d += (long)TSR_ATT_LANES * DSP_FMUL + 2 * (DSP_FMUL + DSP_FADD);
+    if (kv_paths & (1u << TSR_KV_INT8)) d += 2 * DSP_FMUL + 2 * DSP_FADD;
+    return d;
+}
+
+/* An up step of a KV head group's tree (attention.c pe_att_tree_up): the
+ * weighted sums' TSR_ATT_LANES adds and the sum's one (the max compares
+ * and the down steps' copies use none). */
+static long dsp_att_tree(void) { return (long)(TSR_ATT_LANES + 1) * DSP_FADD; }
+
+/* The controller's scalar operators (ops.c, sampler.c, tsr_kernel.c): the
+ * norm's eps add, softmax's, the sampler's and top-p's adds and multiplies,
+ * about 15 DSPs; its integer multiplies (the embedding's addresses, a
+ * slot's layer base, the KV and answer strides, the RNG's 64-bit multiply),
+ * about 40; CONFIGURE's powf, 64-bit KV word counts and the layout helpers'
+ * multiplies and divides, at most 150.  Counted from the code by the third
+ * HLS review (its N16); the figures per operator are PG060's, and csynth's
+ * report replaces them. */
+#define DSP_CTRL_SCALAR    15
+#define DSP_CTRL_INT       40
+#define DSP_CONFIGURE      150
+
+/* The controller: the reduction's E lanes (a multiply-add each) in each of
+ * its two inlined copies (softmax's sum, the norm's sum of squares: ops.c
+ * reduce) and the E adds of each of the three sum_levels instances (those
+ * two and the fused norm's), the Q8 input's two multiplies and the
+ * rounding's subtraction per TSR_LANES lane (mesh.c tsr_mesh_input,
+ * tsr_round_q8; its divides use none), the embedding's TSR_LANES
+ * dequantizing multiplies, the gather's TSR_VEC residual adds, with the
+ * fused sum of squares TSR_VEC multiply-adds more, and RoPE's TSR_VEC / 2
+ * rotations (4 multiplies, 2 adds each), this token's angles (a multiply,
+ * cosf, sinf), the sampler's expf, the scalars and CONFIGURE's. */
+static long dsp_ctrl(uint32_t sum_lanes)
+{
+    long E = sum_lanes >= TSR_FADD_LAT ? (long)(sum_lanes / TSR_FADD_LAT) : 1;
+    long fused = sum_lanes >= TSR_VEC * TSR_FADD_LAT;
+    return 2 * E * (DSP_FMUL + DSP_FADD) + (2 + fused) * E * DSP_FADD +
+           (long)TSR_LANES * (2 * DSP_FMUL + DSP_FADD) + (long)TSR_LANES * DSP_FMUL +
+           (long)TSR_VEC * DSP_FADD + fused * (long)TSR_VEC * (DSP_FMUL + DSP_FADD) +
+           (long)(TSR_VEC / 2) * (4 * DSP_FMUL + 2 * DSP_FADD) + DSP_FMUL + 2 * DSP_TRIG +
+           DSP_EXP + DSP_CTRL_SCALAR + DSP_CTRL_INT + DSP_CONFIGURE;
+}
+
+/* The DSPs of P PEs (att_pes of them with attention, trees over C mesh
+ * columns and Q PEs a KV head), the busiest PE's in *per_pe (PE 0: a
+ * receiver at every level). */
+long tsr_fit_dsp_count(uint32_t P, uint32_t att_pes, uint32_t C, uint32_t Q, int with_f32,
+                      int with_q4, uint32_t kv_paths, uint32_t sum_lanes, long *per_pe)
+{
+    uint32_t parts = sum_lanes >= TSR_FADD_LAT ? TSR_FADD_LAT : 1u;
+    uint32_t pe_sum = sum_lanes >= TSR_FADD_LAT ? TSR_FADD_LAT : sum_lanes;
+    long att = dsp_att(parts, pe_sum, kv_paths), levels = 0, split_levels = 0;
+    long pe = dsp_pe(with_f32, with_q4);
+    for (uint32_t s = 1; s < C; s *= 2u) levels++;
+    for (uint32_t s = 1; s < Q; s *= 2u) split_levels++;
+    *per_pe = pe + levels * dsp_tree() + (att_pes ? att + split_levels * dsp_att_tree() : 0);
+    return (long)P * pe + tree_instances(P, C) * dsp_tree() + (long)att_pes * att +
+           tree_instances(att_pes, Q) * dsp_att_tree() + dsp_ctrl(sum_lanes);
+}
+
+/* LUTs and flip-flops of datapath d into r (plan_fit.c). */
+void tsr_plan_fabric_to(const tsr_fit_dp *d, tsr_plan_res *r)
+{
+    tsr_fit_fabric_of(d, &r->fab);
+    r->lut = r->fab.lut;
+    r->ff = r->fab.ff;
+    r->lut_pe = r->fab.lut_pe;
+    r->ff_pe = r->fab.ff_pe;
+}
+
+/* The f16 / int8 KV paths a profile builds (dsp_att's kv_paths). */
+uint32_t tsr_fit_kv_paths(const tsr_kprofile *p)
+{
+    return (p->kvh_words ? 1u << TSR_KV_F16 : 0u) |
+           (p->kvq_bytes && p->kvs_words ? 1u << TSR_KV_INT8 : 0u);
+}
+
+void tsr_plan_profile_resources(const tsr_kprofile *p, tsr_plan_res *r)
+{
+    memset(r, 0, sizeof *r);
+    uint32_t B = p->block ? p->block : 1u;   /* items a pass: the per-item arrays */
+    tsr_fit_pe_arrays a = {
+        .w8_bytes = (uint64_t)p->w8_words * TSR_LANES, .f32_words = p->f32_words,
+        .kv_elems = { p->kv_words, p->kvh_words, p->kvq_bytes },
+        .kvs_words = p->kvs_words, .rows = (uint64_t)p->pe_rows * B,
+        .att_words = p->att_words,
+        .in_bytes = ((uint64_t)(p->hidden > p->dim ? p->hidden : p->dim) + p->group_max) * B,
+        .xs_words = ((uint64_t)(p->hidden > p->dim ? p->hidden : p->dim) + p->group_max + TSR_LANES) /
+                    p->group_min * B,
+        .acc_words = p->seq > p->head_size ? p->seq : p->head_size,
+        .acc_parts = p->sum_lanes >= TSR_FADD_LAT ? TSR_FADD_LAT : 1u,
+        .ao_words = p->dim, .qkv_words = (3u * (uint64_t)p->dim + TSR_VEC - 1u) / TSR_VEC * TSR_VEC,
+        .f32_uram = (int)p->f32_uram, .kv_uram = (int)p->kv_uram,
+    };
+    long u, b;
+    tsr_fit_pe_blocks(&a, &u, &b);
+    /* PEs without attention hold no KV cache and no scores */
+    tsr_fit_pe_arrays n = a;
+    memset(n.kv_elems, 0, sizeof n.kv_elems);
+    n.kvs_words = 0;
+    n.att_words = 0;
+    long un, bn;
+    tsr_fit_pe_blocks(&n, &un, &bn);
+    r->uram_pe = u;
+    r->bram_pe = b;
+    r->uram = (long)p->att_pes * u + (long)(p->pes - p->att_pes) * un;
+    r->bram = (long)p->att_pes * b + (long)(p->pes - p->att_pes) * bn +
+              tsr_fit_ctrl_blocks(p->dim, p->dim, p->vocab, p->layers,
+                          (p->hidden > p->dim ? p->hidden : p->dim) + p->group_max, p->sum_lanes, B,
+                          p->slots < B ? p->slots : B, 1u);   /* qkvb: TSR_MAX_QKV = 3 dim */
+    r->kv_in_uram = (int)p->kv_uram;
+    r->dsp = tsr_fit_dsp_count(p->pes, p->att_pes, p->mesh_cols, p->kv_split_max, (int)p->with_f32,
+                       (int)p->with_q4, tsr_fit_kv_paths(p), p->sum_lanes, &r->dsp_pe);
+    tsr_fit_dp d;
+    tsr_fit_dp_of_profile(p, &d);
+    tsr_plan_fabric_to(&d, r);
 }

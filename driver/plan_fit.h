@@ -91,4 +91,50 @@ long tsr_fit_ceiling(long have, double pct);
 int tsr_fit_judge(const long need[TSR_FIT_R_COUNT], const long have[TSR_FIT_R_COUNT], double pct,
                   int *over, long *by);
 
+/* ------------------------------------------------------------------------ */
+/* Blocks and DSPs                                                            */
+
+/* Block sizes, data bytes: UltraRAM 4K x 72 bits, BRAM36 1K x 32 (UG573,
+ * AM007). */
+#define TSR_FIT_URAM_BYTES 32768u   /* 4096 x 64 data bits: a capacity, not a packing */
+#define TSR_FIT_BRAM_BYTES 4096u
+
+/* The blocks of one PE's memories: int8 tiles, fp32 array, KV cache,
+ * partial sums, the input's scales, and on an attention PE its scores,
+ * head outputs, copy of q | k | v and pe_att's accumulators and
+ * coefficients (kernels/tsr_kernel.c tessera_top's partitions and
+ * BIND_STORAGE, attention.c pe_att's locals). */
+typedef struct tsr_fit_pe_arrays {
+    uint64_t w8_bytes, f32_words, rows, att_words, in_bytes, xs_words;
+    uint64_t kv_elems[3];  /* the KV caches' elements: fp32, IEEE half, int8
+                              (each one memory of TSR_ATT_LANES-lane words) */
+    uint64_t kvs_words;    /* the int8 cache's scales (one memory, unpartitioned) */
+    uint64_t acc_words;   /* attention: pe_att's accumulators, one row of them,
+                             and its coefficients */
+    uint32_t acc_parts;   /* and its rows (TSR_ATT_PARTS) */
+    uint64_t ao_words, qkv_words;   /* attention: head outputs, q | k | v copy */
+    int f32_uram, kv_uram;
+} tsr_fit_pe_arrays;
+
+/* The URAM and BRAM36 blocks one PE's memories a take (plan_fit.c,
+ * "Packing"). */
+void tsr_fit_pe_blocks(const tsr_fit_pe_arrays *a, long *uram, long *bram);
+
+/* The controller's BRAM36 blocks: norm rows of layers layers (and their
+ * QKV biases when qkv_bias), each item's vectors (block of them a pass),
+ * a batch's logits, the sampler's copy and candidates; nmax the longest
+ * padded GEMV input, kvd the KV dimension. */
+long tsr_fit_ctrl_blocks(uint64_t dim, uint64_t kvd, uint64_t vocab, uint64_t layers, uint64_t nmax,
+                         uint32_t sum_lanes, uint32_t block, uint32_t batch, uint32_t qkv_bias);
+
+/* The DSPs of P PEs (att_pes of them with attention, trees over C mesh
+ * columns and Q PEs a KV head, the datapaths with_f32, with_q4 and the KV
+ * paths kv_paths), the controller's included; the busiest PE's in
+ * *per_pe. */
+long tsr_fit_dsp_count(uint32_t P, uint32_t att_pes, uint32_t C, uint32_t Q, int with_f32,
+                       int with_q4, uint32_t kv_paths, uint32_t sum_lanes, long *per_pe);
+
+/* The f16 / int8 KV paths a profile builds (bit TSR_KV_F16, TSR_KV_INT8). */
+uint32_t tsr_fit_kv_paths(const tsr_kprofile *p);
+
 #endif

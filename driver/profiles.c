@@ -1,17 +1,10 @@
 /* profiles.c - the shipped profiles' figures (see profiles.h), each read
- * from its header in turn: include, record, forget (profile_undef.h). */
+ * from its header in turn: include, record (TSR_KPROFILE_INIT, the list of
+ * kernels/tsr_profile.def), forget (profile_undef.h). */
 #include <stddef.h>
 #include <string.h>
 
 #include "profiles.h"
-
-#define KPROF_FIELDS                                                                      \
-    { TSR_MAX_PES, TSR_MAX_MESH_ROWS, TSR_MAX_MESH_COLS, TSR_MAX_DIM, TSR_MAX_HIDDEN,      \
-      TSR_MAX_LAYERS, TSR_MAX_HEADS, TSR_MAX_KV_HEADS, TSR_MAX_HEAD_SIZE, TSR_MAX_VOCAB,   \
-      TSR_MAX_SEQ, TSR_MAX_SLOTS, TSR_MIN_GROUP, TSR_MAX_GROUP, TSR_SUM_LANES,            \
-      TSR_MAX_KV_SPLIT, TSR_ATT_PES, TSR_WITH_F32, TSR_PE_W8_WORDS, TSR_PE_F32_WORDS, TSR_PE_KV_WORDS, \
-      TSR_PE_ROWS, TSR_PE_ATT, TSR_F32_URAM, TSR_KV_URAM, TSR_LANES, TSR_VEC, TSR_ROW_SLOTS,     \
-      TSR_MAX_BLOCK, TSR_WITH_Q4, TSR_PE_KVH_WORDS, TSR_PE_KVQ_BYTES, TSR_PE_KVS_WORDS }
 
 typedef struct shipped {
     const char  *name;
@@ -24,18 +17,18 @@ typedef struct shipped {
 #include "profiles/profile_undef.h"
 #include "profiles/profile_generic.h"
 #include "profiles/profile_defaults.h"
-static const shipped p_generic = { TSR_PROFILE_NAME, KPROF_FIELDS, -1, -1, -1, -1, -1, TSR_CLOCK_MHZ };
+static const shipped p_generic = { TSR_PROFILE_NAME, TSR_KPROFILE_INIT, -1, -1, -1, -1, -1, TSR_CLOCK_MHZ };
 
 #include "profiles/profile_undef.h"
 #include "profiles/profile_stories260k.h"
 #include "profiles/profile_defaults.h"
-static const shipped p_260k = { TSR_PROFILE_NAME, KPROF_FIELDS, TSR_EST_URAM, TSR_EST_BRAM36,
+static const shipped p_260k = { TSR_PROFILE_NAME, TSR_KPROFILE_INIT, TSR_EST_URAM, TSR_EST_BRAM36,
                                 TSR_EST_DSP, TSR_EST_LUT, TSR_EST_FF, TSR_CLOCK_MHZ };
 
 #include "profiles/profile_undef.h"
 #include "profiles/profile_stories15m.h"
 #include "profiles/profile_defaults.h"
-static const shipped p_15m = { TSR_PROFILE_NAME, KPROF_FIELDS, TSR_EST_URAM, TSR_EST_BRAM36,
+static const shipped p_15m = { TSR_PROFILE_NAME, TSR_KPROFILE_INIT, TSR_EST_URAM, TSR_EST_BRAM36,
                                TSR_EST_DSP, TSR_EST_LUT, TSR_EST_FF, TSR_CLOCK_MHZ };
 
 static const shipped *const all[] = { &p_generic, &p_260k, &p_15m };

@@ -102,6 +102,56 @@ static int parse_int(const char **s, int *v)
     return 0;
 }
 
+/* The base of a shape spec (its first base_len bytes): a preset's name
+ * (any case) into c; 0 when none is named. */
+static int shape_preset(const char *spec, size_t base_len, tsr_config *c)
+{
+    int found = 0;
+    for (size_t i = 0; i < sizeof arch_presets / sizeof arch_presets[0]; i++) {
+        const arch_preset *p = &arch_presets[i];
+        if (strlen(p->name) == base_len && strncasecmp(spec, p->name, base_len) == 0) {
+            arch_fill(p, c);
+            found = 1;
+        }
+    }
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+        const preset *p = &presets[i];
+        if (strlen(p->name) == base_len && strncasecmp(spec, p->name, base_len) == 0) {
+            c->dim = p->dim; c->hidden_dim = p->hidden_dim; c->n_layers = p->n_layers;
+            c->n_heads = p->n_heads; c->n_kv_heads = p->n_kv_heads;
+            c->vocab_size = p->vocab_size; c->seq_len = p->seq_len;
+            found = 1;
+        }
+    }
+    return found;
+}
+
+/* The options after the colon (s: key=value, comma separated) into c;
+ * given: bit 0 hidden, 1 heads, 2 kv named. */
+static int shape_options(const char *spec, const char *s, tsr_config *c, unsigned *given,
+                         tsr_err *e)
+{
+    while (s && *s) {
+        static const char *const keys[] = { "hidden", "heads", "kv", "vocab", "seq", "shared" };
+        int *const dst[] = { &c->hidden_dim, &c->n_heads, &c->n_kv_heads, &c->vocab_size,
+                             &c->seq_len, &c->shared_classifier };
+        int k = -1;
+        for (int i = 0; i < 6; i++) {
+            size_t n = strlen(keys[i]);
+            if (strncmp(s, keys[i], n) == 0 && s[n] == '=') { k = i; s += n + 1; break; }
+        }
+        if (k < 0 || parse_int(&s, dst[k]) || (*s != ',' && *s != '\0'))
+            return tsr_seterr(e, TSR_ERR_ARG,
+                "%s: bad option near '%s' (keys: hidden, heads, kv, vocab, seq, shared)",
+                spec, s);
+        if (k <= 2) *given |= 1u << k;
+        if (*s == ',') s++;
+    }
+    if (c->shared_classifier != 0 && c->shared_classifier != 1)
+        return tsr_seterr(e, TSR_ERR_ARG, "%s: shared must be 0 or 1", spec);
+    return TSR_OK;
+}
+
 int tsr_synth_shape(const char *spec, tsr_config *cfg, tsr_err *e)
 {
     tsr_config c;
@@ -115,24 +165,8 @@ int tsr_synth_shape(const char *spec, tsr_config *cfg, tsr_err *e)
     // base: a preset name, or DIMxLAYERS
     const char *colon = strchr(spec, ':');
     size_t base_len = colon ? (size_t)(colon - spec) : strlen(spec);
-    int found = 0;
-    for (size_t i = 0; i < sizeof arch_presets / sizeof arch_presets[0]; i++) {
-        const arch_preset *p = &arch_presets[i];
-        if (strlen(p->name) == base_len && strncasecmp(spec, p->name, base_len) == 0) {
-            arch_fill(p, &c);
-            found = 1;
-        }
-    }
-    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
-        const preset *p = &presets[i];
-        if (strlen(p->name) == base_len && strncasecmp(spec, p->name, base_len) == 0) {
-            c.dim = p->dim; c.hidden_dim = p->hidden_dim; c.n_layers = p->n_layers;
-            c.n_heads = p->n_heads; c.n_kv_heads = p->n_kv_heads;
-            c.vocab_size = p->vocab_size; c.seq_len = p->seq_len;
-            found = 1;
-        }
-    }
-    int given_hidden = found, given_heads = found, given_kv = found;
+    int found = shape_preset(spec, base_len, &c);
+    unsigned given = found ? 7u : 0u;   /* hidden, heads, kv */
     if (!found) {
         const char *s = spec;
         int ok = parse_int(&s, &c.dim) == 0 && (*s == 'x' || *s == 'X');
@@ -148,34 +182,15 @@ int tsr_synth_shape(const char *spec, tsr_config *cfg, tsr_err *e)
     }
 
     // options: key=value, comma separated
-    const char *s = colon ? colon + 1 : NULL;
-    while (s && *s) {
-        static const char *const keys[] = { "hidden", "heads", "kv", "vocab", "seq", "shared" };
-        int *const dst[] = { &c.hidden_dim, &c.n_heads, &c.n_kv_heads, &c.vocab_size,
-                             &c.seq_len, &c.shared_classifier };
-        int k = -1;
-        for (int i = 0; i < 6; i++) {
-            size_t n = strlen(keys[i]);
-            if (strncmp(s, keys[i], n) == 0 && s[n] == '=') { k = i; s += n + 1; break; }
-        }
-        if (k < 0 || parse_int(&s, dst[k]) || (*s != ',' && *s != '\0'))
-            return tsr_seterr(e, TSR_ERR_ARG,
-                "%s: bad option near '%s' (keys: hidden, heads, kv, vocab, seq, shared)",
-                spec, s);
-        if (k == 0) given_hidden = 1;
-        if (k == 1) given_heads = 1;
-        if (k == 2) given_kv = 1;
-        if (*s == ',') s++;
-    }
-    if (c.shared_classifier != 0 && c.shared_classifier != 1)
-        return tsr_seterr(e, TSR_ERR_ARG, "%s: shared must be 0 or 1", spec);
+    int rc = shape_options(spec, colon ? colon + 1 : NULL, &c, &given, e);
+    if (rc != TSR_OK) return rc;
 
     // defaults that depend on dim
-    if (!given_hidden && c.dim > 0 && c.dim <= TSR_CKPT_MAX_DIM) c.hidden_dim = default_hidden(c.dim);
-    if (!given_heads) c.n_heads = c.dim / 64 > 0 ? c.dim / 64 : 1;
-    if (!given_kv) c.n_kv_heads = c.n_heads;
+    if (!(given & 1u) && c.dim > 0 && c.dim <= TSR_CKPT_MAX_DIM) c.hidden_dim = default_hidden(c.dim);
+    if (!(given & 2u)) c.n_heads = c.dim / 64 > 0 ? c.dim / 64 : 1;
+    if (!(given & 4u)) c.n_kv_heads = c.n_heads;
 
-    int rc = tsr_config_check(&c, spec, TSR_ERR_ARG, e);
+    rc = tsr_config_check(&c, spec, TSR_ERR_ARG, e);
     if (rc != TSR_OK) return rc;
     *cfg = c;
     return TSR_OK;
@@ -358,137 +373,175 @@ static int open_temp(const char *path, char *name)
     return -1;
 }
 
-int tsr_synth_write(const char *path, const tsr_config *cfg, int group_size,
-                    uint64_t seed, tsr_err *e)
+/* The llama2.c config of cfg for group_size (0 v1, > 0 v2 at that group,
+ * TSR_SYNTH_LEGACY legacy) into c, checked, and the file's size. */
+static int l2c_config(const char *path, const tsr_config *cfg, int group_size, tsr_config *c,
+                      uint64_t *implied, tsr_err *e)
 {
     if (group_size < TSR_SYNTH_LEGACY)
         return tsr_seterr(e, TSR_ERR_ARG, "%s: group size %d < 0", path, group_size);
-    tsr_config c = *cfg;
-    c.format = group_size > 0 ? TSR_FMT_LLAMA2C_V2
-             : group_size == TSR_SYNTH_LEGACY ? TSR_FMT_LLAMA2C_LEGACY : TSR_FMT_LLAMA2C_V1;
-    if (group_size < 0) group_size = 0;
-    c.group_size = group_size;
-    c.shared_classifier = cfg->shared_classifier ? 1 : 0;
-    int rc = tsr_config_check(&c, path, TSR_ERR_ARG, e);
+    *c = *cfg;
+    c->format = group_size > 0 ? TSR_FMT_LLAMA2C_V2
+              : group_size == TSR_SYNTH_LEGACY ? TSR_FMT_LLAMA2C_LEGACY : TSR_FMT_LLAMA2C_V1;
+    c->group_size = group_size > 0 ? group_size : 0;
+    c->shared_classifier = cfg->shared_classifier ? 1 : 0;
+    int rc = tsr_config_check(c, path, TSR_ERR_ARG, e);
     if (rc != TSR_OK) return rc;
-    if (c.arch != TSR_ARCH_LLAMA || c.qkv_bias || c.rope_scaled || c.rope_theta != 10000.0f ||
-        c.norm_eps != 1e-5f)
+    if (c->arch != TSR_ARCH_LLAMA || c->qkv_bias || c->rope_scaled || c->rope_theta != 10000.0f ||
+        c->norm_eps != 1e-5f)
         return tsr_seterr(e, TSR_ERR_ARG, "%s: a llama2.c file cannot hold this shape's RoPE "
                           "base, scaling, epsilon or biases (write it as GGUF: --arch)", path);
-    uint64_t implied;
-    if (tsr_llama2c_size(&c, &implied) != TSR_OK)
+    if (tsr_llama2c_size(c, implied) != TSR_OK)
         return tsr_seterr(e, TSR_ERR_ARG, "%s: file size beyond 64 bits", path);
+    return TSR_OK;
+}
+
+/* The writer's buffers (qbuf of qbytes, sbuf of sfloats; 0: none) and
+ * the stdio buffer *iobuf (SYNTH_IOBUF bytes).  -1: no memory, nothing
+ * held. */
+#define SYNTH_IOBUF ((size_t)1 << 20)
+static void writer_free(writer *w, char *iobuf)
+{
+    free(iobuf); free(w->buf); free(w->qbuf); free(w->sbuf);
+}
+static int writer_alloc(writer *w, size_t qbytes, size_t sfloats, char **iobuf)
+{
+    *iobuf = malloc(SYNTH_IOBUF);
+    w->buf = malloc(w->chunk * sizeof(float));
+    w->qbuf = malloc(qbytes);
+    w->sbuf = sfloats ? malloc(sfloats * sizeof(float)) : NULL;
+    if (*iobuf && w->buf && w->qbuf && (w->sbuf || !sfloats)) return 0;
+    writer_free(w, *iobuf);
+    return -1;
+}
+
+/* A regular file is written under a temporary name and renamed when
+ * complete, so that an interrupted write never leaves a partial
+ * checkpoint under the final name; a device, a pipe or a symbolic link
+ * named by path is written directly (through the link: a rename would
+ * replace the link itself, /dev/stdout's included).  w->f gets the file
+ * (NULL: errno says why), *tmp the temporary name (NULL: direct). */
+static void l2c_open(const char *path, writer *w, char **tmp)
+{
+    struct stat sb;
+    *tmp = NULL;
+    if (lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        w->f = fopen(path, "wb");
+        return;
+    }
+    w->f = NULL;
+    errno = ENOMEM;
+    *tmp = malloc(strlen(path) + 48);
+    if (!*tmp) return;
+    int fd = open_temp(path, *tmp);
+    if (fd >= 0 && !(w->f = fdopen(fd, "wb"))) {
+        int err = errno;
+        close(fd);
+        unlink(*tmp);
+        errno = err;
+    }
+}
+
+/* llama2.c's legacy layout: 7 int32 (vocab negative: a classifier of its
+ * own), then tok_embeddings, rms_att, wq, wk, wv, wo, rms_ffn, w1, w2,
+ * w3, rms_final, freq_cis re and im, [wcls]: the same stream ids. */
+static void l2c_put_legacy(writer *w, const tsr_config *c, const size_t *numel)
+{
+    size_t L = (size_t)c->n_layers, dim = (size_t)c->dim, vocab = (size_t)c->vocab_size;
+    int32_t head[7] = { c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads,
+                        c->shared_classifier ? c->vocab_size : -c->vocab_size, c->seq_len };
+    put(w, head, sizeof head);
+    put_matrix(w, 0, vocab * dim);
+    put_ones(w, L * dim);
+    for (size_t t = 0; t < 4; t++)        // wq, wk, wv, wo
+        for (size_t l = 0; l < L; l++) put_matrix(w, 1 + t * L + l, numel[t]);
+    put_ones(w, L * dim);
+    static const size_t ffn[3] = { 4, 5, 6 };   // w1, w2, w3
+    for (size_t k = 0; k < 3; k++)
+        for (size_t l = 0; l < L; l++) put_matrix(w, 1 + ffn[k] * L + l, numel[ffn[k]]);
+    put_ones(w, dim);
+    put_freq_cis(w, 1);
+    put_freq_cis(w, 0);
+    if (!c->shared_classifier) put_matrix(w, 1 + 7 * L, vocab * dim);
+}
+
+/* Version 1 (fp32) or 2 (Q8_0): the header (magic, version, 7 params,
+ * shared byte, [group], zeros to 256), the fp32 norms, then the matrices;
+ * stream ids: tok_embedding 0, wq[l] 1+l, wk 1+L+l, wv 1+2L+l, wo 1+3L+l,
+ * w1 1+4L+l, w2 1+5L+l, w3 1+6L+l, wcls 1+7L. */
+static void l2c_put_v12(writer *w, const tsr_config *c, const size_t *numel)
+{
+    size_t L = (size_t)c->n_layers, dim = (size_t)c->dim, vocab = (size_t)c->vocab_size;
+    uint8_t hdr[TSR_LLAMA2C_HEADER] = { 0 };
+    uint32_t magic = TSR_LLAMA2C_MAGIC;
+    int32_t head[9] = { c->format == TSR_FMT_LLAMA2C_V2 ? 2 : 1, c->dim, c->hidden_dim,
+                        c->n_layers, c->n_heads, c->n_kv_heads, c->vocab_size, c->seq_len, 0 };
+    memcpy(hdr, &magic, 4);
+    memcpy(hdr + 4, head, 8 * sizeof(int32_t));
+    hdr[36] = (uint8_t)c->shared_classifier;
+    if (c->group_size > 0) memcpy(hdr + 37, &c->group_size, 4);
+    put(w, hdr, sizeof hdr);
+    put_ones(w, 2 * L * dim + dim);      // rms_att, rms_ffn, rms_final
+    put_matrix(w, 0, vocab * dim);
+    for (size_t t = 0; t < 7; t++)        // wq, wk, wv, wo, w1, w2, w3
+        for (size_t l = 0; l < L; l++) put_matrix(w, 1 + t * L + l, numel[t]);
+    if (!c->shared_classifier) put_matrix(w, 1 + 7 * L, vocab * dim);
+}
+
+/* Close w->f and put the file in place (rename tmp, when not direct);
+ * on failure the temporary file is removed.  Frees tmp. */
+static int l2c_finish(const char *path, writer *w, char *tmp, uint64_t implied, tsr_err *e)
+{
+    int failed = w->failed, err = w->err;
+    if (fclose(w->f) != 0 && !failed) { failed = 1; err = errno; }
+    if (!failed && w->written != implied) {   // the writer and tsr_llama2c_size disagree: a bug
+        if (tmp) unlink(tmp);
+        free(tmp);
+        return tsr_seterr(e, TSR_ERR_IO, "%s: internal: wrote %llu bytes, layout says %llu",
+                          path, (unsigned long long)w->written, (unsigned long long)implied);
+    }
+    if (!failed && tmp && rename(tmp, path) != 0) { failed = 1; err = errno; }
+    if (tmp && failed) unlink(tmp);
+    free(tmp);
+    if (failed) return tsr_seterr(e, TSR_ERR_IO, "%s: write failed: %s", path, strerror(err));
+    return TSR_OK;
+}
+
+int tsr_synth_write(const char *path, const tsr_config *cfg, int group_size,
+                    uint64_t seed, tsr_err *e)
+{
+    tsr_config c;
+    uint64_t implied;
+    int rc = l2c_config(path, cfg, group_size, &c, &implied, e);
+    if (rc != TSR_OK) return rc;
+    group_size = c.group_size;
 
     writer w = { .c = &c, .seed = seed };
     w.chunk = SYNTH_CHUNK;
     if (group_size > 0)
         w.chunk = (size_t)group_size * (SYNTH_CHUNK / (size_t)group_size > 0
                                         ? SYNTH_CHUNK / (size_t)group_size : 1);
-    size_t iobuf_len = 1 << 20;
-    char *iobuf = malloc(iobuf_len);
-    w.buf = malloc(w.chunk * sizeof(float));
-    w.qbuf = malloc(w.chunk);
-    w.sbuf = malloc((group_size > 0 ? w.chunk / (size_t)group_size : 1) * sizeof(float));
-    if (!iobuf || !w.buf || !w.qbuf || !w.sbuf) {
-        free(iobuf); free(w.buf); free(w.qbuf); free(w.sbuf);
+    char *iobuf, *tmp;
+    if (writer_alloc(&w, w.chunk, group_size > 0 ? w.chunk / (size_t)group_size : 1, &iobuf))
         return tsr_seterr(e, TSR_ERR_NOMEM, "%s: out of memory for write buffers", path);
-    }
-    /* A regular file is written under a temporary name and renamed when
-     * complete, so that an interrupted write never leaves a partial
-     * checkpoint under the final name; a device, a pipe or a symbolic
-     * link named by path is written directly (through the link: a rename
-     * would replace the link itself, /dev/stdout's included). */
-    char *tmp = NULL;
-    struct stat sb;
-    int direct = lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode);
-    if (direct) {
-        w.f = fopen(path, "wb");
-    } else {
-        w.f = NULL;
-        errno = ENOMEM;
-        tmp = malloc(strlen(path) + 48);
-        if (tmp) {
-            int fd = open_temp(path, tmp);
-            if (fd >= 0 && !(w.f = fdopen(fd, "wb"))) {
-                int err = errno;
-                close(fd);
-                unlink(tmp);
-                errno = err;
-            }
-        }
-    }
+    l2c_open(path, &w, &tmp);
     if (!w.f) {
         int err = errno;
-        free(tmp); free(iobuf); free(w.buf); free(w.qbuf); free(w.sbuf);
+        free(tmp);
+        writer_free(&w, iobuf);
         return tsr_seterr(e, TSR_ERR_IO, "%s: cannot create: %s", path, strerror(err));
     }
-    setvbuf(w.f, iobuf, _IOFBF, iobuf_len);
+    setvbuf(w.f, iobuf, _IOFBF, SYNTH_IOBUF);
 
-    size_t L = (size_t)c.n_layers, dim = (size_t)c.dim, hidden = (size_t)c.hidden_dim;
+    size_t dim = (size_t)c.dim, hidden = (size_t)c.hidden_dim;
     size_t kv_dim = (size_t)c.n_kv_heads * (dim / (size_t)c.n_heads);
-    size_t vocab = (size_t)c.vocab_size;
     const size_t numel[7] = { dim * dim, kv_dim * dim, kv_dim * dim, dim * dim,
                               hidden * dim, dim * hidden, hidden * dim };
-    if (c.format == TSR_FMT_LLAMA2C_LEGACY) {
-        /* 7 int32 (vocab negative: a classifier of its own), then
-         * tok_embeddings, rms_att, wq, wk, wv, wo, rms_ffn, w1, w2, w3,
-         * rms_final, freq_cis re and im, [wcls]: the same stream ids */
-        int32_t head[7] = { c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads,
-                            c.shared_classifier ? c.vocab_size : -c.vocab_size, c.seq_len };
-        put(&w, head, sizeof head);
-        put_matrix(&w, 0, vocab * dim);
-        put_ones(&w, L * dim);
-        for (size_t t = 0; t < 4; t++)        // wq, wk, wv, wo
-            for (size_t l = 0; l < L; l++) put_matrix(&w, 1 + t * L + l, numel[t]);
-        put_ones(&w, L * dim);
-        static const size_t ffn[3] = { 4, 5, 6 };   // w1, w2, w3
-        for (size_t k = 0; k < 3; k++)
-            for (size_t l = 0; l < L; l++) put_matrix(&w, 1 + ffn[k] * L + l, numel[ffn[k]]);
-        put_ones(&w, dim);
-        put_freq_cis(&w, 1);
-        put_freq_cis(&w, 0);
-        if (!c.shared_classifier) put_matrix(&w, 1 + 7 * L, vocab * dim);
-        goto written;
-    }
-
-    // header: magic, version, 7 params, shared byte, [group], zeros to 256
-    uint8_t hdr[TSR_LLAMA2C_HEADER] = { 0 };
-    uint32_t magic = TSR_LLAMA2C_MAGIC;
-    int32_t head[9] = { c.format == TSR_FMT_LLAMA2C_V2 ? 2 : 1, c.dim, c.hidden_dim,
-                        c.n_layers, c.n_heads, c.n_kv_heads, c.vocab_size, c.seq_len, 0 };
-    memcpy(hdr, &magic, 4);
-    memcpy(hdr + 4, head, 8 * sizeof(int32_t));
-    hdr[36] = (uint8_t)c.shared_classifier;
-    if (group_size > 0) memcpy(hdr + 37, &c.group_size, 4);
-    put(&w, hdr, sizeof hdr);
-
-    // fp32 norms, then the matrices; stream ids: tok_embedding 0,
-    // wq[l] 1+l, wk 1+L+l, wv 1+2L+l, wo 1+3L+l, w1 1+4L+l, w2 1+5L+l,
-    // w3 1+6L+l, wcls 1+7L
-    put_ones(&w, 2 * L * dim + dim);      // rms_att, rms_ffn, rms_final
-    put_matrix(&w, 0, vocab * dim);
-    for (size_t t = 0; t < 7; t++)        // wq, wk, wv, wo, w1, w2, w3
-        for (size_t l = 0; l < L; l++) put_matrix(&w, 1 + t * L + l, numel[t]);
-    if (!c.shared_classifier) put_matrix(&w, 1 + 7 * L, vocab * dim);
-
-written:;
-    int failed = w.failed, err = w.err;
-    if (fclose(w.f) != 0 && !failed) { failed = 1; err = errno; }
-    free(iobuf); free(w.buf); free(w.qbuf); free(w.sbuf);
-    if (!failed && w.written != implied) {   // the writer and tsr_llama2c_size disagree: a bug
-        if (tmp) unlink(tmp);
-        free(tmp);
-        return tsr_seterr(e, TSR_ERR_IO, "%s: internal: wrote %llu bytes, layout says %llu",
-                          path, (unsigned long long)w.written, (unsigned long long)implied);
-    }
-    if (!failed && tmp && rename(tmp, path) != 0) { failed = 1; err = errno; }
-    if (failed) {
-        if (tmp) unlink(tmp);
-        free(tmp);
-        return tsr_seterr(e, TSR_ERR_IO, "%s: write failed: %s", path, strerror(err));
-    }
-    free(tmp);
-    return TSR_OK;
+    if (c.format == TSR_FMT_LLAMA2C_LEGACY) l2c_put_legacy(&w, &c, numel);
+    else l2c_put_v12(&w, &c, numel);
+    rc = l2c_finish(path, &w, tmp, implied, e);
+    writer_free(&w, iobuf);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -650,15 +703,12 @@ static void gg_put_tensor(writer *w, const gten *g, uint64_t seed, const tsr_con
     }
 }
 
-int tsr_synth_gguf_write(const char *path, const tsr_config *cfg, const char *vocab_path,
-                         int wtype, uint64_t seed, tsr_err *e)
+/* The vocabulary's metadata: every tokenizer.* pair of the vocab-only
+ * GGUF at vocab_path, as stored (*meta, malloc'd: the caller frees it),
+ * their count and the number of tokens. */
+static int gg_read_vocab(const char *vocab_path, uint8_t **meta, size_t *meta_len,
+                         uint64_t *n_meta, int *n_tok, tsr_err *e)
 {
-    static const uint8_t zeros[GG_ALIGN] = { 0 };
-    if (wtype != TSR_DT_F32 && wtype != TSR_DT_Q8_0 && wtype != TSR_DT_Q4_0)
-        return tsr_seterr(e, TSR_ERR_ARG, "%s: GGUF synth writes F32, Q8_0 or Q4_0", path);
-    uint32_t wt = wtype == TSR_DT_Q8_0 ? GG_Q8_0 : wtype == TSR_DT_Q4_0 ? GG_Q4_0 : GG_F32;
-
-    /* the vocabulary: every tokenizer.* pair, as stored */
     FILE *vf = fopen(vocab_path, "rb");
     if (!vf) return tsr_seterr(e, TSR_ERR_IO, "%s: cannot open: %s", vocab_path, strerror(errno));
     uint8_t *vb = NULL;
@@ -672,33 +722,137 @@ int tsr_synth_gguf_write(const char *path, const tsr_config *cfg, const char *vo
         free(vb);
         return tsr_seterr(e, vb ? TSR_ERR_IO : TSR_ERR_NOMEM, "%s: cannot read", vocab_path);
     }
+    *meta = NULL;
+    int rc = tsr_gguf_meta_prefix(vb, (size_t)vlen, vocab_path, "tokenizer.", meta, meta_len,
+                                  n_meta, n_tok, e);
+    free(vb);
+    if (rc) return rc;
+    if (*n_tok < 1) {
+        free(*meta);
+        return tsr_seterr(e, TSR_ERR_FORMAT, "%s: no tokenizer.ggml.tokens", vocab_path);
+    }
+    return TSR_OK;
+}
+
+/* cfg as a GGUF of n_tok tokens and matrices of type wt, into c, checked
+ * (quantized rows need multiples of 32). */
+static int gg_config(const char *path, const tsr_config *cfg, int n_tok, uint32_t wt,
+                     tsr_config *c, tsr_err *e)
+{
+    *c = *cfg;
+    c->vocab_size = n_tok;
+    c->format = TSR_FMT_GGUF;
+    c->shared_classifier = cfg->shared_classifier ? 1 : 0;
+    int rc = tsr_config_check(c, path, TSR_ERR_ARG, e);
+    if (rc) return rc;
+    uint64_t D = (uint64_t)c->dim, H = (uint64_t)c->hidden_dim;
+    uint64_t KV = (uint64_t)c->n_kv_heads * (D / (uint64_t)c->n_heads);
+    if (wt != GG_F32 && (D % GG_QK || H % GG_QK || KV % GG_QK))
+        return tsr_seterr(e, TSR_ERR_ARG, "%s: dim %llu, hidden %llu and kv_dim %llu must be "
+                          "multiples of 32 for Q8_0 / Q4_0 rows", path, (unsigned long long)D,
+                          (unsigned long long)H, (unsigned long long)KV);
+    return TSR_OK;
+}
+
+/* The header (magic, version, counts), the metadata (the keys llama.cpp's
+ * converter writes: gguf-py constants.py Keys, then the vocabulary's
+ * meta), the tensor infos ts (nt,), and the padding to the data. */
+static void gg_header(hbuf *hb, const tsr_config *c, const tsr_config *cfg, uint32_t wt,
+                      const gten *ts, int nt, const uint8_t *meta, size_t meta_len,
+                      uint64_t n_meta)
+{
+    static const uint8_t zeros[GG_ALIGN] = { 0 };
+    const char *a = c->arch == TSR_ARCH_QWEN2 ? "qwen2" : "llama";
+    char k[96];
+    int llama = c->arch == TSR_ARCH_LLAMA;
+    uint64_t n_kv = 11u + (llama ? 2u : 0u) + (wt != GG_F32 ? 1u : 0u) + n_meta;
+    hb_put(hb, "GGUF", 4);
+    hb_u32(hb, 3);
+    hb_u64(hb, (uint64_t)nt);
+    hb_u64(hb, n_kv);
+    kv_s(hb, "general.architecture", a);
+    snprintf(k, sizeof k, "tessera synth %s", cfg->rope_scaled == 1 ? "llama3" : a);
+    kv_s(hb, "general.name", k);
+#define KEY(suffix) (snprintf(k, sizeof k, "%s.%s", a, suffix), k)
+    kv_u32(hb, KEY("block_count"), (uint32_t)c->n_layers);
+    kv_u32(hb, KEY("context_length"), (uint32_t)c->seq_len);
+    kv_u32(hb, KEY("embedding_length"), (uint32_t)c->dim);
+    kv_u32(hb, KEY("feed_forward_length"), (uint32_t)c->hidden_dim);
+    kv_u32(hb, KEY("attention.head_count"), (uint32_t)c->n_heads);
+    kv_u32(hb, KEY("attention.head_count_kv"), (uint32_t)c->n_kv_heads);
+    kv_f32(hb, KEY("rope.freq_base"), c->rope_theta);
+    kv_f32(hb, KEY("attention.layer_norm_rms_epsilon"), c->norm_eps);
+    kv_u32(hb, "general.file_type", wt == GG_Q8_0 ? 7u : wt == GG_Q4_0 ? 2u : 0u);   /* LlamaFileType */
+    if (llama) {
+        kv_u32(hb, KEY("vocab_size"), (uint32_t)c->vocab_size);
+        kv_u32(hb, KEY("rope.dimension_count"), (uint32_t)(c->dim / c->n_heads));
+    }
+#undef KEY
+    if (wt != GG_F32) kv_u32(hb, "general.quantization_version", 2u);
+    hb_put(hb, meta, meta_len);
+    for (int i = 0; i < nt; i++) {
+        hb_str(hb, ts[i].name);
+        hb_u32(hb, ts[i].rows == 1 ? 1u : 2u);
+        hb_u64(hb, ts[i].cols);
+        if (ts[i].rows != 1) hb_u64(hb, ts[i].rows);
+        hb_u32(hb, ts[i].type);
+        hb_u64(hb, ts[i].off);
+    }
+    size_t pad = (GG_ALIGN - hb->n % GG_ALIGN) % GG_ALIGN;
+    hb_put(hb, zeros, pad);
+}
+
+/* The file at path: the header hb, then each tensor's data padded to
+ * GG_ALIGN (data bytes in all), under a temporary name renamed when
+ * complete. */
+static int gg_write_file(const char *path, const tsr_config *c, uint64_t seed, const hbuf *hb,
+                         const gten *ts, int nt, uint64_t data, tsr_err *e)
+{
+    static const uint8_t zeros[GG_ALIGN] = { 0 };
+    writer w = { .c = c, .seed = seed, .chunk = SYNTH_CHUNK };
+    char *iobuf;
+    if (writer_alloc(&w, w.chunk / GG_QK * 34u, 0, &iobuf))
+        return tsr_seterr(e, TSR_ERR_IO, "%s: cannot create: %s", path, strerror(ENOMEM));
+    char *tmp = malloc(strlen(path) + 48);
+    int fd = tmp ? open_temp(path, tmp) : -1;
+    if (fd < 0 || !(w.f = fdopen(fd, "wb"))) {
+        int err = errno;
+        if (fd >= 0) { close(fd); unlink(tmp); }
+        free(tmp);
+        writer_free(&w, iobuf);
+        return tsr_seterr(e, TSR_ERR_IO, "%s: cannot create: %s", path, strerror(err));
+    }
+    setvbuf(w.f, iobuf, _IOFBF, SYNTH_IOBUF);
+    put(&w, hb->p, hb->n);
+    for (int i = 0; i < nt && !w.failed; i++) {
+        gg_put_tensor(&w, &ts[i], seed, c);
+        put(&w, zeros, (size_t)((GG_ALIGN - ts[i].bytes % GG_ALIGN) % GG_ALIGN));
+    }
+    int failed = w.failed, err = w.err;
+    if (fclose(w.f) != 0 && !failed) { failed = 1; err = errno; }
+    if (!failed && w.written != hb->n + data) { failed = 1; err = EIO; }   /* a bug */
+    if (!failed && rename(tmp, path) != 0) { failed = 1; err = errno; }
+    if (failed) unlink(tmp);
+    free(tmp);
+    writer_free(&w, iobuf);
+    if (failed) return tsr_seterr(e, TSR_ERR_IO, "%s: write failed: %s", path, strerror(err));
+    return TSR_OK;
+}
+
+int tsr_synth_gguf_write(const char *path, const tsr_config *cfg, const char *vocab_path,
+                         int wtype, uint64_t seed, tsr_err *e)
+{
+    if (wtype != TSR_DT_F32 && wtype != TSR_DT_Q8_0 && wtype != TSR_DT_Q4_0)
+        return tsr_seterr(e, TSR_ERR_ARG, "%s: GGUF synth writes F32, Q8_0 or Q4_0", path);
+    uint32_t wt = wtype == TSR_DT_Q8_0 ? GG_Q8_0 : wtype == TSR_DT_Q4_0 ? GG_Q4_0 : GG_F32;
     uint8_t *meta = NULL;
     size_t meta_len = 0;
     uint64_t n_meta = 0;
     int n_tok = 0;
-    int rc = tsr_gguf_meta_prefix(vb, (size_t)vlen, vocab_path, "tokenizer.", &meta, &meta_len,
-                                  &n_meta, &n_tok, e);
-    free(vb);
+    int rc = gg_read_vocab(vocab_path, &meta, &meta_len, &n_meta, &n_tok, e);
     if (rc) return rc;
-    if (n_tok < 1) {
-        free(meta);
-        return tsr_seterr(e, TSR_ERR_FORMAT, "%s: no tokenizer.ggml.tokens", vocab_path);
-    }
-
-    tsr_config c = *cfg;
-    c.vocab_size = n_tok;
-    c.format = TSR_FMT_GGUF;
-    c.shared_classifier = cfg->shared_classifier ? 1 : 0;
-    if ((rc = tsr_config_check(&c, path, TSR_ERR_ARG, e))) { free(meta); return rc; }
-    uint64_t D = (uint64_t)c.dim, H = (uint64_t)c.hidden_dim;
-    uint64_t KV = (uint64_t)c.n_kv_heads * (D / (uint64_t)c.n_heads);
-    if (wt != GG_F32 && (D % GG_QK || H % GG_QK || KV % GG_QK)) {
-        free(meta);
-        return tsr_seterr(e, TSR_ERR_ARG, "%s: dim %llu, hidden %llu and kv_dim %llu must be "
-                          "multiples of 32 for Q8_0 / Q4_0 rows", path, (unsigned long long)D,
-                          (unsigned long long)H, (unsigned long long)KV);
-    }
-    const char *a = c.arch == TSR_ARCH_QWEN2 ? "qwen2" : "llama";
+    tsr_config c;
+    if ((rc = gg_config(path, cfg, n_tok, wt, &c, e))) { free(meta); return rc; }
     gten *ts = calloc(4u + 12u * (size_t)c.n_layers, sizeof *ts);
     if (!ts) { free(meta); return tsr_seterr(e, TSR_ERR_NOMEM, "%s: out of memory", path); }
     int nt = gg_tensors(&c, wt, ts);
@@ -708,80 +862,12 @@ int tsr_synth_gguf_write(const char *path, const tsr_config *cfg, const char *vo
         ts[i].bytes = gg_bytes(ts[i].type, ts[i].rows * ts[i].cols);
         off += (ts[i].bytes + GG_ALIGN - 1u) / GG_ALIGN * GG_ALIGN;
     }
-
-    /* header, metadata (the keys llama.cpp's converter writes: gguf-py
-     * constants.py Keys), tensor infos */
     hbuf hb = { 0 };
-    char k[96];
-    int llama = c.arch == TSR_ARCH_LLAMA;
-    uint64_t n_kv = 11u + (llama ? 2u : 0u) + (wt != GG_F32 ? 1u : 0u) + n_meta;
-    hb_put(&hb, "GGUF", 4);
-    hb_u32(&hb, 3);
-    hb_u64(&hb, (uint64_t)nt);
-    hb_u64(&hb, n_kv);
-    kv_s(&hb, "general.architecture", a);
-    snprintf(k, sizeof k, "tessera synth %s", cfg->rope_scaled == 1 ? "llama3" : a);
-    kv_s(&hb, "general.name", k);
-#define KEY(suffix) (snprintf(k, sizeof k, "%s.%s", a, suffix), k)
-    kv_u32(&hb, KEY("block_count"), (uint32_t)c.n_layers);
-    kv_u32(&hb, KEY("context_length"), (uint32_t)c.seq_len);
-    kv_u32(&hb, KEY("embedding_length"), (uint32_t)c.dim);
-    kv_u32(&hb, KEY("feed_forward_length"), (uint32_t)c.hidden_dim);
-    kv_u32(&hb, KEY("attention.head_count"), (uint32_t)c.n_heads);
-    kv_u32(&hb, KEY("attention.head_count_kv"), (uint32_t)c.n_kv_heads);
-    kv_f32(&hb, KEY("rope.freq_base"), c.rope_theta);
-    kv_f32(&hb, KEY("attention.layer_norm_rms_epsilon"), c.norm_eps);
-    kv_u32(&hb, "general.file_type", wt == GG_Q8_0 ? 7u : wt == GG_Q4_0 ? 2u : 0u);   /* LlamaFileType */
-    if (llama) {
-        kv_u32(&hb, KEY("vocab_size"), (uint32_t)c.vocab_size);
-        kv_u32(&hb, KEY("rope.dimension_count"), (uint32_t)(c.dim / c.n_heads));
-    }
-#undef KEY
-    if (wt != GG_F32) kv_u32(&hb, "general.quantization_version", 2u);
-    hb_put(&hb, meta, meta_len);
+    gg_header(&hb, &c, cfg, wt, ts, nt, meta, meta_len, n_meta);
     free(meta);
-    for (int i = 0; i < nt; i++) {
-        hb_str(&hb, ts[i].name);
-        hb_u32(&hb, ts[i].rows == 1 ? 1u : 2u);
-        hb_u64(&hb, ts[i].cols);
-        if (ts[i].rows != 1) hb_u64(&hb, ts[i].rows);
-        hb_u32(&hb, ts[i].type);
-        hb_u64(&hb, ts[i].off);
-    }
-    size_t pad = (GG_ALIGN - hb.n % GG_ALIGN) % GG_ALIGN;
-    hb_put(&hb, zeros, pad);
-    if (hb.oom) {
-        free(hb.p);
-        free(ts);
-        return tsr_seterr(e, TSR_ERR_NOMEM, "%s: out of memory", path);
-    }
-
-    writer w = { .c = &c, .seed = seed, .chunk = SYNTH_CHUNK };
-    size_t iobuf_len = 1 << 20;
-    char *iobuf = malloc(iobuf_len);
-    w.buf = malloc(w.chunk * sizeof(float));
-    w.qbuf = malloc(w.chunk / GG_QK * 34u);
-    w.sbuf = NULL;
-    char *tmp = malloc(strlen(path) + 48);
-    int fd = tmp && iobuf && w.buf && w.qbuf ? open_temp(path, tmp) : -1;
-    if (fd < 0 || !(w.f = fdopen(fd, "wb"))) {
-        int err = errno;
-        if (fd >= 0) { close(fd); unlink(tmp); }
-        free(tmp); free(iobuf); free(w.buf); free(w.qbuf); free(hb.p); free(ts);
-        return tsr_seterr(e, TSR_ERR_IO, "%s: cannot create: %s", path, strerror(err));
-    }
-    setvbuf(w.f, iobuf, _IOFBF, iobuf_len);
-    put(&w, hb.p, hb.n);
-    for (int i = 0; i < nt && !w.failed; i++) {
-        gg_put_tensor(&w, &ts[i], seed, &c);
-        put(&w, zeros, (size_t)((GG_ALIGN - ts[i].bytes % GG_ALIGN) % GG_ALIGN));
-    }
-    int failed = w.failed, err = w.err;
-    if (fclose(w.f) != 0 && !failed) { failed = 1; err = errno; }
-    if (!failed && w.written != hb.n + off) { failed = 1; err = EIO; }   /* a bug */
-    if (!failed && rename(tmp, path) != 0) { failed = 1; err = errno; }
-    if (failed) unlink(tmp);
-    free(tmp); free(iobuf); free(w.buf); free(w.qbuf); free(hb.p); free(ts);
-    if (failed) return tsr_seterr(e, TSR_ERR_IO, "%s: write failed: %s", path, strerror(err));
-    return TSR_OK;
+    if (hb.oom) rc = tsr_seterr(e, TSR_ERR_NOMEM, "%s: out of memory", path);
+    else rc = gg_write_file(path, &c, seed, &hb, ts, nt, off, e);
+    free(hb.p);
+    free(ts);
+    return rc;
 }

@@ -27,13 +27,14 @@ static int file_group(const tsr_config *c)
     return (c->kinds_q8 | c->kinds_q4) ? c->group_size : 0;
 }
 
-int tsr_wimage_config(const tsr_checkpoint *m, const tsr_load_opts *o, const tsr_mesh_opts *mo,
-                      const tsr_kprofile *prof, tsr_kconfig *kc, tsr_err *e)
+/* The group size: the file's own unless told otherwise (F32 mode splits
+ * its columns in groups too: 32 by default), checked against the kernel
+ * profile's range; also the weights format and KV precision named. */
+static int wi_group(const tsr_checkpoint *m, const tsr_load_opts *o, const tsr_kprofile *prof,
+                    int *group_out, tsr_err *e)
 {
     const tsr_config *c = &m->cfg;
     int f32 = o->weights_f32 != 0, fg = file_group(c);
-    /* the file's own group size unless told otherwise (F32 mode splits its
-     * columns in groups too: 32 by default) */
     int group = o->group_size ? o->group_size
               : !f32 && o->weights == TSR_WEIGHTS_Q4 ? (int)TSR_Q4_GROUP
               : !f32 && fg ? fg : TSR_WIMAGE_DEFAULT_GROUP;
@@ -63,8 +64,18 @@ int tsr_wimage_config(const tsr_checkpoint *m, const tsr_load_opts *o, const tsr
                           "device's kernel profile takes", m->path, group, prof->group_min,
                           prof->group_max);
     }
-    /* Q4_0 tiles: what the file holds as Q4_0, or everything (--weights q4);
-     * a Q4_0 block is 32 values, so another group size makes Q8_0 tiles */
+    *group_out = group;
+    return TSR_OK;
+}
+
+/* The kinds of matrix held as Q4_0 tiles: what the file holds as Q4_0, or
+ * everything (--weights q4); a Q4_0 block is 32 values, so another group
+ * size makes Q8_0 tiles. */
+static int wi_q4(const tsr_checkpoint *m, const tsr_load_opts *o, const tsr_kprofile *prof,
+                 int group, uint32_t *q4_out, tsr_err *e)
+{
+    const tsr_config *c = &m->cfg;
+    int f32 = o->weights_f32 != 0;
     uint32_t q4 = 0;
     if (!f32 && o->weights == TSR_WEIGHTS_Q4) {
         if (group != (int)TSR_Q4_GROUP)
@@ -79,18 +90,15 @@ int tsr_wimage_config(const tsr_checkpoint *m, const tsr_load_opts *o, const tsr
         q4 = c->kinds_q4;   /* without the datapath they are widened to Q8_0 */
     }
     if (c->shared_classifier) q4 &= ~(1u << TSR_KIND_CLS);
-    int bos = tsr_config_bos(c), eos = tsr_config_eos(c);
-    if (bos < 0 || bos >= c->vocab_size || eos < 0 || eos >= c->vocab_size)
-        return tsr_seterr(e, TSR_ERR_ARG, "%s: BOS %d / EOS %d outside the vocabulary (0..%d)",
-                          m->path, bos, eos, c->vocab_size - 1);
-    int seq_len = o->seq_len ? o->seq_len : c->seq_len;
-    int n_slots = o->n_slots ? o->n_slots : 1;
-    int pes = mo->pes > 0 ? mo->pes : 1, cols = mo->cols > 0 ? mo->cols : 0;
-    if (group < 1)
-        return tsr_seterr(e, TSR_ERR_ARG, "%s: group size %d must be >= 1", m->path, group);
-    if (!pow2(group))
-        return tsr_seterr(e, TSR_ERR_UNSUPPORTED, "%s: group size %d is not a power of two "
-                          "(the PE lanes take groups of 4, 8, ..., 256)", m->path, group);
+    *q4_out = q4;
+    return TSR_OK;
+}
+
+/* The context, the slots and the stage bits checked. */
+static int wi_context(const tsr_checkpoint *m, const tsr_mesh_opts *mo, int seq_len, int n_slots,
+                      tsr_err *e)
+{
+    const tsr_config *c = &m->cfg;
     // GGUF's llama.context_length may understate the trained context (the
     // llama2.c converters write 128 for stories260K, trained with 512), so
     // the caller may raise it; the device logs a warning
@@ -104,6 +112,16 @@ int tsr_wimage_config(const tsr_checkpoint *m, const tsr_load_opts *o, const tsr
         return tsr_seterr(e, TSR_ERR_ARG, "%s: %d sequence slots", m->path, n_slots);
     if (mo->stage & ~(int)TSR_STAGE_ALL)
         return tsr_seterr(e, TSR_ERR_ARG, "%s: stage bits 0x%x", m->path, (unsigned)mo->stage);
+    return TSR_OK;
+}
+
+/* The mesh columns (0: the profile's default) and the KV split and
+ * attention PEs of pes PEs. */
+static int wi_mesh(const tsr_checkpoint *m, const tsr_mesh_opts *mo, const tsr_kprofile *prof,
+                   int *cols_out, int *split_out, int *att_out, tsr_err *e)
+{
+    const tsr_config *c = &m->cfg;
+    int pes = mo->pes > 0 ? mo->pes : 1, cols = mo->cols > 0 ? mo->cols : 0;
     if (cols == 0) {
         /* every matrix picks its own columns up to the mesh's
          * (tsr_lay_mat_cols); adding partial sums across columns reorders
@@ -131,6 +149,29 @@ int tsr_wimage_config(const tsr_checkpoint *m, const tsr_load_opts *o, const tsr
                           "%d PEs <= the %d PEs with attention", m->path, split, nkv, split, att);
     att = att / split * split;   /* whole groups */
     if (att > nkv * split) att = nkv * split;   /* a group a KV head, no idle groups */
+    *cols_out = cols;
+    *split_out = split;
+    *att_out = att;
+    return TSR_OK;
+}
+
+int tsr_wimage_config(const tsr_checkpoint *m, const tsr_load_opts *o, const tsr_mesh_opts *mo,
+                      const tsr_kprofile *prof, tsr_kconfig *kc, tsr_err *e)
+{
+    const tsr_config *c = &m->cfg;
+    int group = 0, cols = 0, split = 0, att = 0;
+    uint32_t q4 = 0;
+    int rc = wi_group(m, o, prof, &group, e);
+    if (rc || (rc = wi_q4(m, o, prof, group, &q4, e))) return rc;
+    int bos = tsr_config_bos(c), eos = tsr_config_eos(c);
+    if (bos < 0 || bos >= c->vocab_size || eos < 0 || eos >= c->vocab_size)
+        return tsr_seterr(e, TSR_ERR_ARG, "%s: BOS %d / EOS %d outside the vocabulary (0..%d)",
+                          m->path, bos, eos, c->vocab_size - 1);
+    int seq_len = o->seq_len ? o->seq_len : c->seq_len;
+    int n_slots = o->n_slots ? o->n_slots : 1;
+    int pes = mo->pes > 0 ? mo->pes : 1;
+    if ((rc = wi_context(m, mo, seq_len, n_slots, e))) return rc;
+    if ((rc = wi_mesh(m, mo, prof, &cols, &split, &att, e))) return rc;
     memset(kc, 0, sizeof *kc);
     kc->magic = TSR_KCONFIG_MAGIC;
     kc->dim = (uint32_t)c->dim;
@@ -543,25 +584,27 @@ static int check_shape(const tsr_checkpoint *m, const tsr_kconfig *kc, tsr_err *
     return TSR_OK;
 }
 
-int tsr_wimage_build(const tsr_checkpoint *m, const tsr_kconfig *kc, tsr_wimage *img, tsr_err *e)
+/* A build in progress: the model, its config, the image, each PE's next
+ * tile offsets and one row's scratch. */
+typedef struct wbuild {
+    const tsr_checkpoint *m;
+    const tsr_kconfig    *kc;
+    tsr_wimage           *img;
+    uint32_t *offw, *offf;   /* (P,) each PE's next tile offsets (int8 bytes, fp32 words) */
+    float    *row;           /* (max_pad,) one row's values                               */
+    int8_t   *qr;            /* (max_pad,) ... quantized                                  */
+    float    *sc;            /* (max_pad / G,) ... its group scales                       */
+} wbuild;
+
+/* Each PE's int8 and fp32 arrays, at the sizes the layout gives them. */
+static int alloc_pes(tsr_wimage *img, const tsr_kconfig *kc)
 {
-    memset(img, 0, sizeof *img);
-    if (check_shape(m, kc, e)) return TSR_ERR_ARG;
-    uint32_t P = tsr_lay_pes(kc), G = kc->group;
-    int q8 = kc->dtype == TSR_KDT_Q8, rc = TSR_ERR_NOMEM;
-    uint32_t *offw = NULL, *offf = NULL;   // [P] each PE's next tile offsets
-    float *row = NULL, *sc = NULL;
-    int8_t *qr = NULL;
-    img->cfg = *kc;
-    img->n_pes = P;
+    uint32_t P = img->n_pes;
     img->pe_w8 = calloc(P, sizeof *img->pe_w8);
     img->pe_f32 = calloc(P, sizeof *img->pe_f32);
     img->w8_bytes = calloc(P, sizeof *img->w8_bytes);
     img->f32_words = calloc(P, sizeof *img->f32_words);
-    offw = calloc(P, sizeof *offw);
-    offf = calloc(P, sizeof *offf);
-    if (!img->pe_w8 || !img->pe_f32 || !img->w8_bytes || !img->f32_words || !offw || !offf)
-        goto fail;
+    if (!img->pe_w8 || !img->pe_f32 || !img->w8_bytes || !img->f32_words) return -1;
     for (uint32_t p = 0; p < P; p++) {
         uint64_t b, w;
         tsr_lay_pe_weights(kc, p, &b, &w, NULL);
@@ -569,92 +612,91 @@ int tsr_wimage_build(const tsr_checkpoint *m, const tsr_kconfig *kc, tsr_wimage 
         img->f32_words[p] = (uint32_t)w;
         img->pe_w8[p] = calloc((size_t)(b + 3u) / 4u + 1u, 4);
         img->pe_f32[p] = calloc((size_t)w + 1u, 4);
-        if (!img->pe_w8[p] || !img->pe_f32[p]) goto fail;
+        if (!img->pe_w8[p] || !img->pe_f32[p]) return -1;
     }
+    return 0;
+}
 
-    /* every matrix, row by row, each row's groups into its mesh row's tiles */
-    uint32_t max_n = kc->dim > kc->hidden_dim ? kc->dim : kc->hidden_dim;
-    uint32_t max_pad = tsr_cdiv(max_n, G) * G;
-    row = calloc(max_pad, sizeof *row);
-    qr = calloc(max_pad, sizeof *qr);
-    sc = calloc(tsr_cdiv(max_n, G), sizeof *sc);
-    if (!row || !qr || !sc) goto fail;
-    uint32_t nm = tsr_lay_n_mats(kc), rot = 0;
-    for (uint32_t mat = 0; mat < nm; mat++) {
-        uint32_t d, n, pair, sr, C = tsr_lay_mat_cols(kc, mat), R = P / C;
-        tsr_lay_mat_shape(kc, mat, &d, &n, &pair);
-        uint32_t q4 = tsr_lay_mat_q4(kc, mat), eb = q4 ? TSR_Q4_ENTRY_BYTES : G;  /* entry bytes */
-        for (uint32_t r = 0; r < R; r++) {   /* the matrix's mesh rows */
-            uint32_t row0, rows;
-            tsr_lay_row_block(kc, mat, rot, r, &row0, &rows);
-            if (rows == 0) continue;
-            tsr_tile t[TSR_WIMAGE_MAX_COLS];
-            for (uint32_t cc = 0; cc < C; cc++) t[cc] = tsr_lay_tile(kc, mat, rot, r * C + cc);
-            uint32_t nb = tsr_cdiv(rows, TSR_ROW_SLOTS), tail = rows - (nb - 1u) * TSR_ROW_SLOTS;
-            for (uint32_t h = 0; h < (pair ? 2u : 1u); h++)
-                for (uint32_t i = 0; i < rows; i++) {
-                    const tsr_tensor *src = mat_row_src(m, kc, mat, h, row0 + i, &sr);
-                    if (src->cols != (int)n || (int)sr >= src->rows) {
-                        rc = tsr_seterr(e, TSR_ERR_ARG, "%s: a tensor of matrix %u is %dx%d, "
-                                        "expected %u columns", m->path, mat, src->rows,
-                                        src->cols, n);
-                        goto fail;
-                    }
-                    if (q4) row_q4(src, sr, n, row, (uint8_t *)qr, sc);
-                    else if (q8) row_q8(src, sr, n, G, row, qr, sc);
-                    else tsr_tensor_row(src, (int)sr, row);
-                    uint32_t b = i / TSR_ROW_SLOTS, j = i % TSR_ROW_SLOTS;
-                    uint32_t kb = b == nb - 1u ? tail : TSR_ROW_SLOTS;
-                    for (uint32_t cc = 0; cc < C; cc++) {
-                        uint32_t p = r * C + cc, ng = t[cc].ngroups;
-                        if (q8) {   /* entries (block, group, row) of eb bytes */
-                            uint32_t ent0 = h * rows * ng + b * TSR_ROW_SLOTS * ng + j;
-                            for (uint32_t g = 0; g < ng; g++) {
-                                uint32_t ent = ent0 + g * kb, gi = t[cc].g0 + g;
-                                memcpy((int8_t *)img->pe_w8[p] + offw[p] + (size_t)ent * eb,
-                                       qr + (size_t)gi * eb, eb);
-                                img->pe_f32[p][offf[p] + ent] = sc[gi];
-                            }
-                        } else {    /* values (block, column, row) */
-                            uint32_t cols = ng * G, x0 = t[cc].g0 * G;
-                            float *dst = img->pe_f32[p] + offf[p] + (size_t)h * rows * cols +
-                                         (size_t)b * TSR_ROW_SLOTS * cols + j;
-                            for (uint32_t col = 0; col < cols; col++)
-                                dst[(size_t)col * kb] = x0 + col < n ? row[x0 + col] : 0.0f;
-                        }
-                    }
-                }
+/* Where row i of a mesh row's block of rows goes: its block b of
+ * TSR_ROW_SLOTS rows (kb of them), its slot j, half h of a pair. */
+typedef struct row_at { uint32_t h, rows, b, j, kb; } row_at;
+
+/* The row in wb's scratch (values, or quantized with scales) into the
+ * tiles t (C,) of the mesh row r's PEs. */
+static void place_row(const wbuild *wb, uint32_t r, uint32_t C, const tsr_tile *t, uint32_t eb,
+                      uint32_t n, const row_at *at)
+{
+    const tsr_kconfig *kc = wb->kc;
+    tsr_wimage *img = wb->img;
+    uint32_t G = kc->group, h = at->h, rows = at->rows, b = at->b, j = at->j, kb = at->kb;
+    for (uint32_t cc = 0; cc < C; cc++) {
+        uint32_t p = r * C + cc, ng = t[cc].ngroups;
+        if (kc->dtype == TSR_KDT_Q8) {   /* entries (block, group, row) of eb bytes */
+            uint32_t ent0 = h * rows * ng + b * TSR_ROW_SLOTS * ng + j;
+            for (uint32_t g = 0; g < ng; g++) {
+                uint32_t ent = ent0 + g * kb, gi = t[cc].g0 + g;
+                memcpy((int8_t *)img->pe_w8[p] + wb->offw[p] + (size_t)ent * eb,
+                       wb->qr + (size_t)gi * eb, eb);
+                img->pe_f32[p][wb->offf[p] + ent] = wb->sc[gi];
+            }
+        } else {    /* values (block, column, row) */
+            uint32_t cols = ng * G, x0 = t[cc].g0 * G;
+            float *dst = img->pe_f32[p] + wb->offf[p] + (size_t)h * rows * cols +
+                         (size_t)b * TSR_ROW_SLOTS * cols + j;
+            for (uint32_t col = 0; col < cols; col++)
+                dst[(size_t)col * kb] = x0 + col < n ? wb->row[x0 + col] : 0.0f;
         }
-        for (uint32_t p = 0; p < P; p++) {
-            tsr_tile t = tsr_lay_tile(kc, mat, rot, p);
-            offw[p] += tsr_lay_tile_w8(kc, t);
-            offf[p] += tsr_lay_tile_f32(kc, t);
-        }
-        rot = tsr_lay_rot_next(kc, mat, rot);
     }
+}
 
-    /* controller: norm weights, RoPE's frequencies, QKV biases */
-    img->ctrl_words = tsr_lay_ctrl_words(kc);
-    img->ctrl = calloc(img->ctrl_words, sizeof *img->ctrl);
-    if (!img->ctrl) goto fail;
-    fill_ctrl(m, kc, img->ctrl);
-
-    /* chunks, in streaming order: per PE int8 then fp32, then the controller */
-    int cap = 0;
+/* Matrix mat (at rotation rot), row by row, each row's groups into its
+ * mesh row's tiles; then each PE's offsets past its tile. */
+static int build_matrix(wbuild *wb, uint32_t mat, uint32_t rot, tsr_err *e)
+{
+    const tsr_kconfig *kc = wb->kc;
+    uint32_t P = tsr_lay_pes(kc), G = kc->group;
+    uint32_t d, n, pair, sr, C = tsr_lay_mat_cols(kc, mat), R = P / C;
+    tsr_lay_mat_shape(kc, mat, &d, &n, &pair);
+    uint32_t q4 = tsr_lay_mat_q4(kc, mat), eb = q4 ? TSR_Q4_ENTRY_BYTES : G;  /* entry bytes */
+    for (uint32_t r = 0; r < R; r++) {   /* the matrix's mesh rows */
+        uint32_t row0, rows;
+        tsr_lay_row_block(kc, mat, rot, r, &row0, &rows);
+        if (rows == 0) continue;
+        tsr_tile t[TSR_WIMAGE_MAX_COLS];
+        for (uint32_t cc = 0; cc < C; cc++) t[cc] = tsr_lay_tile(kc, mat, rot, r * C + cc);
+        uint32_t nb = tsr_cdiv(rows, TSR_ROW_SLOTS), tail = rows - (nb - 1u) * TSR_ROW_SLOTS;
+        for (uint32_t h = 0; h < (pair ? 2u : 1u); h++)
+            for (uint32_t i = 0; i < rows; i++) {
+                const tsr_tensor *src = mat_row_src(wb->m, kc, mat, h, row0 + i, &sr);
+                if (src->cols != (int)n || (int)sr >= src->rows)
+                    return tsr_seterr(e, TSR_ERR_ARG, "%s: a tensor of matrix %u is %dx%d, "
+                                      "expected %u columns", wb->m->path, mat, src->rows,
+                                      src->cols, n);
+                if (q4) row_q4(src, sr, n, wb->row, (uint8_t *)wb->qr, wb->sc);
+                else if (kc->dtype == TSR_KDT_Q8) row_q8(src, sr, n, G, wb->row, wb->qr, wb->sc);
+                else tsr_tensor_row(src, (int)sr, wb->row);
+                uint32_t b = i / TSR_ROW_SLOTS;
+                row_at at = { h, rows, b, i % TSR_ROW_SLOTS, b == nb - 1u ? tail : TSR_ROW_SLOTS };
+                place_row(wb, r, C, t, eb, n, &at);
+            }
+    }
     for (uint32_t p = 0; p < P; p++) {
-        if (add_chunks(img, &cap, p, TSR_REG_W8, img->pe_w8[p], img->w8_bytes[p], 1) ||
-            add_chunks(img, &cap, p, TSR_REG_F32, img->pe_f32[p], img->f32_words[p], 4))
-            goto fail;
+        tsr_tile t = tsr_lay_tile(kc, mat, rot, p);
+        wb->offw[p] += tsr_lay_tile_w8(kc, t);
+        wb->offf[p] += tsr_lay_tile_f32(kc, t);
     }
-    if (add_chunks(img, &cap, 0, TSR_REG_CTRL, img->ctrl, img->ctrl_words, 4)) goto fail;
+    return TSR_OK;
+}
 
-    /* size and content hash: XXH3-64 (libxxhash) of the config, then each
-     * chunk's header and bytes, so any change of placement or value changes
-     * it; at tens of GB/s it costs nothing next to the copy */
+/* Size and content hash: XXH3-64 (libxxhash) of the config, then each
+ * chunk's header and bytes, so any change of placement or value changes
+ * it; at tens of GB/s it costs nothing next to the copy.  -1: no memory. */
+static int hash_image(tsr_wimage *img, const tsr_kconfig *kc)
+{
     XXH3_state_t *hs = XXH3_createState();
     if (!hs || XXH3_64bits_reset(hs) != XXH_OK) {
         XXH3_freeState(hs);
-        goto fail;
+        return -1;
     }
     XXH3_64bits_update(hs, kc, sizeof *kc);
     img->bytes = 4u * TSR_KCONFIG_WORDS;
@@ -667,19 +709,60 @@ int tsr_wimage_build(const tsr_checkpoint *m, const tsr_kconfig *kc, tsr_wimage 
     }
     img->hash = XXH3_64bits_digest(hs);
     XXH3_freeState(hs);
-    free(offw);
-    free(offf);
-    free(row);
-    free(qr);
-    free(sc);
-    return TSR_OK;
+    return 0;
+}
+
+/* The controller's words (norm weights, RoPE's frequencies, QKV biases),
+ * then the chunks in streaming order: per PE int8 then fp32, then the
+ * controller.  -1: no memory. */
+static int build_chunks(const tsr_checkpoint *m, const tsr_kconfig *kc, tsr_wimage *img)
+{
+    img->ctrl_words = tsr_lay_ctrl_words(kc);
+    img->ctrl = calloc(img->ctrl_words, sizeof *img->ctrl);
+    if (!img->ctrl) return -1;
+    fill_ctrl(m, kc, img->ctrl);
+    int cap = 0;
+    for (uint32_t p = 0; p < img->n_pes; p++) {
+        if (add_chunks(img, &cap, p, TSR_REG_W8, img->pe_w8[p], img->w8_bytes[p], 1) ||
+            add_chunks(img, &cap, p, TSR_REG_F32, img->pe_f32[p], img->f32_words[p], 4))
+            return -1;
+    }
+    return add_chunks(img, &cap, 0, TSR_REG_CTRL, img->ctrl, img->ctrl_words, 4) ? -1 : 0;
+}
+
+int tsr_wimage_build(const tsr_checkpoint *m, const tsr_kconfig *kc, tsr_wimage *img, tsr_err *e)
+{
+    memset(img, 0, sizeof *img);
+    if (check_shape(m, kc, e)) return TSR_ERR_ARG;
+    uint32_t P = tsr_lay_pes(kc), G = kc->group;
+    int rc = TSR_ERR_NOMEM;
+    img->cfg = *kc;
+    img->n_pes = P;
+    uint32_t max_n = kc->dim > kc->hidden_dim ? kc->dim : kc->hidden_dim;
+    uint32_t max_pad = tsr_cdiv(max_n, G) * G;
+    wbuild wb = { .m = m, .kc = kc, .img = img, .offw = calloc(P, sizeof *wb.offw),
+                  .offf = calloc(P, sizeof *wb.offf), .row = calloc(max_pad, sizeof *wb.row),
+                  .qr = calloc(max_pad, sizeof *wb.qr),
+                  .sc = calloc(tsr_cdiv(max_n, G), sizeof *wb.sc) };
+    if (!wb.offw || !wb.offf || !wb.row || !wb.qr || !wb.sc || alloc_pes(img, kc)) goto fail;
+
+    /* every matrix, row by row, each row's groups into its mesh row's tiles */
+    uint32_t nm = tsr_lay_n_mats(kc), rot = 0;
+    for (uint32_t mat = 0; mat < nm; mat++) {
+        if ((rc = build_matrix(&wb, mat, rot, e))) goto fail;
+        rot = tsr_lay_rot_next(kc, mat, rot);
+    }
+    rc = TSR_ERR_NOMEM;
+    if (build_chunks(m, kc, img) || hash_image(img, kc)) goto fail;
+    rc = TSR_OK;
 
 fail:
-    free(offw);
-    free(offf);
-    free(row);
-    free(qr);
-    free(sc);
+    free(wb.offw);
+    free(wb.offf);
+    free(wb.row);
+    free(wb.qr);
+    free(wb.sc);
+    if (rc == TSR_OK) return TSR_OK;
     tsr_wimage_free(img);
     if (rc == TSR_ERR_NOMEM) return tsr_seterr(e, TSR_ERR_NOMEM, "%s: out of memory building the weight image", m->path);
     return rc;

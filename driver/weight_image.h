@@ -20,7 +20,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend.h"
 #include "error.h"
 #include "model.h"
 #include "tsr_kernel.h"
@@ -88,6 +87,21 @@ typedef struct tsr_mesh_opts {
                            the model a tsr_checkpoint_stage_view of its
                            layers); 0: the whole model on this device     */
 } tsr_mesh_opts;
+
+/* How to place a model on the device (tsr_wimage_config, the command
+ * layer's load).  progress, optional, is called on the loading thread. */
+typedef struct tsr_load_opts {
+    int weights_f32;    /* 1: F32 validation mode; 0: quantized       */
+    int weights;        /* quantized mode: TSR_WEIGHTS_FILE (the file's
+                           own Q8_0 / Q4_0, Q8_0 for the rest),
+                           TSR_WEIGHTS_Q8, TSR_WEIGHTS_Q4             */
+    int group_size;     /* group size; 0: the file's (32 for fp32)    */
+    int kv;             /* KV cache precision, TSR_KV_*               */
+    int seq_len;        /* context per sequence; 0: model's seq_len   */
+    int n_slots;        /* sequence slots (KV regions); 0: 1          */
+    void (*progress)(uint64_t sent, uint64_t total, void *user); /* optional */
+    void *progress_user;
+} tsr_load_opts;
 
 /* Fill the CONFIGURE block for model m placed by o on the mesh mo of a
  * device with profile prof: the file's own formats unless o says otherwise

@@ -8,6 +8,7 @@
  * when XRT is available.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,31 +45,45 @@ typedef struct span { const unsigned char *p; size_t n; } span;
 /* ------------------------------------------------------------------------ */
 /* Profile                                                                    */
 
+/* The tessera_profile key's figures (kernels/tsr_profile.def), in its order. */
+typedef struct pfield { const char *key; size_t off; int need; } pfield;
+#define PF_ROW_(member, key, macro, need) { key, offsetof(tsr_kprofile, member), need },
+static const pfield pfields[] = { TSR_PROFILE_FIELDS(PF_ROW_) };
+#undef PF_ROW_
+enum { NPF = sizeof pfields / sizeof pfields[0] };
+
+static uint32_t *pf_at(tsr_kprofile *k, unsigned i)
+{
+    return (uint32_t *)(void *)((char *)k + pfields[i].off);
+}
+
+/* One key=value pair [s, end) with '=' at eq, not "name": its figure set,
+ * *seen marking it.  Unknown keys are ignored: a newer profile may say more. */
+static int xprofile_pair(const char *text, const char *s, const char *eq, const char *end,
+                         tsr_kprofile *k, uint64_t *seen, tsr_err *e)
+{
+    size_t kl = (size_t)(eq - s), vl = (size_t)(end - eq - 1);
+    for (unsigned i = 0; i < NPF; i++) {
+        if (strlen(pfields[i].key) != kl || strncmp(s, pfields[i].key, kl)) continue;
+        char *stop;
+        errno = 0;
+        unsigned long v = strtoul(eq + 1, &stop, 10);
+        if (stop != end || vl == 0 || errno || v > 0xffffffffu ||
+            (pfields[i].off == offsetof(tsr_kprofile, block) && (v == 0 || v > 4096)))
+            return tsr_seterr(e, TSR_ERR_FORMAT, "tessera_profile '%s': bad value for %s", text,
+                              pfields[i].key);
+        *pf_at(k, i) = (uint32_t)v;
+        *seen |= 1ull << i;
+    }
+    return TSR_OK;
+}
+
 int tsr_xprofile_parse(const char *text, tsr_xprofile *p, tsr_err *e)
 {
     memset(p, 0, sizeof *p);
     tsr_kprofile *k = &p->k;
-    static const char *const keys[] = { "pes", "rows", "cols", "dim", "hidden", "layers",
-                                        "heads", "kv_heads", "head_size", "vocab", "seq",
-                                        "slots", "group_min", "group_max", "sum_lanes",
-                                        "kv_split_max", "att_pes", "with_f32", "w8_words", "f32_words",
-                                        "kv_words", "pe_rows", "att_words", "f32_uram", "kv_uram", "lanes", "vec",
-                                        "row_slots",
-                                        /* optional, past NK: a profile from before blocked
-                                         * passes (one item a pass), the Q4_0 tile and the f16
-                                         * / int8 KV caches (0: not built) */
-                                        "block", "with_q4", "kvh_words", "kvq_bytes",
-                                        "kvs_words" };
-    uint32_t *const dst[] = { &k->pes, &k->mesh_rows, &k->mesh_cols, &k->dim, &k->hidden,
-                              &k->layers, &k->heads, &k->kv_heads, &k->head_size, &k->vocab,
-                              &k->seq, &k->slots, &k->group_min, &k->group_max, &k->sum_lanes,
-                              &k->kv_split_max, &k->att_pes, &k->with_f32, &k->w8_words, &k->f32_words,
-                              &k->kv_words, &k->pe_rows, &k->att_words, &k->f32_uram, &k->kv_uram, &k->lanes,
-                              &k->vec, &k->row_slots, &k->block, &k->with_q4, &k->kvh_words,
-                              &k->kvq_bytes, &k->kvs_words };
-    enum { NA = sizeof keys / sizeof keys[0], NK = NA - 5 };   /* NK required */
     k->block = 1;
-    unsigned seen = 0;
+    uint64_t seen = 0;
     int have_name = 0;
     const char *s = text;
     while (*s) {
@@ -84,29 +99,18 @@ int tsr_xprofile_parse(const char *text, tsr_xprofile *p, tsr_err *e)
             memcpy(p->name, eq + 1, vl);
             have_name = 1;
         } else {
-            for (unsigned i = 0; i < NA; i++) {
-                if (strlen(keys[i]) != kl || strncmp(s, keys[i], kl)) continue;
-                char *stop;
-                errno = 0;
-                unsigned long v = strtoul(eq + 1, &stop, 10);
-                if (stop != end || vl == 0 || errno || v > 0xffffffffu ||
-                    (dst[i] == &k->block && (v == 0 || v > 4096)))
-                    return tsr_seterr(e, TSR_ERR_FORMAT, "tessera_profile '%s': bad value for %s",
-                                      text, keys[i]);
-                *dst[i] = (uint32_t)v;
-                if (i < NK) seen |= 1u << i;
-            }
-            /* unknown keys are ignored: a newer profile may say more */
+            int rc = xprofile_pair(text, s, eq, end, k, &seen, e);
+            if (rc) return rc;
         }
         s = *end ? end + 1 : end;
     }
     if (!have_name)
         return tsr_seterr(e, TSR_ERR_FORMAT, "tessera_profile '%s': no name", text);
-    for (unsigned i = 0; i < NK; i++)
-        if (!(seen & (1u << i)) || (*dst[i] == 0 && dst[i] != &k->with_f32 &&
-                                            dst[i] != &k->f32_uram && dst[i] != &k->kv_uram))
+    for (unsigned i = 0; i < NPF; i++)
+        if (pfields[i].need != TSR_PF_OPT &&
+            (!(seen & (1ull << i)) || (pfields[i].need == TSR_PF_REQ && *pf_at(k, i) == 0)))
             return tsr_seterr(e, TSR_ERR_FORMAT, "tessera_profile '%s': %s missing or zero",
-                              text, keys[i]);
+                              text, pfields[i].key);
     return TSR_OK;
 }
 

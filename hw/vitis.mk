@@ -185,7 +185,7 @@ $(TB_IMAGE): $(TB_IMAGER) $(TB_MODEL) $(TB_TOKENIZER)
 
 # The testbench and the kernel sources as Vitis csim compiles them:
 # TSR_CSIM (the synthesis state layout) and the profile, no driver code.
-$(TB_BIN): tests/csim/tb_tessera_top.c $(KERNEL_SRC) $(wildcard kernels/*.h kernels/profiles/*.h)
+$(TB_BIN): tests/csim/tb_tessera_top.c $(KERNEL_SRC) $(wildcard kernels/*.h kernels/*.def kernels/profiles/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) -Ikernels -DTSR_CSIM \
 	    '-DTSR_PROFILE_HEADER="profiles/profile_$(TB_PROFILE).h"' \
@@ -221,7 +221,7 @@ TB15_EMU      := $(BUILD)-stories15m
 TB15_EMUREF   := $(TB15_EMU)/csim/tsr_csim_emuref
 TB15_TOKENIZER ?= $(SHARED)/models/tokenizer.bin
 
-$(TB15_BIN): tests/csim/tb_tessera_top.c $(KERNEL_SRC) $(wildcard kernels/*.h kernels/profiles/*.h)
+$(TB15_BIN): tests/csim/tb_tessera_top.c $(KERNEL_SRC) $(wildcard kernels/*.h kernels/*.def kernels/profiles/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) -Ikernels -DTSR_CSIM -DTB_LIVE_RING -pthread \
 	    '-DTSR_PROFILE_HEADER="profiles/profile_stories15m.h"' \
@@ -321,7 +321,7 @@ HW_KV       := $(BUILD)/hw/profile_kv_$(PROFILE)
 BITSTREAM   := bitstreams/tessera_$(PROFILE)_$(PLATFORM)$(if $(filter hw_emu,$(TARGET)),.hw_emu)$(HW_MON).xclbin
 HW_VPP_C_MON := $(if $(HW_MON),--profile.stall all:all)
 
-$(HW_XO): $(KERNEL_SRC) $(wildcard kernels/*.h kernels/profiles/*.h) | need-v++
+$(HW_XO): $(KERNEL_SRC) $(wildcard kernels/*.h kernels/*.def kernels/profiles/*.h) | need-v++
 	@mkdir -p $(HW_DIR)
 	$(VPP) -c -t $(TARGET) --platform $(PLATFORM) -k $(KERNEL) \
 	    --hls.clock $(HW_FREQ_HZ):$(KERNEL) --temp_dir $(HW_DIR)/_x.compile$(HW_MON) $(HW_VPP_C_MON) \
@@ -346,7 +346,7 @@ $(HW_RAW): $(HW_XO) $(HW_LOOP_XO) $(HW_LINK_CFG) | need-v++
 
 # hw/profile_kv for any profile: the figures, with the profile's defines,
 # exactly as the kernel is built with them.
-$(BUILD)/hw/profile_kv_%: hw/profile_kv.c $(wildcard kernels/*.h kernels/profiles/*.h) hw/vitis.mk
+$(BUILD)/hw/profile_kv_%: hw/profile_kv.c $(wildcard kernels/*.h kernels/*.def kernels/profiles/*.h) hw/vitis.mk
 	@mkdir -p $(dir $@)
 	$(CC) -Ikernels -DTSR_PROFILE_HEADER='"profiles/profile_$*.h"' $(HW_DEFS_$*) hw/profile_kv.c -o $@
 

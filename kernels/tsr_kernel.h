@@ -32,6 +32,7 @@
 #include "tsr_cycles.h"
 #include "tsr_layout.h"
 #include "tsr_profile.h"
+#include "tsr_profile.def"
 
 /* ------------------------------------------------------------------------ */
 /* Commands                                                                   */
@@ -478,28 +479,14 @@ void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f
  * a card's (its xclbin's tessera_profile key, hw/profile_kv.c), or a
  * shipped one for `tessera plan` (driver/profiles.c). */
 typedef struct tsr_kprofile {
-    uint32_t pes, mesh_rows, mesh_cols;
-    uint32_t dim, hidden, layers, heads, kv_heads, head_size, vocab, seq, slots;
-    uint32_t group_min, group_max;
-    uint32_t sum_lanes, kv_split_max, att_pes, with_f32;
-    uint32_t w8_words, f32_words, kv_words, pe_rows;
-    uint32_t att_words;               /* a PE's attention scores (TSR_PE_ATT) */
-    uint32_t f32_uram, kv_uram;       /* 1: that array in UltraRAM          */
-    uint32_t lanes, vec, row_slots;   /* the datapath (tsr_arch.h)          */
-    uint32_t block;                   /* items a pass (TSR_MAX_BLOCK); an
-                                         xclbin that does not say: 1     */
-    uint32_t with_q4;                 /* the Q4_0 tile is built             */
-    uint32_t kvh_words, kvq_bytes, kvs_words; /* the f16 / int8 KV arrays (0:
-                                         that precision is not built)       */
+#define TSR_PF_MEMBER_(member, key, macro, need) uint32_t member;
+    TSR_PROFILE_FIELDS(TSR_PF_MEMBER_)   /* tsr_profile.def: each figure's meaning */
+#undef TSR_PF_MEMBER_
 } tsr_kprofile;
 
-/* The figures of the profile this file is compiled with. */
-#define TSR_KPROFILE_INIT                                                                  \
-    { TSR_MAX_PES, TSR_MAX_MESH_ROWS, TSR_MAX_MESH_COLS, TSR_MAX_DIM, TSR_MAX_HIDDEN,      \
-      TSR_MAX_LAYERS, TSR_MAX_HEADS, TSR_MAX_KV_HEADS, TSR_MAX_HEAD_SIZE, TSR_MAX_VOCAB,   \
-      TSR_MAX_SEQ, TSR_MAX_SLOTS, TSR_MIN_GROUP, TSR_MAX_GROUP, TSR_SUM_LANES,            \
-      TSR_MAX_KV_SPLIT, TSR_ATT_PES, TSR_WITH_F32, TSR_PE_W8_WORDS, TSR_PE_F32_WORDS, TSR_PE_KV_WORDS, \
-      TSR_PE_ROWS, TSR_PE_ATT, TSR_F32_URAM, TSR_KV_URAM, TSR_LANES, TSR_VEC, TSR_ROW_SLOTS, \
-      TSR_MAX_BLOCK, TSR_WITH_Q4, TSR_PE_KVH_WORDS, TSR_PE_KVQ_BYTES, TSR_PE_KVS_WORDS }
+/* The figures of the profile this file is compiled with (or of the profile
+ * header included last, as driver/profiles.c reads each in turn). */
+#define TSR_PF_INIT_(member, key, macro, need) macro,
+#define TSR_KPROFILE_INIT   { TSR_PROFILE_FIELDS(TSR_PF_INIT_) }
 
 #endif
