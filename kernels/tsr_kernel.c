@@ -153,9 +153,7 @@ static int op_configure(tsr_kstate *st, const uint32_t *in_w, const float *in_f,
     c.rope_theta = in_f[TSR_KCONFIG_INTS];
     c.norm_eps = in_f[TSR_KCONFIG_INTS + 1];
     st->configured = 0;
-#ifdef TSR_EMU
-    st->emu_tr = 0;   /* a failed CONFIGURE leaves the raw layout */
-#endif
+    TSR_PLATFORM_UNCONFIGURE(st);   /* a failed CONFIGURE leaves its defaults */
     uint32_t fit[TSR_KFIT_WORDS];
 cfg_fit_clear:
     for (uint32_t k = 0; k < TSR_KFIT_WORDS; k++) fit[k] = 0;
@@ -290,10 +288,7 @@ cfg_rope_pairs:
 cfg_clear_pes:
             for (uint32_t p = P; p < TSR_PES; p++) st->cnt.pe_sram_bytes[p] = 0;
             st->cnt.n_pes = P;
-#ifdef TSR_EMU
-            st->emu_tr = st->simd && c.dtype == TSR_KDT_Q8 && c.group == 32u &&
-                         tsr_emu_tr_available();
-#endif
+            TSR_PLATFORM_CONFIGURED(st);
             st->configured = 1;
             st->logits_valid = 0;
             st->logits_on_pes = 0;
@@ -350,110 +345,6 @@ static void ctrl_next(ctrl_cur *c, uint32_t dim)
     c->a++;
 }
 
-/* The emulator's per-entry weight sums (tsr_emu_wcorr, kept in the
- * scales' order) of PE p's entries that bytes [off, off + len) of its int8
- * array touched, tile by tile: an entry is G bytes (Q8_0) or 16 (Q4_0),
- * its sum at the tile's first scale plus its index.  An entry split over
- * two chunks is summed again by the second.  Nothing in hardware. */
-static void emu_wcorr_update(tsr_kstate *st, uint32_t p, uint32_t off, uint32_t len)
-{
-#ifdef TSR_EMU
-    if (st->cfg.dtype != TSR_KDT_Q8) return;
-    uint32_t nm = tsr_lay_n_mats(&st->cfg), end = off + len, G = st->cfg.group;
-    for (uint32_t m = 0; m < nm; m++) {
-        uint32_t q4 = st->mat_q4[m], eb = q4 ? TSR_Q4_ENTRY_BYTES : G;
-        uint32_t w0 = st->tab_woff[p][m], n = (st->mat_pair[m] ? 2u : 1u) * st->tab_ent[p][m];
-        uint32_t w1 = w0 + n * eb;
-        if (n == 0 || end <= w0 || off >= w1 || tsr_emu_tr_mat(st, m)) continue;   /* no sums */
-        uint32_t e0 = off > w0 ? (off - w0) / eb : 0u, e1 = ((end < w1 ? end : w1) - 1u - w0) / eb;
-        for (uint32_t e = e0; e <= e1; e++) {
-            const int8_t *w = &st->w8[p][0][0] + w0 + (size_t)e * eb;
-            st->emu_wcorr[p][st->tab_foff[p][m] + e] = q4 ? tsr_emu_wcorr_q4(w) : tsr_emu_wcorr(w, G);
-        }
-    }
-#else
-    (void)st;
-    (void)p;
-    (void)off;
-    (void)len;
-#endif
-}
-
-#ifdef TSR_EMU
-/* A cursor over PE p's tiles in matrix order, for ascending bytes: the
- * current matrix and the end of its tile's entries. */
-typedef struct emu_w8_cursor {
-    uint32_t m, nm, end;
-} emu_w8_cursor;
-
-static void emu_cursor_at(const tsr_kstate *st, uint32_t p, emu_w8_cursor *cu, uint32_t m)
-{
-    cu->m = m;
-    if (m >= cu->nm) return;
-    uint32_t eb = st->mat_q4[m] ? TSR_Q4_ENTRY_BYTES : st->cfg.group;
-    cu->end = st->tab_woff[p][m] + (st->mat_pair[m] ? 2u : 1u) * st->tab_ent[p][m] * eb;
-}
-
-static void emu_cursor_init(const tsr_kstate *st, uint32_t p, emu_w8_cursor *cu)
-{
-    cu->nm = tsr_lay_n_mats(&st->cfg);
-    emu_cursor_at(st, p, cu, 0);
-}
-
-/* Where byte a of PE p's int8 array is kept, and *flip its XOR: the
- * place tsr_emu_w8_place gives in the tile that holds a, a itself
- * between tiles. */
-static uint32_t emu_w8_at(const tsr_kstate *st, uint32_t p, emu_w8_cursor *cu, uint32_t a,
-                          uint32_t *flip)
-{
-    while (cu->m < cu->nm && a >= cu->end) emu_cursor_at(st, p, cu, cu->m + 1u);
-    *flip = 0;
-    if (cu->m >= cu->nm || a < st->tab_woff[p][cu->m]) return a;
-    return tsr_emu_w8_place(st, p, cu->m, a, flip);
-}
-
-/* 8 payload bytes from word w on, each XORed with 0x80 (little-endian) */
-static inline uint64_t emu_flip8(const uint32_t *w)
-{
-    return ((uint64_t)w[0] | (uint64_t)w[1] << 32) ^ 0x8080808080808080ull;
-}
-
-/* LOAD's int8 payload into the transposed units: a whole unit at a time
- * where the chunk holds one from its first byte (the unit's byte u goes to
- * tsr_emu_tr_byte(u): row r's 8-byte run k to 64 k + 8 r), else whole
- * 8-byte runs (a row's 8 bytes of a unit stay together) where the chunk
- * holds them, else a word at a time (a word stays whole). */
-static void emu_load_w8(tsr_kstate *st, uint32_t p, uint32_t off, uint32_t len,
-                        const uint32_t *in_w)
-{
-    uint8_t *w8 = (uint8_t *)&st->w8[p][0][0];
-    emu_w8_cursor cu;
-    emu_cursor_init(st, p, &cu);
-    for (uint32_t i = 0; i < (len + 3u) / 4u;) {
-        uint32_t a = off + 4u * i, flip, at = emu_w8_at(st, p, &cu, a, &flip);
-        /* a unit's first byte is the one multiple of 8 that stays put */
-        if (flip && at == a && a % 8u == 0 && 4u * i + 256u <= len) {
-            for (uint32_t r = 0; r < 8u; r++)
-                for (uint32_t k = 0; k < 4u; k++) {
-                    uint64_t v = emu_flip8(in_w + i + 8u * r + 2u * k);   /* bytes 32 r + 8 k .. */
-                    __builtin_memcpy(w8 + a + 64u * k + 8u * r, &v, sizeof v);
-                }
-            i += 64u;
-            continue;
-        }
-        if (flip && a % 8u == 0 && 4u * i + 8u <= len) {
-            uint64_t v = emu_flip8(in_w + i);
-            __builtin_memcpy(w8 + at, &v, sizeof v);
-            i += 2u;
-            continue;
-        }
-        for (uint32_t k = 0; k < 4u && 4u * i + k < len; k++)
-            w8[at + k] = (uint8_t)((in_w[i] >> (8u * k)) ^ flip);
-        i++;
-    }
-}
-#endif
-
 static int op_load(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32_t *in_w,
                    const float *in_f, uint32_t in_n)
 {
@@ -464,19 +355,11 @@ static int op_load(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32
         if (p >= st->P || off > st->w8_used[p] || len > st->w8_used[p] - off || off % 4u != 0 ||
             (len + 3u) / 4u > in_n)
             return TSR_K_EARG;
-#ifdef TSR_EMU
-        if (st->emu_tr) {
-            emu_load_w8(st, p, off, len, in_w);
-            emu_wcorr_update(st, p, off, len);   /* Q4_0 tiles' sums */
-            st->cnt.load_bytes += len;
-            return TSR_K_OK;
-        }
-#endif
-        /* a payload word (four bytes, little-endian) a cycle into the
-         * TSR_LANES-byte words: off is a multiple of 4, so the four land in
-         * one word */
+        /* a platform may keep the bytes its own way: then no words left
+         * for the loop */
+        uint32_t nw = TSR_FAST_LOAD_W8(st, p, off, len, in_w) ? 0u : (len + 3u) / 4u;
 load_w8:
-        for (uint32_t i = 0; i < (len + 3u) / 4u; i++) {
+        for (uint32_t i = 0; i < nw; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_LOAD_WORDS
 #pragma HLS PIPELINE II=1
             uint32_t v = in_w[i], a = off + 4u * i;
@@ -487,7 +370,7 @@ load_w8_bytes:
                     st->w8[p][a / TSR_LANES][a % TSR_LANES + k] = (int8_t)(uint8_t)(v >> (8u * k));
             }
         }
-        emu_wcorr_update(st, p, off, len);
+        TSR_LOADED_W8(st, p, off, len);
         st->cnt.load_bytes += len;
         return TSR_K_OK;
     }
@@ -1015,24 +898,10 @@ static int op_read_mem(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], volatile
         if (p >= st->P || off > st->w8_used[p] || len > st->w8_used[p] - off ||
             tsr_cdiv(len, 4u) > room)
             return TSR_K_EARG;
-#ifdef TSR_EMU
-        if (st->emu_tr && st->configured) {   /* back out of the transposed units */
-            emu_w8_cursor cu;
-            emu_cursor_init(st, p, &cu);
-            for (uint32_t k = 0; k < tsr_cdiv(len, 4u); k++) {
-                uint32_t w = 0;
-                for (uint32_t i = 0; i < 4u && 4u * k + i < len; i++) {
-                    uint32_t flip, at = emu_w8_at(st, p, &cu, off + 4u * k + i, &flip);
-                    w |= ((uint32_t)(uint8_t)(&st->w8[p][0][0])[at] ^ flip) << (8u * i);
-                }
-                out_w[k] = w;
-            }
-            *out_n = tsr_cdiv(len, 4u);
-            return TSR_K_OK;
-        }
-#endif
+        /* a platform that keeps the bytes its own way reads them back */
+        uint32_t nw = TSR_FAST_READ_W8(st, p, off, len, out_w) ? 0u : tsr_cdiv(len, 4u);
 read_w8:
-        for (uint32_t k = 0; k < tsr_cdiv(len, 4u); k++) {
+        for (uint32_t k = 0; k < nw; k++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_LOAD_WORDS
 #pragma HLS PIPELINE II=1
             uint32_t w = 0;
@@ -1240,7 +1109,7 @@ serve_read:
 /* ------------------------------------------------------------------------ */
 /* Synthesis top                                                              */
 
-#ifndef TSR_EMU
+#if TSR_PLATFORM_TOP
 void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f,
                  volatile uint32_t *out_w, volatile float *out_f, volatile const float *link_in,
                  volatile float *link_out)
