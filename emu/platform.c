@@ -272,6 +272,79 @@ int tsr_emu_quantize(tsr_kstate *st, uint32_t it, uint32_t npad)
  * partials (element i into partial i % TSR_SUM_LANES, ascending) and each
  * word's max |v| (m = a > m ? a : m from 0), so the results are
  * bit-identical; make csim-gcc(-15m) compares the two views' logits. */
+/* The gather's RoPE over elements [i0, r1) of a root's run (element i at
+ * ps[i - o]) into out, each row's bias bb[i] added first: pair (i, i + 1)
+ * turns by angle (i % head_size) / 2, a head at a time. */
+static void emu_rope_bias(const tsr_kstate *st, uint32_t it, const float *ps, uint32_t o,
+                          const float *bb, float *out, uint32_t i0, uint32_t r1)
+{
+    for (uint32_t i = i0; i < r1;) {
+        uint32_t h0 = i - i % st->hs, n = (h0 + st->hs < r1 ? h0 + st->hs : r1) - i;
+        const float *fc = &st->rope_cos[it][(i - h0) / 2u];
+        const float *fs = &st->rope_sin[it][(i - h0) / 2u];
+        const float *v = ps + (i - o), *b = bb + i;
+        float *y = out + i;
+        for (uint32_t q = 0; q < n / 2u; q++) {
+            float v0 = v[2u * q] + b[2u * q], v1 = v[2u * q + 1u] + b[2u * q + 1u];
+            y[2u * q] = v0 * fc[q] - v1 * fs[q];
+            y[2u * q + 1u] = v0 * fs[q] + v1 * fc[q];
+        }
+        i += n;
+    }
+}
+
+/* The same without biases (RoPE a head at a time: pair (i, i + 1) turns by
+ * angle (i % head_size) / 2, i even: words are whole). */
+static void emu_rope(const tsr_kstate *st, uint32_t it, const float *ps, uint32_t o, float *out,
+                     uint32_t i0, uint32_t r1)
+{
+    for (uint32_t i = i0; i < r1;) {
+        uint32_t h0 = i - i % st->hs, n = (h0 + st->hs < r1 ? h0 + st->hs : r1) - i;
+        const float *fc = &st->rope_cos[it][(i - h0) / 2u];
+        const float *fs = &st->rope_sin[it][(i - h0) / 2u];
+        const float *v = ps + (i - o);
+        float *y = out + i;
+        for (uint32_t q = 0; q < n / 2u; q++) {
+            float v0 = v[2u * q], v1 = v[2u * q + 1u];
+            y[2u * q] = v0 * fc[q] - v1 * fs[q];
+            y[2u * q + 1u] = v0 * fs[q] + v1 * fc[q];
+        }
+        i += n;
+    }
+}
+
+/* After the gather's values (out, nout words): the sum-of-squares partials
+ * of a residual add (element i into partial i % TSR_SUM_LANES, ascending),
+ * each word's max |v| for the next GEMV's input. */
+static void emu_gather_tail(tsr_kstate *st, uint32_t it, const float *out, uint32_t nout,
+                            uint32_t add, uint32_t input)
+{
+#if TSR_SSQ_FUSED
+    if (add) {
+        float ssq[TSR_SUM_LANES] = { 0.0f };
+        for (uint32_t b = 0; b < nout; b += TSR_SUM_LANES) {
+            uint32_t n = nout - b < TSR_SUM_LANES ? nout - b : TSR_SUM_LANES;
+            for (uint32_t j = 0; j < n; j++) ssq[j] += out[b + j] * out[b + j];
+        }
+        memcpy(st->ssq[it], ssq, sizeof ssq);
+        st->ssq_fresh[it] = 1;
+    }
+#endif
+    if (input) {
+        for (uint32_t w = 0; w * TSR_VEC < nout; w++) {
+            float m = 0.0f;
+            for (uint32_t l = 0; l < TSR_VEC && w * TSR_VEC + l < nout; l++) {
+                float a = fabsf(out[w * TSR_VEC + l]);
+                m = a > m ? a : m;
+            }
+            st->wmax[it][w] = m;
+        }
+    }
+#if !TSR_SSQ_FUSED
+    (void)add;
+#endif
+}
+
 void tsr_emu_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, uint32_t flags)
 {
     uint32_t d = st->mat_d[mat], nout = tsr_gather_words(st, d, flags);
@@ -295,39 +368,13 @@ void tsr_emu_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, uint
             /* the same with each row's bias added first (before RoPE) */
             const float *bb = st->qkvb[(mat - 1u) / TSR_W_COUNT];
             uint32_t r1 = rope_n < i1 ? (rope_n > i0 ? rope_n : i0) : i1;
-            for (uint32_t i = i0; i < r1;) {
-                uint32_t h0 = i - i % st->hs, n = (h0 + st->hs < r1 ? h0 + st->hs : r1) - i;
-                const float *fc = &st->rope_cos[it][(i - h0) / 2u];
-                const float *fs = &st->rope_sin[it][(i - h0) / 2u];
-                const float *v = ps + (i - o), *b = bb + i;
-                float *y = out + i;
-                for (uint32_t q = 0; q < n / 2u; q++) {
-                    float v0 = v[2u * q] + b[2u * q], v1 = v[2u * q + 1u] + b[2u * q + 1u];
-                    y[2u * q] = v0 * fc[q] - v1 * fs[q];
-                    y[2u * q + 1u] = v0 * fs[q] + v1 * fc[q];
-                }
-                i += n;
-            }
+            emu_rope_bias(st, it, ps, o, bb, out, i0, r1);
             const float *v = ps + (r1 - o), *b = bb + r1;
             float *y = out + r1;
             for (uint32_t e = 0; e < i1 - r1; e++) y[e] = v[e] + b[e];
         } else if (qkv) {
             uint32_t r1 = rope_n < i1 ? (rope_n > i0 ? rope_n : i0) : i1;   /* pairs below rope_n */
-            /* RoPE a head at a time: pair (i, i + 1) turns by angle
-             * (i % head_size) / 2 (rope_pj), i even (words are whole) */
-            for (uint32_t i = i0; i < r1;) {
-                uint32_t h0 = i - i % st->hs, n = (h0 + st->hs < r1 ? h0 + st->hs : r1) - i;
-                const float *fc = &st->rope_cos[it][(i - h0) / 2u];
-                const float *fs = &st->rope_sin[it][(i - h0) / 2u];
-                const float *v = ps + (i - o);
-                float *y = out + i;
-                for (uint32_t q = 0; q < n / 2u; q++) {
-                    float v0 = v[2u * q], v1 = v[2u * q + 1u];
-                    y[2u * q] = v0 * fc[q] - v1 * fs[q];
-                    y[2u * q + 1u] = v0 * fs[q] + v1 * fc[q];
-                }
-                i += n;
-            }
+            emu_rope(st, it, ps, o, out, i0, r1);
             const float *v = ps + (r1 - o);
             float *y = out + r1;
             for (uint32_t e = 0; e < i1 - r1; e++) y[e] = v[e];
@@ -342,27 +389,7 @@ void tsr_emu_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, uint
         w = we;
     }
     for (uint32_t i = d; i < nout; i++) out[i] = 0.0f;   /* the next GEMV's group padding */
-#if TSR_SSQ_FUSED
-    if (add) {
-        float ssq[TSR_SUM_LANES] = { 0.0f };
-        for (uint32_t b = 0; b < nout; b += TSR_SUM_LANES) {
-            uint32_t n = nout - b < TSR_SUM_LANES ? nout - b : TSR_SUM_LANES;
-            for (uint32_t j = 0; j < n; j++) ssq[j] += out[b + j] * out[b + j];
-        }
-        memcpy(st->ssq[it], ssq, sizeof ssq);
-        st->ssq_fresh[it] = 1;
-    }
-#endif
-    if (input) {
-        for (uint32_t w = 0; w * TSR_VEC < nout; w++) {
-            float m = 0.0f;
-            for (uint32_t l = 0; l < TSR_VEC && w * TSR_VEC + l < nout; l++) {
-                float a = fabsf(out[w * TSR_VEC + l]);
-                m = a > m ? a : m;
-            }
-            st->wmax[it][w] = m;
-        }
-    }
+    emu_gather_tail(st, it, out, nout, add, input);
 }
 
 /* What the QKV gather latches word by word into attention PE p's copy

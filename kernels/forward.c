@@ -60,6 +60,55 @@ link_take_words:
     }
 }
 
+/* A pass's start: the cycle mark, then each item's residual stream (its
+ * embedding row, or off link-in when from_link) and its RoPE angles. */
+static void fwd_begin(tsr_kstate *st, const tsr_item *items, uint32_t nx, uint32_t from_link,
+                      volatile const float *link_in)
+{
+#pragma HLS INLINE
+    /* cycle accounting: this pass starts here */
+fwd_mark:
+    for (uint32_t r = 0; r < TSR_RG_COUNT; r++) {
+#pragma HLS UNROLL
+        st->cnt.cyc_mark[r] = st->cnt.cyc[r];
+    }
+    st->cnt.last_pos = items[nx - 1u].pos;
+    /* each item's residual stream: its embedding row, or off link-in */
+    if (from_link) TSR_CHARGE(st, TSR_RG_LINK, tsr_cy_link_in(nx, st->cfg.dim));
+fwd_embed:
+    for (uint32_t b = 0; b < nx; b++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
+        if (from_link) link_take(st, b, link_in);
+        else tsr_mesh_embed(st, b, items[b].token);
+        st->ssq_fresh[b] = 0;
+        tsr_rope_angles(st, b, items[b].pos);
+    }
+}
+
+/* A stage's outputs for each of the nx items: the gather of matrix mat
+ * (into word yw, flags gf) and, after QKV (att_l: the layer + 1, else 0),
+ * the item's attention; the classifier (last): the greedy token on the
+ * mesh, or the logits gathered. */
+static void fwd_outputs(tsr_kstate *st, tsr_item *items, uint32_t nx, uint32_t mat, uint32_t yw,
+                        uint32_t gf, int last, uint32_t att_l)
+{
+#pragma HLS INLINE
+fwd_outputs:
+    for (uint32_t b = 0; b < nx; b++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
+        uint32_t mode = items[b].mode;
+        if (last && mode == TSR_FWD_GREEDY) {
+            items[b].next = tsr_mesh_best(st, mat, b);   /* the logits stay on the mesh */
+            continue;
+        }
+        if (last && mode == TSR_FWD_NONE) continue;
+        tsr_mesh_gather(st, mat, b, yw, gf, items[b].pos);
+        /* head outputs -> xn; an earlier item of the same slot (a
+         * prompt block) has stored its k, v already */
+        if (att_l) tsr_attention(st, b, items[b].slot, att_l - 1u, items[b].pos);
+    }
+}
+
 void tsr_forward(tsr_kstate *st, tsr_item *items, uint32_t nx, volatile const float *link_in,
                  volatile float *link_out)
 {
@@ -78,26 +127,7 @@ fwd_modes:
      * block) or a stage's link-out; READ_LOGITS after a greedy pass: only
      * the classifier's gather */
     uint32_t k0 = gather_only ? 4u * L : 0u, nst = 4u * L + (any_out || to_link ? 1u : 0u);
-    if (!gather_only) {
-        /* cycle accounting: this pass starts here */
-fwd_mark:
-        for (uint32_t r = 0; r < TSR_RG_COUNT; r++) {
-#pragma HLS UNROLL
-            st->cnt.cyc_mark[r] = st->cnt.cyc[r];
-        }
-        st->cnt.last_pos = items[nx - 1u].pos;
-        /* each item's residual stream: its embedding row, or off link-in */
-        if (from_link) TSR_CHARGE(st, TSR_RG_LINK, tsr_cy_link_in(nx, dim));
-fwd_embed:
-        for (uint32_t b = 0; b < nx; b++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
-            if (from_link) link_take(st, b, link_in);
-            else tsr_mesh_embed(st, b, items[b].token);
-            st->ssq_fresh[b] = 0;
-            tsr_rope_angles(st, b, items[b].pos);
-        }
-    }
-
+    if (!gather_only) fwd_begin(st, items, nx, from_link, link_in);
 fwd_stages:
     for (uint32_t k = k0; k < nst; k++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_STAGES
@@ -135,22 +165,8 @@ fwd_inputs:
                     : w == TSR_LAYER_W13 ? TSR_GATHER_INPUT : TSR_GATHER_ADD;
         /* (a platform may run the items' gathers and attention its own
          * way) */
-        if (!TSR_FAST_STAGE_OUTPUTS(st, items, nx, k, nst, mat, yw, gf)) {
-fwd_outputs:
-            for (uint32_t b = 0; b < nx; b++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
-                uint32_t mode = items[b].mode;
-                if (last && mode == TSR_FWD_GREEDY) {
-                    items[b].next = tsr_mesh_best(st, cls, b);   /* the logits stay on the mesh */
-                    continue;
-                }
-                if (last && mode == TSR_FWD_NONE) continue;
-                tsr_mesh_gather(st, mat, b, yw, gf, items[b].pos);
-                /* head outputs -> xn; an earlier item of the same slot (a
-                 * prompt block) has stored its k, v already */
-                if (!last && w == TSR_LAYER_QKV) tsr_attention(st, b, items[b].slot, l, items[b].pos);
-            }
-        }
+        if (!TSR_FAST_STAGE_OUTPUTS(st, items, nx, k, nst, mat, yw, gf))
+            fwd_outputs(st, items, nx, mat, yw, gf, last, !last && w == TSR_LAYER_QKV ? l + 1u : 0u);
     }
     if (gather_only) {
         st->logits_on_pes = 0;

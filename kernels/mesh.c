@@ -696,6 +696,62 @@ in_q8_pe_scales:
     TSR_COUNT(st, fabric_bcast_bytes, (uint64_t)P * (npad + 4u * (npad >> st->g_log2)));
 }
 
+/* Word w of item it's gather, d rows: its TSR_VEC values from root src's
+ * partial sums (its rows from word start), with the QKV biases of layer
+ * lay (bias) and RoPE below element rope_n (qkv) applied, into v. */
+static void gather_word_in(const tsr_kstate *st, uint32_t it, uint32_t w, uint32_t d,
+                           uint32_t src, uint32_t start, uint32_t bias, uint32_t lay, uint32_t qkv,
+                           uint32_t rope_n, float v[TSR_VEC])
+{
+#pragma HLS INLINE
+gather_lanes:
+    for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+        uint32_t i = w * TSR_VEC + l;
+        v[l] = i < d ? st->psum[src][it][(w - start) * TSR_VEC + l] : 0.0f;
+    }
+    if (bias) {
+        /* the row's bias, before RoPE (a bank a lane, as cv) */
+gather_bias:
+        for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+            uint32_t i = w * TSR_VEC + l;
+            if (i < d) v[l] = v[l] + st->qkvb[lay][i];
+        }
+    }
+    if (qkv) {
+        /* RoPE as run.c: q[i], and k[i] for i < kv_dim, pairwise */
+gather_rope_pairs:
+        for (uint32_t k = 0; k < TSR_VEC / 2u; k++) {
+#pragma HLS UNROLL
+            uint32_t i = w * TSR_VEC + 2u * k;
+            if (i < rope_n) {
+                uint32_t j = st->rope_pj[i / 2u];
+                float fcr = st->rope_cos[it][j], fci = st->rope_sin[it][j];
+                float v0 = v[2u * k], v1 = v[2u * k + 1u];
+                v[2u * k] = v0 * fcr - v1 * fci;
+                v[2u * k + 1u] = v0 * fci + v1 * fcr;
+            }
+        }
+    }
+}
+
+/* Word w of q | k | v (v) into every attention PE's copy: constant lanes,
+ * one write a bank (attention.c reads its slices). */
+static void gather_latch(tsr_kstate *st, uint32_t w, const float v[TSR_VEC])
+{
+#pragma HLS INLINE
+latch_pes:
+    for (uint32_t p = 0; p < TSR_ATT_PES; p++) {
+#pragma HLS UNROLL
+latch_lanes:
+        for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+            st->qkvw[p][w][l] = v[l];
+        }
+    }
+}
+
 void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, uint32_t flags,
                      uint32_t pos)
 {
@@ -747,36 +803,7 @@ gather_words:
         }
         float v[TSR_VEC];
 #pragma HLS ARRAY_PARTITION variable=v type=complete
-gather_lanes:
-        for (uint32_t l = 0; l < TSR_VEC; l++) {
-#pragma HLS UNROLL
-            uint32_t i = w * TSR_VEC + l;
-            v[l] = i < d ? st->psum[src][it][(w - start) * TSR_VEC + l] : 0.0f;
-        }
-        if (bias) {
-            /* the row's bias, before RoPE (a bank a lane, as cv) */
-gather_bias:
-            for (uint32_t l = 0; l < TSR_VEC; l++) {
-#pragma HLS UNROLL
-                uint32_t i = w * TSR_VEC + l;
-                if (i < d) v[l] = v[l] + st->qkvb[lay][i];
-            }
-        }
-        if (qkv) {
-            /* RoPE as run.c: q[i], and k[i] for i < kv_dim, pairwise */
-gather_rope_pairs:
-            for (uint32_t k = 0; k < TSR_VEC / 2u; k++) {
-#pragma HLS UNROLL
-                uint32_t i = w * TSR_VEC + 2u * k;
-                if (i < rope_n) {
-                    uint32_t j = st->rope_pj[i / 2u];
-                    float fcr = st->rope_cos[it][j], fci = st->rope_sin[it][j];
-                    float v0 = v[2u * k], v1 = v[2u * k + 1u];
-                    v[2u * k] = v0 * fcr - v1 * fci;
-                    v[2u * k + 1u] = v0 * fci + v1 * fcr;
-                }
-            }
-        }
+        gather_word_in(st, it, w, d, src, start, bias, lay, qkv, rope_n, v);
         float m = 0.0f;
 #if TSR_SSQ_FUSED
         float sq[TSR_VEC];              /* the head row, plus this word's squares */
@@ -821,19 +848,8 @@ gather_ssq_tail:
             ssq[TSR_SSQ_DIST - 1u][l] = sq[l];
         }
 #endif
-        /* q | k | v word by word into every attention PE's copy: constant
-         * lanes, one write a bank (attention.c reads its slices) */
-        if (qkv) {
-latch_pes:
-            for (uint32_t p = 0; p < TSR_ATT_PES; p++) {
-#pragma HLS UNROLL
-latch_lanes:
-                for (uint32_t l = 0; l < TSR_VEC; l++) {
-#pragma HLS UNROLL
-                    st->qkvw[p][w][l] = v[l];
-                }
-            }
-        }
+        /* q | k | v word by word into every attention PE's copy */
+        if (qkv) gather_latch(st, w, v);
     }
 #if TSR_SSQ_FUSED
     if (add) {

@@ -76,45 +76,63 @@ log2_bits:
     return l;
 }
 
-/* Shapes and mesh within the profile?  TSR_K_OK, TSR_K_EARG (not a valid
- * config at all) or TSR_K_ESHAPE (valid, but over a profile limit). */
-static int check_shape(const tsr_kconfig *c)
+/* A size of c that is zero. */
+static int shape_has_zero(const tsr_kconfig *c)
 {
-    if (c->magic != TSR_KCONFIG_MAGIC) return TSR_K_EARG;
-    if (c->dim == 0 || c->hidden_dim == 0 || c->n_layers == 0 || c->n_heads == 0 ||
-        c->n_kv_heads == 0 || c->vocab_size == 0 || c->seq_len == 0 || c->n_slots == 0 ||
-        c->group == 0 || c->mesh_rows == 0 || c->mesh_cols == 0 || c->kv_split == 0 ||
-        c->att_pes == 0)
-        return TSR_K_EARG;
-    if (c->dim % c->n_heads || c->n_heads % c->n_kv_heads || (c->dim / c->n_heads) % 2u)
-        return TSR_K_EARG;
-    if (c->dtype != TSR_KDT_Q8 && c->dtype != TSR_KDT_F32) return TSR_K_EARG;
+    return c->dim == 0 || c->hidden_dim == 0 || c->n_layers == 0 || c->n_heads == 0 ||
+           c->n_kv_heads == 0 || c->vocab_size == 0 || c->seq_len == 0 || c->n_slots == 0 ||
+           c->group == 0 || c->mesh_rows == 0 || c->mesh_cols == 0 || c->kv_split == 0 ||
+           c->att_pes == 0;
+}
+
+/* Not a valid config at all: 1 (TSR_K_EARG). */
+static int shape_invalid(const tsr_kconfig *c)
+{
+    if (c->magic != TSR_KCONFIG_MAGIC || shape_has_zero(c)) return 1;
+    if (c->dim % c->n_heads || c->n_heads % c->n_kv_heads || (c->dim / c->n_heads) % 2u) return 1;
+    if (c->dtype != TSR_KDT_Q8 && c->dtype != TSR_KDT_F32) return 1;
     if (c->bos >= c->vocab_size || c->eos >= c->vocab_size || c->kv_dtype >= TSR_KV_COUNT ||
         (c->q4_kinds & ~TSR_KINDS_ALL) != 0 || (c->stage & ~TSR_STAGE_ALL) != 0)
-        return TSR_K_EARG;
+        return 1;
     /* Q4_0 tiles: in the quantized mode, at GGUF's block of 32 */
-    if (c->q4_kinds != 0 && (c->dtype != TSR_KDT_Q8 || c->group != TSR_Q4_GROUP)) return TSR_K_EARG;
-    if (!is_pow2(c->mesh_cols) || !is_pow2(c->group) || !is_pow2(c->kv_split)) return TSR_K_EARG;
+    if (c->q4_kinds != 0 && (c->dtype != TSR_KDT_Q8 || c->group != TSR_Q4_GROUP)) return 1;
+    return !is_pow2(c->mesh_cols) || !is_pow2(c->group) || !is_pow2(c->kv_split);
+}
+
+/* A size of a valid c over the profile's limits: 1. */
+static int shape_over_limits(const tsr_kconfig *c)
+{
     uint32_t P = c->mesh_rows * c->mesh_cols;
-    if (c->dim > TSR_MAX_DIM || c->hidden_dim > TSR_MAX_HIDDEN || c->n_layers > TSR_MAX_LAYERS ||
-        c->n_heads > TSR_MAX_HEADS || c->n_kv_heads > TSR_MAX_KV_HEADS ||
-        c->dim / c->n_heads > TSR_MAX_HEAD_SIZE || c->vocab_size > TSR_MAX_VOCAB ||
-        c->seq_len > TSR_MAX_SEQ || c->n_slots > TSR_MAX_SLOTS || c->group < TSR_MIN_GROUP ||
-        c->group > TSR_MAX_GROUP || c->mesh_rows > TSR_MAX_MESH_ROWS ||
-        c->mesh_cols > TSR_MAX_MESH_COLS || P > TSR_PES || c->kv_split > TSR_MAX_KV_SPLIT ||
-        c->att_pes > TSR_ATT_PES || c->att_pes > P)
-        return TSR_K_ESHAPE;
+    return c->dim > TSR_MAX_DIM || c->hidden_dim > TSR_MAX_HIDDEN || c->n_layers > TSR_MAX_LAYERS ||
+           c->n_heads > TSR_MAX_HEADS || c->n_kv_heads > TSR_MAX_KV_HEADS ||
+           c->dim / c->n_heads > TSR_MAX_HEAD_SIZE || c->vocab_size > TSR_MAX_VOCAB ||
+           c->seq_len > TSR_MAX_SEQ || c->n_slots > TSR_MAX_SLOTS || c->group < TSR_MIN_GROUP ||
+           c->group > TSR_MAX_GROUP || c->mesh_rows > TSR_MAX_MESH_ROWS ||
+           c->mesh_cols > TSR_MAX_MESH_COLS || P > TSR_PES || c->kv_split > TSR_MAX_KV_SPLIT ||
+           c->att_pes > TSR_ATT_PES || c->att_pes > P;
+}
+
+/* A valid c within the limits that the profile's datapaths cannot run: 1. */
+static int shape_unbuilt(const tsr_kconfig *c)
+{
     /* Q > 1: one KV head a group of Q; a group's query slice in whole bus
      * words; a head in whole attention words (V rows, head outputs) */
     if (c->att_pes % c->kv_split != 0 ||
         (c->kv_split > 1u && c->n_kv_heads > c->att_pes / c->kv_split) ||
         (c->dim / c->n_kv_heads) % TSR_VEC != 0 || (c->dim / c->n_heads) % TSR_ATT_LANES != 0)
-        return TSR_K_ESHAPE;
-    if (c->dtype == TSR_KDT_F32 && !TSR_WITH_F32) return TSR_K_ESHAPE;
+        return 1;
+    if (c->dtype == TSR_KDT_F32 && !TSR_WITH_F32) return 1;
     /* datapaths the profile did not build */
-    if ((c->q4_kinds != 0 && !TSR_WITH_Q4) || (c->kv_dtype == TSR_KV_F16 && !TSR_WITH_KV_F16) ||
-        (c->kv_dtype == TSR_KV_INT8 && !TSR_WITH_KV_INT8))
-        return TSR_K_ESHAPE;
+    return (c->q4_kinds != 0 && !TSR_WITH_Q4) || (c->kv_dtype == TSR_KV_F16 && !TSR_WITH_KV_F16) ||
+           (c->kv_dtype == TSR_KV_INT8 && !TSR_WITH_KV_INT8);
+}
+
+/* Shapes and mesh within the profile?  TSR_K_OK, TSR_K_EARG (not a valid
+ * config at all) or TSR_K_ESHAPE (valid, but over a profile limit). */
+static int check_shape(const tsr_kconfig *c)
+{
+    if (shape_invalid(c)) return TSR_K_EARG;
+    if (shape_over_limits(c) || shape_unbuilt(c)) return TSR_K_ESHAPE;
     return TSR_K_OK;
 }
 
@@ -123,35 +141,110 @@ static void put_fit(volatile uint32_t *out, uint32_t room, uint32_t k, uint32_t 
     if (k < room) out[k] = v;
 }
 
+/* CONFIGURE's payload (TSR_KCONFIG_WORDS words) as a tsr_kconfig. */
+static void cfg_read(tsr_kconfig *c, const uint32_t *in_w, const float *in_f)
+{
+    c->magic = in_w[0];
+    c->dim = in_w[1];
+    c->hidden_dim = in_w[2];
+    c->n_layers = in_w[3];
+    c->n_heads = in_w[4];
+    c->n_kv_heads = in_w[5];
+    c->vocab_size = in_w[6];
+    c->seq_len = in_w[7];
+    c->n_slots = in_w[8];
+    c->dtype = in_w[9];
+    c->group = in_w[10];
+    c->mesh_rows = in_w[11];
+    c->mesh_cols = in_w[12];
+    c->shared_classifier = in_w[13];
+    c->kv_split = in_w[14];
+    c->att_pes = in_w[15];
+    c->q4_kinds = in_w[16];
+    c->kv_dtype = in_w[17];
+    c->bos = in_w[18];
+    c->eos = in_w[19];
+    c->qkv_bias = in_w[20];
+    c->stage = in_w[21];
+    c->rope_theta = in_f[TSR_KCONFIG_INTS];
+    c->norm_eps = in_f[TSR_KCONFIG_INTS + 1];
+}
+
+/* The gather's sources: each of the nm matrices' mesh rows from its first
+ * unit on (tsr_layout.h), the roots that hold rows, over P PEs. */
+static void cfg_roots(tsr_kstate *st, uint32_t P, uint32_t nm)
+{
+cfg_roots:
+    for (uint32_t m = 0; m < nm; m++) {
+#pragma HLS LOOP_TRIPCOUNT min=5 max=TSR_LIT_MAX_MATS
+        uint32_t Cm = st->mat_cols[m], R = P / Cm, r0 = (st->mat_rot[m] / Cm) % R, n = 0;
+cfg_roots_rows:
+        for (uint32_t k = 0; k < R; k++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PES
+            uint32_t p = ((r0 + k) % R) * Cm;
+            tsr_ktab t = tsr_ktab_of(st, p, m);
+            if (t.rows == 0) continue;
+            st->root_pe[m][n] = p;
+            st->root_w0[m][n] = t.row0 / TSR_VEC;
+            st->root_w1[m][n] = t.row0 / TSR_VEC + tsr_cdiv(t.rows, TSR_VEC);
+            n++;
+        }
+        st->mat_nroots[m] = n;
+    }
+}
+
+/* A CONFIGURE that fits: c (P PEs, sl attention words of positions a PE)
+ * becomes the state's configuration, its derived figures and tables, and
+ * every slot is reset. */
+static void cfg_commit(tsr_kstate *st, const tsr_kconfig *c, uint32_t P, uint32_t sl)
+{
+    uint32_t hs = c->dim / c->n_heads;
+    st->cfg = *c;
+    st->P = P;
+    st->R = c->mesh_rows;
+    st->C = c->mesh_cols;
+    st->hs = hs;
+    st->kv_dim = c->n_kv_heads * hs;
+    st->kv_mul = c->n_heads / c->n_kv_heads;
+    st->seq_local = sl;
+    st->sqrt_hs = sqrtf((float)hs);
+    st->g_log2 = log2u(c->group);
+    st->cpg_log2 = c->group > TSR_LANES ? log2u(c->group / TSR_LANES) : 0u;
+    st->q_log2 = log2u(c->kv_split);
+cfg_kv_home:
+    for (uint32_t k = 0; k < c->n_kv_heads; k++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_KV_HEADS
+        tsr_lay_kv_home(c, k, &st->kv_pe[k], &st->kv_j[k]);
+        st->kv_ow[k] = st->kv_j[k] * (c->dim / c->n_kv_heads) / TSR_ATT_LANES;
+    }
+    /* RoPE, as run.c: theta^(-head_dim / head_size), head_dim even */
+cfg_rope_freq:
+    for (uint32_t j = 0; j < hs / 2u; j++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_HALF_HS
+        st->rope_freq[j] = 1.0f / powf(c->rope_theta, (float)(2u * j) / (float)hs);
+    }
+cfg_rope_pairs:
+    for (uint32_t i = 0; i < c->dim + st->kv_dim; i += 2u) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_QKV
+        st->rope_pj[i / 2u] = (i % hs) / 2u;
+    }
+cfg_clear_pes:
+    for (uint32_t p = P; p < TSR_PES; p++) st->cnt.pe_sram_bytes[p] = 0;
+    st->cnt.n_pes = P;
+    TSR_PLATFORM_CONFIGURED(st);
+    st->configured = 1;
+    st->logits_valid = 0;
+    st->logits_on_pes = 0;
+cfg_slots:
+    for (uint32_t s = 0; s < TSR_MAX_SLOTS; s++) slot_reset(st, s);
+}
+
 static int op_configure(tsr_kstate *st, const uint32_t *in_w, const float *in_f, uint32_t in_n,
                         volatile uint32_t *out, uint32_t room, uint32_t *out_n)
 {
     tsr_kconfig c;
     if (in_n < TSR_KCONFIG_WORDS) return TSR_K_EARG;
-    c.magic = in_w[0];
-    c.dim = in_w[1];
-    c.hidden_dim = in_w[2];
-    c.n_layers = in_w[3];
-    c.n_heads = in_w[4];
-    c.n_kv_heads = in_w[5];
-    c.vocab_size = in_w[6];
-    c.seq_len = in_w[7];
-    c.n_slots = in_w[8];
-    c.dtype = in_w[9];
-    c.group = in_w[10];
-    c.mesh_rows = in_w[11];
-    c.mesh_cols = in_w[12];
-    c.shared_classifier = in_w[13];
-    c.kv_split = in_w[14];
-    c.att_pes = in_w[15];
-    c.q4_kinds = in_w[16];
-    c.kv_dtype = in_w[17];
-    c.bos = in_w[18];
-    c.eos = in_w[19];
-    c.qkv_bias = in_w[20];
-    c.stage = in_w[21];
-    c.rope_theta = in_f[TSR_KCONFIG_INTS];
-    c.norm_eps = in_f[TSR_KCONFIG_INTS + 1];
+    cfg_read(&c, in_w, in_f);
     st->configured = 0;
     TSR_PLATFORM_UNCONFIGURE(st);   /* a failed CONFIGURE leaves its defaults */
     uint32_t fit[TSR_KFIT_WORDS];
@@ -221,25 +314,7 @@ cfg_pe_mats:
             if (kvs > max_kvs) max_kvs = kvs;
             if (rows > max_rows) max_rows = rows;
         }
-        /* the gather's sources: each matrix's mesh rows from its first
-         * unit on (tsr_layout.h), the roots that hold rows */
-cfg_roots:
-        for (uint32_t m = 0; m < nm; m++) {
-#pragma HLS LOOP_TRIPCOUNT min=5 max=TSR_LIT_MAX_MATS
-            uint32_t Cm = st->mat_cols[m], R = P / Cm, r0 = (st->mat_rot[m] / Cm) % R, n = 0;
-cfg_roots_rows:
-            for (uint32_t k = 0; k < R; k++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PES
-                uint32_t p = ((r0 + k) % R) * Cm;
-                tsr_ktab t = tsr_ktab_of(st, p, m);
-                if (t.rows == 0) continue;
-                st->root_pe[m][n] = p;
-                st->root_w0[m][n] = t.row0 / TSR_VEC;
-                st->root_w1[m][n] = t.row0 / TSR_VEC + tsr_cdiv(t.rows, TSR_VEC);
-                n++;
-            }
-            st->mat_nroots[m] = n;
-        }
+        cfg_roots(st, P, nm);
         fit[TSR_KFIT_W8_WORDS] = tsr_cdiv(max_w, TSR_LANES);
         fit[TSR_KFIT_F32_WORDS] = max_f;
         fit[TSR_KFIT_KV_WORDS] = max_kv;
@@ -254,47 +329,7 @@ cfg_roots_rows:
             max_kv > kv_room || max_kvs > TSR_PE_KVS_WORDS || max_rows > TSR_PE_ROWS ||
             max_att > TSR_PE_ATT)
             rc = TSR_K_ECAPACITY;
-        if (rc == TSR_K_OK) {
-            uint32_t hs = c.dim / c.n_heads;
-            st->cfg = c;
-            st->P = P;
-            st->R = c.mesh_rows;
-            st->C = c.mesh_cols;
-            st->hs = hs;
-            st->kv_dim = c.n_kv_heads * hs;
-            st->kv_mul = c.n_heads / c.n_kv_heads;
-            st->seq_local = sl;
-            st->sqrt_hs = sqrtf((float)hs);
-            st->g_log2 = log2u(c.group);
-            st->cpg_log2 = c.group > TSR_LANES ? log2u(c.group / TSR_LANES) : 0u;
-            st->q_log2 = log2u(c.kv_split);
-cfg_kv_home:
-            for (uint32_t k = 0; k < c.n_kv_heads; k++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_KV_HEADS
-                tsr_lay_kv_home(&c, k, &st->kv_pe[k], &st->kv_j[k]);
-                st->kv_ow[k] = st->kv_j[k] * (c.dim / c.n_kv_heads) / TSR_ATT_LANES;
-            }
-            /* RoPE, as run.c: theta^(-head_dim / head_size), head_dim even */
-cfg_rope_freq:
-            for (uint32_t j = 0; j < hs / 2u; j++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_HALF_HS
-                st->rope_freq[j] = 1.0f / powf(c.rope_theta, (float)(2u * j) / (float)hs);
-            }
-cfg_rope_pairs:
-            for (uint32_t i = 0; i < c.dim + st->kv_dim; i += 2u) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_QKV
-                st->rope_pj[i / 2u] = (i % hs) / 2u;
-            }
-cfg_clear_pes:
-            for (uint32_t p = P; p < TSR_PES; p++) st->cnt.pe_sram_bytes[p] = 0;
-            st->cnt.n_pes = P;
-            TSR_PLATFORM_CONFIGURED(st);
-            st->configured = 1;
-            st->logits_valid = 0;
-            st->logits_on_pes = 0;
-cfg_slots:
-            for (uint32_t s = 0; s < TSR_MAX_SLOTS; s++) slot_reset(st, s);
-        }
+        if (rc == TSR_K_OK) cfg_commit(st, &c, P, sl);
     }
     fit[TSR_KFIT_STATUS] = (uint32_t)rc;
 cfg_fit_out:
@@ -806,6 +841,37 @@ read_logits:
  *                 when asked (one item a slot), answer: the ids.  The
  *                 others need the whole model on the device (stage 0),
  *                 but READ_LOGITS the last stage's. */
+/* The command c's run (its op, slot, count and flags) on a device whose
+ * configuration is cf. */
+static void fwd_run_of(fwd_run *r, const uint32_t c[TSR_CMD_WORDS], const tsr_kconfig *cf)
+{
+    r->op = c[TSR_CMD_OP];
+    r->slot = c[TSR_CMD_SLOT];
+    r->n = c[TSR_CMD_A0];
+    r->prefill = r->op == TSR_OP_PREFILL;
+    r->gather = r->op == TSR_OP_READ_LOGITS;
+    r->pass = r->op == TSR_OP_FORWARD;
+    r->decode = !r->prefill && !r->gather && !r->pass;
+    r->flags = r->pass ? c[TSR_CMD_A1] : 0u;
+    r->batch = (r->flags & TSR_FWDC_BATCH) != 0u;
+    r->first = (cf->stage & TSR_STAGE_LINK_IN) == 0u;
+}
+
+/* The run's checks and setup by its kind (FORWARD, PREFILL, the decodes;
+ * READ_LOGITS: logits of this slot at its position); TSR_K_*. */
+static int fwd_setup(tsr_kstate *st, fwd_run *r, const uint32_t c[TSR_CMD_WORDS],
+                     const uint32_t *in_w, const float *in_f, uint32_t in_n, uint32_t room,
+                     volatile uint32_t *out_w)
+{
+    if (r->pass) return fwd_setup_pass(st, r, c, in_w, in_f, in_n, room);
+    if (r->prefill) return fwd_setup_prefill(st, r, in_w, in_n);
+    if (r->decode) return fwd_setup_decode(st, r, c, in_w, in_f, in_n, room, out_w);
+    if (!st->logits_valid || st->logits_slot != r->slot ||
+        (uint32_t)st->pos[r->slot] != st->logits_pos + 1u)
+        return TSR_K_ESTATE;   /* none, or not this slot's at its position */
+    return TSR_K_OK;
+}
+
 static int op_forward(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32_t *in_w,
                       const float *in_f, uint32_t in_n, volatile uint32_t *out_w,
                       volatile float *out_f, uint32_t room, volatile const uint32_t *hdr,
@@ -813,27 +879,13 @@ static int op_forward(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uin
 {
     const tsr_kconfig *cf = &st->cfg;
     fwd_run r = { 0 };
-    r.op = c[TSR_CMD_OP];
-    r.slot = c[TSR_CMD_SLOT];
-    r.n = c[TSR_CMD_A0];
-    r.prefill = r.op == TSR_OP_PREFILL;
-    r.gather = r.op == TSR_OP_READ_LOGITS;
-    r.pass = r.op == TSR_OP_FORWARD;
-    r.decode = !r.prefill && !r.gather && !r.pass;
-    r.flags = r.pass ? c[TSR_CMD_A1] : 0u;
-    r.batch = (r.flags & TSR_FWDC_BATCH) != 0u;
-    r.first = (cf->stage & TSR_STAGE_LINK_IN) == 0u;
+    fwd_run_of(&r, c, cf);
     int rc = TSR_K_OK;
     /* a stage runs FORWARD, and the last one READ_LOGITS */
     if (!r.pass && cf->stage != 0u && !(r.gather && tsr_lay_holds_head(cf))) return TSR_K_ESTATE;
     /* a later stage's pass: its header first, whatever comes of it */
     if (r.pass && !r.first) link_header_read(&r, link_in);
-    if (r.pass) rc = fwd_setup_pass(st, &r, c, in_w, in_f, in_n, room);
-    else if (r.prefill) rc = fwd_setup_prefill(st, &r, in_w, in_n);
-    else if (r.decode) rc = fwd_setup_decode(st, &r, c, in_w, in_f, in_n, room, out_w);
-    else if (!st->logits_valid || st->logits_slot != r.slot ||
-             (uint32_t)st->pos[r.slot] != st->logits_pos + 1u)
-        rc = TSR_K_ESTATE;   /* none, or not this slot's at its position */
+    rc = fwd_setup(st, &r, c, in_w, in_f, in_n, room, out_w);
     if (rc != TSR_K_OK) {
         /* a refused pass leaves the stream at the next pass's header */
         if (r.pass && !r.first) link_drain(&r, link_in);
