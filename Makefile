@@ -73,7 +73,10 @@ ifeq ($(EMU_SERIAL),1)
   BUILD     := $(BUILD)-serial
 endif
 
-INC := -Idriver/include -Idriver -Ikernels -Iemu
+# Every host object sees the kernels on the emulator: its definitions of
+# the kernel's platform hooks (kernels/tsr_platform.h) come first.
+PLATFORM_INC := -include emu/tsr_platform_emu.h
+INC := -Idriver/include -Idriver -Ikernels -Iemu $(PLATFORM_INC)
 
 # -------------------------------------------------------------------- XRT ---
 # The xrt backend (driver/backend_xrt.c) needs XRT's headers (Debian:
@@ -211,15 +214,15 @@ deps:
 # ---------------------------------------------------------------- compile ---
 $(BUILD)/kernels/%.o: kernels/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(DEPFLAGS) $(EMU_CFLAGS) $(SANFLAGS) $(INC) -DTSR_EMU -c $< -o $@
+	$(CC) $(BASEFLAGS) $(DEPFLAGS) $(EMU_CFLAGS) $(SANFLAGS) $(INC) -c $< -o $@
 
 $(BUILD)/emu/%.o: emu/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(DEPFLAGS) $(EMU_CFLAGS) $(SANFLAGS) $(INC) -DTSR_EMU -DTSR_EMU_SIMD=$(EMU_SIMD) -c $< -o $@
+	$(CC) $(BASEFLAGS) $(DEPFLAGS) $(EMU_CFLAGS) $(SANFLAGS) $(INC) -DTSR_EMU_SIMD=$(EMU_SIMD) -c $< -o $@
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(DEPFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) -DTSR_EMU -c $< -o $@
+	$(CC) $(BASEFLAGS) $(DEPFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) -c $< -o $@
 
 # The weight image builder touches every weight once per load: -O3 lets
 # the compiler vectorize its dequantize and quantize loops (1 GB/s goal),

@@ -92,7 +92,7 @@ static void emu_close(tsr_backend *b)
 
 /* Each PE's slice of an [n][...] array over the first n PEs (TSR_PES, or
  * TSR_ATT_PES for the attention PEs') on its owner's NUMA node.  The
- * slices start on pages (TSR_EMU_PAGE, tsr_kernel.h). */
+ * slices start on pages (TSR_MEM_ALIGN: emu/tsr_platform_emu.h). */
 static void place_slices(tsr_backend *b, void *base, size_t per_pe, int n)
 {
     for (int p = 0; p < n; p++) {

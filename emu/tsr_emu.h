@@ -14,9 +14,13 @@
  *                f16 cache's encoder, and the prefetch of KV rows
  *   quant.c      the Q8 input quantizer's values as one vectorized loop
  *   pes.c        a mesh step's PE tasks on the pool
+ *   platform.c   the fast paths behind the kernel's platform hooks
+ *   passes.c     a forward pass's items on the pool
  *   cpu.c        the CPU's features, asked once
  *
- * kernels/ include this header only under TSR_EMU (tsr_hls.h).  The kernel
+ * No kernel source includes emu/: the Makefile puts tsr_platform_emu.h (the
+ * emulator's definitions of kernels/tsr_platform.h's hooks, which includes
+ * this header) in front of every host object.  The kernel
  * builds and runs without emu/: `make EMU_SIMD=0` leaves the SIMD rows out
  * (tsr_emu_tile_q8 then handles no row), and a NULL pool runs every step
  * on the calling thread.

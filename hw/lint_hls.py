@@ -1146,7 +1146,10 @@ def root_param(e, f, tracked):
     return None
 
 
-def rule_m_axi_null_test(funcs, rep):
+def m_axi_tracked(funcs):
+    """The m_axi pointers and every parameter they reach down the call graph:
+    (tracked, a set of (function usr, parameter); origin, each one's (port,
+    top function))."""
     tracked, origin, work = set(), {}, []
     for f, p in m_axi_pragmas(funcs):
         port = p.opts.get("port")
@@ -1172,6 +1175,35 @@ def rule_m_axi_null_test(funcs, rep):
                     tracked.add(key)
                     origin[key] = origin[(f.usr, name)]
                     work.append(g)
+    return tracked, origin
+
+
+def null_test_operands(n):
+    """The operands node n tests for truth or compares with a constant (the
+    places a NULL test sits): (operand, needs an ICE on the other side)."""
+    if n.kind == K.BINARY_OPERATOR:
+        op, ks = binop(n), kids(n)
+        if op in ("==", "!="):
+            return [(a, b) for a, b in ((ks[0], ks[1]), (ks[1], ks[0]))]
+        if op in ("&&", "||"):
+            return [(k, None) for k in ks]
+        return []
+    if n.kind == K.UNARY_OPERATOR and unop(n) == "!":
+        return [(kids(n)[0], None)]
+    if n.kind in (K.IF_STMT, K.WHILE_STMT, K.CONDITIONAL_OPERATOR):
+        ks = kids(n)
+        return [(ks[0], None)] if ks else []
+    if n.kind == K.FOR_STMT:
+        lp = Loop(n)
+        return [(lp.cond, None)] if lp.cond is not None else []
+    if n.kind == K.DO_STMT:
+        ks = kids(n)
+        return [(ks[1], None)] if len(ks) == 2 else []
+    return []
+
+
+def rule_m_axi_null_test(funcs, rep):
+    tracked, origin = m_axi_tracked(funcs)
 
     def tested(e, f):
         e = strip(e)
@@ -1183,30 +1215,8 @@ def rule_m_axi_null_test(funcs, rep):
         if not any(k[0] == f.usr for k in tracked):
             continue
         for n in walk(f.c):
-            hits = []
-            if n.kind == K.BINARY_OPERATOR:
-                op = binop(n)
-                ks = kids(n)
-                if op in ("==", "!="):
-                    for a, b in ((ks[0], ks[1]), (ks[1], ks[0])):
-                        if tested(a, f) and is_ice(strip_casts(b)):
-                            hits.append(tested(a, f))
-                elif op in ("&&", "||"):
-                    hits += [tested(k, f) for k in ks]
-            elif n.kind == K.UNARY_OPERATOR and unop(n) == "!":
-                hits.append(tested(kids(n)[0], f))
-            elif n.kind in (K.IF_STMT, K.WHILE_STMT, K.CONDITIONAL_OPERATOR):
-                ks = kids(n)
-                if ks:
-                    hits.append(tested(ks[0], f))
-            elif n.kind == K.FOR_STMT:
-                lp = Loop(n)
-                if lp.cond is not None:
-                    hits.append(tested(lp.cond, f))
-            elif n.kind == K.DO_STMT:
-                ks = kids(n)
-                if len(ks) == 2:
-                    hits.append(tested(ks[1], f))
+            hits = [tested(a, f) for a, other in null_test_operands(n)
+                    if other is None or (tested(a, f) and is_ice(strip_casts(other)))]
             for name in hits:
                 if name:
                     port, top = origin[(f.usr, name)]

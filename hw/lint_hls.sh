@@ -15,7 +15,11 @@
 #   3. recursion: a cycle in the call graph, self-calls included, across
 #      files (gcc -fcallgraph-info writes one VCG graph per file);
 #   4. function pointers: any indirect call;
-#   5. unbounded stack frames (alloca; VLAs are already errors).
+#   5. unbounded stack frames (alloca; VLAs are already errors);
+#   6. the emulator named in a kernel file (DIR's .c and .h, profiles too):
+#      TSR_EMU anywhere, or an include of an emu/ or tsr_emu header.  Where a
+#      platform runs the kernels differently, the kernels call a hook of
+#      tsr_platform.h and emu/ defines it (docs/emulator.md).
 # One line per problem, "lint-hls: <file>: <problem>", and a final
 # "lint-hls: N files OK" when there is none.  Exit status 1 on any problem.
 #
@@ -179,9 +183,15 @@ awk '
     END { sp = 0; for (k = 1; k <= nn; k++) if (color[order[k]] == 0) dfs(order[k]) }
 ' $ci > "$tmp/graph"
 
+# ----------------------------------------------------- platform names ---
+grep -s -n -E 'TSR_EMU|^[[:space:]]*#[[:space:]]*include[[:space:]]*["<]([^">]*/)?(emu/|tsr_emu)' \
+        "$dir"/*.c "$dir"/*.h "$dir"/profiles/*.h |
+    sed 's/^\([^:]*:[0-9]*\):.*/lint-hls: \1: the emulator named in a kernel file (a tsr_platform.h hook instead)/' \
+    > "$tmp/platform"
+
 # --------------------------------------------------------------- report --
-cat "$tmp/sym" "$tmp/graph"
-problems=$((problems + $(cat "$tmp/sym" "$tmp/graph" | wc -l)))
+cat "$tmp/sym" "$tmp/graph" "$tmp/platform"
+problems=$((problems + $(cat "$tmp/sym" "$tmp/graph" "$tmp/platform" | wc -l)))
 if [ "$problems" -gt 0 ]; then
     echo "lint-hls: $problems problem(s) in $nfiles files"
     exit 1

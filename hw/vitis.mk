@@ -178,7 +178,7 @@ TB_IMAGER    := $(BUILD)/csim/tsr_csim_image
 
 $(TB_IMAGER): tests/csim/make_image.c $(LIB_ALL)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) -DTSR_EMU -o $@ $< $(LIB_ALL) $(LDLIBS)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) -o $@ $< $(LIB_ALL) $(LDLIBS)
 
 $(TB_IMAGE): $(TB_IMAGER) $(TB_MODEL) $(TB_TOKENIZER)
 	$(TB_IMAGER) $(TB_MODEL) $(TB_TOKENIZER) "$(TB_PROMPT)" $@

@@ -67,17 +67,12 @@ static void pe_att_store(float kv[TSR_PE_KV_AW][TSR_ATT_LANES],
     uint32_t ka = kbw + TSR_MUL_SMALL(hs, t / TSR_ATT_LANES, TSR_BITS(TSR_MAX_SEQ / TSR_ATT_LANES));
     uint32_t va = vbw + TSR_MUL_SMALL(hsw, t, TSR_BITS(TSR_MAX_SEQ));   /* V row t */
     float ks = 0.0f, vs = 0.0f;
-#if TSR_WITH_KV_F16 && defined(TSR_EMU)
-    /* the emulator encodes the two vectors 16 halves at a time, the same
-     * bits (emu/att_rows.c) */
-    uint16_t kh[TSR_MAX_HEAD_SIZE], vh[TSR_MAX_HEAD_SIZE];
-    if (kvt == TSR_KV_F16) {
-        tsr_emu_f16_encode(&qkvw[0][0] + k0, kh, hs);
-        tsr_emu_f16_encode(&qkvw[0][0] + v0, vh, hs);
-    }
-#define KV_F16_OF(x, xh) (xh)
-#else
-#define KV_F16_OF(x, xh) tsr_f16_from_f32(x)
+#if TSR_WITH_KV_F16
+    /* a platform's fast path: both vectors encoded and stored, the same
+     * bits */
+    if (kvt == TSR_KV_F16 &&
+        TSR_FAST_F16_STORE(kvh, &qkvw[0][0] + k0, &qkvw[0][0] + v0, ka, tl, va, hs))
+        return;
 #endif
 #if TSR_WITH_KV_INT8
     if (kvt == TSR_KV_INT8) {
@@ -120,7 +115,7 @@ att_store_k:
         uint32_t ki = k0 + i;
         float k = qkvw[ki / TSR_VEC][ki % TSR_VEC];
 #if TSR_WITH_KV_F16
-        if (kvt == TSR_KV_F16) kvh[ka][tl] = KV_F16_OF(k, kh[i]);
+        if (kvt == TSR_KV_F16) kvh[ka][tl] = tsr_f16_from_f32(k);
         else
 #endif
 #if TSR_WITH_KV_INT8
@@ -154,7 +149,7 @@ att_store_v_lanes:
 #pragma HLS UNROLL
             if (l != vl) continue;
 #if TSR_WITH_KV_F16
-            if (kvt == TSR_KV_F16) vh16[l] = KV_F16_OF(v, vh[i]);
+            if (kvt == TSR_KV_F16) vh16[l] = tsr_f16_from_f32(v);
 #endif
 #if TSR_WITH_KV_INT8
             if (kvt == TSR_KV_INT8) vq[l] = vs != 0.0f ? (int8_t)tsr_round_q8(v / vs) : (int8_t)0;
@@ -177,7 +172,6 @@ att_store_v_word:
             }
         }
     }
-#undef KV_F16_OF
 #if !TSR_WITH_KV_F16
     (void)kvh;
 #endif
@@ -255,19 +249,9 @@ static void pe_att_mac(const float kv[TSR_PE_KV_AW][TSR_ATT_LANES],
 #pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=acc type=cyclic factor=TSR_ATT_LANES dim=2
     uint32_t nw = (nj + TSR_ATT_LANES - 1u) / TSR_ATT_LANES, nwp = parts > 1u ? nw : tsr_cy_padded(nw);
-#ifdef TSR_EMU
-    /* the emulator's unpadded loops (emu/att_rows.c), the same sums */
-    if (kvt == TSR_KV_F16)
-        tsr_emu_att_mac_f16(&kvh[basew][0], stridew * TSR_ATT_LANES, stepw * TSR_ATT_LANES, coef,
-                            no, nj, parts, &acc[0][0], TSR_ATT_ACC);
-    else if (kvt == TSR_KV_INT8)
-        tsr_emu_att_mac_i8(&kvq[basew][0], stridew * TSR_ATT_LANES, stepw * TSR_ATT_LANES, coef,
-                           no, nj, parts, &acc[0][0], TSR_ATT_ACC);
-    else
-        tsr_emu_att_mac(&kv[basew][0], stridew * TSR_ATT_LANES, stepw * TSR_ATT_LANES, coef, no,
-                        nj, parts, &acc[0][0], TSR_ATT_ACC);
-    nwp = 0;
-#endif
+    /* a platform's fast path (unpadded, the same sums): no steps left */
+    if (TSR_FAST_ATT_MAC(kv, kvh, kvq, kvt, basew, stridew, stepw, coef, no, nj, parts, acc))
+        nwp = 0;
     /* ob: row o's first word; wa: its word w (running sums, no multiplier) */
     uint32_t o = 0, w = 0, r = 0, ob = basew, wa = basew;
     uint32_t steps = TSR_MUL_SMALL(no, nwp, TSR_BITS(TSR_ATT_ACC));
@@ -312,16 +296,10 @@ static void pe_att_scale_max(const float acc[TSR_ATT_PARTS][TSR_ATT_ACC],
      * index it (docs/hls-flow.md, "Partitions where the loops are") */
 #pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=acc type=cyclic factor=TSR_ATT_LANES dim=2
-#if defined(TSR_EMU) && TSR_ATT_PARTS == 1
-    /* the emulator's vector loop, the same values and max (emu/att_rows.c) */
-    const float *ks = NULL;
-#if TSR_WITH_KV_INT8
-    if (kvt == TSR_KV_INT8) ks = &kvs[ks0];
-#endif
-    (void)hs;
-    *am = tsr_emu_att_scale_max(&acc[0][0], ks, sqrt_hs, &att[a0w][0], nl);
-    return;
-#endif
+    if (TSR_FAST_ATT_SCALE_MAX(&acc[0][0],
+                               TSR_WITH_KV_INT8 && kvt == TSR_KV_INT8 ? &kvs[ks0] : NULL, sqrt_hs,
+                               &att[a0w][0], nl, am))
+        return;
 att_score_scale:
     for (uint32_t t = 0; t < nl; t++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_SEQ
@@ -445,14 +423,10 @@ pe_sum_level_adds:
 static void pe_att_exp(float att[TSR_PE_ATT_AW][TSR_ATT_LANES], uint32_t a0w, uint32_t nl, float m,
                        float *sum)
 {
-#ifdef TSR_EMU
-    /* the emulator's vector exponentials, the same values (emu/vexpf.c) */
-    tsr_emu_exp_shifted(&att[a0w][0], nl, m);
-    *sum = pe_reduce_sum(att, a0w, nl);
-    return;
-#endif
+    /* a platform's fast path: no steps left */
+    uint32_t ne = TSR_FAST_ATT_EXP(&att[a0w][0], nl, m) ? 0u : nl;
 att_exp:
-    for (uint32_t t = 0; t < nl; t++) {
+    for (uint32_t t = 0; t < ne; t++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_SEQ
 #pragma HLS PIPELINE II=1
 #pragma HLS DEPENDENCE variable=att type=inter dependent=false
@@ -471,15 +445,9 @@ static void pe_att_norm(const float att[TSR_PE_ATT_AW][TSR_ATT_LANES], float coe
                         uint32_t a0w, uint32_t nl, float sum, const float kvs[TSR_KVS_DIM],
                         uint32_t vs0, uint32_t kvt)
 {
-#ifdef TSR_EMU
-    /* the emulator's vector loop, the same values (emu/att_rows.c) */
-    const float *vs = NULL;
-#if TSR_WITH_KV_INT8
-    if (kvt == TSR_KV_INT8) vs = &kvs[vs0];
-#endif
-    tsr_emu_att_norm(&att[a0w][0], vs, sum, coef, nl);
-    return;
-#endif
+    if (TSR_FAST_ATT_NORM(&att[a0w][0], TSR_WITH_KV_INT8 && kvt == TSR_KV_INT8 ? &kvs[vs0] : NULL,
+                          sum, coef, nl))
+        return;
 att_norm:
     for (uint32_t t = 0; t < nl; t++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_SEQ
@@ -702,14 +670,6 @@ att_tree_copy:
 /* ------------------------------------------------------------------------ */
 /* PE tasks                                                                   */
 
-/* Positions 0..pos that PE p's place q in its group holds: those t <= pos
- * with t % Q == q (Q a power of two: pos = (pos >> log2 Q) Q + (pos & (Q -
- * 1))). */
-static uint32_t local_positions(const tsr_kstate *st, uint32_t p, uint32_t pos)
-{
-    return (pos >> st->q_log2) + (st->kv_q[p] <= (pos & (st->cfg.kv_split - 1u)) ? 1u : 0u);
-}
-
 /* PE p's share of an attention step: pe_att on its own memories. */
 static uint32_t att_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint32_t active,
                        uint32_t k)
@@ -723,7 +683,7 @@ static uint32_t att_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint32
      * (shift-and-add) */
     uint32_t b0w = TSR_MUL_SMALL(st->kv_blkw[p], job->blk, TSR_BITS(TSR_MAX_SLOTS * TSR_MAX_LAYERS));
     uint32_t s0 = TSR_MUL_SMALL(st->kv_blks[p], job->blk, TSR_BITS(TSR_MAX_SLOTS * TSR_MAX_LAYERS));
-    uint32_t pos = job->pos, nl = local_positions(st, p, pos);
+    uint32_t pos = job->pos, nl = tsr_att_local_positions(st, p, pos);
     uint32_t store = st->kv_q[p] == (pos & (st->cfg.kv_split - 1u));
     uint32_t q0 = st->kv_q0[p], k0 = st->kv_k0[p], v0 = k0 + st->kv_dim;
     uint32_t run = active && nh != 0;
@@ -776,31 +736,6 @@ static uint32_t att_down_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, u
 
 /* ------------------------------------------------------------------------ */
 /* The controller's side                                                      */
-
-#ifdef TSR_EMU
-/* What the QKV gather latches word by word into attention PE p's copy
- * (mesh.c), as far as it reads it: its heads' q slices, and this
- * position's k, v if p stores it. */
-static void latch_pe(tsr_kstate *st, uint32_t p, uint32_t it, uint32_t pos)
-{
-    uint32_t dim = st->cfg.dim, kvd = st->kv_dim, hs = st->hs, qg = st->kv_mul * hs;
-    const float *qkv = st->cv[it] + TSR_CV_QKV;
-    uint32_t h0 = st->kv_h0[p], nh = st->kv_nh[p];
-    float *w = &st->qkvw[p][0][0];
-    if (nh == 0) return;
-    for (uint32_t i = h0 * qg; i < (h0 + nh) * qg; i++) w[i] = qkv[i];
-    if (st->kv_q[p] != (pos & (st->cfg.kv_split - 1u))) return;
-    for (uint32_t i = dim + h0 * hs; i < dim + (h0 + nh) * hs; i++) {
-        w[i] = qkv[i];
-        w[kvd + i] = qkv[kvd + i];
-    }
-}
-
-void tsr_att_latch_qkv(tsr_kstate *st, uint32_t it, uint32_t pos)
-{
-    for (uint32_t p = 0; p < st->cfg.att_pes; p++) latch_pe(st, p, it, pos);
-}
-#endif
 
 /* The head outputs into xn (dim,), the WO GEMV's input: KV head h's words
  * xn[h * qg, (h + 1) * qg), qg = kv_mul * head_size a multiple of TSR_VEC
@@ -908,168 +843,20 @@ att_phases:
     att_counts(st, pos);
 }
 
-#if TSR_EMU_PASS
-/* ------------------------------------------------------------------------ */
-/* The emulator's attention of a whole pass                                   */
-/*
- * tsr_attention item after item runs, per item, each phase and tree level
- * as one step over every attention PE.  A KV head group's PEs [u Q, u Q +
- * Q) touch only their own memories and each other's (the trees), so here
- * the worker pool takes a group at a time and runs, for every item in
- * order, that group's share of the same steps: the latch of the item's q
- * | k | v, each phase on its PEs, the tree levels, the collect of its
- * heads' outputs.  The same PE tasks in the same order on the same
- * memories: bit-identical.  Each step's cycles are the slowest of the
- * group's PEs, kept per (group, item, step); the caller charges each
- * item's steps the slowest over the groups, as tsr_attention does (the
- * maximum of maxima).  TSR_SERIAL_PES builds, whose steps charge sums,
- * keep tsr_attention.
- */
-
-typedef struct att_pass {
-    tsr_kstate     *st;
-    const tsr_item *items;
-    uint32_t        nx, layer;
-} att_pass;
-
-/* Group u's outputs for item it into xn: its KV heads' words (as
- * att_collect) and their maxima. */
-static void unit_collect(tsr_kstate *st, uint32_t u, uint32_t it)
+#ifndef __SYNTHESIS__
+/* For a platform that schedules attention's steps itself (tsr_ops.h). */
+uint32_t tsr_att_step(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint32_t kind, uint32_t s)
 {
-    uint32_t gw = st->kv_mul * st->hs / TSR_VEC, p0 = u * st->cfg.kv_split;
-    for (uint32_t h = 0; h < st->cfg.n_kv_heads; h++) {
-        if (st->kv_pe[h] != p0) continue;
-        for (uint32_t k = 0; k < gw; k++) {
-            uint32_t w = h * gw + k, ow = st->kv_ow[h] + k * (TSR_VEC / TSR_ATT_LANES);
-            float m = 0.0f;
-            for (uint32_t l = 0; l < TSR_VEC; l++) {
-                float v = st->ao[p0][ow + l / TSR_ATT_LANES][l % TSR_ATT_LANES];
-                st->cv[it][TSR_CV_XN + w * TSR_VEC + l] = v;
-                float a = fabsf(v);
-                m = a > m ? a : m;
-            }
-            st->wmax[it][w] = m;
-        }
-    }
-}
-
-/* Ask for what group u's PEs read of item it's KV cache in layer l: per
- * head the position tiles of its first nl positions and its first nl V
- * rows, two contiguous runs (int8: and their scales), at most
- * TSR_EMU_PREFETCH_MAX bytes a PE (the first positions; the L2 also holds
- * the item being summed).  Each is a few KB to a few tens of KB (at
- * position 80, head_size 64, fp32: 20 KB), too short for the hardware
- * prefetchers to run far ahead.  No value changes. */
-static void unit_prefetch(const tsr_kstate *st, uint32_t u, const tsr_item *it, uint32_t l)
-{
-    uint32_t Q = st->cfg.kv_split, hs = st->hs, slw = st->seq_local / TSR_ATT_LANES;
-    uint32_t blk = it->slot * st->cfg.n_layers + l, kvt = st->cfg.kv_dtype;
-    /* bytes of an element, and of a word (TSR_ATT_LANES of them) */
-    size_t eb = kvt == TSR_KV_F16 ? 2u : kvt == TSR_KV_INT8 ? 1u : 4u, wb = eb * TSR_ATT_LANES;
-    for (uint32_t p = u * Q; p < u * Q + Q; p++) {
-        const char *base = kvt == TSR_KV_F16    ? (const char *)st->kvh[p]
-                           : kvt == TSR_KV_INT8 ? (const char *)st->kvq[p]
-                                                : (const char *)st->kv[p];
-        uint32_t nh = st->kv_nh[p], nl = local_positions(st, p, it->pos);
-        if (nh == 0) continue;
-        size_t per_pos = 2u * hs * eb * nh;   /* a position's K and V, all its heads */
-        if ((size_t)nl * per_pos > TSR_EMU_PREFETCH_MAX)
-            nl = (uint32_t)(TSR_EMU_PREFETCH_MAX / per_pos);
-        uint32_t nlw = (nl + TSR_ATT_LANES - 1u) / TSR_ATT_LANES;
-        size_t kw = (size_t)st->kv_blkw[p] * blk, sb = (size_t)st->kv_blks[p] * blk;
-        for (uint32_t j = 0; j < nh; j++) {
-            tsr_emu_prefetch_runs(base + kw * wb, 1u, 0u, (size_t)nlw * hs * wb);   /* K^T tiles */
-            tsr_emu_prefetch_runs(base + (kw + (size_t)slw * hs) * wb, 1u, 0u,
-                                  (size_t)nl * hs / TSR_ATT_LANES * wb);       /* V rows */
-            if (kvt == TSR_KV_INT8) {
-                tsr_emu_prefetch_runs(st->kvs[p] + sb, 2u, (size_t)slw * TSR_ATT_LANES * 4u,
-                                      nl * 4u);   /* the K and the V scales */
-            }
-            kw += 2u * (size_t)slw * hs;
-            sb += 2u * (size_t)slw * TSR_ATT_LANES;
-        }
-    }
-}
-
-/* Group u's steps for every item of the pass (a worker pool item). */
-static void unit_pass(void *ctx, uint32_t u)
-{
-    const att_pass *a = ctx;
-    tsr_kstate *st = a->st;
-    uint32_t Q = st->cfg.kv_split, p0 = u * Q, split = Q > 1u;
-    /* item 0's cache at once (nothing runs ahead of it), then, while
-     * each item is summed, the next one's: in 6 interleaved rounds of
-     * `tessera bench --batch 4` on stories110M (with the fused inputs of
-     * forward.c), attention took about a quarter less time, and 4
-     * sequences went from 2.86x to 3.03x the single sequence's tokens/s */
-    unit_prefetch(st, u, &a->items[0], a->layer);
-    for (uint32_t b = 0; b < a->nx; b++) {
-        const tsr_item *it = &a->items[b];
-        /* the next item's cache, unless it is this one's (a prompt block) */
-        if (b + 1u < a->nx && a->items[b + 1u].slot != it->slot)
-            unit_prefetch(st, u, &a->items[b + 1u], a->layer);
-        tsr_pe_job job = { .slot = it->slot, .layer = a->layer, .pos = it->pos,
-                           .blk = it->slot * st->cfg.n_layers + a->layer };
-        uint32_t *cy = st->emu_att_cy[u][b], k = 0;
-        for (uint32_t p = p0; p < p0 + Q; p++) latch_pe(st, p, b, it->pos);
-        for (uint32_t ph = 0; ph < (split ? 3u : 1u); ph++) {
-            job.flags = split ? TSR_JOB_SCORES << ph : TSR_JOB_SCORES | TSR_JOB_EXP | TSR_JOB_VALUES;
-            uint32_t worst = 0;
-            for (uint32_t p = p0; p < p0 + Q; p++) {
-                uint32_t c = att_pe(st, p, &job, 1u, 0u);
-                worst = c > worst ? c : worst;
-            }
-            cy[k++] = worst;
 #if TSR_MAX_SPLIT_LEVELS > 0
-            for (uint32_t s = 1; s < Q; s *= 2u) {   /* up */
-                worst = 0;
-                for (uint32_t p = p0; p < p0 + Q; p++) {
-                    uint32_t c = att_up_pe(st, p, &job, 1u, s);
-                    worst = c > worst ? c : worst;
-                }
-                cy[k++] = worst;
-            }
-            for (uint32_t s = Q / 2u; split && ph < 2u && s >= 1u; s /= 2u) {   /* down */
-                worst = 0;
-                for (uint32_t p = p0; p < p0 + Q; p++) {
-                    uint32_t c = att_down_pe(st, p, &job, 1u, s);
-                    worst = c > worst ? c : worst;
-                }
-                cy[k++] = worst;
-            }
+    if (kind == TSR_ATT_STEP_UP) return att_up_pe(st, p, job, 1u, s);
+    if (kind == TSR_ATT_STEP_DOWN) return att_down_pe(st, p, job, 1u, s);
 #endif
-        }
-        unit_collect(st, u, b);
-    }
+    (void)kind;
+    return att_pe(st, p, job, 1u, s);
 }
 
-void tsr_attention_pass(tsr_kstate *st, const tsr_item *items, uint32_t nx, uint32_t l)
+void tsr_att_counts(tsr_kstate *st, uint32_t pos)
 {
-    uint32_t Q = st->cfg.kv_split, units = st->cfg.att_pes / Q, split = Q > 1u, work = 0;
-    uint32_t dim = st->cfg.dim, npad = ((dim + st->cfg.group - 1u) >> st->g_log2) << st->g_log2;
-    for (uint32_t b = 0; b < nx; b++) work += 2u * st->cfg.n_heads * (items[b].pos + 1u) * st->hs;
-    att_pass a = { st, items, nx, l };
-    tsr_emu_pool_share(st->pool, units, work, unit_pass, &a);
-    for (uint32_t b = 0; b < nx; b++) {
-        /* each step the slowest group's, in tsr_attention's regions */
-        uint32_t k = 0;
-        for (uint32_t ph = 0; ph < (split ? 3u : 1u); ph++) {
-            /* the phase, its up levels, and (max and sum) its down levels */
-            uint32_t nsteps = 1u + st->q_log2 + (ph < 2u ? st->q_log2 : 0u);
-            for (uint32_t j = 0; j < nsteps; j++, k++) {
-                uint32_t worst = 0;
-                for (uint32_t u = 0; u < units; u++)
-                    worst = st->emu_att_cy[u][b][k] > worst ? st->emu_att_cy[u][b][k] : worst;
-                TSR_CHARGE(st, j == 0 ? TSR_RG_ATTN : TSR_RG_ATT_TREE, worst);
-            }
-        }
-        /* att_collect's charge, and the padding words past dim */
-        TSR_CHARGE(st, TSR_RG_ATT_IO, tsr_cy_att_collect(npad));
-        for (uint32_t w = (dim + TSR_VEC - 1u) / TSR_VEC; w < npad / TSR_VEC; w++) {
-            for (uint32_t i = 0; i < TSR_VEC; i++) st->cv[b][TSR_CV_XN + w * TSR_VEC + i] = 0.0f;
-            st->wmax[b][w] = 0.0f;
-        }
-        att_counts(st, items[b].pos);
-    }
+    att_counts(st, pos);
 }
 #endif

@@ -24,39 +24,6 @@
  */
 #include "tsr_hls.h"
 
-/* A layer's four stages, in order (the matrices TSR_MAT_LAYER(l, w)). */
-enum { STAGE_QKV = 0, STAGE_WO, STAGE_W13, STAGE_W2 };
-
-/* Stage k's input (k < 4 L: layer k / 4, place k % 4; 4 L: the
- * classifier's): RMSNorm of x with norm weights row (rms_att, rms_ffn,
- * rms_final), or (norm 0) the n values attention or the W13 gather left. */
-static void stage_input(uint32_t k, uint32_t L, uint32_t dim, uint32_t hidden, uint32_t *norm,
-                        uint32_t *row, uint32_t *n)
-{
-#pragma HLS INLINE
-    uint32_t last = k == 4u * L, w = k % 4u, l = k / 4u;
-    *norm = last || w == STAGE_QKV || w == STAGE_W13;
-    *row = last ? 2u * L : w == STAGE_QKV ? l : L + l;
-    *n = *norm || w == STAGE_WO ? dim : hidden;
-}
-
-#if TSR_EMU_PASS
-/* The emulator: one item's input of a stage (fwd_inputs), a worker pool
- * item; an item touches only its own vectors and PE 0's copy of its
- * input. */
-typedef struct input_pass {
-    tsr_kstate *st;
-    uint32_t    n, row, norm;
-} input_pass;
-
-static void input_item(void *ctx, uint32_t b)
-{
-    const input_pass *in = ctx;
-    float ss = in->norm ? tsr_rms_scale(in->st, b, in->st->cfg.dim) : 0.0f;
-    tsr_mesh_input(in->st, b, in->n, in->row, ss, !in->norm);
-}
-#endif
-
 /* A stage's link-out: the header, then each item's residual vector, one
  * stream word a cycle. */
 static void link_send(tsr_kstate *st, const tsr_item *items, uint32_t nx,
@@ -93,6 +60,55 @@ link_take_words:
     }
 }
 
+/* A pass's start: the cycle mark, then each item's residual stream (its
+ * embedding row, or off link-in when from_link) and its RoPE angles. */
+static void fwd_begin(tsr_kstate *st, const tsr_item *items, uint32_t nx, uint32_t from_link,
+                      volatile const float *link_in)
+{
+#pragma HLS INLINE
+    /* cycle accounting: this pass starts here */
+fwd_mark:
+    for (uint32_t r = 0; r < TSR_RG_COUNT; r++) {
+#pragma HLS UNROLL
+        st->cnt.cyc_mark[r] = st->cnt.cyc[r];
+    }
+    st->cnt.last_pos = items[nx - 1u].pos;
+    /* each item's residual stream: its embedding row, or off link-in */
+    if (from_link) TSR_CHARGE(st, TSR_RG_LINK, tsr_cy_link_in(nx, st->cfg.dim));
+fwd_embed:
+    for (uint32_t b = 0; b < nx; b++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
+        if (from_link) link_take(st, b, link_in);
+        else tsr_mesh_embed(st, b, items[b].token);
+        st->ssq_fresh[b] = 0;
+        tsr_rope_angles(st, b, items[b].pos);
+    }
+}
+
+/* A stage's outputs for each of the nx items: the gather of matrix mat
+ * (into word yw, flags gf) and, after QKV (att_l: the layer + 1, else 0),
+ * the item's attention; the classifier (last): the greedy token on the
+ * mesh, or the logits gathered. */
+static void fwd_outputs(tsr_kstate *st, tsr_item *items, uint32_t nx, uint32_t mat, uint32_t yw,
+                        uint32_t gf, int last, uint32_t att_l)
+{
+#pragma HLS INLINE
+fwd_outputs:
+    for (uint32_t b = 0; b < nx; b++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
+        uint32_t mode = items[b].mode;
+        if (last && mode == TSR_FWD_GREEDY) {
+            items[b].next = tsr_mesh_best(st, mat, b);   /* the logits stay on the mesh */
+            continue;
+        }
+        if (last && mode == TSR_FWD_NONE) continue;
+        tsr_mesh_gather(st, mat, b, yw, gf, items[b].pos);
+        /* head outputs -> xn; an earlier item of the same slot (a
+         * prompt block) has stored its k, v already */
+        if (att_l) tsr_attention(st, b, items[b].slot, att_l - 1u, items[b].pos);
+    }
+}
+
 void tsr_forward(tsr_kstate *st, tsr_item *items, uint32_t nx, volatile const float *link_in,
                  volatile float *link_out)
 {
@@ -111,29 +127,7 @@ fwd_modes:
      * block) or a stage's link-out; READ_LOGITS after a greedy pass: only
      * the classifier's gather */
     uint32_t k0 = gather_only ? 4u * L : 0u, nst = 4u * L + (any_out || to_link ? 1u : 0u);
-    if (!gather_only) {
-        /* cycle accounting: this pass starts here */
-fwd_mark:
-        for (uint32_t r = 0; r < TSR_RG_COUNT; r++) {
-#pragma HLS UNROLL
-            st->cnt.cyc_mark[r] = st->cnt.cyc[r];
-        }
-        st->cnt.last_pos = items[nx - 1u].pos;
-        /* each item's residual stream: its embedding row, or off link-in */
-        if (from_link) TSR_CHARGE(st, TSR_RG_LINK, tsr_cy_link_in(nx, dim));
-fwd_embed:
-        for (uint32_t b = 0; b < nx; b++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
-            if (from_link) link_take(st, b, link_in);
-            else tsr_mesh_embed(st, b, items[b].token);
-            st->ssq_fresh[b] = 0;
-            tsr_rope_angles(st, b, items[b].pos);
-        }
-    }
-
-#if TSR_EMU_PASS
-    uint32_t inputs_made = 0;   /* by the previous stage's gathers (below) */
-#endif
+    if (!gather_only) fwd_begin(st, items, nx, from_link, link_in);
 fwd_stages:
     for (uint32_t k = k0; k < nst; k++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_STAGES
@@ -148,17 +142,10 @@ fwd_stages:
         if (!gather_only) {
             /* each item's input */
             uint32_t norm, row, n;
-            stage_input(k, L, dim, hidden, &norm, &row, &n);
-#if TSR_EMU_PASS
-            if (nx > 1u) {
-                input_pass in = { st, n, row, norm };
-                if (!inputs_made)
-                    tsr_emu_pool_share(st->pool, nx, (uint64_t)nx * n * TSR_EMU_ELEM_WORK,
-                                       input_item, &in);
-                inputs_made = 0;
-            } else
-#endif
-            {
+            tsr_stage_input(k, L, dim, hidden, &norm, &row, &n);
+            /* (a platform may make them all at once, or its outputs of
+             * the previous stage may have) */
+            if (!TSR_FAST_STAGE_INPUTS(st, nx, n, row, norm)) {
 fwd_inputs:
                 for (uint32_t b = 0; b < nx; b++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
@@ -173,41 +160,13 @@ fwd_inputs:
         /* each item's outputs: q | k | v with RoPE on to the KV PEs, then
          * its attention; x += wo xb, x += w2 hb; silu(w1 xb) * w3 xb
          * straight into the W2 input; the logits, or the greedy token */
-        uint32_t yw = w == STAGE_QKV ? TSR_CVW_QKV : w == STAGE_W13 ? TSR_CVW_XN : TSR_CVW_X;
-        uint32_t gf = last ? TSR_GATHER_LOGITS : w == STAGE_QKV ? TSR_GATHER_QKV
-                    : w == STAGE_W13 ? TSR_GATHER_INPUT : TSR_GATHER_ADD;
-#if TSR_EMU_PASS
-        /* the emulator: a block's gathers, then its attention, on the pool;
-         * after WO, W13 and W2 each item's gather makes its next input in
-         * the same pool step (the input reads that item's x or hb, which
-         * its gather has just written, and the norm weights; it writes
-         * only that item's input words) */
-        if (!last && nx > 1u) {
-            input_pass next = { st, 0, 0, 0 };
-            uint32_t fuse = w != STAGE_QKV && k + 1u < nst && !(to_link && k + 1u == 4u * L);
-            if (fuse) stage_input(k + 1u, L, dim, hidden, &next.norm, &next.row, &next.n);
-            tsr_mesh_gather_pass(st, mat, nx, yw, gf, fuse ? input_item : NULL, &next,
-                                 (uint64_t)nx * next.n * TSR_EMU_ELEM_WORK);
-            inputs_made = fuse;
-            if (w == STAGE_QKV) tsr_attention_pass(st, items, nx, l);
-        } else
-#endif
-        {
-fwd_outputs:
-            for (uint32_t b = 0; b < nx; b++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
-                uint32_t mode = items[b].mode;
-                if (last && mode == TSR_FWD_GREEDY) {
-                    items[b].next = tsr_mesh_best(st, cls, b);   /* the logits stay on the mesh */
-                    continue;
-                }
-                if (last && mode == TSR_FWD_NONE) continue;
-                tsr_mesh_gather(st, mat, b, yw, gf, items[b].pos);
-                /* head outputs -> xn; an earlier item of the same slot (a
-                 * prompt block) has stored its k, v already */
-                if (!last && w == STAGE_QKV) tsr_attention(st, b, items[b].slot, l, items[b].pos);
-            }
-        }
+        uint32_t yw = w == TSR_LAYER_QKV ? TSR_CVW_QKV : w == TSR_LAYER_W13 ? TSR_CVW_XN : TSR_CVW_X;
+        uint32_t gf = last ? TSR_GATHER_LOGITS : w == TSR_LAYER_QKV ? TSR_GATHER_QKV
+                    : w == TSR_LAYER_W13 ? TSR_GATHER_INPUT : TSR_GATHER_ADD;
+        /* (a platform may run the items' gathers and attention its own
+         * way) */
+        if (!TSR_FAST_STAGE_OUTPUTS(st, items, nx, k, nst, mat, yw, gf))
+            fwd_outputs(st, items, nx, mat, yw, gf, last, !last && w == TSR_LAYER_QKV ? l + 1u : 0u);
     }
     if (gather_only) {
         st->logits_on_pes = 0;

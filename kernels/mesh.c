@@ -20,31 +20,8 @@
  * emulator's worker threads with the same result for any thread count.
  */
 #include <math.h>
-#ifdef TSR_EMU
-#include <string.h>
-#endif
 
 #include "tsr_hls.h"
-
-/* The PEs a broadcast writes as it goes: in hardware every PE latches each
- * word off the bus; the emulator writes PE 0's copy only, which every PE's
- * GEMV reads (TSR_BCAST_SRC, tsr_ops.h). */
-#ifdef TSR_EMU
-#define TSR_BCAST_PES 1u
-#else
-#define TSR_BCAST_PES TSR_PES
-#endif
-
-/* Row blocks the emulator's SIMD rows did already: the literal 0 in
- * hardware, also inside the non-inlined tile steps (their b0 parameter),
- * so no b0 product is left to a multiplier or to constant propagation
- * across a call (UG1399, "pragma HLS function_instantiate": one
- * implementation for every call by default). */
-#ifdef TSR_EMU
-#define TSR_EMU_DONE(d) (d)
-#else
-#define TSR_EMU_DONE(d) 0u
-#endif
 
 /* ------------------------------------------------------------------------ */
 /* One PE's tile                                                              */
@@ -88,7 +65,7 @@ static void pe_tile_q8(const int8_t w8[TSR_PE_W8_WORDS][TSR_LANES], const float 
     /* steps1: one item's steps from block b0 (CONFIGURE's table, less the
      * emulator's blocks; b0 is 0 in hardware) */
     uint32_t steps = TSR_MUL_SMALL(steps1, nx, TSR_BLOCK_BITS);
-    b0 = TSR_EMU_DONE(b0);
+    b0 = TSR_TILE_DONE(b0);
     uint32_t b = b0, g = 0, j = 0, c = 0, x = 0;
     uint32_t kb = b == nb - 1u ? tail : TSR_ROW_SLOTS;     /* rows of block b */
     uint32_t wa = wb + b0 * TSR_ROW_SLOTS * ng * G;         /* weight byte     */
@@ -200,7 +177,7 @@ static void pe_tile_q4(const int8_t w8[TSR_PE_W8_WORDS][TSR_LANES], const float 
 #pragma HLS BIND_STORAGE variable=acc type=ram_2p impl=lutram
     uint32_t nb = (rows + TSR_ROW_SLOTS - 1u) / TSR_ROW_SLOTS, tail = rows - (nb - 1u) * TSR_ROW_SLOTS;
     uint32_t steps = TSR_MUL_SMALL(steps1, nx, TSR_BLOCK_BITS);
-    b0 = TSR_EMU_DONE(b0);
+    b0 = TSR_TILE_DONE(b0);
     uint32_t b = b0, g = 0, j = 0, x = 0;
     uint32_t kb = b == nb - 1u ? tail : TSR_ROW_SLOTS;     /* rows of block b */
     uint32_t k = b0 * TSR_ROW_SLOTS * ng;   /* the tile's entry: weights at ea + k, scale fs + k */
@@ -247,7 +224,7 @@ static void pe_tile_f32(const float wf[TSR_PE_F32_WORDS], const float xf[TSR_MAX
 #pragma HLS BIND_STORAGE variable=acc type=ram_2p impl=lutram
     uint32_t nb = (rows + TSR_ROW_SLOTS - 1u) / TSR_ROW_SLOTS, tail = rows - (nb - 1u) * TSR_ROW_SLOTS;
     uint32_t steps = TSR_MUL_SMALL(steps1, nx, TSR_BLOCK_BITS);
-    b0 = TSR_EMU_DONE(b0);
+    b0 = TSR_TILE_DONE(b0);
     uint32_t b = b0, col = 0, j = 0, x = 0, kb = b == nb - 1u ? tail : TSR_ROW_SLOTS;
     uint32_t fa = fo + b0 * TSR_ROW_SLOTS * cols;
 f32_steps:
@@ -272,11 +249,7 @@ f32_steps:
  * halves are disjoint, so the loop carries no dependence through psum. */
 static void pe_swiglu(float psum[TSR_PE_ROWS], uint32_t rows)
 {
-#ifdef TSR_EMU
-    /* the emulator's vector rows, the same operations (emu/vexpf.c) */
-    tsr_emu_swiglu(psum, rows);
-    return;
-#endif
+    if (TSR_FAST_SWIGLU(psum, rows)) return;
 pe_swiglu_rows:
     for (uint32_t i = 0; i < rows; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_PE_ROWS
@@ -354,8 +327,9 @@ best_tree_pairs:
  * ent = rows x ng from CONFIGURE, steps its pipeline steps for one item),
  * or zeros when the tile has rows but no groups (a mesh column past the
  * matrix's groups: the column tree still adds it).  Offsets by shifts
- * (G = 2^g_log2).  done0, done1: row blocks of each half the emulator's
- * SIMD rows did already (the literal 0 in hardware, TSR_EMU_DONE). */
+ * (G = 2^g_log2).  done0, done1: row blocks of each half a platform's
+ * fast path did already (TSR_FAST_GEMV_TILE; the literal 0 in hardware,
+ * TSR_TILE_DONE). */
 static void pe_gemv(const int8_t w8[TSR_PE_W8_WORDS][TSR_LANES], const float f32[TSR_PE_F32_WORDS],
                     const int8_t xq[TSR_MAX_BLOCK][TSR_PE_XQ_WORDS][TSR_LANES],
                     const float xs[TSR_MAX_BLOCK][TSR_PE_XS], const float xf[TSR_MAX_BLOCK][TSR_PE_XF],
@@ -392,7 +366,7 @@ pe_zero_lanes:
 gemv_halves:
     for (uint32_t h = 0; h < halves; h++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=2
-        uint32_t po = h ? rows : 0u, e0 = h ? ent : 0u, b0 = TSR_EMU_DONE(h ? done1 : done0);
+        uint32_t po = h ? rows : 0u, e0 = h ? ent : 0u, b0 = TSR_TILE_DONE(h ? done1 : done0);
         /* one item's steps from block b0 (the emulator's: fewer; b0 is 0
          * in hardware) */
         uint32_t s1 = b0 ? steps - b0 * (steps / ((rows + TSR_ROW_SLOTS - 1u) / TSR_ROW_SLOTS))
@@ -473,59 +447,13 @@ static uint32_t gemv_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint3
     uint32_t halves = job->flags & TSR_JOB_PAIR ? 2u : 1u, run = active && t.rows != 0;
     uint32_t G = st->cfg.group, q8 = st->cfg.dtype == TSR_KDT_Q8, q4 = st->mat_q4[job->mat];
     uint32_t done[2] = { 0, 0 };
-#ifdef TSR_EMU
-    /* the broadcast copy it reads (TSR_BCAST_SRC: PE 0's), through
-     * pointers: gcc 12 takes the constant index for an overflow */
+    /* a platform's fast path may do the tile's first row blocks */
+    TSR_FAST_GEMV_TILE(st, p, job, run, done);
+    /* the broadcast input's copy it reads: its own, latched off the bus */
     uint32_t xb = TSR_BCAST_SRC(p);
-    const int8_t(*xq)[TSR_PE_XQ_WORDS][TSR_LANES] = st->xq[xb];
-    const float(*xs)[TSR_PE_XS] = st->xs[xb];
-    const float(*xf)[TSR_PE_XF] = st->xf[xb];
-    /* the emulator's SIMD rows (emu/), bit-identical to the loop: the full
-     * row blocks of each half, for all items at once */
-    /* (transposed units, once configured, only ever go through the SIMD
-     * rows: the portable loop reads the layout) */
-    if (run && st->emu_tr && q8 && !q4 && p + 1u < st->P) {
-        /* the next PE's tile head: a worker takes its block's PEs in order
-         * (emu/pool.c), and their tiles lie in different slabs */
-        tsr_ktab next = tsr_ktab_of(st, p + 1u, job->mat);
-        tsr_emu_tile_q8t_head((const uint8_t *)&st->w8[p + 1u][0][0] + next.w_off,
-                              st->f32[p + 1u] + next.f_off, next.rows, next.ngroups);
-    }
-    for (uint32_t h = 0; run && (st->simd || st->emu_tr) && t.ngroups && h < halves; h++) {
-        uint32_t po = h * t.rows, ent = h * t.rows * t.ngroups;
-        if (q4)
-            done[h] = tsr_emu_tile_q4(&st->w8[p][0][0] + t.w_off + ent * TSR_Q4_ENTRY_BYTES,
-                                      st->f32[p] + t.f_off + ent, st->emu_wcorr[p] + t.f_off + ent,
-                                      t.rows, t.ngroups, &st->xq[xb][0][0][0] + t.g0 * TSR_Q4_GROUP,
-                                      TSR_PE_XQ_WORDS * TSR_LANES, &st->xs[xb][0][0] + t.g0,
-                                      TSR_PE_XS, job->nx, &st->psum[p][0][0] + po, TSR_PE_ROWS);
-        else if (q8 && st->emu_tr)
-            done[h] = tsr_emu_tile_q8t((const uint8_t *)&st->w8[p][0][0] + t.w_off + ent * G,
-                                       st->f32[p] + t.f_off + ent, t.rows, t.ngroups,
-                                       &st->xq[xb][0][0][0] + t.g0 * G, TSR_PE_XQ_WORDS * TSR_LANES,
-                                       &st->xs[xb][0][0] + t.g0, TSR_PE_XS, job->nx,
-                                       &st->psum[p][0][0] + po, TSR_PE_ROWS, job->xkey);
-        else if (q8)
-            done[h] = tsr_emu_tile_q8(&st->w8[p][0][0] + t.w_off + ent * G, st->f32[p] + t.f_off + ent,
-                                      st->emu_wcorr[p] + t.f_off + ent, t.rows, t.ngroups, G,
-                                      &st->xq[xb][0][0][0] + t.g0 * G, TSR_PE_XQ_WORDS * TSR_LANES,
-                                      &st->xs[xb][0][0] + t.g0, TSR_PE_XS, job->nx,
-                                      &st->psum[p][0][0] + po, TSR_PE_ROWS);
-        else
-            done[h] = tsr_emu_tile_f32(st->f32[p] + t.f_off + ent * G, t.rows, t.ngroups * G,
-                                       &st->xf[xb][0][0] + t.g0 * G, TSR_PE_XF, job->nx,
-                                       &st->psum[p][0][0] + po, TSR_PE_ROWS);
-    }
-#endif
-#ifdef TSR_EMU
-#define GEMV_INPUTS xq, xs, xf
-#else
-#define GEMV_INPUTS st->xq[p], st->xs[p], st->xf[p]   /* its own latched copy */
-#endif
-    pe_gemv(st->w8[p], st->f32[p], GEMV_INPUTS, st->psum[p], t.w_off, t.f_off,
-            t.rows, t.ngroups, t.g0, G, st->g_log2, st->tab_ent[p][job->mat],
+    pe_gemv(st->w8[p], st->f32[p], st->xq[xb], st->xs[xb], st->xf[xb], st->psum[p], t.w_off,
+            t.f_off, t.rows, t.ngroups, t.g0, G, st->g_log2, st->tab_ent[p][job->mat],
             st->tab_steps[p][job->mat], halves, job->nx, q8, q4, done[0], done[1], run);
-#undef GEMV_INPUTS
     if (!run) return 0;
     return t.ngroups == 0
                ? TSR_CY(job->nx * tsr_cy_zero(halves * t.rows))
@@ -578,11 +506,7 @@ void tsr_mesh_gemv(tsr_kstate *st, uint32_t mat, uint32_t nx, uint32_t flags)
     uint32_t npad = ((n + st->cfg.group - 1u) >> st->g_log2) << st->g_log2, halves = pair ? 2u : 1u;
     tsr_pe_job job = { .mat = mat, .flags = pair ? TSR_JOB_PAIR : 0u, .nx = nx,
                        .work = halves * d * npad * nx };
-#ifdef TSR_EMU
-    /* the emulator: its PE tiles transpose 9 or more items' inputs once a
-     * worker, not once a tile */
-    job.xkey = nx > 8u ? tsr_emu_next_key() : 0u;
-#endif
+    TSR_PLATFORM_GEMV_JOB(&job, nx);
 
     TSR_RUN_PES(worst, st, gemv_pe, &job);
     TSR_CHARGE(st, TSR_RG_GEMV, worst);
@@ -609,55 +533,6 @@ gemv_tree_levels:
 }
 
 static void quantize_broadcast(tsr_kstate *st, uint32_t it, uint32_t npad);
-
-#ifdef TSR_EMU
-/* The emulator's Q8 pass A (in_q8_norm): xn = rms[row] * (ss * x) for i <
- * n, zeros to the chunk padding, each TSR_VEC word's max |v| (m = a > m ?
- * a : m from 0), in plain loops the compiler vectorizes: the same fp32
- * operations, bit-identical. */
-static void emu_norm(tsr_kstate *st, uint32_t it, uint32_t n, uint32_t npad, uint32_t row, float ss)
-{
-    uint32_t nv = (npad / TSR_LANES + (npad % TSR_LANES != 0u)) * TSR_LANES, i = 0;
-    float *xn = &st->cv[it][TSR_CV_XN];
-    const float *x = &st->cv[it][TSR_CV_X], *r = st->rms[row];
-    for (; i < n && i < nv; i++) xn[i] = r[i] * (ss * x[i]);
-    for (; i < nv; i++) xn[i] = 0.0f;
-    for (uint32_t w = 0; w < nv / TSR_VEC; w++) {
-        float m = 0.0f;
-        for (uint32_t l = 0; l < TSR_VEC; l++) {
-            float a = fabsf(xn[w * TSR_VEC + l]);
-            m = a > m ? a : m;
-        }
-        st->wmax[it][w] = m;
-    }
-}
-
-/* The emulator's Q8 pass B for G >= TSR_LANES (in_q8_quant): group g's
- * scale the max of its words' maxima (from 0, words ascending) / 127, its
- * values round(v / scale) (0 for a zero scale; emu/quant.c, vectorized),
- * into PE 0's copy (TSR_BCAST_SRC): bit-identical, a group at a time. */
-static void emu_quantize(tsr_kstate *st, uint32_t it, uint32_t npad)
-{
-    uint32_t G = st->cfg.group, ng = npad >> st->g_log2, wpg = G / TSR_VEC;
-    const float *xn = &st->cv[it][TSR_CV_XN];
-    int8_t *q = &st->xq[0][it][0][0];
-    for (uint32_t g = 0; g < ng; g++) {
-        float gm = 0.0f;
-        for (uint32_t k = 0; k < wpg; k++) {
-            float wm = st->wmax[it][g * wpg + k];
-            gm = wm > gm ? wm : gm;
-        }
-        float sc = gm / 127.0f;
-        st->xs[0][it][g] = sc;
-        const float *v = xn + (size_t)g * G;
-        int8_t *qg = q + (size_t)g * G;
-        if (sc != 0.0f)
-            tsr_emu_quantize_q8(v, sc, qg, G);
-        else
-            for (uint32_t j = 0; j < G; j++) qg[j] = 0;
-    }
-}
-#endif
 
 void tsr_mesh_input(tsr_kstate *st, uint32_t it, uint32_t n, uint32_t row, float ss,
                     uint32_t ready)
@@ -694,10 +569,7 @@ in_f32_pes:
         return;
     }
 #endif
-#ifdef TSR_EMU
-    if (!ready) emu_norm(st, it, n, npad, row, ss);
-#else
-    if (!ready) {
+    if (!ready && !TSR_FAST_NORM(st, it, n, npad, row, ss)) {
         /* Q8, pass A: normalise, TSR_LANES values a cycle; each TSR_VEC
          * word's max |v| */
         uint32_t nch = npad / TSR_LANES + (npad % TSR_LANES != 0u);
@@ -722,7 +594,6 @@ in_q8_norm_lanes:
             }
         }
     }
-#endif
     /* Q8, pass B: quantize and broadcast (one call site: one quantizer) */
     quantize_broadcast(st, it, npad);
 }
@@ -733,13 +604,7 @@ in_q8_norm_lanes:
 static void quantize_broadcast(tsr_kstate *st, uint32_t it, uint32_t npad)
 {
     uint32_t G = st->cfg.group, P = st->P;
-#ifdef TSR_EMU
-    if (TSR_MIN_GROUP >= TSR_LANES || G >= TSR_LANES) {
-        emu_quantize(st, it, npad);
-        (void)P;
-        return;
-    }
-#endif
+    if (TSR_FAST_QUANTIZE(st, it, npad)) return;
     uint32_t nch = npad / TSR_LANES + (npad % TSR_LANES != 0u);
     uint32_t cpg = G < TSR_LANES ? 1u : G / TSR_LANES;
 in_q8_quant:
@@ -831,130 +696,61 @@ in_q8_pe_scales:
     TSR_COUNT(st, fabric_bcast_bytes, (uint64_t)P * (npad + 4u * (npad >> st->g_log2)));
 }
 
-#ifndef __SYNTHESIS__
-/* A gather's cycles (tsr_cycles.h): a word a cycle, with the vector
- * unit's depth for RoPE (and, fused, the residual's sum of squares); the
- * emulator's and C simulation's accounting only (TSR_CHARGE). */
-static uint32_t gather_cycles(uint32_t flags, uint32_t d, uint32_t nout, uint32_t bias)
+/* Word w of item it's gather, d rows: its TSR_VEC values from root src's
+ * partial sums (its rows from word start), with the QKV biases of layer
+ * lay (bias) and RoPE below element rope_n (qkv) applied, into v. */
+static void gather_word_in(const tsr_kstate *st, uint32_t it, uint32_t w, uint32_t d,
+                           uint32_t src, uint32_t start, uint32_t bias, uint32_t lay, uint32_t qkv,
+                           uint32_t rope_n, float v[TSR_VEC])
 {
-#if TSR_SSQ_FUSED
-    uint32_t vec = flags & (TSR_GATHER_QKV | TSR_GATHER_ADD);
-#else
-    uint32_t vec = flags & TSR_GATHER_QKV;
-#endif
-    if (flags & TSR_GATHER_QKV) return tsr_cy_gather_qkv(d, bias);
-    return vec ? tsr_cy_gather_vec(d)
-               : flags & TSR_GATHER_INPUT ? tsr_cy_gather_input(nout) : tsr_cy_gather(d);
+#pragma HLS INLINE
+gather_lanes:
+    for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+        uint32_t i = w * TSR_VEC + l;
+        v[l] = i < d ? st->psum[src][it][(w - start) * TSR_VEC + l] : 0.0f;
+    }
+    if (bias) {
+        /* the row's bias, before RoPE (a bank a lane, as cv) */
+gather_bias:
+        for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+            uint32_t i = w * TSR_VEC + l;
+            if (i < d) v[l] = v[l] + st->qkvb[lay][i];
+        }
+    }
+    if (qkv) {
+        /* RoPE as run.c: q[i], and k[i] for i < kv_dim, pairwise */
+gather_rope_pairs:
+        for (uint32_t k = 0; k < TSR_VEC / 2u; k++) {
+#pragma HLS UNROLL
+            uint32_t i = w * TSR_VEC + 2u * k;
+            if (i < rope_n) {
+                uint32_t j = st->rope_pj[i / 2u];
+                float fcr = st->rope_cos[it][j], fci = st->rope_sin[it][j];
+                float v0 = v[2u * k], v1 = v[2u * k + 1u];
+                v[2u * k] = v0 * fcr - v1 * fci;
+                v[2u * k + 1u] = v0 * fci + v1 * fcr;
+            }
+        }
+    }
 }
-#endif
 
-/* The gather's words: d's, or (into xn) up to the next GEMV's group
- * padding. */
-static uint32_t gather_words_out(const tsr_kstate *st, uint32_t d, uint32_t flags)
+/* Word w of q | k | v (v) into every attention PE's copy: constant lanes,
+ * one write a bank (attention.c reads its slices). */
+static void gather_latch(tsr_kstate *st, uint32_t w, const float v[TSR_VEC])
 {
-    return flags & TSR_GATHER_INPUT ? ((d + st->cfg.group - 1u) >> st->g_log2) << st->g_log2 : d;
-}
-
-#ifdef TSR_EMU
-/* The emulator's gather: gather_words's values, element by element, in
- * plain loops over each root's run of words (the compiler vectorizes
- * them) instead of a word a step.  The same fp32 operations on the same
- * operands: RoPE's pairs, the residual add (x + y), the sum-of-squares
- * partials (element i into partial i % TSR_SUM_LANES, ascending) and each
- * word's max |v| (m = a > m ? a : m from 0), so the results are
- * bit-identical; make csim-gcc(-15m) compares the two views' logits. */
-static void emu_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, uint32_t flags,
-                       uint32_t d, uint32_t nout, uint32_t rope_n)
-{
-    uint32_t add = flags & TSR_GATHER_ADD, input = flags & TSR_GATHER_INPUT;
-    uint32_t qkv = flags & TSR_GATHER_QKV, lg = flags & TSR_GATHER_LOGITS;
-    float *out = lg ? st->logits[it] : &st->cv[it][yw * TSR_VEC];
-    uint32_t dwd = (d + TSR_VEC - 1u) / TSR_VEC;   /* the words that hold rows */
-    for (uint32_t w = 0, k = 0; w < dwd; k++) {
-        /* root k's words [w, we): its psum from word start */
-        uint32_t src = st->root_pe[mat][k], start = st->root_w0[mat][k], end = st->root_w1[mat][k];
-        uint32_t we = end > w ? (end < dwd ? end : dwd) : w + 1u;
-        uint32_t i0 = w * TSR_VEC, i1 = we * TSR_VEC < d ? we * TSR_VEC : d;
-        /* element i at ps[i - o] (i >= o): the root's psum from word
-         * start; the loops below index from their own first element, so
-         * that the host compiler vectorizes them (an unsigned i - o in the
-         * index it does not) */
-        const float *ps = &st->psum[src][it][0];
-        uint32_t o = start * TSR_VEC;
-        if (qkv && st->cfg.qkv_bias) {
-            /* the same with each row's bias added first (before RoPE) */
-            const float *bb = st->qkvb[(mat - 1u) / TSR_W_COUNT];
-            uint32_t r1 = rope_n < i1 ? (rope_n > i0 ? rope_n : i0) : i1;
-            for (uint32_t i = i0; i < r1;) {
-                uint32_t h0 = i - i % st->hs, n = (h0 + st->hs < r1 ? h0 + st->hs : r1) - i;
-                const float *fc = &st->rope_cos[it][(i - h0) / 2u];
-                const float *fs = &st->rope_sin[it][(i - h0) / 2u];
-                const float *v = ps + (i - o), *b = bb + i;
-                float *y = out + i;
-                for (uint32_t q = 0; q < n / 2u; q++) {
-                    float v0 = v[2u * q] + b[2u * q], v1 = v[2u * q + 1u] + b[2u * q + 1u];
-                    y[2u * q] = v0 * fc[q] - v1 * fs[q];
-                    y[2u * q + 1u] = v0 * fs[q] + v1 * fc[q];
-                }
-                i += n;
-            }
-            const float *v = ps + (r1 - o), *b = bb + r1;
-            float *y = out + r1;
-            for (uint32_t e = 0; e < i1 - r1; e++) y[e] = v[e] + b[e];
-        } else if (qkv) {
-            uint32_t r1 = rope_n < i1 ? (rope_n > i0 ? rope_n : i0) : i1;   /* pairs below rope_n */
-            /* RoPE a head at a time: pair (i, i + 1) turns by angle
-             * (i % head_size) / 2 (rope_pj), i even (words are whole) */
-            for (uint32_t i = i0; i < r1;) {
-                uint32_t h0 = i - i % st->hs, n = (h0 + st->hs < r1 ? h0 + st->hs : r1) - i;
-                const float *fc = &st->rope_cos[it][(i - h0) / 2u];
-                const float *fs = &st->rope_sin[it][(i - h0) / 2u];
-                const float *v = ps + (i - o);
-                float *y = out + i;
-                for (uint32_t q = 0; q < n / 2u; q++) {
-                    float v0 = v[2u * q], v1 = v[2u * q + 1u];
-                    y[2u * q] = v0 * fc[q] - v1 * fs[q];
-                    y[2u * q + 1u] = v0 * fs[q] + v1 * fc[q];
-                }
-                i += n;
-            }
-            const float *v = ps + (r1 - o);
-            float *y = out + r1;
-            for (uint32_t e = 0; e < i1 - r1; e++) y[e] = v[e];
-        } else {
-            const float *v = ps + (i0 - o);
-            float *y = out + i0;
-            if (add)
-                for (uint32_t e = 0; e < i1 - i0; e++) y[e] = y[e] + v[e];
-            else
-                for (uint32_t e = 0; e < i1 - i0; e++) y[e] = v[e];
-        }
-        w = we;
-    }
-    for (uint32_t i = d; i < nout; i++) out[i] = 0.0f;   /* the next GEMV's group padding */
-#if TSR_SSQ_FUSED
-    if (add) {
-        float ssq[TSR_SUM_LANES] = { 0.0f };
-        for (uint32_t b = 0; b < nout; b += TSR_SUM_LANES) {
-            uint32_t n = nout - b < TSR_SUM_LANES ? nout - b : TSR_SUM_LANES;
-            for (uint32_t j = 0; j < n; j++) ssq[j] += out[b + j] * out[b + j];
-        }
-        memcpy(st->ssq[it], ssq, sizeof ssq);
-        st->ssq_fresh[it] = 1;
-    }
-#endif
-    if (input) {
-        for (uint32_t w = 0; w * TSR_VEC < nout; w++) {
-            float m = 0.0f;
-            for (uint32_t l = 0; l < TSR_VEC && w * TSR_VEC + l < nout; l++) {
-                float a = fabsf(out[w * TSR_VEC + l]);
-                m = a > m ? a : m;
-            }
-            st->wmax[it][w] = m;
+#pragma HLS INLINE
+latch_pes:
+    for (uint32_t p = 0; p < TSR_ATT_PES; p++) {
+#pragma HLS UNROLL
+latch_lanes:
+        for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+            st->qkvw[p][w][l] = v[l];
         }
     }
 }
-#endif
 
 void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, uint32_t flags,
                      uint32_t pos)
@@ -962,7 +758,7 @@ void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, uin
     uint32_t d = st->mat_d[mat];
     uint32_t add = flags & TSR_GATHER_ADD, input = flags & TSR_GATHER_INPUT;
     uint32_t qkv = flags & TSR_GATHER_QKV, lg = flags & TSR_GATHER_LOGITS;
-    uint32_t nout = gather_words_out(st, d, flags);
+    uint32_t nout = tsr_gather_words(st, d, flags);
     uint32_t dw = (nout + TSR_VEC - 1u) / TSR_VEC, rope_n = qkv ? st->cfg.dim + st->kv_dim : 0u;
     /* QKV with biases: its layer's row of them (mat >= 1 for QKV) */
     uint32_t bias = qkv ? st->cfg.qkv_bias : 0u, lay = qkv ? (mat - 1u) / TSR_W_COUNT : 0u;
@@ -980,31 +776,20 @@ void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, uin
      * any rotation (ops.c reduce), so they are stored as they stand. */
     float ssq[TSR_SSQ_DIST][TSR_VEC];   /* the chain; the next word adds into row 0 */
 #pragma HLS ARRAY_PARTITION variable=ssq type=complete dim=0
-    TSR_CHARGE(st, TSR_RG_GATHER, gather_cycles(flags, d, nout, bias));
+    TSR_CHARGE(st, TSR_RG_GATHER, tsr_gather_cycles(flags, d, nout, bias));
 gather_ssq_zero:
     for (uint32_t k = 0; k < TSR_SUM_LANES; k++) {
 #pragma HLS UNROLL
         ssq[k / TSR_VEC][k % TSR_VEC] = 0.0f;
     }
 #else
-    TSR_CHARGE(st, TSR_RG_GATHER, gather_cycles(flags, d, nout, bias));
+    TSR_CHARGE(st, TSR_RG_GATHER, tsr_gather_cycles(flags, d, nout, bias));
 #endif
     (void)pos;
-#ifdef TSR_EMU
-    (void)dw;
-    (void)src;
-    (void)start;
-    (void)end;
-    (void)k;
-    (void)add;
-    (void)lg;
-    (void)input;
-    (void)lay;
-#if TSR_SSQ_FUSED
-    (void)ssq;
-#endif
-    emu_gather(st, mat, it, yw, flags, d, nout, rope_n);
-#else
+    TSR_COUNT(st, fabric_gather_bytes, 4ull * d);
+    /* a platform's fast path writes what the word loop would, latches
+     * included */
+    if (TSR_FAST_GATHER(st, mat, it, yw, flags, pos)) return;
 gather_words:
     for (uint32_t w = 0; w < dw; w++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_OUT_WORDS
@@ -1018,36 +803,7 @@ gather_words:
         }
         float v[TSR_VEC];
 #pragma HLS ARRAY_PARTITION variable=v type=complete
-gather_lanes:
-        for (uint32_t l = 0; l < TSR_VEC; l++) {
-#pragma HLS UNROLL
-            uint32_t i = w * TSR_VEC + l;
-            v[l] = i < d ? st->psum[src][it][(w - start) * TSR_VEC + l] : 0.0f;
-        }
-        if (bias) {
-            /* the row's bias, before RoPE (a bank a lane, as cv) */
-gather_bias:
-            for (uint32_t l = 0; l < TSR_VEC; l++) {
-#pragma HLS UNROLL
-                uint32_t i = w * TSR_VEC + l;
-                if (i < d) v[l] = v[l] + st->qkvb[lay][i];
-            }
-        }
-        if (qkv) {
-            /* RoPE as run.c: q[i], and k[i] for i < kv_dim, pairwise */
-gather_rope_pairs:
-            for (uint32_t k = 0; k < TSR_VEC / 2u; k++) {
-#pragma HLS UNROLL
-                uint32_t i = w * TSR_VEC + 2u * k;
-                if (i < rope_n) {
-                    uint32_t j = st->rope_pj[i / 2u];
-                    float fcr = st->rope_cos[it][j], fci = st->rope_sin[it][j];
-                    float v0 = v[2u * k], v1 = v[2u * k + 1u];
-                    v[2u * k] = v0 * fcr - v1 * fci;
-                    v[2u * k + 1u] = v0 * fci + v1 * fcr;
-                }
-            }
-        }
+        gather_word_in(st, it, w, d, src, start, bias, lay, qkv, rope_n, v);
         float m = 0.0f;
 #if TSR_SSQ_FUSED
         float sq[TSR_VEC];              /* the head row, plus this word's squares */
@@ -1092,21 +848,8 @@ gather_ssq_tail:
             ssq[TSR_SSQ_DIST - 1u][l] = sq[l];
         }
 #endif
-#ifndef TSR_EMU
-        /* q | k | v word by word into every attention PE's copy: constant
-         * lanes, one write a bank (attention.c reads its slices) */
-        if (qkv) {
-latch_pes:
-            for (uint32_t p = 0; p < TSR_ATT_PES; p++) {
-#pragma HLS UNROLL
-latch_lanes:
-                for (uint32_t l = 0; l < TSR_VEC; l++) {
-#pragma HLS UNROLL
-                    st->qkvw[p][w][l] = v[l];
-                }
-            }
-        }
-#endif
+        /* q | k | v word by word into every attention PE's copy */
+        if (qkv) gather_latch(st, w, v);
     }
 #if TSR_SSQ_FUSED
     if (add) {
@@ -1118,43 +861,7 @@ gather_ssq_out:
         st->ssq_fresh[it] = 1;
     }
 #endif
-#endif
-#ifdef TSR_EMU
-    if (qkv) tsr_att_latch_qkv(st, it, pos);
-#endif
-    TSR_COUNT(st, fabric_gather_bytes, 4ull * d);
 }
-
-#if TSR_EMU_PASS
-typedef struct gather_pass {
-    tsr_kstate  *st;
-    uint32_t     mat, yw, flags, d, nout, rope_n;
-    tsr_emu_item then;   /* optional, after each item's gather */
-    void        *then_ctx;
-} gather_pass;
-
-static void gather_item(void *ctx, uint32_t it)
-{
-    const gather_pass *g = ctx;
-    emu_gather(g->st, g->mat, it, g->yw, g->flags, g->d, g->nout, g->rope_n);
-    if (g->then) g->then(g->then_ctx, it);
-}
-
-void tsr_mesh_gather_pass(tsr_kstate *st, uint32_t mat, uint32_t nx, uint32_t yw, uint32_t flags,
-                          tsr_emu_item then, void *then_ctx, uint64_t then_work)
-{
-    uint32_t d = st->mat_d[mat], nout = gather_words_out(st, d, flags);
-    uint32_t rope_n = flags & TSR_GATHER_QKV ? st->cfg.dim + st->kv_dim : 0u;
-    gather_pass g = { st, mat, yw, flags, d, nout, rope_n, then, then_ctx };
-    uint32_t bias = flags & TSR_GATHER_QKV ? st->cfg.qkv_bias : 0u;
-    for (uint32_t it = 0; it < nx; it++) {
-        TSR_CHARGE(st, TSR_RG_GATHER, gather_cycles(flags, d, nout, bias));
-        TSR_COUNT(st, fabric_gather_bytes, 4ull * d);
-    }
-    uint64_t work = (uint64_t)nx * nout * TSR_EMU_ELEM_WORK + (then ? then_work : 0u);
-    tsr_emu_pool_share(st->pool, nx, work, gather_item, &g);
-}
-#endif
 
 int32_t tsr_mesh_best(tsr_kstate *st, uint32_t mat, uint32_t it)
 {
@@ -1257,14 +964,10 @@ embed_lanes:
                 if (l < chunk && col < dim) {
                     /* Q8_0: byte l of the chunk; Q4_0: nibble l of the entry
                      * (tsr_layout.h), value - 8 */
-                    uint32_t byte = (uint32_t)(uint8_t)st->w8[p][a0 / TSR_LANES]
-                                                          [(off + (q4 ? l & (TSR_Q4_ENTRY_BYTES - 1u) : l)) & (TSR_LANES - 1u)];
-#ifdef TSR_EMU
-                    if (tsr_emu_tr_mat(st, TSR_MAT_EMB)) {   /* G = 32: byte a0 + l */
-                        uint32_t flip, at = tsr_emu_w8_place(st, p, TSR_MAT_EMB, a0 + l, &flip);
-                        byte = (uint32_t)(uint8_t)(&st->w8[p][0][0])[at] ^ flip;
-                    }
-#endif
+                    /* (a platform may keep the tile's bytes its own way) */
+                    uint32_t byte = TSR_W8_READ(st, p, TSR_MAT_EMB, a0 + l,
+                                                (uint32_t)(uint8_t)st->w8[p][a0 / TSR_LANES]
+                                                    [(off + (q4 ? l & (TSR_Q4_ENTRY_BYTES - 1u) : l)) & (TSR_LANES - 1u)]);
                     int32_t q = q4 ? (int32_t)((l < TSR_Q4_ENTRY_BYTES ? byte : byte >> 4) & 15u) - 8
                                    : (int32_t)(int8_t)(uint8_t)byte;
                     float v = (float)q * sc;

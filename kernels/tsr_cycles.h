@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "tsr_arch.h"
+#include "tsr_platform.h"
 #include "tsr_layout.h"
 #include "tsr_profile.h"
 
@@ -254,16 +255,12 @@ static inline uint32_t tsr_cy_att_collect(uint32_t npad)
 #define TSR_CHARGE(st, rg, cy) ((void)0)
 #define TSR_CY(cy)             0u
 #define TSR_COUNT(st, f, v)    ((void)0)
-#elif defined(TSR_EMU)
-/* the emulator: also from its worker threads (a pass's items, forward.c),
- * so an atomic add; a sum, whatever the order */
-#define TSR_CHARGE(st, rg, cy) ((void)__atomic_fetch_add(&(st)->cnt.cyc[(rg)], (uint64_t)(cy), __ATOMIC_RELAXED))
-#define TSR_CY(cy)             (cy)
-#define TSR_COUNT(st, f, v)    ((void)__atomic_fetch_add(&(st)->cnt.f, (uint64_t)(v), __ATOMIC_RELAXED))
 #else
-#define TSR_CHARGE(st, rg, cy) ((st)->cnt.cyc[(rg)] += (uint64_t)(cy))
+/* a platform's counter add (tsr_platform.h; the emulator's worker threads
+ * charge too, so its add is atomic: a sum, whatever the order) */
+#define TSR_CHARGE(st, rg, cy) TSR_COUNTER_ADD(&(st)->cnt.cyc[(rg)], (uint64_t)(cy))
 #define TSR_CY(cy)             (cy)
-#define TSR_COUNT(st, f, v)    ((st)->cnt.f += (uint64_t)(v))
+#define TSR_COUNT(st, f, v)    TSR_COUNTER_ADD(&(st)->cnt.f, (uint64_t)(v))
 #endif
 
 #endif

@@ -3,8 +3,9 @@
  *
  * The HLS pragmas and loop labels are for Vitis HLS; the host compiler's
  * -Wall would flag both, so silence exactly those two warnings here.
- * Then the few places where the emulator's runtime (emu/) stands in for
- * hardware: words the other side watches, and the PE loops.
+ * Then the PE loop's structure; where a platform differs from the
+ * hardware (the PE loop, words the other side watches, fast paths) is
+ * tsr_platform.h's, read through tsr_kernel.h.
  */
 #ifndef TSR_HLS_H
 #define TSR_HLS_H
@@ -36,23 +37,6 @@ mul_small_bits:
 }
 
 
-/* The emulator's runtime (worker pool, SIMD rows): emu/, never synthesized. */
-#if defined(TSR_EMU) && !defined(__SYNTHESIS__)
-#include "tsr_emu.h"
-#endif
-
-/* A word the other side of the link watches: DECODE's token count, a
- * response's sequence number, the cancel word.  In the emulator a release
- * store that wakes the thread waiting on it (emu/pool.c) and an acquire
- * load; in hardware a volatile m_axi store / load. */
-#if defined(TSR_EMU) && !defined(__SYNTHESIS__)
-#define TSR_PUBLISH(p, v) tsr_emu_publish((uint32_t *)(p), (v))
-#define TSR_OBSERVE(p)    tsr_emu_observe((const uint32_t *)(p))
-#else
-#define TSR_PUBLISH(p, v) (*(p) = (v))
-#define TSR_OBSERVE(p)    (*(p))
-#endif
-
 /* Word i of a pass on a link port (tessera_top's AXI4-Stream ports).  In
  * hardware a port is a volatile pointer whose every access is the
  * stream's next word, so a pass is read and written in order, each word
@@ -65,14 +49,6 @@ mul_small_bits:
 #else
 #define TSR_LINK_GET(p, i)    ((p)[i])
 #define TSR_LINK_PUT(p, i, v) ((p)[i] = (v))
-#endif
-
-/* The serve loop waits for the ring entry's sequence word: the emulator
- * sleeps on it (a futex, woken by the host's store), hardware polls. */
-#if defined(TSR_EMU) && !defined(__SYNTHESIS__)
-#define TSR_WAIT_WORD(p, old) tsr_emu_wait_change((uint32_t *)(p), (old), 100000u)
-#else
-#define TSR_WAIT_WORD(p, old) ((void)0)
 #endif
 
 /* TSR_RUN_PES(worst, st, task, job): task(st, p, job, active, 0) for
@@ -96,39 +72,16 @@ mul_small_bits:
  * its last argument, a literal of the unrolled level loop, never read back
  * from the job).  The task still tests the run-time part itself.
  *
- * Emulator: the worker pool runs the PE blocks on its threads (emu/pool.c)
- * and returns the same maximum; tasks of PEs that are not receivers return
- * 0 by their run-time test.
+ * A platform may run the tasks its own way (TSR_RUN_PES_WHERE,
+ * tsr_platform.h: the emulator's worker pool) and returns the same
+ * maximum; tasks of PEs that are not receivers return 0 by their run-time
+ * test.
  *
  * Built with TSR_SERIAL_PES (a check, never a profile): the loop is not
  * unrolled, one PE after another, and the region charges the sum of its
  * PEs' cycles: the code's accounting moves with its structure
  * (tests/test_plan.c). */
-#if defined(TSR_SERIAL_PES)
-#define TSR_PES_COMBINE(worst, c) ((worst) += (c))
-#define TSR_PES_UNROLL
-#else
-#define TSR_PES_COMBINE(worst, c) ((worst) = (c) > (worst) ? (c) : (worst))
-#define TSR_PES_UNROLL _Pragma("HLS UNROLL")
-#endif
 #define TSR_RECV_ALL(p, k) 1
-#if defined(TSR_EMU) && !defined(__SYNTHESIS__)
-#define TSR_RUN_PES_WHERE(worst, st, task, job, NPES, n, RECV, k) \
-    ((worst) = tsr_emu_run_pes((st), (n), (task), (job), (k)))
-#else
-/* (A braced block, not a do-while(0): it is a loop to the lint.) */
-#define TSR_RUN_PES_WHERE(worst, st, task, job, NPES, n, RECV, k)              \
-    {                                                                          \
-        (worst) = 0;                                                           \
-        for (uint32_t p_ = 0; p_ < (NPES); p_++) {                             \
-            TSR_PES_UNROLL                                                     \
-            if (RECV(p_, k)) {                                                 \
-                uint32_t c_ = task((st), p_, (job), p_ < (n), (k));            \
-                TSR_PES_COMBINE(worst, c_);                                    \
-            }                                                                  \
-        }                                                                      \
-    }
-#endif
 #define TSR_RUN_PES(worst, st, task, job) \
     TSR_RUN_PES_WHERE(worst, st, task, job, TSR_PES, (st)->P, TSR_RECV_ALL, 0)
 /* The PEs with attention datapaths: [0, TSR_ATT_PES), the configured

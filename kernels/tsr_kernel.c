@@ -76,45 +76,63 @@ log2_bits:
     return l;
 }
 
-/* Shapes and mesh within the profile?  TSR_K_OK, TSR_K_EARG (not a valid
- * config at all) or TSR_K_ESHAPE (valid, but over a profile limit). */
-static int check_shape(const tsr_kconfig *c)
+/* A size of c that is zero. */
+static int shape_has_zero(const tsr_kconfig *c)
 {
-    if (c->magic != TSR_KCONFIG_MAGIC) return TSR_K_EARG;
-    if (c->dim == 0 || c->hidden_dim == 0 || c->n_layers == 0 || c->n_heads == 0 ||
-        c->n_kv_heads == 0 || c->vocab_size == 0 || c->seq_len == 0 || c->n_slots == 0 ||
-        c->group == 0 || c->mesh_rows == 0 || c->mesh_cols == 0 || c->kv_split == 0 ||
-        c->att_pes == 0)
-        return TSR_K_EARG;
-    if (c->dim % c->n_heads || c->n_heads % c->n_kv_heads || (c->dim / c->n_heads) % 2u)
-        return TSR_K_EARG;
-    if (c->dtype != TSR_KDT_Q8 && c->dtype != TSR_KDT_F32) return TSR_K_EARG;
+    return c->dim == 0 || c->hidden_dim == 0 || c->n_layers == 0 || c->n_heads == 0 ||
+           c->n_kv_heads == 0 || c->vocab_size == 0 || c->seq_len == 0 || c->n_slots == 0 ||
+           c->group == 0 || c->mesh_rows == 0 || c->mesh_cols == 0 || c->kv_split == 0 ||
+           c->att_pes == 0;
+}
+
+/* Not a valid config at all: 1 (TSR_K_EARG). */
+static int shape_invalid(const tsr_kconfig *c)
+{
+    if (c->magic != TSR_KCONFIG_MAGIC || shape_has_zero(c)) return 1;
+    if (c->dim % c->n_heads || c->n_heads % c->n_kv_heads || (c->dim / c->n_heads) % 2u) return 1;
+    if (c->dtype != TSR_KDT_Q8 && c->dtype != TSR_KDT_F32) return 1;
     if (c->bos >= c->vocab_size || c->eos >= c->vocab_size || c->kv_dtype >= TSR_KV_COUNT ||
         (c->q4_kinds & ~TSR_KINDS_ALL) != 0 || (c->stage & ~TSR_STAGE_ALL) != 0)
-        return TSR_K_EARG;
+        return 1;
     /* Q4_0 tiles: in the quantized mode, at GGUF's block of 32 */
-    if (c->q4_kinds != 0 && (c->dtype != TSR_KDT_Q8 || c->group != TSR_Q4_GROUP)) return TSR_K_EARG;
-    if (!is_pow2(c->mesh_cols) || !is_pow2(c->group) || !is_pow2(c->kv_split)) return TSR_K_EARG;
+    if (c->q4_kinds != 0 && (c->dtype != TSR_KDT_Q8 || c->group != TSR_Q4_GROUP)) return 1;
+    return !is_pow2(c->mesh_cols) || !is_pow2(c->group) || !is_pow2(c->kv_split);
+}
+
+/* A size of a valid c over the profile's limits: 1. */
+static int shape_over_limits(const tsr_kconfig *c)
+{
     uint32_t P = c->mesh_rows * c->mesh_cols;
-    if (c->dim > TSR_MAX_DIM || c->hidden_dim > TSR_MAX_HIDDEN || c->n_layers > TSR_MAX_LAYERS ||
-        c->n_heads > TSR_MAX_HEADS || c->n_kv_heads > TSR_MAX_KV_HEADS ||
-        c->dim / c->n_heads > TSR_MAX_HEAD_SIZE || c->vocab_size > TSR_MAX_VOCAB ||
-        c->seq_len > TSR_MAX_SEQ || c->n_slots > TSR_MAX_SLOTS || c->group < TSR_MIN_GROUP ||
-        c->group > TSR_MAX_GROUP || c->mesh_rows > TSR_MAX_MESH_ROWS ||
-        c->mesh_cols > TSR_MAX_MESH_COLS || P > TSR_PES || c->kv_split > TSR_MAX_KV_SPLIT ||
-        c->att_pes > TSR_ATT_PES || c->att_pes > P)
-        return TSR_K_ESHAPE;
+    return c->dim > TSR_MAX_DIM || c->hidden_dim > TSR_MAX_HIDDEN || c->n_layers > TSR_MAX_LAYERS ||
+           c->n_heads > TSR_MAX_HEADS || c->n_kv_heads > TSR_MAX_KV_HEADS ||
+           c->dim / c->n_heads > TSR_MAX_HEAD_SIZE || c->vocab_size > TSR_MAX_VOCAB ||
+           c->seq_len > TSR_MAX_SEQ || c->n_slots > TSR_MAX_SLOTS || c->group < TSR_MIN_GROUP ||
+           c->group > TSR_MAX_GROUP || c->mesh_rows > TSR_MAX_MESH_ROWS ||
+           c->mesh_cols > TSR_MAX_MESH_COLS || P > TSR_PES || c->kv_split > TSR_MAX_KV_SPLIT ||
+           c->att_pes > TSR_ATT_PES || c->att_pes > P;
+}
+
+/* A valid c within the limits that the profile's datapaths cannot run: 1. */
+static int shape_unbuilt(const tsr_kconfig *c)
+{
     /* Q > 1: one KV head a group of Q; a group's query slice in whole bus
      * words; a head in whole attention words (V rows, head outputs) */
     if (c->att_pes % c->kv_split != 0 ||
         (c->kv_split > 1u && c->n_kv_heads > c->att_pes / c->kv_split) ||
         (c->dim / c->n_kv_heads) % TSR_VEC != 0 || (c->dim / c->n_heads) % TSR_ATT_LANES != 0)
-        return TSR_K_ESHAPE;
-    if (c->dtype == TSR_KDT_F32 && !TSR_WITH_F32) return TSR_K_ESHAPE;
+        return 1;
+    if (c->dtype == TSR_KDT_F32 && !TSR_WITH_F32) return 1;
     /* datapaths the profile did not build */
-    if ((c->q4_kinds != 0 && !TSR_WITH_Q4) || (c->kv_dtype == TSR_KV_F16 && !TSR_WITH_KV_F16) ||
-        (c->kv_dtype == TSR_KV_INT8 && !TSR_WITH_KV_INT8))
-        return TSR_K_ESHAPE;
+    return (c->q4_kinds != 0 && !TSR_WITH_Q4) || (c->kv_dtype == TSR_KV_F16 && !TSR_WITH_KV_F16) ||
+           (c->kv_dtype == TSR_KV_INT8 && !TSR_WITH_KV_INT8);
+}
+
+/* Shapes and mesh within the profile?  TSR_K_OK, TSR_K_EARG (not a valid
+ * config at all) or TSR_K_ESHAPE (valid, but over a profile limit). */
+static int check_shape(const tsr_kconfig *c)
+{
+    if (shape_invalid(c)) return TSR_K_EARG;
+    if (shape_over_limits(c) || shape_unbuilt(c)) return TSR_K_ESHAPE;
     return TSR_K_OK;
 }
 
@@ -123,39 +141,112 @@ static void put_fit(volatile uint32_t *out, uint32_t room, uint32_t k, uint32_t 
     if (k < room) out[k] = v;
 }
 
+/* CONFIGURE's payload (TSR_KCONFIG_WORDS words) as a tsr_kconfig. */
+static void cfg_read(tsr_kconfig *c, const uint32_t *in_w, const float *in_f)
+{
+    c->magic = in_w[0];
+    c->dim = in_w[1];
+    c->hidden_dim = in_w[2];
+    c->n_layers = in_w[3];
+    c->n_heads = in_w[4];
+    c->n_kv_heads = in_w[5];
+    c->vocab_size = in_w[6];
+    c->seq_len = in_w[7];
+    c->n_slots = in_w[8];
+    c->dtype = in_w[9];
+    c->group = in_w[10];
+    c->mesh_rows = in_w[11];
+    c->mesh_cols = in_w[12];
+    c->shared_classifier = in_w[13];
+    c->kv_split = in_w[14];
+    c->att_pes = in_w[15];
+    c->q4_kinds = in_w[16];
+    c->kv_dtype = in_w[17];
+    c->bos = in_w[18];
+    c->eos = in_w[19];
+    c->qkv_bias = in_w[20];
+    c->stage = in_w[21];
+    c->rope_theta = in_f[TSR_KCONFIG_INTS];
+    c->norm_eps = in_f[TSR_KCONFIG_INTS + 1];
+}
+
+/* The gather's sources: each of the nm matrices' mesh rows from its first
+ * unit on (tsr_layout.h), the roots that hold rows, over P PEs. */
+static void cfg_roots(tsr_kstate *st, uint32_t P, uint32_t nm)
+{
+cfg_roots:
+    for (uint32_t m = 0; m < nm; m++) {
+#pragma HLS LOOP_TRIPCOUNT min=5 max=TSR_LIT_MAX_MATS
+        uint32_t Cm = st->mat_cols[m], R = P / Cm, r0 = (st->mat_rot[m] / Cm) % R, n = 0;
+cfg_roots_rows:
+        for (uint32_t k = 0; k < R; k++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PES
+            uint32_t p = ((r0 + k) % R) * Cm;
+            tsr_ktab t = tsr_ktab_of(st, p, m);
+            if (t.rows == 0) continue;
+            st->root_pe[m][n] = p;
+            st->root_w0[m][n] = t.row0 / TSR_VEC;
+            st->root_w1[m][n] = t.row0 / TSR_VEC + tsr_cdiv(t.rows, TSR_VEC);
+            n++;
+        }
+        st->mat_nroots[m] = n;
+    }
+}
+
+/* A CONFIGURE that fits: c (P PEs, sl attention words of positions a PE)
+ * becomes the state's configuration, its derived figures and tables, and
+ * every slot is reset. */
+static void cfg_commit(tsr_kstate *st, const tsr_kconfig *c, uint32_t P, uint32_t sl)
+{
+    uint32_t hs = c->dim / c->n_heads;
+    st->cfg = *c;
+    st->P = P;
+    st->R = c->mesh_rows;
+    st->C = c->mesh_cols;
+    st->hs = hs;
+    st->kv_dim = c->n_kv_heads * hs;
+    st->kv_mul = c->n_heads / c->n_kv_heads;
+    st->seq_local = sl;
+    st->sqrt_hs = sqrtf((float)hs);
+    st->g_log2 = log2u(c->group);
+    st->cpg_log2 = c->group > TSR_LANES ? log2u(c->group / TSR_LANES) : 0u;
+    st->q_log2 = log2u(c->kv_split);
+cfg_kv_home:
+    for (uint32_t k = 0; k < c->n_kv_heads; k++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_KV_HEADS
+        tsr_lay_kv_home(c, k, &st->kv_pe[k], &st->kv_j[k]);
+        st->kv_ow[k] = st->kv_j[k] * (c->dim / c->n_kv_heads) / TSR_ATT_LANES;
+    }
+    /* RoPE, as run.c: theta^(-head_dim / head_size), head_dim even */
+cfg_rope_freq:
+    for (uint32_t j = 0; j < hs / 2u; j++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_HALF_HS
+        st->rope_freq[j] = 1.0f / powf(c->rope_theta, (float)(2u * j) / (float)hs);
+    }
+cfg_rope_pairs:
+    for (uint32_t i = 0; i < c->dim + st->kv_dim; i += 2u) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_QKV
+        st->rope_pj[i / 2u] = (i % hs) / 2u;
+    }
+cfg_clear_pes:
+    for (uint32_t p = P; p < TSR_PES; p++) st->cnt.pe_sram_bytes[p] = 0;
+    st->cnt.n_pes = P;
+    TSR_PLATFORM_CONFIGURED(st);
+    st->configured = 1;
+    st->logits_valid = 0;
+    st->logits_on_pes = 0;
+cfg_slots:
+    for (uint32_t s = 0; s < TSR_MAX_SLOTS; s++) slot_reset(st, s);
+}
+
 static int op_configure(tsr_kstate *st, const uint32_t *in_w, const float *in_f, uint32_t in_n,
                         volatile uint32_t *out, uint32_t room, uint32_t *out_n)
 {
     tsr_kconfig c;
     if (in_n < TSR_KCONFIG_WORDS) return TSR_K_EARG;
-    c.magic = in_w[0];
-    c.dim = in_w[1];
-    c.hidden_dim = in_w[2];
-    c.n_layers = in_w[3];
-    c.n_heads = in_w[4];
-    c.n_kv_heads = in_w[5];
-    c.vocab_size = in_w[6];
-    c.seq_len = in_w[7];
-    c.n_slots = in_w[8];
-    c.dtype = in_w[9];
-    c.group = in_w[10];
-    c.mesh_rows = in_w[11];
-    c.mesh_cols = in_w[12];
-    c.shared_classifier = in_w[13];
-    c.kv_split = in_w[14];
-    c.att_pes = in_w[15];
-    c.q4_kinds = in_w[16];
-    c.kv_dtype = in_w[17];
-    c.bos = in_w[18];
-    c.eos = in_w[19];
-    c.qkv_bias = in_w[20];
-    c.stage = in_w[21];
-    c.rope_theta = in_f[TSR_KCONFIG_INTS];
-    c.norm_eps = in_f[TSR_KCONFIG_INTS + 1];
+    cfg_read(&c, in_w, in_f);
     st->configured = 0;
-#ifdef TSR_EMU
-    st->emu_tr = 0;   /* a failed CONFIGURE leaves the raw layout */
-#endif
+    TSR_PLATFORM_UNCONFIGURE(st);   /* a failed CONFIGURE leaves its defaults */
     uint32_t fit[TSR_KFIT_WORDS];
 cfg_fit_clear:
     for (uint32_t k = 0; k < TSR_KFIT_WORDS; k++) fit[k] = 0;
@@ -223,25 +314,7 @@ cfg_pe_mats:
             if (kvs > max_kvs) max_kvs = kvs;
             if (rows > max_rows) max_rows = rows;
         }
-        /* the gather's sources: each matrix's mesh rows from its first
-         * unit on (tsr_layout.h), the roots that hold rows */
-cfg_roots:
-        for (uint32_t m = 0; m < nm; m++) {
-#pragma HLS LOOP_TRIPCOUNT min=5 max=TSR_LIT_MAX_MATS
-            uint32_t Cm = st->mat_cols[m], R = P / Cm, r0 = (st->mat_rot[m] / Cm) % R, n = 0;
-cfg_roots_rows:
-            for (uint32_t k = 0; k < R; k++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PES
-                uint32_t p = ((r0 + k) % R) * Cm;
-                tsr_ktab t = tsr_ktab_of(st, p, m);
-                if (t.rows == 0) continue;
-                st->root_pe[m][n] = p;
-                st->root_w0[m][n] = t.row0 / TSR_VEC;
-                st->root_w1[m][n] = t.row0 / TSR_VEC + tsr_cdiv(t.rows, TSR_VEC);
-                n++;
-            }
-            st->mat_nroots[m] = n;
-        }
+        cfg_roots(st, P, nm);
         fit[TSR_KFIT_W8_WORDS] = tsr_cdiv(max_w, TSR_LANES);
         fit[TSR_KFIT_F32_WORDS] = max_f;
         fit[TSR_KFIT_KV_WORDS] = max_kv;
@@ -256,50 +329,7 @@ cfg_roots_rows:
             max_kv > kv_room || max_kvs > TSR_PE_KVS_WORDS || max_rows > TSR_PE_ROWS ||
             max_att > TSR_PE_ATT)
             rc = TSR_K_ECAPACITY;
-        if (rc == TSR_K_OK) {
-            uint32_t hs = c.dim / c.n_heads;
-            st->cfg = c;
-            st->P = P;
-            st->R = c.mesh_rows;
-            st->C = c.mesh_cols;
-            st->hs = hs;
-            st->kv_dim = c.n_kv_heads * hs;
-            st->kv_mul = c.n_heads / c.n_kv_heads;
-            st->seq_local = sl;
-            st->sqrt_hs = sqrtf((float)hs);
-            st->g_log2 = log2u(c.group);
-            st->cpg_log2 = c.group > TSR_LANES ? log2u(c.group / TSR_LANES) : 0u;
-            st->q_log2 = log2u(c.kv_split);
-cfg_kv_home:
-            for (uint32_t k = 0; k < c.n_kv_heads; k++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_KV_HEADS
-                tsr_lay_kv_home(&c, k, &st->kv_pe[k], &st->kv_j[k]);
-                st->kv_ow[k] = st->kv_j[k] * (c.dim / c.n_kv_heads) / TSR_ATT_LANES;
-            }
-            /* RoPE, as run.c: theta^(-head_dim / head_size), head_dim even */
-cfg_rope_freq:
-            for (uint32_t j = 0; j < hs / 2u; j++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_HALF_HS
-                st->rope_freq[j] = 1.0f / powf(c.rope_theta, (float)(2u * j) / (float)hs);
-            }
-cfg_rope_pairs:
-            for (uint32_t i = 0; i < c.dim + st->kv_dim; i += 2u) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_QKV
-                st->rope_pj[i / 2u] = (i % hs) / 2u;
-            }
-cfg_clear_pes:
-            for (uint32_t p = P; p < TSR_PES; p++) st->cnt.pe_sram_bytes[p] = 0;
-            st->cnt.n_pes = P;
-#ifdef TSR_EMU
-            st->emu_tr = st->simd && c.dtype == TSR_KDT_Q8 && c.group == 32u &&
-                         tsr_emu_tr_available();
-#endif
-            st->configured = 1;
-            st->logits_valid = 0;
-            st->logits_on_pes = 0;
-cfg_slots:
-            for (uint32_t s = 0; s < TSR_MAX_SLOTS; s++) slot_reset(st, s);
-        }
+        if (rc == TSR_K_OK) cfg_commit(st, &c, P, sl);
     }
     fit[TSR_KFIT_STATUS] = (uint32_t)rc;
 cfg_fit_out:
@@ -349,110 +379,6 @@ static void ctrl_next(ctrl_cur *c, uint32_t dim)
     }
     c->a++;
 }
-
-/* The emulator's per-entry weight sums (tsr_emu_wcorr, kept in the
- * scales' order) of PE p's entries that bytes [off, off + len) of its int8
- * array touched, tile by tile: an entry is G bytes (Q8_0) or 16 (Q4_0),
- * its sum at the tile's first scale plus its index.  An entry split over
- * two chunks is summed again by the second.  Nothing in hardware. */
-static void emu_wcorr_update(tsr_kstate *st, uint32_t p, uint32_t off, uint32_t len)
-{
-#ifdef TSR_EMU
-    if (st->cfg.dtype != TSR_KDT_Q8) return;
-    uint32_t nm = tsr_lay_n_mats(&st->cfg), end = off + len, G = st->cfg.group;
-    for (uint32_t m = 0; m < nm; m++) {
-        uint32_t q4 = st->mat_q4[m], eb = q4 ? TSR_Q4_ENTRY_BYTES : G;
-        uint32_t w0 = st->tab_woff[p][m], n = (st->mat_pair[m] ? 2u : 1u) * st->tab_ent[p][m];
-        uint32_t w1 = w0 + n * eb;
-        if (n == 0 || end <= w0 || off >= w1 || tsr_emu_tr_mat(st, m)) continue;   /* no sums */
-        uint32_t e0 = off > w0 ? (off - w0) / eb : 0u, e1 = ((end < w1 ? end : w1) - 1u - w0) / eb;
-        for (uint32_t e = e0; e <= e1; e++) {
-            const int8_t *w = &st->w8[p][0][0] + w0 + (size_t)e * eb;
-            st->emu_wcorr[p][st->tab_foff[p][m] + e] = q4 ? tsr_emu_wcorr_q4(w) : tsr_emu_wcorr(w, G);
-        }
-    }
-#else
-    (void)st;
-    (void)p;
-    (void)off;
-    (void)len;
-#endif
-}
-
-#ifdef TSR_EMU
-/* A cursor over PE p's tiles in matrix order, for ascending bytes: the
- * current matrix and the end of its tile's entries. */
-typedef struct emu_w8_cursor {
-    uint32_t m, nm, end;
-} emu_w8_cursor;
-
-static void emu_cursor_at(const tsr_kstate *st, uint32_t p, emu_w8_cursor *cu, uint32_t m)
-{
-    cu->m = m;
-    if (m >= cu->nm) return;
-    uint32_t eb = st->mat_q4[m] ? TSR_Q4_ENTRY_BYTES : st->cfg.group;
-    cu->end = st->tab_woff[p][m] + (st->mat_pair[m] ? 2u : 1u) * st->tab_ent[p][m] * eb;
-}
-
-static void emu_cursor_init(const tsr_kstate *st, uint32_t p, emu_w8_cursor *cu)
-{
-    cu->nm = tsr_lay_n_mats(&st->cfg);
-    emu_cursor_at(st, p, cu, 0);
-}
-
-/* Where byte a of PE p's int8 array is kept, and *flip its XOR: the
- * place tsr_emu_w8_place gives in the tile that holds a, a itself
- * between tiles. */
-static uint32_t emu_w8_at(const tsr_kstate *st, uint32_t p, emu_w8_cursor *cu, uint32_t a,
-                          uint32_t *flip)
-{
-    while (cu->m < cu->nm && a >= cu->end) emu_cursor_at(st, p, cu, cu->m + 1u);
-    *flip = 0;
-    if (cu->m >= cu->nm || a < st->tab_woff[p][cu->m]) return a;
-    return tsr_emu_w8_place(st, p, cu->m, a, flip);
-}
-
-/* 8 payload bytes from word w on, each XORed with 0x80 (little-endian) */
-static inline uint64_t emu_flip8(const uint32_t *w)
-{
-    return ((uint64_t)w[0] | (uint64_t)w[1] << 32) ^ 0x8080808080808080ull;
-}
-
-/* LOAD's int8 payload into the transposed units: a whole unit at a time
- * where the chunk holds one from its first byte (the unit's byte u goes to
- * tsr_emu_tr_byte(u): row r's 8-byte run k to 64 k + 8 r), else whole
- * 8-byte runs (a row's 8 bytes of a unit stay together) where the chunk
- * holds them, else a word at a time (a word stays whole). */
-static void emu_load_w8(tsr_kstate *st, uint32_t p, uint32_t off, uint32_t len,
-                        const uint32_t *in_w)
-{
-    uint8_t *w8 = (uint8_t *)&st->w8[p][0][0];
-    emu_w8_cursor cu;
-    emu_cursor_init(st, p, &cu);
-    for (uint32_t i = 0; i < (len + 3u) / 4u;) {
-        uint32_t a = off + 4u * i, flip, at = emu_w8_at(st, p, &cu, a, &flip);
-        /* a unit's first byte is the one multiple of 8 that stays put */
-        if (flip && at == a && a % 8u == 0 && 4u * i + 256u <= len) {
-            for (uint32_t r = 0; r < 8u; r++)
-                for (uint32_t k = 0; k < 4u; k++) {
-                    uint64_t v = emu_flip8(in_w + i + 8u * r + 2u * k);   /* bytes 32 r + 8 k .. */
-                    __builtin_memcpy(w8 + a + 64u * k + 8u * r, &v, sizeof v);
-                }
-            i += 64u;
-            continue;
-        }
-        if (flip && a % 8u == 0 && 4u * i + 8u <= len) {
-            uint64_t v = emu_flip8(in_w + i);
-            __builtin_memcpy(w8 + at, &v, sizeof v);
-            i += 2u;
-            continue;
-        }
-        for (uint32_t k = 0; k < 4u && 4u * i + k < len; k++)
-            w8[at + k] = (uint8_t)((in_w[i] >> (8u * k)) ^ flip);
-        i++;
-    }
-}
-#endif
 
 /* len bytes of int8 tiles from payload words in_w (four bytes a word,
  * little-endian) into a PE's TSR_LANES-byte words from byte off (a
@@ -513,16 +439,10 @@ static int op_load(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32
         if (p >= st->P || off > st->w8_used[p] || len > st->w8_used[p] - off || off % 4u != 0 ||
             (len + 3u) / 4u > in_n)
             return TSR_K_EARG;
-#ifdef TSR_EMU
-        if (st->emu_tr) {
-            emu_load_w8(st, p, off, len, in_w);
-            emu_wcorr_update(st, p, off, len);   /* Q4_0 tiles' sums */
-            st->cnt.load_bytes += len;
-            return TSR_K_OK;
-        }
-#endif
-        load_w8_words(st->w8[p], off, len, in_w);
-        emu_wcorr_update(st, p, off, len);
+        /* a platform may keep the bytes its own way: then nothing left
+         * for the loop */
+        if (!TSR_FAST_LOAD_W8(st, p, off, len, in_w)) load_w8_words(st->w8[p], off, len, in_w);
+        TSR_LOADED_W8(st, p, off, len);
         st->cnt.load_bytes += len;
         return TSR_K_OK;
     }
@@ -958,6 +878,37 @@ read_logits:
  *                 when asked (one item a slot), answer: the ids.  The
  *                 others need the whole model on the device (stage 0),
  *                 but READ_LOGITS the last stage's. */
+/* The command c's run (its op, slot, count and flags) on a device whose
+ * configuration is cf. */
+static void fwd_run_of(fwd_run *r, const uint32_t c[TSR_CMD_WORDS], const tsr_kconfig *cf)
+{
+    r->op = c[TSR_CMD_OP];
+    r->slot = c[TSR_CMD_SLOT];
+    r->n = c[TSR_CMD_A0];
+    r->prefill = r->op == TSR_OP_PREFILL;
+    r->gather = r->op == TSR_OP_READ_LOGITS;
+    r->pass = r->op == TSR_OP_FORWARD;
+    r->decode = !r->prefill && !r->gather && !r->pass;
+    r->flags = r->pass ? c[TSR_CMD_A1] : 0u;
+    r->batch = (r->flags & TSR_FWDC_BATCH) != 0u;
+    r->first = (cf->stage & TSR_STAGE_LINK_IN) == 0u;
+}
+
+/* The run's checks and setup by its kind (FORWARD, PREFILL, the decodes;
+ * READ_LOGITS: logits of this slot at its position); TSR_K_*. */
+static int fwd_setup(tsr_kstate *st, fwd_run *r, const uint32_t c[TSR_CMD_WORDS],
+                     const uint32_t *in_w, const float *in_f, uint32_t in_n, uint32_t room,
+                     volatile uint32_t *out_w)
+{
+    if (r->pass) return fwd_setup_pass(st, r, c, in_w, in_f, in_n, room);
+    if (r->prefill) return fwd_setup_prefill(st, r, in_w, in_n);
+    if (r->decode) return fwd_setup_decode(st, r, c, in_w, in_f, in_n, room, out_w);
+    if (!st->logits_valid || st->logits_slot != r->slot ||
+        (uint32_t)st->pos[r->slot] != st->logits_pos + 1u)
+        return TSR_K_ESTATE;   /* none, or not this slot's at its position */
+    return TSR_K_OK;
+}
+
 static int op_forward(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32_t *in_w,
                       const float *in_f, uint32_t in_n, volatile uint32_t *out_w,
                       volatile float *out_f, uint32_t room, volatile const uint32_t *hdr,
@@ -965,27 +916,13 @@ static int op_forward(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uin
 {
     const tsr_kconfig *cf = &st->cfg;
     fwd_run r = { 0 };
-    r.op = c[TSR_CMD_OP];
-    r.slot = c[TSR_CMD_SLOT];
-    r.n = c[TSR_CMD_A0];
-    r.prefill = r.op == TSR_OP_PREFILL;
-    r.gather = r.op == TSR_OP_READ_LOGITS;
-    r.pass = r.op == TSR_OP_FORWARD;
-    r.decode = !r.prefill && !r.gather && !r.pass;
-    r.flags = r.pass ? c[TSR_CMD_A1] : 0u;
-    r.batch = (r.flags & TSR_FWDC_BATCH) != 0u;
-    r.first = (cf->stage & TSR_STAGE_LINK_IN) == 0u;
+    fwd_run_of(&r, c, cf);
     int rc = TSR_K_OK;
     /* a stage runs FORWARD, and the last one READ_LOGITS */
     if (!r.pass && cf->stage != 0u && !(r.gather && tsr_lay_holds_head(cf))) return TSR_K_ESTATE;
     /* a later stage's pass: its header first, whatever comes of it */
     if (r.pass && !r.first) link_header_read(&r, link_in);
-    if (r.pass) rc = fwd_setup_pass(st, &r, c, in_w, in_f, in_n, room);
-    else if (r.prefill) rc = fwd_setup_prefill(st, &r, in_w, in_n);
-    else if (r.decode) rc = fwd_setup_decode(st, &r, c, in_w, in_f, in_n, room, out_w);
-    else if (!st->logits_valid || st->logits_slot != r.slot ||
-             (uint32_t)st->pos[r.slot] != st->logits_pos + 1u)
-        rc = TSR_K_ESTATE;   /* none, or not this slot's at its position */
+    rc = fwd_setup(st, &r, c, in_w, in_f, in_n, room, out_w);
     if (rc != TSR_K_OK) {
         /* a refused pass leaves the stream at the next pass's header */
         if (r.pass && !r.first) link_drain(&r, link_in);
@@ -1050,24 +987,10 @@ static int op_read_mem(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], volatile
         if (p >= st->P || off > st->w8_used[p] || len > st->w8_used[p] - off ||
             tsr_cdiv(len, 4u) > room)
             return TSR_K_EARG;
-#ifdef TSR_EMU
-        if (st->emu_tr && st->configured) {   /* back out of the transposed units */
-            emu_w8_cursor cu;
-            emu_cursor_init(st, p, &cu);
-            for (uint32_t k = 0; k < tsr_cdiv(len, 4u); k++) {
-                uint32_t w = 0;
-                for (uint32_t i = 0; i < 4u && 4u * k + i < len; i++) {
-                    uint32_t flip, at = emu_w8_at(st, p, &cu, off + 4u * k + i, &flip);
-                    w |= ((uint32_t)(uint8_t)(&st->w8[p][0][0])[at] ^ flip) << (8u * i);
-                }
-                out_w[k] = w;
-            }
-            *out_n = tsr_cdiv(len, 4u);
-            return TSR_K_OK;
-        }
-#endif
+        /* a platform that keeps the bytes its own way reads them back */
+        uint32_t nw = TSR_FAST_READ_W8(st, p, off, len, out_w) ? 0u : tsr_cdiv(len, 4u);
 read_w8:
-        for (uint32_t k = 0; k < tsr_cdiv(len, 4u); k++) {
+        for (uint32_t k = 0; k < nw; k++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_LOAD_WORDS
 #pragma HLS PIPELINE II=1
             uint32_t w = 0;
@@ -1275,7 +1198,7 @@ serve_read:
 /* ------------------------------------------------------------------------ */
 /* Synthesis top                                                              */
 
-#ifndef TSR_EMU
+#if TSR_PLATFORM_TOP
 void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f,
                  volatile uint32_t *out_w, volatile float *out_f, volatile const float *link_in,
                  volatile float *link_out)

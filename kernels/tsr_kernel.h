@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tsr_platform.h"
 #include "tsr_cycles.h"
 #include "tsr_layout.h"
 #include "tsr_profile.h"
@@ -292,26 +293,6 @@ typedef struct tsr_ktab {
     uint32_t cols;         /* C_m, the matrix's columns (tsr_lay_mat_cols) */
 } tsr_ktab;
 
-/* Host builds are emulator builds unless they say otherwise: lint and
- * synthesis define __SYNTHESIS__, a C-simulation testbench of tessera_top
- * defines TSR_CSIM.  The state's fields differ (the emulator adds its
- * worker pool), so every host object that includes this header must agree
- * (the Makefile passes -DTSR_EMU). */
-#if !defined(TSR_EMU) && !defined(__SYNTHESIS__) && !defined(TSR_CSIM)
-#define TSR_EMU
-#endif
-
-/* The emulator starts each PE memory on a page (the state is one mmap'd,
- * page-aligned reservation): whole cache lines for the SIMD rows' loads
- * (a 64-byte load across two lines costs two), and page ranges for
- * madvise and NUMA placement (driver/backend_emu.c).  Synthesis lays the
- * memories out itself (tessera_top partitions them). */
-#ifdef TSR_EMU
-#define TSR_EMU_PAGE __attribute__((aligned(4096)))
-#else
-#define TSR_EMU_PAGE
-#endif
-
 /* The device: controller state, then the PEs' memories, each an array over
  * the profile's TSR_PES PEs (partitioned per PE in tessera_top, so every
  * PE owns its memories; in the emulator one reservation, each PE's slice
@@ -397,39 +378,26 @@ typedef struct tsr_kstate {
     float    am[TSR_ATT_PES][TSR_MAX_HEADS];  /* attention: max score, per query head */
     float    asum[TSR_ATT_PES][TSR_MAX_HEADS]; /* sum of exp(score - max)    */
     /* --- PE memories --- */
-    TSR_EMU_PAGE int8_t   w8[TSR_PES][TSR_PE_W8_WORDS][TSR_LANES]; /* int8 tiles          */
-    TSR_EMU_PAGE float    f32[TSR_PES][TSR_PE_F32_WORDS];          /* scales / F32 tiles  */
+    TSR_MEM_ALIGN int8_t   w8[TSR_PES][TSR_PE_W8_WORDS][TSR_LANES]; /* int8 tiles          */
+    TSR_MEM_ALIGN float    f32[TSR_PES][TSR_PE_F32_WORDS];          /* scales / F32 tiles  */
     /* the attention PEs' memories, in words of TSR_ATT_LANES (a lane is a
      * bank) or TSR_VEC (their copy of q | k | v, latched off the bus) */
-    TSR_EMU_PAGE float    kv[TSR_ATT_PES][TSR_PE_KV_AW][TSR_ATT_LANES];  /* KV cache, fp32 */
-    TSR_EMU_PAGE uint16_t kvh[TSR_ATT_PES][TSR_PE_KVH_AW][TSR_ATT_LANES]; /* ..., IEEE half */
-    TSR_EMU_PAGE int8_t   kvq[TSR_ATT_PES][TSR_PE_KVQ_AW][TSR_ATT_LANES]; /* ..., int8      */
-    TSR_EMU_PAGE float    kvs[TSR_ATT_PES][TSR_KVS_DIM];                 /* its scales     */
-    TSR_EMU_PAGE float    qkvw[TSR_ATT_PES][TSR_PE_QKV_VW][TSR_VEC];     /* q | k | v      */
-    TSR_EMU_PAGE float    att[TSR_ATT_PES][TSR_PE_ATT_AW][TSR_ATT_LANES]; /* scores         */
-    TSR_EMU_PAGE float    ao[TSR_ATT_PES][TSR_PE_AO_AW][TSR_ATT_LANES];  /* head outputs   */
+    TSR_MEM_ALIGN float    kv[TSR_ATT_PES][TSR_PE_KV_AW][TSR_ATT_LANES];  /* KV cache, fp32 */
+    TSR_MEM_ALIGN uint16_t kvh[TSR_ATT_PES][TSR_PE_KVH_AW][TSR_ATT_LANES]; /* ..., IEEE half */
+    TSR_MEM_ALIGN int8_t   kvq[TSR_ATT_PES][TSR_PE_KVQ_AW][TSR_ATT_LANES]; /* ..., int8      */
+    TSR_MEM_ALIGN float    kvs[TSR_ATT_PES][TSR_KVS_DIM];                 /* its scales     */
+    TSR_MEM_ALIGN float    qkvw[TSR_ATT_PES][TSR_PE_QKV_VW][TSR_VEC];     /* q | k | v      */
+    TSR_MEM_ALIGN float    att[TSR_ATT_PES][TSR_PE_ATT_AW][TSR_ATT_LANES]; /* scores         */
+    TSR_MEM_ALIGN float    ao[TSR_ATT_PES][TSR_PE_AO_AW][TSR_ATT_LANES];  /* head outputs   */
     /* per item of the pass: a tile's outputs, the broadcast input (Q8:
      * int8 words and group scales; F32: values) */
-    TSR_EMU_PAGE float    psum[TSR_PES][TSR_MAX_BLOCK][TSR_PE_ROWS];
-    TSR_EMU_PAGE int8_t   xq[TSR_PES][TSR_MAX_BLOCK][TSR_PE_XQ_WORDS][TSR_LANES];
-    TSR_EMU_PAGE float    xs[TSR_PES][TSR_MAX_BLOCK][TSR_PE_XS];
-    TSR_EMU_PAGE float    xf[TSR_PES][TSR_MAX_BLOCK][TSR_PE_XF];
-#ifdef TSR_EMU
-    struct tsr_emu_pool *pool;   /* emulator: worker threads over the PEs
-                                    (emu/tsr_emu.h); NULL: one thread       */
-    uint32_t simd;               /* emulator: 1 = SIMD rows (emu/)          */
-    uint32_t emu_tr;             /* emulator: Q8_0 tiles' full blocks kept as
-                                    transposed units (emu/tsr_emu.h), set by
-                                    CONFIGURE                               */
-    /* emulator: 128 x the sum of each Q8 entry's int8 weights, in the
-     * order of its scales (f32), kept by LOAD: the GEMM rows' correction
-     * for their unsigned inputs (emu/tile_simd.c); not kept for tiles in
-     * transposed units, whose correction comes from the inputs */
-    int32_t  emu_wcorr[TSR_PES][TSR_PE_F32_WORDS];
-    /* emulator: a pass's attention, each KV head group's cycles per item
-     * and step (its phases and tree levels; tsr_attention_pass) */
-    uint32_t emu_att_cy[TSR_ATT_PES][TSR_MAX_BLOCK][3u + 5u * TSR_MAX_SPLIT_LEVELS];
-#endif
+    TSR_MEM_ALIGN float    psum[TSR_PES][TSR_MAX_BLOCK][TSR_PE_ROWS];
+    TSR_MEM_ALIGN int8_t   xq[TSR_PES][TSR_MAX_BLOCK][TSR_PE_XQ_WORDS][TSR_LANES];
+    TSR_MEM_ALIGN float    xs[TSR_PES][TSR_MAX_BLOCK][TSR_PE_XS];
+    TSR_MEM_ALIGN float    xf[TSR_PES][TSR_MAX_BLOCK][TSR_PE_XF];
+    /* the platform's own (tsr_platform.h; the emulator's worker pool,
+     * SIMD switches and tables): none in hardware */
+    TSR_PLATFORM_STATE
 } tsr_kstate;
 
 
@@ -460,7 +428,7 @@ void tsr_kernel_serve(tsr_kstate *st, volatile uint32_t *ctl, const uint32_t *in
                       const float *in_f, volatile uint32_t *out_w, volatile float *out_f,
                       volatile const float *link_in, volatile float *link_out);
 
-#ifndef TSR_EMU
+#if TSR_PLATFORM_TOP
 /* The synthesis top: five m_axi ports (ctl volatile, in read as uint32 and
  * as fp32, out written as uint32 and as fp32; the host binds one buffer to
  * each pair), two AXI4-Stream ports of fp32 words (link_in, link_out: a

@@ -26,9 +26,7 @@ typedef struct tsr_pe_job {
     uint32_t nx;        /* GEMV: the pass's items (inputs a PE's tile meets) */
     uint32_t work;      /* the step's multiply-accumulates, roughly: the
                            emulator shares only big steps among threads */
-#ifdef TSR_EMU
-    uint64_t xkey;      /* GEMV: names its inputs (tsr_emu_tile_q8t), or 0  */
-#endif
+    TSR_PLATFORM_JOB    /* the platform's own (tsr_platform.h)               */
 } tsr_pe_job;
 
 #define TSR_JOB_ARGMAX  1u   /* GEMV: also find the best row (greedy)       */
@@ -44,16 +42,6 @@ typedef struct tsr_pe_job {
 #define TSR_CVW_XN      (TSR_CV_XN / TSR_VEC)
 #define TSR_CVW_QKV     (TSR_CV_QKV / TSR_VEC)
 
-/* The PE whose copy of a broadcast input (xq, xs, xf) PE p's GEMV reads:
- * its own in hardware, where every PE latches each word off the bus; PE
- * 0's in the emulator, which writes only that copy (the same bytes: a
- * broadcast's copies are equal by construction). */
-#ifdef TSR_EMU
-#define TSR_BCAST_SRC(p) ((void)(p), 0u)
-#else
-#define TSR_BCAST_SRC(p) (p)
-#endif
-
 /* PE p's tile of matrix m (CONFIGURE's tables, one plain array a field). */
 static inline tsr_ktab tsr_ktab_of(const tsr_kstate *st, uint32_t p, uint32_t m)
 {
@@ -67,35 +55,6 @@ static inline tsr_ktab tsr_ktab_of(const tsr_kstate *st, uint32_t p, uint32_t m)
     t.cols = st->tab_cols[p][m];
     return t;
 }
-
-#ifdef TSR_EMU
-#include "tsr_emu.h"
-
-/* The emulator's transposed units (emu/tsr_emu.h): 1 when matrix m's
- * tiles have them (a Q8_0 tile at G = 32, on a CPU that runs them). */
-static inline uint32_t tsr_emu_tr_mat(const tsr_kstate *st, uint32_t m)
-{
-    return st->emu_tr && !st->mat_q4[m];
-}
-
-/* Where the emulator keeps layout byte a of PE p's int8 array, a byte of
- * matrix m's tile (tab_woff <= a), and in *flip what its value is XORed
- * with (0x80 in a transposed unit, else 0): a itself outside the tile's
- * full blocks (its tail blocks, the padding after it) or when m has no
- * transposed units. */
-static inline uint32_t tsr_emu_w8_place(const tsr_kstate *st, uint32_t p, uint32_t m, uint32_t a,
-                                        uint32_t *flip)
-{
-    uint32_t rel = a - st->tab_woff[p][m], half = st->tab_ent[p][m] * 32u;
-    uint32_t full = st->tab_rows[p][m] / 8u * 8u * st->tab_ng[p][m] * 32u;
-    *flip = 0;
-    if (!tsr_emu_tr_mat(st, m)) return a;
-    if (st->mat_pair[m] && rel >= half) rel -= half;   /* W13's second half */
-    if (rel >= full) return a;                         /* a tail block, or past the tile */
-    *flip = 0x80u;
-    return a - (rel & 255u) + tsr_emu_tr_byte(rel & 255u);
-}
-#endif
 
 /* ---- controller vector ops (ops.c) ------------------------------------- */
 
@@ -198,6 +157,31 @@ void tsr_mesh_gemv(tsr_kstate *st, uint32_t mat, uint32_t nx, uint32_t flags);
 void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, uint32_t flags,
                      uint32_t pos);
 
+/* A gather's words: d's, or (into xn, TSR_GATHER_INPUT) up to the next
+ * GEMV's group padding. */
+static inline uint32_t tsr_gather_words(const tsr_kstate *st, uint32_t d, uint32_t flags)
+{
+    return flags & TSR_GATHER_INPUT ? ((d + st->cfg.group - 1u) >> st->g_log2) << st->g_log2 : d;
+}
+
+#ifndef __SYNTHESIS__
+/* A gather's cycles (tsr_cycles.h) for d rows into nout words: a word a
+ * cycle, with the vector unit's depth for RoPE (and, fused, the residual's
+ * sum of squares); the emulator's and C simulation's accounting only
+ * (TSR_CHARGE). */
+static inline uint32_t tsr_gather_cycles(uint32_t flags, uint32_t d, uint32_t nout, uint32_t bias)
+{
+#if TSR_SSQ_FUSED
+    uint32_t vec = flags & (TSR_GATHER_QKV | TSR_GATHER_ADD);
+#else
+    uint32_t vec = flags & TSR_GATHER_QKV;
+#endif
+    if (flags & TSR_GATHER_QKV) return tsr_cy_gather_qkv(d, bias);
+    return vec ? tsr_cy_gather_vec(d)
+               : flags & TSR_GATHER_INPUT ? tsr_cy_gather_input(nout) : tsr_cy_gather(d);
+}
+#endif
+
 /* Item it's greedy token after tsr_mesh_gemv(mat, .., TSR_JOB_ARGMAX): the
  * roots' bests reduced by a tree (the first maximum, as tsr_argmax).
  * Charged to ARGMAX. */
@@ -220,14 +204,43 @@ void tsr_mesh_embed(tsr_kstate *st, uint32_t it, uint32_t token);
  * Charged to ATT_IO, ATTN and ATT_TREE. */
 void tsr_attention(tsr_kstate *st, uint32_t it, uint32_t slot, uint32_t l, uint32_t pos);
 
-#ifdef TSR_EMU
-/* The emulator's stand-in for the QKV gather's per-word latches (mesh.c):
- * of q | k | v (TSR_CV_QKV), what each attention PE reads of its copy
- * (its heads' q slices; the k, v of position pos on the PE storing it).  Also for tests that write q | k | v themselves. */
-void tsr_att_latch_qkv(tsr_kstate *st, uint32_t it, uint32_t pos);
+/* Positions 0..pos that attention PE p's place q in its group holds: those
+ * t <= pos with t % Q == q (Q a power of two: pos = (pos >> log2 Q) Q +
+ * (pos & (Q - 1))). */
+static inline uint32_t tsr_att_local_positions(const tsr_kstate *st, uint32_t p, uint32_t pos)
+{
+    return (pos >> st->q_log2) + (st->kv_q[p] <= (pos & (st->cfg.kv_split - 1u)) ? 1u : 0u);
+}
+
+#ifndef __SYNTHESIS__
+/* For a platform that schedules attention's steps itself (tsr_platform.h
+ * TSR_FAST_STAGE_OUTPUTS; emu/passes.c): attention PE p's task of a step,
+ * as tsr_attention runs it for an active PE: the phase job->flags (kind
+ * TSR_ATT_STEP_PHASE), or the group tree's level of stride s up or down.
+ * Returns the cycles it charged (0 for a PE that takes no part). */
+enum { TSR_ATT_STEP_PHASE = 0, TSR_ATT_STEP_UP, TSR_ATT_STEP_DOWN };
+uint32_t tsr_att_step(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint32_t kind, uint32_t s);
+
+/* The work counters tsr_attention counts for a position pos. */
+void tsr_att_counts(tsr_kstate *st, uint32_t pos);
 #endif
 
 /* ---- forward pass (forward.c) ------------------------------------------ */
+
+/* A layer's four stages, in order (the matrices TSR_MAT_LAYER(l, w)). */
+enum { TSR_LAYER_QKV = 0, TSR_LAYER_WO, TSR_LAYER_W13, TSR_LAYER_W2 };
+
+/* Stage k's input (k < 4 L: layer k / 4, place k % 4; 4 L: the
+ * classifier's): RMSNorm of x with norm weights row (rms_att, rms_ffn,
+ * rms_final), or (norm 0) the n values attention or the W13 gather left. */
+static inline void tsr_stage_input(uint32_t k, uint32_t L, uint32_t dim, uint32_t hidden,
+                                   uint32_t *norm, uint32_t *row, uint32_t *n)
+{
+    uint32_t last = k == 4u * L, w = k % 4u, l = k / 4u;
+    *norm = last || w == TSR_LAYER_QKV || w == TSR_LAYER_W13;
+    *row = last ? 2u * L : w == TSR_LAYER_QKV ? l : L + l;
+    *n = *norm || w == TSR_LAYER_WO ? dim : hidden;
+}
 
 /* What a forward pass leaves for an item: nothing (prefill), the greedy
  * token (the argmax on the mesh), or the logits in st->logits[item]
@@ -242,37 +255,6 @@ typedef struct tsr_item {
     uint32_t mode;      /* TSR_FWD_*; the same for every item of a prefill block */
     int32_t  next;      /* out: the greedy token (TSR_FWD_GREEDY)            */
 } tsr_item;
-
-/* The emulator shares a pass's (nx > 1 items) per-item work among its
- * worker pool: the inputs and the gathers an item at a time, attention a
- * KV head group at a time (tsr_attention_pass); a TSR_SERIAL_PES build
- * keeps tsr_attention's steps, whose charges are sums over the PEs. */
-#if defined(TSR_EMU) && !defined(TSR_SERIAL_PES)
-#define TSR_EMU_PASS 1
-#else
-#define TSR_EMU_PASS 0
-#endif
-
-#if TSR_EMU_PASS
-/* tsr_attention(st, b, items[b].slot, l, items[b].pos) for b = 0..nx-1,
- * in that order as far as any memory can tell (items of one slot see each
- * other's k, v as they would): the worker pool takes a KV head group at a
- * time through every item.  The same results and the same charges, bit
- * for bit; one pool step instead of nx times the phases and tree levels.
- * Needs the items' q | k | v in cv (the QKV gathers); leaves each item's
- * xn and word maxima as tsr_attention does. */
-void tsr_attention_pass(tsr_kstate *st, const tsr_item *items, uint32_t nx, uint32_t l);
-
-/* tsr_mesh_gather(st, mat, b, yw, flags, pos) for b = 0..nx-1, the items
- * shared out among the worker pool (each writes only its own vectors),
- * without the QKV latch (tsr_attention_pass latches each item itself):
- * the same values and charges.  then (optional) runs then(then_ctx, b)
- * right after item b's gather, in the same pool step (then_work: its
- * multiply-adds for all nx, the pool's share-out measure); it must touch
- * only item b's vectors. */
-void tsr_mesh_gather_pass(tsr_kstate *st, uint32_t mat, uint32_t nx, uint32_t yw, uint32_t flags,
-                          tsr_emu_item then, void *then_ctx, uint64_t then_work);
-#endif
 
 /* Run the nx items (1..TSR_MAX_BLOCK) through the model in one pass: the
  * embeddings, then one stage per matrix (4 per layer, the classifier last

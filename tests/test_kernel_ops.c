@@ -1040,7 +1040,7 @@ static void attention_matches_runc(void **state)
                 /* the slot's position as the commands keep it */
                 st->pos[s] = pos;
                 uint64_t att0 = st->cnt.attended, tree0 = charged(st, TSR_RG_ATT_TREE);
-                tsr_att_latch_qkv(st, 0, (uint32_t)pos);   /* as the QKV gather does */
+                tsr_emu_latch_qkv(st, 0, (uint32_t)pos);   /* as the QKV gather does */
                 tsr_attention(st, 0, (uint32_t)s, (uint32_t)s, (uint32_t)pos);
                 assert_int_equal(st->cnt.attended - att0, HEADS * (pos + 1));
                 assert_true(Q > 1 ? charged(st, TSR_RG_ATT_TREE) > tree0
@@ -1515,7 +1515,7 @@ static void attention_charges_the_busiest_pe(void **state)
         for (int i = 0; i < QKVD; i++) cv_qkv(st)[i] = tm_rand();
         st->pos[0] = pos;
         uint64_t a0 = charged(st, TSR_RG_ATTN), io0 = charged(st, TSR_RG_ATT_IO);
-        tsr_att_latch_qkv(st, 0, (uint32_t)pos);   /* as the QKV gather does */
+        tsr_emu_latch_qkv(st, 0, (uint32_t)pos);   /* as the QKV gather does */
         tsr_attention(st, 0, 0, 0, (uint32_t)pos);
         uint64_t cy = charged(st, TSR_RG_ATTN) - a0;
         uint32_t nl = (uint32_t)pos + 1;

@@ -180,6 +180,29 @@ static void test_vla_and_compile_errors(void **state)
     free(out);
 }
 
+static void test_emulator_named(void **state)
+{
+    (void)state;
+    char *out;
+    /* a build macro of the emulator, and an include of its header: each a
+     * problem at its line (the kernels call tsr_platform.h's hooks) */
+    int rc = lint_sources("emu.c",
+                          "int f(int x)\n{\n#ifdef TSR_EMU\n    x++;\n#endif\n    return x;\n}\n",
+                          "inc.h", "#ifndef INC_H\n#define INC_H\n #  include \"../emu/tsr_emu.h\"\n#endif\n",
+                          &out);
+    assert_int_equal(rc, 1);
+    assert_int_equal(lines_containing(out, "the emulator named in a kernel file"), 2);
+    assert_int_equal(lines_containing(out, "emu.c:3: the emulator named"), 1);
+    assert_int_equal(lines_containing(out, "inc.h:3: the emulator named"), 1);
+    free(out);
+
+    /* the words alone, without the macro or an include, are fine */
+    rc = lint_sources("ok.c", "/* the emulator's fast path: tsr_platform.h */\nint g(int x) { return x; }\n",
+                      NULL, NULL, &out);
+    assert_int_equal(rc, 0);
+    free(out);
+}
+
 static void test_alloca_and_io(void **state)
 {
     (void)state;
@@ -588,6 +611,7 @@ int main(void)
         cmocka_unit_test(test_mutual_recursion_across_files),
         cmocka_unit_test(test_function_pointer),
         cmocka_unit_test(test_vla_and_compile_errors),
+        cmocka_unit_test(test_emulator_named),
         cmocka_unit_test(test_alloca_and_io),
         cmocka_unit_test(test_allowlist_and_pragmas),
         cmocka_unit_test(test_duplicate_and_missing_symbols),
