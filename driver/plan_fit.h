@@ -104,7 +104,7 @@ int tsr_fit_judge(const long need[TSR_FIT_R_COUNT], const long have[TSR_FIT_R_CO
  * head outputs, copy of q | k | v and pe_att's accumulators and
  * coefficients (kernels/tsr_kernel.c tessera_top's partitions and
  * BIND_STORAGE, attention.c pe_att's locals). */
-typedef struct tsr_fit_tsr_fit_pe_arrays {
+typedef struct tsr_fit_pe_arrays {
     uint64_t w8_bytes, f32_words, kv_bytes, rows, att_words, in_bytes, xs_words;
     uint64_t kvs_bytes;   /* the int8 cache's scales (one memory, unpartitioned) */
     uint64_t acc_words;   /* attention: pe_att's accumulators, one row of them,
