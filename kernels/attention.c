@@ -49,58 +49,19 @@
  * position.
  */
 
-/* Store this position's k, v (qkvw from element k0, v0) at local index t:
- * a column of K^T (in t's position tile: hs consecutive words, lane
- * t % TSR_ATT_LANES), a value a cycle, then a row of V, a value a cycle
- * into words written whole, in precision kvt (tsr_cy_att_store).
- * int8: first the two vectors' max |v| (their scales into kvs at sb + t,
- * the K scale, and sb + sl + t, the V scale), then q = round(v / scale). */
-static void pe_att_store(float kv[TSR_PE_KV_AW][TSR_ATT_LANES],
-                         uint16_t kvh[TSR_PE_KVH_AW][TSR_ATT_LANES],
-                         int8_t kvq[TSR_PE_KVQ_AW][TSR_ATT_LANES], float kvs[TSR_KVS_DIM],
-                         uint32_t kvt, const float qkvw[TSR_PE_QKV_VW][TSR_VEC], uint32_t kbw,
-                         uint32_t vbw, uint32_t sb, uint32_t k0, uint32_t v0, uint32_t hs,
-                         uint32_t slw, uint32_t hsw, uint32_t t)
+/* pe_att_store's K^T column: value i of k (qkvw from element k0) into lane
+ * tl of word ka + i, a value a cycle.  The cache's lanes share a memory
+ * word (ARRAY_RESHAPE, tessera_top), so each write replaces one lane of a
+ * word the others of which hold earlier positions: a read-modify-write on
+ * the true dual-port memory (a read port, a write port), on a different
+ * word every iteration. */
+static void pe_att_store_k(float kv[TSR_PE_KV_AW][TSR_ATT_LANES],
+                           uint16_t kvh[TSR_PE_KVH_AW][TSR_ATT_LANES],
+                           int8_t kvq[TSR_PE_KVQ_AW][TSR_ATT_LANES], uint32_t kvt,
+                           const float qkvw[TSR_PE_QKV_VW][TSR_VEC], uint32_t k0, uint32_t ka,
+                           uint32_t tl, uint32_t hs, float ks)
 {
-    uint32_t tl = t % TSR_ATT_LANES;
-    /* K^T row 0's word in t's tile (row i's: ka + i) */
-    uint32_t ka = kbw + TSR_MUL_SMALL(hs, t / TSR_ATT_LANES, TSR_BITS(TSR_MAX_SEQ / TSR_ATT_LANES));
-    uint32_t va = vbw + TSR_MUL_SMALL(hsw, t, TSR_BITS(TSR_MAX_SEQ));   /* V row t */
-    float ks = 0.0f, vs = 0.0f;
-#if TSR_WITH_KV_F16
-    /* a platform's fast path: both vectors encoded and stored, the same
-     * bits */
-    if (kvt == TSR_KV_F16 &&
-        TSR_FAST_F16_STORE(kvh, &qkvw[0][0] + k0, &qkvw[0][0] + v0, ka, tl, va, hs))
-        return;
-#endif
-#if TSR_WITH_KV_INT8
-    if (kvt == TSR_KV_INT8) {
-        float km = 0.0f, vm = 0.0f;
-att_store_amax:
-        for (uint32_t i = 0; i < hs; i++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_HEAD_SIZE
-#pragma HLS PIPELINE II=TSR_D_CMP
-            uint32_t ki = k0 + i, vi = v0 + i;
-            float a = fabsf(qkvw[ki / TSR_VEC][ki % TSR_VEC]), b = fabsf(qkvw[vi / TSR_VEC][vi % TSR_VEC]);
-            km = a > km ? a : km;
-            vm = b > vm ? b : vm;
-        }
-        ks = km / 127.0f;
-        vs = vm / 127.0f;
-        kvs[sb + t] = ks;
-        kvs[sb + slw * TSR_ATT_LANES + t] = vs;
-    }
-#else
-    (void)kvs;
-    (void)sb;
-    (void)slw;
-#endif
-    /* K^T: a lane of hs consecutive words.  The cache's lanes share a
-     * memory word (ARRAY_RESHAPE, tessera_top), so each write replaces one
-     * lane of a word the others of which hold earlier positions: a
-     * read-modify-write on the true dual-port memory (a read port, a write
-     * port), on a different word every iteration (ka + i). */
+#pragma HLS INLINE
 att_store_k:
     for (uint32_t i = 0; i < hs; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_HEAD_SIZE
@@ -125,9 +86,29 @@ att_store_k:
             kv[ka][tl] = k;
         ka++;
     }
-    /* V: row t, hsw whole words (hs is a multiple of TSR_ATT_LANES), a
-     * value a cycle into a word of registers, the word written whole with
-     * its last lane. */
+#if !TSR_WITH_KV_F16
+    (void)kvh;
+#endif
+#if !TSR_WITH_KV_INT8
+    (void)kvq;
+    (void)ks;
+#endif
+#if !TSR_WITH_KV_F16 && !TSR_WITH_KV_INT8
+    (void)kvt;
+#endif
+}
+
+/* pe_att_store's V row: value i of v (qkvw from element v0) into lane
+ * i % TSR_ATT_LANES of word va + i / TSR_ATT_LANES, a value a cycle into a
+ * word of registers, the word written whole with its last lane (hs is a
+ * multiple of TSR_ATT_LANES). */
+static void pe_att_store_v(float kv[TSR_PE_KV_AW][TSR_ATT_LANES],
+                           uint16_t kvh[TSR_PE_KVH_AW][TSR_ATT_LANES],
+                           int8_t kvq[TSR_PE_KVQ_AW][TSR_ATT_LANES], uint32_t kvt,
+                           const float qkvw[TSR_PE_QKV_VW][TSR_VEC], uint32_t v0, uint32_t va,
+                           uint32_t hs, float vs)
+{
+#pragma HLS INLINE
     float vf[TSR_ATT_LANES] = { 0.0f };
 #pragma HLS ARRAY_PARTITION variable=vf type=complete
 #if TSR_WITH_KV_F16
@@ -177,12 +158,62 @@ att_store_v_word:
 #endif
 #if !TSR_WITH_KV_INT8
     (void)kvq;
-    (void)ks;
     (void)vs;
 #endif
 #if !TSR_WITH_KV_F16 && !TSR_WITH_KV_INT8
     (void)kvt;
 #endif
+}
+
+/* Store this position's k, v (qkvw from element k0, v0) at local index t:
+ * a column of K^T (in t's position tile: hs consecutive words, lane
+ * t % TSR_ATT_LANES), a value a cycle, then a row of V, a value a cycle
+ * into words written whole, in precision kvt (tsr_cy_att_store).
+ * int8: first the two vectors' max |v| (their scales into kvs at sb + t,
+ * the K scale, and sb + sl + t, the V scale), then q = round(v / scale). */
+static void pe_att_store(float kv[TSR_PE_KV_AW][TSR_ATT_LANES],
+                         uint16_t kvh[TSR_PE_KVH_AW][TSR_ATT_LANES],
+                         int8_t kvq[TSR_PE_KVQ_AW][TSR_ATT_LANES], float kvs[TSR_KVS_DIM],
+                         uint32_t kvt, const float qkvw[TSR_PE_QKV_VW][TSR_VEC], uint32_t kbw,
+                         uint32_t vbw, uint32_t sb, uint32_t k0, uint32_t v0, uint32_t hs,
+                         uint32_t slw, uint32_t hsw, uint32_t t)
+{
+    uint32_t tl = t % TSR_ATT_LANES;
+    /* K^T row 0's word in t's tile (row i's: ka + i) */
+    uint32_t ka = kbw + TSR_MUL_SMALL(hs, t / TSR_ATT_LANES, TSR_BITS(TSR_MAX_SEQ / TSR_ATT_LANES));
+    uint32_t va = vbw + TSR_MUL_SMALL(hsw, t, TSR_BITS(TSR_MAX_SEQ));   /* V row t */
+    float ks = 0.0f, vs = 0.0f;
+#if TSR_WITH_KV_F16
+    /* a platform's fast path: both vectors encoded and stored, the same
+     * bits */
+    if (kvt == TSR_KV_F16 &&
+        TSR_FAST_F16_STORE(kvh, &qkvw[0][0] + k0, &qkvw[0][0] + v0, ka, tl, va, hs))
+        return;
+#endif
+#if TSR_WITH_KV_INT8
+    if (kvt == TSR_KV_INT8) {
+        float km = 0.0f, vm = 0.0f;
+att_store_amax:
+        for (uint32_t i = 0; i < hs; i++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_HEAD_SIZE
+#pragma HLS PIPELINE II=TSR_D_CMP
+            uint32_t ki = k0 + i, vi = v0 + i;
+            float a = fabsf(qkvw[ki / TSR_VEC][ki % TSR_VEC]), b = fabsf(qkvw[vi / TSR_VEC][vi % TSR_VEC]);
+            km = a > km ? a : km;
+            vm = b > vm ? b : vm;
+        }
+        ks = km / 127.0f;
+        vs = vm / 127.0f;
+        kvs[sb + t] = ks;
+        kvs[sb + slw * TSR_ATT_LANES + t] = vs;
+    }
+#else
+    (void)kvs;
+    (void)sb;
+    (void)slw;
+#endif
+    pe_att_store_k(kv, kvh, kvq, kvt, qkvw, k0, ka, tl, hs, ks);
+    pe_att_store_v(kv, kvh, kvq, kvt, qkvw, v0, va, hs, vs);
 }
 
 /* KV element (w, l) of the cache in precision kvt, as fp32: the fp32
