@@ -25,14 +25,18 @@
 /* ------------------------------------------------------------------------ */
 /* Assumptions that are not the kernel's (its are in kernels/tsr_arch.h)      */
 
-/* Packing.  UltraRAM: 4K x 72 bits; BRAM36: 1K x 36 (32 data bits) or
- * 512 x 72; data bits only (UG573 for UltraScale+, AM007 for Versal).  A
- * PE's int8 array is reshaped to TSR_LANES-byte words (256 bits): 4 URAMs
- * side by side, 4096 words deep each.  A partitioned array is one memory per
+/* Packing.  UltraRAM: 4K x 72 bits, one aspect ratio only (UG573 for
+ * UltraScale+, UG949 "Mapping Memories to UltraRAM Blocks", AM007 for
+ * Versal), so a memory of words up to 72 bits wide takes one URAM per 4096
+ * words of depth, however narrow its words: a bank of 9,216 fp32 words is 3
+ * URAMs, not the 36,864 bytes' 2.  BRAM36: 1K x 36 (32 data bits) down to
+ * 32K x 1, so BRAM36 blocks go by data bytes.  A PE's int8 array is
+ * reshaped to TSR_LANES-byte words (256 bits): 4 URAMs side by side, 4096
+ * words deep each.  A partitioned array is one memory per
  * bank; a bank of at most LUTRAM_WORDS words goes to LUTs (HLS's own choice
  * for small memories: unverified until csynth). */
 #define HW_URAM_DEPTH      4096u
-#define HW_URAM_BYTES      32768u
+#define HW_URAM_BYTES      32768u   /* 4096 x 64 data bits: a capacity, not a packing */
 #define HW_BRAM_BYTES      4096u
 #define HW_W8_URAM_WIDE    4u
 #define LUTRAM_WORDS       64u
@@ -57,7 +61,7 @@ const char *tsr_plan_assumptions(void)
     return "the cycle accounting of kernels/tsr_cycles.h (II and depths of kernels/tsr_arch.h: "
            "32 int8 lanes and 8 interleaved rows per PE at II=1, a 16-float controller bus, "
            "8 fp32 attention lanes, fp32 add recurrences 8 cycles apart); a card-to-card hop "
-           "1000 cycles (TSR_LINK_HOP) plus the residual vector a word a cycle; PE int8 tiles as 256-bit words in URAM, other arrays per partition "
+           "1000 cycles (TSR_LINK_HOP) plus the residual vector a word a cycle; PE int8 tiles as 256-bit words in URAM, the KV cache as words of 8 lanes, other arrays per partition "
            "bank in BRAM36 (<= 64 words: LUTRAM); fp32 multiply 3 DSP, add 2, expf 7, cos/sin "
            "10, int8 MACs in LUTs; LUTs and FFs per operator instance from hw/ops.def (estimates "
            "until a csynth); a fit is every resource under the ceiling of what the shell leaves";
@@ -317,7 +321,8 @@ uint64_t tsr_plan_prefill(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t pr
 /* Packing                                                                    */
 
 static long bram_of(uint64_t bytes) { return bytes ? (long)cdiv64(bytes, HW_BRAM_BYTES) : 0; }
-static long uram_of(uint64_t bytes) { return bytes ? (long)cdiv64(bytes, HW_URAM_BYTES) : 0; }
+/* URAMs of one memory of `depth` words of at most 72 bits (4096 deep each). */
+static long uram_of_depth(uint64_t depth) { return depth ? (long)cdiv64(depth, HW_URAM_DEPTH) : 0; }
 
 /* An array of n elements of `bytes` each, partitioned cyclically into
  * `banks` memories: BRAM36 blocks (0 when each bank is LUTRAM-small). */
@@ -334,8 +339,10 @@ static long banked_bram(uint64_t n, uint32_t bytes, uint32_t banks)
  * coefficients (kernels/tsr_kernel.c tessera_top's partitions and
  * BIND_STORAGE, attention.c pe_att's locals). */
 typedef struct pe_arrays {
-    uint64_t w8_bytes, f32_words, kv_bytes, rows, att_words, in_bytes, xs_words;
-    uint64_t kvs_bytes;   /* the int8 cache's scales (one memory, unpartitioned) */
+    uint64_t w8_bytes, f32_words, rows, att_words, in_bytes, xs_words;
+    uint64_t kv_elems[3];  /* the KV caches' elements: fp32, IEEE half, int8
+                              (each one memory of TSR_ATT_LANES-lane words) */
+    uint64_t kvs_words;    /* the int8 cache's scales (one memory, unpartitioned) */
     uint64_t acc_words;   /* attention: pe_att's accumulators, one row of them,
                              and its coefficients */
     uint32_t acc_parts;   /* and its rows (TSR_ATT_PARTS) */
@@ -347,14 +354,22 @@ static void pe_blocks(const pe_arrays *a, long *uram, long *bram)
 {
     uint64_t words = cdiv64(a->w8_bytes, TSR_LANES);
     long u = a->w8_bytes ? (long)(HW_W8_URAM_WIDE * cdiv64(words, HW_URAM_DEPTH)) : 0, b = 0;
-    if (a->f32_uram) u += uram_of(4u * a->f32_words);
+    if (a->f32_uram) u += uram_of_depth(a->f32_words);
     else b += bram_of(4u * a->f32_words);
-    uint64_t kv_bank = cdiv64(a->kv_bytes, TSR_ATT_LANES);
-    if (a->kv_uram) u += a->kv_bytes ? (long)TSR_ATT_LANES * uram_of(kv_bank) : 0;
-    else b += a->kv_bytes ? (long)TSR_ATT_LANES * bram_of(kv_bank) : 0;
-    if (a->kvs_bytes > 4u * LUTRAM_WORDS) {
-        if (a->kv_uram) u += uram_of(a->kvs_bytes);
-        else b += bram_of(a->kvs_bytes);
+    static const uint32_t kv_elem_bytes[3] = { 4u, 2u, 1u };
+    for (int t = 0; t < 3; t++) {
+        /* one memory of words of TSR_ATT_LANES lanes (ARRAY_RESHAPE):
+         * URAMs side by side for its width (72 bits each), deep for its
+         * words; BRAM36 by bytes (512 x 72 at these widths) */
+        uint64_t words = cdiv64(a->kv_elems[t], TSR_ATT_LANES);
+        if (!words) continue;
+        uint32_t bits = TSR_ATT_LANES * 8u * kv_elem_bytes[t];
+        if (a->kv_uram) u += (long)((bits + 71u) / 72u) * uram_of_depth(words);
+        else b += bram_of(words * (bits / 8u));
+    }
+    if (a->kvs_words > LUTRAM_WORDS) {
+        if (a->kv_uram) u += uram_of_depth(a->kvs_words);
+        else b += bram_of(4u * a->kvs_words);
     }
     b += banked_bram(a->rows, 4u, TSR_VEC) + banked_bram(a->xs_words, 4u, 1u);
     if (a->att_words) {
@@ -518,8 +533,8 @@ void tsr_plan_profile_resources(const tsr_kprofile *p, tsr_plan_res *r)
     uint32_t B = p->block ? p->block : 1u;   /* items a pass: the per-item arrays */
     pe_arrays a = {
         .w8_bytes = (uint64_t)p->w8_words * TSR_LANES, .f32_words = p->f32_words,
-        .kv_bytes = 4ull * p->kv_words + 2ull * p->kvh_words + p->kvq_bytes,
-        .kvs_bytes = 4ull * p->kvs_words, .rows = (uint64_t)p->pe_rows * B,
+        .kv_elems = { p->kv_words, p->kvh_words, p->kvq_bytes },
+        .kvs_words = p->kvs_words, .rows = (uint64_t)p->pe_rows * B,
         .att_words = p->att_words,
         .in_bytes = ((uint64_t)(p->hidden > p->dim ? p->hidden : p->dim) + p->group_max) * B,
         .xs_words = ((uint64_t)(p->hidden > p->dim ? p->hidden : p->dim) + p->group_max + TSR_LANES) /
@@ -533,8 +548,8 @@ void tsr_plan_profile_resources(const tsr_kprofile *p, tsr_plan_res *r)
     pe_blocks(&a, &u, &b);
     /* PEs without attention hold no KV cache and no scores */
     pe_arrays n = a;
-    n.kv_bytes = 0;
-    n.kvs_bytes = 0;
+    memset(n.kv_elems, 0, sizeof n.kv_elems);
+    n.kvs_words = 0;
     n.att_words = 0;
     long un, bn;
     pe_blocks(&n, &un, &bn);
@@ -785,8 +800,8 @@ static void eval_card(const tsr_kconfig *kc, int K, int k, uint32_t l0, uint32_t
         r->bytes.kv += kvb;
         r->bytes.scratch += 4u * (uint64_t)rows + (nmax + kc->group) + 4u * (nmax / kc->group + 1u);
         if (w + s + kvb > r->bytes.pe_max) r->bytes.pe_max = w + s + kvb;
-        pe_arrays a = { .w8_bytes = w8, .f32_words = f32w, .kv_bytes = kvb - kvs,
-                        .kvs_bytes = kvs, .rows = (uint64_t)rows * B,
+        pe_arrays a = { .w8_bytes = w8, .f32_words = f32w, .kvs_words = kvs / 4u,
+                        .rows = (uint64_t)rows * B,
                         .att_words = (uint64_t)nh * tsr_lay_kv_mul(kc) * sl,
                         .acc_words = sl > tsr_lay_head_size(kc) ? sl : tsr_lay_head_size(kc),
                         .acc_parts = pf->sum_lanes >= TSR_FADD_LAT ? TSR_FADD_LAT : 1u,
@@ -796,6 +811,8 @@ static void eval_card(const tsr_kconfig *kc, int K, int k, uint32_t l0, uint32_t
                                               TSR_VEC * TSR_VEC : 0u,
                         .in_bytes = ((uint64_t)nmax + kc->group) * B, .f32_uram = (int)pf->f32_uram,
                         .kv_uram = kv_in_uram };
+        uint32_t eb = tsr_lay_kv_elem_bytes(kc);   /* 4, 2 or 1: kv_elems' index */
+        a.kv_elems[eb == 4u ? 0 : eb == 2u ? 1 : 2] = kvw;
         if (rows > rows_max) rows_max = rows;
         if (a.att_words > att_max) att_max = a.att_words;
         if (a.ao_words > ao_max) ao_max = a.ao_words;
@@ -1355,7 +1372,8 @@ static void fmt_text(const tsr_plan *p, const char *name, sbuf *b)
     put(b, "  total        %14llu  (stationary: weights + scales + KV + norms = %llu)\n",
         (unsigned long long)p->bytes.total, (unsigned long long)p->bytes.stationary);
     put(b, "  fullest PE   %14llu  weights + scales + KV\n", (unsigned long long)p->bytes.pe_max);
-    put(b, "\nresources (int8 tiles: 256-bit words, 4 URAM wide; other arrays one memory "
+    put(b, "\nresources (int8 tiles: 256-bit words, 4 URAM wide; the KV cache: words of 8 lanes; "
+           "other arrays one memory "
            "per partition bank, BRAM36, <= 64 words LUTRAM; LUT, FF: the datapath's operators, "
            "hw/ops.def):\n");
     const tsr_plan_res *use = p->with_profile ? &p->prof_res : &p->res;

@@ -37,7 +37,7 @@ TRIP_RE = re.compile(r'#pragma\s+HLS\s+LOOP_TRIPCOUNT\s+min=\S+\s+max=(\S+)')
 DEP_RE = re.compile(r'#pragma\s+HLS\s+DEPENDENCE\s+(.*)$')
 
 # Functions whose loops run at load or as a debug read, not per token.
-NOT_PER_TOKEN = {"op_load": "load", "op_read_mem": "debug read", "fwd_read_logits": "debug read",
+NOT_PER_TOKEN = {"op_load": "load", "load_w8_words": "load", "op_read_mem": "debug read", "fwd_read_logits": "debug read",
                  "link_drain": "a refused pass", "tsr_kernel_serve": "per command"}
 
 

@@ -56,9 +56,10 @@ HLS_PART := $(or $(HW_PART_$(PART)),$(PART))
 # (scales) stays in block RAM, the attention PEs' KV cache goes to
 # UltraRAM (kernels/tsr_profile.h TSR_F32_URAM / TSR_KV_URAM, as its
 # header says): with 32 PEs, 12 of them with attention, the other way
-# round would take 576 URAM and 1,548 BRAM36, over the 1,332 of plan's
-# ceiling on a U55C; this way 704 URAM and 1,212 BRAM36 (tessera plan's
-# block counts for the profile's arrays, docs/hls-flow.md).
+# round its KV cache alone would take 864 BRAM36 (12 PEs x 9,216 words
+# of 32 bytes), over the room plan's ceiling leaves on a U55C; this way
+# 656 URAM and 1,212 BRAM36 (tessera plan's block counts for the
+# profile's arrays, docs/hls-flow.md).
 HW_DEFS_stories15m := -DTSR_F32_URAM=0 -DTSR_KV_URAM=1
 # Profiles whose PE memories need more than one SLR: linked without the
 # platform config's slr= pinning.
@@ -266,6 +267,10 @@ cosim: need-vitis-run $(HLS_CFG) $(TB_IMAGE)
 HW_MON      := $(if $(filter 1,$(PROFILE_MONITORS)),.monitors)
 HW_DIR      := build_dir.$(TARGET).$(PLATFORM)
 HW_XO       := $(HW_DIR)/$(KERNEL)_$(PROFILE)$(HW_MON).xo
+# The link ports' partner on one card (hw/kernels/tsr_link_loop.c): one .xo
+# for every profile, linked beside tessera_top.
+HW_LOOP_SRC := hw/kernels/tsr_link_loop.c
+HW_LOOP_XO  := $(HW_DIR)/tsr_link_loop.xo
 HW_LINK_CFG := $(HW_DIR)/link_$(PROFILE)$(HW_MON).cfg
 HW_RAW      := $(HW_DIR)/tessera_$(PROFILE)$(HW_MON).xclbin
 HW_KV       := $(BUILD)/hw/profile_kv_$(PROFILE)
@@ -285,9 +290,15 @@ $(HW_LINK_CFG): hw/link/$(PLATFORM).cfg hw/vitis.mk
 	  sed -e '$(if $(filter $(PROFILE),$(HW_SPAN_SLRS)),s/^slr=/# not pinned: profile $(PROFILE) spans SLRs: slr=/)' \
 	      -e '$(if $(HW_MON),s/^#profile: //)' $<; } > $@
 
-$(HW_RAW): $(HW_XO) $(HW_LINK_CFG)
+$(HW_LOOP_XO): $(HW_LOOP_SRC)
+	@mkdir -p $(HW_DIR)
+	$(VPP) -c -t $(TARGET) --platform $(PLATFORM) -k tsr_link_loop \
+	    --hls.clock $(HW_FREQ_HZ):tsr_link_loop --temp_dir $(HW_DIR)/_x.compile.loop \
+	    -o $@ $(HW_LOOP_SRC)
+
+$(HW_RAW): $(HW_XO) $(HW_LOOP_XO) $(HW_LINK_CFG)
 	$(VPP) -l -t $(TARGET) --platform $(PLATFORM) --config $(HW_LINK_CFG) \
-	    --temp_dir $(HW_DIR)/_x.link$(HW_MON) -o $@ $(HW_XO)
+	    --temp_dir $(HW_DIR)/_x.link$(HW_MON) -o $@ $(HW_XO) $(HW_LOOP_XO)
 
 # hw/profile_kv for any profile: the figures, with the profile's defines,
 # exactly as the kernel is built with them.

@@ -51,9 +51,8 @@
 
 /* Store this position's k, v (qkvw from element k0, v0) at local index t:
  * a column of K^T (in t's position tile: hs consecutive words, lane
- * t % TSR_ATT_LANES) and a row of V, one value of each a cycle (two
- * writes, at run-time banks: the KV memory is true dual-port), in
- * precision kvt.
+ * t % TSR_ATT_LANES), a value a cycle, then a row of V, a value a cycle
+ * into words written whole, in precision kvt (tsr_cy_att_store).
  * int8: first the two vectors' max |v| (their scales into kvs at sb + t,
  * the K scale, and sb + sl + t, the V scale), then q = round(v / scale). */
 static void pe_att_store(float kv[TSR_PE_KV_AW][TSR_ATT_LANES],
@@ -102,30 +101,81 @@ att_store_amax:
     (void)sb;
     (void)slw;
 #endif
-att_store:
+    /* K^T: a lane of hs consecutive words.  The cache's lanes share a
+     * memory word (ARRAY_RESHAPE, tessera_top), so each write replaces one
+     * lane of a word the others of which hold earlier positions: a
+     * read-modify-write on the true dual-port memory (a read port, a write
+     * port), on a different word every iteration (ka + i). */
+att_store_k:
     for (uint32_t i = 0; i < hs; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_HEAD_SIZE
 #pragma HLS PIPELINE II=1
-        uint32_t ki = k0 + i, vi = v0 + i;
-        uint32_t vw = va + i / TSR_ATT_LANES, vl = i % TSR_ATT_LANES;
-        float k = qkvw[ki / TSR_VEC][ki % TSR_VEC], v = qkvw[vi / TSR_VEC][vi % TSR_VEC];
+#pragma HLS DEPENDENCE variable=kv type=inter dependent=false
 #if TSR_WITH_KV_F16
-        if (kvt == TSR_KV_F16) {
-            kvh[ka][tl] = KV_F16_OF(k, kh[i]);
-            kvh[vw][vl] = KV_F16_OF(v, vh[i]);
-        } else
+#pragma HLS DEPENDENCE variable=kvh type=inter dependent=false
 #endif
 #if TSR_WITH_KV_INT8
-        if (kvt == TSR_KV_INT8) {
-            kvq[ka][tl] = ks != 0.0f ? (int8_t)tsr_round_q8(k / ks) : (int8_t)0;
-            kvq[vw][vl] = vs != 0.0f ? (int8_t)tsr_round_q8(v / vs) : (int8_t)0;
-        } else
+#pragma HLS DEPENDENCE variable=kvq type=inter dependent=false
 #endif
-        {
+        uint32_t ki = k0 + i;
+        float k = qkvw[ki / TSR_VEC][ki % TSR_VEC];
+#if TSR_WITH_KV_F16
+        if (kvt == TSR_KV_F16) kvh[ka][tl] = KV_F16_OF(k, kh[i]);
+        else
+#endif
+#if TSR_WITH_KV_INT8
+        if (kvt == TSR_KV_INT8) kvq[ka][tl] = ks != 0.0f ? (int8_t)tsr_round_q8(k / ks) : (int8_t)0;
+        else
+#endif
             kv[ka][tl] = k;
-            kv[vw][vl] = v;
-        }
         ka++;
+    }
+    /* V: row t, hsw whole words (hs is a multiple of TSR_ATT_LANES), a
+     * value a cycle into a word of registers, the word written whole with
+     * its last lane. */
+    float vf[TSR_ATT_LANES] = { 0.0f };
+#pragma HLS ARRAY_PARTITION variable=vf type=complete
+#if TSR_WITH_KV_F16
+    uint16_t vh16[TSR_ATT_LANES] = { 0u };
+#pragma HLS ARRAY_PARTITION variable=vh16 type=complete
+#endif
+#if TSR_WITH_KV_INT8
+    int8_t vq[TSR_ATT_LANES] = { 0 };
+#pragma HLS ARRAY_PARTITION variable=vq type=complete
+#endif
+att_store_v:
+    for (uint32_t i = 0; i < hs; i++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_HEAD_SIZE
+#pragma HLS PIPELINE II=1
+        uint32_t vi = v0 + i, vl = i % TSR_ATT_LANES, vw = va + i / TSR_ATT_LANES;
+        float v = qkvw[vi / TSR_VEC][vi % TSR_VEC];
+att_store_v_lanes:
+        for (uint32_t l = 0; l < TSR_ATT_LANES; l++) {
+#pragma HLS UNROLL
+            if (l != vl) continue;
+#if TSR_WITH_KV_F16
+            if (kvt == TSR_KV_F16) vh16[l] = KV_F16_OF(v, vh[i]);
+#endif
+#if TSR_WITH_KV_INT8
+            if (kvt == TSR_KV_INT8) vq[l] = vs != 0.0f ? (int8_t)tsr_round_q8(v / vs) : (int8_t)0;
+#endif
+            vf[l] = v;
+        }
+        if (vl == TSR_ATT_LANES - 1u) {
+att_store_v_word:
+            for (uint32_t l = 0; l < TSR_ATT_LANES; l++) {
+#pragma HLS UNROLL
+#if TSR_WITH_KV_F16
+                if (kvt == TSR_KV_F16) kvh[vw][l] = vh16[l];
+                else
+#endif
+#if TSR_WITH_KV_INT8
+                if (kvt == TSR_KV_INT8) kvq[vw][l] = vq[l];
+                else
+#endif
+                    kv[vw][l] = vf[l];
+            }
+        }
     }
 #undef KV_F16_OF
 #if !TSR_WITH_KV_F16
@@ -371,14 +421,19 @@ pe_sum_rotate:
         part[TSR_PE_SUM_LANES - 1u] = h;
     }
 #if TSR_PE_SUM_LANES > 1
+    /* the pairwise levels fully unrolled, so every index is a constant (a
+     * pipelined loop over a run-time j on the partitioned registers would
+     * put a mux on each read and a recurrence HLS cannot rule out: II of
+     * the fadd's latency, the fifth HLS review), on one adder issuing an
+     * add a cycle: a level's adds in order, as tsr_cy_sum_s charges them */
+#pragma HLS ALLOCATION operation instances=fadd limit=1
 pe_sum_level:
     for (uint32_t half = TSR_PE_SUM_LANES / 2u; half >= 1u; half /= 2u) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=4
+#pragma HLS UNROLL
 pe_sum_level_adds:
-        for (uint32_t j = 0; j < half; j++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_PE_SUM_LANES
-#pragma HLS PIPELINE II=1
-            part[j] += part[j + half];
+        for (uint32_t j = 0; j < TSR_PE_SUM_LANES / 2u; j++) {
+#pragma HLS UNROLL
+            if (j < half) part[j] += part[j + half];
         }
     }
 #endif

@@ -191,16 +191,17 @@ static inline uint32_t tsr_cy_rope_angles(uint32_t hs)
  * position, padded; zeros when nl is 0).  kvt, the cache's precision
  * (TSR_KV_*), deepens the passes that read the cache by a conversion
  * (f16, int8) and the scale and normalise passes by the int8 scales'
- * multiply.  The store of this position's k, v: one value of each a cycle
- * (f16: through the encoder; int8: after a pass for the two vectors' max
- * |v|, then divide and round). */
+ * multiply.  The store of this position's k, v: K^T's column a value a
+ * cycle (a lane of a word: read, modify, write), then V's row a value a
+ * cycle into whole words (f16: through the encoder; int8: after a pass
+ * for the two vectors' max |v|, then divide and round). */
 static inline uint32_t tsr_cy_kv_read(uint32_t kvt) { return kvt == TSR_KV_F32 ? 0u : TSR_D_KVCVT; }
 static inline uint32_t tsr_cy_kv_scale(uint32_t kvt) { return kvt == TSR_KV_INT8 ? TSR_D_MUL : 0u; }
 static inline uint32_t tsr_cy_att_store(uint32_t hs, uint32_t kvt)
 {
-    if (kvt == TSR_KV_INT8)
-        return tsr_cy_loop(hs, TSR_D_CMP, TSR_D_DIV) + tsr_cy_loop(hs, 1u, TSR_D_ATT + TSR_D_QUANT);
-    return tsr_cy_loop(hs, 1u, TSR_D_ATT + (kvt == TSR_KV_F16 ? TSR_D_F16 : 0u));
+    uint32_t d = TSR_D_ATT + (kvt == TSR_KV_F16 ? TSR_D_F16 : kvt == TSR_KV_INT8 ? TSR_D_QUANT : 0u);
+    uint32_t amax = kvt == TSR_KV_INT8 ? tsr_cy_loop(hs, TSR_D_CMP, TSR_D_DIV) : 0u;
+    return amax + 2u * tsr_cy_loop(hs, 1u, d);   /* K^T's lanes, then V's words */
 }
 /* parts: TSR_ATT_PARTS of the profile (1: one accumulator a position, the
  * pass padded; more: that many partials, unpadded, and their tree in the

@@ -454,6 +454,55 @@ static void emu_load_w8(tsr_kstate *st, uint32_t p, uint32_t off, uint32_t len,
 }
 #endif
 
+/* len bytes of int8 tiles from payload words in_w (four bytes a word,
+ * little-endian) into a PE's TSR_LANES-byte words from byte off (a
+ * multiple of 4), a payload word a cycle.  The memory word is built in
+ * registers and written whole once its last byte is in, so the loop never
+ * reads the (single-port, reshaped) memory it writes: a write of four
+ * bytes into a 256-bit word would be a read-modify-write through the
+ * URAM's read latency, 8 times on the same word in a row (II 2-4, the
+ * fifth HLS review).  Only the first and last words, when the range starts
+ * or ends inside them, keep bytes of their own: both are read once before
+ * the loop. */
+static void load_w8_words(int8_t w8[TSR_PE_W8_WORDS][TSR_LANES], uint32_t off, uint32_t len,
+                          const uint32_t *in_w)
+{
+    uint32_t end = off + len, w_first = off / TSR_LANES, w_last = (end - 1u) / TSR_LANES;
+    int8_t first[TSR_LANES], last[TSR_LANES], word[TSR_LANES];
+#pragma HLS ARRAY_PARTITION variable=first type=complete
+#pragma HLS ARRAY_PARTITION variable=last type=complete
+#pragma HLS ARRAY_PARTITION variable=word type=complete
+load_w8_keep:
+    for (uint32_t k = 0; k < TSR_LANES; k++) {
+#pragma HLS UNROLL
+        first[k] = w8[w_first][k];
+        last[k] = w8[w_last][k];
+    }
+load_w8:
+    for (uint32_t i = 0; i < (len + 3u) / 4u; i++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_LOAD_WORDS
+#pragma HLS PIPELINE II=1
+        uint32_t v = in_w[i], a = off + 4u * i, w = a / TSR_LANES, b = a % TSR_LANES;
+load_w8_bytes:
+        for (uint32_t k = 0; k < TSR_LANES; k++) {
+#pragma HLS UNROLL
+            uint32_t at = w * TSR_LANES + k;   /* this byte's address */
+            int8_t keep = w == w_first ? first[k] : last[k];
+            if (k >= b && k < b + 4u && at < end)
+                word[k] = (int8_t)(uint8_t)(v >> (8u * (k - b)));
+            else if (b == 0u || i == 0u)   /* a word begins: its own bytes, or any */
+                word[k] = keep;
+        }
+        if (b + 4u == TSR_LANES || a + 4u >= end) {   /* its last byte is in: the whole word */
+load_w8_store:
+            for (uint32_t k = 0; k < TSR_LANES; k++) {
+#pragma HLS UNROLL
+                w8[w][k] = word[k];
+            }
+        }
+    }
+}
+
 static int op_load(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32_t *in_w,
                    const float *in_f, uint32_t in_n)
 {
@@ -472,21 +521,7 @@ static int op_load(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32
             return TSR_K_OK;
         }
 #endif
-        /* a payload word (four bytes, little-endian) a cycle into the
-         * TSR_LANES-byte words: off is a multiple of 4, so the four land in
-         * one word */
-load_w8:
-        for (uint32_t i = 0; i < (len + 3u) / 4u; i++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_LOAD_WORDS
-#pragma HLS PIPELINE II=1
-            uint32_t v = in_w[i], a = off + 4u * i;
-load_w8_bytes:
-            for (uint32_t k = 0; k < 4u; k++) {
-#pragma HLS UNROLL
-                if (4u * i + k < len)
-                    st->w8[p][a / TSR_LANES][a % TSR_LANES + k] = (int8_t)(uint8_t)(v >> (8u * k));
-            }
-        }
+        load_w8_words(st->w8[p], off, len, in_w);
         emu_wcorr_update(st, p, off, len);
         st->cnt.load_bytes += len;
         return TSR_K_OK;
@@ -1307,9 +1342,13 @@ void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f
 #pragma HLS ARRAY_PARTITION variable=st.xf type=cyclic factor=TSR_VEC dim=3
 #endif
     /* the attention PEs': word-major, a lane a bank (dim 3, or dim 2 for
-     * the per-head scalars) */
+     * the per-head scalars), except the KV caches, whose lanes are one
+     * memory word (dim 3 reshaped: 8 x 32, 16 or 8 bits): an UltraRAM is
+     * 4K x 72 whatever the width used, so a lane a memory would take 3
+     * URAMs a lane for stories15m's 9,216 words where the word takes 4 x 3
+     * for all 8 (UG949 "Mapping Memories to UltraRAM Blocks") */
 #pragma HLS ARRAY_PARTITION variable=st.kv type=complete dim=1
-#pragma HLS ARRAY_PARTITION variable=st.kv type=complete dim=3
+#pragma HLS ARRAY_RESHAPE variable=st.kv type=complete dim=3
 #if TSR_KV_URAM
 #pragma HLS BIND_STORAGE variable=st.kv type=ram_t2p impl=uram
 #else
@@ -1317,7 +1356,7 @@ void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f
 #endif
 #if TSR_WITH_KV_F16
 #pragma HLS ARRAY_PARTITION variable=st.kvh type=complete dim=1
-#pragma HLS ARRAY_PARTITION variable=st.kvh type=complete dim=3
+#pragma HLS ARRAY_RESHAPE variable=st.kvh type=complete dim=3
 #if TSR_KV_URAM
 #pragma HLS BIND_STORAGE variable=st.kvh type=ram_t2p impl=uram
 #else
@@ -1326,7 +1365,7 @@ void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f
 #endif
 #if TSR_WITH_KV_INT8
 #pragma HLS ARRAY_PARTITION variable=st.kvq type=complete dim=1
-#pragma HLS ARRAY_PARTITION variable=st.kvq type=complete dim=3
+#pragma HLS ARRAY_RESHAPE variable=st.kvq type=complete dim=3
 #if TSR_KV_URAM
 #pragma HLS BIND_STORAGE variable=st.kvq type=ram_t2p impl=uram
 #else
@@ -1396,6 +1435,9 @@ void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f
      * TSR_VEC banks (a word's lane l in bank l), the sampler's copy in
      * TSR_SUM_E banks (its reduction reads that many a cycle) */
 #pragma HLS ARRAY_PARTITION variable=st.cv type=cyclic factor=TSR_VEC dim=2
+    /* dual-port banks: in_q8_quant and the sum passes read two values a
+     * bank a cycle (the fifth HLS review); the implementation is HLS's */
+#pragma HLS BIND_STORAGE variable=st.cv type=ram_2p
 #pragma HLS ARRAY_PARTITION variable=st.logits type=cyclic factor=TSR_VEC dim=2
 #pragma HLS ARRAY_PARTITION variable=st.rms type=cyclic factor=TSR_VEC dim=2
 #pragma HLS ARRAY_PARTITION variable=st.qkvb type=cyclic factor=TSR_VEC dim=2

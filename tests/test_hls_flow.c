@@ -271,10 +271,16 @@ static void test_make_n_xclbin(void **state)
 
     // the link uses the platform config (stories15m: without SLR pinning,
     // and without monitors)
+    // the link ports' partner, its own .xo, linked beside it
+    char *lc = line_starting("v++ -c -t hw --platform " U55C " -k tsr_link_loop ");
+    assert_non_null(lc);
+    assert_non_null(strstr(lc, "-o build_dir.hw." U55C "/tsr_link_loop.xo hw/kernels/tsr_link_loop.c"));
+    free(lc);
     char *l = line_starting("v++ -l ");
     assert_non_null(l);
     assert_non_null(strstr(l, "--config build_dir.hw." U55C "/link_stories15m.cfg"));
-    assert_non_null(strstr(l, "build_dir.hw." U55C "/tessera_top_stories15m.xo"));
+    assert_non_null(strstr(l, "build_dir.hw." U55C "/tessera_top_stories15m.xo "
+                              "build_dir.hw." U55C "/tsr_link_loop.xo"));
     free(l);
     assert_non_null(strstr(out, "s/^slr=/# not pinned"));
     assert_null(strstr(out, "#profile: "));
@@ -290,6 +296,9 @@ static void test_make_n_xclbin(void **state)
     assert_non_null(strstr(out, "--output bitstreams/tessera_stories15m_" U55C ".xclbin.tmp"));
     assert_non_null(strstr(out, "echo \"stories15m " U55C " $(git rev-parse"));
     assert_non_null(strstr(out, " hw tessera_stories15m_" U55C ".xclbin\" >> bitstreams/MANIFEST"));
+    /* the link partner's source is C that compiles with the kernels' warnings */
+    assert_int_equal(run("cc -std=c11 -Wall -Wextra -Werror -Wno-unknown-pragmas -fsyntax-only "
+                         "'%s/hw/kernels/tsr_link_loop.c'", SRC), 0);
     rm_tree(bdir);
 }
 
@@ -516,10 +525,20 @@ static void test_link_configs(void **state)
                             assert_string_equal(banks[a], banks[b]);
                 }
                 assert_int_equal(lines_containing(conn, "sp="), np);
-                /* stories15m spans SLRs: not pinned */
+                /* the link ports through tsr_link_loop, no CU into itself
+                 * (v++ -l refuses it: UG1393 "Specifying Streaming
+                 * Connections") */
+                assert_non_null(strstr(conn, "nk=tsr_link_loop:1:tsr_link_loop_1\n"));
+                assert_non_null(strstr(conn, "stream_connect=tessera_top_1.link_out:tsr_link_loop_1.in\n"));
+                assert_non_null(strstr(conn, "stream_connect=tsr_link_loop_1.out:tessera_top_1.link_in\n"));
+                assert_int_equal(lines_containing(conn, "stream_connect="), 2);
+                assert_int_equal(lines_containing(conn, "stream_connect=tessera_top_1.link_out:tessera_top_1"), 0);
+                /* stories15m spans SLRs: not pinned, the partner beside it */
                 assert_int_equal(lines_containing(conn, "slr=tessera_top_1:SLR0"), pi == 0);
+                assert_int_equal(lines_containing(conn, "slr=tsr_link_loop_1:SLR0"), pi == 0);
                 section_lines(cfg, "[clock]", prof, sizeof prof);
                 assert_non_null(strstr(prof, "freqHz=300000000:tessera_top_1\n"));
+                assert_non_null(strstr(prof, "freqHz=300000000:tsr_link_loop_1\n"));
                 section_lines(cfg, "[profile]", prof, sizeof prof);
                 if (!mon) {
                     assert_string_equal(prof, "");
@@ -566,7 +585,7 @@ static void test_hls_checklist(void **state)
         fail_msg("docs/hls-flow.md's checklist differs from `make hls-checklist "
                  "PROFILE=stories260k`; paste its output between the markers");
     assert_non_null(strstr(out, "| `gather_words` | `tsr_mesh_gather` | mesh.c | per token | 1 |"));
-    assert_non_null(strstr(out, "| `load_w8` | `op_load` | tsr_kernel.c | load | 1 |"));
+    assert_non_null(strstr(out, "| `load_w8` | `load_w8_words` | tsr_kernel.c | load | 1 |"));
     assert_non_null(strstr(out, "| `q8_steps` | `pe_tile_q8` | mesh.c | per token | 1 |"));
     free(doc);
     assert_int_equal(run(MAKE "hls-checklist PROFILE=stories15m"), 0);
@@ -798,7 +817,7 @@ static int tb15_teardown(void **state)
  * each KV head hold positions) and returns its logits at eight positions,
  * every bit (DESIGN: the emulator's replacements are bit-identical to the
  * kernel loops).  At position 255 the code charges what plan projects for
- * the profile (38,538 cycles).  The testbench holds no emulator code; the
+ * the profile (38,922 cycles).  The testbench holds no emulator code; the
  * answer's program does. */
 static void test_tb15_matches_emulator(void **state)
 {
@@ -808,7 +827,7 @@ static void test_tb15_matches_emulator(void **state)
                                 "reference (profile stories15m, "), 1);
     assert_int_equal(lines_with(", ring served live)"), 1);
     assert_int_equal(lines_with("tb_tessera_top: logits: 8 x 32000 bit-identical to "), 1);
-    assert_int_equal(lines_with("tb_tessera_top: last token: 38538 cycles charged, "), 1);
+    assert_int_equal(lines_with("tb_tessera_top: last token: 38922 cycles charged, "), 1);
     assert_int_equal(count_lines(out), 3);
     assert_int_equal(run("nm '%s'", TB15), 0);
     assert_int_equal(lines_with(" T tessera_top") + lines_with(" t tessera_top"), 1);

@@ -323,6 +323,45 @@ static void configure_refusals(void **state)
     tm_free(fx);
 }
 
+/* LOAD of int8 tiles through the kernel loop (load_w8_words, not the
+ * emulator's transposed layout): a range that starts and ends inside
+ * 32-byte words writes its bytes and keeps every other byte of those words
+ * and of their neighbours. */
+static void load_w8_keeps_the_bytes_around(void **state)
+{
+    (void)state;
+    tm_model *fx = tm_new(1);
+    tsr_kstate *st = tm_place(fx, (tm_mesh){ 4, 2 }, 0, 32, 0);
+    st->emu_tr = 0;   /* the kernel's own loop */
+    assert_true(st->w8_used[0] >= 128u);
+    uint32_t old[32], fresh[16];
+    for (uint32_t i = 0; i < 32; i++) old[i] = 0x01010101u * (i + 1u);
+    for (uint32_t i = 0; i < 16; i++) fresh[i] = 0x80808080u + 0x01010101u * i;
+#define LOAD(OFF, LEN, PAY, WORDS) \
+    rig_cmd(st, TSR_OP_LOAD, 0, (uint32_t[6]){ 0, TSR_REG_W8, OFF, LEN }, PAY, WORDS, NULL, 0, NULL)
+    assert_int_equal(LOAD(0, 128, old, 32), TSR_K_OK);
+    const int8_t *w = &st->w8[0][0][0];
+    for (uint32_t b = 0; b < 128; b++) assert_int_equal((uint8_t)w[b], (uint8_t)(old[b / 4] >> (8 * (b % 4))));
+    /* bytes 36..85: word 1 from its fifth byte, all of word 2, word 3's
+     * first 6 bytes (the last payload word's first two) */
+    assert_int_equal(LOAD(36, 50, fresh, 13), TSR_K_OK);
+    for (uint32_t b = 0; b < 128; b++) {
+        uint32_t want = b >= 36 && b < 86 ? fresh[(b - 36) / 4] >> (8 * ((b - 36) % 4))
+                                          : old[b / 4] >> (8 * (b % 4));
+        if ((uint8_t)w[b] != (uint8_t)want) print_error("byte %u: %u, want %u\n", b, (uint8_t)w[b], (uint8_t)want);
+        assert_int_equal((uint8_t)w[b], (uint8_t)want);
+    }
+    /* inside one word */
+    assert_int_equal(LOAD(100, 3, fresh, 1), TSR_K_OK);
+    for (uint32_t b = 96; b < 128; b++) {
+        uint32_t want = b >= 100 && b < 103 ? fresh[0] >> (8 * (b - 100)) : old[b / 4] >> (8 * (b % 4));
+        assert_int_equal((uint8_t)w[b], (uint8_t)want);
+    }
+#undef LOAD
+    rig_state_free(st);
+    tm_free(fx);
+}
+
 /* LOAD stays inside the configured tiles; every other command checks its
  * arguments and the device's state. */
 static void commands_check_arguments(void **state)
@@ -594,6 +633,7 @@ int main(void)
         cmocka_unit_test_setup(layout_kv_homes, tm_reseed),
         cmocka_unit_test_setup(configure_refusals, tm_reseed),
         cmocka_unit_test_setup(commands_check_arguments, tm_reseed),
+        cmocka_unit_test_setup(load_w8_keeps_the_bytes_around, tm_reseed),
         cmocka_unit_test_setup(read_counters_answers_every_field, tm_reseed),
         cmocka_unit_test_setup(wimage_profiles_take_their_models, tm_reseed),
         cmocka_unit_test_setup(wimage_profiles_refuse_past_limits, tm_reseed),
