@@ -151,10 +151,11 @@ static const row rows[] = {
     { "--repeat", "K", K_INT, F(repeat), 1, 1 << 16, CLI_BENCH, "measured runs (default 3)", NULL },
     { "--warmup", "W", K_INT, F(warmup), 0, 1 << 16, CLI_BENCH,
       "unmeasured runs first (default 1)", NULL },
-    { "--json", NULL, K_FLAG, F(json), 0, 0, CLI_BENCH | CLI_PLAN,
-      "JSON instead of the table: plan one object; bench one line per\n"
-      "measured run (with --batch: batch, batch_decode_tok_s,\n"
+    { "--json", NULL, K_FLAG, F(json), 0, 0, CLI_BENCH,
+      "one JSON line per measured run instead of the table\n"
+      "(with --batch: batch, batch_decode_tok_s,\n"
       "batch_seq_decode_tok_s, batch_speedup)", NULL },
+    { "--json", NULL, K_FLAG, F(json), 0, 0, CLI_PLAN, "the same as one JSON object", NULL },
     /* ------------------------------------------------------------ serve --- */
     { "--host", "ADDR", K_STR, F(host), 0, 0, CLI_SERVE,
       "listening address (default 127.0.0.1: this machine only)", NULL },
