@@ -561,6 +561,32 @@ static void stats_is_a_short_table(void **state)
     assert_true(count_lines(all) > 60);
 }
 
+/* A vocabulary that adds no BOS (Qwen2): run echoes the whole prompt, its
+ * first token too, and -n counts the printed tokens as with a BOS (4 of
+ * the prompt, then 4 generated, for -n 8); --n-predict counts the
+ * generated ones.  Before, the first prompt token was taken for a BOS and
+ * dropped, and one token too many was generated. */
+static void prompt_without_bos_is_echoed_whole(void **state)
+{
+    (void)state;
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/tsr_cli_qwen2_%d.gguf", (int)getpid());
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, TESSERA_BIN " synth --arch qwen2 --vocab \"$TSR_SHARED/vocab/"
+             "ggml-vocab-qwen2.gguf\" --shape qwen2-tiny -o %s", path);
+    assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
+    snprintf(cmd, sizeof cmd, TESSERA_BIN " run -m %s -p \"Hello world, how\" -n 8 -t 0", path);
+    assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
+    assert_true(!strncmp(out, "Hello world, how", 16));
+    assert_non_null(strstr(err, "tessera: 4 tokens generated"));
+    snprintf(cmd, sizeof cmd, TESSERA_BIN " run -m %s -p \"Hello world, how\" --n-predict 3 -t 0",
+             path);
+    assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
+    assert_true(!strncmp(out, "Hello world, how", 16));
+    assert_non_null(strstr(err, "tessera: 3 tokens generated"));
+    unlink(path);
+}
+
 /* One sampling rule: without -t and -s, run and chat sample at 0.8 with
  * a random seed they print; -t 0.8 -s SEED repeats the text. */
 static void default_temperature_and_seed(void **state)
@@ -816,6 +842,7 @@ int main(void)
         cmocka_unit_test(help_comes_from_the_table),
         cmocka_unit_test(stats_is_a_short_table),
         cmocka_unit_test(default_temperature_and_seed),
+        cmocka_unit_test(prompt_without_bos_is_echoed_whole),
         cmocka_unit_test(chat_commands),
         cmocka_unit_test(chat_line_editing),
         cmocka_unit_test(info_reports_header_and_params),
