@@ -44,7 +44,7 @@ static const row rows[] = {
     /* ---------------------------------------------- model and tokenizer --- */
     { "-m|--model", "FILE", K_STR, F(model), 0, 0, DEV | CLI_PLAN | CLI_INFO,
       "llama2.c checkpoint (legacy, v1 fp32, v2 Q8_0) or GGUF\n"
-      "(llama architecture; F32, F16, Q8_0, Q4_0 tensors)", NULL },
+      "(llama or qwen2 architecture; F32, F16, Q8_0, Q4_0 tensors)", NULL },
     { "-z|--tokenizer", "FILE", K_STR, F(tokenizer), 0, 0, DEV | CLI_INFO,
       "llama2.c tokenizer.bin matching the model's vocab\n"
       "(GGUF files carry their own; required for llama2.c)", NULL },

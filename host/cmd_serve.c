@@ -28,7 +28,8 @@ static const cli_command serve_cmd = {
     "session per client (/v1/realtime: generate, interrupt, steer, reset), a\n"
     "playground page at /, /v1/models, /health and /metrics.  Stops on SIGINT or\n"
     "SIGTERM.  A request without temperature or seed gets 0.8 and a random seed,\n"
-    "as tessera run.  Protocol and limits: docs/server.md.\n", NULL, NULL
+    "as tessera run; without top_p, 1 (OpenAI's; tessera run's is 0.9).\n"
+    "Protocol and limits: docs/server.md.\n", NULL, NULL
 };
 
 typedef struct serve_args {
