@@ -20,7 +20,7 @@ static const char usage[] =
     "  chat    interactive: each line typed continues one sequence on the device\n"
     "  serve   HTTP (OpenAI-compatible) and WebSocket server with a playground page\n"
     "  info    print a model file's header, parameter count and bytes per tensor group\n"
-    "  synth   write a llama2.c checkpoint with deterministic pseudo-random weights\n"
+    "  synth   write a llama2.c checkpoint or a GGUF file with pseudo-random weights\n"
     "  bench   measure decode/prefill tokens/s, time to first token, load GB/s, peak RSS\n"
     "  plan    fit, BRAM/URAM/DSP and projected tokens/s of a model on an FPGA part\n"
     "  help    this text\n"
