@@ -195,6 +195,8 @@ help:
 	@echo "Variables: SHARED=$(SHARED) (models, references; tests read it at run time as TSR_SHARED)"
 	@echo "           SANITIZE=1 (ASan+UBSan, in $(BUILD_ROOT)-san/)  TSAN=1 (ThreadSanitizer, $(BUILD_ROOT)-tsan/)"
 	@echo "           NATIVE=1 (emulator objects for this CPU: -march=native)"
+	@echo "           MPI=1 (the Open MPI transport: a model over mpirun ranks; README builds it with BUILD=build-mpi)"
+	@echo "           BUILD=$(BUILD) (where outputs go)"
 	@echo "           CFLAGS='$(CFLAGS)'  EMU_CFLAGS='$(EMU_CFLAGS)'"
 	@echo "           XRT=$(XRT) (1: xrt backend built against /usr/include/xrt; 0: stub)"
 	@echo "           EMU_SIMD=$(EMU_SIMD) (0: leave the emulator's SIMD rows out; same tokens)"

@@ -164,8 +164,8 @@ static void text_fixes(const tsr_plan *p, sbuf *b)
             p->kc.shared_classifier ? " (and, tied, as the classifier on the last)" : "");
     else put(b, "  split over cards: none up to one layer per card fits\n");
     if (!p->fix_cards && p->cards_floor > 0 && p->cards_floor < UINT64_MAX)
-        put(b, "  the weight tiles alone need %llu cards' on-chip memory, however they are "
-               "split\n", (unsigned long long)p->cards_floor);
+        put(b, "  the weight tiles alone need %llu card%s on-chip memory, however they are "
+               "split\n", (unsigned long long)p->cards_floor, p->cards_floor == 1 ? "'s" : "s'");
 }
 
 /* Text: the longest contexts, the verdict, and what would fit. */
