@@ -53,7 +53,8 @@ static const row rows[] = {
       "stories110M, DIMxLAYERS[:hidden=H,...] (as tessera synth)", NULL },
     /* ------------------------------------------------- the prompt (run) --- */
     { "-p|--prompt", "TEXT", K_STR, F(prompt), 0, 0, CLI_RUN,
-      "prompt (default: empty, i.e. BOS only); - reads it from stdin", NULL },
+      "prompt (default: empty, i.e. BOS only: a model whose vocabulary\n"
+      "adds no BOS, as Qwen2's, needs one); - reads it from stdin", NULL },
     { "-f|--file", "FILE", K_STR, F(prompt_file), 0, 0, CLI_RUN,
       "read the prompt from FILE (- for stdin); one trailing\n"
       "newline is dropped", NULL },

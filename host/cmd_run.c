@@ -43,7 +43,7 @@ typedef struct stream_ctx {
     int prev;
     int bos, eos;   /* the model's: they end the text, unprinted */
     int bos_first;  /* 1: the prompt starts with the BOS the vocabulary
-                       adds (its position counts in -n, unprinted)      */
+                       adds (not printed)                              */
     textout text;   /* pieces into UTF-8 characters                 */
 } stream_ctx;
 
@@ -194,7 +194,11 @@ static int feed_prompt(cli_args *a, tsr_device *dev, tsr_seq *seq, const tsr_mod
     }
     int rc = tsr_model_tokenize(sc->model, a->prompt, 1, prompt, cap, &n);
     sc->bos_first = rc == TSR_OK && n > 0 && prompt[0] == mi->bos;
-    if (rc == TSR_OK && n - 1 > mi->seq_len) {
+    if (rc == TSR_OK && n == 0) {
+        cli_error("%s: the prompt is empty and this model's vocabulary adds no BOS: give one "
+                  "with -p TEXT", a->model);
+        n = -1;
+    } else if (rc == TSR_OK && n - 1 > mi->seq_len) {
         cli_error("%s: the prompt is %d tokens, longer than the context of %d tokens",
                   a->model, n, mi->seq_len);
         n = -1;
@@ -207,7 +211,7 @@ static int feed_prompt(cli_args *a, tsr_device *dev, tsr_seq *seq, const tsr_mod
             cli_error("warning: --n-predict %d clamped to %d: the context length %d less the "
                       "prompt's %d tokens (--ctx N sets it)", a->n_predict, room, mi->seq_len,
                       n - 1);
-        a->steps = n - sc->bos_first + (a->n_predict < room ? a->n_predict : room);
+        a->steps = n - 1 + (a->n_predict < room ? a->n_predict : room);
     }
     if (n > 0) {   /* echo the prompt: all of it, but a BOS the vocabulary put first */
         int i0 = sc->bos_first;
@@ -296,9 +300,9 @@ int cmd_run(int argc, char **argv)
     stream_ctx sc = { .model = model, .bos = mi.bos, .eos = mi.eos };
     textout_init(&sc.text, NULL, 0);
     int n_prompt = feed_prompt(&a, dev, seq, &mi, &sc), got = 0;
-    /* -n counts the printed tokens, prompt and generated, as run.c's
-     * steps (whose BOS at position 0 is not printed) */
-    int n_gen = a.steps - n_prompt + sc.bos_first;
+    /* -n counts positions, the prompt's included, as run.c's steps: the
+     * last of them samples the last token */
+    int n_gen = a.steps - n_prompt + 1;
     if (n_prompt > 0 && n_gen <= 0)   /* as run.c: -n counts the prompt's positions too */
         cli_error("warning: -n %d leaves no position after the prompt's %d tokens (BOS "
                   "included; -n counts them): no token is generated", a.steps, n_prompt);

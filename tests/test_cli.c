@@ -562,10 +562,10 @@ static void stats_is_a_short_table(void **state)
 }
 
 /* A vocabulary that adds no BOS (Qwen2): run echoes the whole prompt, its
- * first token too, and -n counts the printed tokens as with a BOS (4 of
- * the prompt, then 4 generated, for -n 8); --n-predict counts the
- * generated ones.  Before, the first prompt token was taken for a BOS and
- * dropped, and one token too many was generated. */
+ * first token too (before, it was taken for a BOS and dropped); -n counts
+ * positions as with a BOS (4 of the prompt's, then 5 generated for -n 8,
+ * the last sampled at position 7); --n-predict counts the generated
+ * ones. */
 static void prompt_without_bos_is_echoed_whole(void **state)
 {
     (void)state;
@@ -578,12 +578,16 @@ static void prompt_without_bos_is_echoed_whole(void **state)
     snprintf(cmd, sizeof cmd, TESSERA_BIN " run -m %s -p \"Hello world, how\" -n 8 -t 0", path);
     assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
     assert_true(!strncmp(out, "Hello world, how", 16));
-    assert_non_null(strstr(err, "tessera: 4 tokens generated"));
+    assert_non_null(strstr(err, "tessera: 5 tokens generated"));
     snprintf(cmd, sizeof cmd, TESSERA_BIN " run -m %s -p \"Hello world, how\" --n-predict 3 -t 0",
              path);
     assert_int_equal(run_capture(cmd, out, err, sizeof out), 0);
     assert_true(!strncmp(out, "Hello world, how", 16));
     assert_non_null(strstr(err, "tessera: 3 tokens generated"));
+    /* no prompt and no BOS: nothing to start from, said as such */
+    snprintf(cmd, sizeof cmd, TESSERA_BIN " run -m %s -n 5 -t 0", path);
+    assert_int_equal(run_capture(cmd, out, err, sizeof out), 1);
+    assert_non_null(strstr(err, "the prompt is empty and this model's vocabulary adds no BOS"));
     unlink(path);
 }
 

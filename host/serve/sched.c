@@ -185,6 +185,11 @@ static void start(srv_sched *s, srv_session *ss, srv_turn *t)
                   tsr_device_errmsg(s->dev));
         return;
     }
+    if (len + n == 0) {   /* nothing to generate from: no BOS in this vocabulary */
+        fail_turn(s, ss, t, 400, "invalid_prompt", 0, "%s",
+                  "the prompt is empty and this model's vocabulary adds no BOS: give a prompt");
+        return;
+    }
     /* Every token but the newest takes a KV entry (tsr_seq_append_tokens). */
     if (len + n - 1 > s->info.seq_len) {
         char msg[200];
