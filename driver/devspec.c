@@ -115,6 +115,9 @@ static int devspec_option(const char *spec, const char *tok, const char *val, ts
         out->simd_avx2 = !strcmp(val, "avx2");
         bad = out->simd_avx2 ? 0 : parse_int(val, 0, 1, &on);
         out->no_simd = !on;
+        if (bad)
+            return tsr_seterr(e, TSR_ERR_ARG, "device spec '%s': simd=%s: 0 (the kernel loops), "
+                              "1 (this CPU's best, the default) or avx2", spec, val);
     }
     else if (!strcmp(tok, "cols"))    bad = parse_int(val, 1, 4096, &out->cols);
     else if (!strcmp(tok, "kvsplit")) bad = parse_int(val, 1, 4096, &out->kv_split);

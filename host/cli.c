@@ -84,9 +84,10 @@ static const row rows[] = {
     { "--xclbin", "FILE", K_STR, F(xclbin), 0, 0, DEV,
       "xrt: the xclbin to load (default: the one in bitstreams/ for the card)", NULL },
     { "--cards", "N", K_INT, F(cards), 1, TSR_MAX_CARDS, CLI_RUN | CLI_BENCH | CLI_SERVE,
-      "split the model's layers over N (2..16) emulated devices in\n"
-      "pipeline stages, as `tessera plan --cards N --profile generic`\n"
-      "proposes (the same tokens); under mpirun -np N, one a rank", NULL },
+      "split the model's layers over N emulated devices (2..16; 1:\n"
+      "one device, no split) in pipeline stages, as `tessera plan\n"
+      "--cards N --profile generic` proposes (the same tokens); under\n"
+      "mpirun -np N, one a rank", NULL },
     { "--stages", "A-B,...", K_STR, F(stages), 0, 0, CLI_RUN | CLI_BENCH | CLI_SERVE,
       "the split by hand: two or more contiguous layer ranges from 0,\n"
       "one a device", NULL },

@@ -88,7 +88,7 @@ static void *open_many(void *arg)
         { "emu:pes=3,pes=4", TSR_ERR_ARG, "pes given twice" },
         { "emu:part=u9000,pes=1", TSR_ERR_ARG, "unknown part 'u9000'" },
         { "emu:pes=1,simd=0,threads=1", TSR_OK, "" },
-        { "emu:pes=1,simd=avx3", TSR_ERR_ARG, "bad value 'avx3' for simd" },
+        { "emu:pes=1,simd=avx3", TSR_ERR_ARG, "simd=avx3: 0 (the kernel loops), 1 (this CPU's best" },
         { "emu:frob=1,pes=1", TSR_ERR_ARG, "unknown key 'frob'" },
         { "emu:pes=1,threads=1,xclbin=/x", TSR_ERR_ARG, "xclbin= is for the xrt backend" },
     };
