@@ -60,8 +60,6 @@ static void on_sigint(int sig)
 }
 
 typedef struct chat_ctx {
-    tsr_model *model;
-    int prev;
     int bos, eos;   /* the model's: they end the text, unprinted */
     char  *reply;   /* (cap,) the reply's text so far, NUL-terminated */
     size_t len, cap;
@@ -84,19 +82,15 @@ static void keep_reply(chat_ctx *c, const char *p, size_t n)
     c->reply[c->len] = '\0';
 }
 
-/* Print a token by textout's one rule (as tessera run), keeping its
- * piece for the conversation's next turn. */
+/* Print a token's text (the library's piece: textout_token's rule, as
+ * tessera run), keeping it for the conversation's next turn. */
 static int print_token(tsr_seq *s, int token, const char *text, size_t len, void *user)
 {
     (void)s;
-    (void)text;   /* the library's piece; textout_token applies the one rule */
-    (void)len;
+    (void)token;
     chat_ctx *c = user;
-    size_t n;
-    const char *p = textout_token(c->model, c->prev, token, c->bos, c->eos, &n);
-    if (p) keep_reply(c, p, n);
-    textout_print(&c->shown, stdout, p, n);
-    c->prev = token;
+    if (len) keep_reply(c, text, len);
+    textout_print(&c->shown, stdout, text, len);
     return 0;
 }
 
@@ -337,11 +331,6 @@ static int reply(chat *ch)
 {
     chat_ctx *cc = &ch->cc;
     cc->len = 0;   /* the reply starts */
-    /* The typed text is in the history; the reply continues it. */
-    const int *t;
-    int nt;
-    tsr_seq_tokens(ch->seq, &t, &nt);
-    cc->prev = t[nt - 1];
     active = ch->seq;
     textout_init(&cc->shown, NULL, 0);
     int rc = tsr_seq_generate(ch->seq, &ch->go, print_token, cc, NULL);
@@ -439,7 +428,7 @@ int cmd_chat(int argc, char **argv)
     struct sigaction sa = { .sa_handler = on_sigint };   /* no SA_RESTART: reads return */
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
-    ch.cc = (chat_ctx){ .model = ch.m, .prev = ch.mi.bos, .bos = ch.mi.bos, .eos = ch.mi.eos };
+    ch.cc = (chat_ctx){ .bos = ch.mi.bos, .eos = ch.mi.eos };
     /* the model's chat template, or --chat-template's family; none: the
      * typed text as it is */
     const char *tmpl = NULL, *own = tsr_model_chat_template(ch.m, &tmpl);

@@ -40,24 +40,18 @@ static void on_sigint(int sig)
 
 typedef struct stream_ctx {
     tsr_model *model;
-    int prev;
     int bos, eos;   /* the model's: they end the text, unprinted */
-    int bos_first;  /* 1: the prompt starts with the BOS the vocabulary
-                       adds (not printed)                              */
     textout text;   /* pieces into UTF-8 characters                 */
 } stream_ctx;
 
-/* Print a token by textout's one rule (textout_token, textout_print). */
+/* Print a generated token's text: the piece the library hands the
+ * callback is textout_token's (none for BOS and EOS). */
 static int on_token(tsr_seq *s, int token, const char *text, size_t len, void *user)
 {
     (void)s;
-    (void)text;   /* the library's piece; textout_token applies the one rule */
-    (void)len;
+    (void)token;
     stream_ctx *c = user;
-    size_t n;
-    const char *p = textout_token(c->model, c->prev, token, c->bos, c->eos, &n);
-    textout_print(&c->text, stdout, p, n);
-    c->prev = token;
+    textout_print(&c->text, stdout, text, len);
     return 0;
 }
 
@@ -193,7 +187,7 @@ static int feed_prompt(cli_args *a, tsr_device *dev, tsr_seq *seq, const tsr_mod
         return -1;
     }
     int rc = tsr_model_tokenize(sc->model, a->prompt, 1, prompt, cap, &n);
-    sc->bos_first = rc == TSR_OK && n > 0 && prompt[0] == mi->bos;
+    int i0 = rc == TSR_OK && n > 0 && prompt[0] == mi->bos;   /* a BOS first: not echoed */
     if (rc == TSR_OK && n == 0) {
         cli_error("%s: the prompt is empty and this model's vocabulary adds no BOS: give one "
                   "with -p TEXT", a->model);
@@ -214,9 +208,13 @@ static int feed_prompt(cli_args *a, tsr_device *dev, tsr_seq *seq, const tsr_mod
         a->steps = n - 1 + (a->n_predict < room ? a->n_predict : room);
     }
     if (n > 0) {   /* echo the prompt: all of it, but a BOS the vocabulary put first */
-        int i0 = sc->bos_first;
-        sc->prev = i0 ? prompt[0] : -1;   /* -1: the start of a text */
-        for (int i = i0; i < n && i - i0 < a->steps; i++) on_token(seq, prompt[i], "", 0, sc);
+        int prev = i0 ? prompt[0] : -1;   /* -1: the start of a text */
+        for (int i = i0; i < n && i - i0 < a->steps; i++) {
+            size_t len;
+            const char *p = textout_token(sc->model, prev, prompt[i], sc->bos, sc->eos, &len);
+            textout_print(&sc->text, stdout, p, len);
+            prev = prompt[i];
+        }
     }
     free(prompt);
     return n;

@@ -205,14 +205,6 @@ static void start(srv_sched *s, srv_session *ss, srv_turn *t)
     t->n_toks = n;
     t->st.prompt_tokens = n;
     t->st.max_tokens_limit = t->cmd->gen.cut_to;
-    if (n > 0) {
-        t->prev = t->toks[n - 1];
-    } else {
-        const int *h;
-        int nh;
-        tsr_seq_tokens(ss->seq, &h, &nh);
-        t->prev = nh > 0 ? h[nh - 1] : s->info.bos;
-    }
     srv_event *e = srv_event_new(SRV_EV_STARTED);
     if (e) e->stats.prompt_tokens = n;
     post(s, ss, e);
@@ -263,8 +255,6 @@ typedef struct dec_call {
  * sequence exactly here (the others go on). */
 static int on_token(tsr_seq *seq, int token, const char *text, size_t len, void *user)
 {
-    (void)text;
-    (void)len;
     dec_call *d = user;
     int k = 0;
     while (k < d->n - 1 && d->seq[k] != seq) k++;
@@ -277,13 +267,8 @@ static int on_token(tsr_seq *seq, int token, const char *text, size_t len, void 
     t->t_last = now;
     t->generated++;
     t->last = token;
-    /* the model's BOS and EOS end the text, unprinted */
-    if (token != s->info.bos && token != s->info.eos) {
-        size_t n = 0;
-        const char *piece = tsr_model_token_text(s->model, t->prev, token, &n);
-        textout_push(&t->out, piece, n);
-    }
-    t->prev = token;
+    /* the library's piece (none for BOS and EOS, which end the text) */
+    if (len) textout_push(&t->out, text, len);
     const char *p;
     size_t n = textout_take(&t->out, &p);
     srv_event *e = srv_event_new(SRV_EV_TOKEN);

@@ -23,7 +23,6 @@ typedef struct srv_turn {
     int        *toks;          /* (n_toks,) the text's tokens                  */
     int         n_toks, n_in;  /* tokens to append; appended so far            */
     int         generated;     /* tokens the device has sampled                */
-    int         prev;          /* the last token: spacing of the next piece    */
     int         last;          /* the last generated token; -1: none           */
     int         yields;        /* in a call of greedy sequences: it ends at    *
                                 * the next token when other work comes        */
