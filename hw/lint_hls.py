@@ -113,10 +113,8 @@ longer story and what each rule cannot see.
         callee that states no partition on its parameter, or the struct
         handed by pointer.  Inlined callees (INLINE without off) are
         followed.  UG1399 "pragma HLS array_partition" places the pragma in
-        the function where the array is defined.  A function may
-        acknowledge its crossings for one variable with a comment
-        `lint-hls: partition-call unverified NAME`; they are then counted in
-        a note, not reported (docs/hls-flow.md, section 11).
+        the function where the array is defined.  No exception: the
+        kernel's own state (st) is checked like any other local.
 
 Bounds: a loop's bound is constant when its condition is one comparison
 (<, <=, >, >=, ==, !=) with an integer constant expression on one side
@@ -1451,17 +1449,6 @@ def rule_dependence_register(units, funcs, rep):
                         % (p.opts["variable"], why, COMPLETE_THRESHOLD))
 
 
-WAIVE_RE = re.compile(r"lint-hls:\s*partition-call\s+unverified\s+(\w+)")
-
-
-def waived_roots(f):
-    """Variables whose crossing partitions f acknowledges in a comment:
-    `lint-hls: partition-call unverified NAME`."""
-    with open(f.real, encoding="utf-8", errors="replace") as fh:
-        lines = fh.read().split("\n")[f.lines[0] - 1:f.lines[1]]
-    return set(m.group(1) for ln in lines for m in WAIVE_RE.finditer(ln))
-
-
 def member_dims(f, root, members):
     """Array dimensions of root.members[...] as declared (for dim=0)."""
     t = f.local_cursor[root].type
@@ -1474,9 +1461,8 @@ def member_dims(f, root, members):
     return max(1, len(dims_of(t)))
 
 
-def rule_partition_call(funcs, rep, notes):
+def rule_partition_call(funcs, rep):
     for f in funcs.values():
-        waived = None
         macros = None
         for p in f.pragmas:
             if p.kind not in PARTITIONS or "variable" not in p.opts:
@@ -1519,11 +1505,6 @@ def rule_partition_call(funcs, rep, notes):
                             crossed.append((h, call, "its parameter '%s' states no partition of its own"
                                             % h.params[i]))
             if not crossed:
-                continue
-            if waived is None:
-                waived = waived_roots(f)
-            if root in waived:
-                notes.setdefault(root, set()).add((p.real, p.line))
                 continue
             h, call, why = crossed[0]
             more = sorted(set(c[0].name for c in crossed[1:]) - {h.name})
@@ -1639,8 +1620,7 @@ def main(argv):
     rule_pipeline_divide(units, rep)
     rule_pragma_value(units, rep)
     rule_dependence_register(units, funcs, rep)
-    notes = {}
-    rule_partition_call(funcs, rep, notes)
+    rule_partition_call(funcs, rep)
 
     lines = rep.lines()
     for line in lines:
@@ -1648,10 +1628,6 @@ def main(argv):
     if lines:
         print("lint-hls-clang: %d problem(s) in %d files" % (len(lines), len(sources)))
         return 1
-    for root in sorted(notes):
-        print("lint-hls-clang: note: %d partition pragma(s) on '%s' cross non-inlined calls,"
-              " acknowledged as unverified until a csynth (partition-call; docs/hls-flow.md,"
-              " section 11)" % (len(notes[root]), root))
     print("lint-hls-clang: %d files OK" % len(sources))
     return 0
 

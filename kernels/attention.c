@@ -178,6 +178,14 @@ static void pe_att_store(float kv[TSR_PE_KV_AW][TSR_ATT_LANES],
                          uint32_t vbw, uint32_t sb, uint32_t k0, uint32_t v0, uint32_t hs,
                          uint32_t slw, uint32_t hsw, uint32_t t)
 {
+#pragma HLS ARRAY_RESHAPE variable=kv type=complete dim=2
+#if TSR_WITH_KV_F16
+#pragma HLS ARRAY_RESHAPE variable=kvh type=complete dim=2
+#endif
+#if TSR_WITH_KV_INT8
+#pragma HLS ARRAY_RESHAPE variable=kvq type=complete dim=2
+#endif
+#pragma HLS ARRAY_PARTITION variable=qkvw type=complete dim=2
     uint32_t tl = t % TSR_ATT_LANES;
     /* K^T row 0's word in t's tile (row i's: ka + i) */
     uint32_t ka = kbw + TSR_MUL_SMALL(hs, t / TSR_ATT_LANES, TSR_BITS(TSR_MAX_SEQ / TSR_ATT_LANES));
@@ -244,6 +252,7 @@ static float kv_elem(const float kv[TSR_PE_KV_AW][TSR_ATT_LANES],
 static void pe_att_qcopy(const float qkvw[TSR_PE_QKV_VW][TSR_VEC], float coef[TSR_ATT_ACC],
                          uint32_t q0, uint32_t hs)
 {
+#pragma HLS ARRAY_PARTITION variable=qkvw type=complete dim=2
 att_qcopy:
     for (uint32_t i = 0; i < hs; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_HEAD_SIZE
@@ -275,6 +284,13 @@ static void pe_att_mac(const float kv[TSR_PE_KV_AW][TSR_ATT_LANES],
                        uint32_t nj, uint32_t parts, float acc[TSR_ATT_PARTS][TSR_ATT_ACC])
 {
 #pragma HLS INLINE off
+#pragma HLS ARRAY_RESHAPE variable=kv type=complete dim=2
+#if TSR_WITH_KV_F16
+#pragma HLS ARRAY_RESHAPE variable=kvh type=complete dim=2
+#endif
+#if TSR_WITH_KV_INT8
+#pragma HLS ARRAY_RESHAPE variable=kvq type=complete dim=2
+#endif
     /* pe_att's partitioning of acc, stated where this function's loops
      * index it (docs/hls-flow.md, "Partitions where the loops are") */
 #pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
@@ -408,6 +424,7 @@ att_max_pairs:
 TSR_STATIC_CHECK(pe_sum_chain_covers_fadd, TSR_PE_SUM_LANES * TSR_PE_SUM_II >= TSR_FADD_LAT);
 static float pe_reduce_sum(const float att[TSR_PE_ATT_AW][TSR_ATT_LANES], uint32_t a0w, uint32_t n)
 {
+#pragma HLS ARRAY_PARTITION variable=att type=complete dim=2
     float part[TSR_PE_SUM_LANES];
 #pragma HLS ARRAY_PARTITION variable=part type=complete
 pe_sum_zero:
@@ -454,6 +471,7 @@ pe_sum_level_adds:
 static void pe_att_exp(float att[TSR_PE_ATT_AW][TSR_ATT_LANES], uint32_t a0w, uint32_t nl, float m,
                        float *sum)
 {
+#pragma HLS ARRAY_PARTITION variable=att type=complete dim=2
     /* a platform's fast path: no steps left */
     uint32_t ne = TSR_FAST_ATT_EXP(&att[a0w][0], nl, m) ? 0u : nl;
 att_exp:
@@ -476,6 +494,7 @@ static void pe_att_norm(const float att[TSR_PE_ATT_AW][TSR_ATT_LANES], float coe
                         uint32_t a0w, uint32_t nl, float sum, const float kvs[TSR_KVS_DIM],
                         uint32_t vs0, uint32_t kvt)
 {
+#pragma HLS ARRAY_PARTITION variable=att type=complete dim=2
     if (TSR_FAST_ATT_NORM(&att[a0w][0], TSR_WITH_KV_INT8 && kvt == TSR_KV_INT8 ? &kvs[vs0] : NULL,
                           sum, coef, nl))
         return;
@@ -502,6 +521,7 @@ att_norm:
 static void pe_att_out(const float acc[TSR_ATT_PARTS][TSR_ATT_ACC],
                        float ao[TSR_PE_AO_AW][TSR_ATT_LANES], uint32_t o0w, uint32_t hsw, uint32_t nl)
 {
+#pragma HLS ARRAY_PARTITION variable=ao type=complete dim=2
     /* pe_att's partitioning of acc, stated where this function's loops
      * index it (docs/hls-flow.md, "Partitions where the loops are") */
 #pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
@@ -536,6 +556,16 @@ static void pe_att(float kv[TSR_PE_KV_AW][TSR_ATT_LANES], uint16_t kvh[TSR_PE_KV
                    float sqrt_hs, uint32_t active)
 {
 #pragma HLS INLINE off
+#pragma HLS ARRAY_RESHAPE variable=kv type=complete dim=2
+#if TSR_WITH_KV_F16
+#pragma HLS ARRAY_RESHAPE variable=kvh type=complete dim=2
+#endif
+#if TSR_WITH_KV_INT8
+#pragma HLS ARRAY_RESHAPE variable=kvq type=complete dim=2
+#endif
+#pragma HLS ARRAY_PARTITION variable=qkvw type=complete dim=2
+#pragma HLS ARRAY_PARTITION variable=att type=complete dim=2
+#pragma HLS ARRAY_PARTITION variable=ao type=complete dim=2
 #pragma HLS ALLOCATION function instances=pe_att_mac limit=1
     float acc[TSR_ATT_PARTS][TSR_ATT_ACC];
     float coef[TSR_ATT_ACC];
@@ -649,6 +679,8 @@ static void pe_att_tree_up(float am[TSR_MAX_HEADS], const float am_o[TSR_MAX_HEA
                            uint32_t km, uint32_t hsw, uint32_t active)
 {
 #pragma HLS INLINE off
+#pragma HLS ARRAY_PARTITION variable=ao type=complete dim=2
+#pragma HLS ARRAY_PARTITION variable=ao_o type=complete dim=2
     if (!active) return;
     if (what & TSR_JOB_SCORES) {
 att_tree_max:
@@ -775,6 +807,7 @@ static uint32_t att_down_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, u
  * padding; each word's max |v| for the quantizer (tsr_mesh_input, ready). */
 static void att_collect(tsr_kstate *st, uint32_t it)
 {
+#pragma HLS INLINE
     uint32_t dim = st->cfg.dim, gw = st->kv_mul * st->hs / TSR_VEC, h = 0, k = 0;
     uint32_t npad = ((dim + st->cfg.group - 1u) >> st->g_log2) << st->g_log2;
     TSR_CHARGE(st, TSR_RG_ATT_IO, tsr_cy_att_collect(npad));
@@ -807,6 +840,7 @@ att_collect_lanes:
  * step of its receivers at once, charged to ATT_TREE. */
 static void att_tree(tsr_kstate *st, tsr_pe_job *job, uint32_t down)
 {
+#pragma HLS INLINE
 #if TSR_MAX_SPLIT_LEVELS > 0
     uint32_t Q = st->cfg.kv_split, worst;
 att_tree_up:
@@ -842,6 +876,7 @@ att_tree_down:
  * weighted values, its output back. */
 static void att_counts(tsr_kstate *st, uint32_t pos)
 {
+#pragma HLS INLINE
     uint32_t hs = st->hs;
     (void)hs;
     (void)pos;
@@ -855,6 +890,7 @@ static void att_counts(tsr_kstate *st, uint32_t pos)
 
 void tsr_attention(tsr_kstate *st, uint32_t it, uint32_t slot, uint32_t l, uint32_t pos)
 {
+#pragma HLS INLINE
     tsr_pe_job job = { .slot = slot, .layer = l, .pos = pos, .blk = slot * st->cfg.n_layers + l,
                        .work = 2u * st->cfg.n_heads * (pos + 1u) * st->hs };
     uint32_t worst, split = st->cfg.kv_split > 1u;
@@ -878,6 +914,7 @@ att_phases:
 /* For a platform that schedules attention's steps itself (tsr_ops.h). */
 uint32_t tsr_att_step(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint32_t kind, uint32_t s)
 {
+#pragma HLS INLINE
 #if TSR_MAX_SPLIT_LEVELS > 0
     if (kind == TSR_ATT_STEP_UP) return att_up_pe(st, p, job, 1u, s);
     if (kind == TSR_ATT_STEP_DOWN) return att_down_pe(st, p, job, 1u, s);
@@ -888,6 +925,7 @@ uint32_t tsr_att_step(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint32_
 
 void tsr_att_counts(tsr_kstate *st, uint32_t pos)
 {
+#pragma HLS INLINE
     att_counts(st, pos);
 }
 #endif

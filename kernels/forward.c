@@ -29,6 +29,7 @@
 static void link_send(tsr_kstate *st, const tsr_item *items, uint32_t nx,
                       volatile float *link_out)
 {
+#pragma HLS INLINE
     uint32_t dim = st->cfg.dim;
     TSR_CHARGE(st, TSR_RG_LINK, tsr_cy_link_out(nx, dim));
     TSR_LINK_PUT(link_out, 0u, (float)nx);
@@ -51,6 +52,7 @@ link_send_words:
  * header (FORWARD read and checked it). */
 static void link_take(tsr_kstate *st, uint32_t b, volatile const float *link_in)
 {
+#pragma HLS INLINE
     uint32_t dim = st->cfg.dim;
 link_take_words:
     for (uint32_t i = 0; i < dim; i++) {
@@ -112,6 +114,7 @@ fwd_outputs:
 void tsr_forward(tsr_kstate *st, tsr_item *items, uint32_t nx, volatile const float *link_in,
                  volatile float *link_out)
 {
+#pragma HLS INLINE
     const tsr_kconfig *c = &st->cfg;
     uint32_t dim = c->dim, hidden = c->hidden_dim, L = c->n_layers, cls = tsr_lay_mat_wcls(c);
     uint32_t gather_only = items[0].mode == TSR_FWD_GATHER, any_out = 0, any_greedy = 0;

@@ -56,6 +56,9 @@ static void pe_tile_q8(const int8_t w8[TSR_PE_W8_WORDS][TSR_LANES], const float 
                        uint32_t po, uint32_t b0, uint32_t steps1, uint32_t nx)
 {
 #pragma HLS INLINE off
+#pragma HLS ARRAY_RESHAPE variable=w8 type=complete dim=2
+#pragma HLS ARRAY_RESHAPE variable=xq type=complete dim=3
+#pragma HLS ARRAY_PARTITION variable=psum type=cyclic factor=TSR_VEC dim=2
     float acc[TSR_ROW_SLOTS][TSR_MAX_BLOCK];
     int32_t isum[TSR_MAX_BLOCK];
 #pragma HLS BIND_STORAGE variable=acc type=ram_2p impl=lutram
@@ -173,6 +176,9 @@ static void pe_tile_q4(const int8_t w8[TSR_PE_W8_WORDS][TSR_LANES], const float 
                        uint32_t steps1, uint32_t nx)
 {
 #pragma HLS INLINE off
+#pragma HLS ARRAY_RESHAPE variable=w8 type=complete dim=2
+#pragma HLS ARRAY_RESHAPE variable=xq type=complete dim=3
+#pragma HLS ARRAY_PARTITION variable=psum type=cyclic factor=TSR_VEC dim=2
     float acc[TSR_ROW_SLOTS][TSR_MAX_BLOCK];
 #pragma HLS BIND_STORAGE variable=acc type=ram_2p impl=lutram
     uint32_t nb = (rows + TSR_ROW_SLOTS - 1u) / TSR_ROW_SLOTS, tail = rows - (nb - 1u) * TSR_ROW_SLOTS;
@@ -220,6 +226,8 @@ static void pe_tile_f32(const float wf[TSR_PE_F32_WORDS], const float xf[TSR_MAX
                         uint32_t nx)
 {
 #pragma HLS INLINE off
+#pragma HLS ARRAY_PARTITION variable=xf type=cyclic factor=TSR_VEC dim=2
+#pragma HLS ARRAY_PARTITION variable=psum type=cyclic factor=TSR_VEC dim=2
     float acc[TSR_ROW_SLOTS][TSR_MAX_BLOCK];
 #pragma HLS BIND_STORAGE variable=acc type=ram_2p impl=lutram
     uint32_t nb = (rows + TSR_ROW_SLOTS - 1u) / TSR_ROW_SLOTS, tail = rows - (nb - 1u) * TSR_ROW_SLOTS;
@@ -249,6 +257,7 @@ f32_steps:
  * halves are disjoint, so the loop carries no dependence through psum. */
 static void pe_swiglu(float psum[TSR_PE_ROWS], uint32_t rows)
 {
+#pragma HLS ARRAY_PARTITION variable=psum type=cyclic factor=TSR_VEC dim=1
     if (TSR_FAST_SWIGLU(psum, rows)) return;
 pe_swiglu_rows:
     for (uint32_t i = 0; i < rows; i++) {
@@ -271,6 +280,7 @@ pe_swiglu_rows:
 static void pe_best(const float psum[TSR_PE_ROWS], uint32_t rows, uint32_t row0, float *bv,
                     uint32_t *bi)
 {
+#pragma HLS ARRAY_PARTITION variable=psum type=cyclic factor=TSR_VEC dim=1
     float lv[TSR_VEC];
     uint32_t li[TSR_VEC];
 #pragma HLS ARRAY_PARTITION variable=lv type=complete
@@ -339,6 +349,12 @@ static void pe_gemv(const int8_t w8[TSR_PE_W8_WORDS][TSR_LANES], const float f32
                     uint32_t q4, uint32_t done0, uint32_t done1, uint32_t active)
 {
 #pragma HLS INLINE off
+#pragma HLS ARRAY_RESHAPE variable=w8 type=complete dim=2
+#pragma HLS ARRAY_RESHAPE variable=xq type=complete dim=3
+#if TSR_WITH_F32
+#pragma HLS ARRAY_PARTITION variable=xf type=cyclic factor=TSR_VEC dim=2
+#endif
+#pragma HLS ARRAY_PARTITION variable=psum type=cyclic factor=TSR_VEC dim=2
     if (!active) return;
     if (ng == 0) {
         uint32_t n = rows << (halves - 1u);
@@ -400,6 +416,8 @@ static void pe_tree_add(float psum[TSR_MAX_BLOCK][TSR_PE_ROWS],
                         uint32_t active)
 {
 #pragma HLS INLINE off
+#pragma HLS ARRAY_PARTITION variable=psum type=cyclic factor=TSR_VEC dim=2
+#pragma HLS ARRAY_PARTITION variable=from type=cyclic factor=TSR_VEC dim=2
 #pragma HLS ALLOCATION operation instances=fadd limit=TSR_TREE_LANES
     if (!active) return;
 tree_items:
@@ -425,6 +443,7 @@ static void pe_root(float psum[TSR_MAX_BLOCK][TSR_PE_ROWS], uint32_t rows, uint3
                     uint32_t active)
 {
 #pragma HLS INLINE off
+#pragma HLS ARRAY_PARTITION variable=psum type=cyclic factor=TSR_VEC dim=2
     if (!active) return;
 root_items:
     for (uint32_t x = 0; x < nx; x++) {
@@ -501,6 +520,7 @@ static uint32_t root_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint3
 
 void tsr_mesh_gemv(tsr_kstate *st, uint32_t mat, uint32_t nx, uint32_t flags)
 {
+#pragma HLS INLINE
     uint32_t d = st->mat_d[mat], n = st->mat_n[mat], pair = st->mat_pair[mat], worst;
     uint32_t C = st->mat_cols[mat];
     uint32_t npad = ((n + st->cfg.group - 1u) >> st->g_log2) << st->g_log2, halves = pair ? 2u : 1u;
@@ -537,6 +557,7 @@ static void quantize_broadcast(tsr_kstate *st, uint32_t it, uint32_t npad);
 void tsr_mesh_input(tsr_kstate *st, uint32_t it, uint32_t n, uint32_t row, float ss,
                     uint32_t ready)
 {
+#pragma HLS INLINE
     uint32_t G = st->cfg.group, npad = ((n + G - 1u) >> st->g_log2) << st->g_log2;
     uint32_t q8 = st->cfg.dtype == TSR_KDT_Q8;
     TSR_CHARGE(st, TSR_RG_INPUT, ready ? tsr_cy_input_ready(n, G, q8) : tsr_cy_input(n, G, q8));
@@ -603,6 +624,7 @@ in_q8_norm_lanes:
  * scale(s). */
 static void quantize_broadcast(tsr_kstate *st, uint32_t it, uint32_t npad)
 {
+#pragma HLS INLINE
     uint32_t G = st->cfg.group, P = st->P;
     if (TSR_FAST_QUANTIZE(st, it, npad)) return;
     uint32_t nch = npad / TSR_LANES + (npad % TSR_LANES != 0u);
@@ -755,6 +777,7 @@ latch_lanes:
 void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, uint32_t flags,
                      uint32_t pos)
 {
+#pragma HLS INLINE
     uint32_t d = st->mat_d[mat];
     uint32_t add = flags & TSR_GATHER_ADD, input = flags & TSR_GATHER_INPUT;
     uint32_t qkv = flags & TSR_GATHER_QKV, lg = flags & TSR_GATHER_LOGITS;
@@ -865,6 +888,7 @@ gather_ssq_out:
 
 int32_t tsr_mesh_best(tsr_kstate *st, uint32_t mat, uint32_t it)
 {
+#pragma HLS INLINE
     /* the roots' bests, pairwise over the profile's PEs (log2 TSR_PES
      * levels): the larger value, or the same value at a lower row */
     float bv[TSR_PES];
@@ -900,6 +924,7 @@ best_pairs:
 
 void tsr_mesh_embed(tsr_kstate *st, uint32_t it, uint32_t token)
 {
+#pragma HLS INLINE
     const tsr_kconfig *c = &st->cfg;
     uint32_t G = c->group, dim = c->dim, C = st->mat_cols[TSR_MAT_EMB], r0 = 0;
     int q8 = c->dtype == TSR_KDT_Q8;

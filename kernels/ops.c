@@ -137,6 +137,7 @@ float tsr_reduce_sumsq(const float *x, uint32_t n)
 
 float tsr_rms_scale(tsr_kstate *st, uint32_t it, uint32_t n)
 {
+#pragma HLS INLINE
     float ss;
 #if TSR_SSQ_FUSED
     if (st->ssq_fresh[it]) {
@@ -168,6 +169,7 @@ norm_ssq_in:
 
 void tsr_rope_angles(tsr_kstate *st, uint32_t it, uint32_t pos)
 {
+#pragma HLS INLINE
     uint32_t half = st->hs / 2u;
     TSR_CHARGE(st, TSR_RG_ROPE, tsr_cy_rope_angles(st->hs));
 rope_angles:
@@ -185,6 +187,7 @@ rope_angles:
 
 void tsr_softmax(float *x, uint32_t n)
 {
+#pragma HLS INLINE
     float max_val = x[0];
 softmax_max:
     for (uint32_t i = 1; i < n; i++) {
@@ -257,6 +260,7 @@ quant_pad:
 
 uint32_t tsr_argmax(const float *v, uint32_t n)
 {
+#pragma HLS INLINE
     uint32_t best = 0;
     float max_p = v[0];
 argmax:

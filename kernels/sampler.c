@@ -67,6 +67,7 @@ heap_sift:
  * TSR_FADD_LAT). */
 static int32_t sample_mult(const float *probs, uint32_t n, float coin, uint32_t *it)
 {
+#pragma HLS INLINE
     float cdf = 0.0f;
 mult_scan:
     for (uint32_t i = 0; i < n; i++) {
@@ -87,6 +88,7 @@ mult_scan:
 static int32_t sample_topp(const float *probs, uint32_t n, float top_p, float coin,
                            float *cp, int32_t *ci, uint32_t *cy)
 {
+#pragma HLS INLINE
     /* Tokens below the cutoff cannot be in the nucleus (llama2.c's filter). */
     float cutoff = n > 1 ? (1.0f - top_p) / (float)(n - 1) : 0.0f;
     uint32_t n0 = 0;
@@ -142,6 +144,7 @@ topp_pick:
 int32_t tsr_sample(float *logits, uint32_t n, float temperature, float top_p, uint64_t *rng,
                    float *cand_p, int32_t *cand_i, uint32_t *cy)
 {
+#pragma HLS INLINE
     uint32_t c = 0, it = 0;
     int32_t tok;
     if (temperature <= 0.0f || top_p <= 0.0f) {

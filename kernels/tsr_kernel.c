@@ -30,6 +30,7 @@
 
 static void slot_reset(tsr_kstate *st, uint32_t s)
 {
+#pragma HLS INLINE
     st->pos[s] = 0;
     st->pending[s] = -1;
     st->rng[s] = TSR_RNG_DEFAULT + s;
@@ -37,6 +38,7 @@ static void slot_reset(tsr_kstate *st, uint32_t s)
 
 void tsr_kernel_init(tsr_kstate *st)
 {
+#pragma HLS INLINE
     st->configured = 0;
     st->logits_valid = 0;
     st->logits_on_pes = 0;
@@ -174,6 +176,7 @@ static void cfg_read(tsr_kconfig *c, const uint32_t *in_w, const float *in_f)
  * unit on (tsr_layout.h), the roots that hold rows, over P PEs. */
 static void cfg_roots(tsr_kstate *st, uint32_t P, uint32_t nm)
 {
+#pragma HLS INLINE
 cfg_roots:
     for (uint32_t m = 0; m < nm; m++) {
 #pragma HLS LOOP_TRIPCOUNT min=5 max=TSR_LIT_MAX_MATS
@@ -198,6 +201,7 @@ cfg_roots_rows:
  * every slot is reset. */
 static void cfg_commit(tsr_kstate *st, const tsr_kconfig *c, uint32_t P, uint32_t sl)
 {
+#pragma HLS INLINE
     uint32_t hs = c->dim / c->n_heads;
     st->cfg = *c;
     st->P = P;
@@ -242,6 +246,7 @@ cfg_slots:
 static int op_configure(tsr_kstate *st, const uint32_t *in_w, const float *in_f, uint32_t in_n,
                         volatile uint32_t *out, uint32_t room, uint32_t *out_n)
 {
+#pragma HLS INLINE
     tsr_kconfig c;
     if (in_n < TSR_KCONFIG_WORDS) return TSR_K_EARG;
     cfg_read(&c, in_w, in_f);
@@ -350,6 +355,7 @@ typedef struct ctrl_cur {
 
 static ctrl_cur ctrl_at(const tsr_kstate *st, uint32_t off)
 {
+#pragma HLS INLINE
     ctrl_cur c;
     uint32_t dim = st->cfg.dim;
     c.a = off;
@@ -393,6 +399,7 @@ static void ctrl_next(ctrl_cur *c, uint32_t dim)
 static void load_w8_words(int8_t w8[TSR_PE_W8_WORDS][TSR_LANES], uint32_t off, uint32_t len,
                           const uint32_t *in_w)
 {
+#pragma HLS ARRAY_RESHAPE variable=w8 type=complete dim=2
     uint32_t end = off + len, w_first = off / TSR_LANES, w_last = (end - 1u) / TSR_LANES;
     int8_t first[TSR_LANES], last[TSR_LANES], word[TSR_LANES];
 #pragma HLS ARRAY_PARTITION variable=first type=complete
@@ -432,6 +439,7 @@ load_w8_store:
 static int op_load(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint32_t *in_w,
                    const float *in_f, uint32_t in_n)
 {
+#pragma HLS INLINE
     uint32_t p = c[TSR_CMD_A0], region = c[TSR_CMD_A1], off = c[TSR_CMD_A2], len = c[TSR_CMD_A3];
     if (!st->configured) return TSR_K_ESTATE;
     if (len == 0) return TSR_K_OK;
@@ -495,6 +503,7 @@ typedef struct dec_seqs {
 static int dec_seq(tsr_kstate *st, dec_seqs *d, uint32_t k, uint32_t slot, uint32_t n,
                    uint32_t flags, uint32_t seed_lo, uint32_t seed_hi, float temp, float top_p)
 {
+#pragma HLS INLINE
     if (slot >= st->cfg.n_slots) return TSR_K_EARG;
 dec_seq_distinct:
     for (uint32_t j = 0; j < k; j++) {
@@ -551,6 +560,7 @@ link_header_words:
  * link). */
 static int link_header_ok(const tsr_kstate *st, const fwd_run *r, uint32_t n, uint32_t slot)
 {
+#pragma HLS INLINE
     return r->hdr[0] == (float)n && r->hdr[1] == (float)slot &&
            r->hdr[2] == (float)st->pos[slot] && r->hdr[3] == (float)st->cfg.dim;
 }
@@ -577,6 +587,7 @@ link_drain_words:
 static int fwd_batch_check(const tsr_kstate *st, fwd_run *r, const uint32_t *in_w,
                            const float *in_f, uint32_t in_n, uint32_t room)
 {
+#pragma HLS INLINE
     const tsr_kconfig *cf = &st->cfg;
     uint32_t m = r->n, seen = 0;
     if (m == 0 || m > TSR_MAX_BATCH || in_n < m * TSR_FWDB_WORDS) return TSR_K_EARG;
@@ -613,6 +624,7 @@ fwd_batch_recs:
 static int32_t item_token(tsr_kstate *st, const tsr_item *items, uint32_t b, float temp,
                           float top_p)
 {
+#pragma HLS INLINE
     int32_t next = items[b].next;
     if (items[b].mode == TSR_FWD_LOGITS) {
         uint32_t cy = 0;
@@ -639,6 +651,7 @@ item_copy:
 static int fwd_setup_pass(tsr_kstate *st, fwd_run *r, const uint32_t c[TSR_CMD_WORDS],
                           const uint32_t *in_w, const float *in_f, uint32_t in_n, uint32_t room)
 {
+#pragma HLS INLINE
     const tsr_kconfig *cf = &st->cfg;
     uint32_t n = r->n, s = r->slot;
     r->feed = n;
@@ -669,6 +682,7 @@ pass_check:
  * (the pending token plus all but the last) within seq_len. */
 static int fwd_setup_prefill(tsr_kstate *st, fwd_run *r, const uint32_t *in_w, uint32_t in_n)
 {
+#pragma HLS INLINE
     const tsr_kconfig *cf = &st->cfg;
     uint32_t n = r->n;
     if (n == 0 || n > in_n) return TSR_K_EARG;
@@ -689,6 +703,7 @@ static int fwd_setup_decode(tsr_kstate *st, fwd_run *r, const uint32_t c[TSR_CMD
                             const uint32_t *in_w, const float *in_f, uint32_t in_n, uint32_t room,
                             volatile uint32_t *out_w)
 {
+#pragma HLS INLINE
     dec_seqs *d = &r->d;
     int rc = TSR_K_OK;
     if (r->op == TSR_OP_DECODE) {
@@ -729,6 +744,7 @@ dec_publish0:
 static uint32_t fwd_items_pass(tsr_kstate *st, const fwd_run *r, const uint32_t *in_w,
                                tsr_item *items)
 {
+#pragma HLS INLINE
     uint32_t nx = r->feed - r->fed;
 fwd_pass_items:
     for (uint32_t b = 0; b < nx; b++) {
@@ -754,6 +770,7 @@ fwd_pass_items:
 static uint32_t fwd_items_prefill(const tsr_kstate *st, const fwd_run *r, const uint32_t *in_w,
                                   tsr_item *items)
 {
+#pragma HLS INLINE
     uint32_t left = r->feed - r->fed, nx = left < TSR_MAX_BLOCK ? left : TSR_MAX_BLOCK;
 fwd_prefill_items:
     for (uint32_t b = 0; b < nx; b++) {
@@ -773,6 +790,7 @@ fwd_prefill_items:
 static uint32_t fwd_items_decode(const tsr_kstate *st, fwd_run *r, volatile const uint32_t *hdr,
                                  tsr_item *items, float *temp, float *top_p, uint32_t *seq_of)
 {
+#pragma HLS INLINE
     dec_seqs *d = &r->d;
     uint32_t nx = 0;
     int stop_all = TSR_OBSERVE(&hdr[TSR_CTL_CANCEL]) != 0;
@@ -809,6 +827,7 @@ static void fwd_items_done(tsr_kstate *st, fwd_run *r, const tsr_item *items, ui
                            const float *temp, const float *top_p, const uint32_t *seq_of,
                            volatile uint32_t *out_w, uint32_t *out_n)
 {
+#pragma HLS INLINE
     const tsr_kconfig *cf = &st->cfg;
     dec_seqs *d = &r->d;
     int slots = r->decode || r->batch, sampled = items[0].mode != TSR_FWD_NONE;
@@ -843,6 +862,7 @@ fwd_items_out:
  * of them; returns the words. */
 static uint32_t fwd_read_logits(const tsr_kstate *st, uint32_t room, volatile float *out_f)
 {
+#pragma HLS INLINE
     uint32_t nv = room < st->cfg.vocab_size ? room : st->cfg.vocab_size;
 read_logits:
     for (uint32_t i = 0; i < nv; i++) {
@@ -900,6 +920,7 @@ static int fwd_setup(tsr_kstate *st, fwd_run *r, const uint32_t c[TSR_CMD_WORDS]
                      const uint32_t *in_w, const float *in_f, uint32_t in_n, uint32_t room,
                      volatile uint32_t *out_w)
 {
+#pragma HLS INLINE
     if (r->pass) return fwd_setup_pass(st, r, c, in_w, in_f, in_n, room);
     if (r->prefill) return fwd_setup_prefill(st, r, in_w, in_n);
     if (r->decode) return fwd_setup_decode(st, r, c, in_w, in_f, in_n, room, out_w);
@@ -914,6 +935,7 @@ static int op_forward(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uin
                       volatile float *out_f, uint32_t room, volatile const uint32_t *hdr,
                       volatile const float *link_in, volatile float *link_out, uint32_t *out_n)
 {
+#pragma HLS INLINE
     const tsr_kconfig *cf = &st->cfg;
     fwd_run r = { 0 };
     fwd_run_of(&r, c, cf);
@@ -982,6 +1004,7 @@ fwd_passes:
 static int op_read_mem(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], volatile uint32_t *out_w,
                        volatile float *out_f, uint32_t room, uint32_t *out_n)
 {
+#pragma HLS INLINE
     uint32_t p = c[TSR_CMD_A0], region = c[TSR_CMD_A1], off = c[TSR_CMD_A2], len = c[TSR_CMD_A3];
     if (region == TSR_REG_W8) {
         if (p >= st->P || off > st->w8_used[p] || len > st->w8_used[p] - off ||
@@ -1049,6 +1072,7 @@ static void put64(volatile uint32_t *out, uint32_t room, uint32_t *k, uint64_t v
 
 static int op_read_counters(tsr_kstate *st, volatile uint32_t *out, uint32_t room, uint32_t *out_n)
 {
+#pragma HLS INLINE
     const tsr_kcounters *n = &st->cnt;
     uint32_t k = 0;
 cnt_runs:
@@ -1081,6 +1105,7 @@ int tsr_kernel_exec(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint3
                     volatile const uint32_t *hdr, volatile const float *link_in,
                     volatile float *link_out, uint32_t *out_n)
 {
+#pragma HLS INLINE
     uint32_t op = c[TSR_CMD_OP], s = c[TSR_CMD_SLOT];
     uint32_t in_n = c[TSR_CMD_IN_WORDS], room = c[TSR_CMD_OUT_WORDS];
     *out_n = 0;
@@ -1146,6 +1171,7 @@ int tsr_kernel_exec(tsr_kstate *st, const uint32_t c[TSR_CMD_WORDS], const uint3
  * where TSR_CHARGE is nothing: tsr_cycles.h). */
 static uint64_t cycles_charged(const tsr_kstate *st)
 {
+#pragma HLS INLINE
     uint64_t t = 0;
 #ifndef __SYNTHESIS__
 cycles_sum:
@@ -1159,6 +1185,7 @@ void tsr_kernel_serve(tsr_kstate *st, volatile uint32_t *ctl, const uint32_t *in
                       const float *in_f, volatile uint32_t *out_w, volatile float *out_f,
                       volatile const float *link_in, volatile float *link_out)
 {
+#pragma HLS INLINE
     uint32_t n = ctl[TSR_CTL_RING_N], k = 0, seq = 1;
     if (n == 0 || n > TSR_RING_MAX) return;
     uint32_t resp0 = TSR_CTL_RESP(n);
@@ -1223,13 +1250,16 @@ void tessera_top(volatile uint32_t *ctl, const uint32_t *in_w, const float *in_f
     static tsr_kstate st;
 #endif
 #pragma HLS DISAGGREGATE variable=st
-    /* lint-hls: partition-call unverified st.  These pragmas partition
-     * members of st here, where st is defined, and the loops that rely on
-     * them sit below non-inlined calls that take &st (tsr_kernel_serve ->
-     * tsr_kernel_exec -> op_* -> tsr_forward -> tsr_mesh_* and the
-     * attention steps, then one PE's arrays into pe_gemv, pe_att, ...).
-     * Whether each partition carries through that chain only a csynth log
-     * shows (docs/hls-flow.md, section 11); hw/lint_hls.py counts them. */
+    /* Where these partitions take effect: every function that takes st
+     * (tsr_kernel_serve, tsr_kernel_exec, the op_* steps, tsr_forward,
+     * the tsr_mesh_* and attention steps, the sampler) is INLINE, each
+     * with one call site in this view, so the PE index of st.w8[p],
+     * st.kv[p], ... is resolved here, in the function that defines st
+     * (UG1399 "pragma HLS array_partition": the pragma goes where the
+     * array is defined).  The PE functions below them (pe_gemv, pe_att,
+     * pe_tree_add, ...) take one PE's plain arrays and restate the lane
+     * partition or reshape on their parameters.  hw/lint_hls.py's
+     * partition-call rule checks both, with no exception for st. */
     /* every PE its own memories (dim 1: the PE), wide enough for its lanes */
 #pragma HLS ARRAY_PARTITION variable=st.w8 type=complete dim=1
 #pragma HLS ARRAY_RESHAPE variable=st.w8 type=complete dim=3

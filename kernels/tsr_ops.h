@@ -14,6 +14,13 @@
 
 #include "tsr_kernel.h"
 
+/* The small functions below take st and are INLINE for synthesis (each
+ * resolves a PE's index where st is defined; tsr_kernel.c, tessera_top);
+ * the emulator's and the tests' files include this header too, so the
+ * HLS pragmas must not warn there. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunknown-pragmas"
+
 /* What a PE task (TSR_RUN_PES) is asked to do: plain values only, so the
  * hardware task reads it as wires.  (A tree level's stride is not here: it
  * is the task's literal argument k, tsr_hls.h.) */
@@ -45,6 +52,7 @@ typedef struct tsr_pe_job {
 /* PE p's tile of matrix m (CONFIGURE's tables, one plain array a field). */
 static inline tsr_ktab tsr_ktab_of(const tsr_kstate *st, uint32_t p, uint32_t m)
 {
+#pragma HLS INLINE
     tsr_ktab t;
     t.row0 = st->tab_row0[p][m];
     t.rows = st->tab_rows[p][m];
@@ -161,6 +169,7 @@ void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, uin
  * GEMV's group padding. */
 static inline uint32_t tsr_gather_words(const tsr_kstate *st, uint32_t d, uint32_t flags)
 {
+#pragma HLS INLINE
     return flags & TSR_GATHER_INPUT ? ((d + st->cfg.group - 1u) >> st->g_log2) << st->g_log2 : d;
 }
 
@@ -209,6 +218,7 @@ void tsr_attention(tsr_kstate *st, uint32_t it, uint32_t slot, uint32_t l, uint3
  * (pos & (Q - 1))). */
 static inline uint32_t tsr_att_local_positions(const tsr_kstate *st, uint32_t p, uint32_t pos)
 {
+#pragma HLS INLINE
     return (pos >> st->q_log2) + (st->kv_q[p] <= (pos & (st->cfg.kv_split - 1u)) ? 1u : 0u);
 }
 
@@ -274,5 +284,7 @@ typedef struct tsr_item {
  * the classifier.  NULL where the stage has no such port. */
 void tsr_forward(tsr_kstate *st, tsr_item *items, uint32_t nx, volatile const float *link_in,
                  volatile float *link_out);
+
+#pragma GCC diagnostic pop
 
 #endif
