@@ -66,7 +66,10 @@
 #define TSR_D_TREE      TSR_FADD_LAT /* one adder-tree level                      */
 #define TSR_D_EXP       16  /* expf                                                */
 #define TSR_D_DIV       16  /* fp32 divide                                         */
-#define TSR_D_RSQRT     32  /* divide + sqrtf + divide (RMSNorm's scale)          */
+#define TSR_D_SQRT      16  /* fp32 square root                                    */
+/* RMSNorm's scale, a chain of four (ops.c, tsr_rms_scale): ss / n, + eps,
+ * sqrtf, 1 / that */
+#define TSR_D_RSQRT     (TSR_D_DIV + TSR_FADD_LAT + TSR_D_SQRT + TSR_D_DIV)
 #define TSR_D_TRIG      40  /* cosf / sinf                                         */
 #define TSR_D_CMP        2  /* one compare-select level (max, argmax)              */
 #define TSR_D_ATT       16  /* a PE's attention pass (BRAM read, fmul, fadd)       */
