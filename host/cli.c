@@ -313,6 +313,20 @@ static const char *nearest(unsigned cmd, const char *arg, char *buf, size_t cap)
     return buf[0] ? buf : NULL;
 }
 
+const char *cli_nearest_word(const char *arg, const char *const *words, size_t n)
+{
+    const char *near = NULL;
+    int best = 3;
+    for (size_t k = 0; k < n; k++) {
+        int d = distance(arg, words[k]);
+        if (d < best && 2 * d < (int)strlen(words[k])) {
+            best = d;
+            near = words[k];
+        }
+    }
+    return near;
+}
+
 void cli_help(const cli_command *c)
 {
     printf(c->intro, c->fill ? c->fill() : "");

@@ -75,6 +75,11 @@ int cli_parse(const cli_command *c, int argc, char **argv, cli_args *a);
  * outro. */
 void cli_help(const cli_command *c);
 
+/* The word of words[0..n) nearest arg when it is near enough to be a typo
+ * (at most 2 edits, fewer than half the word: "runn" for "run"), else
+ * NULL.  Returns one of words; used for the command names. */
+const char *cli_nearest_word(const char *arg, const char *const *words, size_t n);
+
 /* Whether option `name` (its long name, without "--") was given. */
 int cli_given(const cli_args *a, const char *name);
 

@@ -29,6 +29,41 @@ static const char usage[] =
     "its value as --name VALUE or --name=VALUE); 'tessera --version' prints the\n"
     "version.\n";
 
+/* The commands, in the order usage and the errors list them. */
+static const struct {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+} commands[] = {
+    { "run", cmd_run },     { "chat", cmd_chat },   { "serve", cmd_serve }, { "info", cmd_info },
+    { "synth", cmd_synth }, { "bench", cmd_bench }, { "plan", cmd_plan },
+};
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+/* The command named name, or NULL. */
+static int (*command(const char *name))(int, char **)
+{
+    for (size_t k = 0; k < N_COMMANDS; k++)
+        if (!strcmp(commands[k].name, name)) return commands[k].fn;
+    return NULL;
+}
+
+/* An unknown command: one line, with the nearest name when it looks like
+ * a typo of one (what the option parser does for options). */
+static int unknown_command(const char *what, const char *name, int with_help)
+{
+    const char *words[N_COMMANDS + 1];
+    for (size_t k = 0; k < N_COMMANDS; k++) words[k] = commands[k].name;
+    words[N_COMMANDS] = "help";
+    const char *near = cli_nearest_word(name, words, N_COMMANDS + (with_help ? 1u : 0u));
+    if (near)
+        cli_error("%sunknown command '%s'; did you mean '%s'? (valid: run, chat, serve, info, "
+                  "synth, bench, plan%s)", what, name, near, with_help ? ", help" : "");
+    else
+        cli_error("%sunknown command '%s' (valid: run, chat, serve, info, synth, bench, plan%s)",
+                  what, name, with_help ? ", help" : "");
+    return 2;
+}
+
 static int dispatch(int argc, char **argv)
 {
     if (argc < 2) {
@@ -36,25 +71,14 @@ static int dispatch(int argc, char **argv)
         return 2;
     }
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "run"))   return cmd_run(argc - 2, argv + 2);
-    if (!strcmp(cmd, "info"))  return cmd_info(argc - 2, argv + 2);
-    if (!strcmp(cmd, "synth")) return cmd_synth(argc - 2, argv + 2);
-    if (!strcmp(cmd, "chat"))  return cmd_chat(argc - 2, argv + 2);
-    if (!strcmp(cmd, "serve")) return cmd_serve(argc - 2, argv + 2);
-    if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
-    if (!strcmp(cmd, "plan"))  return cmd_plan(argc - 2, argv + 2);
+    int (*fn)(int, char **) = command(cmd);
+    if (fn) return fn(argc - 2, argv + 2);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         if (argc > 2) {
             char *h[] = { "--help", NULL };
-            if (!strcmp(argv[2], "run"))   return cmd_run(1, h);
-            if (!strcmp(argv[2], "info"))  return cmd_info(1, h);
-            if (!strcmp(argv[2], "synth")) return cmd_synth(1, h);
-            if (!strcmp(argv[2], "chat"))  return cmd_chat(1, h);
-            if (!strcmp(argv[2], "serve")) return cmd_serve(1, h);
-            if (!strcmp(argv[2], "bench")) return cmd_bench(1, h);
-            if (!strcmp(argv[2], "plan"))  return cmd_plan(1, h);
-            cli_error("help: unknown command '%s' (valid: run, chat, serve, info, synth, bench, plan)", argv[2]);
-            return 2;
+            int (*hf)(int, char **) = command(argv[2]);
+            if (hf) return hf(1, h);
+            return unknown_command("help: ", argv[2], 0);
         }
         fputs(usage, stdout);
         return 0;
@@ -63,8 +87,7 @@ static int dispatch(int argc, char **argv)
         printf("tessera %s\n", tsr_version());
         return 0;
     }
-    cli_error("unknown command '%s' (valid: run, chat, serve, info, synth, bench, plan, help)", cmd);
-    return 2;
+    return unknown_command("", cmd, 1);
 }
 
 /* Launched by mpirun with n ranks: n (Open MPI's environment), else 1;

@@ -517,6 +517,25 @@ static void unknown_option_did_you_mean(void **state)
     assert_string_equal(err, "tessera: bench: unknown option '--temp' (see tessera bench --help)\n");
 }
 
+/* An unknown command names the nearest command the way an unknown option
+ * does, for `tessera X` and `tessera help X`, and exits 2; a word far from
+ * every command gets the list alone. */
+static void unknown_command_did_you_mean(void **state)
+{
+    (void)state;
+    assert_int_equal(run_capture(TESSERA_BIN " runn", out, err, sizeof out), 2);
+    assert_string_equal(err, "tessera: unknown command 'runn'; did you mean 'run'? (valid: run, "
+                             "chat, serve, info, synth, bench, plan, help)\n");
+    assert_int_equal(run_capture(TESSERA_BIN " help plna", out, err, sizeof out), 2);
+    assert_string_equal(err, "tessera: help: unknown command 'plna'; did you mean 'plan'? (valid: "
+                             "run, chat, serve, info, synth, bench, plan)\n");
+    assert_int_equal(run_capture(TESSERA_BIN " generate", out, err, sizeof out), 2);
+    assert_string_equal(err, "tessera: unknown command 'generate' (valid: run, chat, serve, info, "
+                             "synth, bench, plan, help)\n");
+    assert_int_equal(run_capture(TESSERA_BIN " help synth", out, err, sizeof out), 0);
+    assert_non_null(strstr(out, "usage: tessera synth"));
+}
+
 /* Every command's help is made from the one table: each names -h and the
  * options it takes, and lists the aliases. */
 static void help_comes_from_the_table(void **state)
@@ -843,6 +862,7 @@ int main(void)
         cmocka_unit_test(help_is_consistent),
         cmocka_unit_test(llama_cpp_aliases_give_the_same_tokens),
         cmocka_unit_test(unknown_option_did_you_mean),
+        cmocka_unit_test(unknown_command_did_you_mean),
         cmocka_unit_test(help_comes_from_the_table),
         cmocka_unit_test(stats_is_a_short_table),
         cmocka_unit_test(default_temperature_and_seed),
