@@ -348,9 +348,16 @@ static int reply(chat *ch)
         return -1;
     }
     if (tsr_seq_was_cancelled(ch->seq)) fputs("[cancelled]\n", stderr);
-    else if (tsr_seq_length(ch->seq) >= ch->mi.seq_len + 1)   /* cut by the context */
+    else if (tsr_seq_length(ch->seq) >= ch->mi.seq_len + 1) {   /* cut by the context */
         fprintf(stderr, "[the reply reached the end of the %d-token context: the next line "
                 "starts a new conversation]\n", ch->mi.seq_len);
+        /* ... now, so the next line does not announce it a second time */
+        if (tsr_seq_reset(ch->seq) != TSR_OK) {
+            cli_error("%s", tsr_device_errmsg(ch->dev));
+            return -1;
+        }
+        convo_clear(&ch->cv);
+    }
     return cli_flush_stdout();
 }
 

@@ -307,9 +307,11 @@ static void chat_gguf_without_tokenizer(void **state)
     assert_non_null(strstr(err, "context 512 exceeds the file's llama.context_length 128"));
 }
 
-/* A full context starts a new conversation, a line too long for the
- * context is skipped; the session goes on and exits 0 at end of input.
- * The reply after the reset is what a fresh session replies. */
+/* A full context starts a new conversation, said once: a reply the
+ * context cut says so and the next line starts afresh without a second
+ * notice; a line that does not fit after a whole reply says it; a line too
+ * long for the context is skipped; the session goes on and exits 0 at end
+ * of input.  The reply after the reset is what a fresh session replies. */
 static void chat_full_context_starts_over(void **state)
 {
     (void)state;
@@ -319,8 +321,8 @@ static void chat_full_context_starts_over(void **state)
                  " -n 6 -t 0 --seq-len 16", out, err, sizeof out);
     assert_int_equal(rc, 0);
     assert_int_equal(count_lines(out), 4);   /* four replies; the long line had none */
-    assert_int_equal(lines_containing(err, "the 16-token context is full: starting a new "
-                                           "conversation"), 1);
+    /* both times the context filled, a reply filled it: one notice each */
+    assert_null(strstr(err, "context is full"));
     assert_int_equal(lines_containing(err, "this line is 31 tokens (BOS included), more than the "
                                            "16-token context: skipped"), 1);
     /* the reply the context cut says so */
@@ -336,6 +338,15 @@ static void chat_full_context_starts_over(void **state)
     assert_int_equal(rc, 0);
     assert_string_equal(out, third);
     assert_null(strstr(err, "full"));
+    /* the third line does not fit after two whole replies: said once, as
+     * it starts the new conversation */
+    rc = run_capture("printf 'Once upon a time\\nThe dog\\nA cat and a dog\\n' | " TESSERA_BIN
+                     " chat -m " MODEL_SH " -z " TOK_SH " -n 2 -t 0 --seq-len 16", out, err, sizeof out);
+    assert_int_equal(rc, 0);
+    assert_int_equal(count_lines(out), 3);
+    assert_int_equal(lines_containing(err, "the 16-token context is full: starting a new "
+                                           "conversation"), 1);
+    assert_null(strstr(err, "[the reply reached the end"));
 }
 
 
