@@ -222,13 +222,9 @@ static int feed_prompt(cli_args *a, tsr_device *dev, tsr_seq *seq, const tsr_mod
 
 /* Generate n_gen tokens, printed as they come; Ctrl-C stops it.  Returns
  * 0, or -1 after printing the device's error. */
-static int generate(const cli_args *a, int random_seed, int n_gen, tsr_device *dev,
+static int generate(const cli_args *a, int n_gen, tsr_device *dev,
                     tsr_seq *seq, stream_ctx *sc, int *got)
 {
-    /* A sampled run says its seed, so that -s repeats it. */
-    if (random_seed && a->temperature > 0.0f)
-        fprintf(stderr, "tessera: seed %llu (random; -s %llu repeats this run)\n",
-                (unsigned long long)a->seed, (unsigned long long)a->seed);
     tsr_gen_opts go = { .max_tokens = n_gen, .temperature = a->temperature, .top_p = a->top_p,
                         .seed = a->seed };
     /* Ctrl-C stops the decode; the summary still follows. */
@@ -297,6 +293,11 @@ int cmd_run(int argc, char **argv)
     }
     stream_ctx sc = { .model = model, .bos = mi.bos, .eos = mi.eos };
     textout_init(&sc.text, NULL, 0);
+    /* A sampled run says its seed, so that -s repeats it: before the
+     * prompt's echo, so that the line does not land inside the text */
+    if (random_seed && a.temperature > 0.0f)
+        fprintf(stderr, "tessera: seed %llu (random; -s %llu repeats this run)\n",
+                (unsigned long long)a.seed, (unsigned long long)a.seed);
     int n_prompt = feed_prompt(&a, dev, seq, &mi, &sc), got = 0;
     /* -n counts positions, the prompt's included, as run.c's steps: the
      * last of them samples the last token */
@@ -304,7 +305,7 @@ int cmd_run(int argc, char **argv)
     if (n_prompt > 0 && n_gen <= 0)   /* as run.c: -n counts the prompt's positions too */
         cli_error("warning: -n %d leaves no position after the prompt's %d tokens (BOS "
                   "included; -n counts them): no token is generated", a.steps, n_prompt);
-    if (n_prompt < 0 || (n_gen > 0 && generate(&a, random_seed, n_gen, dev, seq, &sc, &got))) {
+    if (n_prompt < 0 || (n_gen > 0 && generate(&a, n_gen, dev, seq, &sc, &got))) {
         textout_free(&sc.text);
         goto out;
     }
