@@ -178,14 +178,7 @@ static void pe_att_store(float kv[TSR_PE_KV_AW][TSR_ATT_LANES],
                          uint32_t vbw, uint32_t sb, uint32_t k0, uint32_t v0, uint32_t hs,
                          uint32_t slw, uint32_t hsw, uint32_t t)
 {
-#pragma HLS ARRAY_RESHAPE variable=kv type=complete dim=2
-#if TSR_WITH_KV_F16
-#pragma HLS ARRAY_RESHAPE variable=kvh type=complete dim=2
-#endif
-#if TSR_WITH_KV_INT8
-#pragma HLS ARRAY_RESHAPE variable=kvq type=complete dim=2
-#endif
-#pragma HLS ARRAY_PARTITION variable=qkvw type=complete dim=2
+#pragma HLS INLINE
     uint32_t tl = t % TSR_ATT_LANES;
     /* K^T row 0's word in t's tile (row i's: ka + i) */
     uint32_t ka = kbw + TSR_MUL_SMALL(hs, t / TSR_ATT_LANES, TSR_BITS(TSR_MAX_SEQ / TSR_ATT_LANES));
@@ -252,7 +245,7 @@ static float kv_elem(const float kv[TSR_PE_KV_AW][TSR_ATT_LANES],
 static void pe_att_qcopy(const float qkvw[TSR_PE_QKV_VW][TSR_VEC], float coef[TSR_ATT_ACC],
                          uint32_t q0, uint32_t hs)
 {
-#pragma HLS ARRAY_PARTITION variable=qkvw type=complete dim=2
+#pragma HLS INLINE
 att_qcopy:
     for (uint32_t i = 0; i < hs; i++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_HEAD_SIZE
@@ -339,10 +332,7 @@ static void pe_att_scale_max(const float acc[TSR_ATT_PARTS][TSR_ATT_ACC],
                              uint32_t nl, uint32_t a0w, float sqrt_hs,
                              const float kvs[TSR_KVS_DIM], uint32_t ks0, uint32_t kvt)
 {
-    /* pe_att's partitioning of acc, stated where this function's loops
-     * index it (docs/hls-flow.md, "Partitions where the loops are") */
-#pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
-#pragma HLS ARRAY_PARTITION variable=acc type=cyclic factor=TSR_ATT_LANES dim=2
+#pragma HLS INLINE
     if (TSR_FAST_ATT_SCALE_MAX(&acc[0][0],
                                TSR_WITH_KV_INT8 && kvt == TSR_KV_INT8 ? &kvs[ks0] : NULL, sqrt_hs,
                                &att[a0w][0], nl, am))
@@ -424,7 +414,7 @@ att_max_pairs:
 TSR_STATIC_CHECK(pe_sum_chain_covers_fadd, TSR_PE_SUM_LANES * TSR_PE_SUM_II >= TSR_FADD_LAT);
 static float pe_reduce_sum(const float att[TSR_PE_ATT_AW][TSR_ATT_LANES], uint32_t a0w, uint32_t n)
 {
-#pragma HLS ARRAY_PARTITION variable=att type=complete dim=2
+#pragma HLS INLINE
     float part[TSR_PE_SUM_LANES];
 #pragma HLS ARRAY_PARTITION variable=part type=complete
 pe_sum_zero:
@@ -471,7 +461,7 @@ pe_sum_level_adds:
 static void pe_att_exp(float att[TSR_PE_ATT_AW][TSR_ATT_LANES], uint32_t a0w, uint32_t nl, float m,
                        float *sum)
 {
-#pragma HLS ARRAY_PARTITION variable=att type=complete dim=2
+#pragma HLS INLINE
     /* a platform's fast path: no steps left */
     uint32_t ne = TSR_FAST_ATT_EXP(&att[a0w][0], nl, m) ? 0u : nl;
 att_exp:
@@ -494,7 +484,7 @@ static void pe_att_norm(const float att[TSR_PE_ATT_AW][TSR_ATT_LANES], float coe
                         uint32_t a0w, uint32_t nl, float sum, const float kvs[TSR_KVS_DIM],
                         uint32_t vs0, uint32_t kvt)
 {
-#pragma HLS ARRAY_PARTITION variable=att type=complete dim=2
+#pragma HLS INLINE
     if (TSR_FAST_ATT_NORM(&att[a0w][0], TSR_WITH_KV_INT8 && kvt == TSR_KV_INT8 ? &kvs[vs0] : NULL,
                           sum, coef, nl))
         return;
@@ -521,11 +511,7 @@ att_norm:
 static void pe_att_out(const float acc[TSR_ATT_PARTS][TSR_ATT_ACC],
                        float ao[TSR_PE_AO_AW][TSR_ATT_LANES], uint32_t o0w, uint32_t hsw, uint32_t nl)
 {
-#pragma HLS ARRAY_PARTITION variable=ao type=complete dim=2
-    /* pe_att's partitioning of acc, stated where this function's loops
-     * index it (docs/hls-flow.md, "Partitions where the loops are") */
-#pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
-#pragma HLS ARRAY_PARTITION variable=acc type=cyclic factor=TSR_ATT_LANES dim=2
+#pragma HLS INLINE
 att_out_words:
     for (uint32_t w = 0; w < hsw; w++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_HEAD_SIZE

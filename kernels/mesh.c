@@ -257,7 +257,7 @@ f32_steps:
  * halves are disjoint, so the loop carries no dependence through psum. */
 static void pe_swiglu(float psum[TSR_PE_ROWS], uint32_t rows)
 {
-#pragma HLS ARRAY_PARTITION variable=psum type=cyclic factor=TSR_VEC dim=1
+#pragma HLS INLINE
     if (TSR_FAST_SWIGLU(psum, rows)) return;
 pe_swiglu_rows:
     for (uint32_t i = 0; i < rows; i++) {
@@ -280,7 +280,7 @@ pe_swiglu_rows:
 static void pe_best(const float psum[TSR_PE_ROWS], uint32_t rows, uint32_t row0, float *bv,
                     uint32_t *bi)
 {
-#pragma HLS ARRAY_PARTITION variable=psum type=cyclic factor=TSR_VEC dim=1
+#pragma HLS INLINE
     float lv[TSR_VEC];
     uint32_t li[TSR_VEC];
 #pragma HLS ARRAY_PARTITION variable=lv type=complete

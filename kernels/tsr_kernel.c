@@ -399,7 +399,7 @@ static void ctrl_next(ctrl_cur *c, uint32_t dim)
 static void load_w8_words(int8_t w8[TSR_PE_W8_WORDS][TSR_LANES], uint32_t off, uint32_t len,
                           const uint32_t *in_w)
 {
-#pragma HLS ARRAY_RESHAPE variable=w8 type=complete dim=2
+#pragma HLS INLINE
     uint32_t end = off + len, w_first = off / TSR_LANES, w_last = (end - 1u) / TSR_LANES;
     int8_t first[TSR_LANES], last[TSR_LANES], word[TSR_LANES];
 #pragma HLS ARRAY_PARTITION variable=first type=complete

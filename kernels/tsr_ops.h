@@ -17,9 +17,12 @@
 /* The small functions below take st and are INLINE for synthesis (each
  * resolves a PE's index where st is defined; tsr_kernel.c, tessera_top);
  * the emulator's and the tests' files include this header too, so the
- * HLS pragmas must not warn there. */
+ * HLS pragmas must not warn there (and synthesis sees no GCC pragma that
+ * could hide its own warning about a pragma it dropped). */
+#ifndef __SYNTHESIS__
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunknown-pragmas"
+#endif
 
 /* What a PE task (TSR_RUN_PES) is asked to do: plain values only, so the
  * hardware task reads it as wires.  (A tree level's stride is not here: it
@@ -285,6 +288,8 @@ typedef struct tsr_item {
 void tsr_forward(tsr_kstate *st, tsr_item *items, uint32_t nx, volatile const float *link_in,
                  volatile float *link_out);
 
+#ifndef __SYNTHESIS__
 #pragma GCC diagnostic pop
+#endif
 
 #endif
