@@ -107,14 +107,22 @@ longer story and what each rule cannot see.
         dependence": the distance is between accesses of an array; a
         recurrence through an fadd on registers runs at the adder's latency
         whatever the pragma says.
-  partition-call      An ARRAY_PARTITION / ARRAY_RESHAPE on a local (or a
-        member path of a local struct) whose partitioned dimension is
-        indexed only below a non-inlined call: the array handed whole to a
+  partition-call      An ARRAY_PARTITION / ARRAY_RESHAPE on a local or a
+        parameter (or a member path of a local struct) whose partitioned
+        dimension is indexed only below a non-inlined call: the array handed whole to a
         callee that states no partition on its parameter, or the struct
         handed by pointer.  Inlined callees (INLINE without off) are
         followed.  UG1399 "pragma HLS array_partition" places the pragma in
         the function where the array is defined.  No exception: the
         kernel's own state (st) is checked like any other local.
+  partition-pick      An ARRAY_PARTITION whose partitioned dimension is
+        indexed by a value known only at run time, and the partition so
+        picked handed to a non-inlined call (directly, or through inlined
+        ones): one instance of the callee serves every pick.  Constant
+        picks are integer constant expressions and operators over the
+        variables of fully unrolled loops around the call, parameters
+        bound to constants along the inlined chain, and locals set once
+        from them.
 
 Bounds: a loop's bound is constant when its condition is one comparison
 (<, <=, >, >=, ==, !=) with an integer constant expression on one side
@@ -155,6 +163,7 @@ RULES = [
     ("pragma-value", "numeric pragma option that is not a literal or a macro naming one"),
     ("dependence-register", "DEPENDENCE pragma on a variable that is registers"),
     ("partition-call", "partition pragma that reaches its array only through a non-inlined call"),
+    ("partition-pick", "one partition picked at run time and handed to a non-inlined call"),
 ]
 
 # --------------------------------------------------------------- libclang ---
@@ -1313,8 +1322,9 @@ def arg_root(e):
 
 def arg_path(e):
     """(variable name, steps) of what an argument passes, the steps from the
-    variable outwards: ('m', member) or ('i', None) for a subscript; &x and
-    casts add none.  (None, None) for anything else."""
+    variable outwards: ('m', member), ('i', index cursor) for a subscript or
+    ('i', None) for a dereference; &x and casts add none.  (None, None) for
+    anything else."""
     steps = []
     e = strip(e)
     while e is not None:
@@ -1328,7 +1338,7 @@ def arg_path(e):
         elif e.kind == K.CSTYLE_CAST_EXPR:
             e = strip(cast_operand(e))
         elif e.kind == K.ARRAY_SUBSCRIPT_EXPR:
-            steps.append(("i", None))
+            steps.append(("i", kids(e)[1]))
             e = strip(kids(e)[0])
         elif e.kind == K.MEMBER_REF_EXPR:
             steps.append(("m", e.spelling))
@@ -1343,21 +1353,138 @@ def resolved_here(steps, members, dim, ndims):
     """Whether an argument with these steps indexes the partitioned
     dimension of the member path `members` before the call ('here'), passes
     the array on with that dimension still to index ('crosses'), or passes
-    something else ('other')."""
+    something else ('other'); and for 'here' with dim > 0, the position in
+    steps of the subscript that picks among the partitions (else None)."""
     i = 0
     for name in members:
         while i < len(steps) and steps[i][0] == "i":
             i += 1
         if i == len(steps):
-            return "crosses"            # the struct (or an outer one) goes whole
+            return "crosses", None      # the struct (or an outer one) goes whole
         if steps[i] != ("m", name):
-            return "other"
+            return "other", None
         i += 1
     k = 0
     while i + k < len(steps) and steps[i + k][0] == "i":
         k += 1
     need = ndims if dim == 0 else dim
-    return "here" if k >= need else "crosses"
+    if k < need:
+        return "crosses", None
+    return "here", (i + dim - 1 if dim > 0 else None)
+
+
+def decl_key(c):
+    """A declaration's identity (two locals may share a name)."""
+    return (c.hash, c.spelling)
+
+
+def unrolled_variables(f, call):
+    """Declarations that are compile-time constants in each copy of the
+    loops around call that are fully unrolled (UNROLL without factor):
+    their induction variables."""
+    out = set()
+    off = call.extent.start.offset
+    for p in f.pragmas:
+        lp = p.loop
+        if p.kind != "UNROLL" or lp is None or "factor" in p.opts or "off" in p.flags:
+            continue
+        a, b = lp.body_offsets
+        if a <= off <= b and lp.kind == K.FOR_STMT and lp.init is not None:
+            if lp.init.kind == K.DECL_STMT:
+                out |= {decl_key(v) for v in kids(lp.init) if v.kind == K.VAR_DECL}
+            else:
+                for x in assignments(lp.init):
+                    t = strip(kids(x)[0])
+                    if t is not None and t.kind == K.DECL_REF_EXPR and t.referenced is not None:
+                        out.add(decl_key(t.referenced))
+    return out
+
+
+ASSIGNED = {}
+
+
+def assigned_decls(f):
+    """Declarations f assigns after declaring them (=, op=, ++, --)."""
+    if f.usr in ASSIGNED:
+        return ASSIGNED[f.usr]
+    out = set()
+    for n in walk(f.c):
+        target = None
+        if n.kind in (K.BINARY_OPERATOR, K.COMPOUND_ASSIGNMENT_OPERATOR) and binop(n) in ASSIGN:
+            target = kids(n)[0]
+        elif n.kind == K.UNARY_OPERATOR and unop(n) in ("++", "--"):
+            target = kids(n)[0]
+        t = strip(target) if target is not None else None
+        if t is not None and t.kind == K.DECL_REF_EXPR and t.referenced is not None:
+            out.add(decl_key(t.referenced))
+    ASSIGNED[f.usr] = out
+    return out
+
+
+def is_constant_in(c, keys):
+    """An expression whose value is fixed in each copy of the hardware: an
+    integer constant expression, or operators over it and the declarations
+    in keys (unrolled loop variables, parameters bound to such values,
+    locals set once from them)."""
+    c = strip(c)
+    if c is None:
+        return False
+    if is_ice(c):
+        return True
+    k = c.kind
+    if k == K.DECL_REF_EXPR:
+        return c.referenced is not None and decl_key(c.referenced) in keys
+    if k in (K.PAREN_EXPR, K.UNEXPOSED_EXPR, K.CSTYLE_CAST_EXPR, K.UNARY_OPERATOR,
+             K.BINARY_OPERATOR, K.CONDITIONAL_OPERATOR):
+        ks = kids(c)
+        if not ks:
+            return False
+        if k == K.UNARY_OPERATOR and unop(c) in ("++", "--", "&", "*"):
+            return False
+        if k == K.BINARY_OPERATOR and binop(c) in ASSIGN | {","}:
+            return False
+        return all(is_constant_in(x, keys) for x in ks)
+    return False
+
+
+def constant_names(f, call, bound):
+    """Declarations constant at call in f: the parameters bound to
+    constants by f's callers along the inlined chain (bound), the unrolled
+    loops' variables, and locals declared from those and never assigned
+    again."""
+    memo = (f.usr, call.hash, bound)
+    if memo in CONSTANTS:
+        return CONSTANTS[memo]
+    keys = set(bound) | unrolled_variables(f, call)
+    assigned = assigned_decls(f) - keys
+    grown = True
+    while grown:
+        grown = False
+        for kv, init in initialized_decls(f):
+            if kv in keys or kv in assigned:
+                continue
+            if is_constant_in(init, keys):
+                keys.add(kv)
+                grown = True
+    CONSTANTS[memo] = keys
+    return keys
+
+
+CONSTANTS = {}
+DECLS = {}
+
+
+def initialized_decls(f):
+    """[(key, initializer)] of f's local declarations that have one."""
+    if f.usr not in DECLS:
+        out = []
+        for v in walk(f.c):
+            if v.kind == K.VAR_DECL:
+                init = [x for x in kids(v) if x.kind not in (K.TYPE_REF, K.STRUCT_DECL)]
+                if init:
+                    out.append((decl_key(v), init[-1]))
+        DECLS[f.usr] = out
+    return DECLS[f.usr]
 
 
 def dims_of(t):
@@ -1451,7 +1578,7 @@ def rule_dependence_register(units, funcs, rep):
 
 def member_dims(f, root, members):
     """Array dimensions of root.members[...] as declared (for dim=0)."""
-    t = f.local_cursor[root].type
+    t = (f.local_cursor.get(root) or f.param_cursor[root]).type
     for name in members:
         rec = record_of(t)
         fd = field(rec, name) if rec is not None else None
@@ -1462,6 +1589,7 @@ def member_dims(f, root, members):
 
 
 def rule_partition_call(funcs, rep):
+    picks = []
     for f in funcs.values():
         macros = None
         for p in f.pragmas:
@@ -1472,38 +1600,71 @@ def rule_partition_call(funcs, rep):
             var = p.opts["variable"]
             parts = var.split(".")
             root, members = parts[0], parts[1:]
-            if root not in f.local_cursor:
-                continue       # a parameter: stated where the function's loops are
+            if root not in f.local_cursor and root not in f.param_cursor:
+                continue
             if macros is None:
                 macros = f.unit.macros
             dim = int(literal_of(p.opts.get("dim", "1"), macros) or "1")
             ndims = member_dims(f, root, members)
-            # where the array goes: f's calls, and on through inlined callees
-            work, visited, crossed = [(f, root, [])], set(), []
+            # where the array goes: f's calls, and on through inlined callees;
+            # a work item also carries the parameters bound to constants and,
+            # once the partitioned dimension is indexed, how: (constant?,
+            # call, function, index)
+            work, visited, crossed = [(f, root, [], frozenset(), None)], set(), []
             while work:
-                g, name, prefix = work.pop()
-                if (g.usr, name) in visited:
+                g, name, prefix, bound, pick = work.pop()
+                key = (g.usr, name, bound, None if pick is None else pick[0])
+                if key in visited:
                     continue
-                visited.add((g.usr, name))
+                visited.add(key)
                 for usr, args, call in g.calls:
                     h = funcs.get(usr)
                     if h is None:
                         continue
+                    consts = None
                     for i, a in enumerate(args):
-                        r, steps = arg_path(a)
+                        r, own = arg_path(a)
                         if r != name or i >= len(h.params):
                             continue
-                        steps = prefix + steps
-                        where = resolved_here(steps, members, dim, ndims)
-                        if where != "crosses":
+                        steps = prefix + own
+                        where, at = resolved_here(steps, members, dim, ndims)
+                        if where == "other":
+                            continue
+                        if consts is None and (inlined(h) or where == "here"):
+                            consts = constant_names(g, call, bound)
+                            hargs = list(h.c.get_arguments())
+                            hbound = frozenset(decl_key(hargs[j]) for j, x in enumerate(args)
+                                               if j < len(hargs) and is_constant_in(x, consts))
+                        if where == "here":
+                            this = pick
+                            if at is not None and at >= len(prefix) and p.kind == "ARRAY_PARTITION":
+                                idx = steps[at][1]
+                                this = (idx is not None and is_constant_in(idx, consts), call, g, idx)
+                            if this is None or this[0]:
+                                continue        # picked by a constant: one partition a copy
+                            if inlined(h):
+                                work.append((h, h.params[i], steps, hbound, this))
+                            else:
+                                picks.append((h, call, this))
                             continue
                         if inlined(h):
-                            work.append((h, h.params[i], steps))
+                            work.append((h, h.params[i], steps, hbound, pick))
                         elif len([st for st in steps if st[0] == "m"]) < len(members):
                             crossed.append((h, call, "the struct '%s' reaches it by pointer" % root))
                         elif not pragmas_on(h, h.params[i], PARTITIONS):
                             crossed.append((h, call, "its parameter '%s' states no partition of its own"
                                             % h.params[i]))
+            for h, call, (ok, pcall, pg, idx) in picks:
+                rep.add(p.real, p.line, "partition-pick",
+                        "%s of '%s' in %s: the non-inlined %s (line %d) gets one partition picked"
+                        " by '%s' in %s (line %d), a value known only at run time; one instance of"
+                        " %s serves every pick, so HLS must give it all the partitions behind a mux"
+                        " or undo the split (UG1399 \"pragma HLS array_partition\", \"pragma HLS"
+                        " inline\").  Inline %s, or pick with a constant (an unrolled loop's"
+                        " variable)" % (p.kind, var, f.name, h.name, call.location.line,
+                                        text(idx) if idx is not None else "*", pg.name,
+                                        pcall.location.line, h.name, h.name))
+            picks.clear()
             if not crossed:
                 continue
             h, call, why = crossed[0]

@@ -371,6 +371,7 @@ static const fixture FIXTURE_RULES[] = {
     { "lint_pragma_value",       "value.c",     "pragma-value",       5 },
     { "lint_dependence_register", "dep.c",      "dependence-register", 4 },
     { "lint_partition_call",     "call.c",      "partition-call",     3 },
+    { "lint_partition_pick",     "pick.c",      "partition-pick",     4 },
 };
 #define N_FIXTURE_RULES (sizeof FIXTURE_RULES / sizeof FIXTURE_RULES[0])
 
