@@ -23,6 +23,7 @@
 #include "kstatus.h"
 #include "model.h"
 #include "plan.h"
+#include "profiles.h"
 
 #define CMD_BYTES  (4u * TSR_CMD_WORDS)
 #define RESP_BYTES (4u * TSR_RESP_WORDS)
@@ -229,7 +230,11 @@ static int pipe_split(tsr_kcmd *k, const tsr_checkpoint *m, const tsr_load_opts 
     }
     tsr_kconfig kc;
     int rc = tsr_kcmd_config(k, m, o, &kc, e);
-    if (!rc) tsr_plan_card_split(&kc, k->info.prof.sum_lanes, k->info.prof.pes, K, k->bounds);
+    /* the profile's SLR crossings, as plan counts them */
+    const tsr_kprofile *pf = &k->info.prof;
+    tsr_cy_slr slr = tsr_cy_slr_of(pf->pes, pf->mesh_cols, (uint32_t)tsr_profile_slrs(k->info.profile),
+                                   pf->att_pes);
+    if (!rc) tsr_plan_card_split(&kc, pf->sum_lanes, pf->pes, &slr, K, k->bounds);
     return rc;
 }
 

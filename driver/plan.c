@@ -107,13 +107,13 @@ void tsr_plan_stage_kconfig(const tsr_kconfig *kc, const uint32_t *bounds, int K
  * of K stages (the split's cost model: a stage's own config, exactly as
  * tsr_plan_stage_kconfig makes it). */
 static uint64_t stage_pass_cycles(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
-                                  uint32_t n, int first, int last, uint32_t pos)
+                                  const tsr_cy_slr *slr, uint32_t n, int first, int last, uint32_t pos)
 {
     tsr_kconfig s = *kc;
     s.n_layers = n;
     s.stage = tsr_lay_stage(first, last);
     tsr_plan_cycles c;
-    tsr_plan_pass(&s, sum_lanes, profile_pes, &pos, 1, 1, &c);
+    tsr_plan_pass(&s, sum_lanes, profile_pes, slr, &pos, 1, 1, &c);
     return c.total;
 }
 
@@ -181,8 +181,8 @@ static double split_dp(const split_cost *sc, uint32_t L, int K, int bytes, doubl
     return r;
 }
 
-void tsr_plan_card_split(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes, int K,
-                         uint32_t *bounds)
+void tsr_plan_card_split(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
+                         const tsr_cy_slr *slr, int K, uint32_t *bounds)
 {
     uint32_t L = kc->n_layers, pos = kc->seq_len / 2u;
     bounds[0] = 0;
@@ -191,9 +191,9 @@ void tsr_plan_card_split(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t pro
     split_cost sc;
     sc.b = split_bytes_of(kc);
     for (int kind = 0; kind < 4; kind++)
-        sc.base[kind] = (double)stage_pass_cycles(kc, sum_lanes, profile_pes, 1, kind == 0 || kind == 3,
+        sc.base[kind] = (double)stage_pass_cycles(kc, sum_lanes, profile_pes, slr, 1, kind == 0 || kind == 3,
                                                   kind >= 2, pos);
-    sc.layer = (double)stage_pass_cycles(kc, sum_lanes, profile_pes, 2, 0, 0, pos) - sc.base[1];
+    sc.layer = (double)stage_pass_cycles(kc, sum_lanes, profile_pes, slr, 2, 0, 0, pos) - sc.base[1];
     double best = split_dp(&sc, L, K, 0, 0, NULL);
     if (best < 0 || split_dp(&sc, L, K, 1, best, bounds) < 0) {
         /* out of memory: layers in equal shares */
@@ -202,7 +202,7 @@ void tsr_plan_card_split(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t pro
 }
 
 void tsr_plan_pipeline(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
-                       const uint32_t *bounds, int K, uint32_t pos, uint32_t seqs,
+                       const tsr_cy_slr *slr, const uint32_t *bounds, int K, uint32_t pos, uint32_t seqs,
                        tsr_plan_pipe *out)
 {
     memset(out, 0, sizeof *out);
@@ -212,7 +212,7 @@ void tsr_plan_pipeline(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profi
         tsr_kconfig s;
         tsr_plan_cycles c;
         tsr_plan_stage_kconfig(kc, bounds, K, k, &s);
-        tsr_plan_pass(&s, sum_lanes, profile_pes, &pos, 1, 1, &c);
+        tsr_plan_pass(&s, sum_lanes, profile_pes, slr, &pos, 1, 1, &c);
         out->stage[k] = c.total;
         out->link[k] = c.rg[TSR_RG_LINK];
         out->round += c.total;
@@ -492,7 +492,7 @@ static void worst_of(card_eval *worst, const card_eval *c)
 static void eval_split(const tsr_kconfig *kc, int K, int pes, tsr_plan *out, uint32_t *bounds)
 {
     tsr_plan_card_split(kc, out->prof.sum_lanes, out->with_profile ? out->prof.pes : (uint32_t)pes,
-                        K, bounds);
+                        &out->slr, K, bounds);
     for (int k = 0; k < K; k++) {
         if ((int)(bounds[k + 1] - bounds[k]) > out->layers_per_card)
             out->layers_per_card = (int)(bounds[k + 1] - bounds[k]);
@@ -577,6 +577,10 @@ static int eval_to(const tsr_config *cfg, const tsr_plan_req *rq, const tsr_part
     memset(out, 0, sizeof *out);
     int rc = plan_profile(rq, &out->prof, out->profile, sizeof out->profile, &out->with_profile, e);
     if (rc) return rc;
+    /* a shipped profile's SLRs: its crossings' registers (tsr_cy_slr_of) */
+    out->slrs = out->with_profile ? tsr_profile_slrs(out->profile) : 1;
+    out->slr = tsr_cy_slr_of(out->prof.pes, out->prof.mesh_cols, (uint32_t)out->slrs,
+                             out->prof.att_pes);
     if ((rc = make_kconfig(cfg, rq, &out->prof, pes, &out->kc, e))) return rc;
     const tsr_kconfig *kc = &out->kc;
     int K = rq->cards > 0 ? rq->cards : 1;

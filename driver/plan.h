@@ -119,6 +119,8 @@ typedef struct tsr_plan {
     const tsr_part *part;
     char profile[32];      /* the datapath planned for                       */
     tsr_kprofile prof;
+    int  slrs;             /* the SLRs the profile spans (TSR_SLRS; 1 without one) */
+    tsr_cy_slr slr;        /* ... and what their crossings add (tsr_cy_slr_of) */
     int  with_profile;     /* 1: checked against a shipped profile's arrays */
     int  profile_ok;       /* the model fits that profile                   */
     char profile_why[TSR_ERRMSG_MAX];
@@ -205,8 +207,8 @@ int tsr_plan_config(const tsr_config *cfg, const tsr_plan_req *req, tsr_plan *ou
  * among the splits whose slowest stage is as fast, it balances the cards'
  * bytes (the embedding on the first, the classifier, or a tied one's copy,
  * on the last).  sum_lanes and profile_pes as tsr_plan_pass.  1 <= K. */
-void tsr_plan_card_split(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes, int K,
-                         uint32_t *bounds);
+void tsr_plan_card_split(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
+                         const tsr_cy_slr *slr, int K, uint32_t *bounds);
 
 /* Stage k of K's config: kc (the whole model's) with the layers
  * [bounds[k], bounds[k + 1]) and its link ports (TSR_STAGE_*), as the
@@ -221,7 +223,7 @@ void tsr_plan_stage_kconfig(const tsr_kconfig *kc, const uint32_t *bounds, int K
  * k + 1 works on the one before.  What the emulator's cards=K device
  * clocks run (driver/kcmd.c "device clocks"). */
 void tsr_plan_pipeline(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
-                       const uint32_t *bounds, int K, uint32_t pos, uint32_t seqs,
+                       const tsr_cy_slr *slr, const uint32_t *bounds, int K, uint32_t pos, uint32_t seqs,
                        tsr_plan_pipe *out);
 
 /* The cycles the kernel's accounting charges for one forward pass of nx
@@ -234,13 +236,15 @@ void tsr_plan_pipeline(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profi
  * 1: a greedy decode step of nx sequences (the classifier, each item's
  * distributed argmax and its id to the host).  sum_lanes and profile_pes
  * are the profile's TSR_SUM_LANES and TSR_PES (the reduction order, and
- * the PEs the argmax tree spans). */
+ * the PEs the argmax tree spans); slr what its SLR crossings add
+ * (kernels/tsr_cycles.h tsr_cy_slr_of of the profile: TSR_CY_SLR; NULL:
+ * one SLR, nothing). */
 void tsr_plan_pass(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
-                   const uint32_t *pos, uint32_t nx, int classify, tsr_plan_cycles *c);
+                   const tsr_cy_slr *slr, const uint32_t *pos, uint32_t nx, int classify, tsr_plan_cycles *c);
 
 /* One greedy decode step at pos: tsr_plan_pass of one item. */
-void tsr_plan_step(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes, uint32_t pos,
-                   tsr_plan_cycles *c);
+void tsr_plan_step(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
+                   const tsr_cy_slr *slr, uint32_t pos, tsr_plan_cycles *c);
 
 /* Items a pass plan projects at most (the profiles' TSR_MAX_BLOCK). */
 #define TSR_PLAN_MAX_ITEMS 64u
@@ -250,7 +254,7 @@ void tsr_plan_step(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_p
  * 1..TSR_PLAN_MAX_ITEMS), as PREFILL runs them; *passes (optional) gets
  * the number of passes. */
 uint64_t tsr_plan_prefill(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
-                          uint32_t n, uint32_t block, uint32_t *passes);
+                          const tsr_cy_slr *slr, uint32_t n, uint32_t block, uint32_t *passes);
 
 /* The blocks and DSPs a profile's arrays and datapath take (what its
  * bitstream allocates, whatever model it runs). */

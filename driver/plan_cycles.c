@@ -29,6 +29,13 @@ typedef struct layout {
     uint32_t P, att_parts, rot[TSR_WIMAGE_MAX_MATS], cols[TSR_WIMAGE_MAX_MATS];
 } layout;
 
+/* What the profile's SLR crossings add (NULL: one SLR, nothing). */
+static const tsr_cy_slr *slr_or_none(const tsr_cy_slr *slr)
+{
+    static const tsr_cy_slr none = { 0u, 0u, 0u, 0u, 0u };
+    return slr ? slr : &none;
+}
+
 static tsr_tile tile_of(const layout *L, uint32_t m, uint32_t p)
 {
     return tsr_lay_tile(L->kc, m, L->rot[m], p);
@@ -87,7 +94,8 @@ static void step_gemv(const layout *L, uint32_t m, int argmax, uint32_t nx, uint
 
 /* tsr_attention at pos (attention.c): the bus both ways, the KV PEs'
  * phases (one step when Q == 1), the group trees. */
-static void step_attention(const layout *L, uint32_t S_pe, uint32_t pos, uint64_t *rg)
+static void step_attention(const layout *L, uint32_t S_pe, const tsr_cy_slr *slr, uint32_t pos,
+                           uint64_t *rg)
 {
     const tsr_kconfig *kc = L->kc;
     uint32_t hs = tsr_lay_head_size(kc), km = tsr_lay_kv_mul(kc), Q = kc->kv_split;
@@ -115,7 +123,7 @@ static void step_attention(const layout *L, uint32_t S_pe, uint32_t pos, uint64_
                                2u * levels * tsr_cy_att_tree_sum(km) +
                                levels * tsr_cy_att_tree_values(km, hs);
     }
-    rg[TSR_RG_ATT_IO] += tsr_cy_att_collect(tsr_cdiv(kc->dim, kc->group) * kc->group);
+    rg[TSR_RG_ATT_IO] += tsr_cy_att_collect(tsr_cdiv(kc->dim, kc->group) * kc->group) + slr->collect;
 }
 
 /* A pass's charges that do not depend on its positions, into rg: every
@@ -123,7 +131,7 @@ static void step_attention(const layout *L, uint32_t S_pe, uint32_t pos, uint64_
  * computes them once (integer sums: the order of the additions changes
  * nothing). */
 static void plan_fixed(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
-                       uint32_t nx, int classify, uint64_t *rg)
+                       const tsr_cy_slr *slr, uint32_t nx, int classify, uint64_t *rg)
 {
     layout L = { kc, tsr_lay_pes(kc), 0u, { 0 }, { 0 } };   /* att_parts: attention's alone */
     uint32_t nm = tsr_lay_n_mats(kc), rot = 0, G = kc->group;
@@ -134,6 +142,9 @@ static void plan_fixed(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profi
     }
     int q8 = kc->dtype == TSR_KDT_Q8;
     uint32_t dim = kc->dim, hid = kc->hidden_dim, hs = tsr_lay_head_size(kc);
+    /* the SLR crossings' registers: extra iterations of the broadcast (Q8),
+     * every gather, and the QKV gather's latch (mesh.c) */
+    uint32_t bc = q8 ? slr->bcast : 0u, ga = slr->gather, la = slr->latch;
 
     /* each item: its embedding row, each mesh column's groups of it (a
      * pipeline stage after the first: the pass's vectors off link-in, the
@@ -154,20 +165,21 @@ static void plan_fixed(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profi
         /* per stage: each item's norm and input, one GEMV for all, each
          * item's gather */
         rg[TSR_RG_NORM] += (uint64_t)nx * tsr_cy_norm_s(dim, sum_lanes, fused && l > 0);
-        rg[TSR_RG_INPUT] += (uint64_t)nx * tsr_cy_input(dim, G, q8);
+        rg[TSR_RG_INPUT] += (uint64_t)nx * (tsr_cy_input(dim, G, q8) + bc);
         step_gemv(&L, TSR_MAT_LAYER(l, TSR_W_QKV), 0, nx, rg);
-        rg[TSR_RG_GATHER] += (uint64_t)nx * tsr_cy_gather_qkv(dim + 2u * tsr_lay_kv_dim(kc), kc->qkv_bias);   /* bias, RoPE */
+        rg[TSR_RG_GATHER] += (uint64_t)nx * (tsr_cy_gather_qkv(dim + 2u * tsr_lay_kv_dim(kc), kc->qkv_bias) +
+                                             ga + la);   /* bias, RoPE; the latch */
         /* (here each item's attention at its position: plan_attention) */
-        rg[TSR_RG_INPUT] += (uint64_t)nx * tsr_cy_input_ready(dim, G, q8);
+        rg[TSR_RG_INPUT] += (uint64_t)nx * (tsr_cy_input_ready(dim, G, q8) + bc);
         step_gemv(&L, TSR_MAT_LAYER(l, TSR_W_O), 0, nx, rg);
-        rg[TSR_RG_GATHER] += (uint64_t)nx * (fused ? tsr_cy_gather_vec(dim) : tsr_cy_gather(dim));
+        rg[TSR_RG_GATHER] += (uint64_t)nx * ((fused ? tsr_cy_gather_vec(dim) : tsr_cy_gather(dim)) + ga);
         rg[TSR_RG_NORM] += (uint64_t)nx * tsr_cy_norm_s(dim, sum_lanes, fused);
-        rg[TSR_RG_INPUT] += (uint64_t)nx * tsr_cy_input(dim, G, q8);
+        rg[TSR_RG_INPUT] += (uint64_t)nx * (tsr_cy_input(dim, G, q8) + bc);
         step_gemv(&L, TSR_MAT_LAYER(l, TSR_W_13), 0, nx, rg);
-        rg[TSR_RG_GATHER] += (uint64_t)nx * tsr_cy_gather_input(hid_pad);
-        rg[TSR_RG_INPUT] += (uint64_t)nx * tsr_cy_input_ready(hid, G, q8);
+        rg[TSR_RG_GATHER] += (uint64_t)nx * (tsr_cy_gather_input(hid_pad) + ga);
+        rg[TSR_RG_INPUT] += (uint64_t)nx * (tsr_cy_input_ready(hid, G, q8) + bc);
         step_gemv(&L, TSR_MAT_LAYER(l, TSR_W_2), 0, nx, rg);
-        rg[TSR_RG_GATHER] += (uint64_t)nx * (fused ? tsr_cy_gather_vec(dim) : tsr_cy_gather(dim));
+        rg[TSR_RG_GATHER] += (uint64_t)nx * ((fused ? tsr_cy_gather_vec(dim) : tsr_cy_gather(dim)) + ga);
     }
     if (kc->stage & TSR_STAGE_LINK_OUT) {
         /* a stage before the last: the pass's vectors onto link-out */
@@ -177,23 +189,23 @@ static void plan_fixed(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profi
          * greedy token: the roots' bests, a tree over the profile's PEs,
          * the id to the host */
         rg[TSR_RG_NORM] += (uint64_t)nx * tsr_cy_norm_s(dim, sum_lanes, fused);
-        rg[TSR_RG_INPUT] += (uint64_t)nx * tsr_cy_input(dim, G, q8);
+        rg[TSR_RG_INPUT] += (uint64_t)nx * (tsr_cy_input(dim, G, q8) + bc);
         step_gemv(&L, tsr_lay_mat_wcls(kc), 1, nx, rg);
-        rg[TSR_RG_ARGMAX] += (uint64_t)nx * tsr_cy_log2(profile_pes) * TSR_D_CMP;
+        rg[TSR_RG_ARGMAX] += (uint64_t)nx * (tsr_cy_log2(profile_pes) * TSR_D_CMP + slr->best);
         rg[TSR_RG_SAMPLE] += (uint64_t)nx * TSR_D_BUS;
     }
 }
 
 /* Attention's charges of a pass, into rg: each of the nx items at pos[b],
  * every layer alike (tsr_attention). */
-static void plan_attention(const tsr_kconfig *kc, uint32_t sum_lanes, const uint32_t *pos,
-                           uint32_t nx, uint64_t *rg)
+static void plan_attention(const tsr_kconfig *kc, uint32_t sum_lanes, const tsr_cy_slr *slr,
+                           const uint32_t *pos, uint32_t nx, uint64_t *rg)
 {
     /* the profile's TSR_ATT_PARTS (tsr_profile.h) */
     layout L = { kc, tsr_lay_pes(kc), sum_lanes >= TSR_FADD_LAT ? TSR_FADD_LAT : 1u, { 0 }, { 0 } };
     uint32_t S_pe = sum_lanes < TSR_FADD_LAT ? sum_lanes : TSR_FADD_LAT;
     uint64_t att[TSR_RG_COUNT] = { 0 };
-    for (uint32_t b = 0; b < nx; b++) step_attention(&L, S_pe, pos[b], att);
+    for (uint32_t b = 0; b < nx; b++) step_attention(&L, S_pe, slr, pos[b], att);
     for (int r = 0; r < TSR_RG_COUNT; r++) rg[r] += (uint64_t)kc->n_layers * att[r];
 }
 
@@ -211,38 +223,39 @@ static void plan_totals(tsr_plan_cycles *c)
 /* A pass's position-independent regions (plan_fixed), to be completed by
  * pass_at for each set of positions. */
 static void pass_fixed(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
-                       uint32_t nx, int classify, tsr_plan_cycles *fixed)
+                       const tsr_cy_slr *slr, uint32_t nx, int classify, tsr_plan_cycles *fixed)
 {
     memset(fixed, 0, sizeof *fixed);
-    plan_fixed(kc, sum_lanes, profile_pes, nx, classify, fixed->rg);
+    plan_fixed(kc, sum_lanes, profile_pes, slr_or_none(slr), nx, classify, fixed->rg);
 }
 
 /* c = fixed (pass_fixed of the same kc, sum_lanes and nx) with the nx
  * items' attention at pos: tsr_plan_pass's figures. */
 static void pass_at(const tsr_plan_cycles *fixed, const tsr_kconfig *kc, uint32_t sum_lanes,
-                    const uint32_t *pos, uint32_t nx, tsr_plan_cycles *c)
+                    const tsr_cy_slr *slr, const uint32_t *pos, uint32_t nx, tsr_plan_cycles *c)
 {
     *c = *fixed;
-    plan_attention(kc, sum_lanes, pos, nx, c->rg);
+    plan_attention(kc, sum_lanes, slr_or_none(slr), pos, nx, c->rg);
     plan_totals(c);
 }
 
 void tsr_plan_pass(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
-                   const uint32_t *pos, uint32_t nx, int classify, tsr_plan_cycles *c)
-{
-    tsr_plan_cycles fixed;
-    pass_fixed(kc, sum_lanes, profile_pes, nx, classify, &fixed);
-    pass_at(&fixed, kc, sum_lanes, pos, nx, c);
-}
-
-void tsr_plan_step(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes, uint32_t pos,
+                   const tsr_cy_slr *slr, const uint32_t *pos, uint32_t nx, int classify,
                    tsr_plan_cycles *c)
 {
-    tsr_plan_pass(kc, sum_lanes, profile_pes, &pos, 1, 1, c);
+    tsr_plan_cycles fixed;
+    pass_fixed(kc, sum_lanes, profile_pes, slr, nx, classify, &fixed);
+    pass_at(&fixed, kc, sum_lanes, slr, pos, nx, c);
+}
+
+void tsr_plan_step(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
+                   const tsr_cy_slr *slr, uint32_t pos, tsr_plan_cycles *c)
+{
+    tsr_plan_pass(kc, sum_lanes, profile_pes, slr, &pos, 1, 1, c);
 }
 
 uint64_t tsr_plan_prefill(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
-                          uint32_t n, uint32_t block, uint32_t *passes)
+                          const tsr_cy_slr *slr, uint32_t n, uint32_t block, uint32_t *passes)
 {
     uint32_t pos[TSR_PLAN_MAX_ITEMS], B = block < 1u ? 1u : block > TSR_PLAN_MAX_ITEMS ? TSR_PLAN_MAX_ITEMS : block;
     uint64_t cy = 0;
@@ -251,8 +264,8 @@ uint64_t tsr_plan_prefill(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t pr
     for (uint32_t p0 = 0; p0 < n; p0 += B, np++) {
         uint32_t nx = n - p0 < B ? n - p0 : B;
         for (uint32_t b = 0; b < nx; b++) pos[b] = p0 + b;
-        if (nx != fixed_nx) pass_fixed(kc, sum_lanes, profile_pes, fixed_nx = nx, 0, &fixed);
-        pass_at(&fixed, kc, sum_lanes, pos, nx, &c);
+        if (nx != fixed_nx) pass_fixed(kc, sum_lanes, profile_pes, slr, fixed_nx = nx, 0, &fixed);
+        pass_at(&fixed, kc, sum_lanes, slr, pos, nx, &c);
         cy += c.total;
     }
     if (passes) *passes = np;
@@ -285,19 +298,19 @@ int tsr_plan_project(const tsr_plan_req *rq, const tsr_part *part, tsr_plan *out
     out->pos = rq->pos < 0 ? (int)seq - 1 : rq->pos;
     uint32_t ppes = out->with_profile ? out->prof.pes : (uint32_t)pes, at = (uint32_t)out->pos;
     tsr_plan_cycles fixed;   /* tsr_plan_step's, but for attention */
-    pass_fixed(kc, out->prof.sum_lanes, ppes, 1, 1, &fixed);
-    pass_at(&fixed, kc, out->prof.sum_lanes, &at, 1, &out->cyc);
+    pass_fixed(kc, out->prof.sum_lanes, ppes, &out->slr, 1, 1, &fixed);
+    pass_at(&fixed, kc, out->prof.sum_lanes, &out->slr, &at, 1, &out->cyc);
     out->cyc.links = link_cycles(kc, K, 1);
     out->cyc.total += out->cyc.links;
     if (K > 1 && K <= TSR_PLAN_MAX_STAGES)
-        tsr_plan_pipeline(kc, out->prof.sum_lanes, ppes, out->bounds, K, at, (uint32_t)K, &out->pipe);
+        tsr_plan_pipeline(kc, out->prof.sum_lanes, ppes, &out->slr, out->bounds, K, at, (uint32_t)K, &out->pipe);
     out->controller_share = out->cyc.total ? (double)out->cyc.controller / (double)out->cyc.total : 0;
     /* mean over a whole context (positions sampled 64 apart, and the last) */
     double sum = 0;
     uint32_t nsamp = 0;
     for (uint32_t p = 0; p < seq; p += (seq > 256 ? seq / 64u : 1u)) {
         tsr_plan_cycles c;
-        pass_at(&fixed, kc, out->prof.sum_lanes, &p, 1, &c);
+        pass_at(&fixed, kc, out->prof.sum_lanes, &out->slr, &p, 1, &c);
         sum += (double)(c.total + out->cyc.links);
         nsamp++;
     }
@@ -332,14 +345,14 @@ void tsr_plan_project_passes(tsr_plan *out)
     uint64_t links = link_cycles(kc, out->cards, B);
     out->block = (int)B;
     out->prefill_tokens = (int)n;
-    out->prefill_cycles = tsr_plan_prefill(kc, sl, ppes, n, B, &out->prefill_passes);
+    out->prefill_cycles = tsr_plan_prefill(kc, sl, ppes, &out->slr, n, B, &out->prefill_passes);
     out->prefill_cycles += (uint64_t)(n / B) * links + (n % B ? link_cycles(kc, out->cards, n % B) : 0u);
-    out->prefill_cycles_1 = tsr_plan_prefill(kc, sl, ppes, n, 1, NULL) + n * out->cyc.links;
+    out->prefill_cycles_1 = tsr_plan_prefill(kc, sl, ppes, &out->slr, n, 1, NULL) + n * out->cyc.links;
     uint32_t nb = out->prof.slots < B ? out->prof.slots : B, pos[TSR_PLAN_MAX_ITEMS];
     if (nb < 1u) nb = 1u;
     for (uint32_t b = 0; b < nb; b++) pos[b] = (uint32_t)out->pos;
     out->batch = (int)nb;
-    tsr_plan_pass(kc, sl, ppes, pos, nb, 1, &out->batch_cyc);
+    tsr_plan_pass(kc, sl, ppes, &out->slr, pos, nb, 1, &out->batch_cyc);
     out->batch_cyc.links = link_cycles(kc, out->cards, nb);
     out->batch_cyc.total += out->batch_cyc.links;
     if (out->clock_mhz > 0) {

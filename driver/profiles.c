@@ -12,24 +12,26 @@ typedef struct shipped {
     long         uram, bram, dsp;   /* stated estimate, -1 none */
     long         lut, ff;           /* ... of the fabric, -1 none */
     int          clock_mhz;         /* the clock it targets (TSR_CLOCK_MHZ), 0 none */
+    int          slrs;              /* the SLRs it spans (TSR_SLRS)              */
 } shipped;
 
 #include "profiles/profile_undef.h"
 #include "profiles/profile_generic.h"
 #include "profiles/profile_defaults.h"
-static const shipped p_generic = { TSR_PROFILE_NAME, TSR_KPROFILE_INIT, -1, -1, -1, -1, -1, TSR_CLOCK_MHZ };
+static const shipped p_generic = { TSR_PROFILE_NAME, TSR_KPROFILE_INIT, -1, -1, -1, -1, -1, TSR_CLOCK_MHZ,
+                                   TSR_SLRS };
 
 #include "profiles/profile_undef.h"
 #include "profiles/profile_stories260k.h"
 #include "profiles/profile_defaults.h"
 static const shipped p_260k = { TSR_PROFILE_NAME, TSR_KPROFILE_INIT, TSR_EST_URAM, TSR_EST_BRAM36,
-                                TSR_EST_DSP, TSR_EST_LUT, TSR_EST_FF, TSR_CLOCK_MHZ };
+                                TSR_EST_DSP, TSR_EST_LUT, TSR_EST_FF, TSR_CLOCK_MHZ, TSR_SLRS };
 
 #include "profiles/profile_undef.h"
 #include "profiles/profile_stories15m.h"
 #include "profiles/profile_defaults.h"
 static const shipped p_15m = { TSR_PROFILE_NAME, TSR_KPROFILE_INIT, TSR_EST_URAM, TSR_EST_BRAM36,
-                               TSR_EST_DSP, TSR_EST_LUT, TSR_EST_FF, TSR_CLOCK_MHZ };
+                               TSR_EST_DSP, TSR_EST_LUT, TSR_EST_FF, TSR_CLOCK_MHZ, TSR_SLRS };
 
 static const shipped *const all[] = { &p_generic, &p_260k, &p_15m };
 
@@ -67,4 +69,10 @@ int tsr_profile_clock_mhz(const char *name)
 {
     const shipped *s = find(name);
     return s ? s->clock_mhz : 0;
+}
+
+int tsr_profile_slrs(const char *name)
+{
+    const shipped *s = find(name);
+    return s ? s->slrs : 1;
 }

@@ -28,4 +28,8 @@ void tsr_profile_stated_fabric(const char *name, long *lut, long *ff);
  * none, and plan takes the part's). */
 int tsr_profile_clock_mhz(const char *name);
 
+/* The SLRs a profile's compute unit spans (TSR_SLRS: 1, or the dies its
+ * memories need); 1 for a name it does not know. */
+int tsr_profile_slrs(const char *name);
+
 #endif

@@ -100,6 +100,10 @@ def main():
     print("|---|---|---|---|---|---|---|")
     for name, line, func, label, ii, trip, dep in rows:
         runs = NOT_PER_TOKEN.get(func, "per token")
+        if "_slr_" in label:
+            # the SLR crossings' loops (#if TSR_SLRS > 1): built only by a
+            # profile that spans SLRs, in place of the loop without _slr_
+            runs += ", over SLRs only"
         iiv = val[ii] if ii == val.get(ii) else "%s (`%s`)" % (val[ii], ii)
         tv = "-" if not trip else val[trip] if trip == val.get(trip) else "%s (`%s`)" % (val[trip], trip)
         print("| `%s` | `%s` | %s | %s | %s | %s | %s |"

@@ -78,6 +78,15 @@ HW_DEFS_stories15m := -DTSR_F32_URAM=0 -DTSR_KV_URAM=1
 # Profiles whose PE memories need more than one SLR: linked without the
 # platform config's slr= pinning.
 HW_SPAN_SLRS := stories15m generic
+# Profiles whose compute unit spans SLRs with register stages at the
+# crossings (TSR_SLRS > 1 in the profile header; tests/test_hls_flow.c
+# holds this list to the headers): linked with a pre-place floorplan, one
+# pblock per SLR holding that SLR's PEs (hw/slr_pblocks.c prints it for
+# the profile), passed as v++ -l --vivado.prop
+# run.impl_1.STEPS.PLACE_DESIGN.TCL.PRE=<tcl> (UG1393, "--vivado
+# Options").  Its cell names are a guess until a first csynth (the Tcl's
+# header, docs/hls-flow.md section 11).
+HW_SLR_FLOORPLAN := stories15m
 
 # The goals of this run that are Vitis builds: `make all TARGET=hw|hw_emu`
 # is `make xclbin` (the top Makefile sets VITIS_ALL).
@@ -128,7 +137,7 @@ ifneq ($(filter xclbin,$(HW_GOALS)),)
   endif
 endif
 
-.PHONY: csim csynth cosim xclbin csim-gcc csim-gcc-15m hls-checklist pragma-literals help-hw need-v++ need-vitis-run need-xclbinutil
+.PHONY: csim csynth cosim xclbin csim-gcc csim-gcc-15m hls-checklist slr-tcl pragma-literals help-hw need-v++ need-vitis-run need-xclbinutil
 
 help-hw:
 	@echo "Vitis flow (hw/vitis.mk, docs/hls-flow.md):"
@@ -141,6 +150,8 @@ help-hw:
 	@echo "              (or make all TARGET=hw|hw_emu ...; TARGET=sw_emu is the CPU emulator, make all)"
 	@echo "              -> bitstreams/tessera_<profile>_<platform>.xclbin + bitstreams/MANIFEST"
 	@echo "              (PROFILE_MONITORS=1: ....monitors.xclbin with trace/counter monitors, hw/xrt.ini)"
+	@echo "  make slr-tcl PLATFORM=<platform> PROFILE=<profile>   the pre-place floorplan (one pblock per"
+	@echo "              SLR) a profile that spans SLRs is linked with (hw/slr_pblocks.c; no Vitis)"
 	@echo "  make csim-gcc   the csim testbench built with gcc (no Vitis)"
 	@echo "  make csim-gcc-15m  the same on the stories15m profile (= csim-gcc TB_PROFILE=stories15m):"
 	@echo "              synthetic Q8_0 stories15M, tokens and logits against the stories15m emulator"
@@ -320,6 +331,10 @@ HW_RAW      := $(HW_DIR)/tessera_$(PROFILE)$(HW_MON).xclbin
 HW_KV       := $(BUILD)/hw/profile_kv_$(PROFILE)
 BITSTREAM   := bitstreams/tessera_$(PROFILE)_$(PLATFORM)$(if $(filter hw_emu,$(TARGET)),.hw_emu)$(HW_MON).xclbin
 HW_VPP_C_MON := $(if $(HW_MON),--profile.stall all:all)
+HW_SLR_TCL  := $(HW_DIR)/slr_$(PROFILE).tcl
+HW_SLR_GEN  := $(BUILD)/hw/slr_pblocks_$(PROFILE)
+HW_SLR_DEP  := $(if $(filter $(PROFILE),$(HW_SLR_FLOORPLAN)),$(HW_SLR_TCL))
+HW_VPP_L_SLR := $(if $(HW_SLR_DEP),--vivado.prop run.impl_1.STEPS.PLACE_DESIGN.TCL.PRE=$(abspath $(HW_SLR_TCL)))
 
 $(HW_XO): $(KERNEL_SRC) $(wildcard kernels/*.h kernels/*.def kernels/profiles/*.h) | need-v++
 	@mkdir -p $(HW_DIR)
@@ -340,9 +355,22 @@ $(HW_LOOP_XO): $(HW_LOOP_SRC) | need-v++
 	    --hls.clock $(HW_FREQ_HZ):tsr_link_loop --temp_dir $(HW_DIR)/_x.compile.loop \
 	    -o $@ $(HW_LOOP_SRC)
 
-$(HW_RAW): $(HW_XO) $(HW_LOOP_XO) $(HW_LINK_CFG) | need-v++
-	$(VPP) -l -t $(TARGET) --platform $(PLATFORM) --config $(HW_LINK_CFG) \
+$(HW_RAW): $(HW_XO) $(HW_LOOP_XO) $(HW_LINK_CFG) $(HW_SLR_DEP) | need-v++
+	$(VPP) -l -t $(TARGET) --platform $(PLATFORM) --config $(HW_LINK_CFG) $(HW_VPP_L_SLR) \
 	    --temp_dir $(HW_DIR)/_x.link$(HW_MON) -o $@ $(HW_XO) $(HW_LOOP_XO)
+
+# The floorplan of a profile that spans SLRs (HW_SLR_FLOORPLAN), from the
+# profile header's SLR assignment; `make slr-tcl PROFILE=...` writes it
+# without Vitis.
+$(BUILD)/hw/slr_pblocks_%: hw/slr_pblocks.c $(wildcard kernels/*.h kernels/*.def kernels/profiles/*.h) hw/vitis.mk
+	@mkdir -p $(dir $@)
+	$(CC) -Ikernels -DTSR_PROFILE_HEADER='"profiles/profile_$*.h"' $(HW_DEFS_$*) hw/slr_pblocks.c -o $@
+
+$(HW_SLR_TCL): $(HW_SLR_GEN)
+	@mkdir -p $(HW_DIR)
+	$(HW_SLR_GEN) > $@.tmp && mv $@.tmp $@
+
+slr-tcl: $(HW_SLR_TCL)
 
 # hw/profile_kv for any profile: the figures, with the profile's defines,
 # exactly as the kernel is built with them.

@@ -796,7 +796,118 @@ static void att_collect(tsr_kstate *st, uint32_t it)
 #pragma HLS INLINE
     uint32_t dim = st->cfg.dim, gw = st->kv_mul * st->hs / TSR_VEC, h = 0, k = 0;
     uint32_t npad = ((dim + st->cfg.group - 1u) >> st->g_log2) << st->g_log2;
-    TSR_CHARGE(st, TSR_RG_ATT_IO, tsr_cy_att_collect(npad));
+    TSR_CHARGE(st, TSR_RG_ATT_IO, tsr_cy_att_collect(npad) + TSR_CY_SLR.collect);
+#if TSR_ATT_SLR_HOPS > 0
+    /* Over SLRs: each SLR's mux over its own attention PEs, a register per
+     * SLR a stage for TSR_ATT_SLR_DELAY stages (TSR_D_SLR a crossing to the
+     * farthest attention PE's SLR; the nearer wait as long), then the S:1
+     * mux by SLR 0 and the word's outputs as below; TSR_ATT_SLR_DELAY
+     * iterations more (tsr_cy_slr_of: collect). */
+#define TSR_ATT_SLRS_ (TSR_ATT_SLR_HOPS + 1)
+    float cq[TSR_ATT_SLR_DELAY][TSR_ATT_SLRS_][TSR_VEC];
+    uint32_t cw[TSR_ATT_SLR_DELAY], cs[TSR_ATT_SLR_DELAY], cok[TSR_ATT_SLR_DELAY];
+#pragma HLS ARRAY_PARTITION variable=cq type=complete dim=0
+#pragma HLS ARRAY_PARTITION variable=cw type=complete
+#pragma HLS ARRAY_PARTITION variable=cs type=complete
+#pragma HLS ARRAY_PARTITION variable=cok type=complete
+att_collect_slr_clear:
+    for (uint32_t r = 0; r < TSR_ATT_SLR_DELAY; r++) {
+#pragma HLS UNROLL
+        cok[r] = 0;
+        cw[r] = 0;
+        cs[r] = 0;
+att_collect_slr_clear_slrs:
+        for (uint32_t t = 0; t < TSR_ATT_SLRS_; t++) {
+#pragma HLS UNROLL
+att_collect_slr_clear_lanes:
+            for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+                cq[r][t][l] = 0.0f;
+            }
+        }
+    }
+    uint32_t nw = npad / TSR_VEC;
+att_collect_slr_words:
+    for (uint32_t w = 0; w < nw + TSR_ATT_SLR_DELAY; w++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_IN_WORDS
+#pragma HLS PIPELINE II=1
+        uint32_t live = w < nw;
+        int in = live && w * TSR_VEC < dim;
+        uint32_t hi = in ? h : 0u;   /* past dim: padding, no head */
+        uint32_t src = st->kv_pe[hi];
+        uint32_t ow = st->kv_ow[hi] + k * (TSR_VEC / TSR_ATT_LANES);   /* CONFIGURE's kv_j x gw */
+        float raw[TSR_ATT_SLRS_][TSR_VEC];
+#pragma HLS ARRAY_PARTITION variable=raw type=complete dim=0
+att_collect_slr_zero:
+        for (uint32_t r = 0; r < TSR_ATT_SLRS_; r++) {
+#pragma HLS UNROLL
+att_collect_slr_zero_lanes:
+            for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+                raw[r][l] = 0.0f;
+            }
+        }
+        /* each SLR's mux over its attention PEs' outputs */
+att_collect_slr_mux:
+        for (uint32_t p = 0; p < TSR_ATT_PES; p++) {
+#pragma HLS UNROLL
+            if (in && p == src) {
+att_collect_slr_mux_lanes:
+                for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+                    raw[TSR_SLR_OF(p)][l] = st->ao[p][ow + l / TSR_ATT_LANES][l % TSR_ATT_LANES];
+                }
+            }
+        }
+        /* the word out of the last stage, S:1 by its PE's SLR */
+        const uint32_t cl = TSR_ATT_SLR_DELAY - 1u;
+        uint32_t ok = cok[cl], wo = cw[cl], so = cs[cl];
+        float m = 0.0f;
+att_collect_slr_out:
+        for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+            float v = cq[cl][so][l];
+            if (ok) st->cv[it][TSR_CV_XN + wo * TSR_VEC + l] = v;
+            float a = fabsf(v);
+            m = a > m ? a : m;
+        }
+        if (ok) st->wmax[it][wo] = m;
+        /* every stage one on, this iteration's muxes into the first */
+att_collect_slr_shift:
+        for (uint32_t r = TSR_ATT_SLR_DELAY - 1u; r > 0u; r--) {
+#pragma HLS UNROLL
+att_collect_slr_shift_slrs:
+            for (uint32_t t = 0; t < TSR_ATT_SLRS_; t++) {
+#pragma HLS UNROLL
+att_collect_slr_shift_lanes:
+                for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+                    cq[r][t][l] = cq[r - 1u][t][l];
+                }
+            }
+            cw[r] = cw[r - 1u];
+            cs[r] = cs[r - 1u];
+            cok[r] = cok[r - 1u];
+        }
+att_collect_slr_head:
+        for (uint32_t t = 0; t < TSR_ATT_SLRS_; t++) {
+#pragma HLS UNROLL
+att_collect_slr_head_lanes:
+            for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+                cq[0][t][l] = raw[t][l];
+            }
+        }
+        cw[0] = w;
+        cs[0] = in ? TSR_SLR_OF(src) : 0u;
+        cok[0] = live;
+        if (in && ++k == gw) {
+            k = 0;
+            h++;
+        }
+    }
+#undef TSR_ATT_SLRS_
+#else
 att_collect_words:
     for (uint32_t w = 0; w < npad / TSR_VEC; w++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_IN_WORDS
@@ -820,6 +931,7 @@ att_collect_lanes:
             h++;
         }
     }
+#endif
 }
 
 /* One tree over every group (up, then, when down, down), each level a

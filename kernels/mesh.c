@@ -560,7 +560,8 @@ void tsr_mesh_input(tsr_kstate *st, uint32_t it, uint32_t n, uint32_t row, float
 #pragma HLS INLINE
     uint32_t G = st->cfg.group, npad = ((n + G - 1u) >> st->g_log2) << st->g_log2;
     uint32_t q8 = st->cfg.dtype == TSR_KDT_Q8;
-    TSR_CHARGE(st, TSR_RG_INPUT, ready ? tsr_cy_input_ready(n, G, q8) : tsr_cy_input(n, G, q8));
+    TSR_CHARGE(st, TSR_RG_INPUT, (ready ? tsr_cy_input_ready(n, G, q8) : tsr_cy_input(n, G, q8)) +
+                                     (q8 ? TSR_CY_SLR.bcast : 0u));
 #if TSR_WITH_F32
     if (!q8) {
         uint32_t P = st->P;
@@ -629,10 +630,41 @@ static void quantize_broadcast(tsr_kstate *st, uint32_t it, uint32_t npad)
     if (TSR_FAST_QUANTIZE(st, it, npad)) return;
     uint32_t nch = npad / TSR_LANES + (npad % TSR_LANES != 0u);
     uint32_t cpg = G < TSR_LANES ? 1u : G / TSR_LANES;
+#if TSR_SLRS > 1
+    /* Over SLRs: the chunk's word and scale pass TSR_D_SLR registers a
+     * crossing (tsr_arch.h), a delay line shifted once an iteration, so SLR
+     * s's PEs latch chunk ch at iteration ch + s TSR_D_SLR and the loop runs
+     * TSR_SLR_DELAY iterations more (tsr_cy_slr_of: bcast) */
+    int8_t dq[TSR_SLR_DELAY][TSR_LANES];
+    float ds[TSR_SLR_DELAY];
+    uint32_t dch[TSR_SLR_DELAY], dok[TSR_SLR_DELAY];
+#pragma HLS ARRAY_PARTITION variable=dq type=complete dim=0
+#pragma HLS ARRAY_PARTITION variable=ds type=complete
+#pragma HLS ARRAY_PARTITION variable=dch type=complete
+#pragma HLS ARRAY_PARTITION variable=dok type=complete
+in_q8_slr_clear:
+    for (uint32_t r = 0; r < TSR_SLR_DELAY; r++) {
+#pragma HLS UNROLL
+        dok[r] = 0;
+        dch[r] = 0;
+        ds[r] = 0.0f;
+in_q8_slr_clear_lanes:
+        for (uint32_t l = 0; l < TSR_LANES; l++) {
+#pragma HLS UNROLL
+            dq[r][l] = 0;
+        }
+    }
+    uint32_t trip = nch + TSR_SLR_DELAY;
+#else
+    uint32_t trip = nch;
+#endif
 in_q8_quant:
-    for (uint32_t ch = 0; ch < nch; ch++) {
+    for (uint32_t ci = 0; ci < trip; ci++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_CHUNKS
 #pragma HLS PIPELINE II=1
+        /* the chunk quantized this iteration (past nch: the delay line's
+         * drain, nothing new) */
+        uint32_t live = ci < nch, ch = live ? ci : 0u;
         int8_t qw[TSR_LANES];
         float sc[TSR_LANES];   /* each lane's group scale */
 #pragma HLS ARRAY_PARTITION variable=qw type=complete
@@ -691,6 +723,47 @@ in_q8_values:
             qw[l] = sc[l] != 0.0f ? (int8_t)tsr_round_q8(v / sc[l]) : (int8_t)0;
         }
         /* the group(s) starting in this chunk: their scales */
+#if TSR_SLRS > 1
+        /* (groups of whole words: one scale a chunk, tsr_profile.h) */
+in_q8_slr_pes:
+        for (uint32_t p = 0; p < TSR_BCAST_PES; p++) {
+#pragma HLS UNROLL
+            /* SLR s's PEs: this chunk's word (SLR 0), or the one s
+             * crossings down the line */
+            const uint32_t s = TSR_SLR_OF(p), k = s ? s * TSR_D_SLR - 1u : 0u;
+            uint32_t ok = s ? dok[k] : live, c = s ? dch[k] : ch;
+            if (p < P && ok) {
+in_q8_slr_pe_lanes:
+                for (uint32_t l = 0; l < TSR_LANES; l++) {
+#pragma HLS UNROLL
+                    st->xq[p][it][c][l] = s ? dq[k][l] : qw[l];
+                }
+                if ((c & (cpg - 1u)) == 0) st->xs[p][it][c >> st->cpg_log2] = s ? ds[k] : sc[0];
+            }
+        }
+        /* every register of the line one stage on */
+in_q8_slr_shift:
+        for (uint32_t r = TSR_SLR_DELAY - 1u; r > 0u; r--) {
+#pragma HLS UNROLL
+in_q8_slr_shift_lanes:
+            for (uint32_t l = 0; l < TSR_LANES; l++) {
+#pragma HLS UNROLL
+                dq[r][l] = dq[r - 1u][l];
+            }
+            ds[r] = ds[r - 1u];
+            dch[r] = dch[r - 1u];
+            dok[r] = dok[r - 1u];
+        }
+in_q8_slr_head:
+        for (uint32_t l = 0; l < TSR_LANES; l++) {
+#pragma HLS UNROLL
+            dq[0][l] = qw[l];
+        }
+        ds[0] = sc[0];
+        dch[0] = ch;
+        dok[0] = live;
+#else
+        (void)live;
 in_q8_pes:
         for (uint32_t p = 0; p < TSR_BCAST_PES; p++) {
 #pragma HLS UNROLL
@@ -714,24 +787,19 @@ in_q8_pe_scales:
 #endif
             }
         }
+#endif
     }
     TSR_COUNT(st, fabric_bcast_bytes, (uint64_t)P * (npad + 4u * (npad >> st->g_log2)));
 }
 
-/* Word w of item it's gather, d rows: its TSR_VEC values from root src's
- * partial sums (its rows from word start), with the QKV biases of layer
- * lay (bias) and RoPE below element rope_n (qkv) applied, into v. */
-static void gather_word_in(const tsr_kstate *st, uint32_t it, uint32_t w, uint32_t d,
-                           uint32_t src, uint32_t start, uint32_t bias, uint32_t lay, uint32_t qkv,
-                           uint32_t rope_n, float v[TSR_VEC])
+/* Word w of item it's gather, d rows, v its TSR_VEC values off the roots:
+ * the QKV biases of layer lay (bias) and RoPE below element rope_n (qkv)
+ * applied. */
+static void gather_word_post(const tsr_kstate *st, uint32_t it, uint32_t w, uint32_t d,
+                             uint32_t bias, uint32_t lay, uint32_t qkv, uint32_t rope_n,
+                             float v[TSR_VEC])
 {
 #pragma HLS INLINE
-gather_lanes:
-    for (uint32_t l = 0; l < TSR_VEC; l++) {
-#pragma HLS UNROLL
-        uint32_t i = w * TSR_VEC + l;
-        v[l] = i < d ? st->psum[src][it][(w - start) * TSR_VEC + l] : 0.0f;
-    }
     if (bias) {
         /* the row's bias, before RoPE (a bank a lane, as cv) */
 gather_bias:
@@ -758,8 +826,30 @@ gather_rope_pairs:
     }
 }
 
+#if TSR_SLRS == 1
+/* Word w of item it's gather, d rows: its TSR_VEC values from root src's
+ * partial sums (its rows from word start), with the QKV biases of layer
+ * lay (bias) and RoPE below element rope_n (qkv) applied, into v (over
+ * SLRs the gather's own per-SLR muxes read them, tsr_mesh_gather). */
+static void gather_word_in(const tsr_kstate *st, uint32_t it, uint32_t w, uint32_t d,
+                           uint32_t src, uint32_t start, uint32_t bias, uint32_t lay, uint32_t qkv,
+                           uint32_t rope_n, float v[TSR_VEC])
+{
+#pragma HLS INLINE
+gather_lanes:
+    for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+        uint32_t i = w * TSR_VEC + l;
+        v[l] = i < d ? st->psum[src][it][(w - start) * TSR_VEC + l] : 0.0f;
+    }
+    gather_word_post(st, it, w, d, bias, lay, qkv, rope_n, v);
+}
+#endif
+
+#if TSR_SLRS == 1
 /* Word w of q | k | v (v) into every attention PE's copy: constant lanes,
- * one write a bank (attention.c reads its slices). */
+ * one write a bank (attention.c reads its slices); over SLRs, the gather's
+ * own latch line (tsr_mesh_gather). */
 static void gather_latch(tsr_kstate *st, uint32_t w, const float v[TSR_VEC])
 {
 #pragma HLS INLINE
@@ -773,6 +863,7 @@ latch_lanes:
         }
     }
 }
+#endif
 
 void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, uint32_t flags,
                      uint32_t pos)
@@ -813,6 +904,226 @@ gather_ssq_zero:
     /* a platform's fast path writes what the word loop would, latches
      * included */
     if (TSR_FAST_GATHER(st, mat, it, yw, flags, pos)) return;
+#if TSR_SLRS > 1
+    /* Over SLRs: each SLR's mux over its own roots, a register per SLR a
+     * stage for TSR_SLR_DELAY stages (TSR_D_SLR a crossing: SLR s's word
+     * needs s TSR_D_SLR of them, the nearer ones wait as long so the words
+     * stay in order), then the S:1 mux by SLR 0 and the word's outputs as
+     * below; a QKV word then passes TSR_D_SLR registers a crossing on to
+     * the attention PEs beyond SLR 0.  The loop runs TSR_SLR_DELAY (QKV:
+     * plus TSR_ATT_SLR_DELAY) iterations more (tsr_cy_slr_of). */
+    float gq[TSR_SLR_DELAY][TSR_SLRS][TSR_VEC];
+    uint32_t gw[TSR_SLR_DELAY], gs[TSR_SLR_DELAY], gok[TSR_SLR_DELAY];
+#pragma HLS ARRAY_PARTITION variable=gq type=complete dim=0
+#pragma HLS ARRAY_PARTITION variable=gw type=complete
+#pragma HLS ARRAY_PARTITION variable=gs type=complete
+#pragma HLS ARRAY_PARTITION variable=gok type=complete
+#if TSR_ATT_SLR_HOPS > 0
+    float lq[TSR_ATT_SLR_DELAY][TSR_VEC];
+    uint32_t lw[TSR_ATT_SLR_DELAY], lok[TSR_ATT_SLR_DELAY];
+#pragma HLS ARRAY_PARTITION variable=lq type=complete dim=0
+#pragma HLS ARRAY_PARTITION variable=lw type=complete
+#pragma HLS ARRAY_PARTITION variable=lok type=complete
+gather_slr_latch_clear:
+    for (uint32_t r = 0; r < TSR_ATT_SLR_DELAY; r++) {
+#pragma HLS UNROLL
+        lok[r] = 0;
+        lw[r] = 0;
+gather_slr_latch_clear_lanes:
+        for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+            lq[r][l] = 0.0f;
+        }
+    }
+#endif
+gather_slr_clear:
+    for (uint32_t r = 0; r < TSR_SLR_DELAY; r++) {
+#pragma HLS UNROLL
+        gok[r] = 0;
+        gw[r] = 0;
+        gs[r] = 0;
+gather_slr_clear_slrs:
+        for (uint32_t t = 0; t < TSR_SLRS; t++) {
+#pragma HLS UNROLL
+gather_slr_clear_lanes:
+            for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+                gq[r][t][l] = 0.0f;
+            }
+        }
+    }
+    uint32_t trip = dw + TSR_SLR_DELAY + (qkv ? (uint32_t)TSR_ATT_SLR_DELAY : 0u);
+gather_slr_words:
+    for (uint32_t w = 0; w < trip; w++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_OUT_WORDS
+#pragma HLS PIPELINE II=1
+        uint32_t live = w < dw;
+        if (live && w >= end && w * TSR_VEC < d) {
+            /* the next row block: the next root (a CONFIGURE table) */
+            src = st->root_pe[mat][k];
+            start = st->root_w0[mat][k];
+            end = st->root_w1[mat][k];
+            k++;
+        }
+        /* each SLR's mux over its PEs' partial sums (the root's SLR holds
+         * the word, the others zeros) */
+        float raw[TSR_SLRS][TSR_VEC];
+#pragma HLS ARRAY_PARTITION variable=raw type=complete dim=0
+gather_slr_zero:
+        for (uint32_t r = 0; r < TSR_SLRS; r++) {
+#pragma HLS UNROLL
+gather_slr_zero_lanes:
+            for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+                raw[r][l] = 0.0f;
+            }
+        }
+gather_slr_mux:
+        for (uint32_t p = 0; p < TSR_PES; p++) {
+#pragma HLS UNROLL
+            if (live && p == src) {
+gather_slr_mux_lanes:
+                for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+                    uint32_t i = w * TSR_VEC + l;
+                    raw[TSR_SLR_OF(p)][l] = i < d ? st->psum[p][it][(w - start) * TSR_VEC + l] : 0.0f;
+                }
+            }
+        }
+        /* the word out of the last stage: S:1 by its root's SLR */
+        const uint32_t gl = TSR_SLR_DELAY - 1u;
+        uint32_t ok = gok[gl], wo = gw[gl], so = gs[gl];
+        float v[TSR_VEC];
+#pragma HLS ARRAY_PARTITION variable=v type=complete
+gather_slr_final:
+        for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+            v[l] = gq[gl][so][l];
+        }
+        /* every stage one on, this iteration's muxes into the first */
+gather_slr_shift:
+        for (uint32_t r = TSR_SLR_DELAY - 1u; r > 0u; r--) {
+#pragma HLS UNROLL
+gather_slr_shift_slrs:
+            for (uint32_t t = 0; t < TSR_SLRS; t++) {
+#pragma HLS UNROLL
+gather_slr_shift_lanes:
+                for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+                    gq[r][t][l] = gq[r - 1u][t][l];
+                }
+            }
+            gw[r] = gw[r - 1u];
+            gs[r] = gs[r - 1u];
+            gok[r] = gok[r - 1u];
+        }
+gather_slr_head:
+        for (uint32_t t = 0; t < TSR_SLRS; t++) {
+#pragma HLS UNROLL
+gather_slr_head_lanes:
+            for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+                gq[0][t][l] = raw[t][l];
+            }
+        }
+        gw[0] = w;
+        gs[0] = TSR_SLR_OF(src);
+        gok[0] = live;
+        if (ok) {
+            gather_word_post(st, it, wo, d, bias, lay, qkv, rope_n, v);
+            float m = 0.0f;
+#if TSR_SSQ_FUSED
+            float sq[TSR_VEC];          /* the head row, plus this word's squares */
+#pragma HLS ARRAY_PARTITION variable=sq type=complete
+gather_slr_ssq_head:
+            for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+                sq[l] = ssq[0][l];
+            }
+#endif
+gather_slr_out:
+            for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+                uint32_t i = wo * TSR_VEC + l;
+                if (i < nout) {
+                    float o = add ? st->cv[it][(yw + wo) * TSR_VEC + l] + v[l] : v[l];
+                    if (lg) st->logits[it][wo * TSR_VEC + l] = o;
+                    else st->cv[it][(yw + wo) * TSR_VEC + l] = o;
+#if TSR_SSQ_FUSED
+                    if (add) sq[l] = sq[l] + o * o;
+#endif
+                    float a = fabsf(o);
+                    m = a > m ? a : m;
+                }
+            }
+            if (input) st->wmax[it][wo] = m;
+#if TSR_SSQ_FUSED
+gather_slr_ssq_rotate:
+            for (uint32_t r = 0; r < TSR_SSQ_DIST - 1u; r++) {
+#pragma HLS UNROLL
+gather_slr_ssq_rotate_lanes:
+                for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+                    ssq[r][l] = ssq[r + 1u][l];
+                }
+            }
+gather_slr_ssq_tail:
+            for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+                ssq[TSR_SSQ_DIST - 1u][l] = sq[l];
+            }
+#endif
+        }
+        /* q | k | v word by word into every attention PE's copy: SLR 0's
+         * now, SLR s's s crossings down the latch's line */
+        uint32_t lat = ok && qkv;
+gather_slr_latch_pes:
+        for (uint32_t p = 0; p < TSR_ATT_PES; p++) {
+#pragma HLS UNROLL
+            const uint32_t s = TSR_SLR_OF(p);
+#if TSR_ATT_SLR_HOPS > 0
+            const uint32_t kk = s ? s * TSR_D_SLR - 1u : 0u;
+            uint32_t pok = s ? lok[kk] : lat, pw = s ? lw[kk] : wo;
+#else
+            const uint32_t kk = 0;
+            uint32_t pok = lat, pw = wo;
+#endif
+            if (pok) {
+gather_slr_latch_lanes:
+                for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+#if TSR_ATT_SLR_HOPS > 0
+                    st->qkvw[p][pw][l] = s ? lq[kk][l] : v[l];
+#else
+                    st->qkvw[p][pw][l] = v[l];
+#endif
+                }
+            }
+            (void)s;
+            (void)kk;
+        }
+#if TSR_ATT_SLR_HOPS > 0
+gather_slr_latch_shift:
+        for (uint32_t r = TSR_ATT_SLR_DELAY - 1u; r > 0u; r--) {
+#pragma HLS UNROLL
+gather_slr_latch_shift_lanes:
+            for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+                lq[r][l] = lq[r - 1u][l];
+            }
+            lw[r] = lw[r - 1u];
+            lok[r] = lok[r - 1u];
+        }
+gather_slr_latch_head:
+        for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+            lq[0][l] = v[l];
+        }
+        lw[0] = wo;
+        lok[0] = lat;
+#endif
+    }
+#else
 gather_words:
     for (uint32_t w = 0; w < dw; w++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_OUT_WORDS
@@ -874,6 +1185,7 @@ gather_ssq_tail:
         /* q | k | v word by word into every attention PE's copy */
         if (qkv) gather_latch(st, w, v);
     }
+#endif
 #if TSR_SSQ_FUSED
     if (add) {
 gather_ssq_out:
@@ -896,7 +1208,7 @@ int32_t tsr_mesh_best(tsr_kstate *st, uint32_t mat, uint32_t it)
 #pragma HLS ARRAY_PARTITION variable=bv type=complete
 #pragma HLS ARRAY_PARTITION variable=bi type=complete
 #pragma HLS ARRAY_PARTITION variable=ok type=complete
-    TSR_CHARGE(st, TSR_RG_ARGMAX, tsr_cy_log2(TSR_PES) * TSR_D_CMP);
+    TSR_CHARGE(st, TSR_RG_ARGMAX, TSR_CY_BEST_TREE);
 best_leaves:
     for (uint32_t p = 0; p < TSR_PES; p++) {
 #pragma HLS UNROLL
@@ -905,6 +1217,79 @@ best_leaves:
         bv[p] = st->best_v[p][it];
         bi[p] = st->best_i[p][it];
     }
+#if TSR_SLRS > 1
+    /* Over SLRs: each SLR's subtree over its own PEs (pairs by the index
+     * within the SLR), its result at its first PE ... */
+best_slr_levels:
+    for (uint32_t h = 1; h < TSR_PES; h *= 2u) {
+#pragma HLS UNROLL
+best_slr_pairs:
+        for (uint32_t p = 0; p < TSR_PES; p++) {
+#pragma HLS UNROLL
+            const uint32_t s = TSR_SLR_OF(p), q = p - TSR_SLR_PE0(s);
+            if ((q & (2u * h - 1u)) == 0 && p + h < TSR_SLR_PE0(s + 1u) && ok[p + h] &&
+                (!ok[p] || bv[p + h] > bv[p] || (bv[p + h] == bv[p] && bi[p + h] < bi[p]))) {
+                bv[p] = bv[p + h];
+                bi[p] = bi[p + h];
+                ok[p] = 1;
+            }
+        }
+    }
+    /* ... through the crossings' registers (TSR_D_SLR a crossing: a shift
+     * line a register a cycle, TSR_SLR_DELAY stages, so the nearer SLRs'
+     * results wait for the farthest's) ... */
+    float hv[TSR_SLR_DELAY][TSR_SLRS];
+    uint32_t hi[TSR_SLR_DELAY][TSR_SLRS], hok[TSR_SLR_DELAY][TSR_SLRS];
+#pragma HLS ARRAY_PARTITION variable=hv type=complete dim=0
+#pragma HLS ARRAY_PARTITION variable=hi type=complete dim=0
+#pragma HLS ARRAY_PARTITION variable=hok type=complete dim=0
+best_slr_hops:
+    for (uint32_t t = 0; t < TSR_SLR_DELAY; t++) {
+#pragma HLS PIPELINE II=1
+best_slr_hop_slrs:
+        for (uint32_t s = 0; s < TSR_SLRS; s++) {
+#pragma HLS UNROLL
+best_slr_hop_stages:
+            for (uint32_t r = TSR_SLR_DELAY - 1u; r > 0u; r--) {
+#pragma HLS UNROLL
+                hv[r][s] = hv[r - 1u][s];
+                hi[r][s] = hi[r - 1u][s];
+                hok[r][s] = hok[r - 1u][s];
+            }
+            hv[0][s] = bv[TSR_SLR_PE0(s)];
+            hi[0][s] = bi[TSR_SLR_PE0(s)];
+            hok[0][s] = ok[TSR_SLR_PE0(s)];
+        }
+    }
+    /* ... then the last levels over the S results, by SLR 0 */
+    float sv[TSR_SLRS];
+    uint32_t si[TSR_SLRS], sok[TSR_SLRS];
+#pragma HLS ARRAY_PARTITION variable=sv type=complete
+#pragma HLS ARRAY_PARTITION variable=si type=complete
+#pragma HLS ARRAY_PARTITION variable=sok type=complete
+best_slr_last:
+    for (uint32_t s = 0; s < TSR_SLRS; s++) {
+#pragma HLS UNROLL
+        sv[s] = hv[TSR_SLR_DELAY - 1u][s];
+        si[s] = hi[TSR_SLR_DELAY - 1u][s];
+        sok[s] = hok[TSR_SLR_DELAY - 1u][s];
+    }
+best_slr_last_levels:
+    for (uint32_t h = 1; h < TSR_SLRS; h *= 2u) {
+#pragma HLS UNROLL
+best_slr_last_pairs:
+        for (uint32_t s = 0; s < TSR_SLRS; s++) {
+#pragma HLS UNROLL
+            if ((s & (2u * h - 1u)) == 0 && s + h < TSR_SLRS && sok[s + h] &&
+                (!sok[s] || sv[s + h] > sv[s] || (sv[s + h] == sv[s] && si[s + h] < si[s]))) {
+                sv[s] = sv[s + h];
+                si[s] = si[s + h];
+                sok[s] = 1;
+            }
+        }
+    }
+    return (int32_t)si[0];
+#else
 best_levels:
     for (uint32_t h = 1; h < TSR_PES; h *= 2u) {
 #pragma HLS UNROLL
@@ -920,6 +1305,7 @@ best_pairs:
         }
     }
     return (int32_t)bi[0];
+#endif
 }
 
 void tsr_mesh_embed(tsr_kstate *st, uint32_t it, uint32_t token)

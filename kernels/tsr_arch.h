@@ -79,6 +79,19 @@
                                tree, scale, round (kernels/tsr_half.h)           */
 #define TSR_D_MUL        4  /* one fp32 multiply (the int8 cache's scales)        */
 
+/* A word crossing from one SLR to the next (a stacked-silicon part's dies,
+ * joined by super long lines, UG949 "Super Long Line (SLL) Routes"): a
+ * register on each side of the SLL, flop to flop with fan-out 1, as AMD's
+ * own SLR-crossing register slices build it (PG373 "Multi SLR
+ * Crossing"), so no path spends more than one SLL's delay in a cycle.
+ * Written into the C as delay lines and per-SLR register stages (mesh.c,
+ * attention.c; TSR_SLRS, tsr_profile.h), and charged per crossing: the
+ * broadcast, the QKV latch, the gathers, the head outputs' collect and
+ * the argmax tree each take TSR_D_SLR cycles more a crossing on their
+ * path.  Whether Vivado places the two registers at the SLL (its Laguna
+ * sites) is not shown until a first implementation (docs/hls-flow.md). */
+#define TSR_D_SLR        2
+
 /* ---- card-to-card links (pipeline stages) ------------------------------ */
 
 /* A model split over cards in pipeline stages moves the residual vector

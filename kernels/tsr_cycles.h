@@ -243,6 +243,55 @@ static inline uint32_t tsr_cy_att_collect(uint32_t npad)
     return tsr_cy_gather_input(npad);
 }
 
+/* ---- SLR crossings ------------------------------------------------------ */
+
+/* What the SLR crossings add to the fabric's paths in a compute unit of P
+ * PEs in mesh rows of C over S SLRs, the first A PEs with attention
+ * datapaths (tsr_lay_slr_pe0): TSR_D_SLR cycles a crossing, as extra
+ * iterations of the pipelined word loops that carry the delay lines
+ * (mesh.c, attention.c).  All 0 when S is 1. */
+typedef struct tsr_cy_slr {
+    uint32_t bcast;    /* a Q8 input pass: every PE's copy, S - 1 crossings */
+    uint32_t gather;   /* a gather: the roots of every SLR, S - 1           */
+    uint32_t latch;    /* a QKV gather's latch into the attention PEs       */
+    uint32_t collect;  /* the head outputs off the attention PEs            */
+    uint32_t best;     /* the argmax tree (tsr_cy_best_tree), over log2(P)
+                          levels                                            */
+} tsr_cy_slr;
+
+/* The argmax's tree over the roots' bests (mesh.c tsr_mesh_best): with one
+ * SLR, log2(P) compare-select levels; over S, each SLR's subtree (the
+ * levels of its largest PE range), the S results through the crossings'
+ * registers to SLR 0, then log2(S) levels there. */
+static inline uint32_t tsr_cy_best_tree(uint32_t P, uint32_t C, uint32_t S)
+{
+    if (S < 2u) return tsr_cy_log2(P) * TSR_D_CMP;
+    uint32_t span = 0;
+    for (uint32_t s = 0; s < S; s++) {
+#ifdef __SYNTHESIS__
+#pragma HLS LOOP_TRIPCOUNT min=1 max=4
+#endif
+        uint32_t n = tsr_lay_slr_pe0(P, C, S, s + 1u) - tsr_lay_slr_pe0(P, C, S, s);
+        if (n > span) span = n;
+    }
+    return (tsr_cy_log2(span) + tsr_cy_log2(S)) * TSR_D_CMP + (S - 1u) * TSR_D_SLR;
+}
+
+static inline tsr_cy_slr tsr_cy_slr_of(uint32_t P, uint32_t C, uint32_t S, uint32_t A)
+{
+    tsr_cy_slr f = { 0u, 0u, 0u, 0u, 0u };
+    if (S < 2u || C == 0u || A == 0u || P < C * S) return f;
+    uint32_t att = tsr_lay_slr_of(P, C, S, A - 1u) * TSR_D_SLR;
+    f.bcast = f.gather = (S - 1u) * TSR_D_SLR;
+    f.latch = f.collect = att;
+    f.best = tsr_cy_best_tree(P, C, S) - tsr_cy_log2(P) * TSR_D_CMP;
+    return f;
+}
+
+/* The profile's (TSR_SLRS): what the kernel charges. */
+#define TSR_CY_SLR          tsr_cy_slr_of(TSR_PES, TSR_MAX_MESH_COLS, TSR_SLRS, TSR_ATT_PES)
+#define TSR_CY_BEST_TREE    tsr_cy_best_tree(TSR_PES, TSR_MAX_MESH_COLS, TSR_SLRS)
+
 /* Charge cy cycles to region rg; TSR_CY(cy): a PE step's cycles, for its
  * task's return value.  In the emulator and C simulation only: under
  * __SYNTHESIS__ both are nothing, so no adder, divider or table of the

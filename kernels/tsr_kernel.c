@@ -124,6 +124,14 @@ static int shape_unbuilt(const tsr_kconfig *c)
         (c->dim / c->n_kv_heads) % TSR_VEC != 0 || (c->dim / c->n_heads) % TSR_ATT_LANES != 0)
         return 1;
     if (c->dtype == TSR_KDT_F32 && !TSR_WITH_F32) return 1;
+    /* over SLRs: every boundary between mesh rows and between KV head
+     * groups (tsr_profile.h TSR_SLR_PE0; implied by its compile-time
+     * checks for any mesh that passed shape_over_limits, and checked here
+     * against the configured mesh) */
+cfg_slr_bounds:
+    for (uint32_t s = 1; s < TSR_SLRS; s++) {
+        if (TSR_SLR_PE0(s) % c->mesh_cols != 0 || TSR_SLR_PE0(s) % c->kv_split != 0) return 1;
+    }
     /* datapaths the profile did not build */
     return (c->q4_kinds != 0 && !TSR_WITH_Q4) || (c->kv_dtype == TSR_KV_F16 && !TSR_WITH_KV_F16) ||
            (c->kv_dtype == TSR_KV_INT8 && !TSR_WITH_KV_INT8);

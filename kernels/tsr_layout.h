@@ -408,6 +408,34 @@ static inline uint32_t tsr_lay_tile_f32(const tsr_kconfig *c, tsr_tile t)
 /* Partial sums a tile produces (its psum rows). */
 static inline uint32_t tsr_lay_tile_psum(tsr_tile t) { return (t.pair ? 2u : 1u) * t.rows; }
 
+/* ---- SLRs -------------------------------------------------------------- */
+
+/* The first PE of SLR s (0 <= s <= S; s = S gives P) of a compute unit of
+ * P PEs in mesh rows of C spanning S SLRs: whole mesh rows, R = P / C of
+ * them, R / S an SLR and one more on each of the last R % S (the first
+ * SLRs hold the attention PEs, heavier in UltraRAM).  The kernel's
+ * TSR_SLR_PE0 (tsr_profile.h) for its own profile; the planner's for
+ * any. */
+static inline uint32_t tsr_lay_slr_pe0(uint32_t P, uint32_t C, uint32_t S, uint32_t s)
+{
+    uint32_t R = P / C, q = R / S, e = R % S;
+    return (s * q + (s > S - e ? s - (S - e) : 0u)) * C;
+}
+
+/* PE p's SLR under tsr_lay_slr_pe0: the crossings between it and the
+ * controller (by SLR 0). */
+static inline uint32_t tsr_lay_slr_of(uint32_t P, uint32_t C, uint32_t S, uint32_t p)
+{
+    uint32_t s = 0;
+    for (uint32_t k = 1; k < S; k++) {
+#ifdef __SYNTHESIS__
+#pragma HLS LOOP_TRIPCOUNT min=0 max=3
+#endif
+        if (p >= tsr_lay_slr_pe0(P, C, S, k)) s = k;
+    }
+    return s;
+}
+
 /* ---- KV placement ------------------------------------------------------ */
 
 /* KV head groups: A / Q. */

@@ -188,9 +188,11 @@ static inline uint32_t tsr_gather_cycles(uint32_t flags, uint32_t d, uint32_t no
 #else
     uint32_t vec = flags & TSR_GATHER_QKV;
 #endif
-    if (flags & TSR_GATHER_QKV) return tsr_cy_gather_qkv(d, bias);
-    return vec ? tsr_cy_gather_vec(d)
-               : flags & TSR_GATHER_INPUT ? tsr_cy_gather_input(nout) : tsr_cy_gather(d);
+    /* over SLRs, the crossings' registers: extra iterations (mesh.c) */
+    tsr_cy_slr f = TSR_CY_SLR;
+    if (flags & TSR_GATHER_QKV) return tsr_cy_gather_qkv(d, bias) + f.gather + f.latch;
+    return f.gather + (vec ? tsr_cy_gather_vec(d)
+                           : flags & TSR_GATHER_INPUT ? tsr_cy_gather_input(nout) : tsr_cy_gather(d));
 }
 #endif
 

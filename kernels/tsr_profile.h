@@ -57,6 +57,42 @@ TSR_STATIC_CHECK(slots_cancel_words, TSR_MAX_SLOTS <= 8);
 /* PEs of the profile: the unrolled PE loops run over this many instances. */
 #define TSR_PES             TSR_MAX_PES
 
+/* SLRs (TSR_SLRS, profile_defaults.h): SLR s holds the PEs [TSR_SLR_PE0(s),
+ * TSR_SLR_PE0(s + 1)), whole mesh rows of the profile's TSR_MAX_MESH_COLS
+ * (R = TSR_PES / TSR_MAX_MESH_COLS of them), R / S rows each and one more
+ * on each of the last R % S SLRs: the first SLRs hold the attention PEs,
+ * whose KV cache makes them the heavier in UltraRAM.  A configured mesh's
+ * columns (a power of two up to TSR_MAX_MESH_COLS) and a matrix's C_m
+ * divide TSR_MAX_MESH_COLS, so every mesh row, and with it every column
+ * tree, stays inside one SLR; a KV head group (TSR_MAX_KV_SPLIT PEs at
+ * most, from a multiple of its size) likewise (checked below, and again
+ * at CONFIGURE, tsr_kernel.c).  The controller sits by SLR 0: the bus
+ * reaches SLR s over s crossings (TSR_SLR_OF).  Shared with the driver
+ * as tsr_lay_slr_pe0 (tsr_layout.h), for plan's profiles. */
+#define TSR_SLR_ROWS_       ((1u * TSR_PES) / (1u * TSR_MAX_MESH_COLS))
+#define TSR_SLR_E_          ((1u * TSR_SLRS) - TSR_SLR_ROWS_ % (1u * TSR_SLRS))
+#define TSR_SLR_PE0(s)                                                                          \
+    (((1u * (s)) * (TSR_SLR_ROWS_ / (1u * TSR_SLRS)) +                                          \
+      ((1u * (s)) > TSR_SLR_E_ ? (1u * (s)) - TSR_SLR_E_ : 0u)) * (1u * TSR_MAX_MESH_COLS))
+/* PE p's SLR (p a literal of an unrolled loop, or a run-time index). */
+#define TSR_SLR_OF(p)       ((TSR_SLRS > 1 && (1u * (p)) >= TSR_SLR_PE0(1) ? 1u : 0u) +          \
+                             (TSR_SLRS > 2 && (1u * (p)) >= TSR_SLR_PE0(2) ? 1u : 0u) +          \
+                             (TSR_SLRS > 3 && (1u * (p)) >= TSR_SLR_PE0(3) ? 1u : 0u))
+/* Crossings from the controller to the farthest SLR, and to the farthest
+ * attention PE's; the register stages a word passes on its way (TSR_D_SLR
+ * each crossing). */
+#define TSR_SLR_HOPS        (TSR_SLRS - 1)
+#define TSR_ATT_SLR_HOPS    TSR_SLR_OF(TSR_ATT_PES - 1)
+#define TSR_SLR_DELAY       (TSR_SLR_HOPS * TSR_D_SLR)
+#define TSR_ATT_SLR_DELAY   (TSR_ATT_SLR_HOPS * TSR_D_SLR)
+TSR_STATIC_CHECK(slrs_range, TSR_SLRS >= 1 && TSR_SLRS <= 4);
+TSR_STATIC_CHECK(slrs_whole_rows, TSR_PES % TSR_MAX_MESH_COLS == 0 && TSR_SLR_ROWS_ >= TSR_SLRS);
+TSR_STATIC_CHECK(slrs_kv_groups, TSR_SLRS == 1 || TSR_MAX_MESH_COLS % TSR_MAX_KV_SPLIT == 0);
+/* The delay lines are written for the datapath the multi-SLR profile
+ * builds: Q8 groups of whole TSR_LANES words (one scale a chunk), no F32
+ * broadcast. */
+TSR_STATIC_CHECK(slrs_datapath, TSR_SLRS == 1 || (!TSR_WITH_F32 && TSR_MIN_GROUP >= TSR_LANES));
+
 /* Weight matrices: tok_embedding, 4 per layer (QKV, WO, W13, W2), an
  * unshared classifier. */
 #define TSR_MAX_MATS        (2 + 4 * TSR_MAX_LAYERS)

@@ -28,6 +28,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "profiles.h"
+
 #include "parts.h"
 #include "plan.h"
 #include "run_capture.h"
@@ -219,6 +221,74 @@ static void rm_tree(const char *dir)
     assert_int_equal(system(cmd), 0);
 }
 
+/* The floorplan of a profile that spans SLRs (hw/slr_pblocks.c): the
+ * profile's SLR groups of whole mesh rows, the unverified parts said in
+ * its header; under tclsh with Vivado's commands stubbed, every PE's
+ * cells into its SLR's pblock, a PE whose patterns match nothing left
+ * free and named; a one-SLR profile has none; and hw/vitis.mk floorplans
+ * exactly the profiles whose TSR_SLRS is above 1. */
+static void test_slr_floorplan(void **state)
+{
+    (void)state;
+    char dir[64], cmd[1024];
+    temp_dir(dir);
+    assert_int_equal(run("cc -Wall -Wextra -Werror -I'" SRC "/kernels' "
+                         "-DTSR_PROFILE_HEADER='\"profiles/profile_stories15m.h\"' "
+                         "-DTSR_F32_URAM=0 -DTSR_KV_URAM=1 '" SRC "/hw/slr_pblocks.c' -o %s/gen15 && "
+                         "cc -I'" SRC "/kernels' -DTSR_PROFILE_HEADER='\"profiles/profile_stories260k.h\"' "
+                         "'" SRC "/hw/slr_pblocks.c' -o %s/gen260", dir, dir), 0);
+    assert_int_equal(run("%s/gen15 > %s/slr.tcl && cat %s/slr.tcl", dir, dir, dir), 0);
+    assert_int_equal(lines_with("set tsr_slrs 3"), 1);
+    assert_int_equal(lines_with("set tsr_slr_pes { {0 7} {8 19} {20 31} }"), 1);
+    assert_int_equal(lines_with("set tsr_att_pes 12"), 1);
+    assert_int_equal(lines_with("# UNVERIFIED until a first csynth and link of this profile:"), 1);
+    assert_true(run("%s/gen260", dir) != 0);
+    assert_int_equal(lines_with("slr_pblocks: profile stories260k spans one SLR: no floorplan"), 1);
+    /* the Tcl itself, against stubs: PE p has cells top/st_w8_<p>_U and,
+     * for the attention PEs, top/st_kv_<p>_U; PE 5's are missing */
+    if (run("command -v tclsh") == 0) {
+        snprintf(cmd, sizeof cmd, "%s/stub.tcl", dir);
+        FILE *f = fopen(cmd, "w");
+        assert_non_null(f);
+        fputs("set pbs {}\n"
+              "proc get_pblocks {args} { global pbs; set n [lindex $args end]; "
+              "if {[lsearch $pbs $n] >= 0} {return $n}; return {} }\n"
+              "proc create_pblock {n} { global pbs; lappend pbs $n; return $n }\n"
+              "proc resize_pblock {pb args} { puts \"resize $pb $args\" }\n"
+              "proc get_property {p o} { return $o }\n"
+              "proc get_cells {args} { regexp {NAME =~ (.*)} [lindex $args end] -> g; set r {}; "
+              "for {set p 0} {$p < 32} {incr p} { if {$p == 5} continue; "
+              "foreach c [list top/st_w8_${p}_U top/st_kv_${p}_U] { "
+              "if {[string match $g $c]} { lappend r $c } } }; return $r }\n"
+              "proc add_cells_to_pblock {pb cells} { foreach c $cells { puts \"cell $pb $c\" } }\n",
+              f);
+        fclose(f);
+        assert_int_equal(run("cd %s && printf 'source stub.tcl\\nsource slr.tcl\\n' | tclsh", dir), 0);
+        assert_int_equal(lines_with("resize tessera_SLR0 -add SLR0"), 1);
+        assert_int_equal(lines_with("resize tessera_SLR2 -add SLR2"), 1);
+        assert_int_equal(lines_with("cell tessera_SLR0 top/st_w8_7_U"), 1);
+        assert_int_equal(lines_with("cell tessera_SLR1 top/st_w8_8_U"), 1);
+        assert_int_equal(lines_with("cell tessera_SLR1 top/st_kv_11_U"), 1);
+        assert_int_equal(lines_with("cell tessera_SLR2 top/st_w8_20_U"), 1);
+        assert_int_equal(lines_with("cell tessera_SLR2 top/st_kv_"), 0);   /* no attention there */
+        assert_int_equal(lines_with("cell tessera_SLR0 "), 7 * 2);        /* PEs 0..7 less 5 */
+        assert_int_equal(lines_with("cell tessera_SLR1 "), 12 + 4);
+        assert_int_equal(lines_with("cell tessera_SLR2 "), 12);
+        assert_int_equal(lines_with("tessera: WARNING: PE 5: no cell matches"), 1);
+        assert_int_equal(lines_with("tessera: WARNING: 1 PEs not pinned"), 1);
+    } else {
+        print_message("tclsh not found: the floorplan's Tcl not run\n");
+    }
+    /* vitis.mk's list against the profile headers */
+    assert_int_equal(run("sed -n 's/^HW_SLR_FLOORPLAN := //p' '" SRC "/hw/vitis.mk'"), 0);
+    static const char *const names[] = { "generic", "stories260k", "stories15m" };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        int listed = strstr(out, names[i]) != NULL;
+        assert_int_equal(listed, tsr_profile_slrs(names[i]) > 1);
+    }
+    rm_tree(dir);
+}
+
 /* make -n xclbin: checks, v++ -c over every kernel source with the
  * profile and its defines, the platform's link config, v++ -l, the profile
  * key (built with the same defines), the manifest line - in that order.
@@ -281,7 +351,15 @@ static void test_make_n_xclbin(void **state)
     assert_non_null(strstr(l, "--config build_dir.hw." U55C "/link_stories15m.cfg"));
     assert_non_null(strstr(l, "build_dir.hw." U55C "/tessera_top_stories15m.xo "
                               "build_dir.hw." U55C "/tsr_link_loop.xo"));
+    /* its three SLRs: the pre-place floorplan (UG1393 "--vivado Options"),
+     * printed by hw/slr_pblocks.c built with the profile's defines */
+    assert_non_null(strstr(l, " --vivado.prop run.impl_1.STEPS.PLACE_DESIGN.TCL.PRE=/"));
+    assert_non_null(strstr(l, "/build_dir.hw." U55C "/slr_stories15m.tcl "));
     free(l);
+    char sw[256];
+    snprintf(sw, sizeof sw, "-DTSR_PROFILE_HEADER='\"profiles/profile_stories15m.h\"' "
+             "-DTSR_F32_URAM=0 -DTSR_KV_URAM=1 hw/slr_pblocks.c -o %s/hw/slr_pblocks_stories15m", bdir);
+    assert_non_null(strstr(out, sw));
     assert_non_null(strstr(out, "s/^slr=/# not pinned"));
     assert_null(strstr(out, "#profile: "));
     assert_non_null(strstr(out, "PROFILE_MONITORS=0 (generated by hw/vitis.mk)"));
@@ -321,6 +399,8 @@ static void test_make_n_xclbin_monitors(void **state)
     free(c);
     assert_non_null(strstr(out, "-e 's/^#profile: //'"));
     assert_non_null(strstr(out, "PROFILE_MONITORS=1 (generated by hw/vitis.mk)"));
+    assert_null(strstr(out, "vivado.prop"));   /* one SLR: no floorplan */
+    assert_null(strstr(out, "slr_pblocks"));
     char *l = line_starting("v++ -l ");
     assert_non_null(l);
     assert_non_null(strstr(l, "--config build_dir.hw." U55C "/link_stories260k.monitors.cfg"));
@@ -876,7 +956,8 @@ static int tb15_teardown(void **state)
  * each KV head hold positions) and returns its logits at eight positions,
  * every bit (DESIGN: the emulator's replacements are bit-identical to the
  * kernel loops).  At position 255 the code charges what plan projects for
- * the profile (39,234 cycles).  The testbench holds no emulator code; the
+ * the profile (39,460 cycles: 39,234 before the SLR crossings' registers,
+ * TSR_SLRS).  The testbench holds no emulator code; the
  * answer's program does. */
 static void test_tb15_matches_emulator(void **state)
 {
@@ -886,7 +967,7 @@ static void test_tb15_matches_emulator(void **state)
                                 "reference (profile stories15m, "), 1);
     assert_int_equal(lines_with(", ring served live)"), 1);
     assert_int_equal(lines_with("tb_tessera_top: logits: 8 x 32000 bit-identical to "), 1);
-    assert_int_equal(lines_with("tb_tessera_top: last token: 39234 cycles charged, "), 1);
+    assert_int_equal(lines_with("tb_tessera_top: last token: 39460 cycles charged, "), 1);
     assert_int_equal(count_lines(out), 3);
     assert_int_equal(run("nm '%s'", TB15), 0);
     assert_int_equal(lines_with(" T tessera_top") + lines_with(" t tessera_top"), 1);
@@ -936,6 +1017,7 @@ int main(void)
         cmocka_unit_test(test_lint_bad_fixture),
         cmocka_unit_test(test_lint_planted_typo),
         cmocka_unit_test(test_lint_usage),
+        cmocka_unit_test(test_slr_floorplan),
         cmocka_unit_test(test_make_n_xclbin),
         cmocka_unit_test(test_make_n_xclbin_monitors),
         cmocka_unit_test(test_make_n_xclbin_hw_emu),

@@ -626,9 +626,55 @@ static void wimage_config_mesh_options(void **state)
                      TSR_ERR_ARG);   /* past the trained context of a llama2.c file */
 }
 
+/* The PE-to-SLR assignment (tsr_layout.h tsr_lay_slr_pe0): whole mesh rows
+ * of the profile's columns, the first SLRs the lighter; every mesh row of
+ * every matrix (C_m dividing the mesh's columns) and every KV head group
+ * inside one SLR; the kernel's TSR_SLR_PE0 / TSR_SLR_OF of the compiled
+ * profile the same rule; the stories15m profile's three SLRs. */
+static void slr_assignment_keeps_rows_whole(void **state)
+{
+    (void)state;
+    /* stories15m: 32 PEs in rows of 4 over the U55C's 3 SLRs */
+    assert_int_equal(tsr_profile_slrs("stories15m"), 3);
+    assert_int_equal(tsr_profile_slrs("stories260k"), 1);
+    assert_int_equal(tsr_profile_slrs("generic"), 1);
+    static const uint32_t want[] = { 0, 8, 20, 32 };
+    for (uint32_t s = 0; s <= 3; s++) assert_int_equal(tsr_lay_slr_pe0(32, 4, 3, s), want[s]);
+    assert_int_equal(tsr_lay_slr_of(32, 4, 3, 7), 0);
+    assert_int_equal(tsr_lay_slr_of(32, 4, 3, 8), 1);
+    assert_int_equal(tsr_lay_slr_of(32, 4, 3, 11), 1);   /* the last attention PE */
+    assert_int_equal(tsr_lay_slr_of(32, 4, 3, 20), 2);
+    assert_int_equal(tsr_lay_slr_of(32, 4, 3, 31), 2);
+    /* any profile shape: contiguous, whole rows, rows of every C_m and KV
+     * groups of every split up to C inside one SLR */
+    for (uint32_t C = 1; C <= 16; C *= 2)
+        for (uint32_t R = 1; R <= 16; R++)
+            for (uint32_t S = 1; S <= 4 && S <= R; S++) {
+                uint32_t P = R * C, prev = 0;
+                assert_int_equal(tsr_lay_slr_pe0(P, C, S, 0), 0);
+                assert_int_equal(tsr_lay_slr_pe0(P, C, S, S), P);
+                for (uint32_t s = 1; s <= S; s++) {
+                    uint32_t b = tsr_lay_slr_pe0(P, C, S, s), n = b - prev;
+                    assert_true(b > prev && b % C == 0);
+                    assert_true(n / C == R / S || n / C == R / S + 1);
+                    prev = b;
+                }
+                for (uint32_t Cm = 1; Cm <= C; Cm *= 2)
+                    for (uint32_t p = 0; p < P; p++)
+                        assert_int_equal(tsr_lay_slr_of(P, C, S, p),
+                                         tsr_lay_slr_of(P, C, S, p / Cm * Cm));
+            }
+    /* the kernel's macros, for the profile it was built with */
+    for (uint32_t s = 0; s <= TSR_SLRS; s++)
+        assert_int_equal(TSR_SLR_PE0(s), tsr_lay_slr_pe0(TSR_PES, TSR_MAX_MESH_COLS, TSR_SLRS, s));
+    for (uint32_t p = 0; p < TSR_PES; p++)
+        assert_int_equal(TSR_SLR_OF(p), tsr_lay_slr_of(TSR_PES, TSR_MAX_MESH_COLS, TSR_SLRS, p));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(slr_assignment_keeps_rows_whole),
         cmocka_unit_test_setup(layout_every_row_in_one_tile, tm_reseed),
         cmocka_unit_test_setup(layout_kv_homes, tm_reseed),
         cmocka_unit_test_setup(configure_refusals, tm_reseed),

@@ -233,7 +233,7 @@ static void check_passes_against_run(const char *path, const char *tok, int pes,
     uint32_t nx = last_block((uint32_t)n_prompt - 1u, B, pos);
     assert_int_equal(counter_value(text, "cycles.position"), pos[nx - 1u]);
     tsr_plan_cycles c;
-    tsr_plan_pass(&pl.kc, pl.prof.sum_lanes, pl.prof.pes, pos, nx, 0, &c);
+    tsr_plan_pass(&pl.kc, pl.prof.sum_lanes, pl.prof.pes, &pl.slr, pos, nx, 0, &c);
     assert_cycles_equal(text, &c);
 
     /* the batch's last step: 3 items at lens[k] - 1 + n - 1 */
@@ -249,7 +249,7 @@ static void check_passes_against_run(const char *path, const char *tok, int pes,
     }
     assert_int_equal(tsr_device_kernel_counters(dev, text, sizeof text), TSR_OK);
     assert_int_equal(counter_value(text, "cycles.position"), pos[2]);
-    tsr_plan_pass(&pl.kc, pl.prof.sum_lanes, pl.prof.pes, pos, 3, 1, &c);
+    tsr_plan_pass(&pl.kc, pl.prof.sum_lanes, pl.prof.pes, &pl.slr, pos, 3, 1, &c);
     assert_cycles_equal(text, &c);
     for (int k = 0; k < 3; k++) tsr_seq_close(s[k]);
     tsr_model_close(m);
@@ -420,6 +420,32 @@ static void test_15m_regions_and_projection(void **state)
     assert_true(tok_s >= 7000.0);
     assert_true(share <= 0.30);
     assert_true(pl.tok_s >= 7000.0);
+
+    /* Its three SLRs (TSR_SLRS): PEs [0, 8), [8, 20), [20, 32), attention
+     * PEs 0..11 reaching SLR 1.  By hand, with TSR_D_SLR = 2 a crossing:
+     * per layer 4 input passes (the broadcast to SLR 2: 2 crossings, 4
+     * cycles each), 4 gathers (4 each), the QKV latch (1 crossing: 2) and
+     * the head outputs' collect (2); the classifier's input (4); the
+     * argmax tree 16 cycles against 10 (subtrees of 12 PEs: 4 levels, 3
+     * results: 2, 2 cycles a level, and 2 crossings: 4; against log2 32
+     * levels).  The emulator's counters above hold the kernel to the same
+     * charges. */
+    assert_int_equal(pl.slrs, 3);
+    assert_int_equal(pl.slr.bcast, 4);
+    assert_int_equal(pl.slr.gather, 4);
+    assert_int_equal(pl.slr.latch, 2);
+    assert_int_equal(pl.slr.collect, 2);
+    assert_int_equal(pl.slr.best, 6);
+    tsr_plan_cycles one;
+    uint32_t at = 255;
+    tsr_plan_pass(&pl.kc, pl.prof.sum_lanes, pl.prof.pes, NULL, &at, 1, 1, &one);
+    uint32_t L = pl.kc.n_layers;
+    assert_int_equal(L, 6);
+    assert_int_equal(pl.cyc.rg[TSR_RG_INPUT] - one.rg[TSR_RG_INPUT], (4 * L + 1) * 4);
+    assert_int_equal(pl.cyc.rg[TSR_RG_GATHER] - one.rg[TSR_RG_GATHER], L * (4 * 4 + 2));
+    assert_int_equal(pl.cyc.rg[TSR_RG_ATT_IO] - one.rg[TSR_RG_ATT_IO], L * 2);
+    assert_int_equal(pl.cyc.rg[TSR_RG_ARGMAX] - one.rg[TSR_RG_ARGMAX], 6);
+    assert_int_equal(pl.cyc.total - one.total, 226);
     unlink(path);
 }
 
@@ -455,7 +481,7 @@ static void test_15m_prefill_pass(void **state)
     assert_true(feed >= 8);
     uint32_t nx = last_block(feed, pl.prof.block, pos);
     tsr_plan_cycles c;
-    tsr_plan_pass(&pl.kc, pl.prof.sum_lanes, pl.prof.pes, pos, nx, 0, &c);
+    tsr_plan_pass(&pl.kc, pl.prof.sum_lanes, pl.prof.pes, &pl.slr, pos, nx, 0, &c);
     assert_cycles_equal(err, &c);
     /* the plan's prompt: 128 positions in 64 passes of 2, their sum */
     assert_int_equal(pl.prefill_tokens, 128);
@@ -463,7 +489,7 @@ static void test_15m_prefill_pass(void **state)
     uint64_t sum = 0;
     for (uint32_t p = 0; p < 128; p += 2) {
         uint32_t two[2] = { p, p + 1 };
-        tsr_plan_pass(&pl.kc, pl.prof.sum_lanes, pl.prof.pes, two, 2, 0, &c);
+        tsr_plan_pass(&pl.kc, pl.prof.sum_lanes, pl.prof.pes, &pl.slr, two, 2, 0, &c);
         sum += c.total;
     }
     assert_int_equal(pl.prefill_cycles, sum);
@@ -487,7 +513,7 @@ static void test_batch_projection(void **state)
     uint32_t pos[TSR_PLAN_MAX_ITEMS];
     for (int b = 0; b < pl.batch; b++) pos[b] = 200;
     tsr_plan_cycles c;
-    tsr_plan_pass(&pl.kc, pl.prof.sum_lanes, pl.prof.pes, pos, (uint32_t)pl.batch, 1, &c);
+    tsr_plan_pass(&pl.kc, pl.prof.sum_lanes, pl.prof.pes, &pl.slr, pos, (uint32_t)pl.batch, 1, &c);
     assert_int_equal(pl.batch_cyc.total, c.total);
     /* one pass for all: more cycles than one sequence's step, fewer than
      * that many steps */
@@ -496,7 +522,7 @@ static void test_batch_projection(void **state)
     /* the generic profile's blocks of 64: 128 positions in 2 passes */
     assert_int_equal(pl.block, 64);
     assert_int_equal(pl.prefill_passes, 2);
-    assert_int_equal(pl.prefill_cycles, tsr_plan_prefill(&pl.kc, pl.prof.sum_lanes, pl.prof.pes,
+    assert_int_equal(pl.prefill_cycles, tsr_plan_prefill(&pl.kc, pl.prof.sum_lanes, pl.prof.pes, &pl.slr,
                                                          128, 64, NULL));
     static char buf[1 << 16], want[256];
     tsr_plan_format(&pl, "m", 0, buf, sizeof buf);

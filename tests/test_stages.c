@@ -56,6 +56,15 @@
 #include "test_util.h"
 #include "weight_image.h"
 
+/* The compiled profile's SLR crossings, as the kernel charges them. */
+static const tsr_cy_slr *slr_cy_of(void)
+{
+    static tsr_cy_slr f;
+    f = TSR_CY_SLR;
+    return &f;
+}
+#define slr_cy (*slr_cy_of())
+
 enum { MAXK = 5, NGEN = 40, PES = 4 };
 
 /* One stage: its state and config. */
@@ -309,7 +318,7 @@ static void plan_equals_stage_counters(void **state)
         const tsr_kstate *st = sp.s[k].st;
         assert_int_equal(st->cnt.last_pos, pos);
         tsr_plan_cycles c;
-        tsr_plan_pass(&sp.s[k].kc, TSR_SUM_LANES, TSR_PES, &pos, 1, 1, &c);
+        tsr_plan_pass(&sp.s[k].kc, TSR_SUM_LANES, TSR_PES, &slr_cy, &pos, 1, 1, &c);
         for (int r = 0; r < TSR_RG_COUNT; r++) {
             uint64_t run = st->cnt.cyc[r] - st->cnt.cyc_mark[r];
             if (run != c.rg[r])
@@ -770,15 +779,15 @@ static void api_pipeline_110m(void **state)
     tsr_kconfig kc;
     assert_int_equal(tsr_wimage_config(ck, &o, &mesh, &prof, &kc, &e), TSR_OK);
     uint32_t bounds[5];
-    tsr_plan_card_split(&kc, TSR_SUM_LANES, TSR_PES, 4, bounds);
+    tsr_plan_card_split(&kc, TSR_SUM_LANES, TSR_PES, &slr_cy, 4, bounds);
     for (int c = 0; c < 4; c++) {
         assert_int_equal(p1.first_layer[c], bounds[c]);
         assert_int_equal(p1.n_layers[c], bounds[c + 1] - bounds[c]);
     }
     tsr_plan_pipe pp1, pp4;
     uint32_t mid = NP + PIPE_GEN / 2u;
-    tsr_plan_pipeline(&kc, TSR_SUM_LANES, TSR_PES, bounds, 4, mid, 1, &pp1);
-    tsr_plan_pipeline(&kc, TSR_SUM_LANES, TSR_PES, bounds, 4, mid, PIPE_SEQS, &pp4);
+    tsr_plan_pipeline(&kc, TSR_SUM_LANES, TSR_PES, &slr_cy, bounds, 4, mid, 1, &pp1);
+    tsr_plan_pipeline(&kc, TSR_SUM_LANES, TSR_PES, &slr_cy, bounds, 4, mid, PIPE_SEQS, &pp4);
     print_message("plan: one sequence %.0f cycles/token, four %.0f (%.2fx)\n", (double)pp1.round,
                   pp4.cycles_per_token, (double)pp1.round / pp4.cycles_per_token);
     assert_true(fabs(c1 / (double)pp1.round - 1.0) < 0.05);

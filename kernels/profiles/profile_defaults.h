@@ -41,3 +41,12 @@
 #ifndef TSR_CLOCK_MHZ
 #define TSR_CLOCK_MHZ       0
 #endif
+/* The SLRs (super logic regions, the dies of a stacked-silicon part) the
+ * compute unit spans: 1, or up to 4 when its PE memories need more than
+ * one SLR's.  The PEs are assigned to SLRs by contiguous index ranges of
+ * whole mesh rows (TSR_SLR_PE0, tsr_profile.h), and every word that
+ * crosses between SLRs passes TSR_D_SLR registers a crossing (tsr_arch.h;
+ * mesh.c, attention.c). */
+#ifndef TSR_SLRS
+#define TSR_SLRS            1
+#endif

@@ -18,10 +18,11 @@
  * about 2.5 M LUTs against the 0.86 M the ceiling allows; LUTs, then
  * UltraRAM, bound it now.
  * `tessera plan --shape stories15M --part u55c --profile stories15m`
- * projects 7,646 tokens/s at position 255 (9,256 over a whole context) at
+ * projects 7,603 tokens/s at position 255 (9,192 over a whole context) at
  * the 300 MHz it targets (TSR_CLOCK_MHZ) from the kernel's own cycle
- * accounting; unverified until a first csynth, and closing timing at
- * 300 MHz across the U55C's SLRs is not shown (docs/hls-flow.md).
+ * accounting, the SLR crossings' register stages included (TSR_SLRS);
+ * unverified until a first csynth, and closing timing at 300 MHz across
+ * the U55C's SLRs is not shown (docs/hls-flow.md).
  *
  * Resource estimate (tessera plan --profile stories15m, checked by
  * tests/test_plan.c): the TSR_EST_* lines below.
@@ -76,5 +77,12 @@
 /* The kernel clock it targets: the Alveo platforms' default (UG1120),
  * the clock tsr_arch.h's pipeline depths assume. */
 #define TSR_CLOCK_MHZ         300
+
+/* The U55C's three SLRs: 656 UltraRAM need all three (320 each, two hold
+ * 640).  PEs [0, 8), [8, 20), [20, 32) (tsr_profile.h TSR_SLR_PE0: whole
+ * mesh rows of 4, the first SLR one row fewer, since its PEs all hold KV
+ * cache): 224, 240 and 192 UltraRAM.  A word crossing an SLR boundary
+ * passes a register stage (TSR_D_SLR, tsr_arch.h); docs/hls-flow.md. */
+#define TSR_SLRS              3
 
 #endif
