@@ -123,8 +123,16 @@ static int shape_unbuilt(const tsr_kconfig *c)
         return 1;
     if (c->dtype == TSR_KDT_F32 && !TSR_WITH_F32) return 1;
     /* datapaths the profile did not build */
-    return (c->q4_kinds != 0 && !TSR_WITH_Q4) || (c->kv_dtype == TSR_KV_F16 && !TSR_WITH_KV_F16) ||
-           (c->kv_dtype == TSR_KV_INT8 && !TSR_WITH_KV_INT8);
+    if ((c->q4_kinds != 0 && !TSR_WITH_Q4) || (c->kv_dtype == TSR_KV_F16 && !TSR_WITH_KV_F16) ||
+        (c->kv_dtype == TSR_KV_INT8 && !TSR_WITH_KV_INT8))
+        return 1;
+    /* mesh-row roots at PEs without a root datapath: W13's columns, and
+     * the classifier's where this stage holds it, a multiple of the
+     * profile's (mesh.c TSR_SWIGLU_ROOT, TSR_BEST_ROOT) */
+    uint32_t cls = tsr_lay_mat_wcls(c), dc, nc, pc;
+    tsr_lay_mat_shape(c, cls, &dc, &nc, &pc);
+    return (tsr_lay_mat_cols(c, TSR_MAT_LAYER(0u, TSR_W_13)) & (TSR_W13_COLS - 1u)) != 0 ||
+           (dc != 0 && (tsr_lay_mat_cols(c, cls) & (TSR_CLS_COLS - 1u)) != 0);
 }
 
 /* Shapes and mesh within the profile?  TSR_K_OK, TSR_K_EARG (not a valid

@@ -32,6 +32,7 @@
 #include "plan.h"
 #include "run_capture.h"
 #include "test_util.h"
+#include "tsr_kernel.h"
 #include "xclbin_meta.h"
 
 #ifndef TSR_SOURCE_DIR
@@ -928,6 +929,72 @@ static void test_tb15_detects_mismatch(void **state)
     unlink(path);
 }
 
+/* The synthetic stories15M's image alone (no emulator answer): for the
+ * tests that need CONFIGURE's answer only. */
+static int tb15_image_setup(void **state)
+{
+    tb15_fixture *fx = calloc(1, sizeof *fx);
+    if (!fx) return -1;
+    snprintf(fx->dir, sizeof fx->dir, "%s/csim/t15_XXXXXX", TSR_BUILD_DIR);
+    if (!mkdtemp(fx->dir)) { free(fx); return -1; }
+    snprintf(fx->model, sizeof fx->model, "%s/stories15M_q8.bin", fx->dir);
+    snprintf(fx->image, sizeof fx->image, "%s/stories15m.timg", fx->dir);
+    int st = run("'" TESSERA_BIN "' synth --shape stories15M --q8 -o '%s'", fx->model);
+    if (!st) st = run("'%s' '%s' '%s' 'Once upon a time' '%s' 0 stories15m q8", IMAGER, fx->model,
+                      SHARED_MODEL("tokenizer.bin"), fx->image);
+    if (st != 0) {
+        print_message("%s", out);
+        rm_tree(fx->dir);
+        free(fx);
+        return -1;
+    }
+    *state = fx;
+    return 0;
+}
+
+/* The stories15m profile builds SwiGLU at every second PE only
+ * (TSR_W13_COLS 2: W13 takes 2 of the 8 x 4 mesh's columns).  The same
+ * image with its CONFIGURE block saying a 32 x 1 mesh (W13 on one column,
+ * a root at every PE): CONFIGURE answers TSR_K_ESHAPE, the kernel's own
+ * check (tsr_kernel.c shape_unbuilt), and nothing is decoded.  The
+ * driver refuses that mesh before it reaches the kernel, naming the
+ * profile (tsr_wimage_check_profile). */
+static void test_tb15_refuses_unbuilt_roots(void **state)
+{
+    tb15_fixture *fx = *state;
+    size_t n;
+    char *img = slurp(fx->image, &n);
+    uint32_t w[3];
+    memcpy(w, img, sizeof w);
+    size_t cfg = 4u * (3u + w[2]);   /* after the magic, version, prompt */
+    uint32_t rows = 32, cols = 1, was[2];
+    memcpy(was, img + cfg + 4u * 11u, sizeof was);
+    assert_int_equal(was[0], 8);     /* tsr_kconfig's mesh_rows, mesh_cols */
+    assert_int_equal(was[1], 4);
+    memcpy(img + cfg + 4u * 11u, &rows, 4);
+    memcpy(img + cfg + 4u * 12u, &cols, 4);
+    char path[160];
+    snprintf(path, sizeof path, "%s/mesh32x1.timg", fx->dir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(img, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+    free(img);
+    char want[64];
+    snprintf(want, sizeof want, "command 0 (CONFIGURE): status %d", TSR_K_ESHAPE);
+    assert_int_equal(run("'%s' '%s' '%s' 3", TB15, path, REF), 1);
+    assert_int_equal(lines_with(want), 1);
+    assert_int_equal(lines_with("tb_tessera_top: FAIL: "), 1);
+    // the 8 x 4 image as written: configured
+    assert_int_equal(run("'%s' '%s' '%s' 3", TB15, fx->image, REF), 1);   /* 260K's tokens */
+    assert_int_equal(lines_with("(CONFIGURE): status"), 0);
+    // the driver's own refusal, before the kernel
+    assert_int_equal(run("'%s' '%s' '%s' 'Once upon a time' '%s/x.timg' 0 stories15m q8 1",
+                         IMAGER, fx->model, SHARED_MODEL("tokenizer.bin"), fx->dir), 1);
+    assert_int_equal(lines_with("on a 32 x 1 mesh W13 splits over 1 mesh column, and the "
+                                "stories15m profile builds its roots every 2 PEs only"), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -953,6 +1020,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tb_truncated_image, tb_setup, tb_teardown),
         cmocka_unit_test_setup_teardown(test_tb15_matches_emulator, tb15_setup, tb15_teardown),
         cmocka_unit_test_setup_teardown(test_tb15_detects_mismatch, tb15_setup, tb15_teardown),
+        cmocka_unit_test_setup_teardown(test_tb15_refuses_unbuilt_roots, tb15_image_setup,
+                                        tb15_teardown),
     };
     return cmocka_run_group_tests_name("hls_flow", tests, NULL, NULL);
 }

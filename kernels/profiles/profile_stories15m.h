@@ -64,14 +64,16 @@
 #define TSR_PE_ROWS           1024u     /* the classifier's 1,000 rows a PE, and room */
 #define TSR_PE_ATT            128       /* one query head x 128 positions at most */
 #define TSR_KV_URAM           1
+#define TSR_W13_COLS          2    /* W13 takes 2 of the 8 x 4 mesh's columns (the
+                                      classifier 1): SwiGLU at the 16 even PEs only */
 
 /* Resource estimate: what tessera plan --profile stories15m computes for these
  * arrays and this datapath (tests/test_plan.c holds them equal). */
 #define TSR_EST_URAM          656
 #define TSR_EST_BRAM36        1212
-#define TSR_EST_DSP           2871
-#define TSR_EST_LUT           698088
-#define TSR_EST_FF            629797
+#define TSR_EST_DSP           2743
+#define TSR_EST_LUT           649352
+#define TSR_EST_FF            574165
 
 /* The kernel clock it targets: the Alveo platforms' default (UG1120),
  * the clock tsr_arch.h's pipeline depths assume. */
