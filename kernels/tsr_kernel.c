@@ -777,18 +777,25 @@ fwd_prefill_items:
 
 /* A decode step's items: each sequence still going (not cancelled, short
  * of its n and of seq_len) feeds its pending token; seq_of its sequence,
- * *temp / *top_p its sampler. */
-static uint32_t fwd_items_decode(const tsr_kstate *st, fwd_run *r, volatile const uint32_t *hdr,
+ * *temp / *top_p its sampler.  The cancel words are read every step (the
+ * host's cancel stops a sequence within a token, tsr_seq_cancel), each a
+ * volatile read of ctl in host memory, one after another: 1 + the live
+ * sequences' reads of TSR_D_HOSTRD each, charged to the sampling region.
+ * (After a step the next step's reads come first, so a pass's cycles,
+ * cyc - cyc_mark, hold the reads that follow it: 1 + nx in a run of
+ * sequences that go on, what plan projects.) */
+static uint32_t fwd_items_decode(tsr_kstate *st, fwd_run *r, volatile const uint32_t *hdr,
                                  tsr_item *items, float *temp, float *top_p, uint32_t *seq_of)
 {
     dec_seqs *d = &r->d;
-    uint32_t nx = 0;
+    uint32_t nx = 0, reads = 1;
     int stop_all = TSR_OBSERVE(&hdr[TSR_CTL_CANCEL]) != 0;
 fwd_decode_items:
     for (uint32_t k = 0; k < d->m; k++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_BATCH
         uint32_t sl = d->slot[k];
         if (!d->live[k]) continue;
+        reads += stop_all ? 0u : 1u;   /* the slot's word, unless the step stops */
         if (stop_all || TSR_OBSERVE(&hdr[TSR_CTL_CANCEL_SLOT(sl)]) || d->done[k] >= d->n[k] ||
             (uint32_t)st->pos[sl] >= st->cfg.seq_len) {
             d->live[k] = 0;
@@ -804,6 +811,7 @@ fwd_decode_items:
         seq_of[nx] = k;
         nx++;
     }
+    TSR_CHARGE(st, TSR_RG_SAMPLE, tsr_cy_host_reads(reads));
     return nx;
 }
 
