@@ -827,6 +827,79 @@ static void test_tb_truncated_image(void **state)
     unlink(path);
 }
 
+/* ------------------------------ csim testbench, stories260k in Q8_0 ---- */
+
+#define EMUREF    TSR_BUILD_DIR "/csim/tsr_csim_emuref"
+#define TBQ8_N    196
+#define TBQ8_POS  199   /* the last pass: the prompt's 5 tokens + 196 - 2 */
+
+typedef struct tbq8_fixture {
+    char dir[96];
+    char image[160], tokens[160], logits[160];
+    char cycles[32];     /* tessera plan's cycles/token at TBQ8_POS */
+} tbq8_fixture;
+
+/* stories260K in Q8_0 at group 32 (the driver's quantizer) for the
+ * stories260k profile's 4 x 1 mesh, the generic emulator's tokens and
+ * last logits on that mesh, and plan's cycles for the last token's
+ * position (make csim-gcc's second run). */
+static int tbq8_setup(void **state)
+{
+    tbq8_fixture *fx = calloc(1, sizeof *fx);
+    if (!fx) return -1;
+    snprintf(fx->dir, sizeof fx->dir, "%s/csim/tq8_XXXXXX", TSR_BUILD_DIR);
+    if (!mkdtemp(fx->dir)) { free(fx); return -1; }
+    snprintf(fx->image, sizeof fx->image, "%s/stories260k_q8.timg", fx->dir);
+    snprintf(fx->tokens, sizeof fx->tokens, "%s/emu.tokens", fx->dir);
+    snprintf(fx->logits, sizeof fx->logits, "%s/emu.logits", fx->dir);
+    const char *model = SHARED_MODEL("stories260K.bin"), *tok = SHARED_MODEL("tok512.bin");
+    int st = run("'%s' '%s' '%s' 'Once upon a time' '%s' 4 stories260k q8", IMAGER, model, tok,
+                 fx->image);
+    if (!st) st = run("'%s' '%s' '%s' 'Once upon a time' %d 1 '%s' '%s' emu:pes=4,cols=1,kvsplit=1",
+                      EMUREF, model, tok, TBQ8_N, fx->tokens, fx->logits);
+    if (!st) st = run("'" TESSERA_BIN "' plan -m '%s' --part u55c --profile stories260k --pes 4 "
+                      "--pos %d", model, TBQ8_POS);
+    const char *at = st ? NULL : strstr(out, "cycles/token at position 199: ");
+    if (!at || sscanf(at + strlen("cycles/token at position 199: "), "%31[0-9]", fx->cycles) != 1) {
+        print_message("%s", out);
+        rm_tree(fx->dir);
+        free(fx);
+        return -1;
+    }
+    *state = fx;
+    return 0;
+}
+
+static int tbq8_teardown(void **state)
+{
+    tbq8_fixture *fx = *state;
+    rm_tree(fx->dir);
+    free(fx);
+    return 0;
+}
+
+/* The stories260k profile's Q8_0 tile (pe_tile_q8 at group 32, what
+ * stories15m runs) in C simulation: tessera_top decodes the emulator's
+ * 196 tokens, its last logits bit for bit, and the last token is charged
+ * plan's cycles for its position (53,332); a figure one off fails. */
+static void test_tb_q8_matches_emulator(void **state)
+{
+    tbq8_fixture *fx = *state;
+    assert_string_equal(fx->cycles, "53332");
+    assert_int_equal(run("'%s' '%s' '%s' 0 '%s' %s", TB, fx->image, fx->tokens, fx->logits,
+                         fx->cycles), 0);
+    assert_int_equal(lines_with("tb_tessera_top: PASS: 5 prompt + 196 decoded tokens match the "
+                                "reference (profile stories260k, "), 1);
+    assert_int_equal(lines_with("tb_tessera_top: logits: 1 x 512 bit-identical to "), 1);
+    assert_int_equal(lines_with("tb_tessera_top: last token: 53332 cycles charged, "), 1);
+    assert_int_equal(count_lines(out), 3);
+    /* the image is Q8_0: its tokens part from the F32 run's (run.c's) */
+    assert_int_not_equal(run("'%s' '%s' '%s'", TB, fx->image, REF), 0);
+    /* a cycle figure that is not the code's */
+    assert_int_equal(run("'%s' '%s' '%s' 0 '%s' 53333", TB, fx->image, fx->tokens, fx->logits), 1);
+    assert_int_equal(lines_with("the last token's 53332 cycles are not plan's 53333"), 1);
+}
+
 /* ------------------------------------- csim testbench, stories15m ---- */
 
 typedef struct tb15_fixture {
@@ -1018,6 +1091,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tb_matches_reference, tb_setup, tb_teardown),
         cmocka_unit_test_setup_teardown(test_tb_detects_mismatch, tb_setup, tb_teardown),
         cmocka_unit_test_setup_teardown(test_tb_truncated_image, tb_setup, tb_teardown),
+        cmocka_unit_test_setup_teardown(test_tb_q8_matches_emulator, tbq8_setup, tbq8_teardown),
         cmocka_unit_test_setup_teardown(test_tb15_matches_emulator, tb15_setup, tb15_teardown),
         cmocka_unit_test_setup_teardown(test_tb15_detects_mismatch, tb15_setup, tb15_teardown),
         cmocka_unit_test_setup_teardown(test_tb15_refuses_unbuilt_roots, tb15_image_setup,
