@@ -328,8 +328,14 @@ static void eval_card_datapath(const tsr_kconfig *kc, const tsr_kprofile *pf, in
     int with_f32 = with_profile ? (int)pf->with_f32 : !q8;
     int with_q4 = with_profile ? (int)pf->with_q4 : kc->q4_kinds != 0;
     if (with_profile) kv_paths = tsr_fit_kv_paths(pf);
-    res->dsp = tsr_fit_dsp_count(P, kc->att_pes, kc->mesh_cols, kc->kv_split, with_f32, with_q4, kv_paths,
-                         pf->sum_lanes, &res->dsp_pe);
+    /* the roots the code builds: the profile's, or (a profile written for
+     * this model) at W13's and the classifier's own columns */
+    uint32_t wcls = tsr_lay_mat_wcls(kc), dc, nc, pc;
+    tsr_lay_mat_shape(kc, wcls, &dc, &nc, &pc);
+    uint32_t w13_cols = with_profile ? pf->w13_cols : tsr_lay_mat_cols(kc, TSR_MAT_LAYER(0u, TSR_W_13));
+    uint32_t cls_cols = with_profile ? pf->cls_cols : dc ? tsr_lay_mat_cols(kc, wcls) : 1u;
+    res->dsp = tsr_fit_dsp_count(P, kc->att_pes, kc->mesh_cols, kc->kv_split, w13_cols, with_f32,
+                                 with_q4, kv_paths, pf->sum_lanes, &res->dsp_pe);
     tsr_fit_dp d = {
         .pes = P, .att_pes = kc->att_pes, .cols = kc->mesh_cols, .kv_split = kc->kv_split,
         .sum_lanes = pf->sum_lanes, .block = pf->block ? pf->block : 1u,
@@ -340,6 +346,7 @@ static void eval_card_datapath(const tsr_kconfig *kc, const tsr_kprofile *pf, in
         .xs_words = (nmax + kc->group + TSR_LANES) / kc->group, .att_words = (uint32_t)mx->att,
         .acc_words = (uint32_t)(sl > hs ? sl : hs),
         .ao_words = (uint32_t)mx->ao, .qkv_words = kc->dim + 2u * tsr_lay_kv_dim(kc),
+        .w13_cols = w13_cols, .cls_cols = cls_cols,
     };
     tsr_plan_fabric_to(&d, res);
 }

@@ -233,16 +233,22 @@ void tsr_plan_pipeline(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profi
  * matrix for all nx (each PE's tile read once: its steps nx times, its
  * pipeline's depth once; the tree levels and root steps once an item).
  * classify 0: a prefill block (positions of one slot, no classifier);
- * 1: a greedy decode step of nx sequences (the classifier, each item's
- * distributed argmax and its id to the host).  sum_lanes and profile_pes
- * are the profile's TSR_SUM_LANES and TSR_PES (the reduction order, and
- * the PEs the argmax tree spans); slr what its SLR crossings add
- * (kernels/tsr_cycles.h tsr_cy_slr_of of the profile: TSR_CY_SLR; NULL:
- * one SLR, nothing). */
+ * TSR_PLAN_CLASSIFY: a greedy pass of nx sequences (the classifier, each
+ * item's distributed argmax and its id to the host: a FORWARD that
+ * samples); TSR_PLAN_DECODE: a greedy step of a DECODE(_BATCH) of nx
+ * sequences, that and the cancel words the kernel reads from host memory
+ * every step (1 + nx reads of TSR_D_HOSTRD, tsr_kernel.c
+ * fwd_items_decode).  sum_lanes and profile_pes are the profile's
+ * TSR_SUM_LANES and TSR_PES (the reduction order, and the PEs the argmax
+ * tree spans); slr what its SLR crossings add (kernels/tsr_cycles.h
+ * tsr_cy_slr_of of the profile: TSR_CY_SLR; NULL: one SLR, nothing). */
+#define TSR_PLAN_CLASSIFY 1
+#define TSR_PLAN_DECODE   3   /* TSR_PLAN_CLASSIFY | the cancel words */
 void tsr_plan_pass(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
                    const tsr_cy_slr *slr, const uint32_t *pos, uint32_t nx, int classify, tsr_plan_cycles *c);
 
-/* One greedy decode step at pos: tsr_plan_pass of one item. */
+/* One greedy decode step at pos: tsr_plan_pass of one item
+ * (TSR_PLAN_DECODE). */
 void tsr_plan_step(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
                    const tsr_cy_slr *slr, uint32_t pos, tsr_plan_cycles *c);
 

@@ -193,6 +193,10 @@ static void plan_fixed(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profi
         step_gemv(&L, tsr_lay_mat_wcls(kc), 1, nx, rg);
         rg[TSR_RG_ARGMAX] += (uint64_t)nx * (tsr_cy_log2(profile_pes) * TSR_D_CMP + slr->best);
         rg[TSR_RG_SAMPLE] += (uint64_t)nx * TSR_D_BUS;
+        /* a DECODE step: the cancel word and each sequence's, read from
+         * host memory one after another (fwd_items_decode) */
+        if ((classify & TSR_PLAN_DECODE) == TSR_PLAN_DECODE)
+            rg[TSR_RG_SAMPLE] += tsr_cy_host_reads(1u + nx);
     }
 }
 
@@ -251,7 +255,7 @@ void tsr_plan_pass(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_p
 void tsr_plan_step(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
                    const tsr_cy_slr *slr, uint32_t pos, tsr_plan_cycles *c)
 {
-    tsr_plan_pass(kc, sum_lanes, profile_pes, slr, &pos, 1, 1, c);
+    tsr_plan_pass(kc, sum_lanes, profile_pes, slr, &pos, 1, TSR_PLAN_DECODE, c);
 }
 
 uint64_t tsr_plan_prefill(const tsr_kconfig *kc, uint32_t sum_lanes, uint32_t profile_pes,
@@ -298,7 +302,10 @@ int tsr_plan_project(const tsr_plan_req *rq, const tsr_part *part, tsr_plan *out
     out->pos = rq->pos < 0 ? (int)seq - 1 : rq->pos;
     uint32_t ppes = out->with_profile ? out->prof.pes : (uint32_t)pes, at = (uint32_t)out->pos;
     tsr_plan_cycles fixed;   /* tsr_plan_step's, but for attention */
-    pass_fixed(kc, out->prof.sum_lanes, ppes, &out->slr, 1, 1, &fixed);
+    /* one card runs DECODE (its cancel words read every step); a split
+     * runs the host's FORWARD on each stage */
+    int what = K > 1 ? TSR_PLAN_CLASSIFY : TSR_PLAN_DECODE;
+    pass_fixed(kc, out->prof.sum_lanes, ppes, &out->slr, 1, what, &fixed);
     pass_at(&fixed, kc, out->prof.sum_lanes, &out->slr, &at, 1, &out->cyc);
     out->cyc.links = link_cycles(kc, K, 1);
     out->cyc.total += out->cyc.links;
@@ -352,7 +359,8 @@ void tsr_plan_project_passes(tsr_plan *out)
     if (nb < 1u) nb = 1u;
     for (uint32_t b = 0; b < nb; b++) pos[b] = (uint32_t)out->pos;
     out->batch = (int)nb;
-    tsr_plan_pass(kc, sl, ppes, &out->slr, pos, nb, 1, &out->batch_cyc);
+    tsr_plan_pass(kc, sl, ppes, &out->slr, pos, nb,
+                  out->cards > 1 ? TSR_PLAN_CLASSIFY : TSR_PLAN_DECODE, &out->batch_cyc);
     out->batch_cyc.links = link_cycles(kc, out->cards, nb);
     out->batch_cyc.total += out->batch_cyc.links;
     if (out->clock_mhz > 0) {

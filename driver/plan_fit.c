@@ -136,24 +136,31 @@ static void pe_mac(const tsr_fit_dp *d, acc *a)
     counters(a, 3, 32);
 }
 
-/* Every PE: pe_root (mesh.c; INLINE off and called from root_pe through
- * TSR_RUN_PES, so the unrolled PE loop places it on every PE, not only
- * where a mesh row's root is): pe_swiglu's fabric expf, its divide
- * 1/(1+e), the add and two multiplies; pe_best's TSR_VEC lanes of
- * compare-select (value and row, 64 bits) and their tree, each tree node
- * comparing values twice (>, ==) and rows once. */
-static void pe_root(acc *a)
+/* The roots' PEs (mesh.c, each INLINE off and placed by the unrolled PE
+ * loop only where TSR_SWIGLU_ROOT / TSR_BEST_ROOT hold): pe_root, at
+ * every w13_cols-th PE: pe_swiglu's fabric expf, its divide 1/(1+e), the
+ * add and two multiplies, two counters; pe_root_best, at every
+ * cls_cols-th PE: pe_best's TSR_VEC lanes of compare-select (value and
+ * row, 64 bits) and their tree, each tree node comparing values twice (>,
+ * ==) and rows once, two counters. */
+static void root_swiglu(acc *a)
 {
     add(a, OP_FEXPF, 1);
     add(a, OP_FDIV, 1);
     add(a, OP_FADD, 1);
     add(a, OP_FMUL, 2);
+    counters(a, 2, 32);
+}
+static void root_best(acc *a)
+{
     add(a, OP_FCMP, TSR_VEC + 2.0 * (TSR_VEC - 1));
     add(a, OP_MUX4BIT, (2.0 * TSR_VEC - 1) * 64.0 * mux_luts(2));
     add(a, OP_ADDBIT, (TSR_VEC - 1) * 32.0);
     add(a, OP_REGBIT, TSR_VEC * 64.0);
-    counters(a, 3, 32);
+    counters(a, 2, 32);
 }
+
+uint32_t tsr_fit_root_pes(uint32_t P, uint32_t cols) { return cdiv(P, cols ? cols : 1u); }
 
 /* Every PE: the arrays tessera_top binds to LUTRAM (tsr_kernel.c, the
  * TSR_*_LUT choices): psum (TSR_VEC banks), the broadcast input's int8
@@ -325,7 +332,12 @@ void tsr_fit_fabric_of(const tsr_fit_dp *d, tsr_fit_fabric *f)
     acc one[TSR_FIT_GROUPS];
     memset(one, 0, sizeof one);
     pe_mac(d, &one[TSR_FIT_MAC]);
-    pe_root(&one[TSR_FIT_ROOT]);
+    acc sw = { 0, 0 }, best = { 0, 0 };
+    root_swiglu(&sw);
+    root_best(&best);
+    double nsw = tsr_fit_root_pes(d->pes, d->w13_cols), nbest = tsr_fit_root_pes(d->pes, d->cls_cols);
+    one[TSR_FIT_ROOT].lut = nsw * sw.lut + nbest * best.lut;
+    one[TSR_FIT_ROOT].ff = nsw * sw.ff + nbest * best.ff;
     pe_mem(d, &one[TSR_FIT_PEMEM]);
     tree_step(&one[TSR_FIT_TREE]);
     att_pe(d, &one[TSR_FIT_ATT]);
@@ -335,7 +347,7 @@ void tsr_fit_fabric_of(const tsr_fit_dp *d, tsr_fit_fabric *f)
     ctrl_mux(d, &one[TSR_FIT_MUX]);
     ctrl_ops(d, &one[TSR_FIT_CTRL]);
     long ups = up_steps(d->att_pes, d->kv_split), downs = down_steps(d->att_pes, d->kv_split);
-    double n[TSR_FIT_GROUPS] = { d->pes, d->pes, d->pes, (double)up_steps(d->pes, d->cols),
+    double n[TSR_FIT_GROUPS] = { d->pes, 1, d->pes, (double)up_steps(d->pes, d->cols),
                                  d->att_pes, 1, 1, 1 };
     one[TSR_FIT_ATTTREE].lut = ups * up.lut + downs * down.lut;
     one[TSR_FIT_ATTTREE].ff = ups * up.ff + downs * down.ff;
@@ -345,14 +357,14 @@ void tsr_fit_fabric_of(const tsr_fit_dp *d, tsr_fit_fabric *f)
         f->lut += f->g_lut[g];
         f->ff += f->g_ff[g];
     }
-    /* PE 0: its tiles, root, memories, a tree step at every level, its
-     * attention datapath and an up step at every group level */
+    /* PE 0: its tiles, both roots, memories, a tree step at every level,
+     * its attention datapath and an up step at every group level */
     long levels = 0, qlevels = 0;
     for (uint32_t s = 1; s < d->cols; s *= 2u) levels++;
     for (uint32_t s = 1; s < d->kv_split; s *= 2u) qlevels++;
-    double pe = one[TSR_FIT_MAC].lut + one[TSR_FIT_ROOT].lut + one[TSR_FIT_PEMEM].lut +
+    double pe = one[TSR_FIT_MAC].lut + sw.lut + best.lut + one[TSR_FIT_PEMEM].lut +
                 levels * one[TSR_FIT_TREE].lut;
-    double pf = one[TSR_FIT_MAC].ff + one[TSR_FIT_ROOT].ff + one[TSR_FIT_PEMEM].ff +
+    double pf = one[TSR_FIT_MAC].ff + sw.ff + best.ff + one[TSR_FIT_PEMEM].ff +
                 levels * one[TSR_FIT_TREE].ff;
     if (d->att_pes) {
         pe += one[TSR_FIT_ATT].lut + qlevels * up.lut;
@@ -388,6 +400,8 @@ void tsr_fit_dp_of_profile(const tsr_kprofile *p, tsr_fit_dp *d)
     d->acc_words = p->seq > p->head_size ? p->seq : p->head_size;   /* TSR_ATT_ACC */
     d->ao_words = p->dim;                            /* TSR_MAX_QGROUP */
     d->qkv_words = 3u * p->dim;                      /* TSR_MAX_QKV */
+    d->w13_cols = p->w13_cols;                       /* TSR_W13_COLS */
+    d->cls_cols = p->cls_cols;                       /* TSR_CLS_COLS */
 }
 
 /* ------------------------------------------------------------------------ */
@@ -523,15 +537,18 @@ long tsr_fit_ctrl_blocks(uint64_t dim, uint64_t kvd, uint64_t vocab, uint64_t la
 /* Every PE: the Q8 tile's scale path (two multiplies, an add: mesh.c
  * pe_tile_q8; its int8 products are LUTs, BIND_OP fabric), the Q4 tile's
  * (the same, its own function: a profile with Q4_0), the F32 tile's
- * multiply-add (a profile with F32), SwiGLU (two multiplies, an add; its
- * expf in LUTs, BIND_OP fabric; the divide uses none). */
+ * multiply-add (a profile with F32). */
 static long dsp_pe(int with_f32, int with_q4)
 {
-    long d = 2 * DSP_FMUL + DSP_FADD + 2 * DSP_FMUL + DSP_FADD;
+    long d = 2 * DSP_FMUL + DSP_FADD;
     if (with_q4) d += 2 * DSP_FMUL + DSP_FADD;
     if (with_f32) d += DSP_FMUL + DSP_FADD;
     return d;
 }
+
+/* A W13 root (mesh.c pe_root, pe_swiglu): two multiplies, an add; its
+ * expf in LUTs (BIND_OP fabric), the divide uses none. */
+#define DSP_SWIGLU         (2 * DSP_FMUL + DSP_FADD)
 
 /* Tree-step instances: a level s < C's receivers p < P (p % 2s == 0, p + s
  * < P), one instance each, as the unrolled tree levels place them (mesh.c
@@ -605,10 +622,11 @@ static long dsp_ctrl(uint32_t sum_lanes)
 }
 
 /* The DSPs of P PEs (att_pes of them with attention, trees over C mesh
- * columns and Q PEs a KV head), the busiest PE's in *per_pe (PE 0: a
- * receiver at every level). */
-long tsr_fit_dsp_count(uint32_t P, uint32_t att_pes, uint32_t C, uint32_t Q, int with_f32,
-                      int with_q4, uint32_t kv_paths, uint32_t sum_lanes, long *per_pe)
+ * columns and Q PEs a KV head, SwiGLU every w13_cols PEs), the busiest
+ * PE's in *per_pe (PE 0: a root, a receiver at every level). */
+long tsr_fit_dsp_count(uint32_t P, uint32_t att_pes, uint32_t C, uint32_t Q, uint32_t w13_cols,
+                      int with_f32, int with_q4, uint32_t kv_paths, uint32_t sum_lanes,
+                      long *per_pe)
 {
     uint32_t parts = sum_lanes >= TSR_FADD_LAT ? TSR_FADD_LAT : 1u;
     uint32_t pe_sum = sum_lanes >= TSR_FADD_LAT ? TSR_FADD_LAT : sum_lanes;
@@ -616,8 +634,10 @@ long tsr_fit_dsp_count(uint32_t P, uint32_t att_pes, uint32_t C, uint32_t Q, int
     long pe = dsp_pe(with_f32, with_q4);
     for (uint32_t s = 1; s < C; s *= 2u) levels++;
     for (uint32_t s = 1; s < Q; s *= 2u) split_levels++;
-    *per_pe = pe + levels * dsp_tree() + (att_pes ? att + split_levels * dsp_att_tree() : 0);
-    return (long)P * pe + tree_instances(P, C) * dsp_tree() + (long)att_pes * att +
+    *per_pe = pe + DSP_SWIGLU + levels * dsp_tree() +
+              (att_pes ? att + split_levels * dsp_att_tree() : 0);
+    return (long)P * pe + (long)tsr_fit_root_pes(P, w13_cols) * DSP_SWIGLU +
+           tree_instances(P, C) * dsp_tree() + (long)att_pes * att +
            tree_instances(att_pes, Q) * dsp_att_tree() + dsp_ctrl(sum_lanes);
 }
 
@@ -672,8 +692,9 @@ void tsr_plan_profile_resources(const tsr_kprofile *p, tsr_plan_res *r)
                           (p->hidden > p->dim ? p->hidden : p->dim) + p->group_max, p->sum_lanes, B,
                           p->slots < B ? p->slots : B, 1u);   /* qkvb: TSR_MAX_QKV = 3 dim */
     r->kv_in_uram = (int)p->kv_uram;
-    r->dsp = tsr_fit_dsp_count(p->pes, p->att_pes, p->mesh_cols, p->kv_split_max, (int)p->with_f32,
-                       (int)p->with_q4, tsr_fit_kv_paths(p), p->sum_lanes, &r->dsp_pe);
+    r->dsp = tsr_fit_dsp_count(p->pes, p->att_pes, p->mesh_cols, p->kv_split_max, p->w13_cols,
+                       (int)p->with_f32, (int)p->with_q4, tsr_fit_kv_paths(p), p->sum_lanes,
+                       &r->dsp_pe);
     tsr_fit_dp d;
     tsr_fit_dp_of_profile(p, &d);
     tsr_plan_fabric_to(&d, r);

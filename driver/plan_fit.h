@@ -41,12 +41,15 @@ typedef struct tsr_fit_dp {
     uint32_t acc_words;    /* pe_att's accumulator row (TSR_ATT_ACC)           */
     uint32_t ao_words;     /* its head outputs (TSR_MAX_QGROUP)                */
     uint32_t qkv_words;    /* its copy of q | k | v (TSR_MAX_QKV)              */
+    uint32_t w13_cols;     /* SwiGLU roots every w13_cols PEs (TSR_W13_COLS;
+                              0 reads 1)                                       */
+    uint32_t cls_cols;     /* best-row roots every cls_cols PEs (TSR_CLS_COLS) */
 } tsr_fit_dp;
 
 /* The groups the estimate is reported in. */
 enum {
     TSR_FIT_MAC,       /* every PE: pe_tile_q8 (and q4 / f32): MACs, scale path  */
-    TSR_FIT_ROOT,      /* every PE: pe_root (SwiGLU, the best row)               */
+    TSR_FIT_ROOT,      /* the roots' PEs: pe_root (SwiGLU), pe_root_best         */
     TSR_FIT_PEMEM,     /* every PE: its LUTRAM arrays and tables                 */
     TSR_FIT_TREE,      /* column-tree step instances                             */
     TSR_FIT_ATT,       /* attention PEs: pe_att and its LUTRAM                   */
@@ -128,11 +131,17 @@ long tsr_fit_ctrl_blocks(uint64_t dim, uint64_t kvd, uint64_t vocab, uint64_t la
                          uint32_t sum_lanes, uint32_t block, uint32_t batch, uint32_t qkv_bias);
 
 /* The DSPs of P PEs (att_pes of them with attention, trees over C mesh
- * columns and Q PEs a KV head, the datapaths with_f32, with_q4 and the KV
- * paths kv_paths), the controller's included; the busiest PE's in
- * *per_pe. */
-long tsr_fit_dsp_count(uint32_t P, uint32_t att_pes, uint32_t C, uint32_t Q, int with_f32,
-                       int with_q4, uint32_t kv_paths, uint32_t sum_lanes, long *per_pe);
+ * columns and Q PEs a KV head, SwiGLU at every w13_cols-th PE, the
+ * datapaths with_f32, with_q4 and the KV paths kv_paths), the
+ * controller's included; the busiest PE's in *per_pe. */
+long tsr_fit_dsp_count(uint32_t P, uint32_t att_pes, uint32_t C, uint32_t Q, uint32_t w13_cols,
+                       int with_f32, int with_q4, uint32_t kv_paths, uint32_t sum_lanes,
+                       long *per_pe);
+
+/* The PEs p < P with p % cols == 0 (cols 0 reads 1): where the unrolled
+ * PE loop places a root's datapath (kernels/mesh.c TSR_SWIGLU_ROOT,
+ * TSR_BEST_ROOT). */
+uint32_t tsr_fit_root_pes(uint32_t P, uint32_t cols);
 
 /* The f16 / int8 KV paths a profile builds (bit TSR_KV_F16, TSR_KV_INT8). */
 uint32_t tsr_fit_kv_paths(const tsr_kprofile *p);

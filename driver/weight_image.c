@@ -405,6 +405,23 @@ int tsr_wimage_check_profile(const tsr_kconfig *kc, const tsr_kprofile *pf, cons
         return tsr_seterr(e, TSR_ERR_CAPACITY,
                           "%u attention scores on one of %u PEs, a %s PE holds %u (use more PEs "
                           "or a shorter context)", nd.pe_att_max, P, prof, pf->att_words);
+    /* the mesh-row roots the layout needs (kernels/mesh.c TSR_SWIGLU_ROOT,
+     * TSR_BEST_ROOT; the kernel's CONFIGURE refuses the same), once the
+     * PEs hold the model */
+    {
+        uint32_t c13 = tsr_lay_mat_cols(kc, TSR_MAT_LAYER(0u, TSR_W_13));
+        uint32_t wcls = tsr_lay_mat_wcls(kc), dc, nc, pc;
+        tsr_lay_mat_shape(kc, wcls, &dc, &nc, &pc);
+        uint32_t ccls = dc ? tsr_lay_mat_cols(kc, wcls) : 0u;
+        uint32_t p13 = pf->w13_cols ? pf->w13_cols : 1u, pcls = pf->cls_cols ? pf->cls_cols : 1u;
+        if (c13 % p13 || (ccls && ccls % pcls))
+            return tsr_seterr(e, TSR_ERR_UNSUPPORTED,
+                              "on a %u x %u mesh %s splits over %u mesh column%s, and the %s "
+                              "profile builds its roots every %u PEs only (use more PEs or mesh columns)",
+                              kc->mesh_rows, kc->mesh_cols, c13 % p13 ? "W13" : "the classifier",
+                              c13 % p13 ? c13 : ccls, (c13 % p13 ? c13 : ccls) == 1 ? "" : "s",
+                              prof, c13 % p13 ? p13 : pcls);
+    }
     return TSR_OK;
 }
 

@@ -69,7 +69,9 @@ static int xprofile_pair(const char *text, const char *s, const char *eq, const 
         errno = 0;
         unsigned long v = strtoul(eq + 1, &stop, 10);
         if (stop != end || vl == 0 || errno || v > 0xffffffffu ||
-            (pfields[i].off == offsetof(tsr_kprofile, block) && (v == 0 || v > 4096)))
+            (pfields[i].off == offsetof(tsr_kprofile, block) && (v == 0 || v > 4096)) ||
+            ((pfields[i].off == offsetof(tsr_kprofile, w13_cols) ||
+              pfields[i].off == offsetof(tsr_kprofile, cls_cols)) && (v == 0 || (v & (v - 1u)))))
             return tsr_seterr(e, TSR_ERR_FORMAT, "tessera_profile '%s': bad value for %s", text,
                               pfields[i].key);
         *pf_at(k, i) = (uint32_t)v;
@@ -83,6 +85,7 @@ int tsr_xprofile_parse(const char *text, tsr_xprofile *p, tsr_err *e)
     memset(p, 0, sizeof *p);
     tsr_kprofile *k = &p->k;
     k->block = 1;
+    k->w13_cols = k->cls_cols = 1;   /* before those figures: roots on every PE */
     uint64_t seen = 0;
     int have_name = 0;
     const char *s = text;

@@ -202,11 +202,47 @@ $(TB_BIN): tests/csim/tb_tessera_top.c $(KERNEL_SRC) $(wildcard kernels/*.h kern
 	    '-DTSR_PROFILE_HEADER="profiles/profile_$(TB_PROFILE).h"' \
 	    -o $@ tests/csim/tb_tessera_top.c $(KERNEL_SRC) -lm
 
+# The same model in Q8_0 at group 32, the tile stories15m runs (the
+# driver's quantizer, as tsr_model_load places an fp32 checkpoint), on the
+# same 4 x 1 mesh: its TB_Q8_N greedy tokens and the last one's logits
+# against the emulator's (the generic one, on that mesh: tsr_csim_emuref
+# with TB_Q8_DEVICE) bit for bit, and the last token's cycles against
+# `tessera plan`'s at its position (TB_Q8_POS: the prompt's 5 tokens +
+# TB_Q8_N - 2).  llama2.c's runq.c is no reference here: its groups run
+# along a row, and stories260K's hidden 172 is not a multiple of 32 (its
+# group-4 file, tests/fixtures/runq_stories260K_v2_gs4, is below this
+# profile's TSR_MIN_GROUP; test_weights checks the emulator against it).
+# One logits check, not several: a ring written in advance holds one
+# READ_LOGITS answer in `out_f` (TSR_OUT_DEPTH words).
+TB_Q8_N      ?= 196
+TB_Q8_POS    ?= 199
+TB_Q8_DEVICE ?= emu:pes=4,cols=1,kvsplit=1
+TB_Q8_DIR    := $(BUILD)/csim/stories260k_q8
+TB_Q8_IMAGE  := $(TB_Q8_DIR)/stories260k_q8.timg
+TB_Q8_REF    := $(TB_Q8_DIR)/emu.tokens
+TB_Q8_LOGITS := $(TB_Q8_DIR)/emu.logits
+TB_EMUREF    := $(BUILD)/csim/tsr_csim_emuref
+
+$(TB_Q8_IMAGE): $(TB_IMAGER) $(TB_MODEL) $(TB_TOKENIZER)
+	@mkdir -p $(dir $@)
+	$(TB_IMAGER) $(TB_MODEL) $(TB_TOKENIZER) "$(TB_PROMPT)" $@ 4 $(TB_PROFILE) q8
+
+# (one run writes both files; the logits are the rule's side output)
+$(TB_Q8_REF): $(TB_EMUREF) $(TB_MODEL) $(TB_TOKENIZER)
+	@mkdir -p $(dir $@)
+	$(TB_EMUREF) $(TB_MODEL) $(TB_TOKENIZER) "$(TB_PROMPT)" $(TB_Q8_N) 1 $(TB_Q8_REF) \
+	    $(TB_Q8_LOGITS) $(TB_Q8_DEVICE)
+
 ifeq ($(TB_PROFILE),stories15m)
 csim-gcc: csim-gcc-15m
 else
-csim-gcc: $(TB_BIN) $(TB_IMAGE)
+csim-gcc: $(TB_BIN) $(TB_IMAGE) $(TB_Q8_IMAGE) $(TB_Q8_REF) $(TESSERA)
 	$(TB_BIN) $(TB_IMAGE) $(TB_REF)
+	@cy=$$($(TESSERA) plan -m $(TB_MODEL) --part u55c --profile $(TB_PROFILE) --pes 4 \
+	       --pos $(TB_Q8_POS) | sed -n 's/^ *cycles\/token at position [0-9]*: \([0-9]*\) .*/\1/p'); \
+	test -n "$$cy" || { echo "make: tessera plan gave no cycles for position $(TB_Q8_POS)" >&2; exit 1; }; \
+	echo "$(TB_BIN) $(TB_Q8_IMAGE) $(TB_Q8_REF) 0 $(TB_Q8_LOGITS) $$cy  (plan's cycles at position $(TB_Q8_POS))"; \
+	$(TB_BIN) $(TB_Q8_IMAGE) $(TB_Q8_REF) 0 $(TB_Q8_LOGITS) $$cy
 endif
 
 # ------------------------------------- csim testbench, stories15m profile ---
@@ -253,11 +289,12 @@ ifeq ($(EMU_PROFILE),generic)
 $(TB15_EMUREF): tb15-force
 	@$(MAKE) --no-print-directory EMU_PROFILE=stories15m EMU_SERIAL=0 SANITIZE=$(SANITIZE) \
 	    NATIVE=$(NATIVE) $@
-else
+endif
+# (this build's: the generic emulator's for the stories260k Q8_0 run, the
+# stories15m one's in BUILD-stories15m/)
 $(BUILD)/csim/tsr_csim_emuref: tests/csim/emu_ref.c $(LIB_ALL)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(INC) -o $@ $< $(LIB_ALL) $(LDLIBS)
-endif
 
 # (one run writes both files; the logits are the rule's side output)
 $(TB15_REF): $(TB15_EMUREF) $(TB15_MODEL) $(TB15_TOKENIZER)
@@ -268,7 +305,7 @@ csim-gcc-15m: $(TB15_BIN) $(TB15_IMAGE) $(TB15_REF)
 	$(TB15_BIN) $(TB15_IMAGE) $(TB15_REF) 0 $(TB15_LOGITS)
 
 # tests/test_hls_flow.c runs all of these.
-$(BUILD)/tests/test_hls_flow: $(TB_BIN) $(TB_IMAGER) $(TB15_BIN)
+$(BUILD)/tests/test_hls_flow: $(TB_BIN) $(TB_IMAGER) $(TB15_BIN) $(TB_EMUREF)
 
 # ----------------------------------------------------------------- HLS ---
 # The committed hls_config.cfg (stories260k, U55C, paths relative to its

@@ -14,7 +14,7 @@
  *   root PE (r, 0) psum --bus--> controller y [row block r]   (gather)
  *                       or its best row --tree--> the greedy token
  *
- * Each PE task (gemv_pe, tree_pe, root_pe) touches only its own PE's
+ * Each PE task (gemv_pe, tree_pe, root_pe, best_pe) touches only its own PE's
  * memories, except a tree step reading its partner's partial sums, so the
  * PE instances run concurrently in hardware (TSR_RUN_PES) and on the
  * emulator's worker threads with the same result for any thread count.
@@ -436,10 +436,10 @@ tree_lanes:
     }
 }
 
-/* A mesh row's root after the tree, for each of nx items: SwiGLU of W13's
- * rows (mode TSR_JOB_SWIGLU), or its best row (greedy) into bv[x], bi[x]. */
-static void pe_root(float psum[TSR_MAX_BLOCK][TSR_PE_ROWS], uint32_t rows, uint32_t row0,
-                    uint32_t mode, uint32_t nx, float bv[TSR_MAX_BLOCK], uint32_t bi[TSR_MAX_BLOCK],
+/* A W13 mesh row's root after the tree, for each of nx items: SwiGLU of
+ * its rows.  (Its own function, apart from pe_root_best: a PE that can
+ * be a classifier's root but not W13's gets no expf or divide.) */
+static void pe_root(float psum[TSR_MAX_BLOCK][TSR_PE_ROWS], uint32_t rows, uint32_t nx,
                     uint32_t active)
 {
 #pragma HLS INLINE off
@@ -448,8 +448,23 @@ static void pe_root(float psum[TSR_MAX_BLOCK][TSR_PE_ROWS], uint32_t rows, uint3
 root_items:
     for (uint32_t x = 0; x < nx; x++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
-        if (mode & TSR_JOB_SWIGLU) pe_swiglu(psum[x], rows);
-        else pe_best(psum[x], rows, row0, &bv[x], &bi[x]);
+        pe_swiglu(psum[x], rows);
+    }
+}
+
+/* A classifier mesh row's root after the tree, for each of nx items: its
+ * best row (greedy) into bv[x], bi[x]. */
+static void pe_root_best(float psum[TSR_MAX_BLOCK][TSR_PE_ROWS], uint32_t rows, uint32_t row0,
+                         uint32_t nx, float bv[TSR_MAX_BLOCK], uint32_t bi[TSR_MAX_BLOCK],
+                         uint32_t active)
+{
+#pragma HLS INLINE off
+#pragma HLS ARRAY_PARTITION variable=psum type=cyclic factor=TSR_VEC dim=2
+    if (!active) return;
+root_best_items:
+    for (uint32_t x = 0; x < nx; x++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_MAX_BLOCK
+        pe_best(psum[x], rows, row0, &bv[x], &bi[x]);
     }
 }
 
@@ -501,7 +516,16 @@ static uint32_t tree_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint3
     return run ? TSR_CY(job->nx * tsr_cy_tree_level(rows)) : 0u;
 }
 
-/* Each mesh row's root: SwiGLU of W13, or its best row (greedy). */
+/* The PEs that may be a mesh row's root of W13 (SwiGLU) or of the
+ * classifier (its best row): a compile-time test of the unrolled p, as
+ * TSR_TREE_RECV.  At run time row r's root is PE r C_m; CONFIGURE refuses
+ * a C_m that is not a multiple of the profile's TSR_W13_COLS /
+ * TSR_CLS_COLS (tsr_kernel.c shape_unbuilt), so every run-time root is
+ * among these. */
+#define TSR_SWIGLU_ROOT(p, k) (((p) & (TSR_W13_COLS - 1u)) == 0)
+#define TSR_BEST_ROOT(p, k)   (((p) & (TSR_CLS_COLS - 1u)) == 0)
+
+/* Each W13 mesh row's root: SwiGLU. */
 static uint32_t root_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint32_t active,
                         uint32_t k)
 {
@@ -509,10 +533,20 @@ static uint32_t root_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint3
     tsr_ktab t = tsr_ktab_of(st, p, job->mat);
     (void)k;
     uint32_t run = active && (p & (t.cols - 1u)) == 0 && t.rows != 0;
-    pe_root(st->psum[p], t.rows, t.row0, job->flags, job->nx, st->best_v[p], st->best_i[p], run);
-    if (!run) return 0;
-    return job->flags & TSR_JOB_SWIGLU ? TSR_CY(job->nx * tsr_cy_swiglu(t.rows))
-                                       : TSR_CY(job->nx * tsr_cy_best(t.rows));
+    pe_root(st->psum[p], t.rows, job->nx, run);
+    return run ? TSR_CY(job->nx * tsr_cy_swiglu(t.rows)) : 0u;
+}
+
+/* Each classifier mesh row's root: its best row (greedy). */
+static uint32_t best_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, uint32_t active,
+                        uint32_t k)
+{
+#pragma HLS INLINE
+    tsr_ktab t = tsr_ktab_of(st, p, job->mat);
+    (void)k;
+    uint32_t run = active && (p & (t.cols - 1u)) == 0 && t.rows != 0;
+    pe_root_best(st->psum[p], t.rows, t.row0, job->nx, st->best_v[p], st->best_i[p], run);
+    return run ? TSR_CY(job->nx * tsr_cy_best(t.rows)) : 0u;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -546,7 +580,11 @@ gemv_tree_levels:
         /* (the emulator's share-out measure, in multiply-adds: a SwiGLU
          * row's expf and divide weigh about 32) */
         job.work = (pair ? 32u : 1u) * d * nx;
-        TSR_RUN_PES(worst, st, root_pe, &job);
+        if (pair) {
+            TSR_RUN_PES_WHERE(worst, st, root_pe, &job, TSR_PES, st->P, TSR_SWIGLU_ROOT, 0u);
+        } else {
+            TSR_RUN_PES_WHERE(worst, st, best_pe, &job, TSR_PES, st->P, TSR_BEST_ROOT, 0u);
+        }
         TSR_CHARGE(st, pair ? TSR_RG_GEMV : TSR_RG_ARGMAX, worst);
     }
     TSR_COUNT(st, macs, (uint64_t)halves * d * npad * nx);

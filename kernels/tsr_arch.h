@@ -113,6 +113,18 @@
 
 /* ---- the host link ----------------------------------------------------- */
 
+/* One 32-bit read of host memory by the kernel (a volatile read of ctl,
+ * whose buffer sits in host memory, HOST[0]: docs/hls-flow.md "The
+ * command ring"), from the request to the data: a PCIe round trip
+ * through the platform's host-memory bridge.  Neugebauer et al.,
+ * "Understanding PCIe performance for end host networking" (SIGCOMM
+ * 2018, pcie-bench), measure a small DMA read of host memory from an
+ * FPGA endpoint at about 0.5 us on the Xeon servers they test, more with
+ * the IOMMU on or across NUMA nodes; the XDMA shell's bridge and the
+ * kernel's m_axi adapter add their own.  1 us, 300 cycles at 300 MHz:
+ * an assumption until a card measures it (hls-flow.md). */
+#define TSR_D_HOSTRD    300
+
 /* Command ring entries at most (the ctl buffer's depth, tsr_kernel.h). */
 #define TSR_RING_MAX    256
 

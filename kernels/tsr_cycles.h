@@ -104,6 +104,10 @@ static inline uint32_t tsr_cy_input_ready(uint32_t n, uint32_t G, int q8)
 /* One PE's (sub-)tile: its pipeline steps (tsr_layout.h) plus the depth. */
 static inline uint32_t tsr_cy_tile(uint32_t steps) { return tsr_cy_loop(steps, 1u, TSR_D_GEMV); }
 
+/* n reads of host memory one after another (a decode step's cancel words,
+ * tsr_kernel.c fwd_items_decode): each a round trip, none overlapped. */
+static inline uint32_t tsr_cy_host_reads(uint32_t n) { return n * TSR_D_HOSTRD; }
+
 /* Zeroing `rows` partial sums (a column without groups), TSR_VEC a cycle. */
 static inline uint32_t tsr_cy_zero(uint32_t rows)
 {

@@ -133,8 +133,16 @@ cfg_slr_bounds:
         if (TSR_SLR_PE0(s) % c->mesh_cols != 0 || TSR_SLR_PE0(s) % c->kv_split != 0) return 1;
     }
     /* datapaths the profile did not build */
-    return (c->q4_kinds != 0 && !TSR_WITH_Q4) || (c->kv_dtype == TSR_KV_F16 && !TSR_WITH_KV_F16) ||
-           (c->kv_dtype == TSR_KV_INT8 && !TSR_WITH_KV_INT8);
+    if ((c->q4_kinds != 0 && !TSR_WITH_Q4) || (c->kv_dtype == TSR_KV_F16 && !TSR_WITH_KV_F16) ||
+        (c->kv_dtype == TSR_KV_INT8 && !TSR_WITH_KV_INT8))
+        return 1;
+    /* mesh-row roots at PEs without a root datapath: W13's columns, and
+     * the classifier's where this stage holds it, a multiple of the
+     * profile's (mesh.c TSR_SWIGLU_ROOT, TSR_BEST_ROOT) */
+    uint32_t cls = tsr_lay_mat_wcls(c), dc, nc, pc;
+    tsr_lay_mat_shape(c, cls, &dc, &nc, &pc);
+    return (tsr_lay_mat_cols(c, TSR_MAT_LAYER(0u, TSR_W_13)) & (TSR_W13_COLS - 1u)) != 0 ||
+           (dc != 0 && (tsr_lay_mat_cols(c, cls) & (TSR_CLS_COLS - 1u)) != 0);
 }
 
 /* Shapes and mesh within the profile?  TSR_K_OK, TSR_K_EARG (not a valid
@@ -794,19 +802,26 @@ fwd_prefill_items:
 
 /* A decode step's items: each sequence still going (not cancelled, short
  * of its n and of seq_len) feeds its pending token; seq_of its sequence,
- * *temp / *top_p its sampler. */
-static uint32_t fwd_items_decode(const tsr_kstate *st, fwd_run *r, volatile const uint32_t *hdr,
+ * *temp / *top_p its sampler.  The cancel words are read every step (the
+ * host's cancel stops a sequence within a token, tsr_seq_cancel), each a
+ * volatile read of ctl in host memory, one after another: 1 + the live
+ * sequences' reads of TSR_D_HOSTRD each, charged to the sampling region.
+ * (After a step the next step's reads come first, so a pass's cycles,
+ * cyc - cyc_mark, hold the reads that follow it: 1 + nx in a run of
+ * sequences that go on, what plan projects.) */
+static uint32_t fwd_items_decode(tsr_kstate *st, fwd_run *r, volatile const uint32_t *hdr,
                                  tsr_item *items, float *temp, float *top_p, uint32_t *seq_of)
 {
 #pragma HLS INLINE
     dec_seqs *d = &r->d;
-    uint32_t nx = 0;
+    uint32_t nx = 0, reads = 1;
     int stop_all = TSR_OBSERVE(&hdr[TSR_CTL_CANCEL]) != 0;
 fwd_decode_items:
     for (uint32_t k = 0; k < d->m; k++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_BATCH
         uint32_t sl = d->slot[k];
         if (!d->live[k]) continue;
+        reads += stop_all ? 0u : 1u;   /* the slot's word, unless the step stops */
         if (stop_all || TSR_OBSERVE(&hdr[TSR_CTL_CANCEL_SLOT(sl)]) || d->done[k] >= d->n[k] ||
             (uint32_t)st->pos[sl] >= st->cfg.seq_len) {
             d->live[k] = 0;
@@ -822,6 +837,7 @@ fwd_decode_items:
         seq_of[nx] = k;
         nx++;
     }
+    TSR_CHARGE(st, TSR_RG_SAMPLE, tsr_cy_host_reads(reads));
     return nx;
 }
 

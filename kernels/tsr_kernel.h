@@ -220,7 +220,7 @@ enum {
     TSR_RG_GATHER,      /* controller: GEMV outputs over the bus (+ residual)     */
     TSR_RG_ROPE,        /* controller: RoPE                                       */
     TSR_RG_ATT_IO,      /* controller: q, k, v to the KV PEs, head outputs back   */
-    TSR_RG_SAMPLE,      /* controller: temperature / top-p sampling, the id out   */
+    TSR_RG_SAMPLE,      /* controller: sampling, the id out, the cancel words     */
     TSR_RG_LINK,        /* controller: a stage's residual vectors over its card
                            links (link-in: the hop and the words; link-out)      */
     TSR_RG_GEMV,        /* mesh: PE tiles and SwiGLU (busiest PE)                 */

@@ -25,6 +25,13 @@ TSR_STATIC_CHECK(min_group_pow2, (TSR_MIN_GROUP & (TSR_MIN_GROUP - 1)) == 0);
 TSR_STATIC_CHECK(tree_ii, TSR_TREE_II * TSR_TREE_LANES == TSR_VEC);
 TSR_STATIC_CHECK(embed_ii, TSR_EMBED_II * TSR_VEC == TSR_LANES);
 
+/* The mesh-row roots the profile builds (profile_defaults.h): a power of
+ * two of columns within the mesh. */
+TSR_STATIC_CHECK(w13_cols_pow2, (TSR_W13_COLS & (TSR_W13_COLS - 1)) == 0 &&
+                                TSR_W13_COLS <= TSR_MAX_MESH_COLS);
+TSR_STATIC_CHECK(cls_cols_pow2, (TSR_CLS_COLS & (TSR_CLS_COLS - 1)) == 0 &&
+                                TSR_CLS_COLS <= TSR_MAX_MESH_COLS);
+
 TSR_STATIC_CHECK(q4_group_is_lanes, !TSR_WITH_Q4 || (TSR_LANES == 32 && TSR_MAX_GROUP >= 32 &&
                                                      TSR_MIN_GROUP <= 32));
 

@@ -34,6 +34,7 @@
 #include "plan.h"
 #include "run_capture.h"
 #include "test_util.h"
+#include "tsr_kernel.h"
 #include "xclbin_meta.h"
 
 #ifndef TSR_SOURCE_DIR
@@ -906,6 +907,79 @@ static void test_tb_truncated_image(void **state)
     unlink(path);
 }
 
+/* ------------------------------ csim testbench, stories260k in Q8_0 ---- */
+
+#define EMUREF    TSR_BUILD_DIR "/csim/tsr_csim_emuref"
+#define TBQ8_N    196
+#define TBQ8_POS  199   /* the last pass: the prompt's 5 tokens + 196 - 2 */
+
+typedef struct tbq8_fixture {
+    char dir[96];
+    char image[160], tokens[160], logits[160];
+    char cycles[32];     /* tessera plan's cycles/token at TBQ8_POS */
+} tbq8_fixture;
+
+/* stories260K in Q8_0 at group 32 (the driver's quantizer) for the
+ * stories260k profile's 4 x 1 mesh, the generic emulator's tokens and
+ * last logits on that mesh, and plan's cycles for the last token's
+ * position (make csim-gcc's second run). */
+static int tbq8_setup(void **state)
+{
+    tbq8_fixture *fx = calloc(1, sizeof *fx);
+    if (!fx) return -1;
+    snprintf(fx->dir, sizeof fx->dir, "%s/csim/tq8_XXXXXX", TSR_BUILD_DIR);
+    if (!mkdtemp(fx->dir)) { free(fx); return -1; }
+    snprintf(fx->image, sizeof fx->image, "%s/stories260k_q8.timg", fx->dir);
+    snprintf(fx->tokens, sizeof fx->tokens, "%s/emu.tokens", fx->dir);
+    snprintf(fx->logits, sizeof fx->logits, "%s/emu.logits", fx->dir);
+    const char *model = SHARED_MODEL("stories260K.bin"), *tok = SHARED_MODEL("tok512.bin");
+    int st = run("'%s' '%s' '%s' 'Once upon a time' '%s' 4 stories260k q8", IMAGER, model, tok,
+                 fx->image);
+    if (!st) st = run("'%s' '%s' '%s' 'Once upon a time' %d 1 '%s' '%s' emu:pes=4,cols=1,kvsplit=1",
+                      EMUREF, model, tok, TBQ8_N, fx->tokens, fx->logits);
+    if (!st) st = run("'" TESSERA_BIN "' plan -m '%s' --part u55c --profile stories260k --pes 4 "
+                      "--pos %d", model, TBQ8_POS);
+    const char *at = st ? NULL : strstr(out, "cycles/token at position 199: ");
+    if (!at || sscanf(at + strlen("cycles/token at position 199: "), "%31[0-9]", fx->cycles) != 1) {
+        print_message("%s", out);
+        rm_tree(fx->dir);
+        free(fx);
+        return -1;
+    }
+    *state = fx;
+    return 0;
+}
+
+static int tbq8_teardown(void **state)
+{
+    tbq8_fixture *fx = *state;
+    rm_tree(fx->dir);
+    free(fx);
+    return 0;
+}
+
+/* The stories260k profile's Q8_0 tile (pe_tile_q8 at group 32, what
+ * stories15m runs) in C simulation: tessera_top decodes the emulator's
+ * 196 tokens, its last logits bit for bit, and the last token is charged
+ * plan's cycles for its position (53,596); a figure one off fails. */
+static void test_tb_q8_matches_emulator(void **state)
+{
+    tbq8_fixture *fx = *state;
+    assert_string_equal(fx->cycles, "53596");
+    assert_int_equal(run("'%s' '%s' '%s' 0 '%s' %s", TB, fx->image, fx->tokens, fx->logits,
+                         fx->cycles), 0);
+    assert_int_equal(lines_with("tb_tessera_top: PASS: 5 prompt + 196 decoded tokens match the "
+                                "reference (profile stories260k, "), 1);
+    assert_int_equal(lines_with("tb_tessera_top: logits: 1 x 512 bit-identical to "), 1);
+    assert_int_equal(lines_with("tb_tessera_top: last token: 53596 cycles charged, "), 1);
+    assert_int_equal(count_lines(out), 3);
+    /* the image is Q8_0: its tokens part from the F32 run's (run.c's) */
+    assert_int_not_equal(run("'%s' '%s' '%s'", TB, fx->image, REF), 0);
+    /* a cycle figure that is not the code's */
+    assert_int_equal(run("'%s' '%s' '%s' 0 '%s' 53597", TB, fx->image, fx->tokens, fx->logits), 1);
+    assert_int_equal(lines_with("the last token's 53596 cycles are not plan's 53597"), 1);
+}
+
 /* ------------------------------------- csim testbench, stories15m ---- */
 
 typedef struct tb15_fixture {
@@ -956,8 +1030,8 @@ static int tb15_teardown(void **state)
  * each KV head hold positions) and returns its logits at eight positions,
  * every bit (DESIGN: the emulator's replacements are bit-identical to the
  * kernel loops).  At position 255 the code charges what plan projects for
- * the profile (39,460 cycles: 39,234 before the SLR crossings' registers,
- * TSR_SLRS).  The testbench holds no emulator code; the
+ * the profile (40,060 cycles: with the SLR crossings' registers, TSR_SLRS,
+ * and the decode step's cancel-word reads, TSR_D_HOSTRD).  The testbench holds no emulator code; the
  * answer's program does. */
 static void test_tb15_matches_emulator(void **state)
 {
@@ -967,7 +1041,7 @@ static void test_tb15_matches_emulator(void **state)
                                 "reference (profile stories15m, "), 1);
     assert_int_equal(lines_with(", ring served live)"), 1);
     assert_int_equal(lines_with("tb_tessera_top: logits: 8 x 32000 bit-identical to "), 1);
-    assert_int_equal(lines_with("tb_tessera_top: last token: 39460 cycles charged, "), 1);
+    assert_int_equal(lines_with("tb_tessera_top: last token: 40060 cycles charged, "), 1);
     assert_int_equal(count_lines(out), 3);
     assert_int_equal(run("nm '%s'", TB15), 0);
     assert_int_equal(lines_with(" T tessera_top") + lines_with(" t tessera_top"), 1);
@@ -1009,6 +1083,72 @@ static void test_tb15_detects_mismatch(void **state)
     unlink(path);
 }
 
+/* The synthetic stories15M's image alone (no emulator answer): for the
+ * tests that need CONFIGURE's answer only. */
+static int tb15_image_setup(void **state)
+{
+    tb15_fixture *fx = calloc(1, sizeof *fx);
+    if (!fx) return -1;
+    snprintf(fx->dir, sizeof fx->dir, "%s/csim/t15_XXXXXX", TSR_BUILD_DIR);
+    if (!mkdtemp(fx->dir)) { free(fx); return -1; }
+    snprintf(fx->model, sizeof fx->model, "%s/stories15M_q8.bin", fx->dir);
+    snprintf(fx->image, sizeof fx->image, "%s/stories15m.timg", fx->dir);
+    int st = run("'" TESSERA_BIN "' synth --shape stories15M --q8 -o '%s'", fx->model);
+    if (!st) st = run("'%s' '%s' '%s' 'Once upon a time' '%s' 0 stories15m q8", IMAGER, fx->model,
+                      SHARED_MODEL("tokenizer.bin"), fx->image);
+    if (st != 0) {
+        print_message("%s", out);
+        rm_tree(fx->dir);
+        free(fx);
+        return -1;
+    }
+    *state = fx;
+    return 0;
+}
+
+/* The stories15m profile builds SwiGLU at every second PE only
+ * (TSR_W13_COLS 2: W13 takes 2 of the 8 x 4 mesh's columns).  The same
+ * image with its CONFIGURE block saying a 32 x 1 mesh (W13 on one column,
+ * a root at every PE): CONFIGURE answers TSR_K_ESHAPE, the kernel's own
+ * check (tsr_kernel.c shape_unbuilt), and nothing is decoded.  The
+ * driver refuses that mesh before it reaches the kernel, naming the
+ * profile (tsr_wimage_check_profile). */
+static void test_tb15_refuses_unbuilt_roots(void **state)
+{
+    tb15_fixture *fx = *state;
+    size_t n;
+    char *img = slurp(fx->image, &n);
+    uint32_t w[3];
+    memcpy(w, img, sizeof w);
+    size_t cfg = 4u * (3u + w[2]);   /* after the magic, version, prompt */
+    uint32_t rows = 32, cols = 1, was[2];
+    memcpy(was, img + cfg + 4u * 11u, sizeof was);
+    assert_int_equal(was[0], 8);     /* tsr_kconfig's mesh_rows, mesh_cols */
+    assert_int_equal(was[1], 4);
+    memcpy(img + cfg + 4u * 11u, &rows, 4);
+    memcpy(img + cfg + 4u * 12u, &cols, 4);
+    char path[160];
+    snprintf(path, sizeof path, "%s/mesh32x1.timg", fx->dir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(img, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+    free(img);
+    char want[64];
+    snprintf(want, sizeof want, "command 0 (CONFIGURE): status %d", TSR_K_ESHAPE);
+    assert_int_equal(run("'%s' '%s' '%s' 3", TB15, path, REF), 1);
+    assert_int_equal(lines_with(want), 1);
+    assert_int_equal(lines_with("tb_tessera_top: FAIL: "), 1);
+    // the 8 x 4 image as written: configured
+    assert_int_equal(run("'%s' '%s' '%s' 3", TB15, fx->image, REF), 1);   /* 260K's tokens */
+    assert_int_equal(lines_with("(CONFIGURE): status"), 0);
+    // the driver's own refusal, before the kernel
+    assert_int_equal(run("'%s' '%s' '%s' 'Once upon a time' '%s/x.timg' 0 stories15m q8 1",
+                         IMAGER, fx->model, SHARED_MODEL("tokenizer.bin"), fx->dir), 1);
+    assert_int_equal(lines_with("on a 32 x 1 mesh W13 splits over 1 mesh column, and the "
+                                "stories15m profile builds its roots every 2 PEs only"), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1033,8 +1173,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tb_matches_reference, tb_setup, tb_teardown),
         cmocka_unit_test_setup_teardown(test_tb_detects_mismatch, tb_setup, tb_teardown),
         cmocka_unit_test_setup_teardown(test_tb_truncated_image, tb_setup, tb_teardown),
+        cmocka_unit_test_setup_teardown(test_tb_q8_matches_emulator, tbq8_setup, tbq8_teardown),
         cmocka_unit_test_setup_teardown(test_tb15_matches_emulator, tb15_setup, tb15_teardown),
         cmocka_unit_test_setup_teardown(test_tb15_detects_mismatch, tb15_setup, tb15_teardown),
+        cmocka_unit_test_setup_teardown(test_tb15_refuses_unbuilt_roots, tb15_image_setup,
+                                        tb15_teardown),
     };
     return cmocka_run_group_tests_name("hls_flow", tests, NULL, NULL);
 }

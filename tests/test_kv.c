@@ -188,8 +188,11 @@ static void plan_longest_context_per_precision(void **state)
 {
     (void)state;
     static char out[1 << 16], err[4096];
-    assert_int_equal(run_capture(TESSERA_BIN " plan --shape stories15M --part u55c", out, err,
-                                 sizeof err), 0);
+    /* on 16 PEs (plan's own choice, 32, has LUTs for an fp32 cache
+     * only: the f16 and int8 converters on 24 attention PEs pass the
+     * ceiling there) */
+    assert_int_equal(run_capture(TESSERA_BIN " plan --shape stories15M --part u55c --pes 16", out,
+                                 err, sizeof err), 0);
     const char *l = strstr(out, "longest context that fits (");
     assert_non_null(l);
     int pes = 0, n[3] = { 0 };
@@ -202,8 +205,8 @@ static void plan_longest_context_per_precision(void **state)
     assert_true(n[1] >= 2 * n[0] - 64);
     assert_true(n[2] >= n[1]);
     /* JSON has the same */
-    assert_int_equal(run_capture(TESSERA_BIN " plan --shape stories15M --part u55c --json", out,
-                                 err, sizeof err), 0);
+    assert_int_equal(run_capture(TESSERA_BIN " plan --shape stories15M --part u55c --pes 16 --json",
+                                 out, err, sizeof err), 0);
     char want[96];
     snprintf(want, sizeof want, "\"max_seq\":{\"f32\":%d,\"f16\":%d,\"int8\":%d}", n[0], n[1], n[2]);
     assert_non_null(strstr(out, want));

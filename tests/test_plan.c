@@ -181,6 +181,11 @@ static void check_against_run_kv(const char *path, const char *tok, int pes, int
     /* cycles: region by region */
     assert_int_equal(counter_value(text, "cycles.position"), (uint64_t)pos);
     assert_regions_equal(text, &pl);
+    /* the greedy id to the host, and the cancel word and the sequence's,
+     * read from host memory after the step (tsr_kernel.c
+     * fwd_items_decode): 4 + 2 x 300 */
+    assert_int_equal(counter_value(text, "cycles.sample"), TSR_D_BUS + 2u * TSR_D_HOSTRD);
+    assert_int_equal(TSR_D_HOSTRD, 300);
 
     tsr_seq_close(s);
     tsr_model_close(m);
@@ -249,8 +254,10 @@ static void check_passes_against_run(const char *path, const char *tok, int pes,
     }
     assert_int_equal(tsr_device_kernel_counters(dev, text, sizeof text), TSR_OK);
     assert_int_equal(counter_value(text, "cycles.position"), pos[2]);
-    tsr_plan_pass(&pl.kc, pl.prof.sum_lanes, pl.prof.pes, &pl.slr, pos, 3, 1, &c);
+    tsr_plan_pass(&pl.kc, pl.prof.sum_lanes, pl.prof.pes, &pl.slr, pos, 3, TSR_PLAN_DECODE, &c);
     assert_cycles_equal(text, &c);
+    /* three ids, the cancel word and the three sequences' */
+    assert_int_equal(c.rg[TSR_RG_SAMPLE], 3u * TSR_D_BUS + 4u * TSR_D_HOSTRD);
     for (int k = 0; k < 3; k++) tsr_seq_close(s[k]);
     tsr_model_close(m);
     tsr_device_close(dev);
@@ -438,7 +445,7 @@ static void test_15m_regions_and_projection(void **state)
     assert_int_equal(pl.slr.best, 6);
     tsr_plan_cycles one;
     uint32_t at = 255;
-    tsr_plan_pass(&pl.kc, pl.prof.sum_lanes, pl.prof.pes, NULL, &at, 1, 1, &one);
+    tsr_plan_pass(&pl.kc, pl.prof.sum_lanes, pl.prof.pes, NULL, &at, 1, TSR_PLAN_DECODE, &one);
     uint32_t L = pl.kc.n_layers;
     assert_int_equal(L, 6);
     assert_int_equal(pl.cyc.rg[TSR_RG_INPUT] - one.rg[TSR_RG_INPUT], (4 * L + 1) * 4);
@@ -513,7 +520,7 @@ static void test_batch_projection(void **state)
     uint32_t pos[TSR_PLAN_MAX_ITEMS];
     for (int b = 0; b < pl.batch; b++) pos[b] = 200;
     tsr_plan_cycles c;
-    tsr_plan_pass(&pl.kc, pl.prof.sum_lanes, pl.prof.pes, &pl.slr, pos, (uint32_t)pl.batch, 1, &c);
+    tsr_plan_pass(&pl.kc, pl.prof.sum_lanes, pl.prof.pes, &pl.slr, pos, (uint32_t)pl.batch, TSR_PLAN_DECODE, &c);
     assert_int_equal(pl.batch_cyc.total, c.total);
     /* one pass for all: more cycles than one sequence's step, fewer than
      * that many steps */

@@ -100,16 +100,20 @@ static void test_stories15m_fabric(void **state)
      * (17..21-bit adders: 553 LUT), isum's add, sitofp, two fmul, an fadd,
      * the accumulators' 8:1 read muxes, 12 counters: 4,685 LUT */
     assert_int_equal(f.g_lut[TSR_FIT_MAC], 32 * 4685);
-    /* pe_root on every PE: fabric expf, fdiv, fadd, two fmul, pe_best's
-     * 46 compares and 31 selects: 6,454 LUT */
-    assert_int_equal(f.g_lut[TSR_FIT_ROOT], 32 * 6454);
+    /* the roots the code builds: pe_root at the 16 even PEs (W13 takes 2
+     * columns, TSR_W13_COLS): fabric expf, fdiv, fadd, two fmul, two
+     * counters, 3,110 LUT; pe_root_best on all 32 (the classifier takes
+     * 1): 46 compares and 31 selects, two counters, 3,376 LUT */
+    assert_int_equal(p->w13_cols, 2);
+    assert_int_equal(p->cls_cols, 1);
+    assert_int_equal(f.g_lut[TSR_FIT_ROOT], 16 * 3110 + 32 * 3376);
     /* an attention PE's own datapath */
     assert_int_equal(f.lut_att_pe, 12324);
     assert_int_equal(f.g_lut[TSR_FIT_ATT], 12 * 12324);
     /* column trees: 8 mesh rows x (2 + 1) receivers, 4 adds each */
     assert_int_equal(f.g_lut[TSR_FIT_TREE], 24 * (4 * 226 + 64));
-    assert_int_equal(f.lut, 698088);
-    assert_int_equal(f.ff, 629797);
+    assert_int_equal(f.lut, 649352);
+    assert_int_equal(f.ff, 574165);
     long lut, ff;
     tsr_profile_stated_fabric("stories15m", &lut, &ff);
     assert_int_equal(lut, f.lut);
@@ -117,8 +121,9 @@ static void test_stories15m_fabric(void **state)
     /* plan's profile resources carry the same */
     tsr_plan_res r;
     tsr_plan_profile_resources(p, &r);
-    assert_int_equal(r.lut, 698088);
-    assert_int_equal(r.ff, 629797);
+    assert_int_equal(r.lut, 649352);
+    assert_int_equal(r.ff, 574165);
+    assert_int_equal(r.dsp, 2743);   /* SwiGLU's 8 DSPs on 16 PEs, not 32 */
     /* under the ceiling of a U55C, every resource */
     long have[TSR_FIT_R_COUNT], need[TSR_FIT_R_COUNT] = { r.lut, r.ff, r.dsp, r.bram, r.uram };
     u55c_have(have);
@@ -143,12 +148,13 @@ static void test_former_stories15m_is_refused(void **state)
     p.kv_split_max = 8;
     p.pe_rows = 256;
     p.att_words = 256;
+    p.w13_cols = 1;   /* SwiGLU on every PE, as it was */
     tsr_fit_dp d;
     tsr_fit_dp_of_profile(&p, &d);
     tsr_fit_fabric f;
     tsr_fit_fabric_of(&d, &f);
-    assert_int_equal(f.lut, 2499120);
-    assert_int_equal(f.g_lut[TSR_FIT_ROOT], 128 * 6454);
+    assert_int_equal(f.lut, 2503216);
+    assert_int_equal(f.g_lut[TSR_FIT_ROOT], 128 * (3110 + 3376));
     assert_int_equal(f.g_lut[TSR_FIT_ATT], 48 * 12324);
     long have[TSR_FIT_R_COUNT], need[TSR_FIT_R_COUNT] = { f.lut, f.ff, 7791, 1376, 640 };
     u55c_have(have);
@@ -156,7 +162,7 @@ static void test_former_stories15m_is_refused(void **state)
     long by = 0;
     assert_int_equal(tsr_fit_judge(need, have, TSR_FIT_CEILING_PCT, &over, &by), 0);
     assert_int_equal(over, TSR_FIT_R_LUT);
-    assert_int_equal(by, 2499120 - 859680);
+    assert_int_equal(by, 2503216 - 859680);
     /* even the whole of what the shell leaves is not enough */
     assert_int_equal(tsr_fit_judge(need, have, 100.0, &over, &by), 0);
     assert_int_equal(over, TSR_FIT_R_LUT);
@@ -174,17 +180,17 @@ static void test_cli(void **state)
     const char *rows[] = { "  LUT        ", "  FF         ", "  DSP        ", "  BRAM36     ",
                            "  URAM       " };
     for (size_t i = 0; i < 5; i++) assert_non_null(strstr(out, rows[i]));
-    assert_non_null(strstr(out, "  LUT        28121    698088    859680   1146240\n"));
+    assert_non_null(strstr(out, "  LUT        28153    649352    859680   1146240\n"));
     assert_non_null(strstr(out, "fit: FITS (LUT, FF, DSP, BRAM36, URAM under the 75% ceiling"));
     assert_non_null(strstr(out, "projected tokens/s at 300 MHz (the profile's target clock, "
-                                "TSR_CLOCK_MHZ): 7603 at position 255"));
+                                "TSR_CLOCK_MHZ): 7489 at position 255"));
     /* a lower ceiling: over by LUTs, named, exit status 1 */
     rc = run_capture(TESSERA_BIN " plan --shape stories15M --part u55c --profile stories15m "
-                     "--max-util 60", out, err, sizeof err);
+                     "--max-util 55", out, err, sizeof err);
     assert_int_equal(rc, 1);
-    assert_non_null(strstr(out, "fit: DOES NOT FIT: LUT over the ceiling by 10344: needs 698088, "
-                                "the ceiling is 687744 (60% of the 1146240 the shell leaves)"));
-    assert_non_null(strstr(out, "OVER by 10344"));
+    assert_non_null(strstr(out, "fit: DOES NOT FIT: LUT over the ceiling by 18920: needs 649352, "
+                                "the ceiling is 630432 (55% of the 1146240 the shell leaves)"));
+    assert_non_null(strstr(out, "OVER by 18920"));
     /* the model-sized datapath at 128 PEs: LUTs again */
     rc = run_capture(TESSERA_BIN " plan --shape stories15M --part u55c --pes 128 --json", out, err,
                      sizeof err);
@@ -197,8 +203,8 @@ static void test_cli(void **state)
                      out, err, sizeof err);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "\"clock_mhz\":300,\"clock_from\":\"profile\","));
-    assert_non_null(strstr(out, "\"profile\":{\"uram\":656,\"bram36\":1212,\"dsp\":2871,"
-                                "\"lut\":698088,\"ff\":629797},"));
+    assert_non_null(strstr(out, "\"profile\":{\"uram\":656,\"bram36\":1212,\"dsp\":2743,"
+                                "\"lut\":649352,\"ff\":574165},"));
     assert_non_null(strstr(out, "\"over\":null,"));
     /* a ceiling outside 1..100 is an error */
     rc = run_capture(TESSERA_BIN " plan --shape stories15M --part u55c --max-util 0", out, err,

@@ -402,11 +402,12 @@ static void test_profile_keys(void **state)
     assert_string_equal(p.name, "stories260k");
     assert_memory_equal(&p.k, tsr_profile_find("stories260k"), sizeof p.k);
 
-    /* name + the 28 figures of tsr_kprofile that are required, and the 5
+    /* name + the 28 figures of tsr_kprofile that are required, and the 7
      * that a profile from before blocked passes (block: 1), the Q4_0 tile
-     * and the f16 / int8 caches (0) lacks */
+     * and the f16 / int8 caches (0) and the roots' columns (1: every PE)
+     * lacks */
     static const char *const optional[] = { "block", "with_q4", "kvh_words", "kvq_bytes",
-                                            "kvs_words" };
+                                            "kvs_words", "w13_cols", "cls_cols" };
     int keys = 0;
     for (const char *s = PROFILE_260K; s; s = strchr(s + 1, ',')) {
         const char *k = *s == ',' ? s + 1 : s, *eq = strchr(k, '=');
@@ -419,7 +420,7 @@ static void test_profile_keys(void **state)
         snprintf(without, sizeof without, "%.*s%s", (int)(k - PROFILE_260K - 1), PROFILE_260K,
                  end ? end : "");
         int opt = 0;
-        for (int i = 0; i < 5; i++) opt |= !strcmp(key, optional[i]);
+        for (int i = 0; i < 7; i++) opt |= !strcmp(key, optional[i]);
         if (opt) {
             tsr_xprofile q;
             assert_int_equal(tsr_xprofile_parse(without, &q, &e), TSR_OK);
@@ -429,6 +430,8 @@ static void test_profile_keys(void **state)
             else if (!strcmp(key, "with_q4")) d.with_q4 = 0;
             else if (!strcmp(key, "kvh_words")) d.kvh_words = 0;
             else if (!strcmp(key, "kvq_bytes")) d.kvq_bytes = 0;
+            else if (!strcmp(key, "w13_cols")) d.w13_cols = 1;
+            else if (!strcmp(key, "cls_cols")) d.cls_cols = 1;
             else d.kvs_words = 0;
             assert_memory_equal(&q.k, &d, sizeof d);
             continue;
@@ -439,10 +442,13 @@ static void test_profile_keys(void **state)
         if (!strstr(e.msg, msg)) print_error("without %s: %s\n", key, e.msg);
         assert_non_null(strstr(e.msg, msg));
     }
-    assert_int_equal(keys, 34);
-    assert_int_equal(sizeof(tsr_kprofile) / sizeof(uint32_t), 33);
-
     char more[1024];
+    assert_int_equal(keys, 36);
+    assert_int_equal(sizeof(tsr_kprofile) / sizeof(uint32_t), 35);
+    /* a root spacing that is not a power of two */
+    profile_with(PROFILE_260K, "w13_cols", "3", more, sizeof more);
+    assert_int_equal(tsr_xprofile_parse(more, &p, &e), TSR_ERR_FORMAT);
+    assert_non_null(strstr(e.msg, "bad value for w13_cols"));
     snprintf(more, sizeof more, "%s,future_key=7", PROFILE_260K);
     assert_int_equal(tsr_xprofile_parse(more, &p, &e), TSR_OK);
     profile_with(PROFILE_260K, "pes", "four", more, sizeof more);
@@ -1126,15 +1132,21 @@ static void test_profile_mismatch(void **state)
              p260->w8_words * TSR_LANES);
     expect_load_error(x260, "pes=1", MODEL, &none, TSR_ERR_CAPACITY, want);
 
-    /* a model within stories15m's shapes loads (16 of its PEs: the card
-     * played here is the generic kernel, 64 PEs at most) */
+    /* a model within stories15m's shapes, on 16 of its PEs (4 x 4): its
+     * W13 takes one mesh column there, and the profile built SwiGLU at
+     * every second PE only (TSR_W13_COLS) */
     char fits[64];
     temp_path(fits, sizeof fits, "fits");
     assert_int_equal(tsr_synth_file("96x2:heads=6,vocab=512,seq=256", fits, 32, 2, err, sizeof err),
                      TSR_OK);
+    expect_load_error(x15m, "pes=16", fits, &none, TSR_ERR_UNSUPPORTED,
+                      "on a 4 x 4 mesh W13 splits over 1 mesh column, and the stories15m profile "
+                      "builds its roots every 2 PEs only");
+    /* on all 32 (8 x 4: W13 on 2 columns) it loads (the card played here
+     * is the generic kernel, 64 PEs at most) */
     trace *t = trace_on();
     tsr_device *dev = NULL;
-    assert_int_equal(open_xrt(x15m, "pes=16", &dev), TSR_OK);
+    assert_int_equal(open_xrt(x15m, "pes=32", &dev), TSR_OK);
     tsr_model_opts mo = { .tokenizer = TOK };
     tsr_model *m = NULL;
     int rc = tsr_model_load(dev, fits, &mo, &m);
@@ -1143,7 +1155,7 @@ static void test_profile_mismatch(void **state)
     tsr_model_info mi = { 0 };
     assert_int_equal(tsr_model_get_info(m, &mi), TSR_OK);
     assert_int_equal(mi.n_seqs, (int)p15->slots);
-    assert_int_equal(dev->k.cfg.mesh_rows * dev->k.cfg.mesh_cols, 16);
+    assert_int_equal(dev->k.cfg.mesh_rows * dev->k.cfg.mesh_cols, 32);
     tsr_model_close(m);
     tsr_device_close(dev);
     trace_off(t);

@@ -50,3 +50,17 @@
 #ifndef TSR_SLRS
 #define TSR_SLRS            1
 #endif
+/* The mesh columns C_m the profile builds mesh-row roots for: W13's (the
+ * SwiGLU pair) and the classifier's (its best row, greedy).  Mesh row r's
+ * root is PE r x C_m, so with C_m a multiple of TSR_W13_COLS every W13
+ * root is a PE p with p % TSR_W13_COLS == 0, and only those PEs get a
+ * SwiGLU datapath (mesh.c TSR_SWIGLU_ROOT); likewise TSR_CLS_COLS and the
+ * best-row datapath.  CONFIGURE refuses a layout whose W13 or classifier
+ * takes fewer columns (tsr_layout.h tsr_lay_mat_cols): its roots would be
+ * PEs without one.  1: every PE (the emulator's, any mesh). */
+#ifndef TSR_W13_COLS
+#define TSR_W13_COLS        1
+#endif
+#ifndef TSR_CLS_COLS
+#define TSR_CLS_COLS        1
+#endif

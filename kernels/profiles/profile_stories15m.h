@@ -18,7 +18,7 @@
  * about 2.5 M LUTs against the 0.86 M the ceiling allows; LUTs, then
  * UltraRAM, bound it now.
  * `tessera plan --shape stories15M --part u55c --profile stories15m`
- * projects 7,603 tokens/s at position 255 (9,192 over a whole context) at
+ * projects 7,489 tokens/s at position 255 (9,026 over a whole context) at
  * the 300 MHz it targets (TSR_CLOCK_MHZ) from the kernel's own cycle
  * accounting, the SLR crossings' register stages included (TSR_SLRS);
  * unverified until a first csynth, and closing timing at 300 MHz across
@@ -65,14 +65,16 @@
 #define TSR_PE_ROWS           1024u     /* the classifier's 1,000 rows a PE, and room */
 #define TSR_PE_ATT            128       /* one query head x 128 positions at most */
 #define TSR_KV_URAM           1
+#define TSR_W13_COLS          2    /* W13 takes 2 of the 8 x 4 mesh's columns (the
+                                      classifier 1): SwiGLU at the 16 even PEs only */
 
 /* Resource estimate: what tessera plan --profile stories15m computes for these
  * arrays and this datapath (tests/test_plan.c holds them equal). */
 #define TSR_EST_URAM          656
 #define TSR_EST_BRAM36        1212
-#define TSR_EST_DSP           2871
-#define TSR_EST_LUT           698088
-#define TSR_EST_FF            629797
+#define TSR_EST_DSP           2743
+#define TSR_EST_LUT           649352
+#define TSR_EST_FF            574165
 
 /* The kernel clock it targets: the Alveo platforms' default (UG1120),
  * the clock tsr_arch.h's pipeline depths assume. */

@@ -49,7 +49,7 @@
 #define TSR_EST_URAM          16
 #define TSR_EST_BRAM36        823
 #define TSR_EST_DSP           1077
-#define TSR_EST_LUT           181080
-#define TSR_EST_FF            202951
+#define TSR_EST_LUT           181208
+#define TSR_EST_FF            203079
 
 #endif

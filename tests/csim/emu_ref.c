@@ -5,7 +5,7 @@
  * BUILD-stories15m/, the library build-stories15m/tessera links), through
  * the public API only.
  *
- * usage: tsr_csim_emuref MODEL.bin TOKENIZER.bin PROMPT N K OUT.tokens OUT.logits
+ * usage: tsr_csim_emuref MODEL.bin TOKENIZER.bin PROMPT N K OUT.tokens OUT.logits [DEVICE]
  *        OUT.tokens: the prompt's ids (BOS first) and the N decoded ids,
  *        one decimal a line (the format of llama2.c's reference ids, which
  *        tb_tessera_top reads); N tokens exactly (BOS/EOS do not stop it).
@@ -14,6 +14,9 @@
  *        DECODE commands), and after each the logits of its last forward
  *        pass (the one that gave its last token), as READ_LOGITS returns
  *        them.
+ *        DEVICE: the device spec (default "emu": the profile's default
+ *        mesh), e.g. emu:pes=4,cols=1,kvsplit=1 for the mesh the
+ *        testbench image of stories260k is placed on.
  *
  * The device is the emulator at its profile's default mesh (emu), the
  * model placed as tsr_model_load places it: Q8_0 at group 32, one slot,
@@ -27,9 +30,9 @@
 
 int main(int argc, char **argv)
 {
-    if (argc != 8) {
-        fprintf(stderr, "usage: %s MODEL.bin TOKENIZER.bin PROMPT N K OUT.tokens OUT.logits\n",
-                argv[0]);
+    if (argc != 8 && argc != 9) {
+        fprintf(stderr, "usage: %s MODEL.bin TOKENIZER.bin PROMPT N K OUT.tokens OUT.logits "
+                "[DEVICE]\n", argv[0]);
         return 2;
     }
     int n = atoi(argv[4]), checks = atoi(argv[5]);
@@ -42,8 +45,9 @@ int main(int argc, char **argv)
     tsr_seq *s = NULL;
     float *logits = NULL;
     int rc = 1, st;
-    if ((st = tsr_device_open("emu", &dev)) != TSR_OK) {
-        fprintf(stderr, "tsr_csim_emuref: emu: %s\n", tsr_device_errmsg(dev));
+    const char *spec = argc == 9 ? argv[8] : "emu";
+    if ((st = tsr_device_open(spec, &dev)) != TSR_OK) {
+        fprintf(stderr, "tsr_csim_emuref: %s: %s\n", spec, tsr_device_errmsg(dev));
         goto out;
     }
     tsr_model_opts mo;

@@ -5,7 +5,7 @@
  * the testbench itself needs nothing but the kernel sources and stdio (as
  * Vitis csim / cosim want).
  *
- * usage: tsr_csim_image MODEL.bin TOKENIZER.bin PROMPT OUT.timg [pes [profile [f32|q8]]]
+ * usage: tsr_csim_image MODEL.bin TOKENIZER.bin PROMPT OUT.timg [pes [profile [f32|q8 [cols]]]]
  *        One slot, the model's seq_len, placed for the synthesis profile
  *        named (default stories260k, driver/profiles.c) as the driver
  *        places it on a device of that profile.  pes PEs (default 4; 0: the
@@ -14,7 +14,8 @@
  *        for stories260k, whose sums keep run.c's order; as many as the
  *        profile takes for stories15m: 32 x 4, kv split 8).  Weights F32
  *        (validation mode) when the profile has an F32 datapath, else Q8_0
- *        at the driver's default group (32); f32 or q8 says which.
+ *        at the driver's default group (32); f32 or q8 says which.  cols:
+ *        the mesh columns (default: the driver's choice).
  *
  * File format (little-endian uint32 words; see tb_tessera_top.c):
  *   "TIMG" magic, version 2,
@@ -76,9 +77,9 @@ static int write_image(const char *path, const int *prompt, int n_prompt, const 
 
 int main(int argc, char **argv)
 {
-    if (argc < 5 || argc > 8) {
+    if (argc < 5 || argc > 9) {
         fprintf(stderr, "usage: %s MODEL.bin TOKENIZER.bin PROMPT OUT.timg [pes [profile "
-                "[f32|q8]]]\n", argv[0]);
+                "[f32|q8 [cols]]]]\n", argv[0]);
         return 2;
     }
     int pes = argc >= 6 ? atoi(argv[5]) : 4;
@@ -113,7 +114,7 @@ int main(int argc, char **argv)
     memset(&o, 0, sizeof o);
     o.weights_f32 = f32;
     o.n_slots = 1;
-    tsr_mesh_opts mesh = { .pes = pes, .cols = 0, .kv_split = 0 };
+    tsr_mesh_opts mesh = { .pes = pes, .cols = argc >= 9 ? atoi(argv[8]) : 0, .kv_split = 0 };
     tsr_kconfig kc;
     if (tsr_wimage_config(m, &o, &mesh, prof, &kc, &e) ||
         tsr_wimage_check_profile(&kc, prof, pname, &e) || tsr_wimage_build(m, &kc, &img, &e))

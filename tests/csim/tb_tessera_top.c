@@ -12,13 +12,16 @@
  *   the ids of an emulator, emu_ref.c), the logits against LOGITS bit for
  *   bit, the kernel's counters -> exit 0 on a match, 1 otherwise
  *
- * usage: tb_tessera_top IMAGE.timg REF.tokens [max_new [LOGITS.f32]]
+ * usage: tb_tessera_top IMAGE.timg REF.tokens [max_new [LOGITS.f32 [CYCLES]]]
  *        max_new (default or 0: all of REF) caps the decoded tokens, so
  *        cosim can check a few tokens through the RTL in reasonable time.
  *        LOGITS.f32 (K x vocab fp32 values, e.g. from emu_ref.c): the
  *        decode runs as K DECODE commands (of want * (i + 1) / K - want *
  *        i / K tokens), each followed by READ_LOGITS, which must return
  *        exactly the i-th vocab values' bits.
+ *        CYCLES: the cycles the last token's pass must have been charged
+ *        (cyc - cyc_mark over every region): `tessera plan`'s projection
+ *        for that position (make csim-gcc passes it).
  *
  * The whole ring is written before the start: C simulation runs
  * tessera_top on this thread, so nothing could write the ring while it
@@ -247,8 +250,9 @@ static int fits_in(const uint32_t *w, size_t nw, size_t at, uint32_t n_chunks)
 
 int main(int argc, char **argv)
 {
-    if (argc < 3 || argc > 5) {
-        fprintf(stderr, "usage: %s IMAGE.timg REF.tokens [max_new [LOGITS.f32]]\n", argv[0]);
+    if (argc < 3 || argc > 6) {
+        fprintf(stderr, "usage: %s IMAGE.timg REF.tokens [max_new [LOGITS.f32 [CYCLES]]]\n",
+                argv[0]);
         return 2;
     }
     size_t nw = 0;
@@ -279,7 +283,7 @@ int main(int argc, char **argv)
     const uint32_t vocab = w[at + 6];        /* tsr_kconfig's vocab_size */
     size_t nl = 0;
     uint32_t *want_logits = NULL;            /* (vocab,) fp32 bits, or none */
-    if (argc == 5) {
+    if (argc >= 5) {
         want_logits = read_words(argv[4], &nl);
         if (!want_logits || nl == 0 || nl % vocab || nl / vocab > TB_MAX_CHECKS ||
             nl / vocab > want) {
@@ -489,6 +493,11 @@ int main(int argc, char **argv)
     }
     printf("tb_tessera_top: last token: %llu cycles charged, controller %.1f %%\n",
            (unsigned long long)total, total ? 100.0 * (double)ctrl / (double)total : 0.0);
+    if (argc == 6 && strtoull(argv[5], NULL, 10) != total) {
+        fprintf(stderr, "tb_tessera_top: the last token's %llu cycles are not plan's %s\n",
+                (unsigned long long)total, argv[5]);
+        fails++;
+    }
 
     if (fails == 0)
         printf("tb_tessera_top: PASS: %u prompt + %u decoded tokens match the reference "
