@@ -903,6 +903,70 @@ latch_lanes:
 }
 #endif
 
+/* The gather's rows of RMSNorm partials it keeps (TSR_SSQ_FUSED: the
+ * rotating chain; else one row, unused). */
+#if TSR_SSQ_FUSED
+#define TSR_GATHER_SSQ_ROWS TSR_SSQ_DIST
+#else
+#define TSR_GATHER_SSQ_ROWS 1
+#endif
+
+/* Word w of a gather's output v: lane l into word yw + w of the item's
+ * vectors (bank l), or of its logits (lg), added to what is there (add);
+ * the word's max |.| for the quantizer (input); and (TSR_SSQ_FUSED) its
+ * squares into the chain's head row, the chain rotated one on (see
+ * tsr_mesh_gather).  The one output path of both word loops. */
+static void gather_word_out(tsr_kstate *st, uint32_t it, uint32_t w, uint32_t yw, uint32_t nout,
+                            uint32_t add, uint32_t lg, uint32_t input, const float v[TSR_VEC],
+                            float ssq[TSR_GATHER_SSQ_ROWS][TSR_VEC])
+{
+#pragma HLS INLINE
+    float m = 0.0f;
+#if TSR_SSQ_FUSED
+    float sq[TSR_VEC];   /* the head row, plus this word's squares */
+#pragma HLS ARRAY_PARTITION variable=sq type=complete
+gather_ssq_head:
+    for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+        sq[l] = ssq[0][l];
+    }
+#else
+    (void)ssq;
+#endif
+gather_out:
+    for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+        uint32_t i = w * TSR_VEC + l;
+        if (i < nout) {
+            float o = add ? st->cv[it][(yw + w) * TSR_VEC + l] + v[l] : v[l];
+            if (lg) st->logits[it][w * TSR_VEC + l] = o;
+            else st->cv[it][(yw + w) * TSR_VEC + l] = o;
+#if TSR_SSQ_FUSED
+            if (add) sq[l] = sq[l] + o * o;
+#endif
+            float a = fabsf(o);
+            m = a > m ? a : m;
+        }
+    }
+    if (input) st->wmax[it][w] = m;
+#if TSR_SSQ_FUSED
+gather_ssq_rotate:
+    for (uint32_t r = 0; r < TSR_SSQ_DIST - 1u; r++) {
+#pragma HLS UNROLL
+gather_ssq_rotate_lanes:
+        for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+            ssq[r][l] = ssq[r + 1u][l];
+        }
+    }
+gather_ssq_tail:
+    for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+        ssq[TSR_SSQ_DIST - 1u][l] = sq[l];
+    }
+#endif
+}
+
 void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, uint32_t flags,
                      uint32_t pos)
 {
@@ -926,17 +990,17 @@ void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, uin
      * DEPENDENCE claim on registers.  The partials leave rotated by the
      * word count; tsr_rms_scale's pairwise levels give the same sum for
      * any rotation (ops.c reduce), so they are stored as they stand. */
-    float ssq[TSR_SSQ_DIST][TSR_VEC];   /* the chain; the next word adds into row 0 */
+    float ssq[TSR_GATHER_SSQ_ROWS][TSR_VEC];   /* the chain; the next word adds into row 0 */
 #pragma HLS ARRAY_PARTITION variable=ssq type=complete dim=0
-    TSR_CHARGE(st, TSR_RG_GATHER, tsr_gather_cycles(flags, d, nout, bias));
 gather_ssq_zero:
     for (uint32_t k = 0; k < TSR_SUM_LANES; k++) {
 #pragma HLS UNROLL
         ssq[k / TSR_VEC][k % TSR_VEC] = 0.0f;
     }
 #else
-    TSR_CHARGE(st, TSR_RG_GATHER, tsr_gather_cycles(flags, d, nout, bias));
+    float ssq[TSR_GATHER_SSQ_ROWS][TSR_VEC];   /* none kept (one row, unused) */
 #endif
+    TSR_CHARGE(st, TSR_RG_GATHER, tsr_gather_cycles(flags, d, nout, bias));
     (void)pos;
     TSR_COUNT(st, fabric_gather_bytes, 4ull * d);
     /* a platform's fast path writes what the word loop would, latches
@@ -1069,48 +1133,7 @@ gather_slr_head_lanes:
         gok[0] = live;
         if (ok) {
             gather_word_post(st, it, wo, d, bias, lay, qkv, rope_n, v);
-            float m = 0.0f;
-#if TSR_SSQ_FUSED
-            float sq[TSR_VEC];          /* the head row, plus this word's squares */
-#pragma HLS ARRAY_PARTITION variable=sq type=complete
-gather_slr_ssq_head:
-            for (uint32_t l = 0; l < TSR_VEC; l++) {
-#pragma HLS UNROLL
-                sq[l] = ssq[0][l];
-            }
-#endif
-gather_slr_out:
-            for (uint32_t l = 0; l < TSR_VEC; l++) {
-#pragma HLS UNROLL
-                uint32_t i = wo * TSR_VEC + l;
-                if (i < nout) {
-                    float o = add ? st->cv[it][(yw + wo) * TSR_VEC + l] + v[l] : v[l];
-                    if (lg) st->logits[it][wo * TSR_VEC + l] = o;
-                    else st->cv[it][(yw + wo) * TSR_VEC + l] = o;
-#if TSR_SSQ_FUSED
-                    if (add) sq[l] = sq[l] + o * o;
-#endif
-                    float a = fabsf(o);
-                    m = a > m ? a : m;
-                }
-            }
-            if (input) st->wmax[it][wo] = m;
-#if TSR_SSQ_FUSED
-gather_slr_ssq_rotate:
-            for (uint32_t r = 0; r < TSR_SSQ_DIST - 1u; r++) {
-#pragma HLS UNROLL
-gather_slr_ssq_rotate_lanes:
-                for (uint32_t l = 0; l < TSR_VEC; l++) {
-#pragma HLS UNROLL
-                    ssq[r][l] = ssq[r + 1u][l];
-                }
-            }
-gather_slr_ssq_tail:
-            for (uint32_t l = 0; l < TSR_VEC; l++) {
-#pragma HLS UNROLL
-                ssq[TSR_SSQ_DIST - 1u][l] = sq[l];
-            }
-#endif
+            gather_word_out(st, it, wo, yw, nout, add, lg, input, v, ssq);
         }
         /* q | k | v word by word into every attention PE's copy: SLR 0's
          * now, SLR s's s crossings down the latch's line */
@@ -1176,50 +1199,7 @@ gather_words:
         float v[TSR_VEC];
 #pragma HLS ARRAY_PARTITION variable=v type=complete
         gather_word_in(st, it, w, d, src, start, bias, lay, qkv, rope_n, v);
-        float m = 0.0f;
-#if TSR_SSQ_FUSED
-        float sq[TSR_VEC];              /* the head row, plus this word's squares */
-#pragma HLS ARRAY_PARTITION variable=sq type=complete
-gather_ssq_head:
-        for (uint32_t l = 0; l < TSR_VEC; l++) {
-#pragma HLS UNROLL
-            sq[l] = ssq[0][l];
-        }
-#endif
-gather_out:
-        for (uint32_t l = 0; l < TSR_VEC; l++) {
-#pragma HLS UNROLL
-            uint32_t i = w * TSR_VEC + l;
-            if (i < nout) {
-                /* word yw + w of the item's vectors (or of its logits):
-                 * lane l, bank l */
-                float o = add ? st->cv[it][(yw + w) * TSR_VEC + l] + v[l] : v[l];
-                if (lg) st->logits[it][w * TSR_VEC + l] = o;
-                else st->cv[it][(yw + w) * TSR_VEC + l] = o;
-#if TSR_SSQ_FUSED
-                if (add) sq[l] = sq[l] + o * o;
-#endif
-                float a = fabsf(o);
-                m = a > m ? a : m;
-            }
-        }
-        if (input) st->wmax[it][w] = m;
-#if TSR_SSQ_FUSED
-gather_ssq_rotate:
-        for (uint32_t r = 0; r < TSR_SSQ_DIST - 1u; r++) {
-#pragma HLS UNROLL
-gather_ssq_rotate_lanes:
-            for (uint32_t l = 0; l < TSR_VEC; l++) {
-#pragma HLS UNROLL
-                ssq[r][l] = ssq[r + 1u][l];
-            }
-        }
-gather_ssq_tail:
-        for (uint32_t l = 0; l < TSR_VEC; l++) {
-#pragma HLS UNROLL
-            ssq[TSR_SSQ_DIST - 1u][l] = sq[l];
-        }
-#endif
+        gather_word_out(st, it, w, yw, nout, add, lg, input, v, ssq);
         /* q | k | v word by word into every attention PE's copy */
         if (qkv) gather_latch(st, w, v);
     }
