@@ -414,7 +414,11 @@ att_max_pairs:
 TSR_STATIC_CHECK(pe_sum_chain_covers_fadd, TSR_PE_SUM_LANES * TSR_PE_SUM_II >= TSR_FADD_LAT);
 static float pe_reduce_sum(const float att[TSR_PE_ATT_AW][TSR_ATT_LANES], uint32_t a0w, uint32_t n)
 {
-#pragma HLS INLINE
+    /* its own instance (one call site: one a PE), so the ALLOCATION below
+     * limits its levels' adds and nothing of pe_att's (an INLINE function's
+     * pragmas dissolve into the caller: the seventh HLS review, F4) */
+#pragma HLS INLINE off
+#pragma HLS ARRAY_PARTITION variable=att type=complete dim=2
     float part[TSR_PE_SUM_LANES];
 #pragma HLS ARRAY_PARTITION variable=part type=complete
 pe_sum_zero:

@@ -1015,9 +1015,8 @@ gather_ssq_zero:
      * the attention PEs beyond SLR 0.  The loop runs TSR_SLR_DELAY (QKV:
      * plus TSR_ATT_SLR_DELAY) iterations more (tsr_cy_slr_of). */
     float gq[TSR_SLR_DELAY][TSR_SLRS][TSR_VEC];
-    uint32_t gw[TSR_SLR_DELAY], gs[TSR_SLR_DELAY], gok[TSR_SLR_DELAY];
+    uint32_t gs[TSR_SLR_DELAY], gok[TSR_SLR_DELAY];
 #pragma HLS ARRAY_PARTITION variable=gq type=complete dim=0
-#pragma HLS ARRAY_PARTITION variable=gw type=complete
 #pragma HLS ARRAY_PARTITION variable=gs type=complete
 #pragma HLS ARRAY_PARTITION variable=gok type=complete
 #if TSR_ATT_SLR_HOPS > 0
@@ -1042,7 +1041,6 @@ gather_slr_clear:
     for (uint32_t r = 0; r < TSR_SLR_DELAY; r++) {
 #pragma HLS UNROLL
         gok[r] = 0;
-        gw[r] = 0;
         gs[r] = 0;
 gather_slr_clear_slrs:
         for (uint32_t t = 0; t < TSR_SLRS; t++) {
@@ -1094,7 +1092,11 @@ gather_slr_mux_lanes:
         }
         /* the word out of the last stage: S:1 by its root's SLR */
         const uint32_t gl = TSR_SLR_DELAY - 1u;
-        uint32_t ok = gok[gl], wo = gw[gl], so = gs[gl];
+        /* the word it is: w's of TSR_SLR_DELAY iterations ago, as an affine
+         * index (not a register of the line), so HLS sees the cv
+         * read-modify-write one word an iteration apart, with no carried
+         * dependence (the seventh HLS review, F1) */
+        uint32_t ok = gok[gl], wo = w - TSR_SLR_DELAY, so = gs[gl];
         float v[TSR_VEC];
 #pragma HLS ARRAY_PARTITION variable=v type=complete
 gather_slr_final:
@@ -1115,7 +1117,6 @@ gather_slr_shift_lanes:
                     gq[r][t][l] = gq[r - 1u][t][l];
                 }
             }
-            gw[r] = gw[r - 1u];
             gs[r] = gs[r - 1u];
             gok[r] = gok[r - 1u];
         }
@@ -1128,7 +1129,6 @@ gather_slr_head_lanes:
                 gq[0][t][l] = raw[t][l];
             }
         }
-        gw[0] = w;
         gs[0] = TSR_SLR_OF(src);
         gok[0] = live;
         if (ok) {
@@ -1261,6 +1261,19 @@ best_slr_pairs:
 #pragma HLS ARRAY_PARTITION variable=hv type=complete dim=0
 #pragma HLS ARRAY_PARTITION variable=hi type=complete dim=0
 #pragma HLS ARRAY_PARTITION variable=hok type=complete dim=0
+    /* (cleared, and the results enter once, at t 0: a line whose input
+     * never changed would fold to a wire, the seventh HLS review's F2) */
+best_slr_hops_clear:
+    for (uint32_t r = 0; r < TSR_SLR_DELAY; r++) {
+#pragma HLS UNROLL
+best_slr_hops_clear_slrs:
+        for (uint32_t s = 0; s < TSR_SLRS; s++) {
+#pragma HLS UNROLL
+            hv[r][s] = 0.0f;
+            hi[r][s] = 0;
+            hok[r][s] = 0;
+        }
+    }
 best_slr_hops:
     for (uint32_t t = 0; t < TSR_SLR_DELAY; t++) {
 #pragma HLS PIPELINE II=1
@@ -1274,9 +1287,9 @@ best_slr_hop_stages:
                 hi[r][s] = hi[r - 1u][s];
                 hok[r][s] = hok[r - 1u][s];
             }
-            hv[0][s] = bv[TSR_SLR_PE0(s)];
-            hi[0][s] = bi[TSR_SLR_PE0(s)];
-            hok[0][s] = ok[TSR_SLR_PE0(s)];
+            hv[0][s] = t == 0 ? bv[TSR_SLR_PE0(s)] : 0.0f;
+            hi[0][s] = t == 0 ? bi[TSR_SLR_PE0(s)] : 0u;
+            hok[0][s] = t == 0 ? ok[TSR_SLR_PE0(s)] : 0u;
         }
     }
     /* ... then the last levels over the S results, by SLR 0 */
