@@ -802,23 +802,37 @@ static void att_collect(tsr_kstate *st, uint32_t it)
     uint32_t npad = ((dim + st->cfg.group - 1u) >> st->g_log2) << st->g_log2;
     TSR_CHARGE(st, TSR_RG_ATT_IO, tsr_cy_att_collect(npad) + TSR_CY_SLR.collect);
 #if TSR_ATT_SLR_HOPS > 0
-    /* Over SLRs: each SLR's mux over its own attention PEs, a register per
-     * SLR a stage for TSR_ATT_SLR_DELAY stages (TSR_D_SLR a crossing to the
-     * farthest attention PE's SLR; the nearer wait as long), then the S:1
-     * mux by SLR 0 and the word's outputs as below; TSR_ATT_SLR_DELAY
-     * iterations more (tsr_cy_slr_of: collect). */
+    /* Over SLRs, both ways registered (TSR_D_SLR a crossing): the word's
+     * request (its attention PE, the word there) goes out to SLR s down a
+     * line of registers, s TSR_D_SLR of them; SLR s's mux over its own
+     * attention PEs reads the word then and its result comes back down a
+     * line entered at stage s TSR_D_SLR, so every word leaves the line
+     * TSR_COLLECT_SLR_LAT = 2 TSR_ATT_SLR_DELAY iterations after its
+     * request (the nearer SLRs wait as long); then the S:1 mux by SLR 0
+     * and the word's outputs as below; TSR_COLLECT_SLR_LAT iterations more
+     * (tsr_cy_slr_of: collect). */
 #define TSR_ATT_SLRS_ (TSR_ATT_SLR_HOPS + 1)
-    float cq[TSR_ATT_SLR_DELAY][TSR_ATT_SLRS_][TSR_VEC];
-    uint32_t cw[TSR_ATT_SLR_DELAY], cs[TSR_ATT_SLR_DELAY], cok[TSR_ATT_SLR_DELAY];
+#define TSR_COLLECT_SLR_LAT (2 * TSR_ATT_SLR_DELAY)
+    uint32_t rsrc[TSR_ATT_SLR_DELAY], row_[TSR_ATT_SLR_DELAY], rin[TSR_ATT_SLR_DELAY];
+#pragma HLS ARRAY_PARTITION variable=rsrc type=complete
+#pragma HLS ARRAY_PARTITION variable=row_ type=complete
+#pragma HLS ARRAY_PARTITION variable=rin type=complete
+    float cq[TSR_COLLECT_SLR_LAT][TSR_ATT_SLRS_][TSR_VEC];
+    uint32_t cs[TSR_COLLECT_SLR_LAT], cok[TSR_COLLECT_SLR_LAT];
 #pragma HLS ARRAY_PARTITION variable=cq type=complete dim=0
-#pragma HLS ARRAY_PARTITION variable=cw type=complete
 #pragma HLS ARRAY_PARTITION variable=cs type=complete
 #pragma HLS ARRAY_PARTITION variable=cok type=complete
-att_collect_slr_clear:
+att_collect_slr_req_clear:
     for (uint32_t r = 0; r < TSR_ATT_SLR_DELAY; r++) {
 #pragma HLS UNROLL
+        rsrc[r] = 0;
+        row_[r] = 0;
+        rin[r] = 0;
+    }
+att_collect_slr_clear:
+    for (uint32_t r = 0; r < TSR_COLLECT_SLR_LAT; r++) {
+#pragma HLS UNROLL
         cok[r] = 0;
-        cw[r] = 0;
         cs[r] = 0;
 att_collect_slr_clear_slrs:
         for (uint32_t t = 0; t < TSR_ATT_SLRS_; t++) {
@@ -832,7 +846,7 @@ att_collect_slr_clear_lanes:
     }
     uint32_t nw = npad / TSR_VEC;
 att_collect_slr_words:
-    for (uint32_t w = 0; w < nw + TSR_ATT_SLR_DELAY; w++) {
+    for (uint32_t w = 0; w < nw + TSR_COLLECT_SLR_LAT; w++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_IN_WORDS
 #pragma HLS PIPELINE II=1
         uint32_t live = w < nw;
@@ -851,21 +865,27 @@ att_collect_slr_zero_lanes:
                 raw[r][l] = 0.0f;
             }
         }
-        /* each SLR's mux over its attention PEs' outputs */
+        /* each SLR's mux over its attention PEs' outputs, for the request
+         * that has reached it (SLR 0: this one; SLR s: the line's stage s
+         * TSR_D_SLR - 1) */
 att_collect_slr_mux:
         for (uint32_t p = 0; p < TSR_ATT_PES; p++) {
 #pragma HLS UNROLL
-            if (in && p == src) {
+            const uint32_t sp = TSR_SLR_OF(p), rk = sp ? sp * TSR_D_SLR - 1u : 0u;
+            uint32_t qin = sp ? rin[rk] : (uint32_t)in, qsrc = sp ? rsrc[rk] : src;
+            uint32_t qow = sp ? row_[rk] : ow;
+            if (qin && p == qsrc) {
 att_collect_slr_mux_lanes:
                 for (uint32_t l = 0; l < TSR_VEC; l++) {
 #pragma HLS UNROLL
-                    raw[TSR_SLR_OF(p)][l] = st->ao[p][ow + l / TSR_ATT_LANES][l % TSR_ATT_LANES];
+                    raw[sp][l] = st->ao[p][qow + l / TSR_ATT_LANES][l % TSR_ATT_LANES];
                 }
             }
         }
-        /* the word out of the last stage, S:1 by its PE's SLR */
-        const uint32_t cl = TSR_ATT_SLR_DELAY - 1u;
-        uint32_t ok = cok[cl], wo = cw[cl], so = cs[cl];
+        /* the word out of the last stage, S:1 by its PE's SLR: w's of
+         * TSR_COLLECT_SLR_LAT iterations ago */
+        const uint32_t cl = TSR_COLLECT_SLR_LAT - 1u;
+        uint32_t ok = cok[cl], wo = w - TSR_COLLECT_SLR_LAT, so = cs[cl];
         float m = 0.0f;
 att_collect_slr_out:
         for (uint32_t l = 0; l < TSR_VEC; l++) {
@@ -876,9 +896,10 @@ att_collect_slr_out:
             m = a > m ? a : m;
         }
         if (ok) st->wmax[it][wo] = m;
-        /* every stage one on, this iteration's muxes into the first */
+        /* every stage one on; SLR s's read enters its line at stage s
+         * TSR_D_SLR (its way back), SLR 0's at the first */
 att_collect_slr_shift:
-        for (uint32_t r = TSR_ATT_SLR_DELAY - 1u; r > 0u; r--) {
+        for (uint32_t r = TSR_COLLECT_SLR_LAT - 1u; r > 0u; r--) {
 #pragma HLS UNROLL
 att_collect_slr_shift_slrs:
             for (uint32_t t = 0; t < TSR_ATT_SLRS_; t++) {
@@ -886,31 +907,37 @@ att_collect_slr_shift_slrs:
 att_collect_slr_shift_lanes:
                 for (uint32_t l = 0; l < TSR_VEC; l++) {
 #pragma HLS UNROLL
-                    cq[r][t][l] = cq[r - 1u][t][l];
+                    cq[r][t][l] = t > 0u && r == t * TSR_D_SLR ? raw[t][l] : cq[r - 1u][t][l];
                 }
             }
-            cw[r] = cw[r - 1u];
             cs[r] = cs[r - 1u];
             cok[r] = cok[r - 1u];
         }
-att_collect_slr_head:
-        for (uint32_t t = 0; t < TSR_ATT_SLRS_; t++) {
-#pragma HLS UNROLL
 att_collect_slr_head_lanes:
-            for (uint32_t l = 0; l < TSR_VEC; l++) {
+        for (uint32_t l = 0; l < TSR_VEC; l++) {
 #pragma HLS UNROLL
-                cq[0][t][l] = raw[t][l];
-            }
+            cq[0][0][l] = raw[0][l];
         }
-        cw[0] = w;
         cs[0] = in ? TSR_SLR_OF(src) : 0u;
         cok[0] = live;
+        /* the request one stage further out */
+att_collect_slr_req_shift:
+        for (uint32_t r = TSR_ATT_SLR_DELAY - 1u; r > 0u; r--) {
+#pragma HLS UNROLL
+            rsrc[r] = rsrc[r - 1u];
+            row_[r] = row_[r - 1u];
+            rin[r] = rin[r - 1u];
+        }
+        rsrc[0] = src;
+        row_[0] = ow;
+        rin[0] = (uint32_t)in;
         if (in && ++k == gw) {
             k = 0;
             h++;
         }
     }
 #undef TSR_ATT_SLRS_
+#undef TSR_COLLECT_SLR_LAT
 #else
 att_collect_words:
     for (uint32_t w = 0; w < npad / TSR_VEC; w++) {

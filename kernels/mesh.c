@@ -1007,15 +1007,25 @@ gather_ssq_zero:
      * included */
     if (TSR_FAST_GATHER(st, mat, it, yw, flags, pos)) return;
 #if TSR_SLRS > 1
-    /* Over SLRs: each SLR's mux over its own roots, a register per SLR a
-     * stage for TSR_SLR_DELAY stages (TSR_D_SLR a crossing: SLR s's word
-     * needs s TSR_D_SLR of them, the nearer ones wait as long so the words
-     * stay in order), then the S:1 mux by SLR 0 and the word's outputs as
-     * below; a QKV word then passes TSR_D_SLR registers a crossing on to
-     * the attention PEs beyond SLR 0.  The loop runs TSR_SLR_DELAY (QKV:
-     * plus TSR_ATT_SLR_DELAY) iterations more (tsr_cy_slr_of). */
-    float gq[TSR_SLR_DELAY][TSR_SLRS][TSR_VEC];
-    uint32_t gs[TSR_SLR_DELAY], gok[TSR_SLR_DELAY];
+    /* Over SLRs, both ways registered (TSR_D_SLR a crossing): the word's
+     * request (w, its root, the root's first word) goes out to SLR s down
+     * a line of registers, s TSR_D_SLR of them; SLR s's mux over its own
+     * roots reads the word then and its result comes back down a line
+     * entered at stage s TSR_D_SLR, so every SLR's word leaves the line
+     * TSR_GATHER_SLR_LAT = 2 TSR_SLR_DELAY iterations after its request
+     * (the nearer SLRs wait as long, so the words stay in order); then the
+     * S:1 mux by SLR 0 and the word's outputs as below; a QKV word then
+     * passes TSR_D_SLR registers a crossing on to the attention PEs beyond
+     * SLR 0.  The loop runs TSR_GATHER_SLR_LAT (QKV: plus
+     * TSR_ATT_SLR_DELAY) iterations more (tsr_cy_slr_of: gather). */
+#define TSR_GATHER_SLR_LAT (2 * TSR_SLR_DELAY)
+    uint32_t rw[TSR_SLR_DELAY], rsrc[TSR_SLR_DELAY], rstart[TSR_SLR_DELAY], rlive[TSR_SLR_DELAY];
+#pragma HLS ARRAY_PARTITION variable=rw type=complete
+#pragma HLS ARRAY_PARTITION variable=rsrc type=complete
+#pragma HLS ARRAY_PARTITION variable=rstart type=complete
+#pragma HLS ARRAY_PARTITION variable=rlive type=complete
+    float gq[TSR_GATHER_SLR_LAT][TSR_SLRS][TSR_VEC];
+    uint32_t gs[TSR_GATHER_SLR_LAT], gok[TSR_GATHER_SLR_LAT];
 #pragma HLS ARRAY_PARTITION variable=gq type=complete dim=0
 #pragma HLS ARRAY_PARTITION variable=gs type=complete
 #pragma HLS ARRAY_PARTITION variable=gok type=complete
@@ -1037,8 +1047,16 @@ gather_slr_latch_clear_lanes:
         }
     }
 #endif
-gather_slr_clear:
+gather_slr_req_clear:
     for (uint32_t r = 0; r < TSR_SLR_DELAY; r++) {
+#pragma HLS UNROLL
+        rw[r] = 0;
+        rsrc[r] = 0;
+        rstart[r] = 0;
+        rlive[r] = 0;
+    }
+gather_slr_clear:
+    for (uint32_t r = 0; r < TSR_GATHER_SLR_LAT; r++) {
 #pragma HLS UNROLL
         gok[r] = 0;
         gs[r] = 0;
@@ -1052,7 +1070,7 @@ gather_slr_clear_lanes:
             }
         }
     }
-    uint32_t trip = dw + TSR_SLR_DELAY + (qkv ? (uint32_t)TSR_ATT_SLR_DELAY : 0u);
+    uint32_t trip = dw + TSR_GATHER_SLR_LAT + (qkv ? (uint32_t)TSR_ATT_SLR_DELAY : 0u);
 gather_slr_words:
     for (uint32_t w = 0; w < trip; w++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_OUT_WORDS
@@ -1065,8 +1083,10 @@ gather_slr_words:
             end = st->root_w1[mat][k];
             k++;
         }
-        /* each SLR's mux over its PEs' partial sums (the root's SLR holds
-         * the word, the others zeros) */
+        /* each SLR's mux over its PEs' partial sums, for the request that
+         * has reached it (SLR 0: this one; SLR s: the request line's stage
+         * s TSR_D_SLR - 1); the root's SLR reads the word, the others
+         * zeros */
         float raw[TSR_SLRS][TSR_VEC];
 #pragma HLS ARRAY_PARTITION variable=raw type=complete dim=0
 gather_slr_zero:
@@ -1081,22 +1101,25 @@ gather_slr_zero_lanes:
 gather_slr_mux:
         for (uint32_t p = 0; p < TSR_PES; p++) {
 #pragma HLS UNROLL
-            if (live && p == src) {
+            const uint32_t sp = TSR_SLR_OF(p), rk = sp ? sp * TSR_D_SLR - 1u : 0u;
+            uint32_t qw = sp ? rw[rk] : w, qsrc = sp ? rsrc[rk] : src;
+            uint32_t qstart = sp ? rstart[rk] : start, qlive = sp ? rlive[rk] : live;
+            if (qlive && p == qsrc) {
 gather_slr_mux_lanes:
                 for (uint32_t l = 0; l < TSR_VEC; l++) {
 #pragma HLS UNROLL
-                    uint32_t i = w * TSR_VEC + l;
-                    raw[TSR_SLR_OF(p)][l] = i < d ? st->psum[p][it][(w - start) * TSR_VEC + l] : 0.0f;
+                    uint32_t i = qw * TSR_VEC + l;
+                    raw[sp][l] = i < d ? st->psum[p][it][(qw - qstart) * TSR_VEC + l] : 0.0f;
                 }
             }
         }
-        /* the word out of the last stage: S:1 by its root's SLR */
-        const uint32_t gl = TSR_SLR_DELAY - 1u;
-        /* the word it is: w's of TSR_SLR_DELAY iterations ago, as an affine
-         * index (not a register of the line), so HLS sees the cv
+        /* the word out of the last stage: S:1 by its root's SLR.  The word
+         * it is: w's of TSR_GATHER_SLR_LAT iterations ago, as an affine
+         * index (not a register of a line), so HLS sees the cv
          * read-modify-write one word an iteration apart, with no carried
          * dependence (the seventh HLS review, F1) */
-        uint32_t ok = gok[gl], wo = w - TSR_SLR_DELAY, so = gs[gl];
+        const uint32_t gl = TSR_GATHER_SLR_LAT - 1u;
+        uint32_t ok = gok[gl], wo = w - TSR_GATHER_SLR_LAT, so = gs[gl];
         float v[TSR_VEC];
 #pragma HLS ARRAY_PARTITION variable=v type=complete
 gather_slr_final:
@@ -1104,9 +1127,10 @@ gather_slr_final:
 #pragma HLS UNROLL
             v[l] = gq[gl][so][l];
         }
-        /* every stage one on, this iteration's muxes into the first */
+        /* every stage one on; SLR s's read enters its line at stage s
+         * TSR_D_SLR (its way back), SLR 0's at the first */
 gather_slr_shift:
-        for (uint32_t r = TSR_SLR_DELAY - 1u; r > 0u; r--) {
+        for (uint32_t r = TSR_GATHER_SLR_LAT - 1u; r > 0u; r--) {
 #pragma HLS UNROLL
 gather_slr_shift_slrs:
             for (uint32_t t = 0; t < TSR_SLRS; t++) {
@@ -1114,23 +1138,32 @@ gather_slr_shift_slrs:
 gather_slr_shift_lanes:
                 for (uint32_t l = 0; l < TSR_VEC; l++) {
 #pragma HLS UNROLL
-                    gq[r][t][l] = gq[r - 1u][t][l];
+                    gq[r][t][l] = t > 0u && r == t * TSR_D_SLR ? raw[t][l] : gq[r - 1u][t][l];
                 }
             }
             gs[r] = gs[r - 1u];
             gok[r] = gok[r - 1u];
         }
-gather_slr_head:
-        for (uint32_t t = 0; t < TSR_SLRS; t++) {
-#pragma HLS UNROLL
 gather_slr_head_lanes:
-            for (uint32_t l = 0; l < TSR_VEC; l++) {
+        for (uint32_t l = 0; l < TSR_VEC; l++) {
 #pragma HLS UNROLL
-                gq[0][t][l] = raw[t][l];
-            }
+            gq[0][0][l] = raw[0][l];
         }
         gs[0] = TSR_SLR_OF(src);
         gok[0] = live;
+        /* the request one stage further out */
+gather_slr_req_shift:
+        for (uint32_t r = TSR_SLR_DELAY - 1u; r > 0u; r--) {
+#pragma HLS UNROLL
+            rw[r] = rw[r - 1u];
+            rsrc[r] = rsrc[r - 1u];
+            rstart[r] = rstart[r - 1u];
+            rlive[r] = rlive[r - 1u];
+        }
+        rw[0] = w;
+        rsrc[0] = src;
+        rstart[0] = start;
+        rlive[0] = live;
         if (ok) {
             gather_word_post(st, it, wo, d, bias, lay, qkv, rope_n, v);
             gather_word_out(st, it, wo, yw, nout, add, lg, input, v, ssq);
@@ -1184,6 +1217,7 @@ gather_slr_latch_head:
         lok[0] = lat;
 #endif
     }
+#undef TSR_GATHER_SLR_LAT
 #else
 gather_words:
     for (uint32_t w = 0; w < dw; w++) {

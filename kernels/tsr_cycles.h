@@ -256,9 +256,11 @@ static inline uint32_t tsr_cy_att_collect(uint32_t npad)
  * (mesh.c, attention.c).  All 0 when S is 1. */
 typedef struct tsr_cy_slr {
     uint32_t bcast;    /* a Q8 input pass: every PE's copy, S - 1 crossings */
-    uint32_t gather;   /* a gather: the roots of every SLR, S - 1           */
+    uint32_t gather;   /* a gather: the roots of every SLR, S - 1 crossings
+                          out (the request) and back (the word)             */
     uint32_t latch;    /* a QKV gather's latch into the attention PEs       */
-    uint32_t collect;  /* the head outputs off the attention PEs            */
+    uint32_t collect;  /* the head outputs off the attention PEs, out and
+                          back                                              */
     uint32_t best;     /* the argmax tree (tsr_cy_best_tree), over log2(P)
                           levels                                            */
 } tsr_cy_slr;
@@ -286,8 +288,12 @@ static inline tsr_cy_slr tsr_cy_slr_of(uint32_t P, uint32_t C, uint32_t S, uint3
     tsr_cy_slr f = { 0u, 0u, 0u, 0u, 0u };
     if (S < 2u || C == 0u || A == 0u || P < C * S) return f;
     uint32_t att = tsr_lay_slr_of(P, C, S, A - 1u) * TSR_D_SLR;
-    f.bcast = f.gather = (S - 1u) * TSR_D_SLR;
-    f.latch = f.collect = att;
+    /* the broadcast: one way; a gather or the collect: the request out
+     * and the word back (mesh.c gather_slr_words, attention.c att_collect) */
+    f.bcast = (S - 1u) * TSR_D_SLR;
+    f.gather = 2u * (S - 1u) * TSR_D_SLR;
+    f.latch = att;
+    f.collect = 2u * att;
     f.best = tsr_cy_best_tree(P, C, S) - tsr_cy_log2(P) * TSR_D_CMP;
     return f;
 }

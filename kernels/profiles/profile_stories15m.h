@@ -18,7 +18,7 @@
  * about 2.5 M LUTs against the 0.86 M the ceiling allows; LUTs, then
  * UltraRAM, bound it now.
  * `tessera plan --shape stories15M --part u55c --profile stories15m`
- * projects 7,489 tokens/s at position 255 (9,026 over a whole context) at
+ * projects 7,469 tokens/s at position 255 (8,997 over a whole context) at
  * the 300 MHz it targets (TSR_CLOCK_MHZ) from the kernel's own cycle
  * accounting, the SLR crossings' register stages included (TSR_SLRS);
  * unverified until a first csynth, and closing timing at 300 MHz across
