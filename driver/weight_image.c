@@ -327,8 +327,10 @@ int tsr_wimage_notice(const tsr_checkpoint *m, const tsr_kconfig *kc, char *buf,
 }
 #undef PUTB
 
-int tsr_wimage_check_profile(const tsr_kconfig *kc, const tsr_kprofile *pf, const char *prof,
-                             tsr_err *e)
+/* tsr_wimage_check_profile's shape half: the model's dimensions, group
+ * size, datapaths and head layout against the profile's. */
+static int check_profile_shape(const tsr_kconfig *kc, const tsr_kprofile *pf, const char *prof,
+                               tsr_err *e)
 {
     struct { const char *what; uint32_t v, max; } lim[] = {
         { "dim", kc->dim, pf->dim },
@@ -370,6 +372,14 @@ int tsr_wimage_check_profile(const tsr_kconfig *kc, const tsr_kprofile *pf, cons
                           "dim %u / %u kv heads = %u is not a multiple of %u: a KV head group's "
                           "query slice must be whole bus words", kc->dim, kc->n_kv_heads,
                           kc->dim / kc->n_kv_heads, (unsigned)TSR_VEC);
+    return TSR_OK;
+}
+
+/* Its memory half: each PE's tiles, scales, KV cache, partial sums and
+ * scores against the profile's arrays. */
+static int check_profile_memories(const tsr_kconfig *kc, const tsr_kprofile *pf, const char *prof,
+                                  tsr_err *e)
+{
     tsr_wneed nd;
     tsr_wimage_need(kc, &nd);
     uint32_t P = kc->mesh_rows * kc->mesh_cols;
@@ -405,6 +415,15 @@ int tsr_wimage_check_profile(const tsr_kconfig *kc, const tsr_kprofile *pf, cons
         return tsr_seterr(e, TSR_ERR_CAPACITY,
                           "%u attention scores on one of %u PEs, a %s PE holds %u (use more PEs "
                           "or a shorter context)", nd.pe_att_max, P, prof, pf->att_words);
+    return TSR_OK;
+}
+
+int tsr_wimage_check_profile(const tsr_kconfig *kc, const tsr_kprofile *pf, const char *prof,
+                             tsr_err *e)
+{
+    int rc = check_profile_shape(kc, pf, prof, e);
+    if (rc == TSR_OK) rc = check_profile_memories(kc, pf, prof, e);
+    if (rc != TSR_OK) return rc;
     /* the mesh-row roots the layout needs (kernels/mesh.c TSR_SWIGLU_ROOT,
      * TSR_BEST_ROOT; the kernel's CONFIGURE refuses the same), once the
      * PEs hold the model */

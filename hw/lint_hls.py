@@ -1588,8 +1588,65 @@ def member_dims(f, root, members):
     return max(1, len(dims_of(t)))
 
 
-def rule_partition_call(funcs, rep):
+def follow_partition(funcs, f, p, root, members, dim, ndims):
+    """Where the partition pragma p of f's root.members reaches its array:
+    f's calls and on through inlined callees.  Returns (crossed, picks):
+    the non-inlined calls it crosses into without a partition of their own
+    (callee, call, why), and those that get one partition picked at run
+    time (callee, call, (False, the picking call, its function, index))."""
     picks = []
+    # where the array goes: f's calls, and on through inlined callees;
+    # a work item also carries the parameters bound to constants and,
+    # once the partitioned dimension is indexed, how: (constant?,
+    # call, function, index)
+    work, visited, crossed = [(f, root, [], frozenset(), None)], set(), []
+    while work:
+        g, name, prefix, bound, pick = work.pop()
+        key = (g.usr, name, bound, None if pick is None else pick[0])
+        if key in visited:
+            continue
+        visited.add(key)
+        for usr, args, call in g.calls:
+            h = funcs.get(usr)
+            if h is None:
+                continue
+            consts = None
+            for i, a in enumerate(args):
+                r, own = arg_path(a)
+                if r != name or i >= len(h.params):
+                    continue
+                steps = prefix + own
+                where, at = resolved_here(steps, members, dim, ndims)
+                if where == "other":
+                    continue
+                if consts is None and (inlined(h) or where == "here"):
+                    consts = constant_names(g, call, bound)
+                    hargs = list(h.c.get_arguments())
+                    hbound = frozenset(decl_key(hargs[j]) for j, x in enumerate(args)
+                                       if j < len(hargs) and is_constant_in(x, consts))
+                if where == "here":
+                    this = pick
+                    if at is not None and at >= len(prefix) and p.kind == "ARRAY_PARTITION":
+                        idx = steps[at][1]
+                        this = (idx is not None and is_constant_in(idx, consts), call, g, idx)
+                    if this is None or this[0]:
+                        continue        # picked by a constant: one partition a copy
+                    if inlined(h):
+                        work.append((h, h.params[i], steps, hbound, this))
+                    else:
+                        picks.append((h, call, this))
+                    continue
+                if inlined(h):
+                    work.append((h, h.params[i], steps, hbound, pick))
+                elif len([st for st in steps if st[0] == "m"]) < len(members):
+                    crossed.append((h, call, "the struct '%s' reaches it by pointer" % root))
+                elif not pragmas_on(h, h.params[i], PARTITIONS):
+                    crossed.append((h, call, "its parameter '%s' states no partition of its own"
+                                    % h.params[i]))
+    return crossed, picks
+
+
+def rule_partition_call(funcs, rep):
     for f in funcs.values():
         macros = None
         for p in f.pragmas:
@@ -1606,54 +1663,7 @@ def rule_partition_call(funcs, rep):
                 macros = f.unit.macros
             dim = int(literal_of(p.opts.get("dim", "1"), macros) or "1")
             ndims = member_dims(f, root, members)
-            # where the array goes: f's calls, and on through inlined callees;
-            # a work item also carries the parameters bound to constants and,
-            # once the partitioned dimension is indexed, how: (constant?,
-            # call, function, index)
-            work, visited, crossed = [(f, root, [], frozenset(), None)], set(), []
-            while work:
-                g, name, prefix, bound, pick = work.pop()
-                key = (g.usr, name, bound, None if pick is None else pick[0])
-                if key in visited:
-                    continue
-                visited.add(key)
-                for usr, args, call in g.calls:
-                    h = funcs.get(usr)
-                    if h is None:
-                        continue
-                    consts = None
-                    for i, a in enumerate(args):
-                        r, own = arg_path(a)
-                        if r != name or i >= len(h.params):
-                            continue
-                        steps = prefix + own
-                        where, at = resolved_here(steps, members, dim, ndims)
-                        if where == "other":
-                            continue
-                        if consts is None and (inlined(h) or where == "here"):
-                            consts = constant_names(g, call, bound)
-                            hargs = list(h.c.get_arguments())
-                            hbound = frozenset(decl_key(hargs[j]) for j, x in enumerate(args)
-                                               if j < len(hargs) and is_constant_in(x, consts))
-                        if where == "here":
-                            this = pick
-                            if at is not None and at >= len(prefix) and p.kind == "ARRAY_PARTITION":
-                                idx = steps[at][1]
-                                this = (idx is not None and is_constant_in(idx, consts), call, g, idx)
-                            if this is None or this[0]:
-                                continue        # picked by a constant: one partition a copy
-                            if inlined(h):
-                                work.append((h, h.params[i], steps, hbound, this))
-                            else:
-                                picks.append((h, call, this))
-                            continue
-                        if inlined(h):
-                            work.append((h, h.params[i], steps, hbound, pick))
-                        elif len([st for st in steps if st[0] == "m"]) < len(members):
-                            crossed.append((h, call, "the struct '%s' reaches it by pointer" % root))
-                        elif not pragmas_on(h, h.params[i], PARTITIONS):
-                            crossed.append((h, call, "its parameter '%s' states no partition of its own"
-                                            % h.params[i]))
+            crossed, picks = follow_partition(funcs, f, p, root, members, dim, ndims)
             for h, call, (ok, pcall, pg, idx) in picks:
                 rep.add(p.real, p.line, "partition-pick",
                         "%s of '%s' in %s: the non-inlined %s (line %d) gets one partition picked"
@@ -1664,7 +1674,6 @@ def rule_partition_call(funcs, rep):
                         " variable)" % (p.kind, var, f.name, h.name, call.location.line,
                                         text(idx) if idx is not None else "*", pg.name,
                                         pcall.location.line, h.name, h.name))
-            picks.clear()
             if not crossed:
                 continue
             h, call, why = crossed[0]

@@ -790,38 +790,16 @@ static uint32_t att_down_pe(tsr_kstate *st, uint32_t p, const tsr_pe_job *job, u
 /* ------------------------------------------------------------------------ */
 /* The controller's side                                                      */
 
-/* The head outputs into xn (dim,), the WO GEMV's input: KV head h's words
- * xn[h * qg, (h + 1) * qg), qg = kv_mul * head_size a multiple of TSR_VEC
- * (CONFIGURE checks it), from its group's first PE, at its index among
- * that PE's heads (two attention words a bus word); zeros up to the group
- * padding; each word's max |v| for the quantizer (tsr_mesh_input, ready). */
-static void att_collect(tsr_kstate *st, uint32_t it)
-{
-#pragma HLS INLINE
-    uint32_t dim = st->cfg.dim, gw = st->kv_mul * st->hs / TSR_VEC, h = 0, k = 0;
-    uint32_t npad = ((dim + st->cfg.group - 1u) >> st->g_log2) << st->g_log2;
-    TSR_CHARGE(st, TSR_RG_ATT_IO, tsr_cy_att_collect(npad) + TSR_CY_SLR.collect);
 #if TSR_ATT_SLR_HOPS > 0
-    /* Over SLRs, both ways registered (TSR_D_SLR a crossing): the word's
-     * request (its attention PE, the word there) goes out to SLR s down a
-     * line of registers, s TSR_D_SLR of them; SLR s's mux over its own
-     * attention PEs reads the word then and its result comes back down a
-     * line entered at stage s TSR_D_SLR, so every word leaves the line
-     * TSR_COLLECT_SLR_LAT = 2 TSR_ATT_SLR_DELAY iterations after its
-     * request (the nearer SLRs wait as long); then the S:1 mux by SLR 0
-     * and the word's outputs as below; TSR_COLLECT_SLR_LAT iterations more
-     * (tsr_cy_slr_of: collect). */
 #define TSR_ATT_SLRS_ (TSR_ATT_SLR_HOPS + 1)
 #define TSR_COLLECT_SLR_LAT (2 * TSR_ATT_SLR_DELAY)
-    uint32_t rsrc[TSR_ATT_SLR_DELAY], row_[TSR_ATT_SLR_DELAY], rin[TSR_ATT_SLR_DELAY];
-#pragma HLS ARRAY_PARTITION variable=rsrc type=complete
-#pragma HLS ARRAY_PARTITION variable=row_ type=complete
-#pragma HLS ARRAY_PARTITION variable=rin type=complete
-    float cq[TSR_COLLECT_SLR_LAT][TSR_ATT_SLRS_][TSR_VEC];
-    uint32_t cs[TSR_COLLECT_SLR_LAT], cok[TSR_COLLECT_SLR_LAT];
-#pragma HLS ARRAY_PARTITION variable=cq type=complete dim=0
-#pragma HLS ARRAY_PARTITION variable=cs type=complete
-#pragma HLS ARRAY_PARTITION variable=cok type=complete
+/* The collect's request and return lines, emptied (att_collect_words). */
+static void att_collect_slr_clear(uint32_t rsrc[TSR_ATT_SLR_DELAY], uint32_t row_[TSR_ATT_SLR_DELAY],
+                                  uint32_t rin[TSR_ATT_SLR_DELAY],
+                                  float cq[TSR_COLLECT_SLR_LAT][TSR_ATT_SLRS_][TSR_VEC],
+                                  uint32_t cs[TSR_COLLECT_SLR_LAT], uint32_t cok[TSR_COLLECT_SLR_LAT])
+{
+#pragma HLS INLINE
 att_collect_slr_req_clear:
     for (uint32_t r = 0; r < TSR_ATT_SLR_DELAY; r++) {
 #pragma HLS UNROLL
@@ -844,6 +822,34 @@ att_collect_slr_clear_lanes:
             }
         }
     }
+}
+
+/* The collect's word loop: item it's head outputs, word by word, off the
+ * attention PEs into xn (dim values, padded to npad; gw words a KV head
+ * group), each word's max |.| for the quantizer. */
+static void att_collect_words(tsr_kstate *st, uint32_t it, uint32_t dim, uint32_t gw, uint32_t npad)
+{
+#pragma HLS INLINE
+    uint32_t h = 0, k = 0;
+    /* Over SLRs, both ways registered (TSR_D_SLR a crossing): the word's
+     * request (its attention PE, the word there) goes out to SLR s down a
+     * line of registers, s TSR_D_SLR of them; SLR s's mux over its own
+     * attention PEs reads the word then and its result comes back down a
+     * line entered at stage s TSR_D_SLR, so every word leaves the line
+     * TSR_COLLECT_SLR_LAT = 2 TSR_ATT_SLR_DELAY iterations after its
+     * request (the nearer SLRs wait as long); then the S:1 mux by SLR 0
+     * and the word's outputs as below; TSR_COLLECT_SLR_LAT iterations more
+     * (tsr_cy_slr_of: collect). */
+    uint32_t rsrc[TSR_ATT_SLR_DELAY], row_[TSR_ATT_SLR_DELAY], rin[TSR_ATT_SLR_DELAY];
+#pragma HLS ARRAY_PARTITION variable=rsrc type=complete
+#pragma HLS ARRAY_PARTITION variable=row_ type=complete
+#pragma HLS ARRAY_PARTITION variable=rin type=complete
+    float cq[TSR_COLLECT_SLR_LAT][TSR_ATT_SLRS_][TSR_VEC];
+    uint32_t cs[TSR_COLLECT_SLR_LAT], cok[TSR_COLLECT_SLR_LAT];
+#pragma HLS ARRAY_PARTITION variable=cq type=complete dim=0
+#pragma HLS ARRAY_PARTITION variable=cs type=complete
+#pragma HLS ARRAY_PARTITION variable=cok type=complete
+    att_collect_slr_clear(rsrc, row_, rin, cq, cs, cok);
     uint32_t nw = npad / TSR_VEC;
 att_collect_slr_words:
     for (uint32_t w = 0; w < nw + TSR_COLLECT_SLR_LAT; w++) {
@@ -938,7 +944,15 @@ att_collect_slr_req_shift:
     }
 #undef TSR_ATT_SLRS_
 #undef TSR_COLLECT_SLR_LAT
+}
 #else
+/* The collect's word loop: item it's head outputs, word by word, off the
+ * attention PEs into xn (dim values, padded to npad; gw words a KV head
+ * group), each word's max |.| for the quantizer. */
+static void att_collect_words(tsr_kstate *st, uint32_t it, uint32_t dim, uint32_t gw, uint32_t npad)
+{
+#pragma HLS INLINE
+    uint32_t h = 0, k = 0;
 att_collect_words:
     for (uint32_t w = 0; w < npad / TSR_VEC; w++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_IN_WORDS
@@ -962,7 +976,21 @@ att_collect_lanes:
             h++;
         }
     }
+}
 #endif
+
+/* The head outputs into xn (dim,), the WO GEMV's input: KV head h's words
+ * xn[h * qg, (h + 1) * qg), qg = kv_mul * head_size a multiple of TSR_VEC
+ * (CONFIGURE checks it), from its group's first PE, at its index among
+ * that PE's heads (two attention words a bus word); zeros up to the group
+ * padding; each word's max |v| for the quantizer (tsr_mesh_input, ready). */
+static void att_collect(tsr_kstate *st, uint32_t it)
+{
+#pragma HLS INLINE
+    uint32_t dim = st->cfg.dim, gw = st->kv_mul * st->hs / TSR_VEC;
+    uint32_t npad = ((dim + st->cfg.group - 1u) >> st->g_log2) << st->g_log2;
+    TSR_CHARGE(st, TSR_RG_ATT_IO, tsr_cy_att_collect(npad) + TSR_CY_SLR.collect);
+    att_collect_words(st, it, dim, gw, npad);
 }
 
 /* One tree over every group (up, then, when down, down), each level a

@@ -661,6 +661,106 @@ in_q8_norm_lanes:
 /* Q8 pass B over xn (npad,) and its word maxima: the group's scale, the
  * int8 values; every PE latches the chunk's word and the group's
  * scale(s). */
+/* The quantized chunk ch (qw, its lanes' scales sc, cpg chunks a group)
+ * into the P PEs' broadcast copies (quantize_broadcast). */
+#if TSR_SLRS > 1
+/* The broadcast's delay line, emptied. */
+static void bcast_slr_clear(int8_t dq[TSR_SLR_DELAY][TSR_LANES], float ds[TSR_SLR_DELAY],
+                            uint32_t dch[TSR_SLR_DELAY], uint32_t dok[TSR_SLR_DELAY])
+{
+#pragma HLS INLINE
+in_q8_slr_clear:
+    for (uint32_t r = 0; r < TSR_SLR_DELAY; r++) {
+#pragma HLS UNROLL
+        dok[r] = 0;
+        dch[r] = 0;
+        ds[r] = 0.0f;
+in_q8_slr_clear_lanes:
+        for (uint32_t l = 0; l < TSR_LANES; l++) {
+#pragma HLS UNROLL
+            dq[r][l] = 0;
+        }
+    }
+}
+
+/* Over SLRs: SLR 0's PEs take this chunk (live: a chunk at all), SLR s's
+ * the one s crossings down the line, which then moves one stage on. */
+static void bcast_slr_pes(tsr_kstate *st, uint32_t it, uint32_t P, uint32_t cpg, uint32_t ch,
+                          uint32_t live, const int8_t qw[TSR_LANES], const float sc[TSR_LANES],
+                          int8_t dq[TSR_SLR_DELAY][TSR_LANES], float ds[TSR_SLR_DELAY],
+                          uint32_t dch[TSR_SLR_DELAY], uint32_t dok[TSR_SLR_DELAY])
+{
+#pragma HLS INLINE
+    /* (groups of whole words: one scale a chunk, tsr_profile.h) */
+in_q8_slr_pes:
+    for (uint32_t p = 0; p < TSR_BCAST_PES; p++) {
+#pragma HLS UNROLL
+        /* SLR s's PEs: this chunk's word (SLR 0), or the one s
+         * crossings down the line */
+        const uint32_t s = TSR_SLR_OF(p), k = s ? s * TSR_D_SLR - 1u : 0u;
+        uint32_t ok = s ? dok[k] : live, c = s ? dch[k] : ch;
+        if (p < P && ok) {
+in_q8_slr_pe_lanes:
+            for (uint32_t l = 0; l < TSR_LANES; l++) {
+#pragma HLS UNROLL
+                st->xq[p][it][c][l] = s ? dq[k][l] : qw[l];
+            }
+            if ((c & (cpg - 1u)) == 0) st->xs[p][it][c >> st->cpg_log2] = s ? ds[k] : sc[0];
+        }
+    }
+    /* every register of the line one stage on */
+in_q8_slr_shift:
+    for (uint32_t r = TSR_SLR_DELAY - 1u; r > 0u; r--) {
+#pragma HLS UNROLL
+in_q8_slr_shift_lanes:
+        for (uint32_t l = 0; l < TSR_LANES; l++) {
+#pragma HLS UNROLL
+            dq[r][l] = dq[r - 1u][l];
+        }
+        ds[r] = ds[r - 1u];
+        dch[r] = dch[r - 1u];
+        dok[r] = dok[r - 1u];
+    }
+in_q8_slr_head:
+    for (uint32_t l = 0; l < TSR_LANES; l++) {
+#pragma HLS UNROLL
+        dq[0][l] = qw[l];
+    }
+    ds[0] = sc[0];
+    dch[0] = ch;
+    dok[0] = live;
+}
+#else
+static void bcast_pes(tsr_kstate *st, uint32_t it, uint32_t P, uint32_t G, uint32_t cpg,
+                      uint32_t ch, const int8_t qw[TSR_LANES], const float sc[TSR_LANES])
+{
+#pragma HLS INLINE
+in_q8_pes:
+    for (uint32_t p = 0; p < TSR_BCAST_PES; p++) {
+#pragma HLS UNROLL
+        if (p < P) {
+in_q8_pe_lanes:
+            for (uint32_t l = 0; l < TSR_LANES; l++) {
+#pragma HLS UNROLL
+                st->xq[p][it][ch][l] = qw[l];
+            }
+            if (G >= TSR_LANES) {
+                if ((ch & (cpg - 1u)) == 0) st->xs[p][it][ch >> st->cpg_log2] = sc[0];
+            }
+#if TSR_MIN_GROUP < TSR_LANES
+            else {
+in_q8_pe_scales:
+                for (uint32_t l = 0; l < TSR_LANES; l += TSR_MIN_GROUP) {
+#pragma HLS UNROLL
+                    if ((l & (G - 1u)) == 0) st->xs[p][it][(ch * TSR_LANES + l) >> st->g_log2] = sc[l];
+                }
+            }
+#endif
+        }
+    }
+}
+#endif
+
 static void quantize_broadcast(tsr_kstate *st, uint32_t it, uint32_t npad)
 {
 #pragma HLS INLINE
@@ -680,18 +780,7 @@ static void quantize_broadcast(tsr_kstate *st, uint32_t it, uint32_t npad)
 #pragma HLS ARRAY_PARTITION variable=ds type=complete
 #pragma HLS ARRAY_PARTITION variable=dch type=complete
 #pragma HLS ARRAY_PARTITION variable=dok type=complete
-in_q8_slr_clear:
-    for (uint32_t r = 0; r < TSR_SLR_DELAY; r++) {
-#pragma HLS UNROLL
-        dok[r] = 0;
-        dch[r] = 0;
-        ds[r] = 0.0f;
-in_q8_slr_clear_lanes:
-        for (uint32_t l = 0; l < TSR_LANES; l++) {
-#pragma HLS UNROLL
-            dq[r][l] = 0;
-        }
-    }
+    bcast_slr_clear(dq, ds, dch, dok);
     uint32_t trip = nch + TSR_SLR_DELAY;
 #else
     uint32_t trip = nch;
@@ -762,69 +851,10 @@ in_q8_values:
         }
         /* the group(s) starting in this chunk: their scales */
 #if TSR_SLRS > 1
-        /* (groups of whole words: one scale a chunk, tsr_profile.h) */
-in_q8_slr_pes:
-        for (uint32_t p = 0; p < TSR_BCAST_PES; p++) {
-#pragma HLS UNROLL
-            /* SLR s's PEs: this chunk's word (SLR 0), or the one s
-             * crossings down the line */
-            const uint32_t s = TSR_SLR_OF(p), k = s ? s * TSR_D_SLR - 1u : 0u;
-            uint32_t ok = s ? dok[k] : live, c = s ? dch[k] : ch;
-            if (p < P && ok) {
-in_q8_slr_pe_lanes:
-                for (uint32_t l = 0; l < TSR_LANES; l++) {
-#pragma HLS UNROLL
-                    st->xq[p][it][c][l] = s ? dq[k][l] : qw[l];
-                }
-                if ((c & (cpg - 1u)) == 0) st->xs[p][it][c >> st->cpg_log2] = s ? ds[k] : sc[0];
-            }
-        }
-        /* every register of the line one stage on */
-in_q8_slr_shift:
-        for (uint32_t r = TSR_SLR_DELAY - 1u; r > 0u; r--) {
-#pragma HLS UNROLL
-in_q8_slr_shift_lanes:
-            for (uint32_t l = 0; l < TSR_LANES; l++) {
-#pragma HLS UNROLL
-                dq[r][l] = dq[r - 1u][l];
-            }
-            ds[r] = ds[r - 1u];
-            dch[r] = dch[r - 1u];
-            dok[r] = dok[r - 1u];
-        }
-in_q8_slr_head:
-        for (uint32_t l = 0; l < TSR_LANES; l++) {
-#pragma HLS UNROLL
-            dq[0][l] = qw[l];
-        }
-        ds[0] = sc[0];
-        dch[0] = ch;
-        dok[0] = live;
+        bcast_slr_pes(st, it, P, cpg, ch, live, qw, sc, dq, ds, dch, dok);
 #else
         (void)live;
-in_q8_pes:
-        for (uint32_t p = 0; p < TSR_BCAST_PES; p++) {
-#pragma HLS UNROLL
-            if (p < P) {
-in_q8_pe_lanes:
-                for (uint32_t l = 0; l < TSR_LANES; l++) {
-#pragma HLS UNROLL
-                    st->xq[p][it][ch][l] = qw[l];
-                }
-                if (G >= TSR_LANES) {
-                    if ((ch & (cpg - 1u)) == 0) st->xs[p][it][ch >> st->cpg_log2] = sc[0];
-                }
-#if TSR_MIN_GROUP < TSR_LANES
-                else {
-in_q8_pe_scales:
-                    for (uint32_t l = 0; l < TSR_LANES; l += TSR_MIN_GROUP) {
-#pragma HLS UNROLL
-                        if ((l & (G - 1u)) == 0) st->xs[p][it][(ch * TSR_LANES + l) >> st->g_log2] = sc[l];
-                    }
-                }
-#endif
-            }
-        }
+        bcast_pes(st, it, P, G, cpg, ch, qw, sc);
 #endif
     }
     TSR_COUNT(st, fabric_bcast_bytes, (uint64_t)P * (npad + 4u * (npad >> st->g_log2)));
@@ -967,46 +997,151 @@ gather_ssq_tail:
 #endif
 }
 
-void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, uint32_t flags,
-                     uint32_t pos)
+/* A gather's fields, for its word loop (tsr_mesh_gather). */
+typedef struct gather_job {
+    uint32_t mat, it, yw;        /* the matrix, the item, the output word   */
+    uint32_t d, nout, dw;        /* its rows; the words out, and in words   */
+    uint32_t bias, lay, qkv;     /* QKV: biases, their layer; QKV at all    */
+    uint32_t rope_n;             /* QKV: the values RoPE turns              */
+    uint32_t add, lg, input;     /* the residual add; logits; a GEMV input  */
+} gather_job;
+
+#if TSR_SLRS > 1
+#define TSR_GATHER_SLR_LAT (2 * TSR_SLR_DELAY)
+/* The gather's request and return lines, emptied (gather_words_slr). */
+static void gather_slr_clear(uint32_t rw[TSR_SLR_DELAY], uint32_t rsrc[TSR_SLR_DELAY],
+                             uint32_t rstart[TSR_SLR_DELAY], uint32_t rlive[TSR_SLR_DELAY],
+                             float gq[TSR_GATHER_SLR_LAT][TSR_SLRS][TSR_VEC],
+                             uint32_t gs[TSR_GATHER_SLR_LAT], uint32_t gok[TSR_GATHER_SLR_LAT])
 {
 #pragma HLS INLINE
-    uint32_t d = st->mat_d[mat];
-    uint32_t add = flags & TSR_GATHER_ADD, input = flags & TSR_GATHER_INPUT;
-    uint32_t qkv = flags & TSR_GATHER_QKV, lg = flags & TSR_GATHER_LOGITS;
-    uint32_t nout = tsr_gather_words(st, d, flags);
-    uint32_t dw = (nout + TSR_VEC - 1u) / TSR_VEC, rope_n = qkv ? st->cfg.dim + st->kv_dim : 0u;
-    /* QKV with biases: its layer's row of them (mat >= 1 for QKV) */
-    uint32_t bias = qkv ? st->cfg.qkv_bias : 0u, lay = qkv ? (mat - 1u) / TSR_W_COUNT : 0u;
+gather_slr_req_clear:
+    for (uint32_t r = 0; r < TSR_SLR_DELAY; r++) {
+#pragma HLS UNROLL
+        rw[r] = 0;
+        rsrc[r] = 0;
+        rstart[r] = 0;
+        rlive[r] = 0;
+    }
+gather_slr_clear:
+    for (uint32_t r = 0; r < TSR_GATHER_SLR_LAT; r++) {
+#pragma HLS UNROLL
+        gok[r] = 0;
+        gs[r] = 0;
+gather_slr_clear_slrs:
+        for (uint32_t t = 0; t < TSR_SLRS; t++) {
+#pragma HLS UNROLL
+gather_slr_clear_lanes:
+            for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+                gq[r][t][l] = 0.0f;
+            }
+        }
+    }
+}
+
+/* Each SLR's mux over its PEs' partial sums for the request that has
+ * reached it (SLR 0: this iteration's, w from src at start; SLR s: the
+ * request line's stage s TSR_D_SLR - 1): the root's SLR reads the word,
+ * the others zeros, into raw (gather_words_slr). */
+static void gather_slr_read(const tsr_kstate *st, uint32_t it, uint32_t d, uint32_t w,
+                            uint32_t src, uint32_t start, uint32_t live,
+                            const uint32_t rw[TSR_SLR_DELAY], const uint32_t rsrc[TSR_SLR_DELAY],
+                            const uint32_t rstart[TSR_SLR_DELAY],
+                            const uint32_t rlive[TSR_SLR_DELAY], float raw[TSR_SLRS][TSR_VEC])
+{
+#pragma HLS INLINE
+    /* each SLR's mux over its PEs' partial sums, for the request that
+     * has reached it (SLR 0: this one; SLR s: the request line's stage
+     * s TSR_D_SLR - 1); the root's SLR reads the word, the others
+     * zeros */
+gather_slr_zero:
+    for (uint32_t r = 0; r < TSR_SLRS; r++) {
+#pragma HLS UNROLL
+gather_slr_zero_lanes:
+        for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+            raw[r][l] = 0.0f;
+        }
+    }
+gather_slr_mux:
+    for (uint32_t p = 0; p < TSR_PES; p++) {
+#pragma HLS UNROLL
+        const uint32_t sp = TSR_SLR_OF(p), rk = sp ? sp * TSR_D_SLR - 1u : 0u;
+        uint32_t qw = sp ? rw[rk] : w, qsrc = sp ? rsrc[rk] : src;
+        uint32_t qstart = sp ? rstart[rk] : start, qlive = sp ? rlive[rk] : live;
+        if (qlive && p == qsrc) {
+gather_slr_mux_lanes:
+            for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+                uint32_t i = qw * TSR_VEC + l;
+                raw[sp][l] = i < d ? st->psum[p][it][(qw - qstart) * TSR_VEC + l] : 0.0f;
+            }
+        }
+    }
+}
+
+/* The gather's lines one stage on: the return line (SLR s's read enters
+ * at stage s TSR_D_SLR, SLR 0's at the first, with the word's SLR and
+ * whether it is live), then the request line (this iteration's request
+ * at its first stage) (gather_words_slr). */
+static void gather_slr_shift(uint32_t rw[TSR_SLR_DELAY], uint32_t rsrc[TSR_SLR_DELAY],
+                             uint32_t rstart[TSR_SLR_DELAY], uint32_t rlive[TSR_SLR_DELAY],
+                             float gq[TSR_GATHER_SLR_LAT][TSR_SLRS][TSR_VEC],
+                             uint32_t gs[TSR_GATHER_SLR_LAT], uint32_t gok[TSR_GATHER_SLR_LAT],
+                             const float raw[TSR_SLRS][TSR_VEC], uint32_t w, uint32_t src,
+                             uint32_t start, uint32_t live)
+{
+#pragma HLS INLINE
+    /* every stage one on; SLR s's read enters its line at stage s
+     * TSR_D_SLR (its way back), SLR 0's at the first */
+gather_slr_shift:
+    for (uint32_t r = TSR_GATHER_SLR_LAT - 1u; r > 0u; r--) {
+#pragma HLS UNROLL
+gather_slr_shift_slrs:
+        for (uint32_t t = 0; t < TSR_SLRS; t++) {
+#pragma HLS UNROLL
+gather_slr_shift_lanes:
+            for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+                gq[r][t][l] = t > 0u && r == t * TSR_D_SLR ? raw[t][l] : gq[r - 1u][t][l];
+            }
+        }
+        gs[r] = gs[r - 1u];
+        gok[r] = gok[r - 1u];
+    }
+gather_slr_head_lanes:
+    for (uint32_t l = 0; l < TSR_VEC; l++) {
+#pragma HLS UNROLL
+        gq[0][0][l] = raw[0][l];
+    }
+    gs[0] = TSR_SLR_OF(src);
+    gok[0] = live;
+    /* the request one stage further out */
+gather_slr_req_shift:
+    for (uint32_t r = TSR_SLR_DELAY - 1u; r > 0u; r--) {
+#pragma HLS UNROLL
+        rw[r] = rw[r - 1u];
+        rsrc[r] = rsrc[r - 1u];
+        rstart[r] = rstart[r - 1u];
+        rlive[r] = rlive[r - 1u];
+    }
+    rw[0] = w;
+    rsrc[0] = src;
+    rstart[0] = start;
+    rlive[0] = live;
+}
+
+/* The gather's word loop over SLRs. */
+static void gather_words_slr(tsr_kstate *st, const gather_job *g,
+                             float ssq[TSR_GATHER_SSQ_ROWS][TSR_VEC])
+{
+#pragma HLS INLINE
+    uint32_t mat = g->mat, it = g->it, yw = g->yw, d = g->d, nout = g->nout, dw = g->dw;
+    uint32_t bias = g->bias, lay = g->lay, qkv = g->qkv, rope_n = g->rope_n;
+    uint32_t add = g->add, lg = g->lg, input = g->input;
     uint32_t src = 0, start = 0, end = 0;   /* the root holding the current words */
     uint32_t k = 0;                         /* the next root, in row order */
-#if TSR_SSQ_FUSED
-    /* RMSNorm's partials of the new x: element i into partial i % S, as
-     * tsr_reduce_sumsq; word w's into row w % (S / TSR_VEC).  The rows are
-     * a rotating chain of registers (ops.c reduce): word w adds into the
-     * head row and every row moves up one, the head's sums to the tail, so
-     * a row is added to once every TSR_SSQ_DIST words (>= TSR_FADD_LAT
-     * cycles at II 1, tsr_profile.h), by the chain's length, not by a
-     * DEPENDENCE claim on registers.  The partials leave rotated by the
-     * word count; tsr_rms_scale's pairwise levels give the same sum for
-     * any rotation (ops.c reduce), so they are stored as they stand. */
-    float ssq[TSR_GATHER_SSQ_ROWS][TSR_VEC];   /* the chain; the next word adds into row 0 */
-#pragma HLS ARRAY_PARTITION variable=ssq type=complete dim=0
-gather_ssq_zero:
-    for (uint32_t k = 0; k < TSR_SUM_LANES; k++) {
-#pragma HLS UNROLL
-        ssq[k / TSR_VEC][k % TSR_VEC] = 0.0f;
-    }
-#else
-    float ssq[TSR_GATHER_SSQ_ROWS][TSR_VEC];   /* none kept (one row, unused) */
-#endif
-    TSR_CHARGE(st, TSR_RG_GATHER, tsr_gather_cycles(flags, d, nout, bias));
-    (void)pos;
-    TSR_COUNT(st, fabric_gather_bytes, 4ull * d);
-    /* a platform's fast path writes what the word loop would, latches
-     * included */
-    if (TSR_FAST_GATHER(st, mat, it, yw, flags, pos)) return;
-#if TSR_SLRS > 1
     /* Over SLRs, both ways registered (TSR_D_SLR a crossing): the word's
      * request (w, its root, the root's first word) goes out to SLR s down
      * a line of registers, s TSR_D_SLR of them; SLR s's mux over its own
@@ -1018,7 +1153,6 @@ gather_ssq_zero:
      * passes TSR_D_SLR registers a crossing on to the attention PEs beyond
      * SLR 0.  The loop runs TSR_GATHER_SLR_LAT (QKV: plus
      * TSR_ATT_SLR_DELAY) iterations more (tsr_cy_slr_of: gather). */
-#define TSR_GATHER_SLR_LAT (2 * TSR_SLR_DELAY)
     uint32_t rw[TSR_SLR_DELAY], rsrc[TSR_SLR_DELAY], rstart[TSR_SLR_DELAY], rlive[TSR_SLR_DELAY];
 #pragma HLS ARRAY_PARTITION variable=rw type=complete
 #pragma HLS ARRAY_PARTITION variable=rsrc type=complete
@@ -1047,29 +1181,7 @@ gather_slr_latch_clear_lanes:
         }
     }
 #endif
-gather_slr_req_clear:
-    for (uint32_t r = 0; r < TSR_SLR_DELAY; r++) {
-#pragma HLS UNROLL
-        rw[r] = 0;
-        rsrc[r] = 0;
-        rstart[r] = 0;
-        rlive[r] = 0;
-    }
-gather_slr_clear:
-    for (uint32_t r = 0; r < TSR_GATHER_SLR_LAT; r++) {
-#pragma HLS UNROLL
-        gok[r] = 0;
-        gs[r] = 0;
-gather_slr_clear_slrs:
-        for (uint32_t t = 0; t < TSR_SLRS; t++) {
-#pragma HLS UNROLL
-gather_slr_clear_lanes:
-            for (uint32_t l = 0; l < TSR_VEC; l++) {
-#pragma HLS UNROLL
-                gq[r][t][l] = 0.0f;
-            }
-        }
-    }
+    gather_slr_clear(rw, rsrc, rstart, rlive, gq, gs, gok);
     uint32_t trip = dw + TSR_GATHER_SLR_LAT + (qkv ? (uint32_t)TSR_ATT_SLR_DELAY : 0u);
 gather_slr_words:
     for (uint32_t w = 0; w < trip; w++) {
@@ -1083,36 +1195,9 @@ gather_slr_words:
             end = st->root_w1[mat][k];
             k++;
         }
-        /* each SLR's mux over its PEs' partial sums, for the request that
-         * has reached it (SLR 0: this one; SLR s: the request line's stage
-         * s TSR_D_SLR - 1); the root's SLR reads the word, the others
-         * zeros */
         float raw[TSR_SLRS][TSR_VEC];
 #pragma HLS ARRAY_PARTITION variable=raw type=complete dim=0
-gather_slr_zero:
-        for (uint32_t r = 0; r < TSR_SLRS; r++) {
-#pragma HLS UNROLL
-gather_slr_zero_lanes:
-            for (uint32_t l = 0; l < TSR_VEC; l++) {
-#pragma HLS UNROLL
-                raw[r][l] = 0.0f;
-            }
-        }
-gather_slr_mux:
-        for (uint32_t p = 0; p < TSR_PES; p++) {
-#pragma HLS UNROLL
-            const uint32_t sp = TSR_SLR_OF(p), rk = sp ? sp * TSR_D_SLR - 1u : 0u;
-            uint32_t qw = sp ? rw[rk] : w, qsrc = sp ? rsrc[rk] : src;
-            uint32_t qstart = sp ? rstart[rk] : start, qlive = sp ? rlive[rk] : live;
-            if (qlive && p == qsrc) {
-gather_slr_mux_lanes:
-                for (uint32_t l = 0; l < TSR_VEC; l++) {
-#pragma HLS UNROLL
-                    uint32_t i = qw * TSR_VEC + l;
-                    raw[sp][l] = i < d ? st->psum[p][it][(qw - qstart) * TSR_VEC + l] : 0.0f;
-                }
-            }
-        }
+        gather_slr_read(st, it, d, w, src, start, live, rw, rsrc, rstart, rlive, raw);
         /* the word out of the last stage: S:1 by its root's SLR.  The word
          * it is: w's of TSR_GATHER_SLR_LAT iterations ago, as an affine
          * index (not a register of a line), so HLS sees the cv
@@ -1127,43 +1212,7 @@ gather_slr_final:
 #pragma HLS UNROLL
             v[l] = gq[gl][so][l];
         }
-        /* every stage one on; SLR s's read enters its line at stage s
-         * TSR_D_SLR (its way back), SLR 0's at the first */
-gather_slr_shift:
-        for (uint32_t r = TSR_GATHER_SLR_LAT - 1u; r > 0u; r--) {
-#pragma HLS UNROLL
-gather_slr_shift_slrs:
-            for (uint32_t t = 0; t < TSR_SLRS; t++) {
-#pragma HLS UNROLL
-gather_slr_shift_lanes:
-                for (uint32_t l = 0; l < TSR_VEC; l++) {
-#pragma HLS UNROLL
-                    gq[r][t][l] = t > 0u && r == t * TSR_D_SLR ? raw[t][l] : gq[r - 1u][t][l];
-                }
-            }
-            gs[r] = gs[r - 1u];
-            gok[r] = gok[r - 1u];
-        }
-gather_slr_head_lanes:
-        for (uint32_t l = 0; l < TSR_VEC; l++) {
-#pragma HLS UNROLL
-            gq[0][0][l] = raw[0][l];
-        }
-        gs[0] = TSR_SLR_OF(src);
-        gok[0] = live;
-        /* the request one stage further out */
-gather_slr_req_shift:
-        for (uint32_t r = TSR_SLR_DELAY - 1u; r > 0u; r--) {
-#pragma HLS UNROLL
-            rw[r] = rw[r - 1u];
-            rsrc[r] = rsrc[r - 1u];
-            rstart[r] = rstart[r - 1u];
-            rlive[r] = rlive[r - 1u];
-        }
-        rw[0] = w;
-        rsrc[0] = src;
-        rstart[0] = start;
-        rlive[0] = live;
+        gather_slr_shift(rw, rsrc, rstart, rlive, gq, gs, gok, raw, w, src, start, live);
         if (ok) {
             gather_word_post(st, it, wo, d, bias, lay, qkv, rope_n, v);
             gather_word_out(st, it, wo, yw, nout, add, lg, input, v, ssq);
@@ -1217,8 +1266,19 @@ gather_slr_latch_head:
         lok[0] = lat;
 #endif
     }
+}
 #undef TSR_GATHER_SLR_LAT
 #else
+/* The gather's word loop, one SLR: a word a cycle off its root. */
+static void gather_words_one(tsr_kstate *st, const gather_job *g,
+                             float ssq[TSR_GATHER_SSQ_ROWS][TSR_VEC])
+{
+#pragma HLS INLINE
+    uint32_t mat = g->mat, it = g->it, yw = g->yw, d = g->d, nout = g->nout, dw = g->dw;
+    uint32_t bias = g->bias, lay = g->lay, qkv = g->qkv, rope_n = g->rope_n;
+    uint32_t add = g->add, lg = g->lg, input = g->input;
+    uint32_t src = 0, start = 0, end = 0;   /* the root holding the current words */
+    uint32_t k = 0;                         /* the next root, in row order */
 gather_words:
     for (uint32_t w = 0; w < dw; w++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=TSR_LIT_MAX_OUT_WORDS
@@ -1237,6 +1297,53 @@ gather_words:
         /* q | k | v word by word into every attention PE's copy */
         if (qkv) gather_latch(st, w, v);
     }
+}
+#endif
+
+void tsr_mesh_gather(tsr_kstate *st, uint32_t mat, uint32_t it, uint32_t yw, uint32_t flags,
+                     uint32_t pos)
+{
+#pragma HLS INLINE
+    uint32_t d = st->mat_d[mat];
+    uint32_t add = flags & TSR_GATHER_ADD, input = flags & TSR_GATHER_INPUT;
+    uint32_t qkv = flags & TSR_GATHER_QKV, lg = flags & TSR_GATHER_LOGITS;
+    uint32_t nout = tsr_gather_words(st, d, flags);
+    uint32_t dw = (nout + TSR_VEC - 1u) / TSR_VEC, rope_n = qkv ? st->cfg.dim + st->kv_dim : 0u;
+    /* QKV with biases: its layer's row of them (mat >= 1 for QKV) */
+    uint32_t bias = qkv ? st->cfg.qkv_bias : 0u, lay = qkv ? (mat - 1u) / TSR_W_COUNT : 0u;
+#if TSR_SSQ_FUSED
+    /* RMSNorm's partials of the new x: element i into partial i % S, as
+     * tsr_reduce_sumsq; word w's into row w % (S / TSR_VEC).  The rows are
+     * a rotating chain of registers (ops.c reduce): word w adds into the
+     * head row and every row moves up one, the head's sums to the tail, so
+     * a row is added to once every TSR_SSQ_DIST words (>= TSR_FADD_LAT
+     * cycles at II 1, tsr_profile.h), by the chain's length, not by a
+     * DEPENDENCE claim on registers.  The partials leave rotated by the
+     * word count; tsr_rms_scale's pairwise levels give the same sum for
+     * any rotation (ops.c reduce), so they are stored as they stand. */
+    float ssq[TSR_GATHER_SSQ_ROWS][TSR_VEC];   /* the chain; the next word adds into row 0 */
+#pragma HLS ARRAY_PARTITION variable=ssq type=complete dim=0
+gather_ssq_zero:
+    for (uint32_t k = 0; k < TSR_SUM_LANES; k++) {
+#pragma HLS UNROLL
+        ssq[k / TSR_VEC][k % TSR_VEC] = 0.0f;
+    }
+#else
+    float ssq[TSR_GATHER_SSQ_ROWS][TSR_VEC];   /* none kept (one row, unused) */
+#endif
+    TSR_CHARGE(st, TSR_RG_GATHER, tsr_gather_cycles(flags, d, nout, bias));
+    (void)pos;
+    TSR_COUNT(st, fabric_gather_bytes, 4ull * d);
+    /* a platform's fast path writes what the word loop would, latches
+     * included */
+    if (TSR_FAST_GATHER(st, mat, it, yw, flags, pos)) return;
+    gather_job g = { .mat = mat, .it = it, .yw = yw, .d = d, .nout = nout, .dw = dw, .bias = bias,
+                     .lay = lay, .qkv = qkv, .rope_n = rope_n, .add = add, .lg = lg,
+                     .input = input };
+#if TSR_SLRS > 1
+    gather_words_slr(st, &g, ssq);
+#else
+    gather_words_one(st, &g, ssq);
 #endif
 #if TSR_SSQ_FUSED
     if (add) {
@@ -1250,26 +1357,13 @@ gather_ssq_out:
 #endif
 }
 
-int32_t tsr_mesh_best(tsr_kstate *st, uint32_t mat, uint32_t it)
+/* The argmax tree over the roots' bests bv, bi (ok: a root's), the
+ * larger value or the same value at a lower row winning a pair: the
+ * token (tsr_mesh_best). */
+#if TSR_SLRS > 1
+static int32_t best_tree(float bv[TSR_PES], uint32_t bi[TSR_PES], uint32_t ok[TSR_PES])
 {
 #pragma HLS INLINE
-    /* the roots' bests, pairwise over the profile's PEs (log2 TSR_PES
-     * levels): the larger value, or the same value at a lower row */
-    float bv[TSR_PES];
-    uint32_t bi[TSR_PES], ok[TSR_PES];
-#pragma HLS ARRAY_PARTITION variable=bv type=complete
-#pragma HLS ARRAY_PARTITION variable=bi type=complete
-#pragma HLS ARRAY_PARTITION variable=ok type=complete
-    TSR_CHARGE(st, TSR_RG_ARGMAX, TSR_CY_BEST_TREE);
-best_leaves:
-    for (uint32_t p = 0; p < TSR_PES; p++) {
-#pragma HLS UNROLL
-        tsr_ktab t = tsr_ktab_of(st, p, mat);
-        ok[p] = p < st->P && (p & (t.cols - 1u)) == 0 && t.rows != 0;
-        bv[p] = st->best_v[p][it];
-        bi[p] = st->best_i[p][it];
-    }
-#if TSR_SLRS > 1
     /* Over SLRs: each SLR's subtree over its own PEs (pairs by the index
      * within the SLR), its result at its first PE ... */
 best_slr_levels:
@@ -1354,7 +1448,11 @@ best_slr_last_pairs:
         }
     }
     return (int32_t)si[0];
+}
 #else
+static int32_t best_tree(float bv[TSR_PES], uint32_t bi[TSR_PES], uint32_t ok[TSR_PES])
+{
+#pragma HLS INLINE
 best_levels:
     for (uint32_t h = 1; h < TSR_PES; h *= 2u) {
 #pragma HLS UNROLL
@@ -1370,7 +1468,29 @@ best_pairs:
         }
     }
     return (int32_t)bi[0];
+}
 #endif
+
+int32_t tsr_mesh_best(tsr_kstate *st, uint32_t mat, uint32_t it)
+{
+#pragma HLS INLINE
+    /* the roots' bests, pairwise over the profile's PEs (log2 TSR_PES
+     * levels): the larger value, or the same value at a lower row */
+    float bv[TSR_PES];
+    uint32_t bi[TSR_PES], ok[TSR_PES];
+#pragma HLS ARRAY_PARTITION variable=bv type=complete
+#pragma HLS ARRAY_PARTITION variable=bi type=complete
+#pragma HLS ARRAY_PARTITION variable=ok type=complete
+    TSR_CHARGE(st, TSR_RG_ARGMAX, TSR_CY_BEST_TREE);
+best_leaves:
+    for (uint32_t p = 0; p < TSR_PES; p++) {
+#pragma HLS UNROLL
+        tsr_ktab t = tsr_ktab_of(st, p, mat);
+        ok[p] = p < st->P && (p & (t.cols - 1u)) == 0 && t.rows != 0;
+        bv[p] = st->best_v[p][it];
+        bi[p] = st->best_i[p][it];
+    }
+    return best_tree(bv, bi, ok);
 }
 
 void tsr_mesh_embed(tsr_kstate *st, uint32_t it, uint32_t token)
