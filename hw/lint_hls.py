@@ -318,9 +318,11 @@ def unop(c):
     return None
 
 
-def is_ice(c):
+def is_ice(c, keys=frozenset()):
     """An integer constant expression (C99 6.6): literals, enum constants,
-    sizeof, casts and operators over them.  No variable, call or member."""
+    sizeof, casts and operators over them.  No variable, call or member,
+    but for the declarations in keys (decl_key), which count as constants
+    (is_constant_in)."""
     c = strip(c)
     if c is None:
         return False
@@ -329,7 +331,8 @@ def is_ice(c):
         return True
     if k == K.DECL_REF_EXPR:
         r = c.referenced
-        return r is not None and r.kind == K.ENUM_CONSTANT_DECL
+        return r is not None and (r.kind == K.ENUM_CONSTANT_DECL or
+                                  (bool(keys) and decl_key(r) in keys))
     if k in (K.PAREN_EXPR, K.UNEXPOSED_EXPR, K.CSTYLE_CAST_EXPR, K.UNARY_OPERATOR,
              K.BINARY_OPERATOR, K.CONDITIONAL_OPERATOR):
         ks = kids(c)
@@ -339,7 +342,7 @@ def is_ice(c):
             return False
         if k == K.BINARY_OPERATOR and binop(c) in ASSIGN | {","}:
             return False
-        return all(is_ice(x) for x in ks)
+        return all(is_ice(x, keys) for x in ks)
     return False
 
 
@@ -1423,28 +1426,10 @@ def assigned_decls(f):
 
 def is_constant_in(c, keys):
     """An expression whose value is fixed in each copy of the hardware: an
-    integer constant expression, or operators over it and the declarations
-    in keys (unrolled loop variables, parameters bound to such values,
-    locals set once from them)."""
-    c = strip(c)
-    if c is None:
-        return False
-    if is_ice(c):
-        return True
-    k = c.kind
-    if k == K.DECL_REF_EXPR:
-        return c.referenced is not None and decl_key(c.referenced) in keys
-    if k in (K.PAREN_EXPR, K.UNEXPOSED_EXPR, K.CSTYLE_CAST_EXPR, K.UNARY_OPERATOR,
-             K.BINARY_OPERATOR, K.CONDITIONAL_OPERATOR):
-        ks = kids(c)
-        if not ks:
-            return False
-        if k == K.UNARY_OPERATOR and unop(c) in ("++", "--", "&", "*"):
-            return False
-        if k == K.BINARY_OPERATOR and binop(c) in ASSIGN | {","}:
-            return False
-        return all(is_constant_in(x, keys) for x in ks)
-    return False
+    integer constant expression whose variables may also be the
+    declarations in keys (unrolled loop variables, parameters bound to such
+    values, locals set once from them)."""
+    return is_ice(c, keys)
 
 
 def constant_names(f, call, bound):

@@ -1357,6 +1357,19 @@ gather_ssq_out:
 #endif
 }
 
+/* One compare-select of the argmax tree: b's (vb, ib, okb) replaces a's
+ * (*va, *ia, *oka) when b is a root's best and a is not, or b's value is
+ * larger, or the same at a lower row. */
+static void best_take(float *va, uint32_t *ia, uint32_t *oka, float vb, uint32_t ib, uint32_t okb)
+{
+#pragma HLS INLINE
+    if (okb && (!*oka || vb > *va || (vb == *va && ib < *ia))) {
+        *va = vb;
+        *ia = ib;
+        *oka = 1;
+    }
+}
+
 /* The argmax tree over the roots' bests bv, bi (ok: a root's), the
  * larger value or the same value at a lower row winning a pair: the
  * token (tsr_mesh_best). */
@@ -1373,12 +1386,8 @@ best_slr_pairs:
         for (uint32_t p = 0; p < TSR_PES; p++) {
 #pragma HLS UNROLL
             const uint32_t s = TSR_SLR_OF(p), q = p - TSR_SLR_PE0(s);
-            if ((q & (2u * h - 1u)) == 0 && p + h < TSR_SLR_PE0(s + 1u) && ok[p + h] &&
-                (!ok[p] || bv[p + h] > bv[p] || (bv[p + h] == bv[p] && bi[p + h] < bi[p]))) {
-                bv[p] = bv[p + h];
-                bi[p] = bi[p + h];
-                ok[p] = 1;
-            }
+            if ((q & (2u * h - 1u)) == 0 && p + h < TSR_SLR_PE0(s + 1u))
+                best_take(&bv[p], &bi[p], &ok[p], bv[p + h], bi[p + h], ok[p + h]);
         }
     }
     /* ... through the crossings' registers (TSR_D_SLR a crossing: a shift
@@ -1439,12 +1448,8 @@ best_slr_last_levels:
 best_slr_last_pairs:
         for (uint32_t s = 0; s < TSR_SLRS; s++) {
 #pragma HLS UNROLL
-            if ((s & (2u * h - 1u)) == 0 && s + h < TSR_SLRS && sok[s + h] &&
-                (!sok[s] || sv[s + h] > sv[s] || (sv[s + h] == sv[s] && si[s + h] < si[s]))) {
-                sv[s] = sv[s + h];
-                si[s] = si[s + h];
-                sok[s] = 1;
-            }
+            if ((s & (2u * h - 1u)) == 0 && s + h < TSR_SLRS)
+                best_take(&sv[s], &si[s], &sok[s], sv[s + h], si[s + h], sok[s + h]);
         }
     }
     return (int32_t)si[0];
@@ -1459,12 +1464,8 @@ best_levels:
 best_pairs:
         for (uint32_t p = 0; p < TSR_PES; p++) {
 #pragma HLS UNROLL
-            if ((p & (2u * h - 1u)) == 0 && p + h < TSR_PES && ok[p + h] &&
-                (!ok[p] || bv[p + h] > bv[p] || (bv[p + h] == bv[p] && bi[p + h] < bi[p]))) {
-                bv[p] = bv[p + h];
-                bi[p] = bi[p + h];
-                ok[p] = 1;
-            }
+            if ((p & (2u * h - 1u)) == 0 && p + h < TSR_PES)
+                best_take(&bv[p], &bi[p], &ok[p], bv[p + h], bi[p + h], ok[p + h]);
         }
     }
     return (int32_t)bi[0];
